@@ -1,0 +1,7 @@
+/* Subcommand entry points: each lives in its own folder. argv[0] is the subcommand name.
+ * Return the process exit code: 0 ok, 1 failure (message already printed), 2 bad usage. */
+#pragma once
+
+int ax_cmd_data(int argc, char **argv);  /* data/cmd_data.c */
+int ax_cmd_train(int argc, char **argv); /* train/cmd_train.c */
+int ax_cmd_demo(int argc, char **argv);  /* cli/demo.c */

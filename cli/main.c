@@ -1,0 +1,43 @@
+/* axmem: maps a subcommand name to its folder's entry point. */
+#include "cli/commands.h"
+#include "lib/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} command;
+
+static const command commands[] = {
+    {"data", ax_cmd_data, "tokenizer training, corpus -> .axd encoding, decoding, inspection"},
+    {"train", ax_cmd_train, "train a model (goldfish loss, checkpoints, metrics.jsonl)"},
+    {"demo", ax_cmd_demo, "end to end on the bundled corpus: tokenizer, dataset, training"},
+};
+static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: axmem COMMAND [flags]   (axmem COMMAND --help for its flags)\n\n"
+               "Train transformer language models with memorization mitigation and measure\n"
+               "how much of their training data they regurgitate.\n\ncommands:\n");
+    for (int i = 0; i < n_commands; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nenvironment: AXMEM_LOG=error|warn|info|debug, OMP_NUM_THREADS=N\n");
+}
+
+int main(int argc, char **argv) {
+    ax_log_init();
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < n_commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "axmem: unknown command '%s'; run 'axmem --help' for the list\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,22 @@
+/* Deterministic sample loader. The dataset's token stream is cut into windows of seq_len+1
+ * tokens starting at multiples of seq_len (inputs = window[0..T), targets = window[1..T]).
+ * Global sample g (= step * global_batch + j) comes from epoch e = g / n_windows at
+ * position perm_e(g mod n_windows), where perm_e is a seeded bijection of [0, n_windows)
+ * (cycle-walking Feistel: random access, no stored permutation). So the data order depends
+ * only on the seed and the global sample index, never on ranks or threads. */
+#pragma once
+#include <stdint.h>
+#include "data/axd.h"
+#include "lib/status.h"
+
+typedef struct ax_loader ax_loader_t;
+
+/* AX_ERR_ARG naming the dataset and sizes if it holds fewer than seq_len+1 tokens. */
+ax_status ax_loader_create(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_loader_t **out);
+void ax_loader_free(ax_loader_t *l);
+uint64_t ax_loader_n_windows(const ax_loader_t *l);
+/* tokens[seq_len+1]; doc_pos[seq_len+1] (may be NULL) = index of each token within its
+ * document (0 = the document's first token); goldfish uses it to keep the first h targets. */
+void ax_loader_sample(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos);
+/* the window index perm_e(g mod n) that sample g reads (for tests and provenance) */
+uint64_t ax_loader_window(const ax_loader_t *l, uint64_t g);

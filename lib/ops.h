@@ -1,0 +1,90 @@
+/* CPU kernels: the specification every other backend is tested against.
+ *
+ * Conventions
+ * - Row-major. N = B*T token rows, C = model dim, V = vocab, H = heads, D = C/H head dim.
+ * - Every *_backward ACCUMULATES (+=) into all of its gradient outputs (llm.c style): the
+ *   caller zeroes gradient buffers once per step. This makes residual branches and tied
+ *   weights free of special cases.
+ * - Kernels are OpenMP-parallel and deterministic for a fixed thread count (no atomics on
+ *   floats; reductions go through per-thread partials summed in a fixed order).
+ */
+#pragma once
+#include <stdint.h>
+
+/* ---- GEMM (oneDNN dnnl_sgemm: dispatches on the CPU's ISA, runs on our OpenMP pool) ----
+ * C[m,n] = alpha * op(A)[m,k] op(B)[k,n] + beta * C, row-major, trans = 'N' or 'T'. */
+void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
+              long lda, const float *B, long ldb, float beta, float *C, long ldc);
+
+/* ---- linear: out = inp W^T ----
+ * out[N,OC], inp[N,C], w[OC,C] */
+void ax_matmul_forward(float *out, const float *inp, const float *w, int N, int C, int OC);
+/* dinp[N,C] += dout W ; dw[OC,C] += dout^T inp. Either output may be NULL (skipped). */
+void ax_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
+                        const float *w, int N, int C, int OC);
+
+/* ---- token embedding ----
+ * out[N,C] = wte[tokens[i], :], tokens[N] in [0,V) */
+void ax_embedding_forward(float *out, const int32_t *tokens, const float *wte, int N, int C);
+/* dwte[V,C] += scatter of dout[N,C]; touches only rows named in tokens (never all V rows) */
+void ax_embedding_backward(float *dwte, const float *dout, const int32_t *tokens, int N, int C);
+
+/* ---- RMSNorm: out = inp * rstd * weight, rstd = 1/sqrt(mean(inp^2) + eps) ----
+ * out[N,C], rstd[N] (saved for backward), inp[N,C], weight[C] */
+void ax_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N,
+                        int C, float eps);
+/* dinp[N,C] +=, dweight[C] += */
+void ax_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                         const float *weight, const float *rstd, int N, int C);
+
+/* ---- rotary position embedding (rotate-half pairs (i, i + D/2), positions t = 0..T-1) ----
+ * Table: cos/sin[T, D/2], angle(t, i) = t * theta^(-2i/D). */
+void ax_rope_table(float *cos_t, float *sin_t, int T, int D, float theta);
+/* In place on x, laid out [B, T, (row stride ld floats)], heads at x[row*ld + h*D + d] for
+ * h < H. Used on the q and k parts of the packed qkv buffer (ld = 3C). */
+void ax_rope_forward(float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
+                     long ld);
+/* In place: dx <- R^T dx (rope is orthogonal, so backward is the inverse rotation). Note this
+ * OVERWRITES (it is a transform of the gradient already accumulated in dx). */
+void ax_rope_backward(float *dx, const float *cos_t, const float *sin_t, int B, int T, int H,
+                      int D, long ld);
+
+/* ---- causal multi-head self-attention over a packed qkv buffer ----
+ * qkv[B,T,3C] = [q | k | v] (q,k already rotated), out[B,T,C], att[B,H,T,T] softmax probs
+ * (saved; entries above the diagonal are 0). scale = 1/sqrt(D). */
+void ax_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H);
+/* dqkv[B,T,3C] +=. scratch: B*H*T*T floats of workspace (contents ignored). */
+void ax_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                           const float *att, int B, int T, int C, int H);
+
+/* ---- SwiGLU: out = silu(gate) * up, h = [gate | up] per row ----
+ * out[N,F], h[N,2F] */
+void ax_swiglu_forward(float *out, const float *h, int N, int F);
+/* dh[N,2F] += */
+void ax_swiglu_backward(float *dh, const float *dout, const float *h, int N, int F);
+
+/* ---- residual: out = a + b, n elements (backward is two accumulations by the caller) ---- */
+void ax_add_forward(float *out, const float *a, const float *b, long n);
+void ax_accumulate(float *dst, const float *src, long n); /* dst += src */
+
+/* ---- fused softmax + masked cross-entropy ----
+ * logits[N,V], targets[N], mask[N] (1 = supervised target, 0 = dropped/padding).
+ * losses[i] = -log softmax(logits[i])[targets[i]] if mask[i], else 0.
+ * If dlogits != NULL: dlogits[i,:] = mask[i] * dscale * (softmax(logits[i]) - onehot(t_i)),
+ * OVERWRITTEN (not accumulated); dlogits may alias logits (in place, saves N*V floats).
+ * dscale is 1 / (supervised targets summed over all ranks): the loss is their global mean.
+ * Returns the sum of losses over supervised rows (double accumulation). */
+double ax_crossentropy_forward_backward(float *losses, float *dlogits, const float *logits,
+                                        const int32_t *targets, const uint8_t *mask, float dscale,
+                                        int N, int V);
+
+/* ---- optimizer ----
+ * AdamW (decoupled weight decay), one fused pass over n parameters:
+ *   g = grad * grad_scale            (grad_scale folds in gradient clipping)
+ *   m = b1 m + (1-b1) g ; v = b2 v + (1-b2) g^2
+ *   p -= lr * ( (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + wd * p )
+ * t is the 1-based step count. */
+void ax_adamw_update(float *param, const float *grad, float *m, float *v, long n, float lr,
+                     float beta1, float beta2, float eps, float wd, float grad_scale, long t);
+/* sum of squares in double (for the global gradient norm) */
+double ax_sum_squares(const float *x, long n);
