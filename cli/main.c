@@ -22,7 +22,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: axmem COMMAND [flags]   (axmem COMMAND --help for its flags)\n\n"
                "Train transformer language models with memorization mitigation and measure\n"
                "how much of their training data they regurgitate.\n\ncommands:\n");
-    for (int i = 0; i < n_commands; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+    for (int i = 0; i < n_commands; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nenvironment: AXMEM_LOG=error|warn|info|debug, OMP_NUM_THREADS=N\n");
 }
 

@@ -28,7 +28,8 @@ void ax_axd_free(ax_axd_t *d);
 uint32_t ax_axd_vocab_size(const ax_axd_t *d);
 uint64_t ax_axd_n_docs(const ax_axd_t *d);
 uint64_t ax_axd_n_tokens(const ax_axd_t *d);
-uint64_t ax_axd_checksum(const ax_axd_t *d); /* payload XXH3: the dataset's identity */
+uint64_t ax_axd_checksum(const ax_axd_t *d);           /* payload XXH3: the dataset's identity */
+const char *ax_axd_path(const ax_axd_t *d);            /* as passed to ax_axd_open (for messages) */
 const uint64_t *ax_axd_doc_offsets(const ax_axd_t *d); /* [n_docs + 1] */
 uint32_t ax_axd_token(const ax_axd_t *d, uint64_t i);
 /* copy tokens [start, start+n) widened to int32 */

@@ -20,5 +20,47 @@ ax_status ax_tokenizer_encode(const ax_tokenizer_t *t, const uint8_t *bytes, siz
                               int32_t **out, size_t *n_out);
 /* The bytes of one token (EOT -> empty), and a whole decode into a malloc'd buffer. */
 const uint8_t *ax_tokenizer_token_bytes(const ax_tokenizer_t *t, int32_t id, size_t *len);
-ax_status ax_tokenizer_decode(const ax_tokenizer_t *t, const int32_t *ids, size_t n,
-                              uint8_t **out, size_t *n_out);
+ax_status ax_tokenizer_decode(const ax_tokenizer_t *t, const int32_t *ids, size_t n, uint8_t **out,
+                              size_t *n_out);
+
+/* ---- additions: saving, training, parallel encoding ---- */
+
+/* Writes the binary tokenizer file (magic, version, vocab size, merges, XXH3) via
+ * path.partial + fsync + rename. */
+ax_status ax_tokenizer_save(const ax_tokenizer_t *t, const char *path);
+/* merge i (0-based) joins ids (*a, *b) into AX_TOK_FIRST_MERGE + i */
+int ax_tokenizer_n_merges(const ax_tokenizer_t *t);
+void ax_tokenizer_merge(const ax_tokenizer_t *t, int i, uint32_t *a, uint32_t *b);
+
+/* BPE training: feed text, then train. Chunk counts are kept, not the text, so memory grows
+ * with the number of distinct chunks. Merges are chosen by highest pair count; ties go to the
+ * smallest (left id, right id), so training is deterministic. */
+typedef struct ax_bpe_trainer ax_bpe_trainer_t;
+ax_status ax_bpe_trainer_create(ax_bpe_trainer_t **out);
+void ax_bpe_trainer_free(ax_bpe_trainer_t *tr);
+/* Counts the chunks of one piece of text. Pieces must be whole documents or cut at
+ * ax_pretok_find_split points (data/pretok.h) so chunks match the unsplit text. */
+ax_status ax_bpe_trainer_add(ax_bpe_trainer_t *tr, const uint8_t *bytes, size_t n);
+uint64_t ax_bpe_trainer_n_chunks(const ax_bpe_trainer_t *tr); /* distinct chunks so far */
+/* Learns up to vocab_size - 257 merges (fewer, with a warning, if the text runs out of
+ * pairs). `stop` (may be NULL) is polled; when it becomes nonzero training stops with
+ * AX_ERR_INTERRUPTED. Progress is logged at info level. */
+ax_status ax_bpe_trainer_train(ax_bpe_trainer_t *tr, int vocab_size, volatile int *stop,
+                               ax_tokenizer_t **out);
+
+/* A reusable encoder: per-thread chunk caches that persist across calls, and OpenMP over
+ * blocks cut at chunk boundaries, so the result is the same for any thread count. One encoder
+ * serves one calling thread at a time (ax_tokenizer_encode makes its own, so it is safe
+ * anywhere). */
+typedef struct ax_tok_encoder ax_tok_encoder_t;
+/* n_threads <= 0: omp_get_max_threads() */
+ax_status ax_tok_encoder_create(const ax_tokenizer_t *t, int n_threads, ax_tok_encoder_t **out);
+void ax_tok_encoder_free(ax_tok_encoder_t *e);
+/* Encodes n_segs independent byte strings (e.g. documents) in parallel; outs[i] is malloc'd
+ * (caller frees; may be NULL when n_outs[i] == 0). */
+ax_status ax_tok_encoder_encode_many(ax_tok_encoder_t *e, size_t n_segs, const uint8_t *const *segs,
+                                     const size_t *lens, int32_t **outs, size_t *n_outs);
+ax_status ax_tok_encoder_encode(ax_tok_encoder_t *e, const uint8_t *bytes, size_t n, int32_t **out,
+                                size_t *n_out);
+/* Largest block one thread encodes at a time (default 256 KiB; tests make it tiny). */
+void ax_tok_encoder_set_block_bytes(ax_tok_encoder_t *e, size_t bytes);

@@ -8,6 +8,7 @@
  * Blob = a named float array (e.g. "params", "adam_m", "adam_v"); tensors index into the
  * parameter blobs by offset. A shard holds blob[offset, offset+count). */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 #include "lib/json.h"
 #include "lib/status.h"
@@ -51,11 +52,18 @@ ax_status ax_ckpt_open(const char *step_dir, ax_ckpt_t **out);
 void ax_ckpt_free(ax_ckpt_t *c);
 long ax_ckpt_step(const ax_ckpt_t *c);
 const char *ax_ckpt_path(const ax_ckpt_t *c);
-const ax_json *ax_ckpt_config(const ax_ckpt_t *c);  /* the "config" object */
-const ax_json *ax_ckpt_state(const ax_ckpt_t *c);   /* the "state" object */
+const ax_json *ax_ckpt_config(const ax_ckpt_t *c); /* the "config" object */
+const ax_json *ax_ckpt_state(const ax_ckpt_t *c);  /* the "state" object */
+const char *ax_ckpt_grid(const ax_ckpt_t *c);      /* "DxXxYxZ" it was written on */
 int ax_ckpt_n_tensors(const ax_ckpt_t *c);
 const ax_tensor_info *ax_ckpt_tensor(const ax_ckpt_t *c, int i);
 /* Reads blob[offset, offset+count) into dst, decompressing the shards that cover it and
  * verifying each shard's XXH3. Errors (missing blob, short, checksum) name the shard file. */
 ax_status ax_ckpt_read_blob(const ax_ckpt_t *c, const char *blob, int64_t offset, int64_t count,
                             float *dst);
+/* Number of floats in `blob`, or -1 if the checkpoint has no such blob. */
+int64_t ax_ckpt_blob_count(const ax_ckpt_t *c, const char *blob);
+
+/* Test-only: raw bytes per shard (default 256 MiB; 0 restores it), so tests can cross shard
+ * boundaries with small blobs. Rounded down to whole floats. Not thread-safe. */
+void ax_ckpt_set_shard_bytes(size_t bytes);

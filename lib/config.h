@@ -26,8 +26,8 @@ typedef struct {
 } ax_cfg_entry;
 
 typedef struct {
-    const char *usage;          /* e.g. "axmem train [flags]" */
-    const char *summary;        /* paragraph printed under the usage line */
+    const char *usage;   /* e.g. "axmem train [flags]" */
+    const char *summary; /* paragraph printed under the usage line */
     const ax_cfg_entry *entries;
     int n;
 } ax_cfg_table;
@@ -40,7 +40,8 @@ ax_status ax_cfg_set(const ax_cfg_table *t, void *obj, const char *name, const c
                      uint8_t *was_set);
 /* Parses "--name value", "--name=value", "--flag", "--no-flag", and "--config FILE" (a file
  * of "name = value" lines, '#' comments; later flags override it). "-h"/"--help" set
- * *help and stop. Positional arguments are an error naming them. */
+ * *help and stop. Positional arguments are an error naming them. argv[0] (the command's
+ * name, as in main) is skipped; flags on the command line override --config whatever the order. */
 ax_status ax_cfg_parse_argv(const ax_cfg_table *t, void *obj, int argc, char **argv,
                             uint8_t *was_set, int *help);
 ax_status ax_cfg_load_file(const ax_cfg_table *t, void *obj, const char *path, uint8_t *was_set);

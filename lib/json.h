@@ -23,11 +23,11 @@ void ax_jw_obj_end(ax_jw *w);
 void ax_jw_arr_begin(ax_jw *w);
 void ax_jw_arr_end(ax_jw *w);
 void ax_jw_key(ax_jw *w, const char *key);
-void ax_jw_str(ax_jw *w, const char *s);                  /* escaped */
-void ax_jw_strn(ax_jw *w, const char *s, size_t n);       /* escaped, n bytes (may hold NUL) */
+void ax_jw_str(ax_jw *w, const char *s);            /* escaped */
+void ax_jw_strn(ax_jw *w, const char *s, size_t n); /* escaped, n bytes (may hold NUL) */
 void ax_jw_int(ax_jw *w, long long v);
 void ax_jw_uint(ax_jw *w, unsigned long long v);
-void ax_jw_num(ax_jw *w, double v);  /* shortest round-trip form ("%.17g"); NaN/inf -> null */
+void ax_jw_num(ax_jw *w, double v); /* shortest round-trip form ("%.17g"); NaN/inf -> null */
 void ax_jw_bool(ax_jw *w, int v);
 void ax_jw_null(ax_jw *w);
 void ax_jw_raw(ax_jw *w, const char *json); /* a pre-serialised value */
@@ -35,22 +35,33 @@ void ax_jw_raw(ax_jw *w, const char *json); /* a pre-serialised value */
 const char *ax_jw_text(const ax_jw *w);
 
 /* ---- parser ---- */
-typedef enum { AX_JSON_NULL, AX_JSON_BOOL, AX_JSON_NUM, AX_JSON_STR, AX_JSON_ARR, AX_JSON_OBJ } ax_json_type;
+typedef enum {
+    AX_JSON_NULL,
+    AX_JSON_BOOL,
+    AX_JSON_NUM,
+    AX_JSON_STR,
+    AX_JSON_ARR,
+    AX_JSON_OBJ
+} ax_json_type;
 
 typedef struct ax_json ax_json;
 struct ax_json {
     ax_json_type type;
-    double num;       /* NUM (also BOOL: 0/1) */
-    char *str;        /* STR: decoded, NUL-terminated; str_len excludes the NUL */
+    double num; /* NUM (also BOOL: 0/1) */
+    char *str;  /* STR: decoded, NUL-terminated; str_len excludes the NUL */
     size_t str_len;
-    char **keys;      /* OBJ: keys[i] names items[i] */
-    ax_json **items;  /* ARR and OBJ */
+    char **keys;     /* OBJ: keys[i] names items[i] */
+    ax_json **items; /* ARR and OBJ */
     size_t n;
 };
 
 /* Parses exactly one value (surrounding whitespace allowed). On error returns AX_ERR_CORRUPT
  * with a message naming `what` (e.g. the file name) and the byte offset. */
 ax_status ax_json_parse(const char *text, size_t len, const char *what, ax_json **out);
+/* Same, but the error message ends with `advice` (what the user should do) instead of the
+ * generic "fix the file or write it again", e.g. for checkpoints. */
+ax_status ax_json_parse_advice(const char *text, size_t len, const char *what, const char *advice,
+                               ax_json **out);
 void ax_json_free(ax_json *v);
 const ax_json *ax_json_get(const ax_json *obj, const char *key); /* NULL if absent/not OBJ */
 /* typed getters: return AX_ERR_CORRUPT naming `what` and key when absent or wrong type */

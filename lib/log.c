@@ -11,15 +11,25 @@ static int g_rank = -1;
 void ax_log_init(void) {
     const char *e = getenv("AXMEM_LOG");
     if (!e) return;
-    if (!strcmp(e, "error")) g_level = AX_LOG_ERROR;
-    else if (!strcmp(e, "warn")) g_level = AX_LOG_WARN;
-    else if (!strcmp(e, "info")) g_level = AX_LOG_INFO;
-    else if (!strcmp(e, "debug")) g_level = AX_LOG_DEBUG;
+    if (!strcmp(e, "error"))
+        g_level = AX_LOG_ERROR;
+    else if (!strcmp(e, "warn"))
+        g_level = AX_LOG_WARN;
+    else if (!strcmp(e, "info"))
+        g_level = AX_LOG_INFO;
+    else if (!strcmp(e, "debug"))
+        g_level = AX_LOG_DEBUG;
 }
 
-void ax_log_set_rank(int rank) { g_rank = rank; }
-void ax_log_set_level(ax_log_level level) { g_level = level; }
-ax_log_level ax_log_get_level(void) { return g_level; }
+void ax_log_set_rank(int rank) {
+    g_rank = rank;
+}
+void ax_log_set_level(ax_log_level level) {
+    g_level = level;
+}
+ax_log_level ax_log_get_level(void) {
+    return g_level;
+}
 
 void ax_log(ax_log_level level, const char *fmt, ...) {
     if (level > g_level) return;

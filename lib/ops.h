@@ -10,6 +10,7 @@
  */
 #pragma once
 #include <stdint.h>
+#include <math.h>
 
 /* ---- GEMM (oneDNN dnnl_sgemm: dispatches on the CPU's ISA, runs on our OpenMP pool) ----
  * C[m,n] = alpha * op(A)[m,k] op(B)[k,n] + beta * C, row-major, trans = 'N' or 'T'. */
@@ -20,8 +21,8 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
  * out[N,OC], inp[N,C], w[OC,C] */
 void ax_matmul_forward(float *out, const float *inp, const float *w, int N, int C, int OC);
 /* dinp[N,C] += dout W ; dw[OC,C] += dout^T inp. Either output may be NULL (skipped). */
-void ax_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp,
-                        const float *w, int N, int C, int OC);
+void ax_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                        int N, int C, int OC);
 
 /* ---- token embedding ----
  * out[N,C] = wte[tokens[i], :], tokens[N] in [0,V) */
@@ -46,8 +47,8 @@ void ax_rope_forward(float *x, const float *cos_t, const float *sin_t, int B, in
                      long ld);
 /* In place: dx <- R^T dx (rope is orthogonal, so backward is the inverse rotation). Note this
  * OVERWRITES (it is a transform of the gradient already accumulated in dx). */
-void ax_rope_backward(float *dx, const float *cos_t, const float *sin_t, int B, int T, int H,
-                      int D, long ld);
+void ax_rope_backward(float *dx, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
+                      long ld);
 
 /* ---- causal multi-head self-attention over a packed qkv buffer ----
  * qkv[B,T,3C] = [q | k | v] (q,k already rotated), out[B,T,C], att[B,H,T,T] softmax probs
@@ -88,3 +89,30 @@ void ax_adamw_update(float *param, const float *grad, float *m, float *v, long n
                      float beta1, float beta2, float eps, float wd, float grad_scale, long t);
 /* sum of squares in double (for the global gradient norm) */
 double ax_sum_squares(const float *x, long n);
+
+/* ---- helpers shared by the kernels (additions) ---- */
+
+/* expf that gcc -O3 vectorises (glibc's expf is a scalar call without -ffast-math): Cody-Waite
+ * range reduction + degree-6 polynomial, max relative error ~2 ulp; exp(x) = 0 for x < -87.3
+ * (flush instead of denormals), saturates at FLT_MAX-ish for x > 88.7. Deterministic. */
+static inline float ax_expf(float x) {
+    float xc = x < -87.33654f ? -87.33654f : x; /* ternaries, not fminf: those block vectorising */
+    xc = xc > 88.72283f ? 88.72283f : xc;
+    /* n = round(x / ln2) by the 1.5 * 2^23 trick (roundevenf does not vectorise in gcc 12) */
+    float n = (xc * 1.44269504088896341f + 12582912.f) - 12582912.f;
+    float r = fmaf(n, -0.693145751953125f, xc); /* ln2 split hi + lo: r exact-ish */
+    r = fmaf(n, -1.428606765330187045e-06f, r);
+    float p = 1.9875691500E-4f; /* Cephes expf minimax on [-ln2/2, ln2/2] */
+    p = fmaf(p, r, 1.3981999507E-3f);
+    p = fmaf(p, r, 8.3334519073E-3f);
+    p = fmaf(p, r, 4.1665795894E-2f);
+    p = fmaf(p, r, 1.6666665459E-1f);
+    p = fmaf(p, r, 5.0000001201E-1f);
+    p = fmaf(p, r * r, r + 1.0f);
+    union {
+        float f;
+        uint32_t u;
+    } b = {p};
+    b.u += (uint32_t)(int32_t)n << 23; /* scale by 2^n through the exponent field */
+    return x < -87.33654f ? 0.0f : b.f;
+}

@@ -8,16 +8,26 @@ static _Thread_local int g_has_msg;
 
 const char *ax_status_str(ax_status s) {
     switch (s) {
-    case AX_OK: return "ok";
-    case AX_ERR_ARG: return "invalid argument";
-    case AX_ERR_IO: return "I/O error";
-    case AX_ERR_CORRUPT: return "corrupt or truncated file";
-    case AX_ERR_MISMATCH: return "mismatched inputs";
-    case AX_ERR_NOMEM: return "out of memory";
-    case AX_ERR_UNSUPPORTED: return "unsupported";
-    case AX_ERR_MPI: return "MPI error";
-    case AX_ERR_INTERRUPTED: return "interrupted";
-    case AX_ERR_INTERNAL: return "internal error";
+    case AX_OK:
+        return "ok";
+    case AX_ERR_ARG:
+        return "invalid argument";
+    case AX_ERR_IO:
+        return "I/O error";
+    case AX_ERR_CORRUPT:
+        return "corrupt or truncated file";
+    case AX_ERR_MISMATCH:
+        return "mismatched inputs";
+    case AX_ERR_NOMEM:
+        return "out of memory";
+    case AX_ERR_UNSUPPORTED:
+        return "unsupported";
+    case AX_ERR_MPI:
+        return "MPI error";
+    case AX_ERR_INTERRUPTED:
+        return "interrupted";
+    case AX_ERR_INTERNAL:
+        return "internal error";
     }
     return "unknown status";
 }
@@ -33,7 +43,9 @@ ax_status ax_errorf(ax_status s, const char *fmt, ...) {
     return s;
 }
 
-const char *ax_error_msg(void) { return g_has_msg ? g_msg : ""; }
+const char *ax_error_msg(void) {
+    return g_has_msg ? g_msg : "";
+}
 
 void ax_error_clear(void) {
     g_has_msg = 0;

@@ -4,7 +4,7 @@ set -euo pipefail
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 PKGS="build-essential scons pkg-config libopenmpi-dev openmpi-bin libxxhash-dev libzstd-dev
-      libdnnl-dev libcriterion-dev python3"
+      libdnnl-dev libcriterion-dev python3 clang-format git"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

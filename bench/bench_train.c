@@ -1,0 +1,82 @@
+/* Training-step throughput of a GPT-2-124M-shaped model (12 layers, d=768, 12 heads,
+ * vocab 50257, B=4, T=64) as a fraction of the GEMM rate measured in the same run.
+ * Achieved FLOP/s counts 6 * matmul params * tokens + attention (ax_model_flops_per_token).
+ * Usage: bench_train [steps=6] [B=4] [T=64]   (threads from OMP_NUM_THREADS) */
+#include "lib/model.h"
+#include "lib/optim.h"
+#include "lib/perf.h"
+#include "lib/rng.h"
+#include "lib/timer.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    int steps = argc > 1 ? atoi(argv[1]) : 6;
+    int B = argc > 2 ? atoi(argv[2]) : 4, T = argc > 3 ? atoi(argv[3]) : 64;
+    if (steps < 1 || B < 1 || T < 2) {
+        fprintf(stderr, "usage: bench_train [steps>=1] [B>=1] [T>=2]\n");
+        return 2;
+    }
+    ax_model_config c = {.n_layers = 12,
+                         .dim = 768,
+                         .n_heads = 12,
+                         .ffn = 2048,
+                         .vocab = 50257,
+                         .tie_embeddings = 1,
+                         .rope_theta = 10000.0f,
+                         .norm_eps = 1e-5f};
+    ax_model_t *m = NULL;
+    ax_optim_t *o = NULL;
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    if (ax_model_create(&c, B, T, &m) != AX_OK ||
+        ax_optim_create(ax_model_n_params(m), &oc, &o) != AX_OK) {
+        fprintf(stderr, "bench_train: %s\n", ax_error_msg());
+        return 1;
+    }
+    ax_model_init(m, 1);
+    int N = B * T;
+    int32_t *in = malloc((size_t)N * sizeof *in), *tg = malloc((size_t)N * sizeof *tg);
+    uint8_t *mask = malloc((size_t)N);
+    for (int i = 0; i < N; i++) {
+        in[i] = (int32_t)ax_rng_below(7, 0, (uint64_t)i, (uint64_t)c.vocab);
+        tg[i] = (int32_t)ax_rng_below(7, 1, (uint64_t)i, (uint64_t)c.vocab);
+        mask[i] = 1;
+    }
+    int threads = omp_get_max_threads();
+    /* the ceiling: a large square GEMM on the same BLAS and threads, measured now */
+    double ceiling = ax_perf_sgemm_gflops(2048, 2048, 2048, 5);
+    double *times = malloc((size_t)steps * sizeof *times);
+    double loss = 0;
+    for (int s = -1; s < steps; s++) { /* step -1 warms caches and the BLAS */
+        double t0 = ax_now();
+        ax_model_zero_grad(m);
+        loss = ax_model_forward(m, in, tg, mask, B, 1.0f / (float)N, 1) / N;
+        ax_model_backward(m);
+        ax_optim_step(o, m, 1e-4);
+        if (s >= 0) times[s] = ax_now() - t0;
+    }
+    qsort(times, (size_t)steps, sizeof *times, cmp_double);
+    double med = times[steps / 2];
+    double flops = ax_model_flops_per_token(&c, T) * N;
+    double gflops = flops / med / 1e9;
+    printf("bench_train: gpt2-124m-shaped (%.1fM params) B=%d T=%d threads=%d\n",
+           (double)ax_model_n_params(m) / 1e6, B, T, threads);
+    printf("  step time median %.3f s (min %.3f, max %.3f over %d), loss %.3f\n", med, times[0],
+           times[steps - 1], steps, loss);
+    printf("  tokens/s %.0f\n", N / med);
+    printf("  achieved %.1f GFLOP/s; GEMM ceiling %.1f GFLOP/s (2048^3, same run)\n", gflops,
+           ceiling);
+    printf("  ratio achieved/ceiling = %.3f (target >= 0.5)\n", gflops / ceiling);
+    free(times), free(in), free(tg), free(mask);
+    ax_optim_free(o);
+    ax_model_free(m);
+    return 0;
+}

@@ -1,0 +1,414 @@
+/* .axd datasets: streaming writer (tokens spill to a side file while offsets stay in memory,
+ * 8 bytes per document; the final file is assembled and hashed on close) and an mmap reader
+ * that validates everything before handing out a pointer. Layout in data/axd.h. */
+#include "data/axd.h"
+#include "data/tokenizer.h"
+#include "lib/fsutil.h"
+#include "lib/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define AXD_MAGIC "AXMEMAXD"
+#define AXD_VERSION 1u
+#define AXD_HEADER 56
+#define REBUILD "re-run `axmem data encode` to rebuild it"
+
+static void put32(uint8_t *p, uint32_t v) {
+    memcpy(p, &v, 4);
+}
+static void put64(uint8_t *p, uint64_t v) {
+    memcpy(p, &v, 8);
+}
+static uint32_t get32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static uint64_t get64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+struct ax_axd {
+    char *path;
+    uint8_t *map;
+    size_t size;
+    uint32_t vocab, width;
+    uint64_t n_docs, n_tokens, checksum;
+    const uint64_t *offsets;
+    const uint8_t *tokens;
+};
+
+void ax_axd_free(ax_axd_t *d) {
+    if (!d) return;
+    if (d->map) munmap(d->map, d->size);
+    free(d->path);
+    free(d);
+}
+
+static ax_status validate(ax_axd_t *d, int verify_payload) {
+    const char *path = d->path;
+    const uint8_t *m = d->map;
+    size_t size = d->size;
+    if (memcmp(m, AXD_MAGIC, size < 8 ? size : 8) != 0)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: not an axmem dataset (bad magic); pass a .axd file written by "
+                         "`axmem data encode`",
+                         path);
+    if (size < AXD_HEADER)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: truncated dataset (%zu bytes, the header alone "
+                         "is %d); " REBUILD,
+                         path, size, AXD_HEADER);
+    uint32_t version = get32(m + 8);
+    if (version != AXD_VERSION)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "%s: dataset format version %u, this build reads version %u; " REBUILD,
+                         path, version, AXD_VERSION);
+    uint64_t hh = XXH3_64bits(m, 48);
+    if (get64(m + 48) != hh)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: header checksum mismatch: the header is corrupt; " REBUILD, path);
+    d->vocab = get32(m + 12);
+    d->width = get32(m + 16);
+    d->n_docs = get64(m + 24);
+    d->n_tokens = get64(m + 32);
+    d->checksum = get64(m + 40);
+    uint32_t want_width = d->vocab <= 65536 ? 2 : 4;
+    if (d->vocab < AX_TOK_FIRST_MERGE || d->width != want_width || get32(m + 20) != 0)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: inconsistent header (vocab %u, token width %u); " REBUILD, path,
+                         d->vocab, d->width);
+    /* expected size, with overflow checks: 56 + 8 (n_docs + 1) + width n_tokens */
+    uint64_t lim = UINT64_MAX / 16;
+    if (d->n_docs >= lim || d->n_tokens >= lim)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: header claims %llu docs, %llu tokens: corrupt; " REBUILD, path,
+                         (unsigned long long)d->n_docs, (unsigned long long)d->n_tokens);
+    uint64_t off_bytes = 8 * (d->n_docs + 1);
+    uint64_t want = AXD_HEADER + off_bytes + (uint64_t)d->width * d->n_tokens;
+    if ((uint64_t)size != want)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: %s: %zu bytes, but the header (%llu docs, %llu tokens) implies "
+                         "%llu; " REBUILD,
+                         path, (uint64_t)size < want ? "truncated dataset" : "oversized dataset",
+                         size, (unsigned long long)d->n_docs, (unsigned long long)d->n_tokens,
+                         (unsigned long long)want);
+    d->offsets = (const uint64_t *)(m + AXD_HEADER);
+    d->tokens = m + AXD_HEADER + off_bytes;
+    if (d->offsets[0] != 0 || d->offsets[d->n_docs] != d->n_tokens)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: document offsets do not span the tokens (first %llu, last %llu, "
+                         "tokens %llu); " REBUILD,
+                         path, (unsigned long long)d->offsets[0],
+                         (unsigned long long)d->offsets[d->n_docs],
+                         (unsigned long long)d->n_tokens);
+    for (uint64_t i = 0; i < d->n_docs; i++)
+        if (d->offsets[i + 1] < d->offsets[i])
+            return ax_errorf(AX_ERR_CORRUPT, "%s: document offsets decrease at doc %llu; " REBUILD,
+                             path, (unsigned long long)i);
+    if (verify_payload) {
+        uint64_t h = XXH3_64bits(m + AXD_HEADER, size - AXD_HEADER);
+        if (h != d->checksum)
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: payload checksum mismatch (stored %016llx, computed %016llx): "
+                             "the file is corrupt; " REBUILD,
+                             path, (unsigned long long)d->checksum, (unsigned long long)h);
+    }
+    return AX_OK;
+}
+
+ax_status ax_axd_open(const char *path, int verify_payload, ax_axd_t **out) {
+    *out = NULL;
+    ax_axd_t *d = calloc(1, sizeof *d);
+    if (!d || !(d->path = strdup(path))) {
+        free(d);
+        return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        ax_axd_free(d);
+        return ax_errorf(AX_ERR_IO,
+                         "%s: cannot open dataset: %s; create it with "
+                         "`axmem data encode`",
+                         path, strerror(errno));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        ax_axd_free(d);
+        return ax_errorf(AX_ERR_IO, "%s: not a regular file; pass a .axd dataset", path);
+    }
+    d->size = (size_t)sb.st_size;
+    if (d->size == 0) {
+        close(fd);
+        ax_axd_free(d);
+        return ax_errorf(AX_ERR_CORRUPT, "%s: empty file, not an axmem dataset; " REBUILD, path);
+    }
+    d->map = mmap(NULL, d->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (d->map == MAP_FAILED) {
+        d->map = NULL;
+        ax_axd_free(d);
+        return ax_errorf(AX_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
+    }
+    ax_status st = validate(d, verify_payload);
+    if (st != AX_OK) {
+        ax_axd_free(d);
+        return st;
+    }
+    *out = d;
+    return AX_OK;
+}
+
+uint32_t ax_axd_vocab_size(const ax_axd_t *d) {
+    return d->vocab;
+}
+uint64_t ax_axd_n_docs(const ax_axd_t *d) {
+    return d->n_docs;
+}
+uint64_t ax_axd_n_tokens(const ax_axd_t *d) {
+    return d->n_tokens;
+}
+uint64_t ax_axd_checksum(const ax_axd_t *d) {
+    return d->checksum;
+}
+const char *ax_axd_path(const ax_axd_t *d) {
+    return d->path;
+}
+const uint64_t *ax_axd_doc_offsets(const ax_axd_t *d) {
+    return d->offsets;
+}
+
+uint32_t ax_axd_token(const ax_axd_t *d, uint64_t i) {
+    if (d->width == 2) {
+        uint16_t v;
+        memcpy(&v, d->tokens + 2 * i, 2);
+        return v;
+    }
+    return get32(d->tokens + 4 * i);
+}
+
+void ax_axd_tokens(const ax_axd_t *d, uint64_t start, uint64_t n, int32_t *out) {
+    if (d->width == 2) {
+        const uint8_t *p = d->tokens + 2 * start;
+        for (uint64_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, p + 2 * i, 2);
+            out[i] = v;
+        }
+    } else {
+        memcpy(out, d->tokens + 4 * start, 4 * n);
+    }
+}
+
+uint64_t ax_axd_doc_of(const ax_axd_t *d, uint64_t i) {
+    /* last doc whose start is <= i (empty documents share a start; the last one owns i) */
+    uint64_t lo = 0, hi = d->n_docs; /* answer in [lo, hi) */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (d->offsets[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* ---------------------------------------------------------------- writer */
+
+struct ax_axd_writer {
+    char *path, *partial, *side;
+    FILE *tok; /* side file: the token stream */
+    uint32_t vocab, width;
+    uint64_t *offsets;
+    size_t n_docs, cap;
+    uint64_t n_tokens;
+    uint8_t *conv;
+    size_t conv_cap;
+};
+
+static void writer_free(ax_axd_writer_t *w) {
+    if (w->tok) fclose(w->tok);
+    free(w->path);
+    free(w->partial);
+    free(w->side);
+    free(w->offsets);
+    free(w->conv);
+    free(w);
+}
+
+ax_status ax_axd_writer_create(const char *path, uint32_t vocab_size, ax_axd_writer_t **out) {
+    *out = NULL;
+    if (vocab_size < AX_TOK_FIRST_MERGE)
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: vocabulary size %u is too small (must include the "
+                         "end-of-text token %d)",
+                         path, vocab_size, AX_TOK_EOT);
+    ax_axd_writer_t *w = calloc(1, sizeof *w);
+    if (!w) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    size_t n = strlen(path) + 32;
+    w->path = strdup(path);
+    w->partial = malloc(n);
+    w->side = malloc(n);
+    w->cap = 1024;
+    w->offsets = malloc(w->cap * sizeof *w->offsets);
+    if (!w->path || !w->partial || !w->side || !w->offsets) {
+        writer_free(w);
+        return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    }
+    snprintf(w->partial, n, "%s.partial", path);
+    snprintf(w->side, n, "%s.partial.tokens", path);
+    w->vocab = vocab_size;
+    w->width = vocab_size <= 65536 ? 2 : 4;
+    w->offsets[0] = 0;
+    w->tok = fopen(w->side, "wb+");
+    if (!w->tok) {
+        ax_status st = ax_errorf(AX_ERR_IO,
+                                 "%s: cannot create: %s; check the directory exists "
+                                 "and is writable",
+                                 w->side, strerror(errno));
+        writer_free(w);
+        return st;
+    }
+    setvbuf(w->tok, NULL, _IOFBF, 1 << 20);
+    *out = w;
+    return AX_OK;
+}
+
+ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_t n) {
+    int add_eot = n == 0 || tokens[n - 1] != AX_TOK_EOT;
+    size_t total = n + (size_t)add_eot;
+    if (w->n_docs + 2 > w->cap) {
+        uint64_t *no = realloc(w->offsets, 2 * w->cap * sizeof *no);
+        if (!no) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory for document offsets", w->path);
+        w->offsets = no;
+        w->cap *= 2;
+    }
+    if (w->conv_cap < total * w->width) {
+        size_t nc = total * w->width + 4096;
+        uint8_t *nb = realloc(w->conv, nc);
+        if (!nb) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", w->path);
+        w->conv = nb;
+        w->conv_cap = nc;
+    }
+    for (size_t i = 0; i < total; i++) {
+        int32_t t = i < n ? tokens[i] : AX_TOK_EOT;
+        if (t < 0 || (uint32_t)t >= w->vocab)
+            return ax_errorf(AX_ERR_ARG,
+                             "%s: token %d in document %zu is outside the "
+                             "vocabulary [0, %u)",
+                             w->path, t, w->n_docs, w->vocab);
+        if (w->width == 2) {
+            uint16_t v = (uint16_t)t;
+            memcpy(w->conv + 2 * i, &v, 2);
+        } else {
+            put32(w->conv + 4 * i, (uint32_t)t);
+        }
+    }
+    if (fwrite(w->conv, w->width, total, w->tok) != total)
+        return ax_errorf(AX_ERR_IO, "%s: write failed: %s; check free disk space", w->side,
+                         strerror(errno));
+    w->n_tokens += total;
+    w->offsets[++w->n_docs] = w->n_tokens;
+    return AX_OK;
+}
+
+void ax_axd_writer_abort(ax_axd_writer_t *w) {
+    if (!w) return;
+    if (w->tok) fclose(w->tok);
+    w->tok = NULL;
+    unlink(w->side);
+    unlink(w->partial);
+    writer_free(w);
+}
+
+ax_status ax_axd_writer_close(ax_axd_writer_t *w) {
+    ax_status st = AX_OK;
+    int fd = -1;
+    uint8_t *buf = NULL;
+    XXH3_state_t *hs = XXH3_createState();
+    if (!hs) {
+        st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", w->path);
+        goto fail;
+    }
+    if (fflush(w->tok) != 0 || fseek(w->tok, 0, SEEK_SET) != 0) {
+        st = ax_errorf(AX_ERR_IO, "%s: write failed: %s; check free disk space", w->side,
+                       strerror(errno));
+        goto fail;
+    }
+    fd = open(w->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        st = ax_errorf(AX_ERR_IO, "%s: cannot create: %s", w->partial, strerror(errno));
+        goto fail;
+    }
+    uint8_t hdr[AXD_HEADER] = {0};
+    AX_CHECK_GOTO(ax_write_all(fd, hdr, AXD_HEADER, w->partial), fail); /* placeholder */
+    XXH3_64bits_reset(hs);
+    size_t ob = 8 * (w->n_docs + 1);
+    XXH3_64bits_update(hs, w->offsets, ob); /* little-endian host: bytes as stored */
+    AX_CHECK_GOTO(ax_write_all(fd, w->offsets, ob, w->partial), fail);
+    size_t bsz = 4u << 20;
+    buf = malloc(bsz);
+    if (!buf) {
+        st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", w->path);
+        goto fail;
+    }
+    uint64_t left = w->n_tokens * w->width;
+    while (left) {
+        size_t want = left < bsz ? (size_t)left : bsz;
+        size_t got = fread(buf, 1, want, w->tok);
+        if (got != want) {
+            st = ax_errorf(AX_ERR_IO, "%s: short read of the token spill file", w->side);
+            goto fail;
+        }
+        XXH3_64bits_update(hs, buf, got);
+        AX_CHECK_GOTO(ax_write_all(fd, buf, got, w->partial), fail);
+        left -= got;
+    }
+    memcpy(hdr, AXD_MAGIC, 8);
+    put32(hdr + 8, AXD_VERSION);
+    put32(hdr + 12, w->vocab);
+    put32(hdr + 16, w->width);
+    put32(hdr + 20, 0);
+    put64(hdr + 24, w->n_docs);
+    put64(hdr + 32, w->n_tokens);
+    put64(hdr + 40, XXH3_64bits_digest(hs));
+    put64(hdr + 48, XXH3_64bits(hdr, 48));
+    if (pwrite(fd, hdr, AXD_HEADER, 0) != AXD_HEADER || fsync(fd) != 0) {
+        st = ax_errorf(AX_ERR_IO, "%s: write failed: %s; check free disk space", w->partial,
+                       strerror(errno));
+        goto fail;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        st = ax_errorf(AX_ERR_IO, "%s: close failed: %s", w->partial, strerror(errno));
+        goto fail;
+    }
+    fd = -1;
+    AX_CHECK_GOTO(ax_rename_durable(w->partial, w->path), fail);
+    fclose(w->tok);
+    w->tok = NULL;
+    unlink(w->side);
+    free(buf);
+    XXH3_freeState(hs);
+    writer_free(w);
+    return AX_OK;
+fail:
+    if (fd >= 0) close(fd);
+    free(buf);
+    XXH3_freeState(hs);
+    ax_axd_writer_abort(w);
+    return st;
+}

@@ -1,0 +1,686 @@
+/* `axmem data`: tokenizer-train, encode, decode, info. Flags are parsed by hand (a handful
+ * per subcommand); usage errors exit 2, runtime failures 1, each with one line on stderr. */
+#include "cli/commands.h"
+#include "data/axd.h"
+#include "data/input.h"
+#include "data/progress.h"
+#include "data/tokenizer.h"
+#include "lib/log.h"
+#include "lib/status.h"
+#include "lib/timer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH_BYTES (32u << 20) /* text encoded per parallel batch */
+
+static const char *TOP_HELP =
+    "usage: axmem data SUBCOMMAND [flags]   (axmem data SUBCOMMAND --help)\n\n"
+    "Byte-level BPE tokenizer and .axd token datasets.\n\n"
+    "subcommands:\n"
+    "  tokenizer-train  learn a BPE vocabulary from text/JSONL files\n"
+    "  encode           tokenize text/JSONL files into a .axd dataset\n"
+    "  decode           print the text of a dataset's documents or of token ids\n"
+    "  info             describe a .axd dataset (docs, tokens, vocab, checksum)\n\n"
+    "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
+    "document; any other file is one document (or one per non-empty line with --split-lines).\n";
+
+static const char *TRAIN_HELP =
+    "usage: axmem data tokenizer-train --input FILE... --out TOK [flags]\n\n"
+    "Learns a byte-level BPE tokenizer (ids 0-255 bytes, 256 end-of-text, merges from 257).\n\n"
+    "flags:\n"
+    "  --input FILE...    text or .jsonl files (required; --input may repeat)\n"
+    "  --out TOK          tokenizer file to write (required)\n"
+    "  --vocab-size N     vocabulary size including bytes and end-of-text (default 4096)\n"
+    "  --max-bytes N      train on at most N bytes of text (suffix K, M, G; default all)\n"
+    "  --split-lines      in non-JSONL files, each non-empty line is a document\n";
+
+static const char *ENCODE_HELP =
+    "usage: axmem data encode --tokenizer TOK --input FILE... --out FILE.axd [flags]\n\n"
+    "Tokenizes documents into a .axd dataset (each document ends with end-of-text).\n"
+    "Streams the input; the output appears only when complete (Ctrl-C leaves nothing).\n\n"
+    "flags:\n"
+    "  --tokenizer TOK    tokenizer file from `axmem data tokenizer-train` (required)\n"
+    "  --input FILE...    text or .jsonl files (required; --input may repeat)\n"
+    "  --out FILE.axd     dataset to write (required)\n"
+    "  --split-lines      in non-JSONL files, each non-empty line is a document\n"
+    "  --threads N        encoding threads (default: OMP_NUM_THREADS or all cores)\n";
+
+static const char *DECODE_HELP =
+    "usage: axmem data decode --tokenizer TOK (--data FILE.axd [--doc N] | --ids \"1 2 3\")\n\n"
+    "Writes decoded bytes to stdout: one document (--doc), every document, or a list of ids.\n\n"
+    "flags:\n"
+    "  --tokenizer TOK    tokenizer the data was encoded with (required)\n"
+    "  --data FILE.axd    dataset to decode\n"
+    "  --doc N            only document N (0-based)\n"
+    "  --ids \"I J ...\"    token ids separated by spaces or commas\n";
+
+static const char *INFO_HELP =
+    "usage: axmem data info FILE.axd [--no-verify]\n\n"
+    "Validates a dataset and prints its documents, tokens, vocabulary, checksum and\n"
+    "tokens-per-document statistics.\n\n"
+    "flags:\n"
+    "  --no-verify        skip hashing the payload (instant on huge files)\n";
+
+/* ---- small argument helpers ---- */
+
+static int usage_err(const char *sub, const char *fmt, const char *arg) {
+    fprintf(stderr, "axmem data %s: ", sub);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "; see 'axmem data %s --help'\n", sub);
+    return 2;
+}
+
+static int report_fail(const char *sub, ax_status st) {
+    const char *m = ax_error_msg();
+    fprintf(stderr, "axmem data %s: %s\n", sub, m[0] ? m : ax_status_str(st));
+    return st == AX_ERR_ARG ? 2 : 1;
+}
+
+static int is_help(const char *a) {
+    return !strcmp(a, "-h") || !strcmp(a, "--help");
+}
+
+/* "--name VALUE" or "--name=VALUE": 1 and *val set on a match, -1 if the value is missing */
+static int flag_val(int argc, char **argv, int *i, const char *name, const char **val) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != 0) return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+/* --input takes every following argument up to the next flag */
+static int collect_inputs(int argc, char **argv, int *i, const char ***list, int *n) {
+    const char *a = argv[*i];
+    if (strcmp(a, "--input") != 0 && strncmp(a, "--input=", 8) != 0) return 0;
+    const char **l = realloc(*list, sizeof *l * (size_t)(*n + argc));
+    if (!l) return -1;
+    *list = l;
+    if (a[7] == '=') l[(*n)++] = a + 8;
+    while (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) l[(*n)++] = argv[++*i];
+    return 1;
+}
+
+static int parse_u64(const char *s, uint64_t *out, int suffixes) {
+    errno = 0;
+    char *end;
+    if (!*s || *s == '-') return 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return 0;
+    uint64_t mul = 1;
+    if (suffixes && *end) {
+        switch (*end) {
+        case 'k':
+        case 'K':
+            mul = 1ull << 10;
+            break;
+        case 'm':
+        case 'M':
+            mul = 1ull << 20;
+            break;
+        case 'g':
+        case 'G':
+            mul = 1ull << 30;
+            break;
+        default:
+            return 0;
+        }
+        end++;
+        if (*end == 'B' || *end == 'b') end++;
+    }
+    if (*end) return 0;
+    if (v > UINT64_MAX / mul) return 0;
+    *out = v * mul;
+    return 1;
+}
+
+#define NEED_VALUE(r, flag)                                                                        \
+    do {                                                                                           \
+        if ((r) < 0) {                                                                             \
+            rc = usage_err(SUB, "%s needs a value", flag);                                         \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+/* ---------------------------------------------------------------- tokenizer-train */
+
+static int cmd_train(int argc, char **argv) {
+    static const char *SUB = "tokenizer-train";
+    const char **inputs = NULL;
+    int n_inputs = 0, split_lines = 0, rc = 0;
+    const char *out_path = NULL, *v;
+    uint64_t vocab = 4096, max_bytes = 0;
+    ax_input_t *in = NULL;
+    ax_bpe_trainer_t *tr = NULL;
+    ax_tokenizer_t *tok = NULL;
+    ax_status st = AX_OK;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (is_help(argv[i])) {
+            fputs(TRAIN_HELP, stdout);
+            goto out;
+        } else if ((r = collect_inputs(argc, argv, &i, &inputs, &n_inputs))) {
+            if (r < 0) {
+                rc = usage_err(SUB, "%s", "out of memory");
+                goto out;
+            }
+        } else if ((r = flag_val(argc, argv, &i, "--out", &v))) {
+            NEED_VALUE(r, "--out");
+            out_path = v;
+        } else if ((r = flag_val(argc, argv, &i, "--vocab-size", &v))) {
+            NEED_VALUE(r, "--vocab-size");
+            if (!parse_u64(v, &vocab, 0) || vocab < AX_TOK_FIRST_MERGE || vocab > (1u << 22)) {
+                rc = usage_err(SUB, "--vocab-size '%s' is not an integer in 257..4194304", v);
+                goto out;
+            }
+        } else if ((r = flag_val(argc, argv, &i, "--max-bytes", &v))) {
+            NEED_VALUE(r, "--max-bytes");
+            if (!parse_u64(v, &max_bytes, 1) || max_bytes == 0) {
+                rc = usage_err(SUB, "--max-bytes '%s' is not a positive size (e.g. 100M)", v);
+                goto out;
+            }
+        } else if (!strcmp(argv[i], "--split-lines")) {
+            split_lines = 1;
+        } else {
+            rc = usage_err(SUB, "unknown argument '%s'", argv[i]);
+            goto out;
+        }
+    }
+    if (!n_inputs) {
+        rc = usage_err(SUB, "%s", "--input FILE... is required");
+        goto out;
+    }
+    if (!out_path) {
+        rc = usage_err(SUB, "%s", "--out TOK is required");
+        goto out;
+    }
+    ax_data_catch_sigint();
+    volatile int *stop = ax_data_stop_flag();
+    AX_CHECK_GOTO(ax_input_open(inputs, n_inputs, split_lines, &in), fail);
+    AX_CHECK_GOTO(ax_bpe_trainer_create(&tr), fail);
+    double t0 = ax_now();
+    ax_data_progress pr;
+    uint64_t total = ax_input_bytes_total(in);
+    ax_data_progress_init(&pr, "tokenizer-train: counting",
+                          max_bytes && max_bytes < total ? max_bytes : total);
+    uint64_t used = 0, docs = 0;
+    for (;;) {
+        const uint8_t *p;
+        size_t n;
+        int doc_end, eof;
+        AX_CHECK_GOTO(ax_input_next(in, &p, &n, &doc_end, &eof), fail);
+        if (eof) break;
+        if (max_bytes && used + n > max_bytes) n = (size_t)(max_bytes - used);
+        AX_CHECK_GOTO(ax_bpe_trainer_add(tr, p, n), fail);
+        used += n;
+        docs += (uint64_t)doc_end;
+        if (*stop) {
+            st = ax_errorf(AX_ERR_INTERRUPTED, "interrupted; nothing was written");
+            goto fail;
+        }
+        char extra[96];
+        snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
+                 ax_bpe_trainer_n_chunks(tr));
+        ax_data_progress_update(&pr, used, extra);
+        if (max_bytes && used >= max_bytes) break;
+    }
+    {
+        char extra[96];
+        snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
+                 ax_bpe_trainer_n_chunks(tr));
+        ax_data_progress_done(&pr, used, extra);
+    }
+    AX_CHECK_GOTO(ax_bpe_trainer_train(tr, (int)vocab, stop, &tok), fail);
+    AX_CHECK_GOTO(ax_tokenizer_save(tok, out_path), fail);
+    AX_INFO("wrote %s: vocab %d, %d merges, checksum %016" PRIx64 ", %.2f s", out_path,
+            ax_tokenizer_vocab_size(tok), ax_tokenizer_n_merges(tok), ax_tokenizer_checksum(tok),
+            ax_now() - t0);
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    ax_data_release_sigint();
+    ax_tokenizer_free(tok);
+    ax_bpe_trainer_free(tr);
+    ax_input_free(in);
+    free(inputs);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- encode */
+
+typedef struct {
+    size_t off, len;
+    int doc_end;
+} seg;
+
+typedef struct {
+    uint8_t *text;
+    size_t len, cap;
+    seg *segs;
+    size_t n, scap;
+    int32_t *doc; /* tokens of the document in progress (may span batches) */
+    size_t doc_len, doc_cap;
+} batch;
+
+static ax_status batch_add(batch *b, const uint8_t *p, size_t n, int doc_end) {
+    if (b->len + n > b->cap) {
+        size_t nc = b->cap ? b->cap : BATCH_BYTES + (1u << 20);
+        while (nc < b->len + n) nc *= 2;
+        uint8_t *nt = realloc(b->text, nc);
+        if (!nt) return ax_errorf(AX_ERR_NOMEM, "out of memory buffering input text");
+        b->text = nt;
+        b->cap = nc;
+    }
+    if (b->n == b->scap) {
+        size_t nc = b->scap ? 2 * b->scap : 1024;
+        seg *ns = realloc(b->segs, nc * sizeof *ns);
+        if (!ns) return ax_errorf(AX_ERR_NOMEM, "out of memory buffering input text");
+        b->segs = ns;
+        b->scap = nc;
+    }
+    if (n) memcpy(b->text + b->len, p, n);
+    b->segs[b->n++] = (seg){b->len, n, doc_end};
+    b->len += n;
+    return AX_OK;
+}
+
+/* encodes the batch in parallel, then hands finished documents to the writer in order */
+static ax_status batch_flush(batch *b, ax_tok_encoder_t *enc, ax_axd_writer_t *w, uint64_t *docs,
+                             uint64_t *tokens) {
+    ax_status st = AX_OK;
+    if (!b->n) return AX_OK;
+    const uint8_t **ptrs = malloc(b->n * sizeof *ptrs);
+    size_t *lens = malloc(b->n * sizeof *lens), *nouts = malloc(b->n * sizeof *nouts);
+    int32_t **outs = calloc(b->n, sizeof *outs);
+    if (!ptrs || !lens || !nouts || !outs) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory encoding");
+        goto done;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        ptrs[i] = b->text + b->segs[i].off;
+        lens[i] = b->segs[i].len;
+    }
+    AX_CHECK_GOTO(ax_tok_encoder_encode_many(enc, b->n, ptrs, lens, outs, nouts), done);
+    for (size_t i = 0; i < b->n; i++) {
+        const int32_t *toks = outs[i];
+        size_t nt = nouts[i];
+        if (b->doc_len || !b->segs[i].doc_end) { /* a document in several pieces */
+            if (b->doc_len + nt > b->doc_cap) {
+                size_t nc = b->doc_cap ? b->doc_cap : 1u << 16;
+                while (nc < b->doc_len + nt) nc *= 2;
+                int32_t *nd = realloc(b->doc, nc * sizeof *nd);
+                if (!nd) {
+                    st = ax_errorf(AX_ERR_NOMEM, "out of memory holding a document's tokens");
+                    goto done;
+                }
+                b->doc = nd;
+                b->doc_cap = nc;
+            }
+            if (nt) memcpy(b->doc + b->doc_len, toks, nt * sizeof *toks);
+            b->doc_len += nt;
+            if (!b->segs[i].doc_end) continue;
+            toks = b->doc;
+            nt = b->doc_len;
+            b->doc_len = 0;
+        }
+        AX_CHECK_GOTO(ax_axd_writer_add_doc(w, toks, nt), done);
+        (*docs)++;
+        *tokens += nt + 1;
+    }
+done:
+    if (outs)
+        for (size_t i = 0; i < b->n; i++) free(outs[i]);
+    free(outs);
+    free(ptrs);
+    free(lens);
+    free(nouts);
+    b->n = 0;
+    b->len = 0;
+    return st;
+}
+
+static int cmd_encode(int argc, char **argv) {
+    static const char *SUB = "encode";
+    const char **inputs = NULL;
+    int n_inputs = 0, split_lines = 0, rc = 0;
+    const char *out_path = NULL, *tok_path = NULL, *v;
+    uint64_t threads = 0;
+    ax_input_t *in = NULL;
+    ax_tokenizer_t *tok = NULL;
+    ax_tok_encoder_t *enc = NULL;
+    ax_axd_writer_t *w = NULL;
+    batch b = {0};
+    ax_status st = AX_OK;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (is_help(argv[i])) {
+            fputs(ENCODE_HELP, stdout);
+            goto out;
+        } else if ((r = collect_inputs(argc, argv, &i, &inputs, &n_inputs))) {
+            if (r < 0) {
+                rc = usage_err(SUB, "%s", "out of memory");
+                goto out;
+            }
+        } else if ((r = flag_val(argc, argv, &i, "--out", &v))) {
+            NEED_VALUE(r, "--out");
+            out_path = v;
+        } else if ((r = flag_val(argc, argv, &i, "--tokenizer", &v))) {
+            NEED_VALUE(r, "--tokenizer");
+            tok_path = v;
+        } else if ((r = flag_val(argc, argv, &i, "--threads", &v))) {
+            NEED_VALUE(r, "--threads");
+            if (!parse_u64(v, &threads, 0) || threads < 1 || threads > 1024) {
+                rc = usage_err(SUB, "--threads '%s' is not an integer in 1..1024", v);
+                goto out;
+            }
+        } else if (!strcmp(argv[i], "--split-lines")) {
+            split_lines = 1;
+        } else {
+            rc = usage_err(SUB, "unknown argument '%s'", argv[i]);
+            goto out;
+        }
+    }
+    if (!tok_path) {
+        rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
+        goto out;
+    }
+    if (!n_inputs) {
+        rc = usage_err(SUB, "%s", "--input FILE... is required");
+        goto out;
+    }
+    if (!out_path) {
+        rc = usage_err(SUB, "%s", "--out FILE.axd is required");
+        goto out;
+    }
+    ax_data_catch_sigint();
+    volatile int *stop = ax_data_stop_flag();
+    AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
+    AX_CHECK_GOTO(ax_input_open(inputs, n_inputs, split_lines, &in), fail);
+    AX_CHECK_GOTO(ax_tok_encoder_create(tok, (int)threads, &enc), fail);
+    AX_CHECK_GOTO(ax_axd_writer_create(out_path, (uint32_t)ax_tokenizer_vocab_size(tok), &w), fail);
+    ax_data_progress pr;
+    ax_data_progress_init(&pr, "encode", ax_input_bytes_total(in));
+    uint64_t docs = 0, tokens = 0, text = 0;
+    for (;;) {
+        const uint8_t *p;
+        size_t n;
+        int doc_end, eof;
+        AX_CHECK_GOTO(ax_input_next(in, &p, &n, &doc_end, &eof), fail);
+        if (!eof) {
+            AX_CHECK_GOTO(batch_add(&b, p, n, doc_end), fail);
+            text += n;
+        }
+        if (eof || b.len >= BATCH_BYTES) {
+            AX_CHECK_GOTO(batch_flush(&b, enc, w, &docs, &tokens), fail);
+            char extra[96];
+            snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " tokens", docs, tokens);
+            ax_data_progress_update(&pr, ax_input_bytes_read(in), extra);
+        }
+        if (*stop) {
+            st = ax_errorf(AX_ERR_INTERRUPTED, "interrupted; %s was not written", out_path);
+            goto fail;
+        }
+        if (eof) break;
+    }
+    AX_CHECK_GOTO(ax_axd_writer_close(w), fail_closed);
+    w = NULL;
+    char extra[160];
+    snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " tokens (%.2f bytes/token)", docs,
+             tokens, tokens ? (double)text / (double)tokens : 0.0);
+    ax_data_progress_done(&pr, ax_input_bytes_read(in), extra);
+    AX_INFO("wrote %s", out_path);
+    goto out;
+fail:
+    ax_axd_writer_abort(w);
+    w = NULL;
+fail_closed:
+    rc = report_fail(SUB, st);
+out:
+    ax_data_release_sigint();
+    free(b.text);
+    free(b.segs);
+    free(b.doc);
+    ax_tok_encoder_free(enc);
+    ax_tokenizer_free(tok);
+    ax_input_free(in);
+    free(inputs);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- decode */
+
+static ax_status write_decoded(const ax_tokenizer_t *tok, const int32_t *ids, size_t n) {
+    uint8_t *bytes;
+    size_t nb;
+    AX_CHECK(ax_tokenizer_decode(tok, ids, n, &bytes, &nb));
+    size_t put = fwrite(bytes, 1, nb, stdout);
+    free(bytes);
+    if (put != nb) return ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
+    return AX_OK;
+}
+
+static ax_status decode_doc(const ax_tokenizer_t *tok, const ax_axd_t *d, uint64_t doc,
+                            int32_t **buf, size_t *cap) {
+    const uint64_t *off = ax_axd_doc_offsets(d);
+    uint64_t n = off[doc + 1] - off[doc];
+    if (n > *cap) {
+        int32_t *nb = realloc(*buf, n * sizeof *nb);
+        if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory decoding document %" PRIu64, doc);
+        *buf = nb;
+        *cap = n;
+    }
+    ax_axd_tokens(d, off[doc], n, *buf);
+    return write_decoded(tok, *buf, (size_t)n);
+}
+
+static int cmd_decode(int argc, char **argv) {
+    static const char *SUB = "decode";
+    const char *tok_path = NULL, *data_path = NULL, *ids_text = NULL, *v;
+    uint64_t doc = 0;
+    int have_doc = 0, rc = 0;
+    ax_tokenizer_t *tok = NULL;
+    ax_axd_t *d = NULL;
+    int32_t *ids = NULL;
+    size_t cap = 0;
+    ax_status st = AX_OK;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (is_help(argv[i])) {
+            fputs(DECODE_HELP, stdout);
+            goto out;
+        } else if ((r = flag_val(argc, argv, &i, "--tokenizer", &v))) {
+            NEED_VALUE(r, "--tokenizer");
+            tok_path = v;
+        } else if ((r = flag_val(argc, argv, &i, "--data", &v))) {
+            NEED_VALUE(r, "--data");
+            data_path = v;
+        } else if ((r = flag_val(argc, argv, &i, "--ids", &v))) {
+            NEED_VALUE(r, "--ids");
+            ids_text = v;
+        } else if ((r = flag_val(argc, argv, &i, "--doc", &v))) {
+            NEED_VALUE(r, "--doc");
+            if (!parse_u64(v, &doc, 0)) {
+                rc = usage_err(SUB, "--doc '%s' is not a document index (0, 1, ...)", v);
+                goto out;
+            }
+            have_doc = 1;
+        } else {
+            rc = usage_err(SUB, "unknown argument '%s'", argv[i]);
+            goto out;
+        }
+    }
+    if (!tok_path) {
+        rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
+        goto out;
+    }
+    if (!data_path == !ids_text) {
+        rc = usage_err(SUB, "%s", "pass exactly one of --data FILE.axd or --ids \"1 2 3\"");
+        goto out;
+    }
+    if (have_doc && !data_path) {
+        rc = usage_err(SUB, "%s", "--doc needs --data");
+        goto out;
+    }
+    AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
+    if (ids_text) {
+        size_t n = 0;
+        cap = strlen(ids_text) / 2 + 1;
+        ids = malloc(cap * sizeof *ids);
+        if (!ids) {
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        for (const char *p = ids_text; *p;) {
+            if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') {
+                p++;
+                continue;
+            }
+            char *end;
+            errno = 0;
+            long x = strtol(p, &end, 10);
+            if (end == p || errno || x < 0 || x >= ax_tokenizer_vocab_size(tok) ||
+                (*end && *end != ' ' && *end != ',' && *end != '\t' && *end != '\n')) {
+                char bad[64];
+                snprintf(bad, sizeof bad, "%.*s", (int)strcspn(p, " ,\t\n"), p);
+                fprintf(stderr,
+                        "axmem data decode: --ids: '%s' is not a token id in 0..%d; see "
+                        "'axmem data decode --help'\n",
+                        bad, ax_tokenizer_vocab_size(tok) - 1);
+                rc = 2;
+                goto out;
+            }
+            ids[n++] = (int32_t)x;
+            p = end;
+        }
+        AX_CHECK_GOTO(write_decoded(tok, ids, n), fail);
+        goto out;
+    }
+    AX_CHECK_GOTO(ax_axd_open(data_path, 1, &d), fail);
+    if (ax_axd_vocab_size(d) != (uint32_t)ax_tokenizer_vocab_size(tok)) {
+        st = ax_errorf(AX_ERR_MISMATCH,
+                       "%s has vocabulary %u but tokenizer %s has %d: pass the tokenizer it was "
+                       "encoded with",
+                       data_path, ax_axd_vocab_size(d), tok_path, ax_tokenizer_vocab_size(tok));
+        goto fail;
+    }
+    if (have_doc) {
+        if (doc >= ax_axd_n_docs(d)) {
+            st = ax_errorf(
+                AX_ERR_ARG, "--doc %" PRIu64 ": %s has %" PRIu64 " documents (0..%" PRIu64 ")", doc,
+                data_path, ax_axd_n_docs(d), ax_axd_n_docs(d) ? ax_axd_n_docs(d) - 1 : 0);
+            goto fail;
+        }
+        AX_CHECK_GOTO(decode_doc(tok, d, doc, &ids, &cap), fail);
+    } else {
+        for (uint64_t i = 0; i < ax_axd_n_docs(d); i++)
+            AX_CHECK_GOTO(decode_doc(tok, d, i, &ids, &cap), fail);
+    }
+    if (fflush(stdout) != 0) {
+        st = ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
+        goto fail;
+    }
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    free(ids);
+    ax_axd_free(d);
+    ax_tokenizer_free(tok);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- info */
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmd_info(int argc, char **argv) {
+    static const char *SUB = "info";
+    const char *path = NULL;
+    int verify = 1, rc = 0;
+    ax_axd_t *d = NULL;
+    uint64_t *lens = NULL;
+    ax_status st = AX_OK;
+    for (int i = 1; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(INFO_HELP, stdout);
+            goto out;
+        } else if (!strcmp(argv[i], "--no-verify")) {
+            verify = 0;
+        } else if (!strncmp(argv[i], "--", 2)) {
+            rc = usage_err(SUB, "unknown flag '%s'", argv[i]);
+            goto out;
+        } else if (path) {
+            rc = usage_err(SUB, "one dataset at a time (got '%s' too)", argv[i]);
+            goto out;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) {
+        rc = usage_err(SUB, "%s", "FILE.axd is required");
+        goto out;
+    }
+    AX_CHECK_GOTO(ax_axd_open(path, verify, &d), fail);
+    uint64_t nd = ax_axd_n_docs(d), nt = ax_axd_n_tokens(d);
+    const uint64_t *off = ax_axd_doc_offsets(d);
+    printf("path:       %s\n", path);
+    printf("format:     axd v1, %d-byte tokens\n", ax_axd_vocab_size(d) <= 65536 ? 2 : 4);
+    printf("vocab:      %u\n", ax_axd_vocab_size(d));
+    printf("docs:       %" PRIu64 "\n", nd);
+    printf("tokens:     %" PRIu64 "\n", nt);
+    printf("checksum:   %016" PRIx64 " (%s)\n", ax_axd_checksum(d),
+           verify ? "verified" : "not verified");
+    if (nd) {
+        lens = malloc(nd * sizeof *lens);
+        if (!lens) {
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory for %" PRIu64 " document lengths", nd);
+            goto fail;
+        }
+        for (uint64_t i = 0; i < nd; i++) lens[i] = off[i + 1] - off[i];
+        qsort(lens, nd, sizeof *lens, cmp_u64);
+        printf("tokens/doc: min %" PRIu64 ", median %" PRIu64 ", mean %.1f, p99 %" PRIu64
+               ", max %" PRIu64 " (each includes end-of-text)\n",
+               lens[0], lens[nd / 2], (double)nt / (double)nd, lens[(nd - 1) * 99 / 100],
+               lens[nd - 1]);
+    }
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    free(lens);
+    ax_axd_free(d);
+    return rc;
+}
+
+int ax_cmd_data(int argc, char **argv) {
+    ax_error_clear(); /* messages are sticky: start from none */
+    if (argc < 2) {
+        fputs(TOP_HELP, stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (is_help(sub) || !strcmp(sub, "help")) {
+        fputs(TOP_HELP, stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "tokenizer-train")) return cmd_train(argc - 1, argv + 1);
+    if (!strcmp(sub, "encode")) return cmd_encode(argc - 1, argv + 1);
+    if (!strcmp(sub, "decode")) return cmd_decode(argc - 1, argv + 1);
+    if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
+    fprintf(stderr, "axmem data: unknown subcommand '%s'; run 'axmem data --help'\n", sub);
+    return 2;
+}

@@ -1,0 +1,52 @@
+/* Internals shared by the tokenizer's files (file format, training, encoding) and tests. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "data/tokenizer.h"
+
+#define AX_TOK_MAX_VOCAB (1 << 22)
+
+struct ax_tokenizer {
+    int vocab_size;
+    int n_merges;
+    uint32_t *merges; /* [n_merges][2]: merge i makes id AX_TOK_FIRST_MERGE + i */
+    uint64_t checksum;
+    /* pair (a,b) -> merged id; open addressing, key 0 = empty (pair (0,0) stored as +1) */
+    uint64_t *pair_keys;
+    int32_t *pair_vals;
+    uint64_t pair_mask;
+    /* bytes of each token: tok_bytes[tok_off[id] .. tok_off[id] + tok_len[id]) */
+    uint64_t *tok_off;
+    uint32_t *tok_len;
+    uint8_t *tok_bytes;
+};
+
+static inline uint64_t ax_tok_pair_key(uint32_t a, uint32_t b) {
+    return (((uint64_t)a << 32) | b) + 1; /* +1 keeps 0 free as the empty marker */
+}
+static inline uint64_t ax_tok_pair_hash(uint64_t k) {
+    k ^= k >> 29;
+    k *= 0xbf58476d1ce4e5b9ULL;
+    return k ^ (k >> 32);
+}
+/* merged id for (a,b), or -1 when the pair is not a merge */
+static inline int32_t ax_tok_pair_lookup(const struct ax_tokenizer *t, uint32_t a, uint32_t b) {
+    uint64_t key = ax_tok_pair_key(a, b);
+    for (uint64_t i = ax_tok_pair_hash(key) & t->pair_mask;; i = (i + 1) & t->pair_mask) {
+        uint64_t k = t->pair_keys[i];
+        if (k == key) return t->pair_vals[i];
+        if (k == 0) return -1;
+    }
+}
+
+/* Builds a tokenizer from a merge list (validated: each side an earlier id, no EOT, no
+ * duplicate pair). `what` names the source in errors. The checksum is left 0. */
+ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *what,
+                             ax_tokenizer_t **out);
+/* XXH3 of the serialised file (the tokenizer's identity) */
+uint64_t ax_tok_compute_checksum(const ax_tokenizer_t *t);
+
+/* Applies merges by rank to sym[0..n) in place; returns the new length. use_heap selects the
+ * O(n log n) linked-list + heap path (chosen automatically for long chunks); both paths give
+ * the same result, which tests check. */
+size_t ax_tok_apply_merges(const ax_tokenizer_t *t, int32_t *sym, size_t n, int use_heap);

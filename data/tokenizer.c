@@ -1,0 +1,266 @@
+/* The in-memory tokenizer: merge table, pair lookup, token bytes, decoding, and the
+ * rank-ordered merge application shared by the encoder. */
+#include "data/tok_internal.h"
+#include "lib/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *what,
+                             ax_tokenizer_t **out) {
+    *out = NULL;
+    if (n_merges < 0 || n_merges > AX_TOK_MAX_VOCAB - AX_TOK_FIRST_MERGE)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: %d merges is out of range (at most %d)", what,
+                         n_merges, AX_TOK_MAX_VOCAB - AX_TOK_FIRST_MERGE);
+    ax_tokenizer_t *t = calloc(1, sizeof *t);
+    if (!t) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory building the tokenizer", what);
+    int V = AX_TOK_FIRST_MERGE + n_merges;
+    t->vocab_size = V;
+    t->n_merges = n_merges;
+    uint64_t cap = 16;
+    while (cap < 2 * (uint64_t)n_merges + 2) cap <<= 1;
+    t->pair_mask = cap - 1;
+    t->merges = malloc(sizeof(uint32_t) * 2 * (size_t)(n_merges ? n_merges : 1));
+    t->pair_keys = calloc(cap, sizeof *t->pair_keys);
+    t->pair_vals = malloc(cap * sizeof *t->pair_vals);
+    t->tok_off = malloc(sizeof(uint64_t) * (size_t)V);
+    t->tok_len = malloc(sizeof(uint32_t) * (size_t)V);
+    if (!t->merges || !t->pair_keys || !t->pair_vals || !t->tok_off || !t->tok_len) goto nomem;
+    if (n_merges) memcpy(t->merges, merges, sizeof(uint32_t) * 2 * (size_t)n_merges);
+
+    /* token lengths first (validating as we go), then one slab for all token bytes */
+    uint64_t total = 256;
+    for (int i = 0; i < 256; i++) t->tok_len[i] = 1;
+    t->tok_len[AX_TOK_EOT] = 0;
+    for (int i = 0; i < n_merges; i++) {
+        uint32_t a = merges[2 * i], b = merges[2 * i + 1];
+        uint32_t id = (uint32_t)(AX_TOK_FIRST_MERGE + i);
+        if (a >= id || b >= id || a == AX_TOK_EOT || b == AX_TOK_EOT) {
+            ax_tokenizer_free(t);
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: merge %d joins (%u, %u), which are not earlier tokens; the "
+                             "file is corrupt, re-run `axmem data tokenizer-train`",
+                             what, i, a, b);
+        }
+        uint64_t len = (uint64_t)t->tok_len[a] + t->tok_len[b];
+        if (len > UINT32_MAX) {
+            ax_tokenizer_free(t);
+            return ax_errorf(AX_ERR_CORRUPT, "%s: merge %d makes an over-long token", what, i);
+        }
+        t->tok_len[id] = (uint32_t)len;
+        total += len;
+        uint64_t key = ax_tok_pair_key(a, b);
+        uint64_t j = ax_tok_pair_hash(key) & t->pair_mask;
+        while (t->pair_keys[j] && t->pair_keys[j] != key) j = (j + 1) & t->pair_mask;
+        if (t->pair_keys[j] == key) {
+            ax_tokenizer_free(t);
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: merge %d repeats the pair (%u, %u); the file is corrupt, "
+                             "re-run `axmem data tokenizer-train`",
+                             what, i, a, b);
+        }
+        t->pair_keys[j] = key;
+        t->pair_vals[j] = (int32_t)id;
+    }
+    t->tok_bytes = malloc(total);
+    if (!t->tok_bytes) goto nomem;
+    uint64_t off = 0;
+    for (int i = 0; i < V; i++) {
+        t->tok_off[i] = off;
+        if (i < 256)
+            t->tok_bytes[off] = (uint8_t)i;
+        else if (i > AX_TOK_EOT) {
+            uint32_t a = merges[2 * (i - AX_TOK_FIRST_MERGE)];
+            uint32_t b = merges[2 * (i - AX_TOK_FIRST_MERGE) + 1];
+            memcpy(t->tok_bytes + off, t->tok_bytes + t->tok_off[a], t->tok_len[a]);
+            memcpy(t->tok_bytes + off + t->tok_len[a], t->tok_bytes + t->tok_off[b], t->tok_len[b]);
+        }
+        off += t->tok_len[i];
+    }
+    *out = t;
+    return AX_OK;
+nomem:
+    ax_tokenizer_free(t);
+    return ax_errorf(AX_ERR_NOMEM, "%s: out of memory building the tokenizer", what);
+}
+
+void ax_tokenizer_free(ax_tokenizer_t *t) {
+    if (!t) return;
+    free(t->merges);
+    free(t->pair_keys);
+    free(t->pair_vals);
+    free(t->tok_off);
+    free(t->tok_len);
+    free(t->tok_bytes);
+    free(t);
+}
+
+int ax_tokenizer_vocab_size(const ax_tokenizer_t *t) {
+    return t->vocab_size;
+}
+uint64_t ax_tokenizer_checksum(const ax_tokenizer_t *t) {
+    return t->checksum;
+}
+int ax_tokenizer_n_merges(const ax_tokenizer_t *t) {
+    return t->n_merges;
+}
+
+void ax_tokenizer_merge(const ax_tokenizer_t *t, int i, uint32_t *a, uint32_t *b) {
+    *a = t->merges[2 * i];
+    *b = t->merges[2 * i + 1];
+}
+
+const uint8_t *ax_tokenizer_token_bytes(const ax_tokenizer_t *t, int32_t id, size_t *len) {
+    if (id < 0 || id >= t->vocab_size) {
+        *len = 0;
+        return NULL;
+    }
+    *len = t->tok_len[id];
+    return t->tok_bytes + t->tok_off[id];
+}
+
+ax_status ax_tokenizer_decode(const ax_tokenizer_t *t, const int32_t *ids, size_t n, uint8_t **out,
+                              size_t *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= t->vocab_size)
+            return ax_errorf(AX_ERR_ARG,
+                             "token id %d at position %zu is outside the vocabulary [0, %d); "
+                             "was it encoded with another tokenizer?",
+                             ids[i], i, t->vocab_size);
+        total += t->tok_len[ids[i]];
+    }
+    uint8_t *buf = malloc(total ? total : 1);
+    if (!buf) return ax_errorf(AX_ERR_NOMEM, "out of memory decoding %zu tokens", n);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(buf + o, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]]);
+        o += t->tok_len[ids[i]];
+    }
+    *out = buf;
+    *n_out = total;
+    return AX_OK;
+}
+
+/* ---- merge application ---- */
+
+/* Short chunks: rank per adjacent pair, repeatedly merge the lowest (leftmost on ties).
+ * Merged id order equals rank order, so ids are compared directly. */
+static size_t apply_scan(const ax_tokenizer_t *t, int32_t *sym, size_t n) {
+    if (n < 2) return n;
+    int32_t stack_rank[128];
+    int32_t *rank = n <= 128 ? stack_rank : malloc(n * sizeof *rank);
+    if (!rank) return n; /* only reachable from tests forcing the scan on huge input */
+    for (size_t i = 0; i + 1 < n; i++) {
+        int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[i], (uint32_t)sym[i + 1]);
+        rank[i] = r < 0 ? INT32_MAX : r;
+    }
+    while (n > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < n; i++)
+            if (rank[i] < rank[best]) best = i;
+        if (rank[best] == INT32_MAX) break;
+        sym[best] = rank[best];
+        memmove(sym + best + 1, sym + best + 2, (n - best - 2) * sizeof *sym);
+        memmove(rank + best + 1, rank + best + 2, (n - best - 2) * sizeof *rank);
+        n--;
+        if (best > 0) {
+            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[best - 1], (uint32_t)sym[best]);
+            rank[best - 1] = r < 0 ? INT32_MAX : r;
+        }
+        if (best + 1 < n) {
+            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[best], (uint32_t)sym[best + 1]);
+            rank[best] = r < 0 ? INT32_MAX : r;
+        }
+    }
+    if (rank != stack_rank) free(rank);
+    return n;
+}
+
+/* Long chunks: doubly linked symbols + a min-heap of (rank, position) with lazy deletion.
+ * Positions only grow left to right, so (rank, pos) order reproduces the scan's
+ * leftmost-lowest-rank choice exactly. */
+typedef struct {
+    int32_t rank;
+    uint32_t pos;
+} hent;
+
+static inline int hless(hent x, hent y) {
+    return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos);
+}
+
+static void hpush(hent *h, size_t *n, hent e) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!hless(e, h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+}
+
+static hent hpop(hent *h, size_t *n) {
+    hent top = h[0], e = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && hless(h[c + 1], h[c])) c++;
+        if (!hless(h[c], e)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = e;
+    return top;
+}
+
+static size_t apply_heap(const ax_tokenizer_t *t, int32_t *sym, size_t n) {
+    if (n < 2) return n;
+    /* one allocation: next[n], prev[n], heap[up to 3n]: n - 1 initial pairs + 2 per merge */
+    uint32_t *next = malloc(n * (2 * sizeof(uint32_t) + 3 * sizeof(hent)));
+    if (!next) return apply_scan(t, sym, n); /* slow but correct */
+    uint32_t *prev = next + n;
+    hent *heap = (hent *)(prev + n);
+    size_t hn = 0;
+    const uint32_t NONE = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        next[i] = i + 1 < n ? (uint32_t)(i + 1) : NONE;
+        prev[i] = i ? (uint32_t)(i - 1) : NONE;
+        if (i + 1 < n) {
+            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[i], (uint32_t)sym[i + 1]);
+            if (r >= 0) hpush(heap, &hn, (hent){r, (uint32_t)i});
+        }
+    }
+    /* dead symbols get sym = -1 */
+    while (hn) {
+        hent e = hpop(heap, &hn);
+        uint32_t p = e.pos, q = next[p];
+        if (sym[p] < 0 || q == NONE) continue;
+        if (ax_tok_pair_lookup(t, (uint32_t)sym[p], (uint32_t)sym[q]) != e.rank) continue;
+        sym[p] = e.rank;
+        sym[q] = -1;
+        next[p] = next[q];
+        if (next[q] != NONE) prev[next[q]] = p;
+        /* each merge adds at most two entries, and there are at most n - 1 merges */
+        if (prev[p] != NONE) {
+            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[prev[p]], (uint32_t)sym[p]);
+            if (r >= 0) hpush(heap, &hn, (hent){r, prev[p]});
+        }
+        if (next[p] != NONE) {
+            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[p], (uint32_t)sym[next[p]]);
+            if (r >= 0) hpush(heap, &hn, (hent){r, p});
+        }
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (sym[i] >= 0) sym[m++] = sym[i];
+    free(next);
+    return m;
+}
+
+size_t ax_tok_apply_merges(const ax_tokenizer_t *t, int32_t *sym, size_t n, int use_heap) {
+    return use_heap ? apply_heap(t, sym, n) : apply_scan(t, sym, n);
+}

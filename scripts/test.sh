@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test: builds release and ASan/UBSan, the Criterion unit tests under both, and
+# the CLI tests (end-to-end training, resume, error messages). Prints "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+JOBS=$(nproc)
+passed=0
+failed=0
+failures=""
+
+step() { # step NAME COMMAND...
+  local name=$1; shift
+  echo "=== $name"
+  local t0=$SECONDS
+  if "$@"; then
+    passed=$((passed + 1)); echo "--- ok: $name ($((SECONDS - t0))s)"
+  else
+    failed=$((failed + 1)); failures="$failures $name"; echo "--- FAILED: $name ($((SECONDS - t0))s)"
+  fi
+}
+
+step format bash -c 'clang-format --dry-run --Werror $(git ls-files -co --exclude-standard "*.c" "*.h")'
+step build-release scons -Q -j"$JOBS"
+step build-asan scons -Q -j"$JOBS" mode=asan build-asan/tests/unit_tests
+# Criterion forks a process per test; 2 workers on 2 cores, 1 OpenMP thread each
+step unit-release env OMP_NUM_THREADS=1 build/tests/unit_tests -j2
+step unit-asan env OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 build-asan/tests/unit_tests -j2
+step cli bash tests/cli/run.sh build/bin/axmem
+
+echo
+[ -n "$failures" ] && echo "failed:$failures"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# CLI tests: what a user sees. Usage: tests/cli/run.sh path/to/axmem
+# Each check prints ok/FAIL; the script exits non-zero if any failed.
+set -uo pipefail
+AX=$(realpath "$1")
+cd "$(dirname "$0")/../.."
+T=$(mktemp -d /tmp/axmem-cli.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
+
+# expect_fail NAME EXIT_CODE PATTERN CMD...: must exit with EXIT_CODE, one stderr line matching
+expect_fail() {
+  local name=$1 code=$2 pat=$3; shift 3
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
+    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
+}
+
+# losses FILE: "step loss grad_norm" per line of metrics.jsonl
+losses() { python3 -c '
+import json,sys
+for l in open(sys.argv[1]):
+    r=json.loads(l); print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))' "$1"; }
+
+# ---- usage and bad input: one clear line, non-zero exit, never a crash
+"$AX" --help >/dev/null 2>&1 && ok "axmem --help" || bad "axmem --help"
+"$AX" train --help | grep -q -- "--seq-len" && ok "train --help lists flags" || bad "train --help lists flags"
+expect_fail "unknown command" 2 "unknown command 'bogus'" "$AX" bogus
+expect_fail "train needs --data" 2 "--data is required" "$AX" train
+expect_fail "unknown flag" 2 "--frobnicate" "$AX" train --frobnicate 3
+expect_fail "bad integer" 2 "--steps" "$AX" train --data x.axd --steps abc
+expect_fail "out of range" 2 "--lr" "$AX" train --data x.axd --lr -1
+expect_fail "missing dataset" 1 "nope.axd" "$AX" train --data "$T/nope.axd" --out "$T/r0"
+expect_fail "bad preset" 2 "--model 'huge'" "$AX" train --data x.axd --model huge
+
+# ---- data: tokenizer + encode a slice of the bundled corpus
+head -n 150 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
+"$AX" data tokenizer-train --input "$T/kjv.jsonl" --vocab-size 512 --out "$T/tok" 2>"$T/err" \
+  && ok "tokenizer-train" || bad "tokenizer-train"
+"$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.jsonl" --out "$T/kjv.axd" 2>"$T/err" \
+  && ok "encode" || bad "encode"
+expect_fail "impossible shape" 2 "not divisible" "$AX" train --data "$T/kjv.axd" --dim 100 --heads 3 --out "$T/r1"
+head -c 1000 "$T/kjv.axd" >"$T/trunc.axd"
+expect_fail "truncated dataset" 1 "trunc.axd" "$AX" train --data "$T/trunc.axd" --out "$T/r2"
+
+# ---- training lowers the loss clearly
+TRAIN=(--data "$T/kjv.axd" --tokenizer "$T/tok" --model tiny --seq-len 64 --batch 8 --lr 3e-3 --warmup 5 --log-every 20)
+"$AX" train "${TRAIN[@]}" --steps 80 --out "$T/run" 2>"$T/err" && ok "train runs" || bad "train runs"
+if losses "$T/run/metrics.jsonl" >"$T/l" 2>/dev/null; then
+  python3 - "$T/l" <<'PY' && ok "loss drops by > 1.5 nats (first 5 vs last 5 steps)" || bad "loss drops"
+import sys
+l=[float(x.split()[1]) for x in open(sys.argv[1])]
+a=sum(l[:5])/5; b=sum(l[-5:])/5
+print(f"     loss {a:.3f} -> {b:.3f}")
+sys.exit(0 if len(l)==80 and a-b>1.5 else 1)
+PY
+else bad "metrics.jsonl readable"; fi
+python3 -c '
+import json,sys
+r=json.loads(open(sys.argv[1]).readline())
+sys.exit(0 if all(k in r for k in ("step","loss","lr","tokens_per_s","flops_per_s")) else 1)' \
+  "$T/run/metrics.jsonl" && ok "metrics fields" || bad "metrics fields"
+expect_fail "refuses to clobber a run" 2 "--resume" "$AX" train "${TRAIN[@]}" --steps 80 --out "$T/run"
+
+# ---- resume is bit-exact: drop the last checkpoint and replay from the one before
+"$AX" train "${TRAIN[@]}" --steps 12 --ckpt-every 6 --out "$T/res" 2>"$T/err" && ok "train with checkpoints" || bad "train with checkpoints"
+losses "$T/res/metrics.jsonl" >"$T/full"
+rm -rf "$T/res/ckpt/step-000012"
+"$AX" train --out "$T/res" --data "$T/kjv.axd" --steps 12 --resume 2>"$T/err" && ok "resume runs" || bad "resume runs"
+losses "$T/res/metrics.jsonl" >"$T/resumed"
+if cmp -s "$T/full" "$T/resumed" && [ "$(wc -l <"$T/full")" -eq 12 ]; then ok "resume bit-exact (loss, grad norm)"; else
+  diff "$T/full" "$T/resumed" | head -4; bad "resume bit-exact"; fi
+expect_fail "resume with changed lr" 1 "--lr" "$AX" train --out "$T/res" --data "$T/kjv.axd" --steps 20 --resume --lr 0.5
+# a damaged shard is caught by its checksum
+shard=$(ls "$T/res/ckpt/step-000012/"*.zst | head -1)
+cp -r "$T/res" "$T/dmg"
+dshard="$T/dmg/ckpt/step-000012/$(basename "$shard")"
+printf '\xff' | dd of="$dshard" bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_fail "corrupt checkpoint" 1 "step-000012" "$AX" train --out "$T/dmg" --data "$T/kjv.axd" --steps 20 --resume
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,325 @@
+/* .axd writer/reader: round trip, token widths, and rejection of damaged files. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "data/axd.h"
+#include "data/input.h"
+#include "data/tokenizer.h"
+#include "lib/status.h"
+#include "test_data_util.h"
+
+TestSuite(axd, .init = td_quiet);
+
+/* docs of lengths 0, 1, 2, ... (n_docs docs), token values derived from position */
+static void write_dataset(const char *path, uint32_t vocab, int n_docs) {
+    ax_axd_writer_t *w;
+    cr_assert_eq(ax_axd_writer_create(path, vocab, &w), AX_OK, "%s", ax_error_msg());
+    int32_t buf[64];
+    for (int d = 0; d < n_docs; d++) {
+        for (int i = 0; i < d; i++) buf[i] = (int32_t)((d * 31 + i * 7) % (int)vocab);
+        for (int i = 0; i < d; i++)
+            if (buf[i] == AX_TOK_EOT) buf[i] = 5;
+        cr_assert_eq(ax_axd_writer_add_doc(w, buf, (size_t)d), AX_OK, "%s", ax_error_msg());
+    }
+    cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
+}
+
+static void check_dataset(const char *path, uint32_t vocab, int n_docs) {
+    ax_axd_t *d;
+    cr_assert_eq(ax_axd_open(path, 1, &d), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_axd_vocab_size(d), vocab);
+    cr_assert_eq(ax_axd_n_docs(d), (uint64_t)n_docs);
+    uint64_t total = (uint64_t)n_docs * (uint64_t)(n_docs + 1) / 2; /* d tokens + EOT each */
+    cr_assert_eq(ax_axd_n_tokens(d), total);
+    const uint64_t *off = ax_axd_doc_offsets(d);
+    int32_t buf[64];
+    for (int k = 0; k < n_docs; k++) {
+        cr_assert_eq(off[k + 1] - off[k], (uint64_t)k + 1);
+        ax_axd_tokens(d, off[k], (uint64_t)k + 1, buf);
+        for (int i = 0; i < k; i++) {
+            int32_t want = (int32_t)((k * 31 + i * 7) % (int)vocab);
+            if (want == AX_TOK_EOT) want = 5;
+            cr_assert_eq(buf[i], want);
+            cr_assert_eq(ax_axd_token(d, off[k] + (uint64_t)i), (uint32_t)want);
+        }
+        cr_assert_eq(buf[k], AX_TOK_EOT);
+        for (uint64_t i = off[k]; i < off[k + 1]; i++)
+            cr_assert_eq(ax_axd_doc_of(d, i), (uint64_t)k);
+    }
+    ax_axd_free(d);
+}
+
+Test(axd, round_trip_width2) {
+    char path[256];
+    td_tmp(path, sizeof path, "w2.axd");
+    write_dataset(path, 4096, 40);
+    check_dataset(path, 4096, 40);
+    size_t n;
+    free(td_read(path, &n));
+    cr_assert_eq(n, 56 + 8 * 41 + 2 * (40 * 41 / 2));
+    char partial[300];
+    snprintf(partial, sizeof partial, "%s.partial", path);
+    cr_assert_neq(access(partial, F_OK), 0, "partial file left behind");
+    unlink(path);
+}
+
+Test(axd, round_trip_width4) {
+    char path[256];
+    td_tmp(path, sizeof path, "w4.axd");
+    write_dataset(path, 100000, 30);
+    check_dataset(path, 100000, 30);
+    size_t n;
+    free(td_read(path, &n));
+    cr_assert_eq(n, 56 + 8 * 31 + 4 * (30 * 31 / 2));
+    unlink(path);
+}
+
+Test(axd, eot_not_doubled_and_bad_tokens_rejected) {
+    char path[256];
+    td_tmp(path, sizeof path, "eot.axd");
+    ax_axd_writer_t *w;
+    cr_assert_eq(ax_axd_writer_create(path, 300, &w), AX_OK);
+    int32_t a[] = {1, 2, AX_TOK_EOT};
+    cr_assert_eq(ax_axd_writer_add_doc(w, a, 3), AX_OK);
+    int32_t b[] = {1, 300};
+    ax_error_clear();
+    cr_assert_eq(ax_axd_writer_add_doc(w, b, 2), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), path));
+    cr_assert_eq(ax_axd_writer_close(w), AX_OK);
+    ax_axd_t *d;
+    cr_assert_eq(ax_axd_open(path, 1, &d), AX_OK);
+    cr_assert_eq(ax_axd_n_tokens(d), 3);
+    cr_assert_eq(ax_axd_n_docs(d), 1);
+    ax_axd_free(d);
+    unlink(path);
+}
+
+Test(axd, abort_leaves_nothing) {
+    char path[256], p2[300];
+    td_tmp(path, sizeof path, "abort.axd");
+    ax_axd_writer_t *w;
+    cr_assert_eq(ax_axd_writer_create(path, 300, &w), AX_OK);
+    int32_t a[] = {1, 2};
+    cr_assert_eq(ax_axd_writer_add_doc(w, a, 2), AX_OK);
+    ax_axd_writer_abort(w);
+    cr_assert_neq(access(path, F_OK), 0);
+    snprintf(p2, sizeof p2, "%s.partial", path);
+    cr_assert_neq(access(p2, F_OK), 0);
+    snprintf(p2, sizeof p2, "%s.partial.tokens", path);
+    cr_assert_neq(access(p2, F_OK), 0);
+}
+
+static void expect_reject(const char *path, const uint8_t *data, size_t n, const char *expect) {
+    cr_assert(td_write(path, data, n));
+    ax_axd_t *d = NULL;
+    ax_error_clear();
+    ax_status st = ax_axd_open(path, 1, &d);
+    cr_assert_neq(st, AX_OK, "accepted a file that should fail with '%s'", expect);
+    cr_assert_null(d);
+    cr_assert(strstr(ax_error_msg(), path), "message lacks the path: %s", ax_error_msg());
+    cr_assert(strstr(ax_error_msg(), expect), "expected '%s' in: %s", expect, ax_error_msg());
+    cr_assert(strstr(ax_error_msg(), "axmem data encode"), "no advice: %s", ax_error_msg());
+}
+
+Test(axd, rejects_damaged_files) {
+    char good[256], bad[256];
+    td_tmp(good, sizeof good, "good.axd");
+    td_tmp(bad, sizeof bad, "bad.axd");
+    write_dataset(good, 4096, 20);
+    size_t n;
+    uint8_t *b = td_read(good, &n);
+    uint8_t *c = malloc(n + 16);
+
+    expect_reject(bad, b, n - 3, "truncated"); /* truncated payload */
+    expect_reject(bad, b, 30, "truncated");    /* truncated header */
+
+    memcpy(c, b, n);
+    c[n - 7] ^= 0x01; /* flipped payload byte */
+    expect_reject(bad, c, n, "payload checksum");
+
+    memcpy(c, b, n);
+    memcpy(c, "NOTAXMEM", 8);
+    expect_reject(bad, c, n, "bad magic");
+
+    memcpy(c, b, n);
+    c[8] = 9; /* version */
+    expect_reject(bad, c, n, "version 9");
+
+    memcpy(c, b, n);
+    c[30] ^= 0x10; /* header byte without fixing its checksum */
+    expect_reject(bad, c, n, "header checksum");
+
+    /* header says more tokens than the file holds, with a valid header checksum */
+    memcpy(c, b, n);
+    uint64_t nt;
+    memcpy(&nt, c + 32, 8);
+    nt += 5;
+    memcpy(c + 32, &nt, 8);
+    uint64_t hh = XXH3_64bits(c, 48);
+    memcpy(c + 48, &hh, 8);
+    expect_reject(bad, c, n, "header");
+
+    memcpy(c, b, n);
+    memset(c + n, 0, 16); /* trailing bytes */
+    expect_reject(bad, c, n + 16, "oversized");
+
+    /* offsets not monotone (payload checksum skipped to reach the offsets check) */
+    memcpy(c, b, n);
+    uint64_t o = 1000;
+    memcpy(c + 56 + 8 * 3, &o, 8);
+    cr_assert(td_write(bad, c, n));
+    ax_axd_t *d = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_axd_open(bad, 0, &d), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "offsets"), "%s", ax_error_msg());
+
+    ax_error_clear();
+    cr_assert_eq(ax_axd_open("/nonexistent/x.axd", 1, &d), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), "/nonexistent/x.axd"));
+    expect_reject(bad, b, 0, "empty");
+    free(b);
+    free(c);
+    unlink(good);
+    unlink(bad);
+}
+
+/* ---- inputs ---- */
+
+static void read_all(const char *path, int split_lines, char docs[][64], int *n_docs) {
+    ax_input_t *in;
+    cr_assert_eq(ax_input_open(&path, 1, split_lines, &in), AX_OK, "%s", ax_error_msg());
+    *n_docs = 0;
+    size_t cur = 0;
+    for (;;) {
+        const uint8_t *p;
+        size_t n;
+        int end, eof;
+        cr_assert_eq(ax_input_next(in, &p, &n, &end, &eof), AX_OK, "%s", ax_error_msg());
+        if (eof) break;
+        memcpy(docs[*n_docs] + cur, p, n);
+        cur += n;
+        if (end) {
+            docs[*n_docs][cur] = 0;
+            (*n_docs)++;
+            cur = 0;
+        }
+    }
+    ax_input_free(in);
+}
+
+Test(axd, inputs_jsonl_text_lines) {
+    char path[256];
+    char docs[8][64];
+    int n;
+    td_tmp(path, sizeof path, "in.jsonl");
+    const char *jl = "{\"text\": \"a\\nb\", \"id\": 1}\n\n{\"text\": \"\\u00e9\\u0000x\"}\n";
+    cr_assert(td_write(path, jl, strlen(jl)));
+    read_all(path, 0, docs, &n);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(docs[0], "a\nb");
+    cr_assert(!memcmp(docs[1], "\xc3\xa9\0x", 4));
+    unlink(path);
+
+    td_tmp(path, sizeof path, "in.txt");
+    cr_assert(td_write(path, "one\n\ntwo\nthree", 14));
+    read_all(path, 1, docs, &n);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(docs[2], "three");
+    read_all(path, 0, docs, &n);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(docs[0], "one\n\ntwo\nthree");
+    unlink(path);
+}
+
+Test(axd, inputs_bad_jsonl_names_line) {
+    char path[256];
+    td_tmp(path, sizeof path, "bad.jsonl");
+    const char *cases[] = {"{\"text\": \"ok\"}\n{\"text\": \"broken\n",
+                           "{\"text\": \"ok\"}\n[1,2]\n",
+                           "{\"text\": \"ok\"}\n{\"body\": \"x\"}\n"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert(td_write(path, cases[i], strlen(cases[i])));
+        ax_input_t *in;
+        const char *pp = path;
+        cr_assert_eq(ax_input_open(&pp, 1, 0, &in), AX_OK);
+        const uint8_t *p;
+        size_t n;
+        int end, eof;
+        cr_assert_eq(ax_input_next(in, &p, &n, &end, &eof), AX_OK);
+        ax_error_clear();
+        cr_assert_eq(ax_input_next(in, &p, &n, &end, &eof), AX_ERR_CORRUPT, "case %d", i);
+        char want[300];
+        snprintf(want, sizeof want, "%s:2", path);
+        cr_assert(strstr(ax_error_msg(), want), "case %d: %s", i, ax_error_msg());
+        ax_input_free(in);
+    }
+    unlink(path);
+    ax_input_t *in;
+    const char *missing = "/nonexistent/corpus.txt";
+    ax_error_clear();
+    cr_assert_eq(ax_input_open(&missing, 1, 0, &in), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), missing));
+}
+
+Test(axd, inputs_big_file_pieces_encode_like_whole) {
+    /* a whole-file document bigger than one read block arrives in pieces cut at safe chunk
+     * boundaries: encoding the pieces must equal encoding the whole */
+    size_t n = (9u << 20) + 12345;
+    uint8_t *x = malloc(n);
+    static const char words[][8] = {"the ", "LORD ", "said, ", "unto\n", "  ", "him: ", "42 "};
+    size_t o = 0;
+    for (uint64_t i = 0; o < n; i++) {
+        const char *wd = words[(i * 2654435761u >> 7) % 7];
+        size_t l = strlen(wd);
+        if (o + l > n) l = n - o;
+        memcpy(x + o, wd, l);
+        o += l;
+    }
+    char path[256];
+    td_tmp(path, sizeof path, "big.txt");
+    cr_assert(td_write(path, x, n));
+    ax_bpe_trainer_t *tr;
+    cr_assert_eq(ax_bpe_trainer_create(&tr), AX_OK);
+    cr_assert_eq(ax_bpe_trainer_add(tr, x, 100000), AX_OK);
+    ax_tokenizer_t *t;
+    cr_assert_eq(ax_bpe_trainer_train(tr, 300, NULL, &t), AX_OK);
+    ax_bpe_trainer_free(tr);
+    int32_t *whole;
+    size_t nw;
+    cr_assert_eq(ax_tokenizer_encode(t, x, n, &whole, &nw), AX_OK);
+
+    ax_input_t *in;
+    const char *pp = path;
+    cr_assert_eq(ax_input_open(&pp, 1, 0, &in), AX_OK);
+    size_t got_bytes = 0, got_toks = 0;
+    int pieces = 0;
+    for (;;) {
+        const uint8_t *p;
+        size_t k;
+        int end, eof;
+        cr_assert_eq(ax_input_next(in, &p, &k, &end, &eof), AX_OK);
+        if (eof) break;
+        pieces++;
+        cr_assert(!memcmp(p, x + got_bytes, k));
+        got_bytes += k;
+        int32_t *ids;
+        size_t m;
+        cr_assert_eq(ax_tokenizer_encode(t, p, k, &ids, &m), AX_OK);
+        cr_assert(got_toks + m <= nw);
+        cr_assert(!memcmp(ids, whole + got_toks, m * sizeof *ids), "piece %d differs", pieces);
+        got_toks += m;
+        free(ids);
+        cr_assert_eq(end, got_bytes == n);
+    }
+    cr_assert_gt(pieces, 1);
+    cr_assert_eq(got_bytes, n);
+    cr_assert_eq(got_toks, nw);
+    ax_input_free(in);
+    free(whole);
+    free(x);
+    ax_tokenizer_free(t);
+    unlink(path);
+}

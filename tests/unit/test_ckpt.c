@@ -1,0 +1,386 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/ckpt.h"
+#include "lib/fsutil.h"
+
+#define N 1000
+
+static char g_dir[64];
+static float g_p[N], g_m[N];
+
+static void setup(void) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/axckpt-XXXXXX");
+    cr_assert_not_null(mkdtemp(g_dir));
+    for (int i = 0; i < N; i++) {
+        g_p[i] = (float)i * 0.25f - 7.0f;
+        g_m[i] = 1.0f / (float)(i + 1);
+    }
+    ax_ckpt_set_shard_bytes(100 * sizeof(float)); /* 10 shards per blob */
+    ax_error_clear();
+}
+
+static void teardown(void) {
+    ax_rm_rf(g_dir);
+}
+
+static const ax_tensor_info g_tensors[2] = {
+    {"wte", 2, {25, 20, 0, 0}, 0, 500},
+    {"ln.w", 1, {500, 0, 0, 0}, 500, 500},
+};
+
+static ax_status write_step(long step) {
+    ax_ckpt_blob blobs[3] = {{"params", g_p, N}, {"adam_m", g_m, N}, {"empty", NULL, 0}};
+    ax_ckpt_write_args a = {.grid = "2x1x1x1",
+                            .config_json = "{\"lr\":0.001,\"name\":\"x\"}",
+                            .state_json = "{\"step\":3,\"tokens\":123}",
+                            .tensors = g_tensors,
+                            .n_tensors = 2,
+                            .blobs = blobs,
+                            .n_blobs = 3,
+                            .zstd_level = 0};
+    return ax_ckpt_write(g_dir, step, &a);
+}
+
+static void step_path(char *out, size_t size, long step, const char *file) {
+    if (file)
+        snprintf(out, size, "%s/step-%06ld/%s", g_dir, step, file);
+    else
+        snprintf(out, size, "%s/step-%06ld", g_dir, step);
+}
+
+static ax_ckpt_t *open_ok(long step) {
+    char p[256];
+    step_path(p, sizeof p, step, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(p, &c), AX_OK, "%s", ax_error_msg());
+    return c;
+}
+
+/* replaces the first `from` in step's manifest with `to` */
+static void edit_manifest(long step, const char *from, const char *to) {
+    char p[256];
+    step_path(p, sizeof p, step, "manifest.json");
+    char *text;
+    size_t len;
+    cr_assert_eq(ax_read_file(p, &text, &len), AX_OK);
+    char *at = strstr(text, from);
+    cr_assert_not_null(at, "%s not in manifest", from);
+    char *out = malloc(len + strlen(to) + 1);
+    size_t pre = (size_t)(at - text);
+    memcpy(out, text, pre);
+    strcpy(out + pre, to);
+    strcat(out, at + strlen(from));
+    cr_assert_eq(ax_write_file(p, out, strlen(out)), AX_OK);
+    free(out);
+    free(text);
+}
+
+static void expect_msg(const char *a, const char *b) {
+    const char *m = ax_error_msg();
+    if (getenv("AX_SHOW_MSG")) fprintf(stderr, "msg: %s\n", m);
+    cr_assert(strstr(m, a), "want \"%s\" in: %s", a, m);
+    if (b) cr_assert(strstr(m, b), "want \"%s\" in: %s", b, m);
+}
+
+TestSuite(ckpt, .init = setup, .fini = teardown);
+
+Test(ckpt, round_trip_and_ranges) {
+    cr_assert_eq(write_step(42), AX_OK, "%s", ax_error_msg());
+    char p[256];
+    step_path(p, sizeof p, 42, "params.009.zst");
+    cr_assert(ax_path_exists(p));
+    step_path(p, sizeof p, 42, "params.010.zst");
+    cr_assert(!ax_path_exists(p));
+    step_path(p, sizeof p, 42, "empty.000.zst");
+    cr_assert(ax_path_exists(p));
+    cr_assert(!ax_path_exists(strcat(strcpy(p, g_dir), "/step-000042.partial")));
+
+    ax_ckpt_t *c = open_ok(42);
+    cr_assert_eq(ax_ckpt_step(c), 42);
+    cr_assert_str_eq(ax_ckpt_grid(c), "2x1x1x1");
+    step_path(p, sizeof p, 42, NULL);
+    cr_assert_str_eq(ax_ckpt_path(c), p);
+    double lr;
+    int64_t tok;
+    cr_assert_eq(ax_json_get_num(ax_ckpt_config(c), "lr", "c", &lr), AX_OK);
+    cr_assert_eq(lr, 0.001);
+    cr_assert_eq(ax_json_get_i64(ax_ckpt_state(c), "tokens", "s", &tok), AX_OK);
+    cr_assert_eq(tok, 123);
+    cr_assert_eq(ax_ckpt_n_tensors(c), 2);
+    const ax_tensor_info *t = ax_ckpt_tensor(c, 0);
+    cr_assert_str_eq(t->name, "wte");
+    cr_assert_eq(t->ndim, 2);
+    cr_assert_eq(t->shape[0], 25);
+    cr_assert_eq(t->shape[1], 20);
+    cr_assert_eq(t->numel, 500);
+    cr_assert_eq(ax_ckpt_tensor(c, 1)->offset, 500);
+    cr_assert_null(ax_ckpt_tensor(c, 2));
+    cr_assert_eq(ax_ckpt_blob_count(c, "params"), N);
+    cr_assert_eq(ax_ckpt_blob_count(c, "empty"), 0);
+    cr_assert_eq(ax_ckpt_blob_count(c, "nope"), -1);
+
+    float *buf = malloc(N * sizeof(float));
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 0, N, buf), AX_OK, "%s", ax_error_msg());
+    cr_assert(memcmp(buf, g_p, sizeof g_p) == 0);
+    cr_assert_eq(ax_ckpt_read_blob(c, "adam_m", 0, N, buf), AX_OK, "%s", ax_error_msg());
+    cr_assert(memcmp(buf, g_m, sizeof g_m) == 0);
+    /* ranges crossing shard boundaries, inside one shard, at the end, and empty */
+    int64_t ranges[][2] = {{95, 333}, {10, 10}, {100, 100}, {999, 1}, {0, 0}, {199, 2}};
+    for (size_t r = 0; r < sizeof ranges / sizeof *ranges; r++) {
+        memset(buf, 0xff, N * sizeof(float));
+        int64_t o = ranges[r][0], n = ranges[r][1];
+        cr_assert_eq(ax_ckpt_read_blob(c, "params", o, n, buf), AX_OK, "%s", ax_error_msg());
+        cr_assert(memcmp(buf, g_p + o, (size_t)n * sizeof(float)) == 0, "range %lld+%lld",
+                  (long long)o, (long long)n);
+        uint32_t guard;
+        memcpy(&guard, buf + n, 4);
+        cr_assert_eq(guard, 0xffffffffu, "wrote past the range");
+    }
+    cr_assert_eq(ax_ckpt_read_blob(c, "empty", 0, 0, buf), AX_OK);
+
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 990, 11, buf), AX_ERR_ARG);
+    expect_msg("params", NULL);
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_read_blob(c, "adam_v", 0, 1, buf), AX_ERR_MISMATCH);
+    expect_msg("adam_v", NULL);
+    free(buf);
+    ax_ckpt_free(c);
+    ax_ckpt_free(NULL);
+}
+
+Test(ckpt, manifest_fields) {
+    cr_assert_eq(write_step(1), AX_OK, "%s", ax_error_msg());
+    char p[256], *text;
+    size_t len;
+    step_path(p, sizeof p, 1, "manifest.json");
+    cr_assert_eq(ax_read_file(p, &text, &len), AX_OK);
+    ax_json *m;
+    cr_assert_eq(ax_json_parse(text, len, p, &m), AX_OK);
+    const char *fmt;
+    int64_t ver;
+    cr_assert_eq(ax_json_get_str(m, "format", p, &fmt), AX_OK);
+    cr_assert_str_eq(fmt, "axmem-ckpt");
+    cr_assert_eq(ax_json_get_i64(m, "version", p, &ver), AX_OK);
+    cr_assert_eq(ver, 1);
+    const ax_json *sh = ax_json_get(m, "shards");
+    cr_assert_eq(sh->n, 21);
+    const char *x;
+    cr_assert_eq(ax_json_get_str(sh->items[0], "xxh3", p, &x), AX_OK);
+    cr_assert_eq(strlen(x), 18);
+    cr_assert(!strncmp(x, "0x", 2));
+    ax_json_free(m);
+    free(text);
+}
+
+Test(ckpt, default_shard_size_is_one_file) {
+    ax_ckpt_set_shard_bytes(0);
+    cr_assert_eq(write_step(2), AX_OK, "%s", ax_error_msg());
+    char p[256];
+    step_path(p, sizeof p, 2, "params.001.zst");
+    cr_assert(!ax_path_exists(p));
+    ax_ckpt_t *c = open_ok(2);
+    float buf[N];
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 0, N, buf), AX_OK);
+    cr_assert(memcmp(buf, g_p, sizeof buf) == 0);
+    ax_ckpt_free(c);
+}
+
+Test(ckpt, find_latest_ignores_partial_and_junk) {
+    char out[256], p[256];
+    cr_assert_eq(ax_ckpt_find_latest(g_dir, out, sizeof out), AX_ERR_IO);
+    expect_msg(g_dir, "no complete checkpoint");
+    cr_assert_eq(write_step(5), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(write_step(100), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(write_step(20), AX_OK, "%s", ax_error_msg());
+    const char *junk_dirs[] = {"step-000200.partial", "step-000300x", "step-", "notes",
+                               "step-000500"}; /* the last has no manifest */
+    for (size_t i = 0; i < sizeof junk_dirs / sizeof *junk_dirs; i++) {
+        snprintf(p, sizeof p, "%s/%s", g_dir, junk_dirs[i]);
+        cr_assert_eq(mkdir(p, 0777), 0);
+    }
+    snprintf(p, sizeof p, "%s/step-000200.partial/manifest.json", g_dir);
+    cr_assert_eq(ax_write_file(p, "{}", 2), AX_OK);
+    cr_assert_eq(ax_ckpt_find_latest(g_dir, out, sizeof out), AX_OK, "%s", ax_error_msg());
+    step_path(p, sizeof p, 100, NULL);
+    cr_assert_str_eq(out, p);
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_find_latest(g_dir, out, 8), AX_ERR_ARG);
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_find_latest("/tmp/axckpt-no-such-dir", out, sizeof out), AX_ERR_IO);
+    expect_msg("/tmp/axckpt-no-such-dir", NULL);
+}
+
+Test(ckpt, refuses_overwrite) {
+    cr_assert_eq(write_step(5), AX_OK, "%s", ax_error_msg());
+    g_p[0] = 1234.0f;
+    cr_assert_eq(write_step(5), AX_ERR_ARG);
+    expect_msg("step-000005", "already exists");
+    ax_ckpt_t *c = open_ok(5);
+    float v;
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 0, 1, &v), AX_OK);
+    cr_assert_eq(v, -7.0f); /* the first write is intact */
+    ax_ckpt_free(c);
+}
+
+Test(ckpt, leftover_partial_is_replaced) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/step-000007.partial", g_dir);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    strcat(p, "/params.000.zst");
+    cr_assert_eq(ax_write_file(p, "junk", 4), AX_OK);
+    cr_assert_eq(write_step(7), AX_OK, "%s", ax_error_msg());
+    snprintf(p, sizeof p, "%s/step-000007.partial", g_dir);
+    cr_assert(!ax_path_exists(p));
+    ax_ckpt_t *c = open_ok(7);
+    float buf[N];
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 0, N, buf), AX_OK, "%s", ax_error_msg());
+    cr_assert(memcmp(buf, g_p, sizeof buf) == 0);
+    ax_ckpt_free(c);
+}
+
+Test(ckpt, rejects_bad_blob_names) {
+    ax_ckpt_blob blobs[1] = {{"../x", g_p, N}};
+    ax_ckpt_write_args a = {.blobs = blobs, .n_blobs = 1};
+    cr_assert_eq(ax_ckpt_write(g_dir, 1, &a), AX_ERR_ARG);
+    expect_msg("../x", NULL);
+    ax_error_clear();
+    ax_ckpt_blob twice[2] = {{"p", g_p, N}, {"p", g_m, N}};
+    a.blobs = twice;
+    a.n_blobs = 2;
+    cr_assert_eq(ax_ckpt_write(g_dir, 1, &a), AX_ERR_ARG);
+    ax_error_clear();
+    a.n_blobs = 1;
+    a.config_json = "[1]";
+    cr_assert_eq(ax_ckpt_write(g_dir, 1, &a), AX_ERR_ARG);
+}
+
+Test(ckpt, rejects_truncated_shard) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    char p[256];
+    step_path(p, sizeof p, 3, "params.004.zst");
+    struct stat sb;
+    cr_assert_eq(stat(p, &sb), 0);
+    /* caught at open by the size in the manifest ... */
+    cr_assert_eq(truncate(p, sb.st_size - 5), 0);
+    char d[256];
+    step_path(d, sizeof d, 3, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_CORRUPT);
+    cr_assert_null(c);
+    expect_msg(p, "the checkpoint is damaged; resume from an earlier one or retrain");
+    /* ... and at read time if it shrinks after the open */
+    cr_assert_eq(truncate(p, sb.st_size), 0); /* zero-filled tail: same size, bad frame */
+    c = open_ok(3);
+    cr_assert_eq(truncate(p, sb.st_size - 5), 0);
+    float buf[N];
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 350, 200, buf), AX_ERR_CORRUPT);
+    expect_msg(p, "damaged");
+    ax_error_clear();
+    /* shards outside the range are not touched */
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 0, 400, buf), AX_OK, "%s", ax_error_msg());
+    ax_ckpt_free(c);
+}
+
+Test(ckpt, rejects_flipped_byte) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    char p[256];
+    step_path(p, sizeof p, 3, "adam_m.002.zst");
+    char *data;
+    size_t len;
+    cr_assert_eq(ax_read_file(p, &data, &len), AX_OK);
+    data[len / 2] ^= 0x10;
+    cr_assert_eq(ax_write_file(p, data, len), AX_OK);
+    free(data);
+    ax_ckpt_t *c = open_ok(3);
+    float buf[N];
+    cr_assert_eq(ax_ckpt_read_blob(c, "adam_m", 250, 10, buf), AX_ERR_CORRUPT);
+    expect_msg(p, "the checkpoint is damaged");
+    ax_ckpt_free(c);
+}
+
+Test(ckpt, rejects_checksum_mismatch) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    /* data intact, recorded hash wrong: only our XXH3 can notice */
+    char p[256], *text;
+    size_t len;
+    step_path(p, sizeof p, 3, "manifest.json");
+    cr_assert_eq(ax_read_file(p, &text, &len), AX_OK);
+    char *x = strstr(text, "\"xxh3\":\"0x") + 10;
+    x[0] = x[0] == 'a' ? 'b' : 'a';
+    cr_assert_eq(ax_write_file(p, text, len), AX_OK);
+    free(text);
+    ax_ckpt_t *c = open_ok(3);
+    float buf[N];
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 0, 1, buf), AX_ERR_CORRUPT);
+    step_path(p, sizeof p, 3, "params.000.zst");
+    expect_msg(p, "checksum");
+    ax_ckpt_free(c);
+}
+
+Test(ckpt, rejects_missing_shard) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    char p[256], d[256];
+    step_path(p, sizeof p, 3, "adam_m.009.zst");
+    cr_assert_eq(unlink(p), 0);
+    step_path(d, sizeof d, 3, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_CORRUPT);
+    expect_msg(p, "missing");
+}
+
+Test(ckpt, rejects_corrupt_manifest_json) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    char p[256], d[256];
+    step_path(p, sizeof p, 3, "manifest.json");
+    cr_assert_eq(ax_write_file(p, "{\"format\":\"axmem-ckpt\",\"vers", 28), AX_OK);
+    step_path(d, sizeof d, 3, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_CORRUPT);
+    expect_msg(p, "the checkpoint is damaged");
+}
+
+Test(ckpt, rejects_missing_key) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    edit_manifest(3, "\"tensors\"", "\"tensorz\"");
+    char d[256];
+    step_path(d, sizeof d, 3, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_CORRUPT);
+    expect_msg("\"tensors\" is missing", "damaged");
+}
+
+Test(ckpt, rejects_wrong_format_and_version) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    edit_manifest(3, "\"version\":1", "\"version\":2");
+    char d[256];
+    step_path(d, sizeof d, 3, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_MISMATCH);
+    expect_msg("manifest.json", "version 2");
+    edit_manifest(3, "\"version\":2", "\"version\":1");
+    edit_manifest(3, "axmem-ckpt", "other");
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_CORRUPT);
+    expect_msg("\"other\"", "not an axmem checkpoint");
+}
+
+Test(ckpt, rejects_missing_manifest) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    char p[256], d[256];
+    step_path(p, sizeof p, 3, "manifest.json");
+    cr_assert_eq(unlink(p), 0);
+    step_path(d, sizeof d, 3, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_IO);
+    expect_msg(p, "missing");
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_open("/tmp/axckpt-no-such/step-000001", &c), AX_ERR_IO);
+    expect_msg("/tmp/axckpt-no-such/step-000001", "not found");
+}

@@ -1,0 +1,278 @@
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/config.h"
+#include "lib/fsutil.h"
+
+typedef struct {
+    int64_t steps;
+    double lr;
+    char out[AX_CFG_STR_MAX];
+    int fast;
+    int64_t seed;
+} tcfg;
+
+static const ax_cfg_entry entries[] = {
+    {"steps", AX_CFG_INT, offsetof(tcfg, steps), "100", 1, 1e9, "optimizer steps"},
+    {"lr", AX_CFG_FLOAT, offsetof(tcfg, lr), "3e-4", 0, 1, "peak learning rate"},
+    {"out", AX_CFG_STR, offsetof(tcfg, out), "runs/x", 1, 0, "output directory"},
+    {"fast", AX_CFG_BOOL, offsetof(tcfg, fast), "false", 1, 0, "skip the slow checks"},
+    {"seed", AX_CFG_INT, offsetof(tcfg, seed), "-1", 1, 0, "random seed (unbounded)"},
+};
+static const ax_cfg_table table = {"axmem train [flags]", "Trains a model.", entries, 5};
+
+static tcfg fresh(void) {
+    tcfg c;
+    memset(&c, 0x5a, sizeof c);
+    cr_assert_eq(ax_cfg_set_defaults(&table, &c), AX_OK, "%s", ax_error_msg());
+    return c;
+}
+
+/* argv with argv[0] = "train"; returns the status, message in ax_error_msg() */
+static ax_status parse(tcfg *c, uint8_t *was_set, int *help, int n, ...) {
+    char *argv[16] = {"train"};
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++) argv[i + 1] = va_arg(ap, char *);
+    va_end(ap);
+    ax_error_clear();
+    return ax_cfg_parse_argv(&table, c, n + 1, argv, was_set, help);
+}
+
+static void tmpfile_with(char *path, size_t size, const char *text) {
+    snprintf(path, size, "/tmp/axcfg-%d-%ld.txt", (int)getpid(), random());
+    cr_assert_eq(ax_write_file(path, text, strlen(text)), AX_OK, "%s", ax_error_msg());
+}
+
+Test(config, defaults) {
+    tcfg c = fresh();
+    cr_assert_eq(c.steps, 100);
+    cr_assert_eq(c.lr, 3e-4);
+    cr_assert_str_eq(c.out, "runs/x");
+    cr_assert_eq(c.fast, 0);
+    cr_assert_eq(c.seed, -1);
+    cr_assert_eq(ax_cfg_find(&table, "lr"), &entries[1]);
+    cr_assert_null(ax_cfg_find(&table, "nope"));
+}
+
+Test(config, flags_space_and_equals) {
+    tcfg c = fresh();
+    uint8_t set[5] = {0};
+    int help = 7;
+    cr_assert_eq(parse(&c, set, &help, 5, "--steps", "5", "--lr=0.5", "--out", "a b"), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(help, 0);
+    cr_assert_eq(c.steps, 5);
+    cr_assert_eq(c.lr, 0.5);
+    cr_assert_str_eq(c.out, "a b");
+    cr_assert_eq(set[0] + set[1] + set[2], 3);
+    cr_assert_eq(set[3] + set[4], 0);
+    /* negative numbers are values, not flags; 1e6 is an integer */
+    cr_assert_eq(parse(&c, NULL, NULL, 4, "--seed", "-7", "--steps", "1e6"), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(c.seed, -7);
+    cr_assert_eq(c.steps, 1000000);
+}
+
+Test(config, bool_flags) {
+    tcfg c = fresh();
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--fast"), AX_OK);
+    cr_assert_eq(c.fast, 1);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--no-fast"), AX_OK);
+    cr_assert_eq(c.fast, 0);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--fast=yes"), AX_OK);
+    cr_assert_eq(c.fast, 1);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--fast=false"), AX_OK);
+    cr_assert_eq(c.fast, 0);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--fast=maybe"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--fast=maybe"), "%s", ax_error_msg());
+    /* "--fast true" is a mistake the message explains */
+    cr_assert_eq(parse(&c, NULL, NULL, 2, "--fast", "true"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--fast=true"), "%s", ax_error_msg());
+}
+
+Test(config, range_and_type_errors) {
+    tcfg c = fresh();
+    cr_assert_eq(parse(&c, NULL, NULL, 2, "--lr", "2"), AX_ERR_ARG);
+    const char *m = ax_error_msg();
+    cr_assert(strstr(m, "--lr") && strstr(m, "2") && strstr(m, "[0, 1]"), "%s", m);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--steps=0"), AX_ERR_ARG);
+    m = ax_error_msg();
+    cr_assert(strstr(m, "--steps=0") && strstr(m, "out of range") && strstr(m, "1000000000"), "%s",
+              m);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--steps=abc"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "not an integer"), "%s", ax_error_msg());
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--steps=1.5"), AX_ERR_ARG);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--lr=0.1x"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "not a number"), "%s", ax_error_msg());
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--lr=nan"), AX_ERR_ARG);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--lr="), AX_ERR_ARG);
+    /* failed sets leave the old value */
+    cr_assert_eq(c.lr, 3e-4);
+    cr_assert_eq(c.steps, 100);
+    char big[AX_CFG_STR_MAX + 10];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_set(&table, &c, "out", big, NULL), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--out"), "%s", ax_error_msg());
+}
+
+Test(config, unknown_and_missing) {
+    tcfg c = fresh();
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--foo"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "unknown flag --foo for 'axmem train'"), "%s", ax_error_msg());
+    cr_assert(strstr(ax_error_msg(), "axmem train --help"), "%s", ax_error_msg());
+    cr_assert_eq(parse(&c, NULL, NULL, 2, "--step", "3"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "did you mean --steps"), "%s", ax_error_msg());
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--lr"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--lr needs a value"), "%s", ax_error_msg());
+    cr_assert_eq(parse(&c, NULL, NULL, 3, "--lr", "--steps", "4"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--lr needs a value"), "%s", ax_error_msg());
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "data.txt"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "'data.txt'"), "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_set(&table, &c, "bogus", "1", NULL), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--bogus"), "%s", ax_error_msg());
+}
+
+Test(config, help_flag) {
+    tcfg c = fresh();
+    int help = 0;
+    cr_assert_eq(parse(&c, NULL, &help, 2, "--steps=3", "--help"), AX_OK);
+    cr_assert_eq(help, 1);
+    help = 0;
+    cr_assert_eq(parse(&c, NULL, &help, 1, "-h"), AX_OK);
+    cr_assert_eq(help, 1);
+}
+
+Test(config, config_file_and_override) {
+    char path[256];
+    tmpfile_with(path, sizeof path,
+                 "# a comment\n\n  steps = 7\nlr=0.25   # inline comment\nout = \"x # y\"\r\n"
+                 "fast = true\n");
+    tcfg c = fresh();
+    uint8_t set[5] = {0};
+    /* the command-line flag wins even though it comes before --config */
+    cr_assert_eq(parse(&c, set, NULL, 3, "--steps=9", "--config", path), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(c.steps, 9);
+    cr_assert_eq(c.lr, 0.25);
+    cr_assert_str_eq(c.out, "x # y");
+    cr_assert_eq(c.fast, 1);
+    cr_assert_eq(set[0] && set[1] && set[2] && set[3], 1);
+    cr_assert_eq(set[4], 0);
+    unlink(path);
+}
+
+Test(config, config_file_errors_name_file_and_line) {
+    char path[256];
+    tmpfile_with(path, sizeof path, "steps = 7\nlr = 5\n");
+    tcfg c = fresh();
+    char flag[300];
+    snprintf(flag, sizeof flag, "--config=%s", path);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, flag), AX_ERR_ARG);
+    char want[300];
+    snprintf(want, sizeof want, "%s:2: --lr=5", path);
+    cr_assert(strstr(ax_error_msg(), want), "%s", ax_error_msg());
+    unlink(path);
+
+    tmpfile_with(path, sizeof path, "stepz = 7\n");
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_load_file(&table, &c, path, NULL), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "--stepz"), "%s",
+              ax_error_msg());
+    unlink(path);
+
+    tmpfile_with(path, sizeof path, "steps 7\n");
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_load_file(&table, &c, path, NULL), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "name = value"), "%s", ax_error_msg());
+    unlink(path);
+
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_load_file(&table, &c, "/tmp/axcfg-does-not-exist.txt", NULL), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), "/tmp/axcfg-does-not-exist.txt"), "%s", ax_error_msg());
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--config"), AX_ERR_ARG);
+}
+
+Test(config, json_round_trip) {
+    tcfg a = fresh();
+    cr_assert_eq(parse(&a, NULL, NULL, 5, "--steps=123456789", "--lr=0.1", "--out=q\"\\\n",
+                       "--fast", "--seed=-9007199254740993"),
+                 AX_OK, "%s", ax_error_msg());
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_cfg_write_json(&table, &a, &w);
+    const char *text = ax_jw_text(&w);
+    cr_assert(strstr(text, "\"lr\":0.1,"), "%s", text);
+    ax_json *o;
+    cr_assert_eq(ax_json_parse(text, strlen(text), "m", &o), AX_OK);
+    tcfg b = fresh();
+    cr_assert_eq(ax_cfg_read_json(&table, &b, o, "manifest.json"), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(b.steps, a.steps);
+    cr_assert_eq(b.lr, a.lr);
+    cr_assert_str_eq(b.out, a.out);
+    cr_assert_eq(b.fast, 1);
+    cr_assert_eq(b.seed, -9007199254740992); /* beyond 2^53: a double holds the nearest */
+    ax_json_free(o);
+    ax_jw_free(&w);
+
+    /* unknown keys are ignored, missing keep values, wrong types fail naming the key */
+    const char *j = "{\"zzz\":1,\"lr\":0.5}";
+    cr_assert_eq(ax_json_parse(j, strlen(j), "m", &o), AX_OK);
+    cr_assert_eq(ax_cfg_read_json(&table, &b, o, "m"), AX_OK);
+    cr_assert_eq(b.lr, 0.5);
+    cr_assert_eq(b.steps, a.steps);
+    ax_json_free(o);
+    j = "{\"steps\":\"many\"}";
+    cr_assert_eq(ax_json_parse(j, strlen(j), "m", &o), AX_OK);
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_read_json(&table, &b, o, "ck/manifest.json"), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "ck/manifest.json") && strstr(ax_error_msg(), "steps"), "%s",
+              ax_error_msg());
+    ax_json_free(o);
+}
+
+Test(config, json_config_file) {
+    char path[256];
+    tmpfile_with(path, sizeof path, " {\"steps\": 11, \"fast\": true}");
+    tcfg c = fresh();
+    uint8_t set[5] = {0};
+    cr_assert_eq(ax_cfg_load_file(&table, &c, path, set), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(c.steps, 11);
+    cr_assert_eq(c.fast, 1);
+    cr_assert_eq(set[0] + set[3], 2);
+    unlink(path);
+}
+
+Test(config, help_output) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ax_cfg_print_help(&table, f);
+    fclose(f);
+    cr_assert(strstr(buf, "usage: axmem train [flags]"), "%s", buf);
+    cr_assert(strstr(buf, "Trains a model."), "%s", buf);
+    for (int i = 0; i < table.n; i++) {
+        char flag[80];
+        snprintf(flag, sizeof flag, "--%s", entries[i].name);
+        cr_assert(strstr(buf, flag), "missing %s in:\n%s", flag, buf);
+        cr_assert(strstr(buf, entries[i].help), "missing help of %s", flag);
+    }
+    cr_assert(strstr(buf, "--no-fast"));
+    cr_assert(strstr(buf, "(default: 3e-4)"), "%s", buf);
+    cr_assert(strstr(buf, "[0..1]"), "%s", buf);
+    cr_assert(strstr(buf, "--config FILE"));
+    /* help texts start in one column */
+    const char *a = strstr(buf, "optimizer steps"), *b = strstr(buf, "peak learning rate");
+    const char *la = a, *lb = b;
+    while (la[-1] != '\n') la--;
+    while (lb[-1] != '\n') lb--;
+    cr_assert_eq(a - la, b - lb, "%s", buf);
+    free(buf);
+}

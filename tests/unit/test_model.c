@@ -1,0 +1,172 @@
+/* The whole model's backward against finite differences of its forward, and basic training
+ * behaviour. Per-op float64 checks live in test_ops*.c; this checks the wiring. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/model.h"
+#include "lib/optim.h"
+#include "lib/rng.h"
+
+static ax_model_config tiny_cfg(int tie) {
+    ax_model_config c = {.n_layers = 2,
+                         .dim = 16,
+                         .n_heads = 2,
+                         .ffn = 24,
+                         .vocab = 300,
+                         .tie_embeddings = tie,
+                         .rope_theta = 10000.0f,
+                         .norm_eps = 1e-5f};
+    return c;
+}
+
+static void make_batch(int N, int V, int32_t *in, int32_t *tg, uint8_t *mask, uint64_t seed) {
+    for (int i = 0; i < N; i++) {
+        in[i] = (int32_t)ax_rng_below(seed, 0, (uint64_t)i, (uint64_t)V);
+        tg[i] = (int32_t)ax_rng_below(seed, 1, (uint64_t)i, (uint64_t)V);
+        mask[i] = (uint8_t)(i % 3 != 1); /* some targets dropped, as goldfish will */
+    }
+}
+
+static double loss_at(ax_model_t *m, const int32_t *in, const int32_t *tg, const uint8_t *mask,
+                      int B, int n_sup) {
+    return ax_model_forward(m, in, tg, mask, B, 1.0f, 0) / n_sup;
+}
+
+/* directional derivative: (L(p + e d) - L(p - e d)) / 2e  vs  <grad, d> */
+static void check_directional(int tie) {
+    ax_model_config c = tiny_cfg(tie);
+    int B = 2, T = 8, N = B * T;
+    ax_model_t *m = NULL;
+    cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK);
+    ax_model_init(m, 42);
+    /* larger weights than the 0.02 init make the function less flat, so FD has signal */
+    float *p = ax_model_params(m);
+    int64_t n = ax_model_n_params(m);
+    for (int64_t i = 0; i < n; i++) p[i] *= 3.0f;
+    int32_t in[16], tg[16];
+    uint8_t mask[16];
+    make_batch(N, c.vocab, in, tg, mask, 5);
+    int n_sup = 0;
+    for (int i = 0; i < N; i++) n_sup += mask[i];
+
+    ax_model_zero_grad(m);
+    ax_model_forward(m, in, tg, mask, B, 1.0f / (float)n_sup, 1);
+    ax_model_backward(m);
+    float *g = malloc((size_t)n * sizeof *g), *p0 = malloc((size_t)n * sizeof *p0);
+    float *d = malloc((size_t)n * sizeof *d);
+    memcpy(g, ax_model_grads(m), (size_t)n * sizeof *g);
+    memcpy(p0, p, (size_t)n * sizeof *p0);
+    for (int trial = 0; trial < 4; trial++) {
+        double dot = 0;
+        for (int64_t i = 0; i < n; i++) {
+            d[i] = ax_rng_normal(99, (uint64_t)trial, (uint64_t)i);
+            dot += (double)g[i] * d[i];
+        }
+        double eps = 3e-4, lp, lm;
+        for (int64_t i = 0; i < n; i++) p[i] = p0[i] + (float)eps * d[i];
+        lp = loss_at(m, in, tg, mask, B, n_sup);
+        for (int64_t i = 0; i < n; i++) p[i] = p0[i] - (float)eps * d[i];
+        lm = loss_at(m, in, tg, mask, B, n_sup);
+        memcpy(p, p0, (size_t)n * sizeof *p);
+        double fd = (lp - lm) / (2 * eps);
+        cr_assert(fabs(fd - dot) <= 2e-2 * fabs(dot) + 1e-3,
+                  "tie=%d trial %d: finite difference %.6g vs backward %.6g", tie, trial, fd, dot);
+    }
+    free(g), free(p0), free(d);
+    ax_model_free(m);
+}
+
+Test(model, backward_matches_finite_differences_tied) {
+    check_directional(1);
+}
+Test(model, backward_matches_finite_differences_untied) {
+    check_directional(0);
+}
+
+Test(model, initial_loss_is_log_vocab) {
+    ax_model_config c = tiny_cfg(1);
+    ax_model_t *m = NULL;
+    cr_assert_eq(ax_model_create(&c, 2, 8, &m), AX_OK);
+    ax_model_init(m, 1);
+    int32_t in[16], tg[16];
+    uint8_t mask[16];
+    make_batch(16, c.vocab, in, tg, mask, 3);
+    memset(mask, 1, sizeof mask);
+    double l = ax_model_forward(m, in, tg, mask, 2, 1.0f, 0) / 16;
+    cr_assert(fabs(l - log(c.vocab)) < 0.05, "initial loss %.4f vs ln V %.4f", l, log(c.vocab));
+    ax_model_free(m);
+}
+
+Test(model, masked_targets_do_not_count) {
+    ax_model_config c = tiny_cfg(1);
+    ax_model_t *m = NULL;
+    cr_assert_eq(ax_model_create(&c, 1, 8, &m), AX_OK);
+    ax_model_init(m, 1);
+    int32_t in[8], tg[8], tg2[8];
+    uint8_t mask[8];
+    make_batch(8, c.vocab, in, tg, mask, 4);
+    memcpy(tg2, tg, sizeof tg);
+    for (int i = 0; i < 8; i++)
+        if (!mask[i]) tg2[i] = (tg[i] + 17) % c.vocab; /* change only dropped targets */
+    double a = ax_model_forward(m, in, tg, mask, 1, 1.0f, 0);
+    double b = ax_model_forward(m, in, tg2, mask, 1, 1.0f, 0);
+    cr_assert_eq(a, b, "a dropped target changed the loss: %.9g vs %.9g", a, b);
+    ax_model_free(m);
+}
+
+Test(model, same_seed_same_weights_and_shape_checks) {
+    ax_model_config c = tiny_cfg(0);
+    ax_model_t *a = NULL, *b = NULL;
+    cr_assert_eq(ax_model_create(&c, 1, 4, &a), AX_OK);
+    cr_assert_eq(ax_model_create(&c, 3, 4, &b), AX_OK); /* different batch, same weights */
+    ax_model_init(a, 7);
+    ax_model_init(b, 7);
+    cr_assert_eq(ax_model_n_params(a), ax_model_config_n_params(&c));
+    cr_assert(!memcmp(ax_model_params(a), ax_model_params(b),
+                      (size_t)ax_model_n_params(a) * sizeof(float)));
+    ax_model_free(a);
+    ax_model_free(b);
+    c.n_heads = 3;
+    ax_model_t *bad = NULL;
+    cr_assert_eq(ax_model_create(&c, 1, 4, &bad), AX_ERR_ARG);
+    cr_assert_null(bad);
+}
+
+Test(model, overfits_a_fixed_batch) {
+    ax_model_config c = tiny_cfg(1);
+    int B = 2, T = 16, N = B * T;
+    ax_model_t *m = NULL;
+    ax_optim_t *o = NULL;
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f};
+    cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK);
+    cr_assert_eq(ax_optim_create(ax_model_n_params(m), &oc, &o), AX_OK);
+    ax_model_init(m, 3);
+    int32_t in[32], tg[32];
+    uint8_t mask[32];
+    make_batch(N, c.vocab, in, tg, mask, 8);
+    memset(mask, 1, sizeof mask);
+    double first = 0, last = 0;
+    for (int s = 0; s < 150; s++) {
+        ax_model_zero_grad(m);
+        double l = ax_model_forward(m, in, tg, mask, B, 1.0f / N, 1) / N;
+        ax_model_backward(m);
+        ax_optim_step(o, m, 1e-2);
+        if (s == 0) first = l;
+        last = l;
+    }
+    cr_assert(last < 0.2 * first, "loss %.4f -> %.4f: did not overfit one batch", first, last);
+    ax_optim_free(o);
+    ax_model_free(m);
+}
+
+Test(optim, schedule_warmup_then_cosine) {
+    ax_lr_schedule s = {.lr = 1.0, .min_lr_frac = 0.1, .warmup = 10, .total = 110};
+    cr_assert_float_eq(ax_lr_at(&s, 0), 0.1, 1e-12);
+    cr_assert_float_eq(ax_lr_at(&s, 9), 1.0, 1e-12);
+    cr_assert_float_eq(ax_lr_at(&s, 10), 1.0, 1e-12);
+    cr_assert_float_eq(ax_lr_at(&s, 60), 0.55, 1e-12); /* halfway down the cosine */
+    cr_assert_float_eq(ax_lr_at(&s, 110), 0.1, 1e-12);
+    cr_assert_float_eq(ax_lr_at(&s, 500), 0.1, 1e-12);
+}

@@ -1,0 +1,179 @@
+#include "train/train_config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(field) offsetof(ax_train_config, field)
+static const ax_cfg_entry entries[] = {
+    {"data", AX_CFG_STR, F(data), "", 1, 0, "training dataset (.axd from `axmem data encode`)"},
+    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
+     "tokenizer file; if given, its vocabulary must match the dataset's"},
+    {"out", AX_CFG_STR, F(out), "runs/train", 1, 0,
+     "run directory: metrics.jsonl and ckpt/step-NNNNNN/"},
+    {"model", AX_CFG_STR, F(model), "tiny", 1, 0,
+     "shape preset: tiny | small | gpt2-124m (explicit --layers/--dim/... override it)"},
+    {"layers", AX_CFG_INT, F(layers), "0", 0, 1024, "transformer blocks (0 = from --model)"},
+    {"dim", AX_CFG_INT, F(dim), "0", 0, 65536, "model width C (0 = from --model)"},
+    {"heads", AX_CFG_INT, F(heads), "0", 0, 1024, "attention heads (0 = from --model)"},
+    {"ffn", AX_CFG_INT, F(ffn), "0", 0, 262144, "SwiGLU hidden size (0 = from --model)"},
+    {"vocab", AX_CFG_INT, F(vocab), "0", 0, 1 << 24,
+     "vocabulary size (0 = the dataset's; larger pads the embedding)"},
+    {"tie-embeddings", AX_CFG_BOOL, F(tie_embeddings), "true", 1, 0,
+     "share the token embedding with the LM head"},
+    {"rope-theta", AX_CFG_FLOAT, F(rope_theta), "10000", 2, 1e9, "rotary position base"},
+    {"seq-len", AX_CFG_INT, F(seq_len), "128", 2, 1 << 20, "tokens per training sequence T"},
+    {"batch", AX_CFG_INT, F(batch), "16", 1, 1 << 24, "global sequences per optimizer step"},
+    {"micro-batch", AX_CFG_INT, F(micro_batch), "0", 0, 1 << 24,
+     "sequences per forward/backward (0 = --batch); gradients accumulate over the rest"},
+    {"steps", AX_CFG_INT, F(steps), "200", 1, 1e12, "optimizer steps in the run"},
+    {"lr", AX_CFG_FLOAT, F(lr), "1e-3", 0, 10, "peak learning rate"},
+    {"min-lr-frac", AX_CFG_FLOAT, F(min_lr_frac), "0.1", 0, 1, "cosine schedule ends at lr x this"},
+    {"warmup", AX_CFG_INT, F(warmup), "20", 0, 1e12, "linear warm-up steps"},
+    {"weight-decay", AX_CFG_FLOAT, F(weight_decay), "0.1", 0, 10,
+     "AdamW decoupled weight decay (matrices only)"},
+    {"beta1", AX_CFG_FLOAT, F(beta1), "0.9", 0, 0.999999, "AdamW beta1"},
+    {"beta2", AX_CFG_FLOAT, F(beta2), "0.95", 0, 0.999999, "AdamW beta2"},
+    {"eps", AX_CFG_FLOAT, F(eps), "1e-8", 0, 1, "AdamW epsilon"},
+    {"grad-clip", AX_CFG_FLOAT, F(grad_clip), "1.0", 0, 1e9,
+     "clip the global gradient norm to this (0 = off)"},
+    {"seed", AX_CFG_INT, F(seed), "1234", 0, 9.2e18,
+     "seed for initialisation and data order (the only source of randomness)"},
+    {"ckpt-every", AX_CFG_INT, F(ckpt_every), "0", 0, 1e12,
+     "write a checkpoint every N steps (0 = only at the end)"},
+    {"log-every", AX_CFG_INT, F(log_every), "10", 1, 1e12, "progress line every N steps"},
+    {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
+    {"resume", AX_CFG_BOOL, F(resume), "false", 1, 0,
+     "continue from the newest checkpoint in --out (same losses, bit for bit, on CPU)"},
+};
+#undef F
+
+const ax_cfg_table ax_train_table = {
+    .usage = "axmem train --data FILE.axd [flags]",
+    .summary = "Train a Llama-style decoder (RMSNorm, RoPE, SwiGLU) with AdamW, warm-up + cosine\n"
+               "learning rate and gradient clipping. Writes OUT/metrics.jsonl (one JSON object\n"
+               "per step) and checkpoints OUT/ckpt/step-NNNNNN/ (atomic; never overwritten).\n"
+               "Flags may also come from --config FILE (lines of `name = value`).",
+    .entries = entries,
+    .n = (int)(sizeof entries / sizeof entries[0]),
+};
+
+typedef struct {
+    const char *name;
+    int64_t layers, dim, heads, ffn;
+} preset;
+
+/* gpt2-124m: GPT-2 small's 12 x 768 x 12 heads; a SwiGLU of 2048 keeps the MLP at GPT-2's
+ * 4.7M parameters per block (3 x 768 x 2048 vs 2 x 768 x 3072) */
+static const preset presets[] = {
+    {"tiny", 2, 128, 4, 352},
+    {"small", 6, 384, 6, 1024},
+    {"gpt2-124m", 12, 768, 12, 2048},
+};
+
+static int idx_of(const char *name) {
+    const ax_cfg_entry *e = ax_cfg_find(&ax_train_table, name);
+    return e ? (int)(e - ax_train_table.entries) : -1;
+}
+
+static int set(const uint8_t *was_set, const char *name) {
+    return was_set && was_set[idx_of(name)];
+}
+
+ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set) {
+    (void)was_set;
+    const preset *p = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(presets[i].name, c->model)) p = &presets[i];
+    if (!p)
+        return ax_errorf(AX_ERR_ARG,
+                         "--model '%s' is not a preset; use tiny, small or gpt2-124m "
+                         "(or set --layers --dim --heads --ffn)",
+                         c->model);
+    if (!c->layers) c->layers = p->layers;
+    if (!c->dim) c->dim = p->dim;
+    if (!c->heads) c->heads = p->heads;
+    if (!c->ffn) c->ffn = p->ffn;
+    return AX_OK;
+}
+
+ax_model_config ax_train_model_config(const ax_train_config *c) {
+    ax_model_config m = {
+        .n_layers = (int)c->layers,
+        .dim = (int)c->dim,
+        .n_heads = (int)c->heads,
+        .ffn = (int)c->ffn,
+        .vocab = (int)c->vocab,
+        .tie_embeddings = c->tie_embeddings,
+        .rope_theta = (float)c->rope_theta,
+        .norm_eps = 1e-5f,
+    };
+    return m;
+}
+
+ax_status ax_train_config_check(const ax_train_config *c) {
+    if (!c->data[0])
+        return ax_errorf(AX_ERR_ARG, "--data is required: a .axd dataset from `axmem data encode`");
+    int64_t mb = c->micro_batch ? c->micro_batch : c->batch;
+    if (mb > c->batch || c->batch % mb)
+        return ax_errorf(AX_ERR_ARG, "--micro-batch %lld must divide --batch %lld", (long long)mb,
+                         (long long)c->batch);
+    if (c->warmup > c->steps)
+        return ax_errorf(AX_ERR_ARG, "--warmup %lld exceeds --steps %lld", (long long)c->warmup,
+                         (long long)c->steps);
+    return AX_OK;
+}
+
+/* flags that steer a run without changing what it computes */
+static const char *run_control[] = {"steps",      "out",       "data",    "tokenizer",
+                                    "ckpt-every", "log-every", "threads", "resume"};
+
+static int is_run_control(const char *name) {
+    for (size_t i = 0; i < sizeof run_control / sizeof run_control[0]; i++)
+        if (!strcmp(run_control[i], name)) return 1;
+    return 0;
+}
+
+static size_t field_size(const ax_cfg_entry *e) {
+    switch (e->type) {
+    case AX_CFG_STR:
+        return AX_CFG_STR_MAX;
+    case AX_CFG_INT:
+        return sizeof(int64_t);
+    case AX_CFG_FLOAT:
+        return sizeof(double);
+    case AX_CFG_BOOL:
+        return sizeof(int);
+    }
+    return 0;
+}
+
+ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
+                                 const ax_json *ckpt_config, const char *ckpt_path) {
+    ax_train_config from_ckpt = *c;
+    AX_CHECK(ax_cfg_read_json(&ax_train_table, &from_ckpt, ckpt_config, ckpt_path));
+    for (int i = 0; i < ax_train_table.n; i++) {
+        const ax_cfg_entry *e = &ax_train_table.entries[i];
+        if (is_run_control(e->name)) continue;
+        const char *mine = (const char *)c + e->offset;
+        const char *theirs = (const char *)&from_ckpt + e->offset;
+        size_t size = field_size(e);
+        int differs =
+            e->type == AX_CFG_STR ? strcmp(mine, theirs) != 0 : memcmp(mine, theirs, size) != 0;
+        if (set(was_set, e->name) && differs)
+            return ax_errorf(AX_ERR_MISMATCH,
+                             "--%s differs from the checkpoint being resumed (%s); a resumed run "
+                             "keeps its training settings: drop --%s, or start a new --out",
+                             e->name, ckpt_path, e->name);
+    }
+    /* keep run control from the command line, everything else from the checkpoint */
+    ax_train_config merged = from_ckpt;
+    for (int i = 0; i < ax_train_table.n; i++) {
+        const ax_cfg_entry *e = &ax_train_table.entries[i];
+        if (!is_run_control(e->name)) continue;
+        size_t size = field_size(e);
+        memcpy((char *)&merged + e->offset, (const char *)c + e->offset, size);
+    }
+    *c = merged;
+    return AX_OK;
+}

@@ -1,0 +1,37 @@
+/* `axmem train` settings: one table (train_config.c) drives the flags, --help, config files
+ * and the copy in every checkpoint manifest. Flag names are a contract other tools use. */
+#pragma once
+#include <stdint.h>
+#include "lib/config.h"
+#include "lib/model.h"
+
+typedef struct {
+    char data[AX_CFG_STR_MAX];
+    char tokenizer[AX_CFG_STR_MAX];
+    char out[AX_CFG_STR_MAX];
+    char model[AX_CFG_STR_MAX];             /* preset name */
+    int64_t layers, dim, heads, ffn, vocab; /* 0 = from the preset / the dataset */
+    int tie_embeddings;
+    double rope_theta;
+    int64_t seq_len, batch, micro_batch, steps;
+    double lr, min_lr_frac;
+    int64_t warmup;
+    double weight_decay, beta1, beta2, eps, grad_clip;
+    int64_t seed;
+    int64_t ckpt_every, log_every, threads;
+    int resume;
+} ax_train_config;
+
+extern const ax_cfg_table ax_train_table;
+
+/* Fill shape fields the user left at 0 from the --model preset (the error lists presets). */
+ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set);
+/* Model shape from the settings (vocab must be resolved, i.e. non-zero). */
+ax_model_config ax_train_model_config(const ax_train_config *c);
+/* Cross-field checks: batch divisible by micro-batch, ranges that depend on each other. */
+ax_status ax_train_config_check(const ax_train_config *c);
+/* On --resume: take the checkpoint's settings, keeping only run-control flags (steps, out,
+ * data, tokenizer, ckpt-every, log-every, threads, resume) from the command line. A flag the
+ * user set that changes the training itself is an error naming flag and both values. */
+ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
+                                 const ax_json *ckpt_config, const char *ckpt_path);
