@@ -2,6 +2,8 @@
  * Return the process exit code: 0 ok, 1 failure (message already printed), 2 bad usage. */
 #pragma once
 
-int ax_cmd_data(int argc, char **argv);  /* data/cmd_data.c */
-int ax_cmd_train(int argc, char **argv); /* train/cmd_train.c */
-int ax_cmd_demo(int argc, char **argv);  /* cli/demo.c */
+int ax_cmd_data(int argc, char **argv);     /* data/cmd_data.c */
+int ax_cmd_train(int argc, char **argv);    /* train/cmd_train.c */
+int ax_cmd_demo(int argc, char **argv);     /* cli/demo.c */
+int ax_cmd_goldfish(int argc, char **argv); /* goldfish/cmd_goldfish.c */
+int ax_cmd_memscan(int argc, char **argv);  /* memscan/cmd_memscan.c */

@@ -1,6 +1,7 @@
 /* axmem: maps a subcommand name to its folder's entry point. */
 #include "cli/commands.h"
 #include "lib/log.h"
+#include "lib/mpienv.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,9 @@ typedef struct {
 static const command commands[] = {
     {"data", ax_cmd_data, "tokenizer training, corpus -> .axd encoding, decoding, inspection"},
     {"train", ax_cmd_train, "train a model (goldfish loss, checkpoints, metrics.jsonl)"},
+    {"goldfish", ax_cmd_goldfish, "goldfish loss masks: show which tokens a spec drops"},
+    {"memscan", ax_cmd_memscan,
+     "n-gram index of the training set; lookups and regurgitation scans"},
     {"demo", ax_cmd_demo, "end to end on the bundled corpus: tokenizer, dataset, training"},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
@@ -37,8 +41,17 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    for (int i = 0; i < n_commands; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    for (int i = 0; i < n_commands; i++) {
+        if (strcmp(argv[1], commands[i].name)) continue;
+        /* MPI only when launched by mpirun/srun: serial runs never touch it */
+        if (ax_mpi_start(&argc, &argv) != AX_OK) {
+            fprintf(stderr, "axmem: %s\n", ax_error_msg());
+            return 1;
+        }
+        int rc = commands[i].fn(argc - 1, argv + 1);
+        ax_mpi_stop();
+        return rc;
+    }
     fprintf(stderr, "axmem: unknown command '%s'; run 'axmem --help' for the list\n", argv[1]);
     return 2;
 }

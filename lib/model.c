@@ -1,6 +1,7 @@
-/* The single-rank Llama-style model: parameter layout, activations, forward and backward.
- * Every kernel comes from ops.h; this file only wires them together. */
-#include "lib/model.h"
+/* Model construction: the global tensor table, how each tensor is split over the grid, the
+ * local slabs, counter-based initialisation and the global <-> local copies checkpoints use.
+ * Forward and backward are in model_step.c, the parallel layers in model_linear.c. */
+#include "lib/model_internal.h"
 #include "lib/ops.h"
 #include "lib/rng.h"
 
@@ -8,47 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* per-layer tensor slots, in slab order */
-enum { L_NORM1, L_WQKV, L_WO, L_NORM2, L_WUP, L_WDOWN, L_COUNT };
-
-typedef struct {
-    float *res;     /* [N,C] residual stream entering the layer */
-    float *ln1;     /* [N,C] */
-    float *rstd1;   /* [N] */
-    float *qkv;     /* [N,3C] q,k rotated in place */
-    float *att;     /* [B,H,T,T] */
-    float *atty;    /* [N,C] attention output before the out-projection */
-    float *res_mid; /* [N,C] after the attention residual */
-    float *ln2;     /* [N,C] */
-    float *rstd2;   /* [N] */
-    float *h;       /* [N,2F] gate | up */
-    float *hs;      /* [N,F] swiglu output */
-} layer_acts;
-
-struct ax_model {
-    ax_model_config cfg;
-    int B, T; /* allocated micro-batch */
-    int cur_B;
-    int n_tensors;
-    ax_tensor_info *tensors;
-    int64_t n_params;
-    float *params, *grads;
-    /* tensor indices */
-    int t_wte, t_normf, t_head, t_layer0;
-    /* activations */
-    layer_acts *acts;
-    float *res_final; /* [N,C] output of the last layer */
-    float *lnf, *rstdf;
-    float *logits;              /* [N,V], becomes dlogits */
-    float *losses;              /* [N] */
-    float *rope_cos, *rope_sin; /* [T, D/2] */
-    /* backward scratch */
-    float *dres, *dln, *dbig, *dh, *dqkv, *att_scratch;
-    const int32_t *last_inputs;
-    int32_t *inputs_copy;
-    int have_grad_logits;
-};
 
 ax_status ax_model_config_check(const ax_model_config *c) {
     if (c->n_layers < 1 || c->n_layers > 1024)
@@ -60,17 +20,33 @@ ax_status ax_model_config_check(const ax_model_config *c) {
                          c->dim, c->n_heads, c->ffn, c->vocab);
     if (c->dim % c->n_heads)
         return ax_errorf(AX_ERR_ARG,
-                         "--dim %d is not divisible by --heads %d; pick dim = heads x "
-                         "head size",
+                         "--dim %d is not divisible by --heads %d; pick dim = heads x head size",
                          c->dim, c->n_heads);
     if ((c->dim / c->n_heads) % 2)
         return ax_errorf(AX_ERR_ARG,
-                         "head size --dim/--heads = %d must be even for rotary "
-                         "positions",
+                         "head size --dim/--heads = %d must be even for rotary positions",
                          c->dim / c->n_heads);
     if (!(c->rope_theta > 1.0f) || !(c->norm_eps > 0.0f))
         return ax_errorf(AX_ERR_ARG, "rope theta (%g) must be > 1 and norm eps (%g) > 0",
                          c->rope_theta, c->norm_eps);
+    return AX_OK;
+}
+
+ax_status ax_model_config_check_grid(const ax_model_config *c, const int dims[4]) {
+    int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y];
+    if (c->dim % gx)
+        return ax_errorf(AX_ERR_ARG,
+                         "--dim %d does not split over Gx = %d (grid %dx%dx%dx%d); "
+                         "pick a dim divisible by Gx",
+                         c->dim, gx, dims[0], dims[1], dims[2], dims[3]);
+    if (c->n_heads % gy)
+        return ax_errorf(AX_ERR_ARG,
+                         "--heads %d do not split over Gy = %d (grid %dx%dx%dx%d); "
+                         "heads are divided among the Y ranks",
+                         c->n_heads, gy, dims[0], dims[1], dims[2], dims[3]);
+    if (c->ffn % gy)
+        return ax_errorf(AX_ERR_ARG, "--ffn %d does not split over Gy = %d (grid %dx%dx%dx%d)",
+                         c->ffn, gy, dims[0], dims[1], dims[2], dims[3]);
     return AX_OK;
 }
 
@@ -81,125 +57,224 @@ int64_t ax_model_config_n_params(const ax_model_config *c) {
 }
 
 double ax_model_flops_per_token(const ax_model_config *c, int T) {
-    /* the input embedding is a lookup, not a matmul; with tied weights its matrix is the
-     * LM head, which is a matmul and so counts */
+    /* the input embedding is a lookup, not a matmul; with tied weights its matrix is the LM
+     * head, which is a matmul and so counts */
     int64_t untied_embedding = c->tie_embeddings ? 0 : (int64_t)c->vocab * c->dim;
     double matmul_params = (double)(ax_model_config_n_params(c) - untied_embedding);
     return 6.0 * matmul_params + 12.0 * c->n_layers * c->dim * (double)T;
 }
 
-static void add_tensor(ax_model_t *m, const char *name, int ndim, int64_t d0, int64_t d1) {
-    ax_tensor_info *t = &m->tensors[m->n_tensors++];
+static void add_tensor(ax_model_t *m, const char *name, tp_kind kind, int groups, int64_t rows,
+                       int64_t cols) {
+    int i = m->n_tensors++;
+    ax_tensor_info *t = &m->info[i];
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->ndim = ndim;
-    t->shape[0] = d0;
-    t->shape[1] = ndim > 1 ? d1 : 1;
-    t->numel = ndim > 1 ? d0 * d1 : d0;
+    t->ndim = kind == TP_VEC ? 1 : 2;
+    t->shape[0] = kind == TP_VEC ? cols : rows;
+    t->shape[1] = kind == TP_VEC ? 1 : cols;
+    t->numel = rows * cols;
     t->offset = m->n_params;
     m->n_params += t->numel;
+
+    tp_tensor *p = &m->tp[i];
+    int gx = m->dims[AX_AXIS_X], gy = m->dims[AX_AXIS_Y], gz = m->dims[AX_AXIS_Z];
+    p->kind = kind;
+    p->groups = groups;
+    p->rows_g = rows;
+    p->cols_g = cols;
+    switch (kind) {
+    case TP_NORMAL:
+        p->rows_l = rows / gy, p->cols_l = cols / gx;
+        break;
+    case TP_TRANSPOSED:
+        p->rows_l = rows / gx, p->cols_l = cols / gy;
+        break;
+    case TP_VEC:
+        p->rows_l = 1, p->cols_l = cols / gx;
+        break;
+    case TP_VOCAB:
+        p->rows_l = m->Vl, p->cols_l = cols / gx;
+        break;
+    }
+    p->block_n = p->rows_l * p->cols_l;
+    p->shard_n = (p->block_n + gz - 1) / gz;
+    p->shard_off = m->n_local;
+    m->n_local += p->shard_n;
+}
+
+/* Global row-major index of element b of this rank's block, or -1 for vocabulary padding. */
+static int64_t global_index(const ax_model_t *m, const tp_tensor *p, int64_t b) {
+    int64_t r = b / p->cols_l, c = b % p->cols_l, gr, gc;
+    switch (p->kind) {
+    case TP_NORMAL: {
+        int64_t per_group = p->rows_l / p->groups, group = r / per_group;
+        gr = group * (p->rows_g / p->groups) + m->y * per_group + r % per_group;
+        gc = m->x * p->cols_l + c;
+        break;
+    }
+    case TP_TRANSPOSED:
+        gr = m->x * p->rows_l + r;
+        gc = m->y * p->cols_l + c;
+        break;
+    case TP_VEC:
+        gr = 0;
+        gc = m->x * p->cols_l + c;
+        break;
+    default: /* TP_VOCAB */
+        gr = m->v0 + r;
+        gc = m->x * p->cols_l + c;
+        if (gr >= p->rows_g) return -1;
+        break;
+    }
+    return gr * p->cols_g + gc;
 }
 
 static float *falloc(int64_t n) {
-    /* 64-byte aligned for AVX-512 loads */
+    /* 64-byte aligned for AVX-512 loads; zeroed so padding stays exactly 0 */
     size_t bytes = ((size_t)(n > 0 ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
-    return aligned_alloc(64, bytes);
+    float *p = aligned_alloc(64, bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
 }
 
-ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **out) {
+static int alloc_acts(ax_model_t *m) {
+    int64_t N = (int64_t)m->B * m->T, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy;
+    int64_t att = (int64_t)m->B * m->Hy * T * T;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        layer_acts *a = &m->acts[l];
+        float **bufs[] = {&a->res,     &a->ln1, &a->rstd1, &a->qkv, &a->att, &a->atty,
+                          &a->res_mid, &a->ln2, &a->rstd2, &a->h,   &a->hs};
+        int64_t sizes[] = {N * Cx, N * Cx, N, N * 3 * Cy, att,   N * Cy,
+                           N * Cx, N * Cx, N, N * 2 * Fy, N * Fy};
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            if (!(*bufs[i] = falloc(sizes[i]))) return 0;
+    }
+    int D = m->cfg.dim / m->cfg.n_heads;
+    float **bufs[] = {&m->res_final, &m->lnf,      &m->rstdf,    &m->logits,     &m->losses,
+                      &m->rowstat,   &m->rope_cos, &m->rope_sin, &m->dres,       &m->dln,
+                      &m->dbig,      &m->dh,       &m->dqkv,     &m->att_scratch};
+    int64_t sizes[] = {N * Cx,
+                       N * Cx,
+                       N,
+                       N * m->Vl,
+                       N,
+                       3 * N,
+                       T * D / 2,
+                       T * D / 2,
+                       N * Cx,
+                       N * Cx,
+                       N * (Fy > Cy ? Fy : Cy),
+                       N * 2 * Fy,
+                       N * 3 * Cy,
+                       att};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (!(*bufs[i] = falloc(sizes[i]))) return 0;
+    m->inputs_copy = malloc((size_t)N * sizeof(int32_t));
+    return m->inputs_copy != NULL;
+}
+
+static void build_tensors(ax_model_t *m) {
+    const ax_model_config *c = &m->cfg;
+    int64_t C = c->dim, F = c->ffn, V = c->vocab;
+    char name[64];
+    m->t_wte = m->n_tensors;
+    add_tensor(m, "wte", TP_VOCAB, 1, V, C);
+    m->t_layer0 = m->n_tensors;
+    for (int l = 0; l < c->n_layers; l++) {
+        snprintf(name, sizeof name, "layers.%d.attn_norm", l);
+        add_tensor(m, name, TP_VEC, 1, 1, C);
+        snprintf(name, sizeof name, "layers.%d.wqkv", l);
+        add_tensor(m, name, TP_NORMAL, 3, 3 * C, C);
+        snprintf(name, sizeof name, "layers.%d.wo", l);
+        add_tensor(m, name, TP_TRANSPOSED, 1, C, C);
+        snprintf(name, sizeof name, "layers.%d.mlp_norm", l);
+        add_tensor(m, name, TP_VEC, 1, 1, C);
+        snprintf(name, sizeof name, "layers.%d.w_up", l);
+        add_tensor(m, name, TP_NORMAL, 2, 2 * F, C);
+        snprintf(name, sizeof name, "layers.%d.w_down", l);
+        add_tensor(m, name, TP_TRANSPOSED, 1, C, F);
+    }
+    m->t_normf = m->n_tensors;
+    add_tensor(m, "final_norm", TP_VEC, 1, 1, C);
+    m->t_head = m->t_wte;
+    if (!c->tie_embeddings) {
+        m->t_head = m->n_tensors;
+        add_tensor(m, "lm_head", TP_VOCAB, 1, V, C);
+    }
+}
+
+ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
+                             ax_model_t **out) {
     *out = NULL;
     AX_CHECK(ax_model_config_check(c));
+    int dims[4];
+    for (int a = 0; a < 4; a++) dims[a] = ax_grid_dim(g, (ax_axis)a);
+    AX_CHECK(ax_model_config_check_grid(c, dims));
     if (B < 1 || T < 1)
         return ax_errorf(AX_ERR_ARG, "batch %d and sequence length %d must be >= 1", B, T);
     ax_model_t *m = calloc(1, sizeof *m);
     if (!m) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *c;
+    m->grid = g;
+    memcpy(m->dims, dims, sizeof dims);
+    m->x = ax_grid_coord(g, AX_AXIS_X);
+    m->y = ax_grid_coord(g, AX_AXIS_Y);
+    m->z = ax_grid_coord(g, AX_AXIS_Z);
     m->B = B;
     m->T = T;
-    int L = c->n_layers;
-    int64_t C = c->dim, F = c->ffn, V = c->vocab, N = (int64_t)B * T, H = c->n_heads;
-    m->tensors = calloc((size_t)(L * L_COUNT + 3), sizeof *m->tensors);
+    m->overlap = overlap;
+    int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y];
+    m->Cx = c->dim / gx;
+    m->Cy = c->dim / gy;
+    m->Hy = c->n_heads / gy;
+    m->Fy = c->ffn / gy;
+    m->Vp = (c->vocab + gy - 1) / gy * gy;
+    m->Vl = m->Vp / gy;
+    m->v0 = m->y * m->Vl;
+    m->vvalid = c->vocab - m->v0 < m->Vl ? c->vocab - m->v0 : m->Vl;
+    int L = c->n_layers, max_tensors = L * L_COUNT + 3;
+    m->info = calloc((size_t)max_tensors, sizeof *m->info);
+    m->tp = calloc((size_t)max_tensors, sizeof *m->tp);
     m->acts = calloc((size_t)L, sizeof *m->acts);
-    if (!m->tensors || !m->acts) goto oom;
+    if (!m->info || !m->tp || !m->acts) goto oom;
+    build_tensors(m);
 
-    char name[64];
-    m->t_wte = m->n_tensors;
-    add_tensor(m, "wte", 2, V, C);
-    m->t_layer0 = m->n_tensors;
-    for (int l = 0; l < L; l++) {
-        snprintf(name, sizeof name, "layers.%d.attn_norm", l);
-        add_tensor(m, name, 1, C, 0);
-        snprintf(name, sizeof name, "layers.%d.wqkv", l);
-        add_tensor(m, name, 2, 3 * C, C);
-        snprintf(name, sizeof name, "layers.%d.wo", l);
-        add_tensor(m, name, 2, C, C);
-        snprintf(name, sizeof name, "layers.%d.mlp_norm", l);
-        add_tensor(m, name, 1, C, 0);
-        snprintf(name, sizeof name, "layers.%d.w_up", l);
-        add_tensor(m, name, 2, 2 * F, C);
-        snprintf(name, sizeof name, "layers.%d.w_down", l);
-        add_tensor(m, name, 2, C, F);
-    }
-    m->t_normf = m->n_tensors;
-    add_tensor(m, "final_norm", 1, C, 0);
-    m->t_head = m->t_wte;
-    if (!c->tie_embeddings) {
-        m->t_head = m->n_tensors;
-        add_tensor(m, "lm_head", 2, V, C);
-    }
-
-    m->params = falloc(m->n_params);
-    m->grads = falloc(m->n_params);
+    m->params = falloc(m->n_local);
+    m->grads = falloc(m->n_local);
     if (!m->params || !m->grads) goto oom;
-    memset(m->grads, 0, (size_t)m->n_params * sizeof(float));
-
-    /* activations: one allocation per buffer keeps the code plain; sizes are small next to
-     * the parameter slabs for the shapes we train */
-    for (int l = 0; l < L; l++) {
-        layer_acts *a = &m->acts[l];
-        a->res = falloc(N * C);
-        a->ln1 = falloc(N * C);
-        a->rstd1 = falloc(N);
-        a->qkv = falloc(N * 3 * C);
-        a->att = falloc(B * H * T * T);
-        a->atty = falloc(N * C);
-        a->res_mid = falloc(N * C);
-        a->ln2 = falloc(N * C);
-        a->rstd2 = falloc(N);
-        a->h = falloc(N * 2 * F);
-        a->hs = falloc(N * F);
-        if (!a->res || !a->ln1 || !a->rstd1 || !a->qkv || !a->att || !a->atty || !a->res_mid ||
-            !a->ln2 || !a->rstd2 || !a->h || !a->hs)
+    int gz = dims[AX_AXIS_Z];
+    for (int i = 0; i < m->n_tensors; i++) {
+        tp_tensor *p = &m->tp[i];
+        if (gz == 1) { /* the block is the shard: compute straight on the slabs */
+            p->full = m->params + p->shard_off;
+            p->gfull = m->grads + p->shard_off;
+        } else if (!(p->full = falloc(p->shard_n * gz)) || !(p->gfull = falloc(p->shard_n * gz))) {
             goto oom;
+        }
     }
-    int64_t big = C > F ? C : F; /* dbig holds d(hs) [N,F] or d(atty) [N,C] */
-    m->res_final = falloc(N * C);
-    m->lnf = falloc(N * C);
-    m->rstdf = falloc(N);
-    m->logits = falloc(N * V);
-    m->losses = falloc(N);
-    int D = (int)(C / H);
-    m->rope_cos = falloc((int64_t)T * D / 2);
-    m->rope_sin = falloc((int64_t)T * D / 2);
-    m->dres = falloc(N * C);
-    m->dln = falloc(N * C);
-    m->dbig = falloc(N * big);
-    m->dh = falloc(N * 2 * F);
-    m->dqkv = falloc(N * 3 * C);
-    m->att_scratch = falloc(B * H * T * T);
-    m->inputs_copy = malloc((size_t)N * sizeof(int32_t));
-    if (!m->res_final || !m->lnf || !m->rstdf || !m->logits || !m->losses || !m->rope_cos ||
-        !m->rope_sin || !m->dres || !m->dln || !m->dbig || !m->dh || !m->dqkv || !m->att_scratch ||
-        !m->inputs_copy)
-        goto oom;
-    ax_rope_table(m->rope_cos, m->rope_sin, T, D, c->rope_theta);
+    if (!alloc_acts(m)) goto oom;
+    ax_rope_table(m->rope_cos, m->rope_sin, T, c->dim / c->n_heads, c->rope_theta);
+    m->stale = 1;
     *out = m;
     return AX_OK;
 oom:
     ax_model_free(m);
     return ax_errorf(AX_ERR_NOMEM,
-                     "out of memory allocating a model of %lld parameters for batch %d x %d; "
-                     "use a smaller model, --batch or --micro-batch",
+                     "out of memory allocating a model of %lld parameters for batch %d x %d; use "
+                     "a smaller model, --micro-batch, or more ranks",
                      (long long)ax_model_config_n_params(c), B, T);
+}
+
+ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **out) {
+    ax_grid_t *g = NULL;
+    AX_CHECK(ax_grid_create_serial(&g));
+    ax_status st = ax_model_create_on(g, c, B, T, 0, out);
+    if (st != AX_OK) {
+        ax_grid_free(g);
+        return st;
+    }
+    (*out)->own_grid = g;
+    return AX_OK;
 }
 
 void ax_model_free(ax_model_t *m) {
@@ -209,21 +284,29 @@ void ax_model_free(ax_model_t *m) {
         free(a->res), free(a->ln1), free(a->rstd1), free(a->qkv), free(a->att), free(a->atty);
         free(a->res_mid), free(a->ln2), free(a->rstd2), free(a->h), free(a->hs);
     }
-    free(m->acts);
-    free(m->tensors);
+    if (m->tp && m->dims[AX_AXIS_Z] > 1)
+        for (int i = 0; i < m->n_tensors; i++) free(m->tp[i].full), free(m->tp[i].gfull);
+    free(m->acts), free(m->info), free(m->tp);
     free(m->params), free(m->grads);
     free(m->res_final), free(m->lnf), free(m->rstdf), free(m->logits), free(m->losses);
-    free(m->rope_cos), free(m->rope_sin);
+    free(m->rowstat), free(m->rope_cos), free(m->rope_sin);
     free(m->dres), free(m->dln), free(m->dbig), free(m->dh), free(m->dqkv), free(m->att_scratch);
     free(m->inputs_copy);
+    ax_grid_free(m->own_grid);
     free(m);
 }
 
 const ax_model_config *ax_model_config_of(const ax_model_t *m) {
     return &m->cfg;
 }
+ax_grid_t *ax_model_grid(const ax_model_t *m) {
+    return m->grid;
+}
 int64_t ax_model_n_params(const ax_model_t *m) {
     return m->n_params;
+}
+int64_t ax_model_n_local(const ax_model_t *m) {
+    return m->n_local;
 }
 float *ax_model_params(ax_model_t *m) {
     return m->params;
@@ -235,10 +318,10 @@ int ax_model_n_tensors(const ax_model_t *m) {
     return m->n_tensors;
 }
 const ax_tensor_info *ax_model_tensors(const ax_model_t *m) {
-    return m->tensors;
+    return m->info;
 }
 int ax_model_tensor_decays(const ax_model_t *m, int i) {
-    return m->tensors[i].ndim == 2;
+    return m->info[i].ndim == 2;
 }
 const float *ax_model_logits(const ax_model_t *m) {
     return m->logits;
@@ -246,117 +329,106 @@ const float *ax_model_logits(const ax_model_t *m) {
 const float *ax_model_losses(const ax_model_t *m) {
     return m->losses;
 }
+ax_status ax_model_status(const ax_model_t *m) {
+    return m->status;
+}
+void ax_model_params_updated(ax_model_t *m) {
+    m->stale = 1;
+}
+
+void ax_model_local_range(const ax_model_t *m, int i, int64_t *offset, int64_t *count) {
+    *offset = m->tp[i].shard_off;
+    *count = m->tp[i].shard_n;
+}
+
+void ax_model_vocab_slice(const ax_model_t *m, int *v0, int *valid, int *Vl) {
+    *v0 = m->v0;
+    *valid = m->vvalid;
+    *Vl = m->Vl;
+}
 
 void ax_model_zero_grad(ax_model_t *m) {
-    memset(m->grads, 0, (size_t)m->n_params * sizeof(float));
+    memset(m->grads, 0, (size_t)m->n_local * sizeof(float));
+    if (m->dims[AX_AXIS_Z] > 1)
+        for (int i = 0; i < m->n_tensors; i++)
+            memset(m->tp[i].gfull, 0,
+                   (size_t)(m->tp[i].shard_n * m->dims[AX_AXIS_Z]) * sizeof(float));
+}
+
+/* Norm weights are replicated over Y and everything over data: count each value once. */
+static int owns_replica(const ax_model_t *m, int i) {
+    return m->tp[i].kind != TP_VEC || m->y == 0;
+}
+
+ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
+    double s = 0;
+    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0)
+        for (int i = 0; i < m->n_tensors; i++)
+            if (owns_replica(m, i))
+                s += ax_sum_squares(m->grads + m->tp[i].shard_off, (long)m->tp[i].shard_n);
+    AX_CHECK(ax_allreduce_sum_f64(m->grid, AX_AXIS_WORLD, &s, 1));
+    *out = s;
+    return AX_OK;
 }
 
 void ax_model_init(ax_model_t *m, uint64_t seed) {
-    /* GPT-2 init: N(0, 0.02); projections into the residual stream scaled by 1/sqrt(2L) so
-     * the stream's variance does not grow with depth */
+    /* GPT-2 init: N(0, 0.02); projections into the residual stream scaled by 1/sqrt(2L) so the
+     * stream's variance does not grow with depth. Norm weights start at 1. */
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)m->cfg.n_layers);
     for (int i = 0; i < m->n_tensors; i++) {
-        ax_tensor_info *t = &m->tensors[i];
-        float *p = m->params + t->offset;
-        if (t->ndim == 1) {
-            for (int64_t j = 0; j < t->numel; j++) p[j] = 1.0f;
-            continue;
+        tp_tensor *p = &m->tp[i];
+        float *dst = m->params + p->shard_off;
+        int is_proj = strstr(m->info[i].name, ".wo") || strstr(m->info[i].name, ".w_down");
+        float s = is_proj ? proj_std : std;
+        int64_t b0 = (int64_t)m->z * p->shard_n;
+#pragma omp parallel for schedule(static)
+        for (int64_t e = 0; e < p->shard_n; e++) {
+            int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
+            dst[e] = gi < 0              ? 0.0f
+                     : p->kind == TP_VEC ? 1.0f
+                                         : s * ax_rng_normal(seed, (uint64_t)i, (uint64_t)gi);
         }
-        int is_proj = strstr(t->name, ".wo") || strstr(t->name, ".w_down");
-        ax_rng_fill_normal(p, t->numel, is_proj ? proj_std : std, seed, (uint64_t)i, 0);
     }
+    m->stale = 1;
 }
 
-static float *P(ax_model_t *m, int t) {
-    return m->params + m->tensors[t].offset;
-}
-static float *G(ax_model_t *m, int t) {
-    return m->grads + m->tensors[t].offset;
-}
-static int LT(const ax_model_t *m, int l, int slot) {
-    return m->t_layer0 + l * L_COUNT + slot;
-}
-
-double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *targets,
-                        const uint8_t *mask, int B, float dscale, int want_grad) {
-    const ax_model_config *c = &m->cfg;
-    int T = m->T, C = c->dim, F = c->ffn, V = c->vocab, H = c->n_heads, D = C / H;
-    int N = B * T;
-    m->cur_B = B;
-    memcpy(m->inputs_copy, inputs, (size_t)N * sizeof(int32_t));
-
-    ax_embedding_forward(m->acts[0].res, inputs, P(m, m->t_wte), N, C);
-    for (int l = 0; l < c->n_layers; l++) {
-        layer_acts *a = &m->acts[l];
-        float *res_out = l + 1 < c->n_layers ? m->acts[l + 1].res : m->res_final;
-        ax_rmsnorm_forward(a->ln1, a->rstd1, a->res, P(m, LT(m, l, L_NORM1)), N, C, c->norm_eps);
-        ax_matmul_forward(a->qkv, a->ln1, P(m, LT(m, l, L_WQKV)), N, C, 3 * C);
-        ax_rope_forward(a->qkv, m->rope_cos, m->rope_sin, B, T, H, D, 3L * C);
-        ax_rope_forward(a->qkv + C, m->rope_cos, m->rope_sin, B, T, H, D, 3L * C);
-        ax_attention_forward(a->atty, a->att, a->qkv, B, T, C, H);
-        /* res_mid = res + atty Wo^T (the GEMM writes into res_mid, then the residual adds) */
-        ax_matmul_forward(a->res_mid, a->atty, P(m, LT(m, l, L_WO)), N, C, C);
-        ax_accumulate(a->res_mid, a->res, (long)N * C);
-        ax_rmsnorm_forward(a->ln2, a->rstd2, a->res_mid, P(m, LT(m, l, L_NORM2)), N, C,
-                           c->norm_eps);
-        ax_matmul_forward(a->h, a->ln2, P(m, LT(m, l, L_WUP)), N, C, 2 * F);
-        ax_swiglu_forward(a->hs, a->h, N, F);
-        ax_matmul_forward(res_out, a->hs, P(m, LT(m, l, L_WDOWN)), N, F, C);
-        ax_accumulate(res_out, a->res_mid, (long)N * C);
+ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float *global_out) {
+    tp_tensor *p = &m->tp[i];
+    int64_t numel = m->info[i].numel;
+    int gz = m->dims[AX_AXIS_Z];
+    float *block = falloc(p->shard_n * gz), *global = falloc(numel);
+    ax_status st = AX_OK;
+    if (!block || !global) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
+        goto done;
     }
-    ax_rmsnorm_forward(m->lnf, m->rstdf, m->res_final, P(m, m->t_normf), N, C, c->norm_eps);
-    ax_matmul_forward(m->logits, m->lnf, P(m, m->t_head), N, C, V);
-    double loss = ax_crossentropy_forward_backward(m->losses, want_grad ? m->logits : NULL,
-                                                   m->logits, targets, mask, dscale, N, V);
-    m->have_grad_logits = want_grad;
-    return loss;
+    AX_CHECK_GOTO(ax_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block), done);
+    /* exactly one rank writes each global element; the rest add zeros, so the sum is exact */
+    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i))
+        for (int64_t b = 0; b < p->block_n; b++) {
+            int64_t gi = global_index(m, p, b);
+            if (gi >= 0) global[gi] = block[b];
+        }
+    AX_CHECK_GOTO(ax_allreduce_sum(m->grid, AX_AXIS_WORLD, global, (long)numel), done);
+    if (global_out) memcpy(global_out, global, (size_t)numel * sizeof(float));
+done:
+    free(block);
+    free(global);
+    return st;
 }
 
-void ax_model_backward(ax_model_t *m) {
-    if (!m->have_grad_logits) return; /* forward ran without want_grad: nothing to do */
-    const ax_model_config *c = &m->cfg;
-    int B = m->cur_B, T = m->T, C = c->dim, F = c->ffn, V = c->vocab, H = c->n_heads, D = C / H;
-    int N = B * T;
-    long NC = (long)N * C;
-    float *dres = m->dres, *dln = m->dln;
-
-    /* LM head and final norm: dres = d(res_final) */
-    memset(dln, 0, (size_t)NC * sizeof(float));
-    ax_matmul_backward(dln, G(m, m->t_head), m->logits, m->lnf, P(m, m->t_head), N, C, V);
-    memset(dres, 0, (size_t)NC * sizeof(float));
-    ax_rmsnorm_backward(dres, G(m, m->t_normf), dln, m->res_final, P(m, m->t_normf), m->rstdf, N,
-                        C);
-
-    for (int l = c->n_layers - 1; l >= 0; l--) {
-        layer_acts *a = &m->acts[l];
-        /* MLP branch: res_out = res_mid + hs Wdown^T; dres flows to res_mid unchanged */
-        float *dhs = m->dbig;
-        memset(dhs, 0, (size_t)N * F * sizeof(float));
-        ax_matmul_backward(dhs, G(m, LT(m, l, L_WDOWN)), dres, a->hs, P(m, LT(m, l, L_WDOWN)), N, F,
-                           C);
-        memset(m->dh, 0, (size_t)N * 2 * F * sizeof(float));
-        ax_swiglu_backward(m->dh, dhs, a->h, N, F);
-        memset(dln, 0, (size_t)NC * sizeof(float));
-        ax_matmul_backward(dln, G(m, LT(m, l, L_WUP)), m->dh, a->ln2, P(m, LT(m, l, L_WUP)), N, C,
-                           2 * F);
-        ax_rmsnorm_backward(dres, G(m, LT(m, l, L_NORM2)), dln, a->res_mid, P(m, LT(m, l, L_NORM2)),
-                            a->rstd2, N, C);
-
-        /* attention branch: res_mid = res + atty Wo^T */
-        float *datty = m->dbig;
-        memset(datty, 0, (size_t)NC * sizeof(float));
-        ax_matmul_backward(datty, G(m, LT(m, l, L_WO)), dres, a->atty, P(m, LT(m, l, L_WO)), N, C,
-                           C);
-        memset(m->dqkv, 0, (size_t)N * 3 * C * sizeof(float));
-        ax_attention_backward(m->dqkv, m->att_scratch, datty, a->qkv, a->att, B, T, C, H);
-        ax_rope_backward(m->dqkv, m->rope_cos, m->rope_sin, B, T, H, D, 3L * C);
-        ax_rope_backward(m->dqkv + C, m->rope_cos, m->rope_sin, B, T, H, D, 3L * C);
-        memset(dln, 0, (size_t)NC * sizeof(float));
-        ax_matmul_backward(dln, G(m, LT(m, l, L_WQKV)), m->dqkv, a->ln1, P(m, LT(m, l, L_WQKV)), N,
-                           C, 3 * C);
-        ax_rmsnorm_backward(dres, G(m, LT(m, l, L_NORM1)), dln, a->res, P(m, LT(m, l, L_NORM1)),
-                            a->rstd1, N, C);
+void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *local) {
+    tp_tensor *p = &m->tp[i];
+    int64_t b0 = (int64_t)m->z * p->shard_n;
+    float *dst = local + p->shard_off;
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < p->shard_n; e++) {
+        int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
+        dst[e] = gi < 0 ? 0.0f : global[gi];
     }
-    ax_embedding_backward(G(m, m->t_wte), dres, m->inputs_copy, N, C);
-    m->have_grad_logits = 0;
+    m->stale = 1;
+}
+
+const float *ax_model_residual(const ax_model_t *m, int l) {
+    return l < m->cfg.n_layers ? m->acts[l].res : m->res_final;
 }

@@ -116,3 +116,43 @@ static inline float ax_expf(float x) {
     b.u += (uint32_t)(int32_t)n << 23; /* scale by 2^n through the exponent field */
     return x < -87.33654f ? 0.0f : b.f;
 }
+
+/* ---- sharded-hidden RMSNorm (hidden dim split over ranks; lib/ops_shard.c) ----
+ * Each rank holds C of the C_total columns. The per-row sums are all-reduced by the caller
+ * between the two halves, so every grid computes the same normalisation.
+ * forward:  ss[N] = sum_c inp^2 (local) ; [all-reduce ss] ;
+ *           out[N,C] = inp * rstd * weight, rstd[N] = 1/sqrt(ss/C_total + eps) */
+void ax_rmsnorm_sumsq(float *ss, const float *inp, int N, int C);
+void ax_rmsnorm_apply(float *out, float *rstd, const float *inp, const float *weight,
+                      const float *ss, int N, int C, int C_total, float eps);
+/* backward: dot[N] = sum_c dout * weight * inp (local) ; [all-reduce dot] ;
+ *           dinp[N,C] += rstd * weight * dout - inp * rstd^3 * dot / C_total ;
+ *           dweight[C] += sum_rows dout * inp * rstd (either output may be NULL) */
+void ax_rmsnorm_backward_dot(float *dot, const float *dout, const float *inp, const float *weight,
+                             int N, int C);
+void ax_rmsnorm_backward_apply(float *dinp, float *dweight, const float *dout, const float *inp,
+                               const float *weight, const float *rstd, const float *dot, int N,
+                               int C, int C_total);
+
+/* ---- vocabulary-parallel cross-entropy (vocab split over ranks; lib/ops_shard.c) ----
+ * Each rank holds logits[N, Vl] for global vocab ids [v0, v0 + Vl); only the first `valid`
+ * columns are real tokens (the rest pad the vocabulary to a multiple of the ranks and never
+ * take part). Three passes with all-reduces between them:
+ *   ax_ce_rowmax    rowmax[N] over local valid columns      -> all-reduce MAX
+ *   ax_ce_partial   stats[2N] = {sum exp(l - max), target logit if owned else 0} -> SUM
+ *   ax_ce_finish    losses[N], dlogits (may alias logits, padding columns -> 0), returns
+ *                   the sum of supervised losses; same semantics as the fused kernel. */
+void ax_ce_rowmax(float *rowmax, const float *logits, int N, int Vl, int valid);
+void ax_ce_partial(float *stats, const float *logits, const float *rowmax, const int32_t *targets,
+                   const uint8_t *mask, int N, int Vl, int valid, int v0);
+double ax_ce_finish(float *losses, float *dlogits, const float *logits, const float *rowmax,
+                    const float *stats, const int32_t *targets, const uint8_t *mask, float dscale,
+                    int N, int Vl, int valid, int v0);
+
+/* ---- vocabulary-sharded embedding: rows [v0, v0 + rows) of the table live here ----
+ * out[N,C] = wte[t - v0] for owned tokens, 0 otherwise (the caller all-reduces);
+ * backward accumulates only owned rows. */
+void ax_embedding_shard_forward(float *out, const int32_t *tokens, const float *wte, int N, int C,
+                                int v0, int rows);
+void ax_embedding_shard_backward(float *dwte, const float *dout, const int32_t *tokens, int N,
+                                 int C, int v0, int rows);

@@ -22,19 +22,19 @@ double ax_lr_at(const ax_lr_schedule *s, long step) {
     return floor + 0.5 * (s->lr - floor) * (1.0 + cos(M_PI * progress));
 }
 
-ax_status ax_optim_create(int64_t n_params, const ax_adamw_config *cfg, ax_optim_t **out) {
+ax_status ax_optim_create(int64_t n_local, const ax_adamw_config *cfg, ax_optim_t **out) {
     *out = NULL;
     ax_optim_t *o = calloc(1, sizeof *o);
     if (!o) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the optimizer");
     o->cfg = *cfg;
-    o->n = n_params;
-    size_t bytes = ((size_t)n_params * sizeof(float) + 63) & ~(size_t)63;
+    o->n = n_local;
+    size_t bytes = ((size_t)n_local * sizeof(float) + 63) & ~(size_t)63;
     o->m = aligned_alloc(64, bytes);
     o->v = aligned_alloc(64, bytes);
     if (!o->m || !o->v) {
         ax_optim_free(o);
         return ax_errorf(AX_ERR_NOMEM, "out of memory for AdamW moments (%lld parameters)",
-                         (long long)n_params);
+                         (long long)n_local);
     }
     memset(o->m, 0, bytes);
     memset(o->v, 0, bytes);
@@ -64,16 +64,20 @@ void ax_optim_set_t_steps(ax_optim_t *o, long t) {
 
 double ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr) {
     float *p = ax_model_params(model), *g = ax_model_grads(model);
-    double norm = sqrt(ax_sum_squares(g, (long)o->n));
+    double sumsq = 0;
+    /* a failed collective leaves sumsq at 0 and is reported by ax_model_status */
+    if (ax_model_grad_sumsq(model, &sumsq) != AX_OK) return 0;
+    double norm = sqrt(sumsq);
     float scale = 1.0f;
     if (o->cfg.grad_clip > 0 && norm > o->cfg.grad_clip) scale = (float)(o->cfg.grad_clip / norm);
     o->t++;
-    const ax_tensor_info *ts = ax_model_tensors(model);
     for (int i = 0; i < ax_model_n_tensors(model); i++) {
-        int64_t off = ts[i].offset;
+        int64_t off, n;
+        ax_model_local_range(model, i, &off, &n);
         float wd = ax_model_tensor_decays(model, i) ? o->cfg.weight_decay : 0.0f;
-        ax_adamw_update(p + off, g + off, o->m + off, o->v + off, (long)ts[i].numel, (float)lr,
-                        o->cfg.beta1, o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
+        ax_adamw_update(p + off, g + off, o->m + off, o->v + off, (long)n, (float)lr, o->cfg.beta1,
+                        o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
     }
+    ax_model_params_updated(model);
     return norm;
 }

@@ -21,12 +21,13 @@ typedef struct {
 } ax_adamw_config;
 
 typedef struct ax_optim ax_optim_t;
-ax_status ax_optim_create(int64_t n_params, const ax_adamw_config *cfg, ax_optim_t **out);
+/* n_local: floats in the model's local slabs (ax_model_n_local) */
+ax_status ax_optim_create(int64_t n_local, const ax_adamw_config *cfg, ax_optim_t **out);
 void ax_optim_free(ax_optim_t *o);
 float *ax_optim_m(ax_optim_t *o);
 float *ax_optim_v(ax_optim_t *o);
 long ax_optim_t_steps(const ax_optim_t *o);       /* updates applied so far */
 void ax_optim_set_t_steps(ax_optim_t *o, long t); /* after loading moments from a checkpoint */
-/* One update of all the model's parameters from its gradients; returns the gradient norm
- * before clipping. Weight decay only where ax_model_tensor_decays. */
+/* One update of this rank's parameter shards from their gradients; returns the global
+ * gradient norm before clipping (collective). Weight decay only where ax_model_tensor_decays. */
 double ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr);

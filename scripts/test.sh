@@ -26,6 +26,8 @@ step build-asan scons -Q -j"$JOBS" mode=asan build-asan/tests/unit_tests
 # Criterion forks a process per test; 2 workers on 2 cores, 1 OpenMP thread each
 step unit-release env OMP_NUM_THREADS=1 build/tests/unit_tests -j2
 step unit-asan env OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 build-asan/tests/unit_tests -j2
+step mpi bash tests/mpi/run.sh
+step mpi-train bash tests/mpi/train.sh build/bin/axmem
 step cli bash tests/cli/run.sh build/bin/axmem
 
 echo

@@ -1,10 +1,12 @@
 /* `axmem train`: parse the table-driven flags, run, and turn failures into one clear line. */
 #include "cli/commands.h"
 #include "lib/log.h"
+#include "lib/mpienv.h"
 #include "train/train.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int ax_cmd_train(int argc, char **argv) {
     ax_train_config cfg;
@@ -30,7 +32,9 @@ int ax_cmd_train(int argc, char **argv) {
         rc = st == AX_ERR_ARG ? 2 : 1;
         goto done;
     }
-    if (res.interrupted) {
+    if (ax_mpi_world_rank() != 0) {
+        /* rank 0 reports */
+    } else if (res.interrupted) {
         AX_INFO("stopped at step %ld; continue with: axmem train --out %s --resume", res.last_step,
                 cfg.out);
         rc = 130;

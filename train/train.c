@@ -1,18 +1,22 @@
 /* The training loop: data -> forward/backward over micro-batches -> AdamW -> metrics and
- * checkpoints. Deterministic: the batch for step s is samples [s*batch, (s+1)*batch) of the
- * seeded loader, so a resumed run replays exactly what an uninterrupted one would. */
+ * checkpoints, on a DxXxYxZ grid of MPI ranks (1x1x1x1 without MPI). Deterministic: the
+ * batch for step s is samples [s*batch, (s+1)*batch) of the seeded loader, split over the
+ * Gdata x Gz batch ranks, so the data order depends on the seed only and a resumed run
+ * replays exactly what an uninterrupted one would. Rank 0 writes every file. */
 #include "train/train.h"
 #include "data/axd.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
+#include "goldfish/goldfish.h"
 #include "lib/ckpt.h"
+#include "lib/comm.h"
 #include "lib/fsutil.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/model.h"
 #include "lib/optim.h"
-#include "lib/timer.h"
 #include "lib/progress.h"
+#include "lib/timer.h"
 
 #include <errno.h>
 #include <omp.h>
@@ -20,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t g_stop;
 static void on_sigint(int sig) {
@@ -31,15 +35,21 @@ static void on_sigint(int sig) {
 
 typedef struct {
     ax_train_config *cfg;
+    ax_grid_t *grid;
+    int rank0;
     ax_axd_t *ds;
     ax_loader_t *loader;
     ax_model_t *model;
     ax_optim_t *optim;
     ax_lr_schedule sched;
-    int32_t *sample;  /* [T+1] */
-    int32_t *inputs;  /* [MB,T] */
-    int32_t *targets; /* [MB,T] */
-    uint8_t *mask;    /* [MB,T] */
+    int mb_global, mb_local; /* sequences per micro-batch: global, this rank */
+    ax_goldfish goldfish;
+    int ctx;           /* tokens of left context the mask reads before a window */
+    int32_t *sample;   /* [ctx + T + 1]: context, then the window */
+    uint32_t *doc_pos; /* [ctx + T + 1] */
+    int32_t *inputs;   /* [mb_local, T] */
+    int32_t *targets;  /* [mb_local, T] */
+    uint8_t *mask;     /* [mb_local, T] */
     char ckpt_dir[AX_CFG_STR_MAX + 16];
     char metrics_path[AX_CFG_STR_MAX + 16];
 } run_state;
@@ -49,10 +59,22 @@ static void run_free(run_state *r) {
     ax_model_free(r->model);
     ax_loader_free(r->loader);
     ax_axd_free(r->ds);
-    free(r->sample), free(r->inputs), free(r->targets), free(r->mask);
+    ax_grid_free(r->grid);
+    free(r->sample), free(r->doc_pos), free(r->inputs), free(r->targets), free(r->mask);
 }
 
-static ax_status write_checkpoint(run_state *r, long step) {
+/* Ranks must fail together: a rank that cannot go on would leave the others waiting in a
+ * collective. Each phase ends here; a rank that did fine reports that another one failed. */
+static ax_status agree(ax_grid_t *g, ax_status st) {
+    if (!g) return st;
+    double bad = st != AX_OK;
+    if (ax_allreduce_max_f64(g, AX_AXIS_WORLD, &bad, 1) != AX_OK) return AX_ERR_MPI;
+    if (bad && st == AX_OK)
+        st = ax_errorf(AX_ERR_MPI, "another rank failed (its message is above)");
+    return st;
+}
+
+static ax_status write_manifest_and_blobs(run_state *r, long step, float *const blobs[3]) {
     ax_jw cfg, state;
     ax_jw_init(&cfg);
     ax_jw_init(&state);
@@ -60,41 +82,58 @@ static ax_status write_checkpoint(run_state *r, long step) {
     char hex[32];
     snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)ax_axd_checksum(r->ds));
     ax_jw_obj_begin(&state);
-    ax_jw_key(&state, "step");
-    ax_jw_int(&state, step);
-    ax_jw_key(&state, "optim_t");
-    ax_jw_int(&state, ax_optim_t_steps(r->optim));
-    ax_jw_key(&state, "dataset_xxh3");
-    ax_jw_str(&state, hex);
-    ax_jw_key(&state, "dataset_tokens");
-    ax_jw_uint(&state, ax_axd_n_tokens(r->ds));
+    ax_jw_key(&state, "step"), ax_jw_int(&state, step);
+    ax_jw_key(&state, "optim_t"), ax_jw_int(&state, ax_optim_t_steps(r->optim));
+    ax_jw_key(&state, "dataset_xxh3"), ax_jw_str(&state, hex);
+    ax_jw_key(&state, "dataset_tokens"), ax_jw_uint(&state, ax_axd_n_tokens(r->ds));
     ax_jw_obj_end(&state);
-    ax_status st = AX_OK;
+    ax_status st;
     if (!ax_jw_text(&cfg) || !ax_jw_text(&state)) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory serialising the checkpoint manifest");
-        goto done;
+    } else {
+        int64_t n = ax_model_n_params(r->model);
+        ax_ckpt_blob b[3] = {
+            {"params", blobs[0], n}, {"adam_m", blobs[1], n}, {"adam_v", blobs[2], n}};
+        ax_ckpt_write_args a = {.grid = ax_grid_spec(r->grid),
+                                .config_json = ax_jw_text(&cfg),
+                                .state_json = ax_jw_text(&state),
+                                .tensors = ax_model_tensors(r->model),
+                                .n_tensors = ax_model_n_tensors(r->model),
+                                .blobs = b,
+                                .n_blobs = 3};
+        st = ax_ckpt_write(r->ckpt_dir, step, &a);
     }
-    int64_t n = ax_model_n_params(r->model);
-    ax_ckpt_blob blobs[3] = {{"params", ax_model_params(r->model), n},
-                             {"adam_m", ax_optim_m(r->optim), n},
-                             {"adam_v", ax_optim_v(r->optim), n}};
-    ax_ckpt_write_args a = {.grid = "1x1x1x1",
-                            .config_json = ax_jw_text(&cfg),
-                            .state_json = ax_jw_text(&state),
-                            .tensors = ax_model_tensors(r->model),
-                            .n_tensors = ax_model_n_tensors(r->model),
-                            .blobs = blobs,
-                            .n_blobs = 3};
-    st = ax_ckpt_write(r->ckpt_dir, step, &a);
-    if (st == AX_OK) AX_INFO("checkpoint %s/step-%06ld written", r->ckpt_dir, step);
-done:
     ax_jw_free(&cfg);
     ax_jw_free(&state);
     return st;
 }
 
-/* Loads params and AdamW moments; the model and optimizer already exist with the
- * checkpoint's shape (the config was merged before they were built). */
+/* Checkpoints hold the global tensors (the 1x1x1x1 layout), so any grid can load them:
+ * every rank takes part in gathering each tensor, rank 0 writes. */
+static ax_status write_checkpoint(run_state *r, long step) {
+    int64_t n = ax_model_n_params(r->model);
+    float *local[3] = {ax_model_params(r->model), ax_optim_m(r->optim), ax_optim_v(r->optim)};
+    float *global[3] = {NULL, NULL, NULL};
+    ax_status st = AX_OK;
+    if (r->rank0)
+        for (int b = 0; b < 3; b++)
+            if (!(global[b] = malloc((size_t)n * sizeof(float))))
+                st = ax_errorf(AX_ERR_NOMEM, "out of memory assembling the checkpoint");
+    st = agree(r->grid, st);
+    const ax_tensor_info *ts = ax_model_tensors(r->model);
+    for (int b = 0; b < 3 && st == AX_OK; b++)
+        for (int i = 0; i < ax_model_n_tensors(r->model) && st == AX_OK; i++)
+            st = ax_model_gather_tensor(r->model, i, local[b],
+                                        global[b] ? global[b] + ts[i].offset : NULL);
+    if (st == AX_OK && r->rank0) {
+        st = write_manifest_and_blobs(r, step, global);
+        if (st == AX_OK) AX_INFO("checkpoint %s/step-%06ld written", r->ckpt_dir, step);
+    }
+    for (int b = 0; b < 3; b++) free(global[b]);
+    return agree(r->grid, st);
+}
+
+/* Loads params and AdamW moments from the global layout into this rank's shards. */
 static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
     const ax_json *state = ax_ckpt_state(ck);
     const char *path = ax_ckpt_path(ck);
@@ -108,24 +147,36 @@ static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
                          "0x%016llx, expected 0x%016llx); resume with the original dataset",
                          r->cfg->data, path, (unsigned long long)ax_axd_checksum(r->ds),
                          (unsigned long long)ds_sum);
-    int64_t n = ax_model_n_params(r->model);
-    int64_t have = 0;
+    int64_t n = ax_model_n_params(r->model), have = 0;
     for (int i = 0; i < ax_ckpt_n_tensors(ck); i++) have += ax_ckpt_tensor(ck, i)->numel;
-    if (have != n)
-        return ax_errorf(AX_ERR_MISMATCH, "checkpoint %s holds %lld parameters, the model %lld",
-                         path, (long long)have, (long long)n);
-    AX_CHECK(ax_ckpt_read_blob(ck, "params", 0, n, ax_model_params(r->model)));
-    AX_CHECK(ax_ckpt_read_blob(ck, "adam_m", 0, n, ax_optim_m(r->optim)));
-    AX_CHECK(ax_ckpt_read_blob(ck, "adam_v", 0, n, ax_optim_v(r->optim)));
+    if (have != n || ax_ckpt_n_tensors(ck) != ax_model_n_tensors(r->model))
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "checkpoint %s holds %lld parameters in %d tensors, "
+                         "the model %lld in %d",
+                         path, (long long)have, ax_ckpt_n_tensors(ck), (long long)n,
+                         ax_model_n_tensors(r->model));
+    float *global = malloc((size_t)n * sizeof(float));
+    if (!global) return ax_errorf(AX_ERR_NOMEM, "out of memory reading checkpoint %s", path);
+    const char *names[3] = {"params", "adam_m", "adam_v"};
+    float *local[3] = {ax_model_params(r->model), ax_optim_m(r->optim), ax_optim_v(r->optim)};
+    const ax_tensor_info *ts = ax_model_tensors(r->model);
+    ax_status st = AX_OK;
+    for (int b = 0; b < 3 && st == AX_OK; b++) {
+        st = ax_ckpt_read_blob(ck, names[b], 0, n, global);
+        for (int i = 0; i < ax_model_n_tensors(r->model) && st == AX_OK; i++)
+            ax_model_scatter_tensor(r->model, i, global + ts[i].offset, local[b]);
+    }
+    free(global);
     ax_optim_set_t_steps(r->optim, (long)optim_t);
-    return AX_OK;
+    ax_model_params_updated(r->model);
+    return st;
 }
 
 /* Keep metrics.jsonl lines with step <= last_step: steps after the checkpoint are replayed. */
 static ax_status truncate_metrics(const char *path, long last_step) {
     FILE *f = fopen(path, "r");
     if (!f) return AX_OK;
-    char line[4096];
+    char line[1 << 14];
     long keep = 0;
     while (fgets(line, sizeof line, f)) {
         const char *p = strstr(line, "\"step\":");
@@ -163,60 +214,154 @@ static ax_status open_inputs(run_state *r) {
 
 static ax_status build(run_state *r) {
     ax_train_config *c = r->cfg;
+    int parts = ax_grid_dim(r->grid, AX_AXIS_BATCH);
+    r->mb_global = (int)(c->micro_batch ? c->micro_batch : c->batch);
+    if (r->mb_global % parts)
+        return ax_errorf(AX_ERR_ARG,
+                         "the micro-batch of %d sequences does not split over the "
+                         "%d batch ranks (Gdata x Gz) of --grid %s; pick --batch/--micro-batch "
+                         "divisible by %d",
+                         r->mb_global, parts, c->grid, parts);
+    r->mb_local = r->mb_global / parts;
     ax_model_config mc = ax_train_model_config(c);
-    int T = (int)c->seq_len, MB = (int)(c->micro_batch ? c->micro_batch : c->batch);
-    AX_CHECK(ax_model_create(&mc, MB, T, &r->model));
+    int T = (int)c->seq_len;
+    AX_CHECK(ax_model_create_on(r->grid, &mc, r->mb_local, T, c->overlap, &r->model));
     ax_adamw_config oc = {(float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                           (float)c->grad_clip};
-    AX_CHECK(ax_optim_create(ax_model_n_params(r->model), &oc, &r->optim));
+    AX_CHECK(ax_optim_create(ax_model_n_local(r->model), &oc, &r->optim));
     r->sched = (ax_lr_schedule){c->lr, c->min_lr_frac, (long)c->warmup, (long)c->steps};
-    size_t n = (size_t)MB * T;
-    r->sample = malloc((size_t)(T + 1) * sizeof(int32_t));
+    size_t n = (size_t)r->mb_local * T;
+    r->ctx = ax_goldfish_context(&r->goldfish);
+    r->sample = calloc((size_t)(r->ctx + T + 1), sizeof(int32_t));
+    r->doc_pos = calloc((size_t)(r->ctx + T + 1), sizeof(uint32_t));
     r->inputs = malloc(n * sizeof(int32_t));
     r->targets = malloc(n * sizeof(int32_t));
     r->mask = malloc(n);
-    if (!r->sample || !r->inputs || !r->targets || !r->mask)
+    if (!r->sample || !r->doc_pos || !r->inputs || !r->targets || !r->mask)
         return ax_errorf(AX_ERR_NOMEM, "out of memory for the batch buffers");
     return AX_OK;
 }
 
-/* Fills micro-batch `mb` of step `step`; returns the number of supervised targets. */
+/* Fills this rank's part of micro-batch `mb` of `step`; returns its supervised targets. */
 static long fill_micro_batch(run_state *r, long step, int mb) {
-    int T = (int)r->cfg->seq_len,
-        MB = (int)(r->cfg->micro_batch ? r->cfg->micro_batch : r->cfg->batch);
+    int T = (int)r->cfg->seq_len, ctx = r->ctx;
+    uint64_t first = (uint64_t)step * (uint64_t)r->cfg->batch + (uint64_t)mb * r->mb_global +
+                     (uint64_t)ax_grid_coord(r->grid, AX_AXIS_BATCH) * r->mb_local;
+    int32_t *win = r->sample + ctx;
     long supervised = 0;
-    for (int j = 0; j < MB; j++) {
-        uint64_t g = (uint64_t)step * (uint64_t)r->cfg->batch + (uint64_t)mb * MB + (uint64_t)j;
-        ax_loader_sample(r->loader, g, r->sample, NULL);
-        memcpy(r->inputs + (size_t)j * T, r->sample, (size_t)T * sizeof(int32_t));
-        memcpy(r->targets + (size_t)j * T, r->sample + 1, (size_t)T * sizeof(int32_t));
-        /* packed windows have no padding: every target is supervised */
-        memset(r->mask + (size_t)j * T, 1, (size_t)T);
-        supervised += T;
+    for (int j = 0; j < r->mb_local; j++) {
+        uint64_t g = first + (uint64_t)j;
+        ax_loader_sample(r->loader, g, win, r->doc_pos + ctx);
+        if (ctx) { /* the hash mask reads the h tokens before each target, across the window */
+            uint64_t start = ax_loader_window(r->loader, g) * (uint64_t)T;
+            uint64_t have = start < (uint64_t)ctx ? start : (uint64_t)ctx;
+            ax_axd_tokens(r->ds, start - have, have, win - have);
+        }
+        uint8_t *keep = r->mask + (size_t)j * T;
+        memcpy(r->inputs + (size_t)j * T, win, (size_t)T * sizeof(int32_t));
+        memcpy(r->targets + (size_t)j * T, win + 1, (size_t)T * sizeof(int32_t));
+        /* targets are win[1..T]; a mask depends on the token ids (and position) only */
+        ax_goldfish_mask(&r->goldfish, win + 1, r->doc_pos + ctx + 1, T, keep);
+        supervised += T - ax_goldfish_count_dropped(keep, T);
     }
     return supervised;
 }
 
 static ax_status append_metrics(run_state *r, long step, double loss, double lr, double gnorm,
-                                double dt, long tokens) {
+                                double dt, long tokens, double dropped_frac) {
     ax_jw w;
     ax_jw_init(&w);
     double flops = ax_model_flops_per_token(ax_model_config_of(r->model), (int)r->cfg->seq_len);
+    ax_comm_stats cs;
+    ax_comm_stats_get(r->grid, &cs);
     ax_jw_obj_begin(&w);
     ax_jw_key(&w, "step"), ax_jw_int(&w, step);
     ax_jw_key(&w, "loss"), ax_jw_num(&w, loss);
     ax_jw_key(&w, "lr"), ax_jw_num(&w, lr);
     ax_jw_key(&w, "grad_norm"), ax_jw_num(&w, gnorm);
+    ax_jw_key(&w, "dropped_frac"), ax_jw_num(&w, dropped_frac);
     ax_jw_key(&w, "tokens"), ax_jw_int(&w, tokens);
     ax_jw_key(&w, "step_time_s"), ax_jw_num(&w, dt);
     ax_jw_key(&w, "tokens_per_s"), ax_jw_num(&w, (double)tokens / dt);
     ax_jw_key(&w, "flops_per_s"), ax_jw_num(&w, flops * (double)tokens / dt);
+    ax_jw_key(&w, "comm"), ax_comm_stats_json(&cs, &w);
     ax_jw_obj_end(&w);
     ax_status st = AX_OK;
     FILE *f = fopen(r->metrics_path, "a");
     if (!f || !ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0 || fclose(f) != 0)
         st = ax_errorf(AX_ERR_IO, "cannot append to %s: %s", r->metrics_path, strerror(errno));
     ax_jw_free(&w);
+    return st;
+}
+
+/* One optimizer step over all micro-batches. Returns the global mean loss and grad norm. */
+static ax_status train_step(run_state *r, long step, double lr, double *loss, double *gnorm,
+                            double *supervised) {
+    int n_micro = (int)(r->cfg->batch / r->mb_global);
+    ax_model_zero_grad(r->model);
+    /* the loss is the mean over all supervised targets of the step, on every rank: count
+     * them first so every micro-batch scales its gradient by the same global 1/n */
+    double counts[2] = {0, 0};
+    for (int mb = 0; mb < n_micro; mb++) counts[0] += (double)fill_micro_batch(r, step, mb);
+    AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, counts, 1));
+    float dscale = counts[0] > 0 ? (float)(1.0 / counts[0]) : 0.0f;
+    for (int mb = 0; mb < n_micro; mb++) {
+        if (n_micro > 1) fill_micro_batch(r, step, mb);
+        counts[1] +=
+            ax_model_forward(r->model, r->inputs, r->targets, r->mask, r->mb_local, dscale, 1);
+        ax_model_backward_ex(r->model, mb == n_micro - 1);
+    }
+    AX_CHECK(ax_model_status(r->model));
+    AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, &counts[1], 1));
+    *gnorm = ax_optim_step(r->optim, r->model, lr);
+    AX_CHECK(ax_model_status(r->model));
+    *loss = counts[0] > 0 ? counts[1] / counts[0] : 0.0;
+    *supervised = counts[0];
+    return AX_OK;
+}
+
+/* Settings, resume merge and the grid: everything before any model memory exists. */
+static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, long *first) {
+    ax_train_config *cfg = r->cfg;
+    /* the canonical spec goes into the manifest, so "hash" and "hash:k=4,h=13" resume alike */
+    AX_CHECK(ax_goldfish_parse(cfg->goldfish, &r->goldfish));
+    ax_goldfish_format(&r->goldfish, cfg->goldfish, sizeof cfg->goldfish);
+    if (cfg->resume) {
+        char latest[AX_CFG_STR_MAX + 64];
+        AX_CHECK(ax_ckpt_find_latest(r->ckpt_dir, latest, sizeof latest));
+        AX_CHECK(ax_ckpt_open(latest, ck));
+        AX_CHECK(ax_train_merge_resumed(cfg, was_set, ax_ckpt_config(*ck), latest));
+        *first = ax_ckpt_step(*ck);
+    } else {
+        AX_CHECK(ax_train_apply_preset(cfg, was_set));
+        char probe[AX_CFG_STR_MAX + 64];
+        if (ax_ckpt_find_latest(r->ckpt_dir, probe, sizeof probe) == AX_OK)
+            return ax_errorf(AX_ERR_ARG,
+                             "--out %s already holds checkpoints (%s); pass --resume "
+                             "to continue that run, or choose a new --out",
+                             cfg->out, probe);
+        ax_error_clear(); /* find_latest's "no checkpoint" message is expected here */
+    }
+    AX_CHECK(ax_train_config_check(cfg));
+    AX_CHECK(ax_goldfish_parse(cfg->goldfish, &r->goldfish));
+    int dims[4];
+    AX_CHECK(ax_grid_parse(cfg->grid, dims));
+    AX_CHECK(ax_grid_create(dims, &r->grid));
+    r->rank0 = ax_grid_rank(r->grid) == 0;
+    return AX_OK;
+}
+
+static ax_status start_files(run_state *r, ax_ckpt_t *ck, long first) {
+    ax_status st = AX_OK;
+    if (r->rank0) st = ax_mkdir_p(r->cfg->out);
+    if (st == AX_OK && r->rank0 && ck) st = truncate_metrics(r->metrics_path, first);
+    if (st == AX_OK && r->rank0 && !ck) {
+        FILE *f = fopen(r->metrics_path, "w");
+        if (!f)
+            st = ax_errorf(AX_ERR_IO, "cannot create %s: %s", r->metrics_path, strerror(errno));
+        else
+            fclose(f);
+    }
     return st;
 }
 
@@ -228,87 +373,57 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
     snprintf(r.ckpt_dir, sizeof r.ckpt_dir, "%s/ckpt", cfg->out);
     snprintf(r.metrics_path, sizeof r.metrics_path, "%s/metrics.jsonl", cfg->out);
 
-    if (cfg->resume) {
-        char latest[AX_CFG_STR_MAX + 64];
-        AX_CHECK_GOTO(ax_ckpt_find_latest(r.ckpt_dir, latest, sizeof latest), out);
-        AX_CHECK_GOTO(ax_ckpt_open(latest, &ck), out);
-        AX_CHECK_GOTO(ax_train_merge_resumed(cfg, was_set, ax_ckpt_config(ck), latest), out);
-        res->first_step = ax_ckpt_step(ck);
-    } else {
-        AX_CHECK_GOTO(ax_train_apply_preset(cfg, was_set), out);
-        char probe[AX_CFG_STR_MAX + 64];
-        if (ax_ckpt_find_latest(r.ckpt_dir, probe, sizeof probe) == AX_OK) {
-            st = ax_errorf(AX_ERR_ARG,
-                           "--out %s already holds checkpoints (%s); pass --resume to "
-                           "continue that run, or choose a new --out",
-                           cfg->out, probe);
-            goto out;
-        }
-        ax_error_clear(); /* find_latest's "no checkpoint" message is expected here */
-    }
-    AX_CHECK_GOTO(ax_train_config_check(cfg), out);
+    AX_CHECK_GOTO(prepare(&r, &ck, was_set, &res->first_step), out);
     if (cfg->threads > 0) omp_set_num_threads((int)cfg->threads);
-    AX_CHECK_GOTO(open_inputs(&r), out);
-    AX_CHECK_GOTO(build(&r), out);
-    AX_CHECK_GOTO(ax_mkdir_p(cfg->out), out);
-    if (ck) {
-        AX_CHECK_GOTO(load_checkpoint(&r, ck), out);
-        AX_CHECK_GOTO(truncate_metrics(r.metrics_path, res->first_step), out);
-        AX_INFO("resumed from %s at step %ld", ax_ckpt_path(ck), res->first_step);
-    } else {
+    st = open_inputs(&r);
+    if (st == AX_OK) st = build(&r);
+    AX_CHECK_GOTO(agree(r.grid, st), out);
+    if (ck)
+        st = load_checkpoint(&r, ck);
+    else
         ax_model_init(r.model, (uint64_t)cfg->seed);
-        FILE *f = fopen(r.metrics_path, "w");
-        if (!f) {
-            st = ax_errorf(AX_ERR_IO, "cannot create %s: %s", r.metrics_path, strerror(errno));
-            goto out;
-        }
-        fclose(f);
-    }
+    if (st == AX_OK) st = start_files(&r, ck, res->first_step);
+    AX_CHECK_GOTO(agree(r.grid, st), out);
+    if (ck && r.rank0) AX_INFO("resumed from %s at step %ld", ax_ckpt_path(ck), res->first_step);
     ax_model_config mc = *ax_model_config_of(r.model);
-    AX_INFO("model: %d layers, dim %d, %d heads, ffn %d, vocab %d: %.2fM parameters; "
-            "%lld x %lld tokens per step, %d threads",
-            mc.n_layers, mc.dim, mc.n_heads, mc.ffn, mc.vocab,
-            (double)ax_model_n_params(r.model) / 1e6, (long long)cfg->batch,
-            (long long)cfg->seq_len, omp_get_max_threads());
+    if (r.rank0)
+        AX_INFO("model: %d layers, dim %d, %d heads, ffn %d, vocab %d: %.2fM parameters; "
+                "%lld x %lld tokens per step; grid %s (%d ranks x %d threads)",
+                mc.n_layers, mc.dim, mc.n_heads, mc.ffn, mc.vocab,
+                (double)ax_model_n_params(r.model) / 1e6, (long long)cfg->batch,
+                (long long)cfg->seq_len, ax_grid_spec(r.grid), ax_grid_size(r.grid),
+                omp_get_max_threads());
 
     g_stop = 0;
     struct sigaction sa = {.sa_handler = on_sigint}, old_sa;
     sigaction(SIGINT, &sa, &old_sa);
-    int MB = (int)(cfg->micro_batch ? cfg->micro_batch : cfg->batch);
-    int n_micro = (int)(cfg->batch / MB);
     ax_progress prog;
     ax_progress_begin(&prog, "train", res->first_step, cfg->steps);
     long step = res->first_step;
-    for (; step < cfg->steps && !g_stop; step++) {
-        double t0 = ax_now();
-        double lr = ax_lr_at(&r.sched, step);
-        ax_model_zero_grad(r.model);
-        /* the loss is the mean over all supervised targets of the step: count them first so
-         * every micro-batch scales its gradient by the same global 1/n */
-        long supervised = 0;
-        for (int mb = 0; mb < n_micro; mb++) supervised += fill_micro_batch(&r, step, mb);
-        float dscale = supervised ? 1.0f / (float)supervised : 0.0f;
-        double loss_sum = 0;
-        for (int mb = 0; mb < n_micro; mb++) {
-            if (n_micro > 1) fill_micro_batch(&r, step, mb);
-            loss_sum += ax_model_forward(r.model, r.inputs, r.targets, r.mask, MB, dscale, 1);
-            ax_model_backward(r.model);
-        }
-        double gnorm = ax_optim_step(r.optim, r.model, lr);
+    for (; step < cfg->steps; step++) {
+        /* every rank stops at the same step: rank 0's Ctrl-C decides */
+        double stop = g_stop;
+        AX_CHECK_GOTO(ax_allreduce_max_f64(r.grid, AX_AXIS_WORLD, &stop, 1), out_sig);
+        if (stop) break;
+        ax_comm_stats_reset(r.grid);
+        double t0 = ax_now(), lr = ax_lr_at(&r.sched, step), loss, gnorm, supervised;
+        AX_CHECK_GOTO(train_step(&r, step, lr, &loss, &gnorm, &supervised), out_sig);
         double dt = ax_now() - t0;
-        double loss = supervised ? loss_sum / (double)supervised : 0.0;
         long tokens = (long)(cfg->batch * cfg->seq_len);
-        AX_CHECK_GOTO(append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens), out_sig);
+        double dropped = 1.0 - supervised / (double)tokens;
+        if (r.rank0) st = append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens, dropped);
+        AX_CHECK_GOTO(agree(r.grid, st), out_sig);
         res->final_loss = loss;
-        ax_progress_update(&prog, step + 1, loss, (double)tokens / dt,
-                           step + 1 == cfg->steps || (step + 1) % cfg->log_every == 0);
+        if (r.rank0)
+            ax_progress_update(&prog, step + 1, loss, (double)tokens / dt,
+                               step + 1 == cfg->steps || (step + 1) % cfg->log_every == 0);
         if (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0 && step + 1 < cfg->steps)
             AX_CHECK_GOTO(write_checkpoint(&r, step + 1), out_sig);
     }
-    ax_progress_end(&prog);
+    if (r.rank0) ax_progress_end(&prog);
     res->last_step = step;
-    res->interrupted = g_stop != 0;
-    if (res->interrupted) AX_WARN("interrupted: writing a checkpoint at step %ld", step);
+    res->interrupted = step < cfg->steps;
+    if (res->interrupted && r.rank0) AX_WARN("interrupted: writing a checkpoint at step %ld", step);
     if (step > res->first_step) AX_CHECK_GOTO(write_checkpoint(&r, step), out_sig);
 out_sig:
     sigaction(SIGINT, &old_sa, NULL);

@@ -45,6 +45,13 @@ static const ax_cfg_entry entries[] = {
     {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
     {"resume", AX_CFG_BOOL, F(resume), "false", 1, 0,
      "continue from the newest checkpoint in --out (same losses, bit for bit, on CPU)"},
+    {"goldfish", AX_CFG_STR, F(goldfish), "none", 1, 0,
+     "goldfish loss: none | static:k=K | hash:k=K,h=H[,seed=S] (hash = k=4,h=13): drop a "
+     "text-determined 1/k of targets so no passage is learned verbatim"},
+    {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0,
+     "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"},
+    {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
+     "overlap communication with compute (AxoNN OAR/ORS/OAG); --no-overlap for comparison"},
 };
 #undef F
 
@@ -125,8 +132,8 @@ ax_status ax_train_config_check(const ax_train_config *c) {
 }
 
 /* flags that steer a run without changing what it computes */
-static const char *run_control[] = {"steps",      "out",       "data",    "tokenizer",
-                                    "ckpt-every", "log-every", "threads", "resume"};
+static const char *run_control[] = {"steps",     "out",     "data",   "tokenizer", "ckpt-every",
+                                    "log-every", "threads", "resume", "grid",      "overlap"};
 
 static int is_run_control(const char *name) {
     for (size_t i = 0; i < sizeof run_control / sizeof run_control[0]; i++)

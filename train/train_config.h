@@ -20,6 +20,9 @@ typedef struct {
     int64_t seed;
     int64_t ckpt_every, log_every, threads;
     int resume;
+    char goldfish[AX_CFG_STR_MAX]; /* mask spec, goldfish/goldfish.h */
+    char grid[AX_CFG_STR_MAX];     /* DxXxYxZ */
+    int overlap;
 } ax_train_config;
 
 extern const ax_cfg_table ax_train_table;

@@ -1,0 +1,100 @@
+/* Training-step throughput of the 4D-parallel model on a grid (run under mpirun). With
+ * bench/grid_scaling.sh it compares 2 ranks x 1 thread against 1 rank x 2 threads for the
+ * same model and global batch: the single-rank rate measured in the same script is the
+ * ceiling. Usage: bench_grid --grid DxXxYxZ [--overlap 0|1] [--steps N] [--batch B]
+ * Prints one line: "bench_grid GRID overlap=O tokens/s=R step_s=S comm_wait_s=W". */
+#include "lib/comm.h"
+#include "lib/grid.h"
+#include "lib/log.h"
+#include "lib/model.h"
+#include "lib/mpienv.h"
+#include "lib/optim.h"
+#include "lib/rng.h"
+#include "lib/timer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    ax_log_init();
+    if (ax_mpi_start(&argc, &argv) != AX_OK) return 1;
+    const char *spec = "1x1x1x1";
+    int overlap = 1, steps = 8, B = 8, T = 128;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--grid"))
+            spec = argv[i + 1];
+        else if (!strcmp(argv[i], "--overlap"))
+            overlap = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--steps"))
+            steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batch"))
+            B = atoi(argv[i + 1]);
+    }
+    int dims[4];
+    ax_grid_t *g = NULL;
+    ax_model_t *m = NULL;
+    ax_optim_t *o = NULL;
+    /* "small"-class model: big enough that GEMMs dominate, small enough for 2 cores */
+    ax_model_config c = {.n_layers = 4,
+                         .dim = 512,
+                         .n_heads = 8,
+                         .ffn = 1376,
+                         .vocab = 8192,
+                         .tie_embeddings = 1,
+                         .rope_theta = 10000.0f,
+                         .norm_eps = 1e-5f};
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    if (ax_grid_parse(spec, dims) || ax_grid_create(dims, &g)) {
+        fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
+        ax_mpi_abort(2);
+    }
+    int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts;
+    if (B % parts || ax_model_create_on(g, &c, bl, T, overlap, &m) ||
+        ax_optim_create(ax_model_n_local(m), &oc, &o)) {
+        fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
+        ax_mpi_abort(2);
+    }
+    ax_model_init(m, 1);
+    int N = bl * T;
+    int32_t *in = malloc((size_t)N * 4), *tg = malloc((size_t)N * 4);
+    uint8_t *mask = malloc((size_t)N);
+    int bc = ax_grid_coord(g, AX_AXIS_BATCH);
+    for (int i = 0; i < N; i++) {
+        in[i] = (int32_t)ax_rng_below(1, 0, (uint64_t)(bc * N + i), (uint64_t)c.vocab);
+        tg[i] = (int32_t)ax_rng_below(1, 1, (uint64_t)(bc * N + i), (uint64_t)c.vocab);
+        mask[i] = 1;
+    }
+    double *times = malloc(sizeof(double) * (size_t)steps), wait = 0;
+    for (int s = -1; s < steps; s++) { /* step -1 warms up */
+        ax_barrier(g, AX_AXIS_WORLD);
+        ax_comm_stats_reset(g);
+        double t0 = ax_now();
+        ax_model_zero_grad(m);
+        ax_model_forward(m, in, tg, mask, bl, 1.0f / (float)(B * T), 1);
+        ax_model_backward(m);
+        ax_optim_step(o, m, 1e-4);
+        ax_barrier(g, AX_AXIS_WORLD);
+        if (s < 0) continue;
+        times[s] = ax_now() - t0;
+        ax_comm_stats st;
+        ax_comm_stats_get(g, &st);
+        wait += st.wait_s_total;
+    }
+    qsort(times, (size_t)steps, sizeof *times, cmp_double);
+    double med = times[steps / 2];
+    if (ax_grid_rank(g) == 0)
+        printf("bench_grid %s overlap=%d tokens/s=%.0f step_s=%.4f comm_wait_s=%.4f\n", spec,
+               overlap, B * T / med, med, wait / steps);
+    free(in), free(tg), free(mask), free(times);
+    ax_optim_free(o);
+    ax_model_free(m);
+    ax_grid_free(g);
+    ax_mpi_stop();
+    return 0;
+}

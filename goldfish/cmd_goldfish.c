@@ -1,0 +1,684 @@
+/* `axmem goldfish`: show which tokens a spec drops from a text, and measure the dropped fraction
+ * over a dataset. Flags are parsed by hand (a handful per subcommand); usage errors exit 2,
+ * runtime failures 1, each with one line on stderr. */
+#include "cli/commands.h"
+#include "data/axd.h"
+#include "data/progress.h"
+#include "data/tokenizer.h"
+#include "goldfish/goldfish.h"
+#include "lib/fsutil.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/progress.h"
+#include "lib/status.h"
+#include "lib/timer.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *TOP_HELP =
+    "usage: axmem goldfish SUBCOMMAND [flags]   (axmem goldfish SUBCOMMAND --help)\n\n"
+    "Goldfish loss masks (Hans et al. 2024): training drops a pseudo-random 1 in k targets\n"
+    "from the loss, chosen by a hash of the h preceding tokens, so the model is never\n"
+    "supervised on a whole passage, however often it repeats. `axmem train --goldfish SPEC`\n"
+    "uses them.\n\n"
+    "subcommands:\n"
+    "  show   print a text with the tokens a spec drops marked\n"
+    "  stats  the fraction of a .axd dataset's targets a spec drops\n\n"
+    "SPEC: none | static:k=K | hash:k=K,h=H[,seed=S]   (defaults k=4, h=13, seed=0)\n"
+    "  static  drops every k-th target of each training sequence, by position\n"
+    "  hash    drops target i iff XXH3_64(tokens[i-h..i-1], seed) < 2^64/k; the first h\n"
+    "          targets of each document are kept. Depends only on the text: every copy of a\n"
+    "          passage, on every rank and in every epoch, loses the same tokens.\n";
+
+static const char *SHOW_HELP =
+    "usage: axmem goldfish show --tokenizer TOK [--spec SPEC] (TEXT... | --file F) [flags]\n\n"
+    "Tokenizes the text as one document (its first token is the document's first) and prints\n"
+    "it with the targets the spec drops marked: the model is never trained to predict them.\n"
+    "Then a summary line: targets, dropped, fraction, longest supervised run, spec.\n"
+    "Marks: red strikethrough on a colour terminal, else [[dropped]]. A character split over\n"
+    "several tokens is marked if any of its pieces is dropped (--json is exact).\n\n"
+    "flags:\n"
+    "  --tokenizer TOK       tokenizer file from `axmem data tokenizer-train` (required)\n"
+    "  --spec SPEC           goldfish spec (default hash:k=4,h=13,seed=0)\n"
+    "  --file F              read the text from F ('-' = stdin) instead of the arguments\n"
+    "  --color WHEN          auto (default: when stdout is a terminal and NO_COLOR is unset),\n"
+    "                        always or never\n"
+    "  --json                print {\"spec\", \"targets\", \"dropped\", \"dropped_frac\", "
+    "\"tokens\":\n"
+    "                        [{\"id\", \"text\", \"dropped\"}]} instead (\"hex\" holds a token's\n"
+    "                        bytes when they are not valid UTF-8 by themselves)\n"
+    "TEXT arguments are joined with single spaces; '--' ends the flags.\n";
+
+static const char *STATS_HELP =
+    "usage: axmem goldfish stats --data FILE.axd [--spec SPEC] [flags]\n\n"
+    "Applies the spec to a dataset's token stream (documents from its offsets; every token\n"
+    "after the first is a target, as in training) and reports the dropped fraction, the\n"
+    "targets kept because they open a document, and the longest run of supervised targets\n"
+    "inside one document (the longest passage the model is trained on verbatim).\n\n"
+    "flags:\n"
+    "  --data FILE.axd       dataset from `axmem data encode` (required)\n"
+    "  --spec SPEC           goldfish spec (default hash:k=4,h=13,seed=0)\n"
+    "  --seq-len N           training sequence length; static masks restart every N targets\n"
+    "                        (default 1024; hash does not depend on it)\n"
+    "  --no-verify           skip hashing the payload when opening the dataset\n"
+    "  --json                print one JSON object instead of text\n";
+
+/* ---- small argument helpers (as in data/cmd_data.c) ---- */
+
+static int usage_err(const char *sub, const char *fmt, const char *arg) {
+    fprintf(stderr, "axmem goldfish%s%s: ", sub[0] ? " " : "", sub);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "; see 'axmem goldfish%s%s --help'\n", sub[0] ? " " : "", sub);
+    return 2;
+}
+
+static int report_fail(const char *sub, ax_status st) {
+    const char *m = ax_error_msg();
+    /* spec errors name `axmem train`'s flag; here the flag is --spec */
+    if (!strncmp(m, "--goldfish ", 11)) {
+        fprintf(stderr, "axmem goldfish %s: --spec %s\n", sub, m + 11);
+        return 2;
+    }
+    fprintf(stderr, "axmem goldfish %s: %s\n", sub, m[0] ? m : ax_status_str(st));
+    return st == AX_ERR_ARG ? 2 : 1;
+}
+
+static int is_help(const char *a) {
+    return !strcmp(a, "-h") || !strcmp(a, "--help");
+}
+
+/* "--name VALUE" or "--name=VALUE": 1 and *val set on a match, -1 if the value is missing */
+static int flag_val(int argc, char **argv, int *i, const char *name, const char **val) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != 0) return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+#define NEED_VALUE(r, flag)                                                                        \
+    do {                                                                                           \
+        if ((r) < 0) {                                                                             \
+            rc = usage_err(SUB, "%s needs a value", flag);                                         \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static const char *DEFAULT_SPEC = "hash";
+
+/* Longest run of kept targets that does not cross a document start (doc_pos == 0). */
+typedef struct {
+    uint64_t cur, best, best_end; /* best_end: index one past the run's last target */
+} run_tracker;
+
+static void runs_feed(run_tracker *r, const uint8_t *keep, const uint32_t *doc_pos, long n,
+                      uint64_t base) {
+    for (long i = 0; i < n; i++) {
+        if (doc_pos[i] == 0) r->cur = 0;
+        if (keep[i]) {
+            if (++r->cur > r->best) {
+                r->best = r->cur;
+                r->best_end = base + (uint64_t)i + 1;
+            }
+        } else {
+            r->cur = 0;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- show */
+
+/* length of the valid UTF-8 sequence at s (1..4), or 0 if the byte there starts none */
+static size_t utf8_seq(const uint8_t *s, size_t n) {
+    uint8_t c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    for (size_t j = 1; j < len; j++) {
+        if ((s[j] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[j] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return len;
+}
+
+/* one token's text for JSON: the bytes when valid UTF-8, else U+FFFD for each bad byte
+ * (and *lossy = 1, so the caller adds the exact bytes as hex) */
+static void json_token_text(ax_jw *w, const uint8_t *b, size_t n, int *lossy) {
+    size_t i = 0;
+    *lossy = 0;
+    while (i < n) {
+        size_t l = utf8_seq(b + i, n - i);
+        if (!l) {
+            *lossy = 1;
+            break;
+        }
+        i += l;
+    }
+    if (!*lossy) {
+        ax_jw_strn(w, (const char *)b, n);
+        return;
+    }
+    char *tmp = malloc(3 * n + 1), *o = tmp;
+    if (!tmp) {
+        ax_jw_str(w, "");
+        return;
+    }
+    for (i = 0; i < n;) {
+        size_t l = utf8_seq(b + i, n - i);
+        if (l) {
+            memcpy(o, b + i, l);
+            o += l;
+            i += l;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    ax_jw_strn(w, tmp, (size_t)(o - tmp));
+    free(tmp);
+}
+
+#define MARK_ON "\033[9;31m" /* strikethrough, red */
+#define MARK_OFF "\033[0m"
+
+/* The marked text. Tokens are grouped into units that end on a character boundary (the next
+ * token does not start with a UTF-8 continuation byte) so markers never split a character. */
+static void print_marked(FILE *f, const ax_tokenizer_t *tok, const int32_t *ids,
+                         const uint8_t *keep, size_t n, int color) {
+    int last = '\n';
+    for (size_t j = 0; j < n;) {
+        size_t e = j + 1;
+        int dropped = !keep[j];
+        for (;;) {
+            if (e >= n) break;
+            size_t len;
+            const uint8_t *b = ax_tokenizer_token_bytes(tok, ids[e], &len);
+            if (!len || (b[0] & 0xC0) != 0x80) break;
+            dropped |= !keep[e];
+            e++;
+        }
+        if (dropped) fputs(color ? MARK_ON : "[[", f);
+        for (size_t t = j; t < e; t++) {
+            size_t len;
+            const uint8_t *b = ax_tokenizer_token_bytes(tok, ids[t], &len);
+            for (size_t q = 0; q < len; q++) {
+                /* end the style at a newline: pagers and terminals drop it across lines */
+                if (dropped && color && b[q] == '\n')
+                    fputs(MARK_OFF "\n" MARK_ON, f);
+                else
+                    fputc(b[q], f);
+                last = b[q];
+            }
+        }
+        if (dropped) {
+            fputs(color ? MARK_OFF : "]]", f);
+            last = ']';
+        }
+        j = e;
+    }
+    if (last != '\n') fputc('\n', f);
+}
+
+static int cmd_show(int argc, char **argv) {
+    static const char *SUB = "show";
+    const char *tok_path = NULL, *spec = DEFAULT_SPEC, *file = NULL, *color_s = "auto", *v;
+    int json = 0, rc = 0, only_text = 0;
+    char *text = NULL;
+    size_t text_len = 0, text_cap = 0;
+    int have_text = 0;
+    ax_tokenizer_t *tok = NULL;
+    int32_t *ids = NULL;
+    uint8_t *keep = NULL;
+    ax_status st = AX_OK;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        const char *a = argv[i];
+        if (!only_text && is_help(a)) {
+            fputs(SHOW_HELP, stdout);
+            goto out;
+        } else if (!only_text && !strcmp(a, "--")) {
+            only_text = 1;
+        } else if (!only_text && (r = flag_val(argc, argv, &i, "--tokenizer", &v))) {
+            NEED_VALUE(r, "--tokenizer");
+            tok_path = v;
+        } else if (!only_text && (r = flag_val(argc, argv, &i, "--spec", &v))) {
+            NEED_VALUE(r, "--spec");
+            spec = v;
+        } else if (!only_text && (r = flag_val(argc, argv, &i, "--file", &v))) {
+            NEED_VALUE(r, "--file");
+            file = v;
+        } else if (!only_text && (r = flag_val(argc, argv, &i, "--color", &v))) {
+            NEED_VALUE(r, "--color");
+            color_s = v;
+        } else if (!only_text && !strcmp(a, "--json")) {
+            json = 1;
+        } else if (!only_text && a[0] == '-' && a[1] == '-') {
+            rc =
+                usage_err(SUB, "unknown flag '%s' (put '--' before text that starts with '--')", a);
+            goto out;
+        } else { /* text: arguments joined with single spaces */
+            size_t l = strlen(a), need = text_len + l + 2;
+            if (need > text_cap) {
+                size_t nc = text_cap ? 2 * text_cap : 256;
+                while (nc < need) nc *= 2;
+                char *nt = realloc(text, nc);
+                if (!nt) {
+                    rc = usage_err(SUB, "%s", "out of memory");
+                    goto out;
+                }
+                text = nt;
+                text_cap = nc;
+            }
+            if (have_text) text[text_len++] = ' ';
+            memcpy(text + text_len, a, l);
+            text_len += l;
+            text[text_len] = 0;
+            have_text = 1;
+        }
+    }
+    if (!tok_path) {
+        rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
+        goto out;
+    }
+    if (have_text && file) {
+        rc = usage_err(SUB, "%s", "give the text as arguments or with --file, not both");
+        goto out;
+    }
+    if (!have_text && !file) {
+        rc = usage_err(SUB, "%s", "no text: give it as arguments or with --file F");
+        goto out;
+    }
+    int color;
+    if (!strcmp(color_s, "always")) {
+        color = 1;
+    } else if (!strcmp(color_s, "never")) {
+        color = 0;
+    } else if (!strcmp(color_s, "auto")) {
+        const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+        color = isatty(STDOUT_FILENO) && !(nc && nc[0]) && !(term && !strcmp(term, "dumb"));
+    } else {
+        rc = usage_err(SUB, "--color '%s' must be auto, always or never", color_s);
+        goto out;
+    }
+    ax_goldfish g;
+    AX_CHECK_GOTO(ax_goldfish_parse(spec, &g), fail);
+    if (file && !strcmp(file, "-")) {
+        size_t got;
+        char buf[1 << 16];
+        while ((got = fread(buf, 1, sizeof buf, stdin)) > 0) {
+            if (text_len + got + 1 > text_cap) {
+                size_t nc = text_cap ? 2 * text_cap : 1 << 16;
+                while (nc < text_len + got + 1) nc *= 2;
+                char *nt = realloc(text, nc);
+                if (!nt) {
+                    st = ax_errorf(AX_ERR_NOMEM, "out of memory reading stdin");
+                    goto fail;
+                }
+                text = nt;
+                text_cap = nc;
+            }
+            memcpy(text + text_len, buf, got);
+            text_len += got;
+        }
+        if (ferror(stdin)) {
+            st = ax_errorf(AX_ERR_IO, "cannot read the text from stdin");
+            goto fail;
+        }
+    } else if (file) {
+        AX_CHECK_GOTO(ax_read_file(file, &text, &text_len), fail);
+    }
+    AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
+    size_t n = 0;
+    AX_CHECK_GOTO(ax_tokenizer_encode(tok, (const uint8_t *)(text ? text : ""), text_len, &ids, &n),
+                  fail);
+    keep = malloc(n ? n : 1);
+    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos);
+    if (!keep || !pos) {
+        free(pos);
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory for %zu tokens", n);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) pos[i] = (uint32_t)(i < UINT32_MAX ? i : UINT32_MAX);
+    ax_goldfish_mask(&g, ids, pos, (long)n, keep);
+    run_tracker runs = {0};
+    runs_feed(&runs, keep, pos, (long)n, 0);
+    free(pos);
+    long dropped = ax_goldfish_count_dropped(keep, (long)n);
+    double frac = n ? (double)dropped / (double)n : 0.0;
+    char canon[AX_GOLDFISH_SPEC_MAX];
+    ax_goldfish_format(&g, canon, sizeof canon);
+    if (json) {
+        ax_jw w;
+        ax_jw_init(&w);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "spec");
+        ax_jw_str(&w, canon);
+        ax_jw_key(&w, "targets");
+        ax_jw_uint(&w, n);
+        ax_jw_key(&w, "dropped");
+        ax_jw_int(&w, dropped);
+        ax_jw_key(&w, "dropped_frac");
+        ax_jw_num(&w, frac);
+        ax_jw_key(&w, "longest_run");
+        ax_jw_uint(&w, runs.best);
+        ax_jw_key(&w, "tokens");
+        ax_jw_arr_begin(&w);
+        for (size_t i = 0; i < n; i++) {
+            size_t len;
+            const uint8_t *b = ax_tokenizer_token_bytes(tok, ids[i], &len);
+            int lossy;
+            ax_jw_obj_begin(&w);
+            ax_jw_key(&w, "id");
+            ax_jw_int(&w, ids[i]);
+            ax_jw_key(&w, "text");
+            json_token_text(&w, b, len, &lossy);
+            if (lossy) {
+                char hex[2 * 64 + 1];
+                size_t m = len < 64 ? len : 64;
+                for (size_t q = 0; q < m; q++) snprintf(hex + 2 * q, 3, "%02x", b[q]);
+                hex[2 * m] = 0;
+                ax_jw_key(&w, "hex");
+                ax_jw_str(&w, hex);
+            }
+            ax_jw_key(&w, "dropped");
+            ax_jw_bool(&w, !keep[i]);
+            ax_jw_obj_end(&w);
+        }
+        ax_jw_arr_end(&w);
+        ax_jw_obj_end(&w);
+        const char *out_text = ax_jw_text(&w);
+        if (!out_text) {
+            ax_jw_free(&w);
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory writing JSON");
+            goto fail;
+        }
+        fputs(out_text, stdout);
+        fputc('\n', stdout);
+        ax_jw_free(&w);
+    } else {
+        print_marked(stdout, tok, ids, keep, n, color);
+        printf("goldfish %s: %zu targets, %ld dropped (%.2f%%), longest supervised run %" PRIu64
+               " tokens\n",
+               canon, n, dropped, 100.0 * frac, runs.best);
+    }
+    if (fflush(stdout) != 0) {
+        st = ax_errorf(AX_ERR_IO, "cannot write to stdout");
+        goto fail;
+    }
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    free(keep);
+    free(ids);
+    free(text);
+    ax_tokenizer_free(tok);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- stats */
+
+#define STATS_CHUNK (1L << 20) /* targets masked per step */
+
+static int parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    if (!*s || *s < '0' || *s > '9') return 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end) return 0;
+    *out = v;
+    return 1;
+}
+
+static int cmd_stats(int argc, char **argv) {
+    static const char *SUB = "stats";
+    const char *data_path = NULL, *spec = DEFAULT_SPEC, *v;
+    int json = 0, verify = 1, rc = 0;
+    uint64_t seq_len = 1024;
+    ax_axd_t *d = NULL;
+    int32_t *buf = NULL;
+    uint32_t *pos = NULL;
+    uint8_t *keep = NULL;
+    ax_status st = AX_OK;
+    int caught = 0;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (is_help(argv[i])) {
+            fputs(STATS_HELP, stdout);
+            goto out;
+        } else if ((r = flag_val(argc, argv, &i, "--data", &v))) {
+            NEED_VALUE(r, "--data");
+            data_path = v;
+        } else if ((r = flag_val(argc, argv, &i, "--spec", &v))) {
+            NEED_VALUE(r, "--spec");
+            spec = v;
+        } else if ((r = flag_val(argc, argv, &i, "--seq-len", &v))) {
+            NEED_VALUE(r, "--seq-len");
+            if (!parse_u64(v, &seq_len) || seq_len < 1 || seq_len > (1u << 24)) {
+                rc = usage_err(SUB, "--seq-len '%s' is not an integer in 1..16777216", v);
+                goto out;
+            }
+        } else if (!strcmp(argv[i], "--no-verify")) {
+            verify = 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else {
+            rc = usage_err(SUB, "unknown argument '%s'", argv[i]);
+            goto out;
+        }
+    }
+    if (!data_path) {
+        rc = usage_err(SUB, "%s", "--data FILE.axd is required");
+        goto out;
+    }
+    ax_goldfish g;
+    AX_CHECK_GOTO(ax_goldfish_parse(spec, &g), fail);
+    AX_CHECK_GOTO(ax_axd_open(data_path, verify, &d), fail);
+    const uint64_t n_tok = ax_axd_n_tokens(d), n_docs = ax_axd_n_docs(d);
+    const uint64_t *offs = ax_axd_doc_offsets(d);
+    /* targets: every token after the first (each is predicted from the ones before it) */
+    const uint64_t targets = n_tok > 0 ? n_tok - 1 : 0;
+    uint64_t dropped = 0, prefix = 0;
+    run_tracker runs = {0};
+    const int h = ax_goldfish_context(&g);
+    double t0 = ax_now();
+    if (g.strategy == AX_GOLDFISH_STATIC) {
+        /* position only: every window of seq_len targets drops floor(len/k), the rest kept */
+        uint64_t k = (uint64_t)g.k, full = targets / seq_len, tail = targets % seq_len;
+        dropped = full * (seq_len / k) + tail / k;
+        runs.best = targets < k - 1 ? targets : k - 1;
+    } else if (g.strategy == AX_GOLDFISH_HASH && targets > 0) {
+        buf = malloc(((size_t)h + STATS_CHUNK) * sizeof *buf);
+        pos = malloc(STATS_CHUNK * sizeof *pos);
+        keep = malloc(STATS_CHUNK);
+        if (!buf || !pos || !keep) {
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory for a %ld-token chunk", STATS_CHUNK);
+            goto fail;
+        }
+        ax_data_catch_sigint();
+        caught = 1;
+        volatile int *stop = ax_data_stop_flag();
+        int show = ax_log_get_level() >= AX_LOG_INFO;
+        ax_progress pr;
+        ax_progress_begin(&pr, "goldfish stats: targets", 0, (long)targets);
+        double last_line = t0;
+        uint64_t doc = 0;
+        for (uint64_t a = 1; a < n_tok; a += STATS_CHUNK) {
+            long cnt = (long)(n_tok - a < (uint64_t)STATS_CHUNK ? n_tok - a : STATS_CHUNK);
+            uint64_t ctx = a < (uint64_t)h ? a : (uint64_t)h;
+            ax_axd_tokens(d, a - ctx, ctx + (uint64_t)cnt, buf + h - ctx);
+            for (long i = 0; i < cnt; i++) {
+                uint64_t t = a + (uint64_t)i;
+                while (doc + 1 < n_docs && offs[doc + 1] <= t) doc++;
+                uint64_t p = t - offs[doc];
+                pos[i] = (uint32_t)(p < UINT32_MAX ? p : UINT32_MAX);
+                prefix += p < (uint64_t)h;
+            }
+            ax_goldfish_mask(&g, buf + h, pos, cnt, keep);
+            dropped += (uint64_t)ax_goldfish_count_dropped(keep, cnt);
+            runs_feed(&runs, keep, pos, cnt, a);
+            if (*stop) {
+                if (show) ax_progress_end(&pr);
+                st = ax_errorf(AX_ERR_INTERRUPTED,
+                               "interrupted after %" PRIu64 " of %" PRIu64
+                               " targets; nothing was reported",
+                               a + (uint64_t)cnt - 1, targets);
+                goto fail;
+            }
+            if (show) {
+                double now = ax_now();
+                long done = (long)(a + (uint64_t)cnt - 1);
+                int line = !pr.tty && now - last_line >= 5.0;
+                if (line) last_line = now;
+                ax_progress_update(&pr, done, -1, (double)done / (now - t0 + 1e-9), line);
+            }
+        }
+        if (show) ax_progress_end(&pr);
+    } else if (g.strategy == AX_GOLDFISH_NONE) {
+        /* every target is supervised: the longest run is the longest document */
+        uint64_t best = 0, best_doc = 0;
+        for (uint64_t i = 0; i < n_docs; i++) {
+            uint64_t len = offs[i + 1] - offs[i] - (i == 0 ? 1 : 0);
+            if (offs[i + 1] > offs[i] && len > best) {
+                best = len;
+                best_doc = i;
+            }
+        }
+        runs.best = best;
+        runs.best_end = n_docs ? offs[best_doc + 1] : 0;
+    }
+    double frac = targets ? (double)dropped / (double)targets : 0.0;
+    double expected = g.strategy == AX_GOLDFISH_NONE ? 0.0 : 1.0 / g.k;
+    double elig_frac =
+        targets > prefix ? (double)dropped / (double)(targets - prefix) : 0.0; /* hash only */
+    uint64_t run_start = runs.best_end - runs.best;
+    uint64_t run_doc =
+        runs.best && n_docs && g.strategy != AX_GOLDFISH_STATIC ? ax_axd_doc_of(d, run_start) : 0;
+    char canon[AX_GOLDFISH_SPEC_MAX];
+    ax_goldfish_format(&g, canon, sizeof canon);
+    if (json) {
+        ax_jw w;
+        ax_jw_init(&w);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "data");
+        ax_jw_str(&w, data_path);
+        ax_jw_key(&w, "docs");
+        ax_jw_uint(&w, n_docs);
+        ax_jw_key(&w, "tokens");
+        ax_jw_uint(&w, n_tok);
+        ax_jw_key(&w, "spec");
+        ax_jw_str(&w, canon);
+        if (g.strategy == AX_GOLDFISH_STATIC) {
+            ax_jw_key(&w, "seq_len");
+            ax_jw_uint(&w, seq_len);
+        }
+        ax_jw_key(&w, "targets");
+        ax_jw_uint(&w, targets);
+        ax_jw_key(&w, "dropped");
+        ax_jw_uint(&w, dropped);
+        ax_jw_key(&w, "dropped_frac");
+        ax_jw_num(&w, frac);
+        ax_jw_key(&w, "expected_frac");
+        ax_jw_num(&w, expected);
+        if (g.strategy == AX_GOLDFISH_HASH) {
+            ax_jw_key(&w, "prefix_kept");
+            ax_jw_uint(&w, prefix);
+            ax_jw_key(&w, "dropped_frac_after_prefix");
+            ax_jw_num(&w, elig_frac);
+        }
+        ax_jw_key(&w, "longest_run");
+        ax_jw_uint(&w, runs.best);
+        if (g.strategy != AX_GOLDFISH_STATIC && runs.best) {
+            ax_jw_key(&w, "longest_run_doc");
+            ax_jw_uint(&w, run_doc);
+            ax_jw_key(&w, "longest_run_start");
+            ax_jw_uint(&w, run_start - offs[run_doc]);
+        }
+        ax_jw_key(&w, "seconds");
+        ax_jw_num(&w, ax_now() - t0);
+        ax_jw_obj_end(&w);
+        const char *t = ax_jw_text(&w);
+        if (t) printf("%s\n", t);
+        ax_jw_free(&w);
+        if (!t) {
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory writing JSON");
+            goto fail;
+        }
+    } else {
+        printf("dataset   %s: %" PRIu64 " docs, %" PRIu64 " tokens\n", data_path, n_docs, n_tok);
+        printf("spec      %s", canon);
+        if (g.strategy == AX_GOLDFISH_STATIC) printf(" (sequences of %" PRIu64 ")", seq_len);
+        printf("\ntargets   %" PRIu64 " (every token after the first)\n", targets);
+        printf("dropped   %" PRIu64 " (%.3f%% of targets; 1/k = %.3f%%)\n", dropped, 100.0 * frac,
+               100.0 * expected);
+        if (g.strategy == AX_GOLDFISH_HASH)
+            printf("prefix    %" PRIu64 " targets kept as the first h=%d of a document; %.3f%% of "
+                   "the others dropped\n",
+                   prefix, h, 100.0 * elig_frac);
+        if (g.strategy == AX_GOLDFISH_STATIC)
+            printf("longest supervised run  %" PRIu64 " tokens\n", runs.best);
+        else if (runs.best)
+            printf("longest supervised run  %" PRIu64 " tokens (doc %" PRIu64 ", tokens %" PRIu64
+                   "..%" PRIu64 ")\n",
+                   runs.best, run_doc, run_start - offs[run_doc],
+                   run_start - offs[run_doc] + runs.best - 1);
+    }
+    if (fflush(stdout) != 0) {
+        st = ax_errorf(AX_ERR_IO, "cannot write to stdout");
+        goto fail;
+    }
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    if (caught) ax_data_release_sigint();
+    free(buf);
+    free(pos);
+    free(keep);
+    ax_axd_free(d);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+int ax_cmd_goldfish(int argc, char **argv) {
+    ax_error_clear(); /* a stale message from earlier work must not be reported as ours */
+    if (argc < 2) {
+        fputs(TOP_HELP, stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (is_help(sub) || !strcmp(sub, "help")) {
+        fputs(TOP_HELP, stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "show")) return cmd_show(argc - 1, argv + 1);
+    if (!strcmp(sub, "stats")) return cmd_stats(argc - 1, argv + 1);
+    return usage_err("", "unknown subcommand '%s' (show, stats)", sub);
+}

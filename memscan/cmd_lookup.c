@@ -1,0 +1,308 @@
+/* `axmem memscan lookup`: is this passage in the training data? Tokenizes the passage, finds
+ * its verbatim spans of >= n tokens in the index, and prints the longest one with its text, the
+ * count of every matching window and the source documents. */
+#include "data/axd.h"
+#include "data/tokenizer.h"
+#include "lib/fsutil.h"
+#include "lib/json.h"
+#include "memscan/cmd_util.h"
+#include "memscan/index.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *LOOKUP_HELP =
+    "usage: axmem memscan lookup --index INDEX --tokenizer TOK [flags] (TEXT | --file F)\n\n"
+    "Is this passage in the training data? Prints the longest verbatim span of >= n tokens\n"
+    "found (its text and source document), every such span (longest first), and how many\n"
+    "times each matching n-token window occurs. Every match is checked against the dataset.\n\n"
+    "flags:\n"
+    "  --index INDEX        index from `axmem memscan index` (required)\n"
+    "  --tokenizer TOK      tokenizer the dataset was encoded with (required)\n"
+    "  --data FILE.axd      the dataset (default: the path stored in the index)\n"
+    "  --file F             read the passage from F instead of the TEXT argument\n"
+    "  --json               one JSON object on stdout\n"
+    "  --max-windows N      list at most N matching windows in text output (default 50)\n";
+
+typedef struct {
+    const char *index, *tok, *data, *file, *text;
+    int json;
+    uint64_t max_windows;
+} lookup_args;
+
+static int parse(int argc, char **argv, lookup_args *a) {
+    static const char *SUB = "lookup";
+    memset(a, 0, sizeof *a);
+    a->max_windows = 50;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        const char *v;
+        const char **dst = NULL;
+        const char *name = NULL;
+        if (ax_ms_cli_is_help(argv[i])) {
+            fputs(LOOKUP_HELP, stdout);
+            return 0;
+        }
+        if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--index", &v))) dst = &a->index;
+        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--tokenizer", &v))) dst = &a->tok;
+        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--data", &v))) dst = &a->data;
+        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--file", &v))) dst = &a->file;
+        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--max-windows", &v))) {
+            if (r < 0) return ax_ms_cli_usage(SUB, "%s needs a value", name);
+            if (!ax_ms_cli_u64(v, &a->max_windows))
+                return ax_ms_cli_usage(SUB, "--max-windows '%s' is not a non-negative integer", v);
+            continue;
+        } else if (!strcmp(argv[i], "--json")) {
+            a->json = 1;
+            continue;
+        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+            return ax_ms_cli_usage(SUB, "unknown argument '%s'", argv[i]);
+        } else {
+            if (a->text)
+                return ax_ms_cli_usage(SUB, "one TEXT argument only (got '%s' too); quote the "
+                                            "passage",
+                                       argv[i]);
+            a->text = argv[i];
+            continue;
+        }
+        if (r < 0) return ax_ms_cli_usage(SUB, "%s needs a value", name);
+        *dst = v;
+    }
+    if (!a->index) return ax_ms_cli_usage(SUB, "%s", "--index INDEX is required");
+    if (!a->tok) return ax_ms_cli_usage(SUB, "%s", "--tokenizer TOK is required");
+    if (!a->text && !a->file) return ax_ms_cli_usage(SUB, "%s", "a TEXT argument or --file F is "
+                                                                "required");
+    if (a->text && a->file) return ax_ms_cli_usage(SUB, "%s", "give TEXT or --file, not both");
+    return -1; /* go on */
+}
+
+/* the text of tokens[start, start+len), control characters escaped, on one line */
+static void put_text(FILE *f, const ax_tokenizer_t *tok, const int32_t *t, size_t len) {
+    uint8_t *b = NULL;
+    size_t n = 0;
+    if (ax_tokenizer_decode(tok, t, len, &b, &n) != AX_OK) return;
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = b[i];
+        if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+    free(b);
+}
+
+static void jw_text(ax_jw *w, const ax_tokenizer_t *tok, const int32_t *t, size_t len) {
+    uint8_t *b = NULL;
+    size_t n = 0;
+    if (ax_tokenizer_decode(tok, t, len, &b, &n) != AX_OK) {
+        ax_jw_null(w);
+        return;
+    }
+    ax_jw_strn(w, (const char *)b, n);
+    free(b);
+}
+
+static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *tok,
+                    const int32_t *t) {
+    ax_jw_obj_begin(w);
+    ax_jw_key(w, "start");
+    ax_jw_uint(w, s->start);
+    ax_jw_key(w, "len");
+    ax_jw_uint(w, s->len);
+    ax_jw_key(w, "doc");
+    ax_jw_uint(w, s->doc);
+    ax_jw_key(w, "offset");
+    ax_jw_uint(w, s->doc_off);
+    ax_jw_key(w, "pos");
+    ax_jw_uint(w, s->pos);
+    ax_jw_key(w, "count_min");
+    ax_jw_uint(w, s->count_min);
+    ax_jw_key(w, "count_max");
+    ax_jw_uint(w, s->count_max);
+    ax_jw_key(w, "text");
+    jw_text(w, tok, t + s->start, s->len);
+    ax_jw_obj_end(w);
+}
+
+static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
+                       const ax_tokenizer_t *tok, const int32_t *t, size_t len,
+                       const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
+                       const uint64_t *first, size_t W) {
+    const ax_memscan_info *in = ax_memscan_index_info(idx);
+    const ax_axd_t *ds = ax_memscan_index_dataset(idx);
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    size_t found = 0;
+    for (size_t i = 0; i < W; i++) found += cnt[i] > 0;
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "index");
+    ax_jw_str(&w, a->index);
+    ax_jw_key(&w, "dataset");
+    ax_jw_str(&w, ax_axd_path(ds));
+    ax_jw_key(&w, "n");
+    ax_jw_uint(&w, in->n);
+    ax_jw_key(&w, "tokens");
+    ax_jw_uint(&w, len);
+    ax_jw_key(&w, "windows");
+    ax_jw_uint(&w, W);
+    ax_jw_key(&w, "windows_found");
+    ax_jw_uint(&w, found);
+    ax_jw_key(&w, "longest");
+    if (ns)
+        jw_span(&w, &sp[0], tok, t);
+    else
+        ax_jw_null(&w);
+    ax_jw_key(&w, "spans");
+    ax_jw_arr_begin(&w);
+    for (size_t i = 0; i < ns; i++) jw_span(&w, &sp[i], tok, t);
+    ax_jw_arr_end(&w);
+    ax_jw_key(&w, "matching_windows");
+    ax_jw_arr_begin(&w);
+    for (size_t i = 0; i < W; i++) {
+        if (!cnt[i]) continue;
+        uint64_t d = ax_axd_doc_of(ds, first[i]);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "start");
+        ax_jw_uint(&w, i);
+        ax_jw_key(&w, "count");
+        ax_jw_uint(&w, cnt[i]);
+        ax_jw_key(&w, "doc");
+        ax_jw_uint(&w, d);
+        ax_jw_key(&w, "offset");
+        ax_jw_uint(&w, first[i] - off[d]);
+        ax_jw_obj_end(&w);
+    }
+    ax_jw_arr_end(&w);
+    ax_jw_obj_end(&w);
+    const char *text = ax_jw_text(&w);
+    if (text) printf("%s\n", text);
+    ax_jw_free(&w);
+}
+
+static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
+                       const ax_tokenizer_t *tok, const int32_t *t, size_t len,
+                       const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
+                       const uint64_t *first, size_t W) {
+    const ax_memscan_info *in = ax_memscan_index_info(idx);
+    const ax_axd_t *ds = ax_memscan_index_dataset(idx);
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    size_t found = 0;
+    for (size_t i = 0; i < W; i++) found += cnt[i] > 0;
+    printf("passage: %zu tokens, %zu windows of %u tokens, %zu found in the training data (%s)\n",
+           len, W, in->n, found, ax_axd_path(ds));
+    if (len < in->n)
+        printf("the passage is shorter than the index's window (%u tokens): nothing to match\n",
+               in->n);
+    if (!ns) {
+        if (len >= in->n) printf("no verbatim span of %u+ tokens found in the training data\n", in->n);
+        return;
+    }
+    const ax_memscan_span *L = &sp[0];
+    printf("longest verbatim span: %zu tokens (passage tokens %zu-%zu), in document %" PRIu64
+           " at token offset %" PRIu64 "\n",
+           L->len, L->start, L->start + L->len, L->doc, L->doc_off);
+    if (L->count_min == L->count_max)
+        printf("  each of its windows occurs %" PRIu32 " time%s in the training data\n",
+               L->count_min, L->count_min == 1 ? "" : "s");
+    else
+        printf("  its windows occur %" PRIu32 " to %" PRIu32 " times in the training data\n",
+               L->count_min, L->count_max);
+    printf("  text: ");
+    put_text(stdout, tok, t + L->start, L->len);
+    printf("\n");
+    printf("%zu verbatim span%s (longest first):\n", ns, ns == 1 ? "" : "s");
+    for (size_t i = 0; i < ns; i++)
+        printf("  tokens %zu-%zu  %zu tokens  doc %" PRIu64 " +%" PRIu64 "  windows x%" PRIu32
+               "%s\n",
+               sp[i].start, sp[i].start + sp[i].len, sp[i].len, sp[i].doc, sp[i].doc_off,
+               sp[i].count_min, sp[i].count_max != sp[i].count_min ? "+" : "");
+    printf("matching windows (passage tokens, occurrences, first occurrence):\n");
+    uint64_t shown = 0;
+    for (size_t i = 0; i < W; i++) {
+        if (!cnt[i]) continue;
+        if (shown == a->max_windows) {
+            printf("  ... %zu more (--max-windows N or --json lists them all)\n",
+                   found - (size_t)shown);
+            break;
+        }
+        uint64_t d = ax_axd_doc_of(ds, first[i]);
+        printf("  tokens %zu-%zu  x%" PRIu32 "  doc %" PRIu64 " +%" PRIu64 "\n", i,
+               i + in->n, cnt[i], d, first[i] - off[d]);
+        shown++;
+    }
+}
+
+int ax_ms_cmd_lookup(int argc, char **argv) {
+    static const char *SUB = "lookup";
+    lookup_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc >= 0) return rc;
+    rc = 0;
+    ax_memscan_info in;
+    ax_axd_t *ds = NULL;
+    ax_tokenizer_t *tok = NULL;
+    ax_memscan_index_t *idx = NULL;
+    char *text = NULL;
+    size_t text_len = 0, len = 0, ns = 0, W = 0;
+    int32_t *t = NULL;
+    ax_memscan_span *sp = NULL;
+    uint32_t *cnt = NULL;
+    uint64_t *first = NULL;
+    ax_status st;
+    AX_CHECK_GOTO(ax_memscan_index_read_info(a.index, 0, &in), fail);
+    const char *data = a.data ? a.data : in.ds_path;
+    AX_CHECK_GOTO(ax_axd_open(data, 0, &ds), fail);
+    AX_CHECK_GOTO(ax_tokenizer_load(a.tok, &tok), fail);
+    if ((uint32_t)ax_tokenizer_vocab_size(tok) != ax_axd_vocab_size(ds)) {
+        st = ax_errorf(AX_ERR_MISMATCH,
+                       "tokenizer %s (vocab %d) does not match dataset %s (vocab %u); pass the "
+                       "tokenizer the dataset was encoded with",
+                       a.tok, ax_tokenizer_vocab_size(tok), data, ax_axd_vocab_size(ds));
+        goto fail;
+    }
+    AX_CHECK_GOTO(ax_memscan_index_load(a.index, ds, &idx), fail);
+    if (a.file) {
+        AX_CHECK_GOTO(ax_read_file(a.file, &text, &text_len), fail);
+    } else {
+        text_len = strlen(a.text);
+        text = malloc(text_len + 1);
+        if (!text) {
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        memcpy(text, a.text, text_len + 1);
+    }
+    AX_CHECK_GOTO(ax_tokenizer_encode(tok, (const uint8_t *)text, text_len, &t, &len), fail);
+    AX_CHECK_GOTO(ax_memscan_find_spans(idx, t, len, &sp, &ns), fail);
+    W = len >= in.n ? len - in.n + 1 : 0;
+    cnt = malloc(sizeof *cnt * (W + 1));
+    first = malloc(sizeof *first * (W + 1));
+    if (!cnt || !first) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    ax_memscan_index_lookup_all(idx, t, len, cnt, first);
+    if (a.json)
+        print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W);
+    else
+        print_text(&a, idx, tok, t, len, sp, ns, cnt, first, W);
+    goto out;
+fail:
+    rc = ax_ms_cli_fail(SUB, st);
+out:
+    free(cnt);
+    free(first);
+    free(sp);
+    free(t);
+    free(text);
+    ax_memscan_index_free(idx);
+    ax_tokenizer_free(tok);
+    ax_axd_free(ds);
+    return rc;
+}

@@ -1,0 +1,284 @@
+/* `axmem memscan`: index (build the n-gram index of a dataset, on one rank or under mpirun),
+ * lookup (memscan/cmd_lookup.c) and info. */
+#include "cli/commands.h"
+#include "data/axd.h"
+#include "data/progress.h"
+#include "lib/log.h"
+#include "lib/mpienv.h"
+#include "lib/status.h"
+#include "lib/timer.h"
+#include "memscan/cmd_util.h"
+#include "memscan/hash.h"
+#include "memscan/index.h"
+#include "memscan/ms_mpi.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *TOP_HELP =
+    "usage: axmem memscan SUBCOMMAND [flags]   (axmem memscan SUBCOMMAND --help)\n\n"
+    "n-gram index of the training set, and lookups against it.\n\n"
+    "subcommands:\n"
+    "  index     hash every n-token window of a .axd dataset into an index (MPI: mpirun -np N)\n"
+    "  lookup    is this passage in the training data? longest verbatim span, sources\n"
+    "  info      describe an index: dataset, window length, duplication histogram\n";
+
+static const char *INDEX_HELP =
+    "usage: axmem memscan index --data FILE.axd --out INDEX [flags]\n\n"
+    "Counts every window of n tokens of the dataset (windows stay inside one document; its\n"
+    "end-of-text token is not part of it) and keeps, per distinct window, its count and first\n"
+    "occurrence. Exact: hash collisions are resolved against the tokens. Writes INDEX (zstd,\n"
+    "checksummed) and INDEX.json (counts and duplication histogram, for reports). Under\n"
+    "mpirun the ranks split the dataset and the table; the file loads on any number of ranks.\n"
+    "Ctrl-C stops cleanly and leaves no output.\n\n"
+    "flags:\n"
+    "  --data FILE.axd      dataset from `axmem data encode` (required)\n"
+    "  --out INDEX          index file to write (required)\n"
+    "  --n N                window length in tokens (default 32, 1..1024)\n"
+    "  --seed S             hash seed (default 0)\n"
+    "  --round-windows N    windows each rank hashes per exchange round: bounds memory\n"
+    "                       (default 1M; suffix K, M)\n\n"
+    "environment: AXMEM_MEMSCAN_HASH_BITS=B keeps B bits of each hash (tests: collisions)\n";
+
+static const char *INFO_HELP =
+    "usage: axmem memscan info INDEX [--verify] [--json]\n\n"
+    "Prints an index's header: the dataset it was built from, window length, window counts and\n"
+    "the duplication histogram (distinct windows occurring 1, 2-3, 4-15, 16-63, 64+ times).\n\n"
+    "flags:\n"
+    "  --verify     also decompress every block and check its checksum\n"
+    "  --json       print the header as JSON (the INDEX.json fields)\n";
+
+int ax_ms_cli_usage(const char *sub, const char *fmt, const char *arg) {
+    if (ax_ms_world_get().rank != 0) return 2;
+    fprintf(stderr, "axmem memscan %s: ", sub);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "; see 'axmem memscan %s --help'\n", sub);
+    return 2;
+}
+
+int ax_ms_cli_fail(const char *sub, ax_status st) {
+    const char *m = ax_error_msg();
+    ax_ms_world w = ax_ms_world_get();
+    /* rank 0 always speaks; other ranks only for a failure of their own */
+    if (w.rank == 0 || (strstr(m, "another rank failed") == NULL && strstr(m, "rank 0") == NULL)) {
+        if (w.active)
+            fprintf(stderr, "axmem memscan %s: [r%d] %s\n", sub, w.rank,
+                    m[0] ? m : ax_status_str(st));
+        else
+            fprintf(stderr, "axmem memscan %s: %s\n", sub, m[0] ? m : ax_status_str(st));
+    }
+    return st == AX_ERR_ARG ? 2 : 1;
+}
+
+int ax_ms_cli_is_help(const char *a) {
+    return !strcmp(a, "-h") || !strcmp(a, "--help");
+}
+
+int ax_ms_cli_flag(int argc, char **argv, int *i, const char *name, const char **val) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != 0) return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+int ax_ms_cli_u64(const char *s, uint64_t *out) {
+    errno = 0;
+    char *end;
+    if (!*s || *s == '-') return 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return 0;
+    uint64_t mul = 1;
+    if (*end == 'k' || *end == 'K') mul = 1ull << 10, end++;
+    else if (*end == 'm' || *end == 'M') mul = 1ull << 20, end++;
+    else if (*end == 'g' || *end == 'G') mul = 1ull << 30, end++;
+    if (*end || v > UINT64_MAX / mul) return 0;
+    *out = v * mul;
+    return 1;
+}
+
+#define NEED(r, flag)                                                                              \
+    do {                                                                                           \
+        if ((r) < 0) return ax_ms_cli_usage(SUB, "%s needs a value", flag);                       \
+    } while (0)
+
+static void print_hist(FILE *f, const ax_memscan_info *in) {
+    fprintf(f, "duplication (distinct windows by how often they occur):\n");
+    for (int i = 0; i < AX_MEMSCAN_HIST; i++)
+        fprintf(f, "  %-6s times %14" PRIu64 "  %6.2f%%\n", ax_memscan_hist_labels[i], in->hist[i],
+                in->n_distinct ? 100.0 * (double)in->hist[i] / (double)in->n_distinct : 0.0);
+    if (in->n_saturated)
+        fprintf(f, "  (%" PRIu64 " windows occur 16777215+ times; their counts are capped)\n",
+                in->n_saturated);
+}
+
+static int cmd_index(int argc, char **argv) {
+    static const char *SUB = "index";
+    const char *data = NULL, *out = NULL, *v;
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    const char *bits_env = getenv("AXMEM_MEMSCAN_HASH_BITS");
+    if (bits_env && *bits_env) {
+        int b = atoi(bits_env);
+        if (b < 1 || b > 64)
+            return ax_ms_cli_usage(SUB, "AXMEM_MEMSCAN_HASH_BITS='%s' is not in 1..64", bits_env);
+        o.hash_bits = b;
+    }
+    for (int i = 1; i < argc; i++) {
+        int r;
+        uint64_t u;
+        if (ax_ms_cli_is_help(argv[i])) {
+            if (ax_ms_world_get().rank == 0) fputs(INDEX_HELP, stdout);
+            return 0;
+        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--data", &v))) {
+            NEED(r, "--data");
+            data = v;
+        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--out", &v))) {
+            NEED(r, "--out");
+            out = v;
+        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--n", &v))) {
+            NEED(r, "--n");
+            if (!ax_ms_cli_u64(v, &u) || u < 1 || u > AX_MEMSCAN_N_MAX)
+                return ax_ms_cli_usage(SUB, "--n '%s' is not an integer in 1..1024", v);
+            o.n = (int)u;
+        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--seed", &v))) {
+            NEED(r, "--seed");
+            if (!ax_ms_cli_u64(v, &u))
+                return ax_ms_cli_usage(SUB, "--seed '%s' is not a non-negative integer", v);
+            o.seed = u;
+        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--round-windows", &v))) {
+            NEED(r, "--round-windows");
+            if (!ax_ms_cli_u64(v, &u) || u < 1 || u > (1u << 26))
+                return ax_ms_cli_usage(SUB, "--round-windows '%s' is not in 1..64M", v);
+            o.round_windows = u;
+        } else {
+            return ax_ms_cli_usage(SUB, "unknown argument '%s'", argv[i]);
+        }
+    }
+    if (!data) return ax_ms_cli_usage(SUB, "%s", "--data FILE.axd is required");
+    if (!out) return ax_ms_cli_usage(SUB, "%s", "--out INDEX is required");
+    ax_ms_world w = ax_ms_world_get();
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *idx = NULL;
+    int rc = 0;
+    ax_data_catch_sigint();
+    o.stop = ax_data_stop_flag();
+    o.progress = w.rank == 0;
+    double t0 = ax_now();
+    ax_status st = ax_axd_open(data, 1, &ds);
+    st = ax_ms_agree(&w, st, "memscan index"); /* nobody enters the build alone */
+    if (st == AX_OK) st = ax_memscan_index_build(ds, &o, &idx);
+    double t_build = ax_now() - t0;
+    if (st == AX_OK) st = ax_memscan_index_save(idx, out, o.stop);
+    if (st != AX_OK) {
+        rc = ax_ms_cli_fail(SUB, st);
+        goto done;
+    }
+    if (w.rank == 0) {
+        const ax_memscan_info *in = ax_memscan_index_info(idx);
+        struct stat sb;
+        double mb = stat(out, &sb) == 0 ? (double)sb.st_size / 1e6 : 0;
+        printf("memscan index: %s: %" PRIu64 " tokens, %" PRIu64 " docs; %" PRIu64
+               " windows of %u tokens, %" PRIu64 " distinct\n",
+               data, in->ds_tokens, in->ds_docs, in->n_windows, in->n, in->n_distinct);
+        printf("built on %u rank%s in %.2f s (%.2f M tokens/s); table %.1f bytes per distinct "
+               "window%s\n",
+               in->build_ranks, in->build_ranks == 1 ? "" : "s", t_build,
+               (double)in->ds_tokens / t_build / 1e6,
+               in->n_distinct ? (double)ax_memscan_index_table_bytes_all(idx) /
+                                    (double)in->n_distinct
+                              : 0.0,
+               in->build_ranks > 1 ? " (all ranks)" : "");
+        print_hist(stdout, in);
+        printf("wrote %s (%.1f MB) and %s.json\n", out, mb, out);
+    }
+done:
+    ax_data_release_sigint();
+    ax_memscan_index_free(idx);
+    ax_axd_free(ds);
+    return rc;
+}
+
+static int cmd_info(int argc, char **argv) {
+    static const char *SUB = "info";
+    const char *path = NULL;
+    int verify = 0, json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (ax_ms_cli_is_help(argv[i])) {
+            fputs(INFO_HELP, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--verify")) {
+            verify = 1;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (argv[i][0] == '-') {
+            return ax_ms_cli_usage(SUB, "unknown argument '%s'", argv[i]);
+        } else if (path) {
+            return ax_ms_cli_usage(SUB, "one INDEX only (got '%s' too)", argv[i]);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) return ax_ms_cli_usage(SUB, "%s", "INDEX is required");
+    ax_memscan_info in;
+    ax_status st = ax_memscan_index_read_info(path, verify, &in);
+    if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
+    if (json) {
+        char *text = ax_memscan_info_json(&in);
+        if (!text) return ax_ms_cli_fail(SUB, ax_errorf(AX_ERR_NOMEM, "out of memory"));
+        printf("%s\n", text);
+        free(text);
+        return 0;
+    }
+    printf("index:        %s%s\n", path, verify ? " (all blocks verified)" : "");
+    printf("dataset:      %s\n", in.ds_path);
+    printf("              %" PRIu64 " tokens, %" PRIu64 " docs, vocab %u, checksum %016" PRIx64
+           "\n",
+           in.ds_tokens, in.ds_docs, in.vocab, in.ds_checksum);
+    printf("window:       %u tokens, XXH3 seed %" PRIu64 "%s\n", in.n, in.seed,
+           in.hash_bits < 64 ? " (hash masked for tests)" : "");
+    if (in.hash_bits < 64) printf("hash bits:    %u\n", in.hash_bits);
+    printf("windows:      %" PRIu64 ", %" PRIu64 " distinct (%.2f%% of windows repeat one "
+           "seen before)\n",
+           in.n_windows, in.n_distinct,
+           in.n_windows ? 100.0 * (double)(in.n_windows - in.n_distinct) / (double)in.n_windows
+                        : 0.0);
+    printf("built on:     %u rank%s\n", in.build_ranks, in.build_ranks == 1 ? "" : "s");
+    print_hist(stdout, &in);
+    return 0;
+}
+
+int ax_cmd_memscan(int argc, char **argv) {
+    ax_error_clear();
+    if (argc < 2) {
+        fputs(TOP_HELP, stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (ax_ms_cli_is_help(sub) || !strcmp(sub, "help")) {
+        fputs(TOP_HELP, stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "index")) {
+        /* MPI only under a launcher (mpirun/srun); a plain run stays serial */
+        ax_status st = ax_mpi_start(&argc, &argv);
+        if (st != AX_OK) return ax_ms_cli_fail("index", st);
+        int rc = cmd_index(argc - 1, argv + 1);
+        ax_mpi_stop();
+        return rc;
+    }
+    if (!strcmp(sub, "lookup")) return ax_ms_cmd_lookup(argc - 1, argv + 1);
+    if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
+    fprintf(stderr, "axmem memscan: unknown subcommand '%s'; run 'axmem memscan --help'\n", sub);
+    return 2;
+}

@@ -1,0 +1,159 @@
+/* memscan index handle: options, accessors, counting windows into the table, statistics. */
+#include "memscan/index_impl.h"
+#include "memscan/hash.h"
+
+#include "lib/json.h"
+
+#include <stdio.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ax_memscan_hist_labels[AX_MEMSCAN_HIST] = {"1", "2-3", "4-15", "16-63", "64+"};
+
+int ax_memscan_hist_bucket(uint64_t count) {
+    return count <= 1 ? 0 : count <= 3 ? 1 : count <= 15 ? 2 : count <= 63 ? 3 : 4;
+}
+
+void ax_memscan_build_opts_default(ax_memscan_build_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->n = AX_MEMSCAN_N_DEFAULT;
+    o->round_windows = 1u << 20;
+    o->hash_bits = ax_memscan_hash_bits();
+}
+
+void ax_memscan_index_free(ax_memscan_index_t *idx) {
+    if (!idx) return;
+    ax_ms_table_free(&idx->t);
+    free(idx);
+}
+
+const ax_memscan_info *ax_memscan_index_info(const ax_memscan_index_t *idx) {
+    return &idx->info;
+}
+const ax_axd_t *ax_memscan_index_dataset(const ax_memscan_index_t *idx) {
+    return idx->ds;
+}
+size_t ax_memscan_index_table_bytes(const ax_memscan_index_t *idx) {
+    return ax_ms_table_bytes(&idx->t);
+}
+uint64_t ax_memscan_index_local_entries(const ax_memscan_index_t *idx) {
+    return idx->t.n;
+}
+
+int ax_memscan_index_shard(const ax_memscan_index_t *idx) {
+    return idx->shard_rank;
+}
+uint64_t ax_memscan_index_table_bytes_all(const ax_memscan_index_t *idx) {
+    return idx->table_bytes_all ? idx->table_bytes_all : ax_ms_table_bytes(&idx->t);
+}
+
+int ax_memscan_index_owner(const ax_memscan_index_t *idx, const int32_t *window) {
+    if (idx->shard_size <= 1) return 0;
+    uint64_t h = ax_ms_hash(window, (int)idx->info.n, idx->info.seed, (int)idx->info.hash_bits);
+    return ax_ms_owner(h, idx->shard_size);
+}
+
+/* how far ahead of the insert the home bucket is prefetched: enough misses in flight to hide
+ * DRAM latency, few enough to stay in the line-fill buffers */
+#define PREFETCH 12
+
+static void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) {
+    ax_ms_table *t = &idx->t;
+    uint32_t tag = ax_ms_tag(h);
+    uint64_t cur = ax_ms_table_start(t, tag);
+    int empty;
+    for (;;) {
+        uint64_t s = ax_ms_table_next(t, tag, &cur, &empty);
+        uint64_t *v = ax_ms_slot_val(t, s);
+        if (empty) {
+            *v = ax_ms_val(pos, 1);
+            *ax_ms_slot_tag(t, s) = tag;
+            t->n++;
+            return;
+        }
+        uint64_t p0 = ax_ms_val_pos(*v);
+        if (ax_ms_window_eq_ds(idx->ds, p0, pos, (int)idx->info.n)) {
+            uint64_t c = ax_ms_val_count(*v);
+            if (c < AX_MS_COUNT_MAX) c++;
+            *v = ax_ms_val(pos < p0 ? pos : p0, c);
+            return;
+        }
+    }
+}
+
+ax_status ax_ms_insert_batch(ax_memscan_index_t *idx, const ax_ms_pair *p, size_t m) {
+    ax_ms_table *t = &idx->t;
+    for (size_t i = 0; i < m; i++) {
+        if (i + PREFETCH < m) ax_ms_prefetch(t, ax_ms_tag(p[i + PREFETCH].h));
+        count_one(idx, p[i].h, p[i].pos);
+        if (t->n >= t->n_grow) AX_CHECK(ax_ms_table_resize(t, t->n + t->n / 3));
+    }
+    return AX_OK;
+}
+
+void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info) {
+    memset(info->hist, 0, sizeof info->hist);
+    info->n_saturated = 0;
+    info->n_distinct = 0;
+    const ax_ms_table *t = &idx->t;
+    for (uint64_t b = 0; b < t->nb; b++)
+        for (int j = 0; j < AX_MS_BUCKET; j++) {
+            uint64_t v = t->b[b].val[j];
+            if (!v) continue;
+            uint32_t c = ax_ms_val_count(v);
+            info->hist[ax_memscan_hist_bucket(c)]++;
+            info->n_saturated += c == AX_MS_COUNT_MAX;
+            info->n_distinct++;
+        }
+}
+
+char *ax_memscan_info_json(const ax_memscan_info *in) {
+    ax_jw w;
+    ax_jw_init(&w);
+    char hex[32];
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "schema");
+    ax_jw_str(&w, "axmem.memscan.index/1");
+    ax_jw_key(&w, "n");
+    ax_jw_uint(&w, in->n);
+    ax_jw_key(&w, "hash_bits");
+    ax_jw_uint(&w, in->hash_bits);
+    ax_jw_key(&w, "seed");
+    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)in->seed);
+    ax_jw_str(&w, hex);
+    ax_jw_key(&w, "dataset");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "path");
+    ax_jw_str(&w, in->ds_path);
+    ax_jw_key(&w, "checksum");
+    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)in->ds_checksum);
+    ax_jw_str(&w, hex);
+    ax_jw_key(&w, "tokens");
+    ax_jw_uint(&w, in->ds_tokens);
+    ax_jw_key(&w, "docs");
+    ax_jw_uint(&w, in->ds_docs);
+    ax_jw_key(&w, "vocab_size");
+    ax_jw_uint(&w, in->vocab);
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "windows");
+    ax_jw_uint(&w, in->n_windows);
+    ax_jw_key(&w, "distinct_windows");
+    ax_jw_uint(&w, in->n_distinct);
+    ax_jw_key(&w, "duplication_histogram");
+    ax_jw_obj_begin(&w);
+    for (int i = 0; i < AX_MEMSCAN_HIST; i++) {
+        ax_jw_key(&w, ax_memscan_hist_labels[i]);
+        ax_jw_uint(&w, in->hist[i]);
+    }
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "saturated_counts");
+    ax_jw_uint(&w, in->n_saturated);
+    ax_jw_key(&w, "build_ranks");
+    ax_jw_uint(&w, in->build_ranks);
+    ax_jw_obj_end(&w);
+    const char *t = ax_jw_text(&w);
+    char *out = t ? strdup(t) : NULL;
+    ax_jw_free(&w);
+    return out;
+}

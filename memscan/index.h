@@ -1,0 +1,124 @@
+/* memscan n-gram index: every window of n tokens of a .axd dataset -> (count, first occurrence).
+ *
+ * Windows lie inside one document's text (its trailing end-of-text token is not part of it);
+ * documents shorter than n contribute none. A window is hashed as in memscan/hash.h; the
+ * table keeps, per distinct window, its count (saturating at 2^24 - 1) and its first
+ * occurrence as a global token position (the minimum, so results do not depend on the number
+ * of ranks); the document and offset are derived from the dataset's offsets. Every hit, in the
+ * build and in lookups, is confirmed against the memory-mapped tokens: a hash collision never
+ * merges two windows or reports a false match.
+ *
+ * Distributed build: under MPI (initialised, > 1 rank in MPI_COMM_WORLD) rank r hashes the
+ * windows starting in its contiguous slice of token positions, and each hash goes to its
+ * owner rank (memscan/hash.h: ax_ms_owner) with MPI_Alltoallv in rounds of a fixed number of
+ * windows per rank; each owner holds its shard of the table. Saving writes one file however
+ * many ranks built it; loading reads the whole index into one process.
+ *
+ * File (little-endian):
+ *    0 char[8] "AXMEMIDX"      8 u32 version (1)       12 u32 n
+ *   16 u32 hash_bits (64 = full XXH3)                  20 u32 dataset vocab size
+ *   24 u64 hash seed          32 u64 dataset checksum (payload XXH3, ax_axd_checksum)
+ *   40 u64 dataset tokens     48 u64 dataset documents
+ *   56 u64 distinct windows   64 u64 windows           72 u64 hist[5]
+ *  112 u64 saturated counts  120 u32 dataset path length L, 124 u32 ranks that built it
+ *  128 char[L] dataset path (as resolved at build time), then u64 XXH3 of bytes [0, 128 + L)
+ *  then blocks until `distinct` entries are read, each:
+ *      u64 entries k (<= 2^20), u64 compressed bytes c, u64 XXH3 of the uncompressed payload,
+ *      u64 XXH3 of these 24 bytes; then c bytes of zstd: k u32 tag deltas, then k u64 vals
+ *  then the trailer: char[8] "AXIDXEND", u64 blocks, u64 entries, u64 XXH3 of these 24 bytes.
+ * The histogram is also written to INDEX.json next to the index, for reports. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/axd.h"
+#include "lib/status.h"
+
+#define AX_MEMSCAN_N_DEFAULT 32
+#define AX_MEMSCAN_N_MAX 1024
+#define AX_MEMSCAN_HIST 5 /* windows occurring 1, 2-3, 4-15, 16-63, 64+ times */
+
+typedef struct ax_memscan_index ax_memscan_index_t;
+
+typedef struct {
+    uint32_t n, hash_bits, vocab, build_ranks;
+    uint64_t seed;
+    uint64_t ds_checksum, ds_tokens, ds_docs;
+    uint64_t n_windows, n_distinct;
+    uint64_t hist[AX_MEMSCAN_HIST]; /* distinct windows per duplication bucket */
+    uint64_t n_saturated;           /* distinct windows whose count hit 2^24 - 1 */
+    char ds_path[4096];
+} ax_memscan_info;
+
+/* The info as JSON (the INDEX.json sidecar: schema "axmem.memscan.index/1"); malloc'd, NULL
+ * when out of memory. */
+char *ax_memscan_info_json(const ax_memscan_info *in);
+
+extern const char *const ax_memscan_hist_labels[AX_MEMSCAN_HIST]; /* "1", "2-3", ... */
+int ax_memscan_hist_bucket(uint64_t count);
+
+typedef struct {
+    int n;                  /* window length in tokens (1..AX_MEMSCAN_N_MAX; default 32) */
+    uint64_t round_windows; /* window starts each rank hashes per exchange round (2^20) */
+    uint64_t seed;          /* XXH3 seed (0) */
+    int hash_bits;          /* 64, or the ax_memscan_set_hash_bits test knob */
+    int progress;           /* tokens/s and ETA on rank 0 (stderr) */
+    volatile int *stop;     /* polled every round; nonzero -> AX_ERR_INTERRUPTED everywhere */
+} ax_memscan_build_opts;
+
+void ax_memscan_build_opts_default(ax_memscan_build_opts *o);
+
+/* Builds the index of ds. Collective over MPI_COMM_WORLD when MPI is active (every rank opens
+ * the same dataset; each ends up holding its shard, and the same global info); serial
+ * otherwise. */
+ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                                 ax_memscan_index_t **out);
+/* Writes the index to path (via path.partial + fsync + rename) and path.json. Collective:
+ * rank 0 writes while the other ranks stream their shards to it block by block. `stop`
+ * (may be NULL) is polled between blocks; on Ctrl-C no output file is left. */
+ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
+                                volatile int *stop);
+/* Reads a whole index into this process (any number of ranks may have built it), checks
+ * every checksum and that it was built from ds (a mismatch names both files). */
+ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out);
+/* Header only (no dataset needed); verify_blocks = 1 also decompresses and checks every block. */
+ax_status ax_memscan_index_read_info(const char *path, int verify_blocks, ax_memscan_info *info);
+void ax_memscan_index_free(ax_memscan_index_t *idx);
+
+const ax_memscan_info *ax_memscan_index_info(const ax_memscan_index_t *idx);
+const ax_axd_t *ax_memscan_index_dataset(const ax_memscan_index_t *idx);
+/* Bytes of this process's table, and its entries (its shard after a distributed build). */
+size_t ax_memscan_index_table_bytes(const ax_memscan_index_t *idx);
+uint64_t ax_memscan_index_local_entries(const ax_memscan_index_t *idx);
+/* After a distributed build a handle holds one shard: the rank owning this window. 0 for a
+ * loaded index (it holds everything). */
+int ax_memscan_index_owner(const ax_memscan_index_t *idx, const int32_t *window);
+int ax_memscan_index_shard(const ax_memscan_index_t *idx); /* this handle's rank (0 if loaded) */
+/* Table bytes summed over the ranks that hold the index (this process's alone if loaded). */
+uint64_t ax_memscan_index_table_bytes_all(const ax_memscan_index_t *idx);
+
+/* Is this window of n tokens in the training data? 1 and its count and first occurrence
+ * (global token position) if so, else 0. Verified against the dataset's tokens. */
+int ax_memscan_index_lookup(const ax_memscan_index_t *idx, const int32_t *window, uint32_t *count,
+                            uint64_t *first_pos);
+/* Every window of tokens[0..len): counts[i] (0 = absent) and first[i] for the window starting
+ * at i, for i < len - n + 1 (nothing when len < n). Prefetches, so faster than one by one. */
+void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
+                                 uint32_t *counts, uint64_t *first);
+
+/* A verbatim span: tokens[start, start + len) occur contiguously in document `doc` at offset
+ * `doc_off` (global position `pos`). count_min/max: occurrences of its n-token windows. */
+typedef struct {
+    size_t start, len;
+    uint64_t pos, doc, doc_off;
+    uint32_t count_min, count_max;
+} ax_memscan_span;
+
+/* All maximal verbatim spans of >= n tokens of tokens[0..len) found in the training data,
+ * longest first (ties: earlier start first). A run of matching windows is covered greedily:
+ * each span is the longest match at the first occurrence of its first window, extended both
+ * ways in that document, and the next span starts at the first window it does not cover. So
+ * every matching window lies in some span, and each span really occurs verbatim at `pos`.
+ * *spans is malloc'd (NULL when none). */
+ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
+                                ax_memscan_span **spans, size_t *n_spans);

@@ -1,0 +1,351 @@
+/* Building the memscan index: a sizing pass (HyperLogLog of the distinct windows), then rounds
+ * of hashing a fixed number of window starts per rank and routing (hash, position) pairs to
+ * their owner ranks with MPI_Alltoallv, each owner counting them into its table. */
+#include "memscan/hash.h"
+#include "memscan/hll.h"
+#include "memscan/index_impl.h"
+#include "memscan/ms_mpi.h"
+#include "lib/status.h"
+
+#include "lib/log.h"
+#include "lib/progress.h"
+#include "lib/timer.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The windows starting in [s, e) of one rank's slice, visited as segments of consecutive starts
+ * inside one document (so a window never crosses a document boundary). */
+typedef struct {
+    const ax_axd_t *ds;
+    const uint64_t *off;
+    uint64_t n_docs, d, e;
+    int n;
+} seg_iter;
+
+static void seg_begin(seg_iter *it, const ax_axd_t *ds, int n, uint64_t s, uint64_t e) {
+    it->ds = ds;
+    it->off = ax_axd_doc_offsets(ds);
+    it->n_docs = ax_axd_n_docs(ds);
+    it->n = n;
+    it->e = e;
+    it->d = s < e ? ax_axd_doc_of(ds, s) : it->n_docs;
+}
+
+/* next segment of window starts [*a, *b); 0 when done */
+static int seg_next(seg_iter *it, uint64_t s, uint64_t *a, uint64_t *b) {
+    while (it->d < it->n_docs && it->off[it->d] < it->e) {
+        uint64_t d = it->d++;
+        uint64_t start = it->off[d], end = ax_ms_doc_text_end(it->ds, d);
+        if (end - start < (uint64_t)it->n) continue;
+        uint64_t last = end - (uint64_t)it->n + 1; /* one past the last window start */
+        uint64_t lo = start > s ? start : s, hi = last < it->e ? last : it->e;
+        if (lo < hi) {
+            *a = lo;
+            *b = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    ax_memscan_index_t *idx;
+    ax_ms_world w;
+    int n, bits;
+    uint64_t seed, B, lo, hi;
+    int32_t *tok;     /* B + n - 1 tokens */
+    ax_ms_pair *pair; /* B: this round's windows */
+    ax_ms_pair *send; /* B: the same, grouped by owner */
+    ax_ms_pair *recv; /* recv_cap */
+    uint64_t recv_cap;
+    int *sc, *sd, *rc, *rd, *scount, *sdispl, *rcount; /* P each */
+    MPI_Datatype pair_type;
+} builder;
+
+/* pass 1: windows in this rank's slice, and a sketch of their distinct count */
+static void sizing_pass(builder *bd, ax_ms_hll *hll, uint64_t *n_windows) {
+    const ax_axd_t *ds = bd->idx->ds;
+    *n_windows = 0;
+    for (uint64_t s = bd->lo; s < bd->hi; s += bd->B) {
+        uint64_t e = s + bd->B < bd->hi ? s + bd->B : bd->hi;
+        seg_iter it;
+        seg_begin(&it, ds, bd->n, s, e);
+        uint64_t a, b;
+        while (seg_next(&it, s, &a, &b)) {
+            ax_axd_tokens(ds, a, b - a + (uint64_t)bd->n - 1, bd->tok);
+            ax_ms_hll_add_windows(hll, bd->tok, b - a, bd->n);
+            *n_windows += b - a;
+        }
+    }
+}
+
+/* hashes the windows starting in [s, e) into bd->pair; returns how many */
+static size_t hash_round(builder *bd, uint64_t s, uint64_t e) {
+    const ax_axd_t *ds = bd->idx->ds;
+    size_t m = 0;
+    seg_iter it;
+    seg_begin(&it, ds, bd->n, s, e);
+    uint64_t a, b;
+    while (seg_next(&it, s, &a, &b)) {
+        ax_axd_tokens(ds, a, b - a + (uint64_t)bd->n - 1, bd->tok);
+        for (uint64_t i = 0; i < b - a; i++) {
+            bd->pair[m].h = ax_ms_hash(bd->tok + i, bd->n, bd->seed, bd->bits);
+            bd->pair[m].pos = a + i;
+            m++;
+        }
+    }
+    return m;
+}
+
+/* Routes this round's pairs to their owners and counts what arrives. If one owner would
+ * receive more than recv_cap pairs (a window repeated all over this round), the exchange is
+ * split into K slices so receive memory stays bounded. *flags: in = this rank's stop/error
+ * bits, out = the OR over ranks (checked before any data moves, so all ranks agree). */
+static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
+    int P = bd->w.size;
+    memset(bd->scount, 0, sizeof(int) * (size_t)P);
+    for (size_t i = 0; i < m; i++) bd->scount[ax_ms_owner(bd->pair[i].h, P)]++;
+    int acc = 0;
+    for (int r = 0; r < P; r++) {
+        bd->sdispl[r] = acc;
+        acc += bd->scount[r];
+    }
+    memcpy(bd->sd, bd->sdispl, sizeof(int) * (size_t)P);
+    for (size_t i = 0; i < m; i++) bd->send[bd->sd[ax_ms_owner(bd->pair[i].h, P)]++] = bd->pair[i];
+    if (MPI_Alltoall(bd->scount, 1, MPI_INT, bd->rcount, 1, MPI_INT, MPI_COMM_WORLD) !=
+        MPI_SUCCESS)
+        return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Alltoall of counts failed");
+    uint64_t in = 0;
+    for (int r = 0; r < P; r++) in += (uint64_t)bd->rcount[r];
+    uint64_t red[2] = {in, *flags};
+    if (ax_ms_allreduce_u64(&bd->w, red, 2, 1) != 0)
+        return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Allreduce failed");
+    *flags = red[1];
+    if (*flags) return AX_OK;
+    uint64_t K = (red[0] + bd->recv_cap - 1) / bd->recv_cap;
+    if (K < 1) K = 1;
+    ax_status st = AX_OK;
+    for (uint64_t k = 0; k < K; k++) {
+        int racc = 0;
+        for (int r = 0; r < P; r++) {
+            uint64_t c = (uint64_t)bd->scount[r], rcv = (uint64_t)bd->rcount[r];
+            bd->sc[r] = (int)(c * (k + 1) / K - c * k / K);
+            bd->sd[r] = bd->sdispl[r] + (int)(c * k / K);
+            bd->rc[r] = (int)(rcv * (k + 1) / K - rcv * k / K);
+            bd->rd[r] = racc;
+            racc += bd->rc[r];
+        }
+        if (MPI_Alltoallv(bd->send, bd->sc, bd->sd, bd->pair_type, bd->recv, bd->rc, bd->rd,
+                          bd->pair_type, MPI_COMM_WORLD) != MPI_SUCCESS)
+            return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Alltoallv failed");
+        /* keep exchanging after a local failure so no rank is left waiting; report it after */
+        if (st == AX_OK) st = ax_ms_insert_batch(bd->idx, bd->recv, (size_t)racc);
+    }
+    return st;
+}
+
+static void builder_free(builder *bd) {
+    free(bd->tok);
+    free(bd->pair);
+    free(bd->send);
+    free(bd->recv);
+    free(bd->sc);
+    free(bd->sd);
+    free(bd->rc);
+    free(bd->rd);
+    free(bd->scount);
+    free(bd->sdispl);
+    free(bd->rcount);
+    if (bd->w.active && bd->pair_type != MPI_DATATYPE_NULL) MPI_Type_free(&bd->pair_type);
+}
+
+static ax_status builder_alloc(builder *bd) {
+    size_t P = (size_t)bd->w.size;
+    bd->tok = malloc(sizeof(int32_t) * (bd->B + (uint64_t)bd->n));
+    bd->pair = malloc(sizeof(ax_ms_pair) * bd->B);
+    int ok = bd->tok && bd->pair;
+    if (bd->w.active) {
+        bd->recv_cap = 2 * bd->B;
+        bd->send = malloc(sizeof(ax_ms_pair) * bd->B);
+        bd->recv = malloc(sizeof(ax_ms_pair) * (bd->recv_cap + P));
+        int **arrs[] = {&bd->sc, &bd->sd, &bd->rc, &bd->rd, &bd->scount, &bd->sdispl, &bd->rcount};
+        for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++) {
+            *arrs[i] = calloc(P, sizeof(int));
+            ok = ok && *arrs[i];
+        }
+        ok = ok && bd->send && bd->recv;
+        MPI_Type_contiguous((int)sizeof(ax_ms_pair), MPI_BYTE, &bd->pair_type);
+        MPI_Type_commit(&bd->pair_type);
+    }
+    return ok ? AX_OK
+              : ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory for round buffers (%llu "
+                                        "windows per round; lower it)",
+                          (unsigned long long)bd->B);
+}
+
+static ax_status agree(const ax_ms_world *w, ax_status st) {
+    return ax_ms_agree(w, st, "memscan index");
+}
+
+static ax_status check_opts(const ax_axd_t *ds, const ax_memscan_build_opts *o) {
+    if (o->n < 1 || o->n > AX_MEMSCAN_N_MAX)
+        return ax_errorf(AX_ERR_ARG, "memscan index: --n %d is out of range [1, %d]", o->n,
+                         AX_MEMSCAN_N_MAX);
+    if (o->round_windows < 1 || o->round_windows > (1u << 26))
+        return ax_errorf(AX_ERR_ARG, "memscan index: round size %llu is out of range [1, 2^26]",
+                         (unsigned long long)o->round_windows);
+    if (o->hash_bits < 1 || o->hash_bits > 64)
+        return ax_errorf(AX_ERR_ARG, "memscan index: hash bits %d out of range [1, 64]",
+                         o->hash_bits);
+    if (ax_axd_n_tokens(ds) > AX_MS_POS_MAX)
+        return ax_errorf(AX_ERR_UNSUPPORTED,
+                         "%s: %llu tokens; the index addresses at most 2^40 tokens",
+                         ax_axd_path(ds), (unsigned long long)ax_axd_n_tokens(ds));
+    return AX_OK;
+}
+
+static void fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                      int P) {
+    memset(in, 0, sizeof *in);
+    in->n = (uint32_t)o->n;
+    in->hash_bits = (uint32_t)o->hash_bits;
+    in->vocab = ax_axd_vocab_size(ds);
+    in->build_ranks = (uint32_t)P;
+    in->seed = o->seed;
+    in->ds_checksum = ax_axd_checksum(ds);
+    in->ds_tokens = ax_axd_n_tokens(ds);
+    in->ds_docs = ax_axd_n_docs(ds);
+    char *real = realpath(ax_axd_path(ds), NULL);
+    snprintf(in->ds_path, sizeof in->ds_path, "%s", real ? real : ax_axd_path(ds));
+    free(real);
+}
+
+static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build_opts *o) {
+    ax_progress prog;
+    int show = o->progress && bd->w.rank == 0;
+    uint64_t T = ax_axd_n_tokens(bd->idx->ds);
+    if (show) ax_progress_begin(&prog, "memscan index: tokens", 0, (long)T);
+    double t0 = ax_now(), last_line = t0;
+    ax_status st = AX_OK;
+    for (uint64_t k = 0; k < rounds; k++) {
+        uint64_t s = bd->lo + k * bd->B, e = s + bd->B;
+        if (s > bd->hi) s = bd->hi;
+        if (e > bd->hi) e = bd->hi;
+        size_t m = hash_round(bd, s, e);
+        uint64_t flags = (o->stop && *o->stop) ? 1 : 0;
+        if (!bd->w.active) {
+            if (flags) return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted");
+            AX_CHECK(ax_ms_insert_batch(bd->idx, bd->pair, m));
+        } else {
+            if (st != AX_OK) flags |= 2;
+            ax_status xs = exchange_round(bd, m, &flags);
+            if (xs == AX_ERR_MPI) return xs;
+            if (st == AX_OK) st = xs;
+            if (flags & 2) return agree(&bd->w, st);
+            if (flags & 1) return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted");
+        }
+        if (show) {
+            /* ranks move in lockstep over equal slices: rank 0's share scales to the total */
+            uint64_t done = (k + 1) * bd->B * (uint64_t)bd->w.size;
+            if (done > T) done = T;
+            double now = ax_now();
+            int line = !prog.tty && now - last_line > 5.0;
+            if (line) last_line = now;
+            ax_progress_update(&prog, (long)done, -1, (double)done / (now - t0 + 1e-9), line);
+        }
+    }
+    if (show) ax_progress_end(&prog);
+    return bd->w.active ? agree(&bd->w, st) : st;
+}
+
+ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                                 ax_memscan_index_t **out) {
+    *out = NULL;
+    AX_CHECK(check_opts(ds, o));
+    builder bd;
+    memset(&bd, 0, sizeof bd);
+    bd.pair_type = MPI_DATATYPE_NULL;
+    bd.w = ax_ms_world_get();
+    if (!bd.w.active) bd.w.size = 1, bd.w.rank = 0;
+    int P = bd.w.size, r = bd.w.rank;
+    ax_memscan_index_t *idx = calloc(1, sizeof *idx);
+    if (!idx) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    idx->ds = ds;
+    idx->shard_rank = r;
+    idx->shard_size = P;
+    fill_info(&idx->info, ds, o, P);
+    bd.idx = idx;
+    bd.n = o->n;
+    bd.bits = o->hash_bits;
+    bd.seed = o->seed;
+    bd.B = o->round_windows;
+    uint64_t T = ax_axd_n_tokens(ds);
+    bd.lo = T * (uint64_t)r / (uint64_t)P; /* T < 2^40, P < 2^24: no overflow */
+    bd.hi = T * (uint64_t)(r + 1) / (uint64_t)P;
+    double t0 = ax_now();
+    ax_status st = builder_alloc(&bd);
+    st = bd.w.active ? agree(&bd.w, st) : st;
+    if (st != AX_OK) goto fail;
+
+    /* sizing: distinct windows over all ranks, so each owner's table starts at its share */
+    ax_ms_hll *hll = calloc(1, sizeof *hll);
+    if (!hll) {
+        st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+        st = bd.w.active ? agree(&bd.w, st) : st;
+        goto fail;
+    }
+    uint64_t cnt[2];
+    sizing_pass(&bd, hll, &cnt[0]);
+    cnt[1] = (bd.hi - bd.lo + bd.B - 1) / bd.B; /* this rank's rounds */
+    if (ax_ms_allreduce_max_u8(&bd.w, hll->reg, AX_MS_HLL_M) != 0 ||
+        ax_ms_allreduce_u64(&bd.w, &cnt[0], 1, 0) != 0 ||
+        ax_ms_allreduce_u64(&bd.w, &cnt[1], 1, 1) != 0) {
+        free(hll);
+        st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Allreduce failed");
+        goto fail;
+    }
+    double est = ax_ms_hll_estimate(hll);
+    free(hll);
+    if (est > (double)cnt[0]) est = (double)cnt[0];
+    idx->info.n_windows = cnt[0];
+    /* the sketch errs by ~1%: 2% headroom (plus a few sigma of one owner's share) keeps
+     * the table from growing while staying near its fill target */
+    double share = est / P;
+    st = ax_ms_table_init(&idx->t, (uint64_t)(share * 1.02 + 3 * sqrt(share) + 16));
+    st = bd.w.active ? agree(&bd.w, st) : st;
+    if (st != AX_OK) goto fail;
+    AX_DEBUG("memscan index: %llu windows, ~%.0f distinct (sketch), %.1f MB table per rank",
+             (unsigned long long)cnt[0], est, (double)ax_ms_table_bytes(&idx->t) / 1e6);
+
+    st = run_rounds(&bd, cnt[1], o);
+    if (st != AX_OK) goto fail;
+
+    /* global statistics */
+    ax_memscan_info loc = idx->info;
+    ax_ms_local_stats(idx, &loc);
+    uint64_t v[3 + AX_MEMSCAN_HIST];
+    v[0] = loc.n_distinct;
+    v[1] = loc.n_saturated;
+    v[2] = ax_ms_table_bytes(&idx->t);
+    memcpy(v + 3, loc.hist, sizeof loc.hist);
+    if (ax_ms_allreduce_u64(&bd.w, v, 3 + AX_MEMSCAN_HIST, 0) != 0) {
+        st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Allreduce failed");
+        goto fail;
+    }
+    idx->info.n_distinct = v[0];
+    idx->info.n_saturated = v[1];
+    idx->table_bytes_all = v[2];
+    memcpy(idx->info.hist, v + 3, sizeof idx->info.hist);
+    AX_DEBUG("memscan index: built in %.2f s", ax_now() - t0);
+    builder_free(&bd);
+    *out = idx;
+    return AX_OK;
+fail:
+    builder_free(&bd);
+    ax_memscan_index_free(idx);
+    return st;
+}

@@ -1,0 +1,249 @@
+#include "memscan/index_format.h"
+#include "memscan/table.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+void ax_ms_put32(uint8_t *p, uint32_t v) {
+    memcpy(p, &v, 4);
+}
+void ax_ms_put64(uint8_t *p, uint64_t v) {
+    memcpy(p, &v, 8);
+}
+uint32_t ax_ms_get32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+uint64_t ax_ms_get64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+int ax_ms_header_encode(const ax_memscan_info *in, uint8_t **buf, size_t *len) {
+    size_t L = strlen(in->ds_path);
+    size_t n = AX_MS_HEADER_FIXED + L + 8;
+    uint8_t *h = calloc(1, n);
+    if (!h) return -1;
+    memcpy(h, AX_MS_MAGIC, 8);
+    ax_ms_put32(h + 8, AX_MS_VERSION);
+    ax_ms_put32(h + 12, in->n);
+    ax_ms_put32(h + 16, in->hash_bits);
+    ax_ms_put32(h + 20, in->vocab);
+    ax_ms_put64(h + 24, in->seed);
+    ax_ms_put64(h + 32, in->ds_checksum);
+    ax_ms_put64(h + 40, in->ds_tokens);
+    ax_ms_put64(h + 48, in->ds_docs);
+    ax_ms_put64(h + 56, in->n_distinct);
+    ax_ms_put64(h + 64, in->n_windows);
+    for (int i = 0; i < AX_MEMSCAN_HIST; i++) ax_ms_put64(h + 72 + 8 * i, in->hist[i]);
+    ax_ms_put64(h + 112, in->n_saturated);
+    ax_ms_put32(h + 120, (uint32_t)L);
+    ax_ms_put32(h + 124, in->build_ranks);
+    memcpy(h + AX_MS_HEADER_FIXED, in->ds_path, L);
+    ax_ms_put64(h + AX_MS_HEADER_FIXED + L, XXH3_64bits(h, AX_MS_HEADER_FIXED + L));
+    *buf = h;
+    *len = n;
+    return 0;
+}
+
+static ax_status truncated(const char *path, const char *what) {
+    return ax_errorf(AX_ERR_CORRUPT, "%s: truncated memscan index (ends inside %s); " AX_MS_REBUILD,
+                     path, what);
+}
+
+ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in) {
+    uint8_t h[AX_MS_HEADER_FIXED + sizeof in->ds_path + 8];
+    size_t got = fread(h, 1, AX_MS_HEADER_FIXED, f);
+    if (got < 8 || memcmp(h, AX_MS_MAGIC, 8) != 0)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: not a memscan index (bad magic); build one with `axmem memscan "
+                         "index --data FILE.axd --out INDEX`",
+                         path);
+    if (got < AX_MS_HEADER_FIXED) return truncated(path, "the header");
+    uint32_t version = ax_ms_get32(h + 8);
+    if (version != AX_MS_VERSION)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "%s: memscan index format version %u, this build reads version %u; "
+                         "" AX_MS_REBUILD,
+                         path, version, AX_MS_VERSION);
+    uint32_t L = ax_ms_get32(h + 120);
+    if (L >= sizeof in->ds_path)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: corrupt memscan index header (path length %u); "
+                         AX_MS_REBUILD, path, L);
+    if (fread(h + AX_MS_HEADER_FIXED, 1, (size_t)L + 8, f) != (size_t)L + 8)
+        return truncated(path, "the header");
+    if (XXH3_64bits(h, AX_MS_HEADER_FIXED + L) != ax_ms_get64(h + AX_MS_HEADER_FIXED + L))
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: header checksum mismatch: the index is corrupt; " AX_MS_REBUILD,
+                         path);
+    memset(in, 0, sizeof *in);
+    in->n = ax_ms_get32(h + 12);
+    in->hash_bits = ax_ms_get32(h + 16);
+    in->vocab = ax_ms_get32(h + 20);
+    in->seed = ax_ms_get64(h + 24);
+    in->ds_checksum = ax_ms_get64(h + 32);
+    in->ds_tokens = ax_ms_get64(h + 40);
+    in->ds_docs = ax_ms_get64(h + 48);
+    in->n_distinct = ax_ms_get64(h + 56);
+    in->n_windows = ax_ms_get64(h + 64);
+    for (int i = 0; i < AX_MEMSCAN_HIST; i++) in->hist[i] = ax_ms_get64(h + 72 + 8 * i);
+    in->n_saturated = ax_ms_get64(h + 112);
+    in->build_ranks = ax_ms_get32(h + 124);
+    memcpy(in->ds_path, h + AX_MS_HEADER_FIXED, L);
+    in->ds_path[L] = 0;
+    if (in->n < 1 || in->n > AX_MEMSCAN_N_MAX || in->hash_bits < 1 || in->hash_bits > 64 ||
+        in->n_distinct > in->n_windows || in->ds_tokens > AX_MS_POS_MAX)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: inconsistent memscan index header; " AX_MS_REBUILD,
+                         path);
+    return AX_OK;
+}
+
+void ax_ms_block_buf_free(ax_ms_block_buf *b, int compress) {
+    free(b->raw);
+    free(b->comp);
+    if (compress)
+        ZSTD_freeCCtx(b->zctx);
+    else
+        ZSTD_freeDCtx(b->zctx);
+    memset(b, 0, sizeof *b);
+}
+
+static int reserve(uint8_t **p, size_t *cap, size_t need) {
+    if (*cap >= need) return 0;
+    uint8_t *np = realloc(*p, need);
+    if (!np) return -1;
+    *p = np;
+    *cap = need;
+    return 0;
+}
+
+/* Tags come out of the table in bucket order, so their deltas are small and compress; vals
+ * (position and count) are stored as they are. */
+ax_status ax_ms_block_encode(ax_ms_block_buf *b, const uint32_t *tags, const uint64_t *vals,
+                             size_t k, uint8_t hdr[AX_MS_BLOCK_HEADER], size_t *comp_len) {
+    size_t raw = k * AX_MS_ENTRY_BYTES, bound = ZSTD_compressBound(raw);
+    if (!b->zctx) b->zctx = ZSTD_createCCtx();
+    if (!b->zctx || reserve(&b->raw, &b->raw_cap, raw) || reserve(&b->comp, &b->comp_cap, bound))
+        return ax_errorf(AX_ERR_NOMEM, "memscan: out of memory compressing the index");
+    uint32_t prev = 0;
+    for (size_t i = 0; i < k; i++) {
+        ax_ms_put32(b->raw + 4 * i, tags[i] - prev);
+        prev = tags[i];
+    }
+    memcpy(b->raw + 4 * k, vals, 8 * k);
+    size_t c = ZSTD_compressCCtx(b->zctx, b->comp, bound, b->raw, raw, 1);
+    if (ZSTD_isError(c))
+        return ax_errorf(AX_ERR_INTERNAL, "memscan: zstd compression failed: %s",
+                         ZSTD_getErrorName(c));
+    ax_ms_put64(hdr, k);
+    ax_ms_put64(hdr + 8, c);
+    ax_ms_put64(hdr + 16, XXH3_64bits(b->raw, raw));
+    ax_ms_put64(hdr + 24, XXH3_64bits(hdr, 24));
+    *comp_len = c;
+    return AX_OK;
+}
+
+static ax_status corrupt_block(const char *path, uint64_t blk, const char *what) {
+    return ax_errorf(AX_ERR_CORRUPT, "%s: block %llu %s: the index is corrupt; " AX_MS_REBUILD,
+                     path, (unsigned long long)blk, what);
+}
+
+ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in,
+                            ax_ms_entry_fn fn, void *ctx) {
+    ax_ms_block_buf b;
+    memset(&b, 0, sizeof b);
+    b.zctx = ZSTD_createDCtx();
+    uint32_t *tags = malloc(sizeof *tags * AX_MS_BLOCK_ENTRIES);
+    uint64_t *vals = malloc(sizeof *vals * AX_MS_BLOCK_ENTRIES);
+    ax_status st = AX_OK;
+    if (!b.zctx || !tags || !vals) {
+        st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory reading the index", path);
+        goto done;
+    }
+    uint64_t got = 0, blk = 0, hist[AX_MEMSCAN_HIST] = {0}, sat = 0, windows = 0;
+    while (got < in->n_distinct) {
+        uint8_t hdr[AX_MS_BLOCK_HEADER];
+        if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr) {
+            st = truncated(path, "a block header");
+            goto done;
+        }
+        if (XXH3_64bits(hdr, 24) != ax_ms_get64(hdr + 24)) {
+            st = corrupt_block(path, blk, "header checksum mismatch");
+            goto done;
+        }
+        uint64_t k = ax_ms_get64(hdr), c = ax_ms_get64(hdr + 8);
+        size_t raw = (size_t)k * AX_MS_ENTRY_BYTES;
+        if (k < 1 || k > AX_MS_BLOCK_ENTRIES || k > in->n_distinct - got ||
+            c > ZSTD_compressBound(raw)) {
+            st = corrupt_block(path, blk, "has impossible sizes");
+            goto done;
+        }
+        if (reserve(&b.comp, &b.comp_cap, c) || reserve(&b.raw, &b.raw_cap, raw)) {
+            st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory reading the index", path);
+            goto done;
+        }
+        if (fread(b.comp, 1, c, f) != c) {
+            st = truncated(path, "a block");
+            goto done;
+        }
+        size_t d = ZSTD_decompressDCtx(b.zctx, b.raw, raw, b.comp, c);
+        if (ZSTD_isError(d) || d != raw) {
+            st = corrupt_block(path, blk, "does not decompress");
+            goto done;
+        }
+        if (XXH3_64bits(b.raw, raw) != ax_ms_get64(hdr + 16)) {
+            st = corrupt_block(path, blk, "checksum mismatch");
+            goto done;
+        }
+        uint32_t prev = 0;
+        for (uint64_t i = 0; i < k; i++) {
+            prev += ax_ms_get32(b.raw + 4 * i);
+            tags[i] = prev;
+        }
+        memcpy(vals, b.raw + 4 * k, 8 * k);
+        for (uint64_t i = 0; i < k; i++) {
+            uint64_t c_i = ax_ms_val_count(vals[i]), p = ax_ms_val_pos(vals[i]);
+            if (c_i == 0 || p + in->n > in->ds_tokens) {
+                st = corrupt_block(path, blk, "holds an impossible entry");
+                goto done;
+            }
+            hist[ax_memscan_hist_bucket(c_i)]++;
+            sat += c_i == AX_MS_COUNT_MAX;
+            windows += c_i;
+        }
+        if (fn && (st = fn(ctx, tags, vals, (size_t)k)) != AX_OK) goto done;
+        got += k;
+        blk++;
+    }
+    uint8_t tr[AX_MS_TRAILER_BYTES];
+    if (fread(tr, 1, sizeof tr, f) != sizeof tr) {
+        st = truncated(path, "the trailer");
+        goto done;
+    }
+    if (memcmp(tr, AX_MS_TRAILER, 8) != 0 || XXH3_64bits(tr, 24) != ax_ms_get64(tr + 24) ||
+        ax_ms_get64(tr + 8) != blk || ax_ms_get64(tr + 16) != got) {
+        st = ax_errorf(AX_ERR_CORRUPT, "%s: bad trailer: the index is corrupt; " AX_MS_REBUILD,
+                       path);
+        goto done;
+    }
+    if (fgetc(f) != EOF) {
+        st = ax_errorf(AX_ERR_CORRUPT, "%s: data after the trailer: the index is corrupt; "
+                       AX_MS_REBUILD, path);
+        goto done;
+    }
+    /* saturated counts undercount, so windows can only be checked without saturation */
+    if (memcmp(hist, in->hist, sizeof hist) != 0 || sat != in->n_saturated ||
+        (sat == 0 && windows != in->n_windows))
+        st = ax_errorf(AX_ERR_CORRUPT,
+                       "%s: entries disagree with the header's histogram: the index is corrupt; "
+                       AX_MS_REBUILD, path);
+done:
+    ax_ms_block_buf_free(&b, 0);
+    free(tags);
+    free(vals);
+    return st;
+}

@@ -1,0 +1,73 @@
+/* Loading a saved index into one process (whatever number of ranks built it), and reading its
+ * header for `memscan info`. */
+#include "memscan/index_format.h"
+#include "memscan/index_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ax_status open_index(const char *path, FILE **f) {
+    *f = fopen(path, "rb");
+    if (!*f)
+        return ax_errorf(AX_ERR_IO,
+                         "%s: cannot open memscan index: %s; build one with `axmem memscan "
+                         "index --data FILE.axd --out %s`",
+                         path, strerror(errno), path);
+    setvbuf(*f, NULL, _IOFBF, 1 << 20);
+    return AX_OK;
+}
+
+ax_status ax_memscan_index_read_info(const char *path, int verify_blocks, ax_memscan_info *info) {
+    FILE *f;
+    AX_CHECK(open_index(path, &f));
+    ax_status st = ax_ms_header_read(f, path, info);
+    if (st == AX_OK && verify_blocks) st = ax_ms_blocks_read(f, path, info, NULL, NULL);
+    fclose(f);
+    return st;
+}
+
+static ax_status check_dataset(const char *path, const ax_memscan_info *in, const ax_axd_t *ds) {
+    if (in->ds_checksum == ax_axd_checksum(ds) && in->ds_tokens == ax_axd_n_tokens(ds) &&
+        in->ds_docs == ax_axd_n_docs(ds) && in->vocab == ax_axd_vocab_size(ds))
+        return AX_OK;
+    return ax_errorf(AX_ERR_MISMATCH,
+                     "index %s was built from a different dataset than %s (index: %llu tokens, "
+                     "%llu docs, checksum %016llx, built from %s; dataset: %llu tokens, %llu "
+                     "docs, checksum %016llx); pass the dataset the index was built from, or "
+                     "rebuild the index from this one",
+                     path, ax_axd_path(ds), (unsigned long long)in->ds_tokens,
+                     (unsigned long long)in->ds_docs, (unsigned long long)in->ds_checksum,
+                     in->ds_path, (unsigned long long)ax_axd_n_tokens(ds),
+                     (unsigned long long)ax_axd_n_docs(ds),
+                     (unsigned long long)ax_axd_checksum(ds));
+}
+
+static ax_status put_block(void *ctx, const uint32_t *tags, const uint64_t *vals, size_t k) {
+    ax_ms_table *t = ctx;
+    for (size_t i = 0; i < k; i++) ax_ms_table_put_new(t, tags[i], vals[i]);
+    return AX_OK;
+}
+
+ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out) {
+    *out = NULL;
+    FILE *f;
+    AX_CHECK(open_index(path, &f));
+    ax_memscan_index_t *idx = calloc(1, sizeof *idx);
+    ax_status st = idx ? AX_OK : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    if (st == AX_OK) st = ax_ms_header_read(f, path, &idx->info);
+    if (st == AX_OK) st = check_dataset(path, &idx->info, ds);
+    if (st == AX_OK) st = ax_ms_table_init(&idx->t, idx->info.n_distinct);
+    if (st == AX_OK) st = ax_ms_blocks_read(f, path, &idx->info, put_block, &idx->t);
+    fclose(f);
+    if (st != AX_OK) {
+        ax_memscan_index_free(idx);
+        return st;
+    }
+    idx->ds = ds;
+    idx->shard_rank = 0;
+    idx->shard_size = 1;
+    *out = idx;
+    return AX_OK;
+}

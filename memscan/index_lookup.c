@@ -1,0 +1,129 @@
+/* Lookups: one window, every window of a sequence, and the verbatim spans of a sequence. Each
+ * tag match is confirmed against the dataset's tokens, so collisions never report a match. */
+#include "memscan/hash.h"
+#include "memscan/index_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int find(const ax_memscan_index_t *idx, uint64_t h, const int32_t *w, uint32_t *count,
+                uint64_t *first) {
+    const ax_ms_table *t = &idx->t;
+    uint32_t tag = ax_ms_tag(h);
+    uint64_t cur = ax_ms_table_start(t, tag);
+    int empty;
+    for (;;) {
+        uint64_t s = ax_ms_table_next(t, tag, &cur, &empty);
+        if (empty) return 0;
+        uint64_t v = *ax_ms_slot_val(t, s);
+        if (ax_ms_window_eq_q(idx->ds, ax_ms_val_pos(v), w, (int)idx->info.n)) {
+            *count = ax_ms_val_count(v);
+            *first = ax_ms_val_pos(v);
+            return 1;
+        }
+    }
+}
+
+int ax_memscan_index_lookup(const ax_memscan_index_t *idx, const int32_t *window, uint32_t *count,
+                            uint64_t *first_pos) {
+    const ax_memscan_info *in = &idx->info;
+    uint64_t h = ax_ms_hash(window, (int)in->n, in->seed, (int)in->hash_bits);
+    *count = 0;
+    *first_pos = 0;
+    return find(idx, h, window, count, first_pos);
+}
+
+#define LOOKAHEAD 8
+
+void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
+                                 uint32_t *counts, uint64_t *first) {
+    const ax_memscan_info *in = &idx->info;
+    size_t n = in->n;
+    if (len < n) return;
+    size_t W = len - n + 1;
+    /* a ring of hashes computed LOOKAHEAD windows ahead, their buckets prefetched */
+    uint64_t ring[LOOKAHEAD];
+    for (size_t i = 0; i < W && i < LOOKAHEAD; i++) {
+        ring[i] = ax_ms_hash(tokens + i, (int)n, in->seed, (int)in->hash_bits);
+        ax_ms_prefetch(&idx->t, ax_ms_tag(ring[i]));
+    }
+    for (size_t i = 0; i < W; i++) {
+        uint64_t h = ring[i % LOOKAHEAD];
+        size_t ahead = i + LOOKAHEAD;
+        if (ahead < W) {
+            uint64_t ha = ax_ms_hash(tokens + ahead, (int)n, in->seed, (int)in->hash_bits);
+            ring[ahead % LOOKAHEAD] = ha;
+            ax_ms_prefetch(&idx->t, ax_ms_tag(ha));
+        }
+        counts[i] = 0;
+        first[i] = 0;
+        find(idx, h, tokens + i, &counts[i], &first[i]);
+    }
+}
+
+static int by_length(const void *a, const void *b) {
+    const ax_memscan_span *x = a, *y = b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
+                                ax_memscan_span **spans, size_t *n_spans) {
+    *spans = NULL;
+    *n_spans = 0;
+    size_t n = idx->info.n;
+    if (len < n) return AX_OK;
+    size_t W = len - n + 1;
+    uint32_t *counts = malloc(sizeof *counts * W);
+    uint64_t *first = malloc(sizeof *first * W);
+    ax_memscan_span *out = NULL;
+    size_t m = 0, cap = 0;
+    ax_status st = AX_OK;
+    if (!counts || !first) {
+        st = ax_errorf(AX_ERR_NOMEM, "memscan: out of memory for %zu windows", W);
+        goto done;
+    }
+    ax_memscan_index_lookup_all(idx, tokens, len, counts, first);
+    const ax_axd_t *ds = idx->ds;
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    for (size_t i = 0; i < W;) {
+        if (!counts[i]) {
+            i++;
+            continue;
+        }
+        /* window i occurs at first[i]: extend the match both ways inside that document */
+        uint64_t src = first[i], doc = ax_axd_doc_of(ds, src);
+        uint64_t dstart = off[doc], dend = ax_ms_doc_text_end(ds, doc);
+        size_t b = i, e = i + n;
+        uint64_t sb = src;
+        while (b > 0 && sb > dstart && ax_axd_token(ds, sb - 1) == (uint32_t)tokens[b - 1]) b--, sb--;
+        while (e < len && src + (e - i) < dend &&
+               ax_axd_token(ds, src + (e - i)) == (uint32_t)tokens[e])
+            e++;
+        ax_memscan_span sp = {b, e - b, sb, doc, sb - dstart, UINT32_MAX, 0};
+        for (size_t k = b; k + n <= e; k++) {
+            if (counts[k] < sp.count_min) sp.count_min = counts[k];
+            if (counts[k] > sp.count_max) sp.count_max = counts[k];
+        }
+        if (m == cap) {
+            cap = cap ? 2 * cap : 16;
+            ax_memscan_span *np = realloc(out, sizeof *np * cap);
+            if (!np) {
+                st = ax_errorf(AX_ERR_NOMEM, "memscan: out of memory for spans");
+                goto done;
+            }
+            out = np;
+        }
+        out[m++] = sp;
+        i = e - n + 1; /* the first window this span does not cover */
+    }
+    qsort(out, m, sizeof *out, by_length);
+    *spans = out;
+    *n_spans = m;
+    out = NULL;
+done:
+    free(out);
+    free(counts);
+    free(first);
+    return st;
+}

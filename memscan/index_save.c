@@ -1,0 +1,229 @@
+/* Saving the index as one file whatever the number of ranks: rank 0 writes the header, its own
+ * blocks, then each other rank's blocks as that rank streams them over (one block in flight,
+ * so rank 0 never holds more than a block of another shard), then the trailer. Output goes to
+ * INDEX.partial and INDEX.json.partial, renamed only when complete. */
+#include "memscan/index_format.h"
+#include "memscan/index_impl.h"
+#include "memscan/ms_mpi.h"
+
+#include "lib/fsutil.h"
+#include "lib/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define TAG_HDR 7101
+#define TAG_DATA 7102
+
+/* Walks this process's table in bucket order, a block at a time. */
+typedef struct {
+    const ax_ms_table *t;
+    uint64_t b; /* next bucket */
+    uint32_t *tags;
+    uint64_t *vals;
+    ax_ms_block_buf buf;
+} block_src;
+
+/* next block (hdr + comp); *k = 0 at the end */
+static ax_status next_block(block_src *s, uint8_t hdr[AX_MS_BLOCK_HEADER], size_t *clen,
+                            size_t *k) {
+    size_t m = 0;
+    while (s->b < s->t->nb && m + AX_MS_BUCKET <= AX_MS_BLOCK_ENTRIES) {
+        const ax_ms_bucket *bk = &s->t->b[s->b++];
+        for (int j = 0; j < AX_MS_BUCKET; j++)
+            if (bk->val[j]) {
+                s->tags[m] = bk->tag[j];
+                s->vals[m] = bk->val[j];
+                m++;
+            }
+    }
+    *k = m;
+    *clen = 0;
+    memset(hdr, 0, AX_MS_BLOCK_HEADER);
+    if (!m) return AX_OK;
+    return ax_ms_block_encode(&s->buf, s->tags, s->vals, m, hdr, clen);
+}
+
+static ax_status write_json(const ax_memscan_info *in, const char *path) {
+    char *text = ax_memscan_info_json(in);
+    if (!text) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    ax_status st = ax_write_file(path, text, strlen(text));
+    free(text);
+    return st;
+}
+
+/* Rank 0's side: everything that touches the file. `fd` < 0 once writing has failed: blocks
+ * are still drained from the other ranks so none is left waiting, then the error is returned. */
+typedef struct {
+    int fd;
+    const char *partial;
+    ax_status st;
+    volatile int *stop;
+    uint64_t blocks;
+} writer;
+
+static void w_put(writer *w, const void *p, size_t n) {
+    if (w->st != AX_OK) return;
+    if (w->stop && *w->stop) {
+        w->st = ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted while saving");
+        return;
+    }
+    w->st = ax_write_all(w->fd, p, n, w->partial);
+}
+
+static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, volatile int *stop,
+                           const ax_ms_world *world) {
+    int P = idx->shard_size, rank = world->active ? world->rank : 0;
+    block_src src;
+    memset(&src, 0, sizeof src);
+    src.t = &idx->t;
+    src.tags = malloc(sizeof *src.tags * AX_MS_BLOCK_ENTRIES);
+    src.vals = malloc(sizeof *src.vals * AX_MS_BLOCK_ENTRIES);
+    ax_status st = (src.tags && src.vals) ? AX_OK
+                                         : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    uint8_t hdr[AX_MS_BLOCK_HEADER];
+    size_t clen, k;
+    if (rank != 0) {
+        /* stream my blocks to rank 0; an empty header ends them (also after a local error) */
+        do {
+            if (st == AX_OK) st = next_block(&src, hdr, &clen, &k);
+            if (st != AX_OK) k = 0, memset(hdr, 0, sizeof hdr);
+            if (MPI_Send(hdr, AX_MS_BLOCK_HEADER, MPI_BYTE, 0, TAG_HDR, MPI_COMM_WORLD) !=
+                MPI_SUCCESS) {
+                st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Send failed");
+                break;
+            }
+            if (k && MPI_Send(src.buf.comp, (int)clen, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD) !=
+                         MPI_SUCCESS) {
+                st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Send failed");
+                break;
+            }
+        } while (k);
+        goto done;
+    }
+
+    char *partial = malloc(strlen(path) + 16), *jpath = malloc(strlen(path) + 16),
+         *jpartial = malloc(strlen(path) + 24);
+    writer w = {-1, partial, st, stop, 0};
+    uint8_t *recv = NULL;
+    size_t recv_cap = 0;
+    if (!partial || !jpath || !jpartial) {
+        w.st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    } else {
+        sprintf(partial, "%s.partial", path);
+        sprintf(jpath, "%s.json", path);
+        sprintf(jpartial, "%s.json.partial", path);
+    }
+    if (w.st == AX_OK) {
+        w.fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (w.fd < 0)
+            w.st = ax_errorf(AX_ERR_IO, "%s: cannot create: %s; check the directory exists and "
+                             "is writable",
+                             partial, strerror(errno));
+    }
+    uint8_t *hbuf = NULL;
+    size_t hlen = 0;
+    if (w.st == AX_OK && ax_ms_header_encode(&idx->info, &hbuf, &hlen) != 0)
+        w.st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    w_put(&w, hbuf, hlen);
+    free(hbuf);
+    /* my blocks */
+    for (;;) {
+        if (w.st != AX_OK) break;
+        ax_status bs = next_block(&src, hdr, &clen, &k);
+        if (bs != AX_OK && w.st == AX_OK) w.st = bs;
+        if (!k || bs != AX_OK) break;
+        w_put(&w, hdr, sizeof hdr);
+        w_put(&w, src.buf.comp, clen);
+        w.blocks++;
+    }
+    /* the other ranks' blocks, in rank order */
+    for (int r = 1; r < P; r++) {
+        for (;;) {
+            if (MPI_Recv(hdr, AX_MS_BLOCK_HEADER, MPI_BYTE, r, TAG_HDR, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
+                goto close;
+            }
+            uint64_t kk = ax_ms_get64(hdr), c = ax_ms_get64(hdr + 8);
+            if (!kk) break;
+            if (c > recv_cap) {
+                uint8_t *nr = realloc(recv, c);
+                if (!nr) {
+                    st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+                    goto close; /* MPI will not recover either way */
+                }
+                recv = nr;
+                recv_cap = c;
+            }
+            if (MPI_Recv(recv, (int)c, MPI_BYTE, r, TAG_DATA, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
+                goto close;
+            }
+            w_put(&w, hdr, sizeof hdr);
+            w_put(&w, recv, c);
+            w.blocks++;
+        }
+    }
+    {
+        uint8_t tr[AX_MS_TRAILER_BYTES];
+        memcpy(tr, AX_MS_TRAILER, 8);
+        ax_ms_put64(tr + 8, w.blocks);
+        ax_ms_put64(tr + 16, idx->info.n_distinct);
+        ax_ms_put64(tr + 24, XXH3_64bits(tr, 24));
+        w_put(&w, tr, sizeof tr);
+    }
+    if (w.st == AX_OK && fsync(w.fd) != 0)
+        w.st = ax_errorf(AX_ERR_IO, "%s: fsync failed: %s", partial, strerror(errno));
+    st = w.st;
+close:
+    if (w.fd >= 0) close(w.fd);
+    if (st == AX_OK) st = write_json(&idx->info, jpartial);
+    if (st == AX_OK && stop && *stop)
+        st = ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted while saving");
+    if (st == AX_OK) st = ax_rename_durable(partial, path);
+    if (st == AX_OK) st = ax_rename_durable(jpartial, jpath);
+    if (st != AX_OK) {
+        if (partial) unlink(partial);
+        if (jpartial) unlink(jpartial);
+    }
+    free(recv);
+    free(partial);
+    free(jpath);
+    free(jpartial);
+done:
+    ax_ms_block_buf_free(&src.buf, 1);
+    free(src.tags);
+    free(src.vals);
+    return st;
+}
+
+ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
+                                volatile int *stop) {
+    ax_ms_world world = ax_ms_world_get();
+    if (idx->shard_size <= 1) {
+        world.active = 0; /* a whole index: this process writes it alone */
+        return save_impl(idx, path, stop, &world);
+    }
+    if (!world.active || world.size != idx->shard_size)
+        return ax_errorf(AX_ERR_ARG, "memscan index: saving a shard needs the %d ranks that built "
+                                     "it",
+                         idx->shard_size);
+    ax_status st = save_impl(idx, path, stop, &world);
+    /* everyone returns rank 0's verdict (it did the writing) */
+    int v = (int)st;
+    if (MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Bcast failed");
+    if (v != AX_OK && st == AX_OK)
+        return ax_errorf((ax_status)v, "memscan index: rank 0 could not write %s (see its "
+                                       "message)",
+                         path);
+    return (ax_status)v;
+}

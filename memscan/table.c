@@ -1,0 +1,65 @@
+#include "memscan/table.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static uint64_t buckets_for(uint64_t expect) {
+    double slots = (double)expect / AX_MS_LOAD + 2 * AX_MS_BUCKET;
+    uint64_t nb = (uint64_t)ceil(slots / AX_MS_BUCKET);
+    return nb < 2 ? 2 : nb;
+}
+
+/* mmap'd so the pages are zero (empty) without a memset pass and returned to the system on
+ * free; transparent huge pages cut TLB misses on random probes of a large table. */
+static ax_status alloc_buckets(uint64_t nb, ax_ms_bucket **out) {
+    if (nb > (1ULL << 32))
+        return ax_errorf(AX_ERR_UNSUPPORTED,
+                         "memscan: %llu buckets needed on one rank (limit 2^32); use more ranks",
+                         (unsigned long long)nb);
+    size_t bytes = (size_t)nb * sizeof(ax_ms_bucket);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return ax_errorf(AX_ERR_NOMEM,
+                         "memscan: cannot allocate a %.1f GB table (%s); use more ranks or "
+                         "machines",
+                         (double)bytes / 1e9, strerror(errno));
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    *out = p;
+    return AX_OK;
+}
+
+ax_status ax_ms_table_init(ax_ms_table *t, uint64_t expect) {
+    memset(t, 0, sizeof *t);
+    t->nb = buckets_for(expect);
+    AX_CHECK(alloc_buckets(t->nb, &t->b));
+    t->n_grow = (uint64_t)(AX_MS_LOAD_MAX * (double)(t->nb * AX_MS_BUCKET));
+    return AX_OK;
+}
+
+void ax_ms_table_free(ax_ms_table *t) {
+    if (t->b) munmap(t->b, (size_t)t->nb * sizeof(ax_ms_bucket));
+    memset(t, 0, sizeof *t);
+}
+
+size_t ax_ms_table_bytes(const ax_ms_table *t) {
+    return (size_t)t->nb * sizeof(ax_ms_bucket);
+}
+
+ax_status ax_ms_table_resize(ax_ms_table *t, uint64_t expect) {
+    if (expect < t->n) expect = t->n;
+    ax_ms_table nt;
+    AX_CHECK(ax_ms_table_init(&nt, expect));
+    /* old entries come out in bucket order, i.e. roughly in home order of the new table too,
+     * so the rehash streams through memory */
+    for (uint64_t b = 0; b < t->nb; b++)
+        for (int j = 0; j < AX_MS_BUCKET; j++)
+            if (t->b[b].val[j]) ax_ms_table_put_new(&nt, t->b[b].tag[j], t->b[b].val[j]);
+    ax_ms_table_free(t);
+    *t = nt;
+    return AX_OK;
+}

@@ -1,0 +1,460 @@
+/* MPI driver for lib/grid + lib/comm: run under `mpirun -np N mpi_comm --grid DxXxYxZ`.
+ * Checks the rank layout, the members of every axis communicator, every blocking and
+ * non-blocking collective on every axis against values computed locally, and the byte
+ * counters against the ring formulas written out again here. Every rank contributes
+ * rank-dependent small integers, so float sums are exact in any reduction order.
+ * The verdict is reduced over all ranks: rank 0 prints "mpi_comm GRID: ok" (or the failure
+ * count) and every rank exits nonzero on failure. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/comm.h"
+#include "lib/grid.h"
+#include "lib/mpienv.h"
+
+static int g_fail, g_rank;
+static double g_expect_bytes[AX_COMM_KINDS][AX_AXIS_COUNT];
+static long g_expect_calls[AX_COMM_KINDS][AX_AXIS_COUNT];
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (g_fail++ < 20) {                                                                   \
+                fprintf(stderr, "[r%d] FAIL %s:%d: ", g_rank, __FILE__, __LINE__);                 \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fprintf(stderr, "\n");                                                             \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        ax_status s_ = (expr);                                                                     \
+        CHECK(s_ == AX_OK, "%s -> %s: %s", #expr, ax_status_str(s_), ax_error_msg());              \
+        ax_error_clear();                                                                          \
+    } while (0)
+
+/* The formulas, written out independently of lib/comm.c (p = axis size, e = element bytes). */
+static void expect(ax_comm_kind k, ax_axis a, int p, long n, int e) {
+    g_expect_calls[k][a]++;
+    if (p == 1) return;
+    double b = (double)n * e;
+    if (k == AX_COMM_ALLREDUCE) g_expect_bytes[k][a] += 2.0 * (p - 1) * b / p;
+    if (k == AX_COMM_ALLGATHER || k == AX_COMM_REDUCE_SCATTER) g_expect_bytes[k][a] += (p - 1) * b;
+    if (k == AX_COMM_BCAST) g_expect_bytes[k][a] += (p - 1) * b / p;
+}
+
+/* World rank of the rank that shares this rank's coordinates except coordinate j on axis. */
+static int member(const ax_grid_t *g, const int dims[4], ax_axis axis, int j) {
+    int c[4];
+    for (int i = 0; i < 4; i++) c[i] = ax_grid_coord(g, (ax_axis)i);
+    if (axis == AX_AXIS_WORLD) return j;
+    if (axis == AX_AXIS_BATCH) {
+        c[0] = j / dims[3];
+        c[3] = j % dims[3];
+    } else {
+        c[axis] = j;
+    }
+    return ax_grid_rank_of(dims, c);
+}
+
+/* small integers: exact in float whatever the summation order */
+static float val(int rank, long i) {
+    return (float)((rank + 1) + (i % 97) * 16);
+}
+static float sval(int rank, long i) { /* signed, for max */
+    return (float)(((rank * 7 + i) % 13) - 6);
+}
+static float rsval(int rank, int block, long i) {
+    return (float)((rank + 1) * (block + 2) + (i % 31));
+}
+
+static void check_layout(ax_grid_t *g, const int dims[4]) {
+    int rank = ax_grid_rank(g), c[4];
+    ax_grid_coords_of(dims, rank, c);
+    CHECK(ax_grid_rank_of(dims, c) == rank, "rank_of(coords_of(%d)) != %d", rank, rank);
+    /* rank = ((d*Gz + z)*Gy + y)*Gx + x */
+    CHECK(((c[0] * dims[3] + c[3]) * dims[2] + c[2]) * dims[1] + c[1] == rank, "layout formula");
+    for (int a = 0; a < 4; a++)
+        CHECK(ax_grid_coord(g, (ax_axis)a) == c[a], "coord %s = %d, want %d",
+              ax_axis_name((ax_axis)a), ax_grid_coord(g, (ax_axis)a), c[a]);
+    CHECK(ax_grid_coord(g, AX_AXIS_BATCH) == c[0] * dims[3] + c[3], "batch coord");
+    CHECK(ax_grid_dim(g, AX_AXIS_BATCH) == dims[0] * dims[3], "batch dim");
+    CHECK(ax_grid_coord(g, AX_AXIS_WORLD) == rank, "world coord");
+    CHECK(ax_grid_size(g) == dims[0] * dims[1] * dims[2] * dims[3], "size");
+
+    /* membership, checked with raw MPI so it does not depend on lib/comm */
+    for (int a = 0; ax_grid_uses_mpi(g) && a < AX_AXIS_COUNT; a++) {
+        ax_axis axis = (ax_axis)a;
+        MPI_Comm comm = ax_grid_mpi_comm(g, axis);
+        int p = ax_grid_dim(g, axis), sz = -1, r = -1;
+        MPI_Comm_size(comm, &sz);
+        MPI_Comm_rank(comm, &r);
+        CHECK(sz == p && r == ax_grid_coord(g, axis), "%s comm: rank %d of %d", ax_axis_name(axis),
+              r, sz);
+        if (sz != p) continue;
+        int *ranks = malloc(sizeof(int) * p);
+        MPI_Allgather(&rank, 1, MPI_INT, ranks, 1, MPI_INT, comm);
+        for (int j = 0; j < p; j++)
+            CHECK(ranks[j] == member(g, dims, axis, j), "%s comm member %d is rank %d, want %d",
+                  ax_axis_name(axis), j, ranks[j], member(g, dims, axis, j));
+        free(ranks);
+    }
+}
+
+static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n) {
+    int p = ax_grid_dim(g, axis), me = ax_grid_coord(g, axis), rank = ax_grid_rank(g);
+    const char *an = ax_axis_name(axis);
+    float *a = malloc(sizeof(float) * (n + 1)), *big = malloc(sizeof(float) * (p * n + 1));
+    double *d = malloc(sizeof(double) * (n + 1));
+
+    for (long i = 0; i < n; i++) a[i] = val(rank, i);
+    OK(ax_allreduce_sum(g, axis, a, n));
+    expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
+    for (long i = 0; i < n; i++) {
+        float want = 0;
+        for (int j = 0; j < p; j++) want += val(member(g, dims, axis, j), i);
+        if (a[i] != want) {
+            CHECK(0, "allreduce_sum %s n=%ld [%ld] = %g, want %g", an, n, i, a[i], want);
+            break;
+        }
+    }
+
+    for (long i = 0; i < n; i++) a[i] = sval(rank, i);
+    OK(ax_allreduce_max(g, axis, a, n));
+    expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
+    for (long i = 0; i < n; i++) {
+        float want = -1e30f;
+        for (int j = 0; j < p; j++) {
+            float v = sval(member(g, dims, axis, j), i);
+            want = v > want ? v : want;
+        }
+        if (a[i] != want) {
+            CHECK(0, "allreduce_max %s n=%ld [%ld] = %g, want %g", an, n, i, a[i], want);
+            break;
+        }
+    }
+
+    for (long i = 0; i < n; i++) d[i] = 0.5 * val(rank, i);
+    OK(ax_allreduce_sum_f64(g, axis, d, n));
+    expect(AX_COMM_ALLREDUCE, axis, p, n, 8);
+    for (long i = 0; i < n; i++) {
+        double want = 0;
+        for (int j = 0; j < p; j++) want += 0.5 * val(member(g, dims, axis, j), i);
+        if (d[i] != want) {
+            CHECK(0, "allreduce_sum_f64 %s n=%ld [%ld]", an, n, i);
+            break;
+        }
+    }
+    for (long i = 0; i < n; i++) d[i] = sval(rank, i);
+    OK(ax_allreduce_max_f64(g, axis, d, n));
+    expect(AX_COMM_ALLREDUCE, axis, p, n, 8);
+    for (long i = 0; i < n; i++) {
+        double want = -1e300;
+        for (int j = 0; j < p; j++) {
+            double v = sval(member(g, dims, axis, j), i);
+            want = v > want ? v : want;
+        }
+        if (d[i] != want) {
+            CHECK(0, "allreduce_max_f64 %s n=%ld [%ld]", an, n, i);
+            break;
+        }
+    }
+
+    /* allgather, separate buffers then in place */
+    for (int inplace = 0; inplace < 2; inplace++) {
+        for (long i = 0; i < p * n; i++) big[i] = -7;
+        float *src = inplace ? big + (long)me * n : a;
+        for (long i = 0; i < n; i++) src[i] = val(rank, i);
+        OK(ax_allgather(g, axis, src, n, big));
+        expect(AX_COMM_ALLGATHER, axis, p, n, 4);
+        for (int j = 0; j < p; j++) {
+            int m = member(g, dims, axis, j);
+            for (long i = 0; i < n; i++)
+                if (big[j * n + i] != val(m, i)) {
+                    CHECK(0, "allgather%s %s n=%ld block %d [%ld] = %g, want %g",
+                          inplace ? "(in place)" : "", an, n, j, i, big[j * n + i], val(m, i));
+                    j = p;
+                    break;
+                }
+        }
+    }
+
+    for (int j = 0; j < p; j++)
+        for (long i = 0; i < n; i++) big[j * n + i] = rsval(rank, j, i);
+    for (long i = 0; i < n; i++) a[i] = -7;
+    OK(ax_reduce_scatter(g, axis, big, a, n));
+    expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
+    for (long i = 0; i < n; i++) {
+        float want = 0;
+        for (int j = 0; j < p; j++) want += rsval(member(g, dims, axis, j), me, i);
+        if (a[i] != want) {
+            CHECK(0, "reduce_scatter %s n=%ld [%ld] = %g, want %g", an, n, i, a[i], want);
+            break;
+        }
+    }
+
+    for (int root = 0; root < p; root++) {
+        for (long i = 0; i < n; i++) a[i] = val(rank, i);
+        OK(ax_bcast(g, axis, a, n, root));
+        expect(AX_COMM_BCAST, axis, p, n, 4);
+        int m = member(g, dims, axis, root);
+        for (long i = 0; i < n; i++)
+            if (a[i] != val(m, i)) {
+                CHECK(0, "bcast %s root %d n=%ld [%ld] = %g, want %g", an, root, n, i, a[i],
+                      val(m, i));
+                break;
+            }
+    }
+    char msg[32];
+    snprintf(msg, sizeof msg, "from %d", rank);
+    OK(ax_bcast_bytes(g, axis, msg, sizeof msg, p - 1));
+    expect(AX_COMM_BCAST, axis, p, sizeof msg, 1);
+    char want_msg[32];
+    snprintf(want_msg, sizeof want_msg, "from %d", member(g, dims, axis, p - 1));
+    CHECK(!strcmp(msg, want_msg), "bcast_bytes %s: '%s', want '%s'", an, msg, want_msg);
+
+    OK(ax_barrier(g, axis));
+    free(a);
+    free(big);
+    free(d);
+}
+
+/* All three kinds in flight at once on the same axis, completed by polling then waiting. */
+static void check_nonblocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n) {
+    int p = ax_grid_dim(g, axis), me = ax_grid_coord(g, axis), rank = ax_grid_rank(g);
+    const char *an = ax_axis_name(axis);
+    float *ar = malloc(sizeof(float) * (n + 1)), *ag_send = malloc(sizeof(float) * (n + 1));
+    float *ag = malloc(sizeof(float) * (p * n + 1)), *rs_send = malloc(sizeof(float) * (p * n + 1));
+    float *rs = malloc(sizeof(float) * (n + 1));
+    for (long i = 0; i < n; i++) ar[i] = ag_send[i] = val(rank, i);
+    for (int j = 0; j < p; j++)
+        for (long i = 0; i < n; i++) rs_send[j * n + i] = rsval(rank, j, i);
+    ax_req r[3];
+    OK(ax_iallreduce_sum(g, axis, ar, n, &r[0]));
+    OK(ax_iallgather(g, axis, ag_send, n, ag, &r[1]));
+    OK(ax_ireduce_scatter(g, axis, rs_send, rs, n, &r[2]));
+    expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
+    expect(AX_COMM_ALLGATHER, axis, p, n, 4);
+    expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
+    /* poll a while (as a compute loop would), then wait for the rest */
+    for (int spin = 0; spin < 1000; spin++) {
+        int done = ax_test(&r[0]) & ax_test(&r[1]) & ax_test(&r[2]);
+        if (done) break;
+    }
+    for (int k = 2; k >= 0; k--) OK(ax_wait(&r[k]));
+    CHECK(ax_test(&r[0]) == 1, "test after wait");
+    OK(ax_wait(&r[0])); /* waiting twice is harmless */
+
+    for (long i = 0; i < n; i++) {
+        float want = 0;
+        for (int j = 0; j < p; j++) want += val(member(g, dims, axis, j), i);
+        if (ar[i] != want) {
+            CHECK(0, "iallreduce %s n=%ld [%ld] = %g, want %g", an, n, i, ar[i], want);
+            break;
+        }
+    }
+    for (int j = 0; j < p; j++) {
+        int m = member(g, dims, axis, j);
+        for (long i = 0; i < n; i++)
+            if (ag[j * n + i] != val(m, i)) {
+                CHECK(0, "iallgather %s n=%ld block %d [%ld]", an, n, j, i);
+                j = p;
+                break;
+            }
+    }
+    for (long i = 0; i < n; i++) {
+        float want = 0;
+        for (int j = 0; j < p; j++) want += rsval(member(g, dims, axis, j), me, i);
+        if (rs[i] != want) {
+            CHECK(0, "ireduce_scatter %s n=%ld [%ld] = %g, want %g", an, n, i, rs[i], want);
+            break;
+        }
+    }
+    free(ar);
+    free(ag_send);
+    free(ag);
+    free(rs_send);
+    free(rs);
+}
+
+/* Requests on different axes in flight together, as the overlapped backward pass does:
+ * the dX all-reduce over Y, the dW reduce-scatter over Z and the next weight gather over Z. */
+static void check_cross_axis(ax_grid_t *g, const int dims[4], long n) {
+    int py = ax_grid_dim(g, AX_AXIS_Y), pz = ax_grid_dim(g, AX_AXIS_Z), rank = ax_grid_rank(g);
+    float *y = malloc(sizeof(float) * n), *zs = malloc(sizeof(float) * pz * n);
+    float *zr = malloc(sizeof(float) * n), *xg = malloc(sizeof(float) * pz * n);
+    for (long i = 0; i < n; i++) y[i] = val(rank, i);
+    for (long i = 0; i < pz * n; i++) zs[i] = val(rank, i);
+    for (long i = 0; i < n; i++) xg[ax_grid_coord(g, AX_AXIS_Z) * n + i] = sval(rank, i);
+    ax_req r[3];
+    OK(ax_iallreduce_sum(g, AX_AXIS_Y, y, n, &r[0]));
+    OK(ax_ireduce_scatter(g, AX_AXIS_Z, zs, zr, n, &r[1]));
+    OK(ax_iallgather(g, AX_AXIS_Z, xg + ax_grid_coord(g, AX_AXIS_Z) * n, n, xg, &r[2]));
+    expect(AX_COMM_ALLREDUCE, AX_AXIS_Y, py, n, 4);
+    expect(AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, pz, n, 4);
+    expect(AX_COMM_ALLGATHER, AX_AXIS_Z, pz, n, 4);
+    while (!(ax_test(&r[0]) & ax_test(&r[1]) & ax_test(&r[2]))) {
+    }
+    for (int k = 0; k < 3; k++) OK(ax_wait(&r[k]));
+    int zc = ax_grid_coord(g, AX_AXIS_Z);
+    for (long i = 0; i < n; i++) {
+        float wy = 0, wz = 0;
+        for (int j = 0; j < py; j++) wy += val(member(g, dims, AX_AXIS_Y, j), i);
+        for (int j = 0; j < pz; j++) wz += val(member(g, dims, AX_AXIS_Z, j), zc * n + i);
+        if (y[i] != wy || zr[i] != wz) {
+            CHECK(0, "cross-axis [%ld]: y %g/%g z %g/%g", i, y[i], wy, zr[i], wz);
+            break;
+        }
+        int bad = 0;
+        for (int j = 0; j < pz; j++)
+            if (xg[j * n + i] != sval(member(g, dims, AX_AXIS_Z, j), i)) bad = 1;
+        if (bad) {
+            CHECK(0, "cross-axis in-place iallgather [%ld]", i);
+            break;
+        }
+    }
+    free(y);
+    free(zs);
+    free(zr);
+    free(xg);
+}
+
+/* Two reduce-scatters in flight on one axis, with rank-dependent polling in between: ring
+ * steps of different requests must never match each other's messages. */
+static void check_two_rings(ax_grid_t *g, const int dims[4], ax_axis axis, long n) {
+    int p = ax_grid_dim(g, axis), me = ax_grid_coord(g, axis), rank = ax_grid_rank(g);
+    float *s1 = malloc(sizeof(float) * p * n), *s2 = malloc(sizeof(float) * p * n);
+    float *r1 = malloc(sizeof(float) * n), *r2 = malloc(sizeof(float) * n);
+    for (int j = 0; j < p; j++)
+        for (long i = 0; i < n; i++) {
+            s1[j * n + i] = rsval(rank, j, i);
+            s2[j * n + i] = -rsval(rank, j, i + 5);
+        }
+    ax_req a, b;
+    OK(ax_ireduce_scatter(g, axis, s1, r1, n, &a));
+    if (rank % 2 == 0)
+        for (int k = 0; k < 200; k++) ax_test(&a);
+    OK(ax_ireduce_scatter(g, axis, s2, r2, n, &b));
+    expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
+    expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
+    if (rank % 3 == 0)
+        while (!ax_test(&b)) {
+        }
+    OK(ax_wait(&b));
+    OK(ax_wait(&a));
+    for (long i = 0; i < n; i++) {
+        float w1 = 0, w2 = 0;
+        for (int j = 0; j < p; j++) {
+            int m = member(g, dims, axis, j);
+            w1 += rsval(m, me, i);
+            w2 -= rsval(m, me, i + 5);
+        }
+        if (r1[i] != w1 || r2[i] != w2) {
+            CHECK(0, "two rings on %s [%ld]: %g/%g %g/%g", ax_axis_name(axis), i, r1[i], w1, r2[i],
+                  w2);
+            break;
+        }
+    }
+    free(s1);
+    free(s2);
+    free(r1);
+    free(r2);
+}
+
+static void check_errors(ax_grid_t *g, const int dims[4]) {
+    float a[4] = {0};
+    ax_error_clear();
+    ax_status s = ax_bcast(g, AX_AXIS_X, a, 4, dims[1]); /* root out of range: local, no hang */
+    CHECK(s == AX_ERR_ARG && strstr(ax_error_msg(), "root"), "bad root -> %s: %s", ax_status_str(s),
+          ax_error_msg());
+    expect(AX_COMM_BCAST, AX_AXIS_X, dims[1], 4, 4); /* counted before validation */
+    ax_error_clear();
+    int wrong[4] = {dims[0] + 1, dims[1], dims[2], dims[3]};
+    ax_grid_t *g2 = (ax_grid_t *)1;
+    s = ax_grid_create(wrong, &g2);
+    const char *m = ax_error_msg();
+    char need[32], have[32];
+    snprintf(need, sizeof need, "%d", wrong[0] * dims[1] * dims[2] * dims[3]);
+    snprintf(have, sizeof have, "%d", ax_grid_size(g));
+    CHECK(s == AX_ERR_ARG && g2 == NULL && strstr(m, need) && strstr(m, have) &&
+              strstr(m, "--grid"),
+          "size mismatch -> %s: %s", ax_status_str(s), m);
+    ax_error_clear();
+}
+
+static void check_stats(ax_grid_t *g) {
+    ax_comm_stats s;
+    ax_comm_stats_get(g, &s);
+    for (int k = 0; k < AX_COMM_KINDS; k++)
+        for (int a = 0; a < AX_AXIS_COUNT; a++) {
+            CHECK(s.calls[k][a] == g_expect_calls[k][a], "calls[%s][%s] = %ld, want %ld",
+                  ax_comm_kind_name((ax_comm_kind)k), ax_axis_name((ax_axis)a), s.calls[k][a],
+                  g_expect_calls[k][a]);
+            double want = g_expect_bytes[k][a], got = s.bytes[k][a];
+            CHECK(got <= want * (1 + 1e-12) && got >= want * (1 - 1e-12),
+                  "bytes[%s][%s] = %.17g, want %.17g", ax_comm_kind_name((ax_comm_kind)k),
+                  ax_axis_name((ax_axis)a), got, want);
+        }
+    CHECK(s.wait_s_total >= 0 && s.test_s >= 0, "times");
+    if (ax_grid_size(g) > 1) CHECK(s.wait_s_total > 0, "wait time is counted");
+}
+
+int main(int argc, char **argv) {
+    const char *spec = "1x1x1x1";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--grid") && i + 1 < argc)
+            spec = argv[++i];
+        else {
+            fprintf(stderr, "usage: mpirun -np N %s --grid DxXxYxZ\n", argv[0]);
+            return 2;
+        }
+    }
+    if (ax_mpi_start(&argc, &argv) != AX_OK) {
+        fprintf(stderr, "mpi_comm: %s\n", ax_error_msg());
+        return 1;
+    }
+    g_rank = ax_mpi_world_rank();
+    int dims[4];
+    ax_grid_t *g = NULL;
+    if (ax_grid_parse(spec, dims) != AX_OK || ax_grid_create(dims, &g) != AX_OK) {
+        fprintf(stderr, "mpi_comm: %s\n", ax_error_msg());
+        ax_mpi_abort(1);
+    }
+
+    check_layout(g, dims);
+    ax_comm_stats_reset(g);
+    const long sizes[] = {0, 1, 7, 1000, 65537};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int a = 0; a < AX_AXIS_COUNT; a++) {
+            check_blocking(g, dims, (ax_axis)a, sizes[si]);
+            check_nonblocking(g, dims, (ax_axis)a, sizes[si]);
+        }
+    check_cross_axis(g, dims, 4099);
+    for (int a = 0; a < AX_AXIS_COUNT; a++) check_two_rings(g, dims, (ax_axis)a, 30001);
+    check_errors(g, dims);
+    check_stats(g);
+
+    /* create/free repeatedly: communicators are released */
+    for (int i = 0; i < 3; i++) {
+        ax_grid_t *g2 = NULL;
+        OK(ax_grid_create(dims, &g2));
+        ax_grid_free(g2);
+    }
+
+    int total = g_fail;
+    if (ax_mpi_active()) MPI_Allreduce(&g_fail, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (g_rank == 0) {
+        if (total == 0)
+            printf("mpi_comm %s: ok\n", spec);
+        else
+            printf("mpi_comm %s: FAILED (%d failed checks over %d ranks)\n", spec, total,
+                   ax_grid_size(g));
+        fflush(stdout);
+    }
+    ax_grid_free(g);
+    ax_mpi_stop();
+    return total == 0 ? 0 : 1;
+}

@@ -1,0 +1,220 @@
+/* The grid and collectives in one process: parsing, the layout formula, the serial grid (every
+ * collective a local copy), the traffic formulas and counters. MPI behaviour is tested by
+ * tests/mpi/mpi_comm.c under mpirun: Criterion forks each test, so MPI_Init never runs here. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/comm.h"
+#include "lib/grid.h"
+#include "lib/json.h"
+#include "lib/mpienv.h"
+
+static void parse_ok(const char *spec, int d, int x, int y, int z) {
+    int dims[4] = {0};
+    ax_error_clear();
+    cr_assert_eq(ax_grid_parse(spec, dims), AX_OK, "%s: %s", spec, ax_error_msg());
+    cr_assert(dims[0] == d && dims[1] == x && dims[2] == y && dims[3] == z, "%s -> %dx%dx%dx%d",
+              spec, dims[0], dims[1], dims[2], dims[3]);
+}
+
+static void parse_bad(const char *spec) {
+    int dims[4];
+    ax_error_clear();
+    cr_assert_eq(ax_grid_parse(spec, dims), AX_ERR_ARG, "'%s' should be rejected", spec);
+    const char *m = ax_error_msg();
+    cr_assert(strstr(m, "--grid"), "message names --grid: %s", m);
+    cr_assert(strstr(m, spec), "message quotes the text: %s", m);
+    cr_assert(strstr(m, "DxXxYxZ"), "message says the format: %s", m);
+}
+
+Test(grid, parse_good) {
+    parse_ok("1x1x1x1", 1, 1, 1, 1);
+    parse_ok("2x2x2x1", 2, 2, 2, 1);
+    parse_ok("8x1x4x2", 8, 1, 4, 2);
+    parse_ok("1X3x1x16", 1, 3, 1, 16);
+}
+
+Test(grid, parse_bad) {
+    const char *bad[] = {
+        "",         "2",        "2x2x2",    "2x2x2x2x2", "0x1x1x1",           "1x-1x1x1", "ax1x1x1",
+        "2x2x2x1 ", " 2x2x2x1", "2x2x2x1x", "2,2,2,1",   "1x1x1x99999999999", "2xx2x1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) parse_bad(bad[i]);
+    int dims[4];
+    ax_error_clear();
+    cr_assert_eq(ax_grid_parse(NULL, dims), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--grid"));
+}
+
+Test(grid, layout_formula_roundtrip) {
+    const int dims[4] = {2, 3, 2, 4}; /* D, X, Y, Z */
+    int n = 2 * 3 * 2 * 4;
+    for (int r = 0; r < n; r++) {
+        int c[4];
+        ax_grid_coords_of(dims, r, c);
+        /* rank = ((d*Gz + z)*Gy + y)*Gx + x */
+        cr_assert_eq(((c[0] * 4 + c[3]) * 2 + c[2]) * 3 + c[1], r);
+        cr_assert_eq(ax_grid_rank_of(dims, c), r);
+    }
+    int c1[4] = {0, 1, 0, 0};
+    cr_assert_eq(ax_grid_rank_of(dims, c1), 1, "X is innermost");
+}
+
+Test(grid, serial_grid) {
+    cr_assert_eq(ax_mpi_active(), 0);
+    cr_assert_eq(ax_mpi_world_size(), 1);
+    cr_assert_eq(ax_mpi_world_rank(), 0);
+    int dims[4];
+    cr_assert_eq(ax_grid_parse("1x1x1x1", dims), AX_OK);
+    ax_grid_t *g = NULL;
+    cr_assert_eq(ax_grid_create(dims, &g), AX_OK, "%s", ax_error_msg());
+    cr_assert_str_eq(ax_grid_spec(g), "1x1x1x1");
+    cr_assert_eq(ax_grid_rank(g), 0);
+    cr_assert_eq(ax_grid_size(g), 1);
+    cr_assert_eq(ax_grid_uses_mpi(g), 0);
+    for (int a = 0; a < AX_AXIS_COUNT; a++) {
+        cr_assert_eq(ax_grid_dim(g, (ax_axis)a), 1);
+        cr_assert_eq(ax_grid_coord(g, (ax_axis)a), 0);
+    }
+    cr_assert_str_eq(ax_axis_name(AX_AXIS_BATCH), "batch");
+    ax_grid_free(g);
+    ax_grid_free(NULL);
+    cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
+    cr_assert_str_eq(ax_grid_spec(g), "1x1x1x1");
+    ax_grid_free(g);
+}
+
+Test(grid, non_one_grid_without_mpi_fails_clearly) {
+    int dims[4] = {2, 1, 1, 1};
+    ax_grid_t *g = (ax_grid_t *)1;
+    ax_error_clear();
+    cr_assert_eq(ax_grid_create(dims, &g), AX_ERR_ARG);
+    cr_assert_null(g);
+    const char *m = ax_error_msg();
+    cr_assert(strstr(m, "--grid 2x1x1x1 needs 2 MPI ranks"), "%s", m);
+    cr_assert(strstr(m, "mpirun -np 2"), "%s", m);
+    int dims2[4] = {2, 2, 2, 1};
+    ax_error_clear();
+    cr_assert_eq(ax_grid_create(dims2, &g), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "mpirun -np 8"), "%s", ax_error_msg());
+}
+
+Test(grid, serial_collectives_are_copies) {
+    ax_grid_t *g;
+    cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
+    float a[5] = {1, -2, 3.5f, 4, 5}, b[5], ref[5];
+    memcpy(ref, a, sizeof a);
+    for (int ax = 0; ax < AX_AXIS_COUNT; ax++) {
+        ax_axis axis = (ax_axis)ax;
+        cr_assert_eq(ax_allreduce_sum(g, axis, a, 5), AX_OK);
+        cr_assert_eq(ax_allreduce_max(g, axis, a, 5), AX_OK);
+        cr_assert_arr_eq(a, ref, sizeof a);
+        memset(b, 0, sizeof b);
+        cr_assert_eq(ax_allgather(g, axis, a, 5, b), AX_OK);
+        cr_assert_arr_eq(b, ref, sizeof b);
+        memset(b, 0, sizeof b);
+        cr_assert_eq(ax_reduce_scatter(g, axis, a, b, 5), AX_OK);
+        cr_assert_arr_eq(b, ref, sizeof b);
+        cr_assert_eq(ax_bcast(g, axis, a, 5, 0), AX_OK);
+        cr_assert_arr_eq(a, ref, sizeof a);
+        cr_assert_eq(ax_barrier(g, axis), AX_OK);
+        double d[2] = {1.5, 2.5};
+        cr_assert_eq(ax_allreduce_sum_f64(g, axis, d, 2), AX_OK);
+        cr_assert(d[0] == 1.5 && d[1] == 2.5);
+
+        ax_req r;
+        memset(b, 0, sizeof b);
+        cr_assert_eq(ax_iallgather(g, axis, a, 5, b, &r), AX_OK);
+        cr_assert_eq(ax_test(&r), 1, "serial requests complete at issue");
+        cr_assert_eq(ax_wait(&r), AX_OK);
+        cr_assert_arr_eq(b, ref, sizeof b);
+        memset(b, 0, sizeof b);
+        cr_assert_eq(ax_ireduce_scatter(g, axis, a, b, 5, &r), AX_OK);
+        cr_assert_eq(ax_wait(&r), AX_OK);
+        cr_assert_arr_eq(b, ref, sizeof b);
+        cr_assert_eq(ax_iallreduce_sum(g, axis, a, 5, &r), AX_OK);
+        cr_assert_eq(ax_test(&r), 1);
+        cr_assert_eq(ax_wait(&r), AX_OK);
+        cr_assert_arr_eq(a, ref, sizeof a);
+    }
+    ax_req zero = {0};
+    cr_assert_eq(ax_test(&zero), 1, "a zeroed request is complete");
+    cr_assert_eq(ax_wait(&zero), AX_OK);
+
+    ax_error_clear();
+    cr_assert_eq(ax_bcast(g, AX_AXIS_X, a, 5, 1), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "root"), "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_allreduce_sum(g, AX_AXIS_X, a, -1), AX_ERR_ARG);
+    ax_error_clear();
+    cr_assert_eq(ax_allreduce_sum(g, (ax_axis)17, a, 1), AX_ERR_ARG);
+    ax_error_clear();
+    cr_assert(ax_grid_mpi_comm(g, AX_AXIS_WORLD) == MPI_COMM_NULL);
+    ax_grid_free(g);
+}
+
+Test(grid, volume_formulas) {
+    /* p == 1 costs nothing */
+    for (int k = 0; k < AX_COMM_KINDS; k++)
+        cr_assert_eq(ax_comm_volume((ax_comm_kind)k, 1, 1000, 4), 0.0);
+    cr_assert_eq(ax_comm_volume(AX_COMM_ALLREDUCE, 2, 1000, 4), 4000.0);   /* 2*(1/2)*4000 */
+    cr_assert_eq(ax_comm_volume(AX_COMM_ALLREDUCE, 4, 1000, 4), 6000.0);   /* 2*(3/4)*4000 */
+    cr_assert_eq(ax_comm_volume(AX_COMM_ALLGATHER, 4, 1000, 4), 12000.0);  /* 3*4000 */
+    cr_assert_eq(ax_comm_volume(AX_COMM_REDUCE_SCATTER, 8, 10, 4), 280.0); /* 7*40 */
+    cr_assert_eq(ax_comm_volume(AX_COMM_BCAST, 4, 1000, 4), 3000.0);       /* 3/4*4000 */
+    cr_assert_eq(ax_comm_volume(AX_COMM_ALLREDUCE, 2, 3, 8), 24.0);        /* f64 */
+    cr_assert_eq(ax_comm_volume(AX_COMM_ALLGATHER, 4, 0, 4), 0.0);
+    /* an allreduce moves as much as a reduce-scatter plus an all-gather of the blocks */
+    double rs_ag = ax_comm_volume(AX_COMM_REDUCE_SCATTER, 4, 250, 4) +
+                   ax_comm_volume(AX_COMM_ALLGATHER, 4, 250, 4);
+    cr_assert_float_eq(ax_comm_volume(AX_COMM_ALLREDUCE, 4, 1000, 4), rs_ag, 1e-9);
+    cr_assert_str_eq(ax_comm_kind_name(AX_COMM_REDUCE_SCATTER), "reduce_scatter");
+}
+
+Test(grid, stats_on_serial_grid) {
+    ax_grid_t *g;
+    cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
+    float a[8] = {0}, b[8];
+    ax_req r;
+    cr_assert_eq(ax_allreduce_sum(g, AX_AXIS_X, a, 8), AX_OK);
+    cr_assert_eq(ax_allreduce_sum(g, AX_AXIS_X, a, 8), AX_OK);
+    cr_assert_eq(ax_iallreduce_sum(g, AX_AXIS_DATA, a, 8, &r), AX_OK);
+    cr_assert_eq(ax_wait(&r), AX_OK);
+    cr_assert_eq(ax_allgather(g, AX_AXIS_Z, a, 8, b), AX_OK);
+    cr_assert_eq(ax_ireduce_scatter(g, AX_AXIS_Z, a, b, 8, &r), AX_OK);
+    cr_assert_eq(ax_wait(&r), AX_OK);
+    cr_assert_eq(ax_bcast(g, AX_AXIS_Y, a, 8, 0), AX_OK);
+    ax_comm_stats s;
+    ax_comm_stats_get(g, &s);
+    cr_assert_eq(s.calls[AX_COMM_ALLREDUCE][AX_AXIS_X], 2);
+    cr_assert_eq(s.calls[AX_COMM_ALLREDUCE][AX_AXIS_DATA], 1);
+    cr_assert_eq(s.calls[AX_COMM_ALLGATHER][AX_AXIS_Z], 1);
+    cr_assert_eq(s.calls[AX_COMM_REDUCE_SCATTER][AX_AXIS_Z], 1);
+    cr_assert_eq(s.calls[AX_COMM_BCAST][AX_AXIS_Y], 1);
+    cr_assert_eq(s.calls[AX_COMM_BCAST][AX_AXIS_X], 0);
+    cr_assert_eq(ax_comm_stats_bytes_total(&s), 0.0, "size-1 axes send nothing");
+    cr_assert_eq(s.wait_s_total, 0.0);
+
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_comm_stats_json(&s, &w);
+    const char *t = ax_jw_text(&w);
+    cr_assert_not_null(t);
+    ax_json *v = NULL;
+    cr_assert_eq(ax_json_parse(t, strlen(t), "stats", &v), AX_OK, "%s", t);
+    const ax_json *calls = ax_json_get(ax_json_get(v, "comm_calls"), "allreduce");
+    double x = -1;
+    cr_assert_eq(ax_json_get_num(calls, "x", "stats", &x), AX_OK);
+    cr_assert_eq(x, 2.0);
+    const ax_json *bytes = ax_json_get(ax_json_get(v, "comm_bytes"), "reduce_scatter");
+    cr_assert_eq(ax_json_get_num(bytes, "z", "stats", &x), AX_OK);
+    cr_assert_eq(x, 0.0);
+    cr_assert_eq(ax_json_get_num(v, "comm_wait_s", "stats", &x), AX_OK);
+    ax_json_free(v);
+    ax_jw_free(&w);
+
+    ax_comm_stats_reset(g);
+    ax_comm_stats_get(g, &s);
+    cr_assert_eq(s.calls[AX_COMM_ALLREDUCE][AX_AXIS_X], 0);
+    ax_grid_free(g);
+}

@@ -1,0 +1,207 @@
+/* memscan index files: save/load round trip, the INDEX.json sidecar, and rejection (with the
+ * file named) of truncated or corrupt indexes and of an index loaded against another dataset. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data/axd.h"
+#include "lib/fsutil.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "memscan/brute.h"
+#include "memscan/index.h"
+#include "memscan/synth.h"
+
+static void quiet(void) {
+    ax_log_set_level(AX_LOG_WARN);
+}
+TestSuite(memscan_file, .init = quiet);
+
+static void tmp(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "/tmp/axmem_test_%d_%s", (int)getpid(), name);
+}
+
+static const ax_memscan_synth_opts CORPUS = {.vocab = 1000, .n_docs = 150, .doc_len_min = 20,
+                                             .doc_len_max = 300, .alphabet = 20,
+                                             .n_passages = 3, .passage_len = 30, .copies = 6,
+                                             .seed = 21};
+
+static ax_axd_t *make_ds(const char *name, ax_memscan_synth_opts o) {
+    char path[256];
+    tmp(path, sizeof path, name);
+    cr_assert_eq(ax_memscan_synth_write(path, &o, NULL, NULL), AX_OK, "%s", ax_error_msg());
+    ax_axd_t *ds;
+    cr_assert_eq(ax_axd_open(path, 1, &ds), AX_OK, "%s", ax_error_msg());
+    return ds;
+}
+
+/* builds from ds with hash bits `bits` and saves to path */
+static void build_save(const ax_axd_t *ds, int bits, const char *path) {
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    o.n = 6;
+    o.hash_bits = bits;
+    o.round_windows = 500;
+    ax_memscan_index_t *idx;
+    cr_assert_eq(ax_memscan_index_build(ds, &o, &idx), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save(idx, path, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+}
+
+static uint8_t *slurp(const char *path, size_t *n) {
+    char *d;
+    cr_assert_eq(ax_read_file(path, &d, n), AX_OK);
+    return (uint8_t *)d;
+}
+
+static void spit(const char *path, const uint8_t *d, size_t n) {
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    cr_assert_eq(fwrite(d, 1, n, f), n);
+    fclose(f);
+}
+
+Test(memscan_file, round_trip) {
+    ax_axd_t *ds = make_ds("rt.axd", CORPUS);
+    char path[256], json[300];
+    tmp(path, sizeof path, "rt.idx");
+    for (int bits = 64; bits >= 5; bits -= 59) { /* full hash, then a tiny one */
+        build_save(ds, bits, path);
+        ax_memscan_index_t *idx;
+        cr_assert_eq(ax_memscan_index_load(path, ds, &idx), AX_OK, "%s", ax_error_msg());
+        const ax_memscan_info *in = ax_memscan_index_info(idx);
+        cr_assert_eq(in->hash_bits, (uint32_t)bits);
+        cr_assert_eq(in->n, 6);
+        cr_assert_eq(in->ds_checksum, ax_axd_checksum(ds));
+        cr_assert(strstr(in->ds_path, "rt.axd") != NULL, "%s", in->ds_path);
+        ax_memscan_brute b;
+        cr_assert_eq(ax_memscan_brute_build(ds, 6, &b), AX_OK);
+        char why[256];
+        uint64_t bad = ax_memscan_brute_check(idx, &b, why, sizeof why);
+        cr_assert_eq(bad, 0, "bits %d: %s", bits, why);
+        /* header-only read and a full verification agree */
+        ax_memscan_info hi;
+        cr_assert_eq(ax_memscan_index_read_info(path, 1, &hi), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(hi.n_distinct, b.n_distinct);
+        cr_assert_eq(memcmp(hi.hist, b.hist, sizeof hi.hist), 0);
+        /* the sidecar carries the histogram */
+        snprintf(json, sizeof json, "%s.json", path);
+        size_t n;
+        char *text = (char *)slurp(json, &n);
+        ax_json *j;
+        cr_assert_eq(ax_json_parse(text, n, json, &j), AX_OK, "%s", ax_error_msg());
+        int64_t v;
+        cr_assert_eq(ax_json_get_i64(j, "distinct_windows", json, &v), AX_OK);
+        cr_assert_eq((uint64_t)v, b.n_distinct);
+        const ax_json *h = ax_json_get(j, "duplication_histogram");
+        cr_assert_not_null(h);
+        cr_assert_eq(ax_json_get_i64(h, "1", json, &v), AX_OK);
+        cr_assert_eq((uint64_t)v, b.hist[0]);
+        cr_assert_eq(ax_json_get_i64(h, "64+", json, &v), AX_OK);
+        cr_assert_eq((uint64_t)v, b.hist[4]);
+        ax_json_free(j);
+        free(text);
+        ax_memscan_brute_free(&b);
+        ax_memscan_index_free(idx);
+    }
+    char partial[300];
+    snprintf(partial, sizeof partial, "%s.partial", path);
+    cr_assert_not(ax_path_exists(partial));
+    ax_axd_free(ds);
+}
+
+/* truncation anywhere, a flipped byte anywhere, a bad magic: each is refused with the path */
+Test(memscan_file, corrupt_and_truncated_rejected) {
+    ax_axd_t *ds = make_ds("bad.axd", CORPUS);
+    char path[256], bad[256];
+    tmp(path, sizeof path, "good.idx");
+    tmp(bad, sizeof bad, "bad.idx");
+    build_save(ds, 64, path);
+    size_t n;
+    uint8_t *d = slurp(path, &n);
+    cr_assert_gt(n, 300);
+    ax_memscan_index_t *idx;
+    size_t cuts[] = {0, 4, 60, 127, 200, n / 2, n - 33, n - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+        spit(bad, d, cuts[i]);
+        ax_error_clear();
+        ax_status st = ax_memscan_index_load(bad, ds, &idx);
+        cr_assert_eq(st, AX_ERR_CORRUPT, "cut at %zu: status %d", cuts[i], st);
+        cr_assert(strstr(ax_error_msg(), bad) != NULL, "cut at %zu: %s", cuts[i], ax_error_msg());
+    }
+    /* trailing garbage */
+    uint8_t *longer = malloc(n + 5);
+    memcpy(longer, d, n);
+    memset(longer + n, 'x', 5);
+    spit(bad, longer, n + 5);
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_load(bad, ds, &idx), AX_ERR_CORRUPT);
+    free(longer);
+    /* every 97th byte flipped in turn: never accepted */
+    for (size_t off = 0; off < n; off += 97) {
+        d[off] ^= 0x20;
+        spit(bad, d, n);
+        ax_error_clear();
+        ax_status st = ax_memscan_index_load(bad, ds, &idx);
+        cr_assert_neq(st, AX_OK, "flip at %zu accepted", off);
+        cr_assert(strstr(ax_error_msg(), bad) != NULL, "flip at %zu: %s", off, ax_error_msg());
+        d[off] ^= 0x20;
+    }
+    spit(bad, (const uint8_t *)"not an index at all", 19);
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_load(bad, ds, &idx), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "not a memscan index") != NULL, "%s", ax_error_msg());
+    ax_error_clear();
+    tmp(bad, sizeof bad, "missing.idx");
+    cr_assert_eq(ax_memscan_index_load(bad, ds, &idx), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), bad) != NULL, "%s", ax_error_msg());
+    free(d);
+    ax_axd_free(ds);
+}
+
+/* an index meets a dataset it was not built from: the message names both files */
+Test(memscan_file, dataset_mismatch) {
+    ax_axd_t *a = make_ds("mis_a.axd", CORPUS);
+    ax_memscan_synth_opts o = CORPUS;
+    o.seed = 99;
+    ax_axd_t *b = make_ds("mis_b.axd", o);
+    char path[256];
+    tmp(path, sizeof path, "mis.idx");
+    build_save(a, 64, path);
+    ax_memscan_index_t *idx = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_load(path, b, &idx), AX_ERR_MISMATCH);
+    cr_assert_null(idx);
+    const char *m = ax_error_msg();
+    cr_assert(strstr(m, path) && strstr(m, ax_axd_path(b)) && strstr(m, "mis_a.axd"), "%s", m);
+    ax_axd_free(a);
+    ax_axd_free(b);
+}
+
+/* Ctrl-C while saving: no index, no .partial, no sidecar */
+Test(memscan_file, save_interrupted_leaves_nothing) {
+    ax_axd_t *ds = make_ds("int.axd", CORPUS);
+    char path[256], other[300];
+    tmp(path, sizeof path, "int.idx");
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    ax_memscan_index_t *idx;
+    cr_assert_eq(ax_memscan_index_build(ds, &o, &idx), AX_OK);
+    volatile int stop = 1;
+    cr_assert_eq(ax_memscan_index_save(idx, path, &stop), AX_ERR_INTERRUPTED);
+    cr_assert_not(ax_path_exists(path));
+    snprintf(other, sizeof other, "%s.partial", path);
+    cr_assert_not(ax_path_exists(other));
+    snprintf(other, sizeof other, "%s.json", path);
+    cr_assert_not(ax_path_exists(other));
+    snprintf(other, sizeof other, "%s.json.partial", path);
+    cr_assert_not(ax_path_exists(other));
+    /* and an unwritable destination is an I/O error naming it */
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_save(idx, "/nonexistent-dir/x.idx", NULL), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), "/nonexistent-dir/x.idx") != NULL, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+    ax_axd_free(ds);
+}
