@@ -14,6 +14,7 @@ struct ax_loader {
     const ax_axd_t *ds;
     int seq_len;
     uint64_t seed, n_windows;
+    int docs; /* 1: one document per sample (ax_loader_create_docs) */
     unsigned half_bits;
     uint64_t half_mask;
 };
@@ -33,6 +34,26 @@ ax_status ax_loader_create(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_lo
     l->seq_len = seq_len;
     l->seed = seed;
     l->n_windows = (nt - 1) / (uint64_t)seq_len; /* window w reads [w T, w T + T] */
+    unsigned h = 1;
+    while (h < 32 && (l->n_windows - 1) >> (2 * h)) h++;
+    l->half_bits = h;
+    l->half_mask = ((uint64_t)1 << h) - 1;
+    *out = l;
+    return AX_OK;
+}
+
+ax_status ax_loader_create_docs(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_loader_t **out) {
+    *out = NULL;
+    if (seq_len < 1) return ax_errorf(AX_ERR_ARG, "sequence length %d must be at least 1", seq_len);
+    if (ax_axd_n_docs(ds) < 1)
+        return ax_errorf(AX_ERR_ARG, "%s holds no documents", ax_axd_path(ds));
+    ax_loader_t *l = calloc(1, sizeof *l);
+    if (!l) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the loader");
+    l->ds = ds;
+    l->seq_len = seq_len;
+    l->seed = seed;
+    l->docs = 1;
+    l->n_windows = ax_axd_n_docs(ds);
     unsigned h = 1;
     while (h < 32 && (l->n_windows - 1) >> (2 * h)) h++;
     l->half_bits = h;
@@ -76,17 +97,31 @@ uint64_t ax_loader_window(const ax_loader_t *l, uint64_t g) {
     return x;
 }
 
-void ax_loader_sample(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos) {
-    uint64_t T = (uint64_t)l->seq_len;
-    uint64_t start = ax_loader_window(l, g) * T;
-    ax_axd_tokens(l->ds, start, T + 1, tokens);
-    if (!doc_pos) return;
+uint64_t ax_loader_start(const ax_loader_t *l, uint64_t g) {
+    uint64_t w = ax_loader_window(l, g);
+    return l->docs ? ax_axd_doc_offsets(l->ds)[w] : w * (uint64_t)l->seq_len;
+}
+
+int ax_loader_sample_len(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos) {
+    uint64_t T = (uint64_t)l->seq_len, start = ax_loader_start(l, g), n = T + 1;
+    if (l->docs) { /* this document only, then padding */
+        uint64_t end = ax_axd_doc_offsets(l->ds)[ax_loader_window(l, g) + 1];
+        if (end - start < n) n = end - start;
+        for (uint64_t i = n; i <= T; i++) tokens[i] = 0;
+    }
+    ax_axd_tokens(l->ds, start, n, tokens);
+    if (!doc_pos) return (int)n;
     const uint64_t *off = ax_axd_doc_offsets(l->ds);
     uint64_t nd = ax_axd_n_docs(l->ds);
     uint64_t d = ax_axd_doc_of(l->ds, start);
     for (uint64_t i = 0; i <= T; i++) {
         uint64_t idx = start + i;
-        while (d + 1 < nd && off[d + 1] <= idx) d++;
+        while (!l->docs && d + 1 < nd && off[d + 1] <= idx) d++;
         doc_pos[i] = (uint32_t)(idx - off[d]);
     }
+    return (int)n;
+}
+
+void ax_loader_sample(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos) {
+    ax_loader_sample_len(l, g, tokens, doc_pos);
 }

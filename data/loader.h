@@ -13,10 +13,19 @@ typedef struct ax_loader ax_loader_t;
 
 /* AX_ERR_ARG naming the dataset and sizes if it holds fewer than seq_len+1 tokens. */
 ax_status ax_loader_create(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_loader_t **out);
+/* Document-aligned samples: sample g is document perm_e(g mod n_docs), its first seq_len+1
+ * tokens, padded when shorter (the padding is not a target: see ax_loader_sample_len). Every
+ * document starts at position 0 of its sequence, as in the goldfish paper's setup. */
+ax_status ax_loader_create_docs(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_loader_t **out);
 void ax_loader_free(ax_loader_t *l);
 uint64_t ax_loader_n_windows(const ax_loader_t *l);
 /* tokens[seq_len+1]; doc_pos[seq_len+1] (may be NULL) = index of each token within its
  * document (0 = the document's first token); goldfish uses it to keep the first h targets. */
 void ax_loader_sample(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos);
+/* The same, returning how many of the seq_len+1 tokens are real (the rest are padding, id 0,
+ * doc_pos continuing); always seq_len+1 for packed windows. */
+int ax_loader_sample_len(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos);
+/* token index in the dataset where sample g starts (for context before the window) */
+uint64_t ax_loader_start(const ax_loader_t *l, uint64_t g);
 /* the window index perm_e(g mod n) that sample g reads (for tests and provenance) */
 uint64_t ax_loader_window(const ax_loader_t *l, uint64_t g);

@@ -292,6 +292,8 @@ void ax_model_free(ax_model_t *m) {
     free(m->rowstat), free(m->rope_cos), free(m->rope_sin);
     free(m->dres), free(m->dln), free(m->dbig), free(m->dh), free(m->dqkv), free(m->att_scratch);
     free(m->inputs_copy);
+    for (int l = 0; m->kcache && l < m->cfg.n_layers; l++) free(m->kcache[l]), free(m->vcache[l]);
+    free(m->kcache), free(m->vcache), free(m->dec_logits);
     ax_grid_free(m->own_grid);
     free(m);
 }

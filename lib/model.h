@@ -102,6 +102,19 @@ const float *ax_model_residual(const ax_model_t *m, int l);
 /* Per-target losses of the last forward: [B, T] (0 where mask is 0). */
 const float *ax_model_losses(const ax_model_t *m);
 
+/* ---- KV-cached decoding (lib/model_decode.c); collective over the grid ----
+ * Up to B sequences per rank (B <= the allocated batch x T), positions 0..T-1. Feed the prompt
+ * one position at a time, then the chosen tokens: each step appends every sequence's token at
+ * position pos to the caches and leaves this rank's logits slice [B, Vl] (see
+ * ax_model_vocab_slice) for the next token. */
+ax_status ax_model_decode_begin(ax_model_t *m, int B);
+void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos);
+const float *ax_model_decode_logits(const ax_model_t *m);
+/* Greedy choice over the whole vocabulary (all Y ranks): out[B], ties to the lowest id. */
+ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out);
+/* The full logits [B, V] of the last decode step on every rank (all-gathered over Y). */
+ax_status ax_model_decode_full_logits(ax_model_t *m, float *out);
+
 /* ---- checkpoints in the global layout (any grid writes, any grid reads) ----
  * Gathers this rank's slab `local` (params, or an optimizer moment with the same layout)
  * into the global tensor i [numel] on rank 0 (other ranks may pass NULL). Collective. */

@@ -71,6 +71,10 @@ struct ax_model {
     /* backward scratch */
     float *dres, *dln, *dbig, *dh, *dqkv, *att_scratch;
     int have_grad_logits;
+    /* decoding */
+    int dec_B;
+    float **kcache, **vcache; /* per layer [dec_B, Hy, T, D] */
+    float *dec_logits;        /* [dec_B, Vl] */
 };
 
 static inline int LT(const ax_model_t *m, int l, int slot) {

@@ -156,3 +156,9 @@ void ax_embedding_shard_forward(float *out, const int32_t *tokens, const float *
                                 int v0, int rows);
 void ax_embedding_shard_backward(float *dwte, const float *dout, const int32_t *tokens, int N,
                                  int C, int v0, int rows);
+
+/* ---- one decoding step of causal attention against a KV cache (lib/ops_decode.c) ----
+ * q[B, H*D] (rotated) for the newest position; kc, vc[B, H, Tmax, D] hold positions
+ * 0..len-1 (the newest already appended); out[B, H*D]. scale = 1/sqrt(D). */
+void ax_attention_decode(float *out, const float *q, const float *kc, const float *vc, int B,
+                         int H, int D, int len, int Tmax);

@@ -25,7 +25,8 @@ static const char *TOP_HELP =
     "subcommands:\n"
     "  index     hash every n-token window of a .axd dataset into an index (MPI: mpirun -np N)\n"
     "  lookup    is this passage in the training data? longest verbatim span, sources\n"
-    "  info      describe an index: dataset, window length, duplication histogram\n";
+    "  info      describe an index: dataset, window length, duplication histogram\n"
+    "  probe     extractable memorization of a checkpoint: prefix -> greedy suffix, exact match\n";
 
 static const char *INDEX_HELP =
     "usage: axmem memscan index --data FILE.axd --out INDEX [flags]\n\n"
@@ -278,6 +279,7 @@ int ax_cmd_memscan(int argc, char **argv) {
         return rc;
     }
     if (!strcmp(sub, "lookup")) return ax_ms_cmd_lookup(argc - 1, argv + 1);
+    if (!strcmp(sub, "probe")) return ax_ms_cmd_probe(argc - 1, argv + 1);
     if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
     fprintf(stderr, "axmem memscan: unknown subcommand '%s'; run 'axmem memscan --help'\n", sub);
     return 2;

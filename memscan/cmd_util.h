@@ -13,3 +13,4 @@ int ax_ms_cli_flag(int argc, char **argv, int *i, const char *name, const char *
 int ax_ms_cli_u64(const char *s, uint64_t *out); /* decimal, suffixes K M G (x1024) */
 
 int ax_ms_cmd_lookup(int argc, char **argv); /* memscan/cmd_lookup.c */
+int ax_ms_cmd_probe(int argc, char **argv);  /* memscan/cmd_probe.c */

@@ -39,10 +39,10 @@ static inline uint64_t ax_ms_hash(const int32_t *w, int n, uint64_t seed, int bi
     return h;
 }
 
-/* Owner rank of a hash among P ranks: the low 32 bits scaled to [0, P) (a multiply, not a
- * division; independent of the table's bucket and tag, which use the high 32 bits). */
+/* Owner rank of a hash among P ranks (P < 2^26): hash bits 0..25 scaled to [0, P) (a
+ * multiply, not a division), independent of the bits the table keeps (26..63, table.h). */
 static inline int ax_ms_owner(uint64_t h, int P) {
-    return (int)(((h & 0xffffffffULL) * (uint64_t)P) >> 32);
+    return (int)(((h & ((1ULL << 26) - 1)) * (uint64_t)P) >> 26);
 }
 
 /* Dataset windows [a, a+n) and [b, b+n) hold the same tokens. */

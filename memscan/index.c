@@ -56,36 +56,38 @@ int ax_memscan_index_owner(const ax_memscan_index_t *idx, const int32_t *window)
 
 /* how far ahead of the insert the home bucket is prefetched: enough misses in flight to hide
  * DRAM latency, few enough to stay in the line-fill buffers */
-#define PREFETCH 12
+#define PREFETCH 16
 
 static void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) {
     ax_ms_table *t = &idx->t;
-    uint32_t tag = ax_ms_tag(h);
-    uint64_t cur = ax_ms_table_start(t, tag);
-    int empty;
+    ax_ms_key k = ax_ms_key_of(h);
+    uint64_t b = ax_ms_home(t, k.tag);
     for (;;) {
-        uint64_t s = ax_ms_table_next(t, tag, &cur, &empty);
-        uint64_t *v = ax_ms_slot_val(t, s);
-        if (empty) {
-            *v = ax_ms_val(pos, 1);
-            *ax_ms_slot_tag(t, s) = tag;
+        ax_ms_bucket *bk = &t->b[b];
+        unsigned em, mm = ax_ms_bucket_match(bk, k, &em);
+        for (; mm; mm &= mm - 1) { /* candidates: confirmed only by the tokens */
+            int j = __builtin_ctz(mm);
+            uint64_t p0 = ax_ms_val_pos(bk->val[j]);
+            if (ax_ms_window_eq_ds(idx->ds, p0, pos, (int)idx->info.n)) {
+                uint64_t c = ax_ms_val_count(bk->val[j]);
+                if (c < AX_MS_COUNT_MAX) c++;
+                bk->val[j] = ax_ms_val(pos < p0 ? pos : p0, c);
+                return;
+            }
+        }
+        if (em) {
+            ax_ms_slot_set(bk, __builtin_ctz(em), k, ax_ms_val(pos, 1));
             t->n++;
             return;
         }
-        uint64_t p0 = ax_ms_val_pos(*v);
-        if (ax_ms_window_eq_ds(idx->ds, p0, pos, (int)idx->info.n)) {
-            uint64_t c = ax_ms_val_count(*v);
-            if (c < AX_MS_COUNT_MAX) c++;
-            *v = ax_ms_val(pos < p0 ? pos : p0, c);
-            return;
-        }
+        if (++b == t->nb) b = 0;
     }
 }
 
 ax_status ax_ms_insert_batch(ax_memscan_index_t *idx, const ax_ms_pair *p, size_t m) {
     ax_ms_table *t = &idx->t;
     for (size_t i = 0; i < m; i++) {
-        if (i + PREFETCH < m) ax_ms_prefetch(t, ax_ms_tag(p[i + PREFETCH].h));
+        if (i + PREFETCH < m) ax_ms_prefetch(t, p[i + PREFETCH].h);
         count_one(idx, p[i].h, p[i].pos);
         if (t->n >= t->n_grow) AX_CHECK(ax_ms_table_resize(t, t->n + t->n / 3));
     }

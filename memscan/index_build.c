@@ -128,6 +128,9 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
     if (*flags) return AX_OK;
     uint64_t K = (red[0] + bd->recv_cap - 1) / bd->recv_cap;
     if (K < 1) K = 1;
+    if (K > 1)
+        AX_DEBUG("memscan index: an owner receives %llu pairs this round: %llu exchanges",
+                 (unsigned long long)red[0], (unsigned long long)K);
     ax_status st = AX_OK;
     for (uint64_t k = 0; k < K; k++) {
         int racc = 0;
@@ -224,6 +227,7 @@ static void fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_
     free(real);
 }
 
+double g_thash, g_tins, g_tsize;
 static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build_opts *o) {
     ax_progress prog;
     int show = o->progress && bd->w.rank == 0;
@@ -235,11 +239,15 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
         uint64_t s = bd->lo + k * bd->B, e = s + bd->B;
         if (s > bd->hi) s = bd->hi;
         if (e > bd->hi) e = bd->hi;
+        double tA = ax_now();
         size_t m = hash_round(bd, s, e);
+        g_thash += ax_now() - tA;
         uint64_t flags = (o->stop && *o->stop) ? 1 : 0;
         if (!bd->w.active) {
             if (flags) return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted");
+            double tB = ax_now();
             AX_CHECK(ax_ms_insert_batch(bd->idx, bd->pair, m));
+            g_tins += ax_now() - tB;
         } else {
             if (st != AX_OK) flags |= 2;
             ax_status xs = exchange_round(bd, m, &flags);
@@ -299,7 +307,9 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
         goto fail;
     }
     uint64_t cnt[2];
+    double tS = ax_now();
     sizing_pass(&bd, hll, &cnt[0]);
+    g_tsize = ax_now() - tS;
     cnt[1] = (bd.hi - bd.lo + bd.B - 1) / bd.B; /* this rank's rounds */
     if (ax_ms_allreduce_max_u8(&bd.w, hll->reg, AX_MS_HLL_M) != 0 ||
         ax_ms_allreduce_u64(&bd.w, &cnt[0], 1, 0) != 0 ||

@@ -1,5 +1,4 @@
 #include "memscan/index_format.h"
-#include "memscan/table.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -121,9 +120,9 @@ static int reserve(uint8_t **p, size_t *cap, size_t need) {
     return 0;
 }
 
-/* Tags come out of the table in bucket order, so their deltas are small and compress; vals
- * (position and count) are stored as they are. */
-ax_status ax_ms_block_encode(ax_ms_block_buf *b, const uint32_t *tags, const uint64_t *vals,
+/* Columns: tags come out of the table in bucket order, so their deltas are small and compress;
+ * then the 6-bit exts, one byte each; then vals (position and count) as they are. */
+ax_status ax_ms_block_encode(ax_ms_block_buf *b, const ax_ms_key *keys, const uint64_t *vals,
                              size_t k, uint8_t hdr[AX_MS_BLOCK_HEADER], size_t *comp_len) {
     size_t raw = k * AX_MS_ENTRY_BYTES, bound = ZSTD_compressBound(raw);
     if (!b->zctx) b->zctx = ZSTD_createCCtx();
@@ -131,10 +130,11 @@ ax_status ax_ms_block_encode(ax_ms_block_buf *b, const uint32_t *tags, const uin
         return ax_errorf(AX_ERR_NOMEM, "memscan: out of memory compressing the index");
     uint32_t prev = 0;
     for (size_t i = 0; i < k; i++) {
-        ax_ms_put32(b->raw + 4 * i, tags[i] - prev);
-        prev = tags[i];
+        ax_ms_put32(b->raw + 4 * i, keys[i].tag - prev);
+        prev = keys[i].tag;
+        b->raw[4 * k + i] = (uint8_t)keys[i].ext;
     }
-    memcpy(b->raw + 4 * k, vals, 8 * k);
+    memcpy(b->raw + 5 * k, vals, 8 * k);
     size_t c = ZSTD_compressCCtx(b->zctx, b->comp, bound, b->raw, raw, 1);
     if (ZSTD_isError(c))
         return ax_errorf(AX_ERR_INTERNAL, "memscan: zstd compression failed: %s",
@@ -157,10 +157,10 @@ ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in
     ax_ms_block_buf b;
     memset(&b, 0, sizeof b);
     b.zctx = ZSTD_createDCtx();
-    uint32_t *tags = malloc(sizeof *tags * AX_MS_BLOCK_ENTRIES);
+    ax_ms_key *keys = malloc(sizeof *keys * AX_MS_BLOCK_ENTRIES);
     uint64_t *vals = malloc(sizeof *vals * AX_MS_BLOCK_ENTRIES);
     ax_status st = AX_OK;
-    if (!b.zctx || !tags || !vals) {
+    if (!b.zctx || !keys || !vals) {
         st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory reading the index", path);
         goto done;
     }
@@ -202,12 +202,13 @@ ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in
         uint32_t prev = 0;
         for (uint64_t i = 0; i < k; i++) {
             prev += ax_ms_get32(b.raw + 4 * i);
-            tags[i] = prev;
+            keys[i].tag = prev;
+            keys[i].ext = b.raw[4 * k + i];
         }
-        memcpy(vals, b.raw + 4 * k, 8 * k);
+        memcpy(vals, b.raw + 5 * k, 8 * k);
         for (uint64_t i = 0; i < k; i++) {
             uint64_t c_i = ax_ms_val_count(vals[i]), p = ax_ms_val_pos(vals[i]);
-            if (c_i == 0 || p + in->n > in->ds_tokens) {
+            if (c_i == 0 || p + in->n > in->ds_tokens || keys[i].ext > 63) {
                 st = corrupt_block(path, blk, "holds an impossible entry");
                 goto done;
             }
@@ -215,7 +216,7 @@ ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in
             sat += c_i == AX_MS_COUNT_MAX;
             windows += c_i;
         }
-        if (fn && (st = fn(ctx, tags, vals, (size_t)k)) != AX_OK) goto done;
+        if (fn && (st = fn(ctx, keys, vals, (size_t)k)) != AX_OK) goto done;
         got += k;
         blk++;
     }
@@ -243,7 +244,7 @@ ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in
                        AX_MS_REBUILD, path);
 done:
     ax_ms_block_buf_free(&b, 0);
-    free(tags);
+    free(keys);
     free(vals);
     return st;
 }

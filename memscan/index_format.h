@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "memscan/index.h"
+#include "memscan/table.h"
 
 #define AX_MS_MAGIC "AXMEMIDX"
 #define AX_MS_TRAILER "AXIDXEND"
@@ -14,7 +15,7 @@
 #define AX_MS_BLOCK_HEADER 32
 #define AX_MS_TRAILER_BYTES 32
 #define AX_MS_BLOCK_ENTRIES (1u << 20)
-#define AX_MS_ENTRY_BYTES 12 /* u32 tag + u64 val */
+#define AX_MS_ENTRY_BYTES 13 /* u32 tag + u8 ext + u64 val */
 #define AX_MS_REBUILD "rebuild it with `axmem memscan index`"
 
 /* header bytes (fixed part + path + checksum) into a malloc'd buffer */
@@ -22,7 +23,7 @@ int ax_ms_header_encode(const ax_memscan_info *in, uint8_t **buf, size_t *len);
 /* reads and checks the header from f; errors name `path` */
 ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in);
 
-/* A block: k entries (tags, vals) -> zstd payload with its header. */
+/* A block: k entries (keys, vals) -> zstd payload with its header. */
 typedef struct {
     uint8_t *raw, *comp;
     size_t raw_cap, comp_cap;
@@ -31,12 +32,12 @@ typedef struct {
 
 void ax_ms_block_buf_free(ax_ms_block_buf *b, int compress);
 /* hdr (32 bytes) + b->comp[0..*comp_len) */
-ax_status ax_ms_block_encode(ax_ms_block_buf *b, const uint32_t *tags, const uint64_t *vals,
+ax_status ax_ms_block_encode(ax_ms_block_buf *b, const ax_ms_key *keys, const uint64_t *vals,
                              size_t k, uint8_t hdr[AX_MS_BLOCK_HEADER], size_t *comp_len);
 
 /* Streams blocks from f (positioned after the header): calls `fn` on each block's entries,
  * then checks the trailer and the end of file. Also recomputes the histogram into *check. */
-typedef ax_status (*ax_ms_entry_fn)(void *ctx, const uint32_t *tags, const uint64_t *vals,
+typedef ax_status (*ax_ms_entry_fn)(void *ctx, const ax_ms_key *keys, const uint64_t *vals,
                                     size_t k);
 ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in,
                             ax_ms_entry_fn fn, void *ctx);

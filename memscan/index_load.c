@@ -44,9 +44,9 @@ static ax_status check_dataset(const char *path, const ax_memscan_info *in, cons
                      (unsigned long long)ax_axd_checksum(ds));
 }
 
-static ax_status put_block(void *ctx, const uint32_t *tags, const uint64_t *vals, size_t k) {
+static ax_status put_block(void *ctx, const ax_ms_key *keys, const uint64_t *vals, size_t k) {
     ax_ms_table *t = ctx;
-    for (size_t i = 0; i < k; i++) ax_ms_table_put_new(t, tags[i], vals[i]);
+    for (size_t i = 0; i < k; i++) ax_ms_table_put_new(t, keys[i], vals[i]);
     return AX_OK;
 }
 

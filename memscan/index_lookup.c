@@ -9,18 +9,21 @@
 static int find(const ax_memscan_index_t *idx, uint64_t h, const int32_t *w, uint32_t *count,
                 uint64_t *first) {
     const ax_ms_table *t = &idx->t;
-    uint32_t tag = ax_ms_tag(h);
-    uint64_t cur = ax_ms_table_start(t, tag);
-    int empty;
+    ax_ms_key k = ax_ms_key_of(h);
+    uint64_t b = ax_ms_home(t, k.tag);
     for (;;) {
-        uint64_t s = ax_ms_table_next(t, tag, &cur, &empty);
-        if (empty) return 0;
-        uint64_t v = *ax_ms_slot_val(t, s);
-        if (ax_ms_window_eq_q(idx->ds, ax_ms_val_pos(v), w, (int)idx->info.n)) {
-            *count = ax_ms_val_count(v);
-            *first = ax_ms_val_pos(v);
-            return 1;
+        const ax_ms_bucket *bk = &t->b[b];
+        unsigned em, mm = ax_ms_bucket_match(bk, k, &em);
+        for (; mm; mm &= mm - 1) {
+            uint64_t v = bk->val[__builtin_ctz(mm)];
+            if (ax_ms_window_eq_q(idx->ds, ax_ms_val_pos(v), w, (int)idx->info.n)) {
+                *count = ax_ms_val_count(v);
+                *first = ax_ms_val_pos(v);
+                return 1;
+            }
         }
+        if (em) return 0;
+        if (++b == t->nb) b = 0;
     }
 }
 
@@ -45,7 +48,7 @@ void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *t
     uint64_t ring[LOOKAHEAD];
     for (size_t i = 0; i < W && i < LOOKAHEAD; i++) {
         ring[i] = ax_ms_hash(tokens + i, (int)n, in->seed, (int)in->hash_bits);
-        ax_ms_prefetch(&idx->t, ax_ms_tag(ring[i]));
+        ax_ms_prefetch(&idx->t, ring[i]);
     }
     for (size_t i = 0; i < W; i++) {
         uint64_t h = ring[i % LOOKAHEAD];
@@ -53,7 +56,7 @@ void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *t
         if (ahead < W) {
             uint64_t ha = ax_ms_hash(tokens + ahead, (int)n, in->seed, (int)in->hash_bits);
             ring[ahead % LOOKAHEAD] = ha;
-            ax_ms_prefetch(&idx->t, ax_ms_tag(ha));
+            ax_ms_prefetch(&idx->t, ha);
         }
         counts[i] = 0;
         first[i] = 0;

@@ -25,7 +25,7 @@
 typedef struct {
     const ax_ms_table *t;
     uint64_t b; /* next bucket */
-    uint32_t *tags;
+    ax_ms_key *keys;
     uint64_t *vals;
     ax_ms_block_buf buf;
 } block_src;
@@ -38,7 +38,8 @@ static ax_status next_block(block_src *s, uint8_t hdr[AX_MS_BLOCK_HEADER], size_
         const ax_ms_bucket *bk = &s->t->b[s->b++];
         for (int j = 0; j < AX_MS_BUCKET; j++)
             if (bk->val[j]) {
-                s->tags[m] = bk->tag[j];
+                s->keys[m].tag = bk->tag[j];
+                s->keys[m].ext = ax_ms_slot_ext(bk, j);
                 s->vals[m] = bk->val[j];
                 m++;
             }
@@ -47,7 +48,7 @@ static ax_status next_block(block_src *s, uint8_t hdr[AX_MS_BLOCK_HEADER], size_
     *clen = 0;
     memset(hdr, 0, AX_MS_BLOCK_HEADER);
     if (!m) return AX_OK;
-    return ax_ms_block_encode(&s->buf, s->tags, s->vals, m, hdr, clen);
+    return ax_ms_block_encode(&s->buf, s->keys, s->vals, m, hdr, clen);
 }
 
 static ax_status write_json(const ax_memscan_info *in, const char *path) {
@@ -83,9 +84,9 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
     block_src src;
     memset(&src, 0, sizeof src);
     src.t = &idx->t;
-    src.tags = malloc(sizeof *src.tags * AX_MS_BLOCK_ENTRIES);
+    src.keys = malloc(sizeof *src.keys * AX_MS_BLOCK_ENTRIES);
     src.vals = malloc(sizeof *src.vals * AX_MS_BLOCK_ENTRIES);
-    ax_status st = (src.tags && src.vals) ? AX_OK
+    ax_status st = (src.keys && src.vals) ? AX_OK
                                          : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     uint8_t hdr[AX_MS_BLOCK_HEADER];
     size_t clen, k;
@@ -200,7 +201,7 @@ close:
     free(jpartial);
 done:
     ax_ms_block_buf_free(&src.buf, 1);
-    free(src.tags);
+    free(src.keys);
     free(src.vals);
     return st;
 }

@@ -58,7 +58,10 @@ ax_status ax_ms_table_resize(ax_ms_table *t, uint64_t expect) {
      * so the rehash streams through memory */
     for (uint64_t b = 0; b < t->nb; b++)
         for (int j = 0; j < AX_MS_BUCKET; j++)
-            if (t->b[b].val[j]) ax_ms_table_put_new(&nt, t->b[b].tag[j], t->b[b].val[j]);
+            if (t->b[b].val[j]) {
+                ax_ms_key k = {t->b[b].tag[j], ax_ms_slot_ext(&t->b[b], j)};
+                ax_ms_table_put_new(&nt, k, t->b[b].val[j]);
+            }
     ax_ms_table_free(t);
     *t = nt;
     return AX_OK;

@@ -29,6 +29,7 @@ step unit-asan env OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 build-asan/test
 step mpi bash tests/mpi/run.sh
 step mpi-train bash tests/mpi/train.sh build/bin/axmem
 step cli bash tests/cli/run.sh build/bin/axmem
+step goldfish-effect bash tests/cli/goldfish_effect.sh build/bin/axmem
 
 echo
 [ -n "$failures" ] && echo "failed:$failures"

@@ -14,6 +14,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/model.h"
+#include "lib/model_io.h"
 #include "lib/optim.h"
 #include "lib/progress.h"
 #include "lib/timer.h"
@@ -39,6 +40,8 @@ typedef struct {
     int rank0;
     ax_axd_t *ds;
     ax_loader_t *loader;
+    ax_axd_t *val_ds; /* --val-data, or NULL */
+    ax_loader_t *val_loader;
     ax_model_t *model;
     ax_optim_t *optim;
     ax_lr_schedule sched;
@@ -59,6 +62,8 @@ static void run_free(run_state *r) {
     ax_model_free(r->model);
     ax_loader_free(r->loader);
     ax_axd_free(r->ds);
+    ax_loader_free(r->val_loader);
+    ax_axd_free(r->val_ds);
     ax_grid_free(r->grid);
     free(r->sample), free(r->doc_pos), free(r->inputs), free(r->targets), free(r->mask);
 }
@@ -147,29 +152,11 @@ static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
                          "0x%016llx, expected 0x%016llx); resume with the original dataset",
                          r->cfg->data, path, (unsigned long long)ax_axd_checksum(r->ds),
                          (unsigned long long)ds_sum);
-    int64_t n = ax_model_n_params(r->model), have = 0;
-    for (int i = 0; i < ax_ckpt_n_tensors(ck); i++) have += ax_ckpt_tensor(ck, i)->numel;
-    if (have != n || ax_ckpt_n_tensors(ck) != ax_model_n_tensors(r->model))
-        return ax_errorf(AX_ERR_MISMATCH,
-                         "checkpoint %s holds %lld parameters in %d tensors, "
-                         "the model %lld in %d",
-                         path, (long long)have, ax_ckpt_n_tensors(ck), (long long)n,
-                         ax_model_n_tensors(r->model));
-    float *global = malloc((size_t)n * sizeof(float));
-    if (!global) return ax_errorf(AX_ERR_NOMEM, "out of memory reading checkpoint %s", path);
-    const char *names[3] = {"params", "adam_m", "adam_v"};
-    float *local[3] = {ax_model_params(r->model), ax_optim_m(r->optim), ax_optim_v(r->optim)};
-    const ax_tensor_info *ts = ax_model_tensors(r->model);
-    ax_status st = AX_OK;
-    for (int b = 0; b < 3 && st == AX_OK; b++) {
-        st = ax_ckpt_read_blob(ck, names[b], 0, n, global);
-        for (int i = 0; i < ax_model_n_tensors(r->model) && st == AX_OK; i++)
-            ax_model_scatter_tensor(r->model, i, global + ts[i].offset, local[b]);
-    }
-    free(global);
+    AX_CHECK(ax_model_load_blob(r->model, ck, "params", ax_model_params(r->model)));
+    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_m", ax_optim_m(r->optim)));
+    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_v", ax_optim_v(r->optim)));
     ax_optim_set_t_steps(r->optim, (long)optim_t);
-    ax_model_params_updated(r->model);
-    return st;
+    return AX_OK;
 }
 
 /* Keep metrics.jsonl lines with step <= last_step: steps after the checkpoint are replayed. */
@@ -208,7 +195,20 @@ static ax_status open_inputs(run_state *r) {
     if ((uint32_t)c->vocab < ds_vocab)
         return ax_errorf(AX_ERR_ARG, "--vocab %lld is smaller than the dataset's vocabulary %u",
                          (long long)c->vocab, ds_vocab);
-    AX_CHECK(ax_loader_create(r->ds, (int)c->seq_len, (uint64_t)c->seed, &r->loader));
+    if (c->val_data[0]) {
+        AX_CHECK(ax_axd_open(c->val_data, 1, &r->val_ds));
+        if (ax_axd_vocab_size(r->val_ds) != ds_vocab)
+            return ax_errorf(AX_ERR_MISMATCH,
+                             "--val-data %s has vocabulary %u, --data %s %u; encode "
+                             "both with the same tokenizer",
+                             c->val_data, ax_axd_vocab_size(r->val_ds), c->data, ds_vocab);
+        /* seed 0, whatever the run's seed: every run is scored on the same windows */
+        AX_CHECK(ax_loader_create(r->val_ds, (int)c->seq_len, 0, &r->val_loader));
+    }
+    if (!strcmp(c->packing, "doc"))
+        AX_CHECK(ax_loader_create_docs(r->ds, (int)c->seq_len, (uint64_t)c->seed, &r->loader));
+    else
+        AX_CHECK(ax_loader_create(r->ds, (int)c->seq_len, (uint64_t)c->seed, &r->loader));
     return AX_OK;
 }
 
@@ -242,8 +242,9 @@ static ax_status build(run_state *r) {
     return AX_OK;
 }
 
-/* Fills this rank's part of micro-batch `mb` of `step`; returns its supervised targets. */
-static long fill_micro_batch(run_state *r, long step, int mb) {
+/* Fills this rank's part of micro-batch `mb` of `step`; returns its supervised targets and
+ * adds its real (non-padding) targets to *real. */
+static long fill_micro_batch(run_state *r, long step, int mb, double *real) {
     int T = (int)r->cfg->seq_len, ctx = r->ctx;
     uint64_t first = (uint64_t)step * (uint64_t)r->cfg->batch + (uint64_t)mb * r->mb_global +
                      (uint64_t)ax_grid_coord(r->grid, AX_AXIS_BATCH) * r->mb_local;
@@ -251,9 +252,9 @@ static long fill_micro_batch(run_state *r, long step, int mb) {
     long supervised = 0;
     for (int j = 0; j < r->mb_local; j++) {
         uint64_t g = first + (uint64_t)j;
-        ax_loader_sample(r->loader, g, win, r->doc_pos + ctx);
+        int n = ax_loader_sample_len(r->loader, g, win, r->doc_pos + ctx);
         if (ctx) { /* the hash mask reads the h tokens before each target, across the window */
-            uint64_t start = ax_loader_window(r->loader, g) * (uint64_t)T;
+            uint64_t start = ax_loader_start(r->loader, g);
             uint64_t have = start < (uint64_t)ctx ? start : (uint64_t)ctx;
             ax_axd_tokens(r->ds, start - have, have, win - have);
         }
@@ -262,13 +263,41 @@ static long fill_micro_batch(run_state *r, long step, int mb) {
         memcpy(r->targets + (size_t)j * T, win + 1, (size_t)T * sizeof(int32_t));
         /* targets are win[1..T]; a mask depends on the token ids (and position) only */
         ax_goldfish_mask(&r->goldfish, win + 1, r->doc_pos + ctx + 1, T, keep);
+        if (n - 1 < T) memset(keep + n - 1, 0, (size_t)(T - (n - 1))); /* padding */
         supervised += T - ax_goldfish_count_dropped(keep, T);
+        *real += n - 1;
     }
     return supervised;
 }
 
+/* Mean loss on the held-out windows, every target counted (no goldfish): what the model
+ * really learned. Collective. */
+static ax_status validate(run_state *r, double *out) {
+    int T = (int)r->cfg->seq_len;
+    double sums[2] = {0, 0};
+    uint64_t per_batch = (uint64_t)r->cfg->batch;
+    for (int64_t b = 0; b < r->cfg->val_batches; b++)
+        for (int mb = 0; mb < (int)(r->cfg->batch / r->mb_global); mb++) {
+            uint64_t first = (uint64_t)b * per_batch + (uint64_t)mb * r->mb_global +
+                             (uint64_t)ax_grid_coord(r->grid, AX_AXIS_BATCH) * r->mb_local;
+            for (int j = 0; j < r->mb_local; j++) {
+                ax_loader_sample(r->val_loader, first + (uint64_t)j, r->sample, NULL);
+                memcpy(r->inputs + (size_t)j * T, r->sample, (size_t)T * sizeof(int32_t));
+                memcpy(r->targets + (size_t)j * T, r->sample + 1, (size_t)T * sizeof(int32_t));
+            }
+            memset(r->mask, 1, (size_t)r->mb_local * T);
+            sums[0] +=
+                ax_model_forward(r->model, r->inputs, r->targets, r->mask, r->mb_local, 1.0f, 0);
+            sums[1] += (double)r->mb_local * T;
+        }
+    AX_CHECK(ax_model_status(r->model));
+    AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, sums, 2));
+    *out = sums[0] / sums[1];
+    return AX_OK;
+}
+
 static ax_status append_metrics(run_state *r, long step, double loss, double lr, double gnorm,
-                                double dt, long tokens, double dropped_frac) {
+                                double dt, long tokens, double dropped_frac, double val_loss) {
     ax_jw w;
     ax_jw_init(&w);
     double flops = ax_model_flops_per_token(ax_model_config_of(r->model), (int)r->cfg->seq_len);
@@ -280,6 +309,7 @@ static ax_status append_metrics(run_state *r, long step, double loss, double lr,
     ax_jw_key(&w, "lr"), ax_jw_num(&w, lr);
     ax_jw_key(&w, "grad_norm"), ax_jw_num(&w, gnorm);
     ax_jw_key(&w, "dropped_frac"), ax_jw_num(&w, dropped_frac);
+    if (val_loss >= 0) ax_jw_key(&w, "val_loss"), ax_jw_num(&w, val_loss);
     ax_jw_key(&w, "tokens"), ax_jw_int(&w, tokens);
     ax_jw_key(&w, "step_time_s"), ax_jw_num(&w, dt);
     ax_jw_key(&w, "tokens_per_s"), ax_jw_num(&w, (double)tokens / dt);
@@ -296,17 +326,21 @@ static ax_status append_metrics(run_state *r, long step, double loss, double lr,
 
 /* One optimizer step over all micro-batches. Returns the global mean loss and grad norm. */
 static ax_status train_step(run_state *r, long step, double lr, double *loss, double *gnorm,
-                            double *supervised) {
+                            double *supervised, double *real) {
     int n_micro = (int)(r->cfg->batch / r->mb_global);
     ax_model_zero_grad(r->model);
     /* the loss is the mean over all supervised targets of the step, on every rank: count
      * them first so every micro-batch scales its gradient by the same global 1/n */
-    double counts[2] = {0, 0};
-    for (int mb = 0; mb < n_micro; mb++) counts[0] += (double)fill_micro_batch(r, step, mb);
-    AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, counts, 1));
+    double counts[3] = {0, 0, 0}; /* supervised, loss sum, real targets */
+    for (int mb = 0; mb < n_micro; mb++)
+        counts[0] += (double)fill_micro_batch(r, step, mb, &counts[2]);
+    double sums[2] = {counts[0], counts[2]};
+    AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, sums, 2));
+    counts[0] = sums[0];
     float dscale = counts[0] > 0 ? (float)(1.0 / counts[0]) : 0.0f;
     for (int mb = 0; mb < n_micro; mb++) {
-        if (n_micro > 1) fill_micro_batch(r, step, mb);
+        double unused = 0;
+        if (n_micro > 1) fill_micro_batch(r, step, mb, &unused);
         counts[1] +=
             ax_model_forward(r->model, r->inputs, r->targets, r->mask, r->mb_local, dscale, 1);
         ax_model_backward_ex(r->model, mb == n_micro - 1);
@@ -317,6 +351,7 @@ static ax_status train_step(run_state *r, long step, double lr, double *loss, do
     AX_CHECK(ax_model_status(r->model));
     *loss = counts[0] > 0 ? counts[1] / counts[0] : 0.0;
     *supervised = counts[0];
+    *real = sums[1];
     return AX_OK;
 }
 
@@ -406,12 +441,17 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
         AX_CHECK_GOTO(ax_allreduce_max_f64(r.grid, AX_AXIS_WORLD, &stop, 1), out_sig);
         if (stop) break;
         ax_comm_stats_reset(r.grid);
-        double t0 = ax_now(), lr = ax_lr_at(&r.sched, step), loss, gnorm, supervised;
-        AX_CHECK_GOTO(train_step(&r, step, lr, &loss, &gnorm, &supervised), out_sig);
+        double t0 = ax_now(), lr = ax_lr_at(&r.sched, step), loss, gnorm, supervised, real;
+        AX_CHECK_GOTO(train_step(&r, step, lr, &loss, &gnorm, &supervised, &real), out_sig);
         double dt = ax_now() - t0;
         long tokens = (long)(cfg->batch * cfg->seq_len);
-        double dropped = 1.0 - supervised / (double)tokens;
-        if (r.rank0) st = append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens, dropped);
+        double dropped = real > 0 ? 1.0 - supervised / real : 0.0; /* padding is not dropped */
+        double val = -1;
+        int last = step + 1 == cfg->steps;
+        if (r.val_loader && (last || (cfg->val_every > 0 && (step + 1) % cfg->val_every == 0)))
+            AX_CHECK_GOTO(validate(&r, &val), out_sig);
+        if (r.rank0) st = append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens, dropped, val);
+        if (r.rank0 && val >= 0) AX_INFO("step %ld: validation loss %.4f", step + 1, val);
         AX_CHECK_GOTO(agree(r.grid, st), out_sig);
         res->final_loss = loss;
         if (r.rank0)

@@ -48,6 +48,15 @@ static const ax_cfg_entry entries[] = {
     {"goldfish", AX_CFG_STR, F(goldfish), "none", 1, 0,
      "goldfish loss: none | static:k=K | hash:k=K,h=H[,seed=S] (hash = k=4,h=13): drop a "
      "text-determined 1/k of targets so no passage is learned verbatim"},
+    {"packing", AX_CFG_STR, F(packing), "packed", 1, 0,
+     "packed: windows cut from the document stream; doc: one document per sequence from its "
+     "start, padded (padding is never a target)"},
+    {"val-data", AX_CFG_STR, F(val_data), "", 1, 0,
+     "held-out dataset (.axd, same tokenizer): val_loss in metrics.jsonl"},
+    {"val-every", AX_CFG_INT, F(val_every), "0", 0, 1e12,
+     "validate every N steps (0 = only at the end; needs --val-data)"},
+    {"val-batches", AX_CFG_INT, F(val_batches), "4", 1, 1e6,
+     "batches of --batch sequences per validation (fixed windows: comparable across runs)"},
     {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0,
      "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"},
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
@@ -125,6 +134,8 @@ ax_status ax_train_config_check(const ax_train_config *c) {
     if (mb > c->batch || c->batch % mb)
         return ax_errorf(AX_ERR_ARG, "--micro-batch %lld must divide --batch %lld", (long long)mb,
                          (long long)c->batch);
+    if (strcmp(c->packing, "packed") && strcmp(c->packing, "doc"))
+        return ax_errorf(AX_ERR_ARG, "--packing '%s' must be packed or doc", c->packing);
     if (c->warmup > c->steps)
         return ax_errorf(AX_ERR_ARG, "--warmup %lld exceeds --steps %lld", (long long)c->warmup,
                          (long long)c->steps);
@@ -132,8 +143,9 @@ ax_status ax_train_config_check(const ax_train_config *c) {
 }
 
 /* flags that steer a run without changing what it computes */
-static const char *run_control[] = {"steps",     "out",     "data",   "tokenizer", "ckpt-every",
-                                    "log-every", "threads", "resume", "grid",      "overlap"};
+static const char *run_control[] = {
+    "steps",  "out",  "data",    "tokenizer", "ckpt-every", "log-every",  "threads",
+    "resume", "grid", "overlap", "val-data",  "val-every",  "val-batches"};
 
 static int is_run_control(const char *name) {
     for (size_t i = 0; i < sizeof run_control / sizeof run_control[0]; i++)

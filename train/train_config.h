@@ -21,6 +21,9 @@ typedef struct {
     int64_t ckpt_every, log_every, threads;
     int resume;
     char goldfish[AX_CFG_STR_MAX]; /* mask spec, goldfish/goldfish.h */
+    char packing[AX_CFG_STR_MAX];  /* packed | doc */
+    char val_data[AX_CFG_STR_MAX];
+    int64_t val_every, val_batches;
     char grid[AX_CFG_STR_MAX];     /* DxXxYxZ */
     int overlap;
 } ax_train_config;

@@ -77,6 +77,36 @@ static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl) {
                    got.calls[k][a], want.bytes[k][a], want.calls[k][a]);
 }
 
+/* KV-cached decoding on the grid: the same logits and greedy tokens as the serial model */
+static void check_decode(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
+    int V = cfg().vocab, P = 6;
+    if (ax_model_decode_begin(ref, B) || ax_model_decode_begin(par, bl)) {
+        EXPECT(0, "decode_begin: %s", ax_error_msg());
+        return;
+    }
+    float *fr = malloc(sizeof(float) * B * V), *fp = malloc(sizeof(float) * B * V);
+    int32_t tok[B], ar[B], ap[B];
+    for (int b = 0; b < B; b++) tok[b] = (int32_t)(7 * b + 3);
+    for (int pos = 0; pos < P; pos++) {
+        ax_model_decode_step(ref, tok, pos);
+        ax_model_decode_step(par, tok + bc * bl, pos);
+        ax_model_decode_full_logits(ref, fr);
+        ax_model_decode_full_logits(par, fp);
+        ax_model_decode_argmax(ref, ar);
+        ax_model_decode_argmax(par, ap);
+        double worst = 0, scale = max_abs(fr, (long)B * V);
+        for (long i = 0; i < (long)bl * V; i++)
+            worst = fmax(worst, fabs(fp[i] - fr[(long)bc * bl * V + i]));
+        EXPECT(worst <= 1e-4 * scale, "decode pos %d logits differ: %g (scale %g)", pos, worst,
+               scale);
+        for (int b = 0; b < bl; b++)
+            EXPECT(ap[b] == ar[bc * bl + b], "decode pos %d seq %d: greedy %d vs %d", pos, b, ap[b],
+                   ar[bc * bl + b]);
+        memcpy(tok, ar, sizeof tok); /* continue greedily */
+    }
+    free(fr), free(fp);
+}
+
 static void run(ax_grid_t *g, int overlap) {
     ax_model_config c = cfg();
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts, bc = ax_grid_coord(g, AX_AXIS_BATCH);
@@ -142,6 +172,7 @@ static void run(ax_grid_t *g, int overlap) {
         ax_optim_step(opar, par, 1e-2);
         if (step == 1) check_volume(g, &c, bl);
     }
+    check_decode(ref, par, bl, bc);
     ax_optim_free(oref), ax_optim_free(opar);
     ax_model_free(ref), ax_model_free(par);
 }

@@ -170,3 +170,40 @@ Test(optim, schedule_warmup_then_cosine) {
     cr_assert_float_eq(ax_lr_at(&s, 110), 0.1, 1e-12);
     cr_assert_float_eq(ax_lr_at(&s, 500), 0.1, 1e-12);
 }
+
+Test(model, kv_cached_decoding_matches_forward) {
+    ax_model_config c = tiny_cfg(0);
+    int B = 2, T = 12;
+    ax_model_t *m = NULL;
+    cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK);
+    ax_model_init(m, 5);
+    int32_t in[24], tg[24];
+    uint8_t mask[24];
+    make_batch(B * T, c.vocab, in, tg, mask, 6);
+    ax_model_forward(m, in, tg, mask, B, 1.0f, 0);
+    float *ref = malloc(sizeof(float) * (size_t)B * T * c.vocab);
+    memcpy(ref, ax_model_logits(m), sizeof(float) * (size_t)B * T * c.vocab);
+    cr_assert_eq(ax_model_decode_begin(m, B), AX_OK);
+    float *full = malloc(sizeof(float) * (size_t)B * c.vocab);
+    for (int pos = 0; pos < T; pos++) {
+        int32_t tok[2] = {in[pos], in[T + pos]};
+        ax_model_decode_step(m, tok, pos);
+        cr_assert_eq(ax_model_decode_full_logits(m, full), AX_OK);
+        int32_t arg[2];
+        cr_assert_eq(ax_model_decode_argmax(m, arg), AX_OK);
+        for (int b = 0; b < B; b++) {
+            const float *want = ref + ((long)b * T + pos) * c.vocab;
+            int best = 0;
+            for (int v = 0; v < c.vocab; v++) {
+                cr_assert(fabsf(full[(long)b * c.vocab + v] - want[v]) <=
+                              1e-4f * (1 + fabsf(want[v])),
+                          "pos %d seq %d logit %d: %g vs %g", pos, b, v,
+                          full[(long)b * c.vocab + v], want[v]);
+                if (want[v] > want[best]) best = v;
+            }
+            cr_assert_eq(arg[b], best, "pos %d seq %d argmax", pos, b);
+        }
+    }
+    free(ref), free(full);
+    ax_model_free(m);
+}

@@ -1,0 +1,196 @@
+/* memscan index throughput on one core, each rate next to the ceiling measured in the same
+ * run over the same tokens: XXH3 of every window (what the build and a lookup cannot avoid).
+ * Synthetic datasets (random tokens from a 50k alphabet, plus planted duplicated passages) of
+ * growing size show whether build time is linear in tokens.
+ *
+ * usage: bench_memscan [SIZES] [n]   SIZES: comma list with K/M suffixes (default 1M,10M,100M)
+ * Targets (issue 5): build >= 25% of the hash ceiling per core; <= 16 bytes per window. */
+#include "data/axd.h"
+#include "lib/log.h"
+#include "lib/timer.h"
+#include "memscan/hash.h"
+#include "memscan/index.h"
+#include "memscan/synth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static volatile uint64_t sink;
+
+/* XXH3 of every window of the dataset, tokens copied to int32 in chunks as the build does */
+static double hash_ceiling(const ax_axd_t *ds, int n, uint64_t *windows) {
+    const uint64_t chunk = 1 << 20, T = ax_axd_n_tokens(ds);
+    int32_t *buf = malloc(sizeof *buf * (chunk + (uint64_t)n));
+    uint64_t acc = 0, w = 0;
+    double t0 = ax_now();
+    for (uint64_t s = 0; s + (uint64_t)n <= T; s += chunk) {
+        uint64_t m = T - s < chunk + (uint64_t)n - 1 ? T - s : chunk + (uint64_t)n - 1;
+        ax_axd_tokens(ds, s, m, buf);
+        for (uint64_t i = 0; i + (uint64_t)n <= m && i < chunk; i++, w++)
+            acc += ax_ms_hash(buf + i, n, 0, 64);
+    }
+    double dt = ax_now() - t0;
+    sink = acc;
+    free(buf);
+    *windows = w;
+    return dt;
+}
+
+static uint64_t parse_size(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (*end == 'k' || *end == 'K') v *= 1e3;
+    if (*end == 'm' || *end == 'M') v *= 1e6;
+    if (*end == 'g' || *end == 'G') v *= 1e9;
+    return (uint64_t)v;
+}
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static void bench_size(uint64_t tokens, int n, int first) {
+    char path[256], ipath[300];
+    snprintf(path, sizeof path, "/tmp/bench_memscan_%d_%llu.axd", (int)getpid(),
+             (unsigned long long)tokens);
+    snprintf(ipath, sizeof ipath, "%s.idx", path);
+    /* ~1000-token documents; 1% of documents carry a passage copied 2..512 times */
+    ax_memscan_synth_opts o = {.vocab = 50257, .doc_len_min = 500, .doc_len_max = 1500,
+                               .alphabet = 50000, .passage_len = 200, .copies = 2,
+                               .copies_growth = 4, .seed = 42};
+    o.n_docs = tokens / 1001;
+    o.n_passages = 5; /* 2 + 8 + 32 + 128 + 512 copies */
+    if (o.n_docs < 700) o.n_passages = 3;
+    double t0 = ax_now();
+    if (ax_memscan_synth_write(path, &o, NULL, NULL) != AX_OK) {
+        fprintf(stderr, "bench_memscan: %s\n", ax_error_msg());
+        exit(1);
+    }
+    double t_gen = ax_now() - t0;
+    ax_axd_t *ds;
+    if (ax_axd_open(path, 1, &ds) != AX_OK) {
+        fprintf(stderr, "bench_memscan: %s\n", ax_error_msg());
+        exit(1);
+    }
+    uint64_t T = ax_axd_n_tokens(ds), W;
+    /* ceiling: best of 2 (the first pass also pages the dataset in) */
+    double t_hash = hash_ceiling(ds, n, &W), t2 = hash_ceiling(ds, n, &W);
+    if (t2 < t_hash) t_hash = t2;
+    double ceil_wps = (double)W / t_hash;
+
+    ax_memscan_build_opts bo;
+    ax_memscan_build_opts_default(&bo);
+    bo.n = n;
+    ax_memscan_index_t *idx;
+    t0 = ax_now();
+    if (ax_memscan_index_build(ds, &bo, &idx) != AX_OK) {
+        fprintf(stderr, "bench_memscan: %s\n", ax_error_msg());
+        exit(1);
+    }
+    double t_build = ax_now() - t0;
+    const ax_memscan_info *in = ax_memscan_index_info(idx);
+    double build_wps = (double)in->n_windows / t_build;
+    double bpd = (double)ax_memscan_index_table_bytes(idx) / (double)in->n_distinct;
+    double bpw = (double)ax_memscan_index_table_bytes(idx) / (double)in->n_windows;
+
+    t0 = ax_now();
+    ax_memscan_index_save(idx, ipath, NULL);
+    double t_save = ax_now() - t0;
+    struct stat sb;
+    stat(ipath, &sb);
+    ax_memscan_index_t *ld;
+    t0 = ax_now();
+    if (ax_memscan_index_load(ipath, ds, &ld) != AX_OK) {
+        fprintf(stderr, "bench_memscan: %s\n", ax_error_msg());
+        exit(1);
+    }
+    double t_load = ax_now() - t0;
+
+    /* lookups: 1024-token slices of the dataset (hits) and of fresh random tokens (misses),
+     * as a generation scan would present them; and the same windows one by one */
+    const size_t L = 1024, S = 400;
+    int32_t *q = malloc(sizeof *q * L * S);
+    uint32_t *cnt = malloc(sizeof *cnt * L);
+    uint64_t *fp = malloc(sizeof *fp * L), rs = 7, hits = 0;
+    for (size_t s = 0; s < S; s++) {
+        if (s % 2 == 0) {
+            uint64_t p = splitmix(&rs) % (T - L);
+            ax_axd_tokens(ds, p, L, q + s * L);
+        } else {
+            for (size_t i = 0; i < L; i++) q[s * L + i] = (int32_t)(splitmix(&rs) % 50000);
+        }
+    }
+    size_t per = L - (size_t)n + 1;
+    t0 = ax_now();
+    for (size_t s = 0; s < S; s++) {
+        ax_memscan_index_lookup_all(ld, q + s * L, L, cnt, fp);
+        for (size_t i = 0; i < per; i++) hits += cnt[i] > 0;
+    }
+    double t_look = ax_now() - t0;
+    t0 = ax_now();
+    uint64_t hits1 = 0;
+    for (size_t s = 0; s < S; s++)
+        for (size_t i = 0; i < per; i++) {
+            uint32_t c;
+            uint64_t f;
+            hits1 += (uint64_t)ax_memscan_index_lookup(ld, q + s * L + i, &c, &f);
+        }
+    double t_look1 = ax_now() - t0;
+    double nl = (double)(S * per);
+    /* the hash alone over the same query windows */
+    t0 = ax_now();
+    uint64_t acc = 0;
+    for (size_t s = 0; s < S; s++)
+        for (size_t i = 0; i < per; i++) acc += ax_ms_hash(q + s * L + i, n, 0, 64);
+    double t_qhash = ax_now() - t0;
+    sink = acc;
+
+    if (first) {
+        printf("memscan index, n = %d, 1 core (serial build; windows cross no document edge)\n", n);
+        printf("%-7s %9s %9s %11s %9s %8s %8s %7s %7s %7s %7s\n", "tokens", "windows",
+               "distinct", "hash Mw/s", "build", "ns/tok", "%ceil", "B/dist", "B/win",
+               "file B", "load s");
+    }
+    printf("%-7.0e %9.3g %9.3g %11.1f %8.2fs %8.1f %7.1f%% %7.2f %7.2f %7.2f %7.2f\n", (double)T,
+           (double)in->n_windows, (double)in->n_distinct, ceil_wps / 1e6, t_build,
+           t_build / (double)T * 1e9, 100.0 * build_wps / ceil_wps, bpd, bpw,
+           (double)sb.st_size / (double)in->n_distinct, t_load);
+    printf("        build %.1f M windows/s = %.1f M tokens/s per core (ceiling %.1f M windows/s); "
+           "save %.2f s; dataset written in %.1f s\n",
+           build_wps / 1e6, (double)T / t_build / 1e6, ceil_wps / 1e6, t_save, t_gen);
+    printf("        lookups: %.2f M/s in 1024-token sequences, %.2f M/s one by one (hash alone "
+           "%.1f M/s; %.0f%% of them hits: %s)\n",
+           nl / t_look / 1e6, nl / t_look1 / 1e6, nl / t_qhash / 1e6, 100.0 * (double)hits / nl,
+           hits == hits1 ? "both agree" : "DISAGREE");
+    fflush(stdout);
+    free(q);
+    free(cnt);
+    free(fp);
+    ax_memscan_index_free(ld);
+    ax_memscan_index_free(idx);
+    ax_axd_free(ds);
+    unlink(path);
+    unlink(ipath);
+    char j[320];
+    snprintf(j, sizeof j, "%s.json", ipath);
+    unlink(j);
+}
+
+int main(int argc, char **argv) {
+    ax_log_set_level(AX_LOG_WARN);
+    const char *sizes = argc > 1 ? argv[1] : "1M,10M,100M";
+    int n = argc > 2 ? atoi(argv[2]) : 32;
+    char *list = strdup(sizes);
+    int first = 1;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ","), first = 0)
+        bench_size(parse_size(tok), n, first);
+    free(list);
+    printf("targets: build >= 25%% of the hash ceiling per core; <= 16 bytes per window\n");
+    return 0;
+}

@@ -1,0 +1,286 @@
+/* `axmem memscan probe`: extractable memorization of a checkpoint on its training data.
+ * Writes scan.json (versioned schema) and samples.jsonl; prints the headline numbers. */
+#include "data/axd.h"
+#include "data/tokenizer.h"
+#include "lib/ckpt.h"
+#include "lib/config.h"
+#include "lib/grid.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/model_io.h"
+#include "lib/mpienv.h"
+#include "memscan/cmd_util.h"
+#include "memscan/probe.h"
+
+#include <omp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char ckpt[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX], tokenizer[AX_CFG_STR_MAX];
+    char out[AX_CFG_STR_MAX], samples_out[AX_CFG_STR_MAX], offset[AX_CFG_STR_MAX];
+    char grid[AX_CFG_STR_MAX];
+    int64_t samples, prefix, suffix, batch, seed, threads;
+} probe_flags;
+
+#define F(field) offsetof(probe_flags, field)
+static const ax_cfg_entry entries[] = {
+    {"ckpt", AX_CFG_STR, F(ckpt), "", 1, 0,
+     "checkpoint: a step-NNNNNN directory, or a run directory (its newest checkpoint)"},
+    {"data", AX_CFG_STR, F(data), "", 1, 0, "the training dataset (.axd) to draw prefixes from"},
+    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
+     "optional: adds decoded text to samples.jsonl"},
+    {"samples", AX_CFG_INT, F(samples), "256", 1, 1e8, "number of probes"},
+    {"prefix", AX_CFG_INT, F(prefix), "32", 1, 1e5, "prompt length P in tokens"},
+    {"suffix", AX_CFG_INT, F(suffix), "32", 1, 1e5, "greedy continuation length S in tokens"},
+    {"offset", AX_CFG_STR, F(offset), "start", 1, 0,
+     "where prefixes start in a document: start | random"},
+    {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
+    {"seed", AX_CFG_INT, F(seed), "0", 0, 9.2e18, "picks documents and offsets"},
+    {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, "process grid DxXxYxZ (launch with mpirun)"},
+    {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
+    {"out", AX_CFG_STR, F(out), "scan.json", 1, 0, "results (schema axmem-scan v1)"},
+    {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
+     "per-sample results (default: samples.jsonl beside --out)"},
+};
+#undef F
+
+static const ax_cfg_table table = {
+    .usage = "axmem memscan probe --ckpt DIR --data FILE.axd [flags]",
+    .summary = "Extractable memorization (Carlini et al.): prompt the model with a P-token prefix\n"
+               "of a training document, greedy-decode S tokens (KV cache) and compare with the\n"
+               "true continuation. Reports the exact-match rate, token accuracy (Pythia's score),\n"
+               "matched-prefix length and RougeL, with 95% bootstrap intervals.",
+    .entries = entries,
+    .n = (int)(sizeof entries / sizeof entries[0]),
+};
+
+static ax_status open_ckpt(const char *dir, ax_ckpt_t **ck) {
+    char path[AX_CFG_STR_MAX + 64], sub[AX_CFG_STR_MAX + 16];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return ax_ckpt_open(dir, ck);
+    }
+    snprintf(sub, sizeof sub, "%s/ckpt", dir);
+    if (ax_ckpt_find_latest(sub, path, sizeof path) != AX_OK) {
+        ax_error_clear();
+        if (ax_ckpt_find_latest(dir, path, sizeof path) != AX_OK) {
+            ax_error_clear();
+            return ax_errorf(AX_ERR_IO,
+                             "--ckpt %s holds no checkpoint (no manifest.json, no "
+                             "step-NNNNNN/ in it or in its ckpt/); pass a run or step directory",
+                             dir);
+        }
+    }
+    return ax_ckpt_open(path, ck);
+}
+
+static void stat_json(ax_jw *w, const char *key, const double *x, int n, uint64_t seed) {
+    double mean, lo, hi;
+    ax_bootstrap_ci(x, n, 1000, seed, &mean, &lo, &hi);
+    ax_jw_key(w, key);
+    ax_jw_obj_begin(w);
+    ax_jw_key(w, "mean"), ax_jw_num(w, mean);
+    ax_jw_key(w, "ci95");
+    ax_jw_arr_begin(w);
+    ax_jw_num(w, lo), ax_jw_num(w, hi);
+    ax_jw_arr_end(w);
+    ax_jw_obj_end(w);
+}
+
+static void text_field(ax_jw *w, const char *key, const ax_tokenizer_t *tok, const int32_t *ids,
+                       int n) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (!tok || ax_tokenizer_decode(tok, ids, (size_t)n, &bytes, &len) != AX_OK) return;
+    ax_jw_key(w, key);
+    ax_jw_strn(w, (const char *)bytes, len);
+    free(bytes);
+}
+
+static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const ax_axd_t *ds,
+                               const ax_probe_result *r, const ax_tokenizer_t *tok) {
+    int n = r->n, S = (int)fl->suffix;
+    double *ex = malloc(sizeof(double) * (size_t)n * 3), *acc = ex + n, *rl = ex + 2 * n;
+    long *hist = calloc((size_t)S + 1, sizeof(long));
+    if (!ex || !hist) return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    double mp = 0;
+    for (int i = 0; i < n; i++) {
+        ex[i] = r->s[i].exact, acc[i] = r->s[i].token_accuracy, rl[i] = r->s[i].rouge_l;
+        mp += r->s[i].matched_prefix;
+        hist[r->s[i].matched_prefix]++;
+    }
+    const ax_json *goldfish = ax_json_get(ax_ckpt_config(ck), "goldfish");
+    char hex[32];
+    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)ax_axd_checksum(ds));
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "schema"), ax_jw_str(&w, "axmem-scan");
+    ax_jw_key(&w, "version"), ax_jw_int(&w, 1);
+    ax_jw_key(&w, "kind"), ax_jw_str(&w, "extraction-probe");
+    ax_jw_key(&w, "checkpoint");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "path"), ax_jw_str(&w, ax_ckpt_path(ck));
+    ax_jw_key(&w, "step"), ax_jw_int(&w, ax_ckpt_step(ck));
+    ax_jw_key(&w, "goldfish"),
+        ax_jw_str(&w, goldfish && goldfish->type == AX_JSON_STR ? goldfish->str : "none");
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "dataset");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "path"), ax_jw_str(&w, fl->data);
+    ax_jw_key(&w, "xxh3"), ax_jw_str(&w, hex);
+    ax_jw_key(&w, "docs"), ax_jw_uint(&w, ax_axd_n_docs(ds));
+    ax_jw_key(&w, "tokens"), ax_jw_uint(&w, ax_axd_n_tokens(ds));
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "config");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "prefix"), ax_jw_int(&w, fl->prefix);
+    ax_jw_key(&w, "suffix"), ax_jw_int(&w, fl->suffix);
+    ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
+    ax_jw_key(&w, "offset"), ax_jw_str(&w, fl->offset);
+    ax_jw_key(&w, "seed"), ax_jw_int(&w, fl->seed);
+    ax_jw_key(&w, "eligible_docs"), ax_jw_int(&w, r->eligible_docs);
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "metrics");
+    ax_jw_obj_begin(&w);
+    stat_json(&w, "exact_match_rate", ex, n, (uint64_t)fl->seed + 1);
+    stat_json(&w, "token_accuracy", acc, n, (uint64_t)fl->seed + 2);
+    stat_json(&w, "rouge_l", rl, n, (uint64_t)fl->seed + 3);
+    ax_jw_key(&w, "matched_prefix_mean"), ax_jw_num(&w, n ? mp / n : 0);
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "tables");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "matched_prefix_hist");
+    ax_jw_arr_begin(&w);
+    for (int k = 0; k <= S; k++) ax_jw_int(&w, hist[k]);
+    ax_jw_arr_end(&w);
+    ax_jw_obj_end(&w);
+    ax_jw_obj_end(&w);
+
+    ax_status st = AX_OK;
+    FILE *f = fopen(fl->out, "w");
+    if (!f || !ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0 || fclose(f))
+        st = ax_errorf(AX_ERR_IO, "cannot write --out %s", fl->out);
+    ax_jw_free(&w);
+    char sp[AX_CFG_STR_MAX + 32];
+    if (fl->samples_out[0])
+        snprintf(sp, sizeof sp, "%s", fl->samples_out);
+    else {
+        const char *slash = strrchr(fl->out, '/');
+        snprintf(sp, sizeof sp, "%.*ssamples.jsonl", slash ? (int)(slash - fl->out + 1) : 0,
+                 fl->out);
+    }
+    f = st == AX_OK ? fopen(sp, "w") : NULL;
+    if (st == AX_OK && !f) st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
+    for (int i = 0; st == AX_OK && i < n; i++) {
+        const ax_probe_sample *s = &r->s[i];
+        ax_jw_init(&w);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "i"), ax_jw_int(&w, i);
+        ax_jw_key(&w, "doc"), ax_jw_uint(&w, s->doc);
+        ax_jw_key(&w, "offset"), ax_jw_uint(&w, s->offset);
+        ax_jw_key(&w, "exact"), ax_jw_bool(&w, s->exact);
+        ax_jw_key(&w, "matched_prefix"), ax_jw_int(&w, s->matched_prefix);
+        ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, s->token_accuracy);
+        ax_jw_key(&w, "rouge_l"), ax_jw_num(&w, s->rouge_l);
+        ax_jw_key(&w, "truth");
+        ax_jw_arr_begin(&w);
+        for (int k = 0; k < S; k++) ax_jw_int(&w, s->truth[k]);
+        ax_jw_arr_end(&w);
+        ax_jw_key(&w, "generated");
+        ax_jw_arr_begin(&w);
+        for (int k = 0; k < S; k++) ax_jw_int(&w, s->generated[k]);
+        ax_jw_arr_end(&w);
+        text_field(&w, "truth_text", tok, s->truth, S);
+        text_field(&w, "generated_text", tok, s->generated, S);
+        ax_jw_obj_end(&w);
+        if (!ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0)
+            st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
+        ax_jw_free(&w);
+    }
+    if (f && fclose(f) && st == AX_OK) st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
+    if (st == AX_OK) {
+        double mean, lo, hi;
+        ax_bootstrap_ci(ex, n, 1000, (uint64_t)fl->seed + 1, &mean, &lo, &hi);
+        printf(
+            "probe: %d samples, prefix %lld, suffix %lld: exact match %.1f%% (95%% CI %.1f-%.1f%%)",
+            n, (long long)fl->prefix, (long long)fl->suffix, 100 * mean, 100 * lo, 100 * hi);
+        ax_bootstrap_ci(acc, n, 1000, (uint64_t)fl->seed + 2, &mean, &lo, &hi);
+        printf(", token accuracy %.3f; wrote %s and %s\n", mean, fl->out, sp);
+    }
+    free(ex), free(hist);
+    return st;
+}
+
+static ax_status run_probe(probe_flags *fl) {
+    ax_ckpt_t *ck = NULL;
+    ax_axd_t *ds = NULL;
+    ax_tokenizer_t *tok = NULL;
+    ax_grid_t *g = NULL;
+    ax_model_t *m = NULL;
+    ax_probe_result res = {0};
+    ax_status st = AX_OK;
+    if (!fl->ckpt[0] || !fl->data[0])
+        return ax_errorf(AX_ERR_ARG,
+                         "--ckpt and --data are required; see axmem memscan probe --help");
+    if (strcmp(fl->offset, "start") && strcmp(fl->offset, "random"))
+        return ax_errorf(AX_ERR_ARG, "--offset '%s' must be start or random", fl->offset);
+    if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
+    ax_model_config mc;
+    int dims[4];
+    AX_CHECK_GOTO(open_ckpt(fl->ckpt, &ck), out);
+    AX_CHECK_GOTO(ax_model_config_from_ckpt(ck, &mc), out);
+    AX_CHECK_GOTO(ax_axd_open(fl->data, 1, &ds), out);
+    if (ax_axd_vocab_size(ds) > (uint32_t)mc.vocab) {
+        st = ax_errorf(AX_ERR_MISMATCH,
+                       "--data %s has vocabulary %u but the model %d; probe with "
+                       "the dataset the model was trained on",
+                       fl->data, ax_axd_vocab_size(ds), mc.vocab);
+        goto out;
+    }
+    if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
+    AX_CHECK_GOTO(ax_grid_parse(fl->grid, dims), out);
+    AX_CHECK_GOTO(ax_grid_create(dims, &g), out);
+    int W = (int)(fl->prefix + fl->suffix);
+    int Bm = (int)((fl->batch + W - 1) / W); /* decoding allows B x T sequences */
+    AX_CHECK_GOTO(ax_model_create_on(g, &mc, Bm, W, 1, &m), out);
+    AX_CHECK_GOTO(ax_model_load_blob(m, ck, "params", ax_model_params(m)), out);
+    ax_probe_config pc = {.prefix = (int)fl->prefix,
+                          .suffix = (int)fl->suffix,
+                          .samples = (int)fl->samples,
+                          .batch = (int)fl->batch,
+                          .seed = (uint64_t)fl->seed,
+                          .random_offset = !strcmp(fl->offset, "random")};
+    AX_CHECK_GOTO(ax_probe_run(m, ds, &pc, &res), out);
+    if (ax_grid_rank(g) == 0) st = write_outputs(fl, ck, ds, &res, tok);
+out:
+    ax_probe_result_free(&res);
+    ax_model_free(m);
+    ax_grid_free(g);
+    ax_tokenizer_free(tok);
+    ax_axd_free(ds);
+    ax_ckpt_free(ck);
+    return st;
+}
+
+int ax_ms_cmd_probe(int argc, char **argv) {
+    probe_flags fl;
+    int help = 0;
+    ax_status st = ax_cfg_set_defaults(&table, &fl);
+    if (st == AX_OK) st = ax_cfg_parse_argv(&table, &fl, argc, argv, NULL, &help);
+    if (help) {
+        ax_cfg_print_help(&table, stdout);
+        return 0;
+    }
+    if (st == AX_OK) st = run_probe(&fl);
+    if (st != AX_OK) {
+        if (ax_mpi_world_rank() == 0) fprintf(stderr, "axmem memscan probe: %s\n", ax_error_msg());
+        return st == AX_ERR_ARG ? 2 : 1;
+    }
+    return 0;
+}

@@ -1,0 +1,157 @@
+#include "memscan/probe.h"
+#include "lib/comm.h"
+#include "lib/rng.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb) {
+    if (na == 0 || nb == 0) return 0.0;
+    int *prev = calloc((size_t)nb + 1, sizeof(int)), *cur = calloc((size_t)nb + 1, sizeof(int));
+    if (!prev || !cur) abort(); /* two rows of a suffix-length table */
+    for (int i = 1; i <= na; i++) {
+        for (int j = 1; j <= nb; j++)
+            cur[j] = a[i - 1] == b[j - 1] ? prev[j - 1] + 1
+                                          : (prev[j] > cur[j - 1] ? prev[j] : cur[j - 1]);
+        int *t = prev;
+        prev = cur;
+        cur = t;
+    }
+    double lcs = prev[nb];
+    free(prev), free(cur);
+    if (lcs == 0) return 0.0;
+    double p = lcs / na, r = lcs / nb;
+    return 2 * p * r / (p + r);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void ax_bootstrap_ci(const double *x, int n, int resamples, uint64_t seed, double *mean, double *lo,
+                     double *hi) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    *mean = n ? s / n : 0;
+    *lo = *hi = *mean;
+    double *means = n ? malloc(sizeof(double) * (size_t)resamples) : NULL;
+    if (!means) return;
+    for (int r = 0; r < resamples; r++) {
+        double t = 0;
+        for (int i = 0; i < n; i++)
+            t += x[ax_rng_below(seed, (uint64_t)r, (uint64_t)i, (uint64_t)n)];
+        means[r] = t / n;
+    }
+    qsort(means, (size_t)resamples, sizeof *means, cmp_double);
+    *lo = means[(int)(0.025 * (resamples - 1))];
+    *hi = means[(int)(0.975 * (resamples - 1))];
+    free(means);
+}
+
+/* the probe positions: documents long enough for prefix + suffix (their end-of-text excluded) */
+static ax_status pick(const ax_axd_t *ds, const ax_probe_config *c, ax_probe_result *out) {
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    uint64_t n_docs = ax_axd_n_docs(ds), need = (uint64_t)(c->prefix + c->suffix);
+    uint64_t *elig = malloc(sizeof(uint64_t) * (size_t)(n_docs ? n_docs : 1));
+    if (!elig) return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    int ne = 0;
+    for (uint64_t d = 0; d < n_docs; d++)
+        if (off[d + 1] - off[d] >= need + 1) elig[ne++] = d;
+    out->eligible_docs = ne;
+    if (!ne) {
+        free(elig);
+        return ax_errorf(AX_ERR_ARG,
+                         "no document of %s holds %d + %d tokens; use a shorter "
+                         "--prefix/--suffix",
+                         ax_axd_path(ds), c->prefix, c->suffix);
+    }
+    for (int i = 0; i < out->n; i++) {
+        /* without replacement while samples <= eligible docs: a seeded shuffle's prefix */
+        uint64_t pick_i = (uint64_t)i % (uint64_t)ne,
+                 j = pick_i + ax_rng_below(c->seed, 1, (uint64_t)i, (uint64_t)(ne - pick_i));
+        uint64_t t = elig[pick_i];
+        elig[pick_i] = elig[j], elig[j] = t;
+        uint64_t d = elig[pick_i], room = off[d + 1] - off[d] - 1 - need;
+        out->s[i].doc = d;
+        out->s[i].offset = c->random_offset ? ax_rng_below(c->seed, 2, (uint64_t)i, room + 1) : 0;
+    }
+    free(elig);
+    return AX_OK;
+}
+
+static void score(ax_probe_sample *s, int S) {
+    int k = 0, match = 0;
+    while (k < S && s->generated[k] == s->truth[k]) k++;
+    for (int i = 0; i < S; i++) match += s->generated[i] == s->truth[i];
+    s->matched_prefix = k;
+    s->exact = k == S;
+    s->token_accuracy = (double)match / S;
+    s->rouge_l = ax_rouge_l(s->generated, S, s->truth, S);
+}
+
+ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config *c,
+                       ax_probe_result *out) {
+    memset(out, 0, sizeof *out);
+    int P = c->prefix, S = c->suffix, W = P + S;
+    ax_grid_t *g = ax_model_grid(m);
+    int parts = ax_grid_dim(g, AX_AXIS_BATCH), me = ax_grid_coord(g, AX_AXIS_BATCH);
+    int per = (c->samples + parts - 1) / parts; /* samples per batch rank (padded) */
+    out->n = c->samples;
+    out->s = calloc((size_t)per * parts, sizeof *out->s);
+    out->tokens = calloc((size_t)per * parts * 2 * S, sizeof(int32_t));
+    int32_t *win = calloc((size_t)c->batch * W, sizeof(int32_t)),
+            *tok = calloc((size_t)c->batch, sizeof(int32_t));
+    float *mine = calloc((size_t)per * S, sizeof(float)),
+          *all = calloc((size_t)per * parts * S, sizeof(float));
+    ax_status st = AX_OK;
+    if (!out->s || !out->tokens || !win || !tok || !mine || !all) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory for %d probes", c->samples);
+        goto done;
+    }
+    AX_CHECK_GOTO(pick(ds, c, out), done);
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    for (int i = 0; i < per * parts; i++) {
+        out->s[i].truth = out->tokens + (size_t)i * W + P;     /* the window's last S tokens */
+        out->s[i].generated = out->tokens + (size_t)i * W + 0; /* overwritten after the gather */
+    }
+    /* my samples [me*per, me*per + per), decoded `batch` at a time */
+    for (int b0 = 0; b0 < per; b0 += c->batch) {
+        int B = per - b0 < c->batch ? per - b0 : c->batch;
+        for (int j = 0; j < B; j++) {
+            int i = me * per + b0 + j;
+            int src = i < c->samples ? i : 0; /* padding slots repeat sample 0, then are dropped */
+            ax_axd_tokens(ds, off[out->s[src].doc] + out->s[src].offset, (uint64_t)W,
+                          win + (size_t)j * W);
+        }
+        AX_CHECK_GOTO(ax_model_decode_begin(m, B), done);
+        for (int pos = 0; pos < W - 1; pos++) {
+            for (int j = 0; j < B; j++)
+                tok[j] = pos < P ? win[(size_t)j * W + pos]
+                                 : (int32_t)mine[(size_t)(b0 + j) * S + pos - P];
+            ax_model_decode_step(m, tok, pos);
+            if (pos < P - 1) continue; /* still reading the prefix */
+            AX_CHECK_GOTO(ax_model_decode_argmax(m, tok), done);
+            for (int j = 0; j < B; j++) mine[(size_t)(b0 + j) * S + pos - P + 1] = (float)tok[j];
+        }
+        AX_CHECK_GOTO(ax_model_status(m), done);
+    }
+    /* token ids < 2^24 are exact in float: gather every rank's generations */
+    AX_CHECK_GOTO(ax_allgather(g, AX_AXIS_BATCH, mine, (long)per * S, all), done);
+    for (int i = 0; i < c->samples; i++) {
+        ax_probe_sample *s = &out->s[i];
+        ax_axd_tokens(ds, off[s->doc] + s->offset + (uint64_t)P, (uint64_t)S, s->truth);
+        for (int k = 0; k < S; k++) s->generated[k] = (int32_t)all[(size_t)i * S + k];
+        score(s, S);
+    }
+done:
+    free(win), free(tok), free(mine), free(all);
+    if (st != AX_OK) ax_probe_result_free(out);
+    return st;
+}
+
+void ax_probe_result_free(ax_probe_result *r) {
+    free(r->s);
+    free(r->tokens);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,46 @@
+/* Extractable memorization (Carlini et al. 2021/2023; Pythia's memorization score): prompt a
+ * model with a P-token prefix taken from a training document, greedy-decode S tokens with the
+ * KV cache, and compare them with the true continuation. */
+#pragma once
+#include <stdint.h>
+#include "data/axd.h"
+#include "lib/model.h"
+#include "lib/status.h"
+
+typedef struct {
+    int prefix, suffix; /* P, S tokens */
+    int samples;        /* how many (document, offset) probes */
+    int batch;          /* sequences decoded together per rank */
+    uint64_t seed;      /* picks documents and offsets */
+    int random_offset;  /* 0: prefix starts at the document start; 1: anywhere it fits */
+} ax_probe_config;
+
+typedef struct {
+    uint64_t doc, offset;       /* where the prefix starts (token offset within the document) */
+    int exact;                  /* all S generated tokens equal the true suffix */
+    int matched_prefix;         /* leading generated tokens that match */
+    double token_accuracy;      /* fraction of the S positions that match (Pythia's score) */
+    double rouge_l;             /* token LCS F1 of generation vs truth */
+    int32_t *truth, *generated; /* [S] each, owned by the result set */
+} ax_probe_sample;
+
+typedef struct {
+    int n;
+    ax_probe_sample *s;
+    int32_t *tokens; /* backing store for truth/generated: 2S per sample */
+    int eligible_docs;
+} ax_probe_result;
+
+/* Picks the samples (deterministic in seed), spreads them over the grid's batch ranks, decodes
+ * greedily and gathers every sample's result on every rank. The model must be allocated
+ * with T >= prefix + suffix - 1. Collective. */
+ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config *c,
+                       ax_probe_result *out);
+void ax_probe_result_free(ax_probe_result *r);
+
+/* Token-level longest common subsequence F1 (RougeL) of a[na] vs b[nb]. */
+double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb);
+
+/* Mean and 95% percentile-bootstrap interval of x[n] (B resamples, seeded). */
+void ax_bootstrap_ci(const double *x, int n, int resamples, uint64_t seed, double *mean, double *lo,
+                     double *hi);
