@@ -1,12 +1,20 @@
-/* `axmem demo`: the main job end to end on the bundled corpus, by calling the same entry
- * points a user would: train a tokenizer, encode the corpus, train a model. */
+/* `axmem demo`: the main job end to end on the bundled corpus, through the same entry points a
+ * user runs: train a tokenizer, build a "memorization set" (the goldfish paper's extreme
+ * setting: a few dozen documents seen for many epochs) and a held-out set, train a baseline and
+ * a goldfish model, index the training set, probe both models for extractable memorization, and
+ * write a summary a person can read. */
 #include "cli/commands.h"
 #include "lib/fsutil.h"
+#include "lib/json.h"
 #include "lib/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+typedef struct {
+    const char *out, *corpus, *steps, *vocab, *docs;
+} demo_args;
 
 static int run(const char *what, int (*fn)(int, char **), char **argv) {
     int argc = 0;
@@ -19,32 +27,41 @@ static int run(const char *what, int (*fn)(int, char **), char **argv) {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: axmem demo [--out DIR] [--corpus FILE.jsonl] [--steps N] [--vocab-size N]\n\n"
-            "Runs the main job on the bundled public-domain corpus (KJV, one document per\n"
-            "chapter): trains a byte-level BPE tokenizer, encodes the corpus to a .axd\n"
-            "dataset and trains a baseline model, writing everything under DIR.\n\n"
+            "usage: axmem demo [--out DIR] [--corpus FILE.jsonl] [--steps N] [--docs N]\n\n"
+            "The main job on the bundled public-domain corpus (KJV, one document per chapter):\n"
+            "  1. trains a byte-level BPE tokenizer on the whole corpus;\n"
+            "  2. takes N chapters (first 500 characters each) as a memorization set and N\n"
+            "     others as held-out text, and encodes both;\n"
+            "  3. trains a baseline and a goldfish (hash:k=4,h=13) model for many epochs on the\n"
+            "     memorization set (one document per sequence), validating on held-out text;\n"
+            "  4. indexes the training set (memscan index) and probes both models: 32-token\n"
+            "     prefix -> greedy 32-token suffix, exact match (memscan probe), and free\n"
+            "     generations slid over the index for verbatim spans (memscan generate);\n"
+            "  5. writes DIR/summary.md comparing the two.\n\n"
             "  --out DIR         output folder (default runs/demo)\n"
             "  --corpus FILE     JSONL corpus (default data/corpus/kjv.jsonl)\n"
-            "  --steps N         training steps (default 300)\n"
+            "  --steps N         training steps per model (default 300)\n"
+            "  --docs N          documents in the memorization set (default 32)\n"
             "  --vocab-size N    tokenizer vocabulary (default 2048)\n");
 }
 
-int ax_cmd_demo(int argc, char **argv) {
-    const char *out = "runs/demo", *corpus = "data/corpus/kjv.jsonl", *steps = "300",
-               *vocab = "2048";
+static int parse(int argc, char **argv, demo_args *a) {
+    *a = (demo_args){"runs/demo", "data/corpus/kjv.jsonl", "300", "2048", "32"};
     for (int i = 1; i < argc; i++) {
         const char **dst = NULL;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--out"))
-            dst = &out;
+            dst = &a->out;
         else if (!strcmp(argv[i], "--corpus"))
-            dst = &corpus;
+            dst = &a->corpus;
         else if (!strcmp(argv[i], "--steps"))
-            dst = &steps;
+            dst = &a->steps;
         else if (!strcmp(argv[i], "--vocab-size"))
-            dst = &vocab;
+            dst = &a->vocab;
+        else if (!strcmp(argv[i], "--docs"))
+            dst = &a->docs;
         else {
             fprintf(stderr, "axmem demo: unknown flag '%s'; see axmem demo --help\n", argv[i]);
             return 2;
@@ -55,35 +72,228 @@ int ax_cmd_demo(int argc, char **argv) {
         }
         *dst = argv[++i];
     }
-    if (ax_mkdir_p(out) != AX_OK) {
+    int docs = atoi(a->docs);
+    if (docs < 1 || docs > 500) {
+        fprintf(stderr, "axmem demo: --docs %s must be in 1..500\n", a->docs);
+        return 2;
+    }
+    return -1;
+}
+
+/* Writes documents [first, first+n) of the JSONL corpus, each cut to `chars` bytes, to path. */
+static ax_status subset(const char *corpus, long first, long n, size_t chars, const char *path) {
+    FILE *in = fopen(corpus, "r"), *out = NULL;
+    if (!in) return ax_errorf(AX_ERR_IO, "--corpus %s cannot be read", corpus);
+    out = fopen(path, "w");
+    char *line = NULL;
+    size_t cap = 0;
+    long i = 0, written = 0;
+    ax_status st = out ? AX_OK : ax_errorf(AX_ERR_IO, "cannot write %s", path);
+    while (st == AX_OK && written < n && getline(&line, &cap, in) > 0) {
+        if (i++ < first) continue;
+        ax_json *j = NULL;
+        const char *text;
+        st = ax_json_parse(line, strlen(line), corpus, &j);
+        if (st == AX_OK) st = ax_json_get_str(j, "text", corpus, &text);
+        if (st == AX_OK) {
+            ax_jw w;
+            ax_jw_init(&w);
+            ax_jw_obj_begin(&w);
+            ax_jw_key(&w, "text");
+            size_t len = strlen(text) < chars ? strlen(text) : chars;
+            while (len > 0 && len < strlen(text) && ((unsigned char)text[len] & 0xC0) == 0x80)
+                len--; /* never cut inside a UTF-8 character */
+            ax_jw_strn(&w, text, len);
+            ax_jw_obj_end(&w);
+            if (!ax_jw_text(&w) || fprintf(out, "%s\n", ax_jw_text(&w)) < 0)
+                st = ax_errorf(AX_ERR_IO, "cannot write %s", path);
+            ax_jw_free(&w);
+            written++;
+        }
+        ax_json_free(j);
+    }
+    if (st == AX_OK && written < n)
+        st = ax_errorf(AX_ERR_ARG, "--corpus %s has fewer than %ld documents", corpus, first + n);
+    free(line);
+    fclose(in);
+    if (out && fclose(out) && st == AX_OK) st = ax_errorf(AX_ERR_IO, "cannot write %s", path);
+    return st;
+}
+
+/* exact-match mean and interval, token accuracy of a scan.json; val_loss of a run */
+static int read_scan(const char *run, double v[6]) {
+    char path[1100];
+    char *text = NULL;
+    size_t len;
+    ax_json *j = NULL;
+    snprintf(path, sizeof path, "%s/scan.json", run);
+    if (ax_read_file(path, &text, &len) || ax_json_parse(text, len, path, &j)) return 0;
+    const ax_json *m = ax_json_get(j, "metrics"), *em = ax_json_get(m, "exact_match_rate");
+    const ax_json *ta = ax_json_get(m, "token_accuracy"), *ci = ax_json_get(em, "ci95");
+    int ok = em && ta && ci && ci->n == 2;
+    if (ok)
+        v[0] = ax_json_get(em, "mean")->num, v[1] = ci->items[0]->num, v[2] = ci->items[1]->num,
+        v[3] = ax_json_get(ta, "mean")->num;
+    ax_json_free(j);
+    free(text);
+    /* the last metrics line holds the final validation loss */
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    FILE *f = fopen(path, "r");
+    char line[1 << 14], last[1 << 14] = "";
+    while (f && fgets(line, sizeof line, f)) memcpy(last, line, sizeof line);
+    if (f) fclose(f);
+    const char *p = strstr(last, "\"val_loss\":");
+    v[4] = p ? atof(p + 11) : -1;
+    snprintf(path, sizeof path, "%s/regurgitation.json", run);
+    v[5] = -1;
+    if (ax_read_file(path, &text, &len) == AX_OK && ax_json_parse(text, len, path, &j) == AX_OK) {
+        const ax_json *ml = ax_json_get(ax_json_get(j, "metrics"), "mean_longest_span");
+        if (ml) v[5] = ml->num;
+        ax_json_free(j);
+    }
+    free(text);
+    return ok;
+}
+
+static int summarize(const demo_args *a, const char *base, const char *gold) {
+    double b[6], g[6];
+    if (!read_scan(base, b) || !read_scan(gold, g)) {
+        fprintf(stderr, "axmem demo: cannot read the scans in %s and %s\n", base, gold);
+        return 1;
+    }
+    char path[1100];
+    snprintf(path, sizeof path, "%s/summary.md", a->out);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "axmem demo: cannot write %s\n", path);
+        return 1;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        FILE *o = pass ? stdout : f;
+        fprintf(o,
+                "# axmem demo: goldfish loss against verbatim memorization\n\n"
+                "%s documents of %s (first 500 characters each), %s steps of 16 sequences "
+                "(one document per sequence, many epochs), tiny model.\n"
+                "Probe: 32-token prefix from each training document, greedy 32-token "
+                "continuation.\n\n"
+                "Regurgitation: 32 free generations of 96 tokens (temperature 0.7) slid over a "
+                "16-token index of the training set; the longest verbatim span in each.\n\n"
+                "| model | exact match (95%% CI) | token accuracy | longest verbatim span (mean) "
+                "| held-out loss |\n"
+                "|---|---|---|---|---|\n",
+                a->docs, a->corpus, a->steps);
+        fprintf(o, "| baseline | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n", 100 * b[0],
+                100 * b[1], 100 * b[2], b[3], b[5], b[4]);
+        fprintf(o,
+                "| goldfish hash:k=4,h=13 | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n\n",
+                100 * g[0], 100 * g[1], 100 * g[2], g[3], g[5], g[4]);
+        fprintf(o,
+                "Details: scan.json (probe) and regurgitation.json (free generations) in %s and "
+                "%s; per sample in samples.jsonl and regurgitation.jsonl; training in "
+                "metrics.jsonl.\n",
+                base, gold);
+    }
+    fclose(f);
+    return 0;
+}
+
+int ax_cmd_demo(int argc, char **argv) {
+    demo_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc >= 0) return rc;
+    char tok[1024], memo[1024], heldout[1024], memo_axd[1024], held_axd[1024], index[1024];
+    char base[1024], gold[1024];
+    snprintf(tok, sizeof tok, "%s/tokenizer.axt", a.out);
+    snprintf(memo, sizeof memo, "%s/memo.jsonl", a.out);
+    snprintf(heldout, sizeof heldout, "%s/heldout.jsonl", a.out);
+    snprintf(memo_axd, sizeof memo_axd, "%s/memo.axd", a.out);
+    snprintf(held_axd, sizeof held_axd, "%s/heldout.axd", a.out);
+    snprintf(index, sizeof index, "%s/memo.index", a.out);
+    snprintf(base, sizeof base, "%s/baseline", a.out);
+    snprintf(gold, sizeof gold, "%s/goldfish", a.out);
+    long docs = atol(a.docs);
+    if (ax_mkdir_p(a.out) != AX_OK || subset(a.corpus, 100, docs, 500, memo) != AX_OK ||
+        subset(a.corpus, 1000, docs, 500, heldout) != AX_OK) {
         fprintf(stderr, "axmem demo: %s\n", ax_error_msg());
         return 1;
     }
-    char tok[1024], axd[1024], run_dir[1024];
-    snprintf(tok, sizeof tok, "%s/tokenizer.axt", out);
-    snprintf(axd, sizeof axd, "%s/corpus.axd", out);
-    snprintf(run_dir, sizeof run_dir, "%s/baseline", out);
     char *tok_argv[] = {"data",
                         "tokenizer-train",
                         "--input",
-                        (char *)corpus,
+                        (char *)a.corpus,
                         "--vocab-size",
-                        (char *)vocab,
+                        (char *)a.vocab,
                         "--out",
                         tok,
                         NULL};
-    char *enc_argv[] = {"data",         "encode", "--tokenizer", tok, "--input",
-                        (char *)corpus, "--out",  axd,           NULL};
-    char *train_argv[] = {"train",       "--data",    axd,           "--tokenizer", tok,
-                          "--out",       run_dir,     "--model",     "tiny",        "--steps",
-                          (char *)steps, "--seq-len", "128",         "--batch",     "16",
-                          "--lr",        "2e-3",      "--log-every", "25",          NULL};
-    int rc;
-    if ((rc = run("train the tokenizer", ax_cmd_data, tok_argv))) return rc;
-    if ((rc = run("encode the corpus", ax_cmd_data, enc_argv))) return rc;
-    if (ax_path_exists(run_dir)) ax_rm_rf(run_dir); /* the demo always starts fresh */
-    if ((rc = run("train the baseline model", ax_cmd_train, train_argv))) return rc;
-    AX_INFO("demo: done; outputs in %s (tokenizer, dataset, %s/metrics.jsonl, checkpoints)", out,
-            run_dir);
-    return 0;
+    char *enc1[] = {"data", "encode", "--tokenizer", tok, "--input", memo, "--out", memo_axd, NULL};
+    char *enc2[] = {"data",  "encode", "--tokenizer", tok, "--input",
+                    heldout, "--out",  held_axd,      NULL};
+    char *idx_argv[] = {"memscan", "index", "--data", memo_axd, "--n", "16", "--out", index, NULL};
+    if ((rc = run("train the tokenizer", ax_cmd_data, tok_argv)) ||
+        (rc = run("encode the memorization set", ax_cmd_data, enc1)) ||
+        (rc = run("encode the held-out set", ax_cmd_data, enc2)) ||
+        (rc = run("index the training set", ax_cmd_memscan, idx_argv)))
+        return rc;
+    const char *runs[2] = {base, gold}, *specs[2] = {"none", "hash:k=4,h=13"};
+    for (int i = 0; i < 2; i++) {
+        if (ax_path_exists(runs[i])) ax_rm_rf(runs[i]); /* the demo always starts fresh */
+        char scan[1100], gen[1100], gen_samples[1100];
+        snprintf(scan, sizeof scan, "%s/scan.json", runs[i]);
+        snprintf(gen, sizeof gen, "%s/regurgitation.json", runs[i]);
+        snprintf(gen_samples, sizeof gen_samples, "%s/regurgitation.jsonl", runs[i]);
+        /* clang-format off: one flag and its value per line */
+        char *train_argv[] = {"train",
+                              "--data",
+                              memo_axd,
+                              "--val-data",
+                              held_axd,
+                              "--tokenizer",
+                              tok,
+                              "--out",
+                              (char *)runs[i],
+                              "--model",
+                              "tiny",
+                              "--packing",
+                              "doc",
+                              "--seq-len",
+                              "160",
+                              "--batch",
+                              "16",
+                              "--steps",
+                              (char *)a.steps,
+                              "--lr",
+                              "3e-3",
+                              "--warmup",
+                              "20",
+                              "--weight-decay",
+                              "0",
+                              "--val-batches",
+                              "2",
+                              "--goldfish",
+                              (char *)specs[i],
+                              "--log-every",
+                              "50",
+                              NULL};
+        char *probe_argv[] = {"memscan",   "probe",        "--ckpt",      (char *)runs[i],
+                              "--data",    memo_axd,       "--tokenizer", tok,
+                              "--samples", (char *)a.docs, "--prefix",    "32",
+                              "--suffix",  "32",           "--out",       scan,
+                              NULL};
+        char *gen_argv[] = {"memscan",       "generate",  "--ckpt",      (char *)runs[i],
+                            "--index",       index,       "--tokenizer", tok,
+                            "--samples",     "32",        "--length",    "96",
+                            "--temperature", "0.7",       "--out",       gen,
+                            "--samples-out", gen_samples, NULL};
+        /* clang-format on */
+        const char *what[3][2] = {
+            {"train the baseline model", "train the goldfish model"},
+            {"probe the baseline model", "probe the goldfish model"},
+            {"regurgitation scan (baseline)", "regurgitation scan (goldfish)"}};
+        if ((rc = run(what[0][i], ax_cmd_train, train_argv)) ||
+            (rc = run(what[1][i], ax_cmd_memscan, probe_argv)) ||
+            (rc = run(what[2][i], ax_cmd_memscan, gen_argv)))
+            return rc;
+    }
+    return summarize(&a, base, gold);
 }

@@ -3,6 +3,7 @@
  * [0, n) by cycle walking (re-applying until the value lands in range; 2^2h < 4n, so a few
  * steps on average). A bijection with O(1) random access and nothing stored. */
 #include "data/loader.h"
+#include "data/tokenizer.h"
 #include "lib/rng.h"
 #include "lib/status.h"
 
@@ -102,24 +103,34 @@ uint64_t ax_loader_start(const ax_loader_t *l, uint64_t g) {
     return l->docs ? ax_axd_doc_offsets(l->ds)[w] : w * (uint64_t)l->seq_len;
 }
 
+/* a document sample: end-of-text (as every document follows one in the stream), the document,
+ * then padding */
+static int doc_sample(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos) {
+    uint64_t T = (uint64_t)l->seq_len, d = ax_loader_window(l, g);
+    const uint64_t *off = ax_axd_doc_offsets(l->ds);
+    uint64_t n = off[d + 1] - off[d] < T ? off[d + 1] - off[d] : T;
+    tokens[0] = AX_TOK_EOT;
+    ax_axd_tokens(l->ds, off[d], n, tokens + 1);
+    for (uint64_t i = n + 1; i <= T; i++) tokens[i] = 0;
+    if (doc_pos)
+        for (uint64_t i = 0; i <= T; i++) doc_pos[i] = i ? (uint32_t)(i - 1) : 0;
+    return (int)(n + 1);
+}
+
 int ax_loader_sample_len(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos) {
-    uint64_t T = (uint64_t)l->seq_len, start = ax_loader_start(l, g), n = T + 1;
-    if (l->docs) { /* this document only, then padding */
-        uint64_t end = ax_axd_doc_offsets(l->ds)[ax_loader_window(l, g) + 1];
-        if (end - start < n) n = end - start;
-        for (uint64_t i = n; i <= T; i++) tokens[i] = 0;
-    }
-    ax_axd_tokens(l->ds, start, n, tokens);
-    if (!doc_pos) return (int)n;
+    if (l->docs) return doc_sample(l, g, tokens, doc_pos);
+    uint64_t T = (uint64_t)l->seq_len, start = ax_loader_start(l, g);
+    ax_axd_tokens(l->ds, start, T + 1, tokens);
+    if (!doc_pos) return (int)(T + 1);
     const uint64_t *off = ax_axd_doc_offsets(l->ds);
     uint64_t nd = ax_axd_n_docs(l->ds);
     uint64_t d = ax_axd_doc_of(l->ds, start);
     for (uint64_t i = 0; i <= T; i++) {
         uint64_t idx = start + i;
-        while (!l->docs && d + 1 < nd && off[d + 1] <= idx) d++;
+        while (d + 1 < nd && off[d + 1] <= idx) d++;
         doc_pos[i] = (uint32_t)(idx - off[d]);
     }
-    return (int)n;
+    return (int)(T + 1);
 }
 
 void ax_loader_sample(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_t *doc_pos) {

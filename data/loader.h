@@ -13,9 +13,11 @@ typedef struct ax_loader ax_loader_t;
 
 /* AX_ERR_ARG naming the dataset and sizes if it holds fewer than seq_len+1 tokens. */
 ax_status ax_loader_create(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_loader_t **out);
-/* Document-aligned samples: sample g is document perm_e(g mod n_docs), its first seq_len+1
- * tokens, padded when shorter (the padding is not a target: see ax_loader_sample_len). Every
- * document starts at position 0 of its sequence, as in the goldfish paper's setup. */
+/* Document-aligned samples: sample g is document perm_e(g mod n_docs): end-of-text (which
+ * precedes every document in the stream, so a model learns how documents start), then the
+ * document's first seq_len tokens, padded when shorter (the padding is not a target: see
+ * ax_loader_sample_len). doc_pos is 0 for the end-of-text and then 0, 1, 2, ... Every document
+ * starts at the same position of its sequence, as in the goldfish paper's setup. */
 ax_status ax_loader_create_docs(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_loader_t **out);
 void ax_loader_free(ax_loader_t *l);
 uint64_t ax_loader_n_windows(const ax_loader_t *l);

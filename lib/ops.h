@@ -160,5 +160,5 @@ void ax_embedding_shard_backward(float *dwte, const float *dout, const int32_t *
 /* ---- one decoding step of causal attention against a KV cache (lib/ops_decode.c) ----
  * q[B, H*D] (rotated) for the newest position; kc, vc[B, H, Tmax, D] hold positions
  * 0..len-1 (the newest already appended); out[B, H*D]. scale = 1/sqrt(D). */
-void ax_attention_decode(float *out, const float *q, const float *kc, const float *vc, int B,
-                         int H, int D, int len, int Tmax);
+void ax_attention_decode(float *out, const float *q, const float *kc, const float *vc, int B, int H,
+                         int D, int len, int Tmax);

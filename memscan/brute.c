@@ -44,8 +44,7 @@ ax_status ax_memscan_brute_build(const ax_axd_t *ds, int n, ax_memscan_brute *ou
     qsort_r(starts, W, sizeof *starts, by_content, &c);
     for (uint64_t i = 0; i < W;) {
         uint64_t j = i + 1;
-        while (j < W && memcmp(tok + starts[i], tok + starts[j], sizeof *tok * (size_t)n) == 0)
-            j++;
+        while (j < W && memcmp(tok + starts[i], tok + starts[j], sizeof *tok * (size_t)n) == 0) j++;
         for (uint64_t k = i; k < j; k++) {
             out->count[starts[k]] = (uint32_t)(j - i);
             out->first[starts[k]] = starts[i];
@@ -66,8 +65,8 @@ void ax_memscan_brute_free(ax_memscan_brute *b) {
     memset(b, 0, sizeof *b);
 }
 
-uint64_t ax_memscan_brute_check(const ax_memscan_index_t *idx, const ax_memscan_brute *b,
-                                char *why, size_t why_len) {
+uint64_t ax_memscan_brute_check(const ax_memscan_index_t *idx, const ax_memscan_brute *b, char *why,
+                                size_t why_len) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     const ax_axd_t *ds = ax_memscan_index_dataset(idx);
     uint64_t bad = 0;
@@ -100,8 +99,9 @@ uint64_t ax_memscan_brute_check(const ax_memscan_index_t *idx, const ax_memscan_
         uint64_t f;
         int found = ax_memscan_index_lookup(idx, w, &c, &f);
         if (ax_memscan_index_owner(idx, w) != ax_memscan_index_shard(idx)) {
-            if (found) MISMATCH("window at %llu found on a rank that does not own it",
-                                (unsigned long long)p);
+            if (found)
+                MISMATCH("window at %llu found on a rank that does not own it",
+                         (unsigned long long)p);
             continue;
         }
         if (!found)

@@ -20,5 +20,5 @@ void ax_memscan_brute_free(ax_memscan_brute *b);
 /* Compares an index with the reference: the info's windows, distinct count and histogram, and
  * a lookup of every window of the dataset (only those this handle owns, for a shard). Returns
  * the number of mismatches; `why` gets the first one. */
-uint64_t ax_memscan_brute_check(const ax_memscan_index_t *idx, const ax_memscan_brute *b,
-                                char *why, size_t why_len);
+uint64_t ax_memscan_brute_check(const ax_memscan_index_t *idx, const ax_memscan_brute *b, char *why,
+                                size_t why_len);

@@ -45,10 +45,14 @@ static int parse(int argc, char **argv, lookup_args *a) {
             fputs(LOOKUP_HELP, stdout);
             return 0;
         }
-        if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--index", &v))) dst = &a->index;
-        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--tokenizer", &v))) dst = &a->tok;
-        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--data", &v))) dst = &a->data;
-        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--file", &v))) dst = &a->file;
+        if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--index", &v)))
+            dst = &a->index;
+        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--tokenizer", &v)))
+            dst = &a->tok;
+        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--data", &v)))
+            dst = &a->data;
+        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--file", &v)))
+            dst = &a->file;
         else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--max-windows", &v))) {
             if (r < 0) return ax_ms_cli_usage(SUB, "%s needs a value", name);
             if (!ax_ms_cli_u64(v, &a->max_windows))
@@ -61,8 +65,9 @@ static int parse(int argc, char **argv, lookup_args *a) {
             return ax_ms_cli_usage(SUB, "unknown argument '%s'", argv[i]);
         } else {
             if (a->text)
-                return ax_ms_cli_usage(SUB, "one TEXT argument only (got '%s' too); quote the "
-                                            "passage",
+                return ax_ms_cli_usage(SUB,
+                                       "one TEXT argument only (got '%s' too); quote the "
+                                       "passage",
                                        argv[i]);
             a->text = argv[i];
             continue;
@@ -72,8 +77,10 @@ static int parse(int argc, char **argv, lookup_args *a) {
     }
     if (!a->index) return ax_ms_cli_usage(SUB, "%s", "--index INDEX is required");
     if (!a->tok) return ax_ms_cli_usage(SUB, "%s", "--tokenizer TOK is required");
-    if (!a->text && !a->file) return ax_ms_cli_usage(SUB, "%s", "a TEXT argument or --file F is "
-                                                                "required");
+    if (!a->text && !a->file)
+        return ax_ms_cli_usage(SUB, "%s",
+                               "a TEXT argument or --file F is "
+                               "required");
     if (a->text && a->file) return ax_ms_cli_usage(SUB, "%s", "give TEXT or --file, not both");
     return -1; /* go on */
 }
@@ -86,11 +93,16 @@ static void put_text(FILE *f, const ax_tokenizer_t *tok, const int32_t *t, size_
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
         uint8_t c = b[i];
-        if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
+        if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\x%02x", c);
+        else
+            fputc(c, f);
     }
     fputc('"', f);
     free(b);
@@ -200,7 +212,8 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
         printf("the passage is shorter than the index's window (%u tokens): nothing to match\n",
                in->n);
     if (!ns) {
-        if (len >= in->n) printf("no verbatim span of %u+ tokens found in the training data\n", in->n);
+        if (len >= in->n)
+            printf("no verbatim span of %u+ tokens found in the training data\n", in->n);
         return;
     }
     const ax_memscan_span *L = &sp[0];
@@ -232,8 +245,8 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
             break;
         }
         uint64_t d = ax_axd_doc_of(ds, first[i]);
-        printf("  tokens %zu-%zu  x%" PRIu32 "  doc %" PRIu64 " +%" PRIu64 "\n", i,
-               i + in->n, cnt[i], d, first[i] - off[d]);
+        printf("  tokens %zu-%zu  x%" PRIu32 "  doc %" PRIu64 " +%" PRIu64 "\n", i, i + in->n,
+               cnt[i], d, first[i] - off[d]);
         shown++;
     }
 }
@@ -257,7 +270,16 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     ax_status st;
     AX_CHECK_GOTO(ax_memscan_index_read_info(a.index, 0, &in), fail);
     const char *data = a.data ? a.data : in.ds_path;
-    AX_CHECK_GOTO(ax_axd_open(data, 0, &ds), fail);
+    st = ax_axd_open(data, 0, &ds);
+    if (st != AX_OK && !a.data) {
+        /* the stored path went stale (moved, another machine): say how to point at it */
+        ax_error_clear();
+        st = ax_errorf(st,
+                       "index %s was built from %s, which cannot be opened; pass the dataset "
+                       "with --data FILE.axd",
+                       a.index, data);
+    }
+    if (st != AX_OK) goto fail;
     AX_CHECK_GOTO(ax_tokenizer_load(a.tok, &tok), fail);
     if ((uint32_t)ax_tokenizer_vocab_size(tok) != ax_axd_vocab_size(ds)) {
         st = ax_errorf(AX_ERR_MISMATCH,

@@ -26,6 +26,7 @@ static const char *TOP_HELP =
     "  index     hash every n-token window of a .axd dataset into an index (MPI: mpirun -np N)\n"
     "  lookup    is this passage in the training data? longest verbatim span, sources\n"
     "  info      describe an index: dataset, window length, duplication histogram\n"
+    "  generate  regurgitation scan: free generations slid over the index, verbatim spans\n"
     "  probe     extractable memorization of a checkpoint: prefix -> greedy suffix, exact match\n";
 
 static const char *INDEX_HELP =
@@ -63,6 +64,9 @@ int ax_ms_cli_usage(const char *sub, const char *fmt, const char *arg) {
 
 int ax_ms_cli_fail(const char *sub, ax_status st) {
     const char *m = ax_error_msg();
+    if (!strncmp(m, "memscan ", 8) && !strncmp(m + 8, sub, strlen(sub)) &&
+        !strncmp(m + 8 + strlen(sub), ": ", 2))
+        m += 8 + strlen(sub) + 2; /* the line already starts "axmem memscan SUB: " */
     ax_ms_world w = ax_ms_world_get();
     /* rank 0 always speaks; other ranks only for a failure of their own */
     if (w.rank == 0 || (strstr(m, "another rank failed") == NULL && strstr(m, "rank 0") == NULL)) {
@@ -100,9 +104,12 @@ int ax_ms_cli_u64(const char *s, uint64_t *out) {
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || end == s) return 0;
     uint64_t mul = 1;
-    if (*end == 'k' || *end == 'K') mul = 1ull << 10, end++;
-    else if (*end == 'm' || *end == 'M') mul = 1ull << 20, end++;
-    else if (*end == 'g' || *end == 'G') mul = 1ull << 30, end++;
+    if (*end == 'k' || *end == 'K')
+        mul = 1ull << 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        mul = 1ull << 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        mul = 1ull << 30, end++;
     if (*end || v > UINT64_MAX / mul) return 0;
     *out = v * mul;
     return 1;
@@ -110,7 +117,7 @@ int ax_ms_cli_u64(const char *s, uint64_t *out) {
 
 #define NEED(r, flag)                                                                              \
     do {                                                                                           \
-        if ((r) < 0) return ax_ms_cli_usage(SUB, "%s needs a value", flag);                       \
+        if ((r) < 0) return ax_ms_cli_usage(SUB, "%s needs a value", flag);                        \
     } while (0)
 
 static void print_hist(FILE *f, const ax_memscan_info *in) {
@@ -196,9 +203,9 @@ static int cmd_index(int argc, char **argv) {
                "window%s\n",
                in->build_ranks, in->build_ranks == 1 ? "" : "s", t_build,
                (double)in->ds_tokens / t_build / 1e6,
-               in->n_distinct ? (double)ax_memscan_index_table_bytes_all(idx) /
-                                    (double)in->n_distinct
-                              : 0.0,
+               in->n_distinct
+                   ? (double)ax_memscan_index_table_bytes_all(idx) / (double)in->n_distinct
+                   : 0.0,
                in->build_ranks > 1 ? " (all ranks)" : "");
         print_hist(stdout, in);
         printf("wrote %s (%.1f MB) and %s.json\n", out, mb, out);
@@ -280,6 +287,7 @@ int ax_cmd_memscan(int argc, char **argv) {
     }
     if (!strcmp(sub, "lookup")) return ax_ms_cmd_lookup(argc - 1, argv + 1);
     if (!strcmp(sub, "probe")) return ax_ms_cmd_probe(argc - 1, argv + 1);
+    if (!strcmp(sub, "generate")) return ax_ms_cmd_generate(argc - 1, argv + 1);
     if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
     fprintf(stderr, "axmem memscan: unknown subcommand '%s'; run 'axmem memscan --help'\n", sub);
     return 2;

@@ -10,6 +10,7 @@
 #include "lib/model_io.h"
 #include "lib/mpienv.h"
 #include "memscan/cmd_util.h"
+#include "memscan/model_load.h"
 #include "memscan/probe.h"
 
 #include <omp.h>
@@ -56,28 +57,6 @@ static const ax_cfg_table table = {
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
-
-static ax_status open_ckpt(const char *dir, ax_ckpt_t **ck) {
-    char path[AX_CFG_STR_MAX + 64], sub[AX_CFG_STR_MAX + 16];
-    snprintf(path, sizeof path, "%s/manifest.json", dir);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        fclose(f);
-        return ax_ckpt_open(dir, ck);
-    }
-    snprintf(sub, sizeof sub, "%s/ckpt", dir);
-    if (ax_ckpt_find_latest(sub, path, sizeof path) != AX_OK) {
-        ax_error_clear();
-        if (ax_ckpt_find_latest(dir, path, sizeof path) != AX_OK) {
-            ax_error_clear();
-            return ax_errorf(AX_ERR_IO,
-                             "--ckpt %s holds no checkpoint (no manifest.json, no "
-                             "step-NNNNNN/ in it or in its ckpt/); pass a run or step directory",
-                             dir);
-        }
-    }
-    return ax_ckpt_open(path, ck);
-}
 
 static void stat_json(ax_jw *w, const char *key, const double *x, int n, uint64_t seed) {
     double mean, lo, hi;
@@ -218,11 +197,9 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
 }
 
 static ax_status run_probe(probe_flags *fl) {
-    ax_ckpt_t *ck = NULL;
+    ax_ms_model mm = {0};
     ax_axd_t *ds = NULL;
     ax_tokenizer_t *tok = NULL;
-    ax_grid_t *g = NULL;
-    ax_model_t *m = NULL;
     ax_probe_result res = {0};
     ax_status st = AX_OK;
     if (!fl->ckpt[0] || !fl->data[0])
@@ -231,40 +208,31 @@ static ax_status run_probe(probe_flags *fl) {
     if (strcmp(fl->offset, "start") && strcmp(fl->offset, "random"))
         return ax_errorf(AX_ERR_ARG, "--offset '%s' must be start or random", fl->offset);
     if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
-    ax_model_config mc;
-    int dims[4];
-    AX_CHECK_GOTO(open_ckpt(fl->ckpt, &ck), out);
-    AX_CHECK_GOTO(ax_model_config_from_ckpt(ck, &mc), out);
     AX_CHECK_GOTO(ax_axd_open(fl->data, 1, &ds), out);
-    if (ax_axd_vocab_size(ds) > (uint32_t)mc.vocab) {
+    if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
+    AX_CHECK_GOTO(
+        ax_ms_model_open(fl->ckpt, fl->grid, (int)fl->batch, (int)(fl->prefix + fl->suffix), &mm),
+        out);
+    if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "--data %s has vocabulary %u but the model %d; probe with "
                        "the dataset the model was trained on",
-                       fl->data, ax_axd_vocab_size(ds), mc.vocab);
+                       fl->data, ax_axd_vocab_size(ds), mm.cfg.vocab);
         goto out;
     }
-    if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
-    AX_CHECK_GOTO(ax_grid_parse(fl->grid, dims), out);
-    AX_CHECK_GOTO(ax_grid_create(dims, &g), out);
-    int W = (int)(fl->prefix + fl->suffix);
-    int Bm = (int)((fl->batch + W - 1) / W); /* decoding allows B x T sequences */
-    AX_CHECK_GOTO(ax_model_create_on(g, &mc, Bm, W, 1, &m), out);
-    AX_CHECK_GOTO(ax_model_load_blob(m, ck, "params", ax_model_params(m)), out);
     ax_probe_config pc = {.prefix = (int)fl->prefix,
                           .suffix = (int)fl->suffix,
                           .samples = (int)fl->samples,
                           .batch = (int)fl->batch,
                           .seed = (uint64_t)fl->seed,
                           .random_offset = !strcmp(fl->offset, "random")};
-    AX_CHECK_GOTO(ax_probe_run(m, ds, &pc, &res), out);
-    if (ax_grid_rank(g) == 0) st = write_outputs(fl, ck, ds, &res, tok);
+    AX_CHECK_GOTO(ax_probe_run(mm.model, ds, &pc, &res), out);
+    if (ax_grid_rank(mm.grid) == 0) st = write_outputs(fl, mm.ck, ds, &res, tok);
 out:
     ax_probe_result_free(&res);
-    ax_model_free(m);
-    ax_grid_free(g);
+    ax_ms_model_close(&mm);
     ax_tokenizer_free(tok);
     ax_axd_free(ds);
-    ax_ckpt_free(ck);
     return st;
 }
 

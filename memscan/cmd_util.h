@@ -12,5 +12,6 @@ int ax_ms_cli_is_help(const char *a);
 int ax_ms_cli_flag(int argc, char **argv, int *i, const char *name, const char **val);
 int ax_ms_cli_u64(const char *s, uint64_t *out); /* decimal, suffixes K M G (x1024) */
 
-int ax_ms_cmd_lookup(int argc, char **argv); /* memscan/cmd_lookup.c */
-int ax_ms_cmd_probe(int argc, char **argv);  /* memscan/cmd_probe.c */
+int ax_ms_cmd_lookup(int argc, char **argv);   /* memscan/cmd_lookup.c */
+int ax_ms_cmd_probe(int argc, char **argv);    /* memscan/cmd_probe.c */
+int ax_ms_cmd_generate(int argc, char **argv); /* memscan/cmd_generate.c */

@@ -50,5 +50,8 @@ int ax_ms_window_eq_ds(const ax_axd_t *ds, uint64_t a, uint64_t b, int n);
 /* Dataset window [a, a+n) holds the tokens q[0..n). */
 int ax_ms_window_eq_q(const ax_axd_t *ds, uint64_t a, const int32_t *q, int n);
 
+/* Prefetch hint for the n tokens at pos (computed from the .axd layout; never faults). */
+void ax_ms_prefetch_tokens(const ax_axd_t *ds, uint64_t pos, uint32_t n);
+
 /* End of document d's text: its last token when that is not end-of-text, else one before. */
 uint64_t ax_ms_doc_text_end(const ax_axd_t *ds, uint64_t d);

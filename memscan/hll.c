@@ -27,8 +27,8 @@ void ax_ms_hll_add_windows(ax_ms_hll *s, const int32_t *t, uint64_t n_starts, in
     for (int i = 0; i < n; i++) h = h * BASE + (uint64_t)(uint32_t)t[i] + 1;
     ax_ms_hll_add(s, ax_ms_fmix64(h));
     for (uint64_t i = 1; i < n_starts; i++) {
-        h = (h - ((uint64_t)(uint32_t)t[i - 1] + 1) * top) * BASE + (uint64_t)(uint32_t)t[i + n - 1] +
-            1;
+        h = (h - ((uint64_t)(uint32_t)t[i - 1] + 1) * top) * BASE +
+            (uint64_t)(uint32_t)t[i + n - 1] + 1;
         ax_ms_hll_add(s, ax_ms_fmix64(h));
     }
 }

@@ -24,9 +24,9 @@
  *  128 char[L] dataset path (as resolved at build time), then u64 XXH3 of bytes [0, 128 + L)
  *  then blocks until `distinct` entries are read, each:
  *      u64 entries k (<= 2^20), u64 compressed bytes c, u64 XXH3 of the uncompressed payload,
- *      u64 XXH3 of these 24 bytes; then c bytes of zstd: k u32 tag deltas, k u8 exts, k u64
- *      vals (memscan/table.h: tag = hash bits 32..63, ext = bits 26..31, val = position and
- *      count)
+ *      u64 XXH3 of these 24 bytes; then c bytes of zstd of k entries in columns: u32 tag
+ *      deltas, u8 exts, u64 vals (memscan/table.h: tag = hash bits 32..63, ext = bits 26..31,
+ *      val = first position << 24 | count)
  *  then the trailer: char[8] "AXIDXEND", u64 blocks, u64 entries, u64 XXH3 of these 24 bytes.
  * The histogram is also written to INDEX.json next to the index, for reports. */
 #pragma once

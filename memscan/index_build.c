@@ -57,10 +57,11 @@ typedef struct {
     ax_ms_world w;
     int n, bits;
     uint64_t seed, B, lo, hi;
-    int32_t *tok;     /* B + n - 1 tokens */
-    ax_ms_pair *pair; /* B: this round's windows */
-    ax_ms_pair *send; /* B: the same, grouped by owner */
-    ax_ms_pair *recv; /* recv_cap */
+    int32_t *tok;        /* B + n - 1 tokens */
+    ax_ms_pair *pair;    /* B: this round's windows */
+    ax_ms_pair *send;    /* B: the same, grouped by owner */
+    ax_ms_pair *recv;    /* recv_cap + P */
+    ax_ms_pair *scratch; /* as large as the largest batch counted at once */
     uint64_t recv_cap;
     int *sc, *sd, *rc, *rd, *scount, *sdispl, *rcount; /* P each */
     MPI_Datatype pair_type;
@@ -116,8 +117,7 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
     }
     memcpy(bd->sd, bd->sdispl, sizeof(int) * (size_t)P);
     for (size_t i = 0; i < m; i++) bd->send[bd->sd[ax_ms_owner(bd->pair[i].h, P)]++] = bd->pair[i];
-    if (MPI_Alltoall(bd->scount, 1, MPI_INT, bd->rcount, 1, MPI_INT, MPI_COMM_WORLD) !=
-        MPI_SUCCESS)
+    if (MPI_Alltoall(bd->scount, 1, MPI_INT, bd->rcount, 1, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS)
         return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Alltoall of counts failed");
     uint64_t in = 0;
     for (int r = 0; r < P; r++) in += (uint64_t)bd->rcount[r];
@@ -146,7 +146,7 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
                           bd->pair_type, MPI_COMM_WORLD) != MPI_SUCCESS)
             return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Alltoallv failed");
         /* keep exchanging after a local failure so no rank is left waiting; report it after */
-        if (st == AX_OK) st = ax_ms_insert_batch(bd->idx, bd->recv, (size_t)racc);
+        if (st == AX_OK) st = ax_ms_insert_batch(bd->idx, bd->recv, (size_t)racc, bd->scratch);
     }
     return st;
 }
@@ -156,6 +156,7 @@ static void builder_free(builder *bd) {
     free(bd->pair);
     free(bd->send);
     free(bd->recv);
+    free(bd->scratch);
     free(bd->sc);
     free(bd->sd);
     free(bd->rc);
@@ -181,12 +182,17 @@ static ax_status builder_alloc(builder *bd) {
             ok = ok && *arrs[i];
         }
         ok = ok && bd->send && bd->recv;
+        bd->scratch = malloc(sizeof(ax_ms_pair) * (bd->recv_cap + P));
         MPI_Type_contiguous((int)sizeof(ax_ms_pair), MPI_BYTE, &bd->pair_type);
         MPI_Type_commit(&bd->pair_type);
+    } else {
+        bd->scratch = malloc(sizeof(ax_ms_pair) * bd->B);
     }
+    ok = ok && bd->scratch;
     return ok ? AX_OK
-              : ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory for round buffers (%llu "
-                                        "windows per round; lower it)",
+              : ax_errorf(AX_ERR_NOMEM,
+                          "memscan index: out of memory for round buffers (%llu "
+                          "windows per round; lower it)",
                           (unsigned long long)bd->B);
 }
 
@@ -227,7 +233,6 @@ static void fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_
     free(real);
 }
 
-double g_thash, g_tins, g_tsize;
 static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build_opts *o) {
     ax_progress prog;
     int show = o->progress && bd->w.rank == 0;
@@ -239,22 +244,22 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
         uint64_t s = bd->lo + k * bd->B, e = s + bd->B;
         if (s > bd->hi) s = bd->hi;
         if (e > bd->hi) e = bd->hi;
-        double tA = ax_now();
         size_t m = hash_round(bd, s, e);
-        g_thash += ax_now() - tA;
         uint64_t flags = (o->stop && *o->stop) ? 1 : 0;
         if (!bd->w.active) {
-            if (flags) return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted");
-            double tB = ax_now();
-            AX_CHECK(ax_ms_insert_batch(bd->idx, bd->pair, m));
-            g_tins += ax_now() - tB;
+            if (flags)
+                return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing "
+                                                     "was written");
+            AX_CHECK(ax_ms_insert_batch(bd->idx, bd->pair, m, bd->scratch));
         } else {
             if (st != AX_OK) flags |= 2;
             ax_status xs = exchange_round(bd, m, &flags);
             if (xs == AX_ERR_MPI) return xs;
             if (st == AX_OK) st = xs;
             if (flags & 2) return agree(&bd->w, st);
-            if (flags & 1) return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted");
+            if (flags & 1)
+                return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing was "
+                                                     "written");
         }
         if (show) {
             /* ranks move in lockstep over equal slices: rank 0's share scales to the total */
@@ -307,9 +312,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
         goto fail;
     }
     uint64_t cnt[2];
-    double tS = ax_now();
     sizing_pass(&bd, hll, &cnt[0]);
-    g_tsize = ax_now() - tS;
     cnt[1] = (bd.hi - bd.lo + bd.B - 1) / bd.B; /* this rank's rounds */
     if (ax_ms_allreduce_max_u8(&bd.w, hll->reg, AX_MS_HLL_M) != 0 ||
         ax_ms_allreduce_u64(&bd.w, &cnt[0], 1, 0) != 0 ||

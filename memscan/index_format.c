@@ -71,8 +71,9 @@ ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in) {
                          path, version, AX_MS_VERSION);
     uint32_t L = ax_ms_get32(h + 120);
     if (L >= sizeof in->ds_path)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: corrupt memscan index header (path length %u); "
-                         AX_MS_REBUILD, path, L);
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: corrupt memscan index header (path length %u); " AX_MS_REBUILD, path,
+                         L);
     if (fread(h + AX_MS_HEADER_FIXED, 1, (size_t)L + 8, f) != (size_t)L + 8)
         return truncated(path, "the header");
     if (XXH3_64bits(h, AX_MS_HEADER_FIXED + L) != ax_ms_get64(h + AX_MS_HEADER_FIXED + L))
@@ -120,8 +121,8 @@ static int reserve(uint8_t **p, size_t *cap, size_t need) {
     return 0;
 }
 
-/* Columns: tags come out of the table in bucket order, so their deltas are small and compress;
- * then the 6-bit exts, one byte each; then vals (position and count) as they are. */
+/* Columns: tag deltas (tags come out of the table in bucket order, so the deltas are small
+ * and compress), then the 6-bit exts one byte each, then vals (count and first position). */
 ax_status ax_ms_block_encode(ax_ms_block_buf *b, const ax_ms_key *keys, const uint64_t *vals,
                              size_t k, uint8_t hdr[AX_MS_BLOCK_HEADER], size_t *comp_len) {
     size_t raw = k * AX_MS_ENTRY_BYTES, bound = ZSTD_compressBound(raw);
@@ -152,8 +153,8 @@ static ax_status corrupt_block(const char *path, uint64_t blk, const char *what)
                      path, (unsigned long long)blk, what);
 }
 
-ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in,
-                            ax_ms_entry_fn fn, void *ctx) {
+ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in, ax_ms_entry_fn fn,
+                            void *ctx) {
     ax_ms_block_buf b;
     memset(&b, 0, sizeof b);
     b.zctx = ZSTD_createDCtx();
@@ -232,16 +233,17 @@ ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in
         goto done;
     }
     if (fgetc(f) != EOF) {
-        st = ax_errorf(AX_ERR_CORRUPT, "%s: data after the trailer: the index is corrupt; "
-                       AX_MS_REBUILD, path);
+        st = ax_errorf(AX_ERR_CORRUPT,
+                       "%s: data after the trailer: the index is corrupt; " AX_MS_REBUILD, path);
         goto done;
     }
     /* saturated counts undercount, so windows can only be checked without saturation */
     if (memcmp(hist, in->hist, sizeof hist) != 0 || sat != in->n_saturated ||
         (sat == 0 && windows != in->n_windows))
         st = ax_errorf(AX_ERR_CORRUPT,
-                       "%s: entries disagree with the header's histogram: the index is corrupt; "
-                       AX_MS_REBUILD, path);
+                       "%s: entries disagree with the header's histogram: the index is "
+                       "corrupt; " AX_MS_REBUILD,
+                       path);
 done:
     ax_ms_block_buf_free(&b, 0);
     free(keys);

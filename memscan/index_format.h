@@ -39,8 +39,8 @@ ax_status ax_ms_block_encode(ax_ms_block_buf *b, const ax_ms_key *keys, const ui
  * then checks the trailer and the end of file. Also recomputes the histogram into *check. */
 typedef ax_status (*ax_ms_entry_fn)(void *ctx, const ax_ms_key *keys, const uint64_t *vals,
                                     size_t k);
-ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in,
-                            ax_ms_entry_fn fn, void *ctx);
+ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in, ax_ms_entry_fn fn,
+                            void *ctx);
 
 void ax_ms_put32(uint8_t *p, uint32_t v);
 void ax_ms_put64(uint8_t *p, uint64_t v);

@@ -6,9 +6,9 @@
 struct ax_memscan_index {
     ax_memscan_info info;
     ax_ms_table t;
-    const ax_axd_t *ds;          /* borrowed */
-    int shard_rank, shard_size;  /* 0, 1 unless built on several ranks */
-    uint64_t table_bytes_all;    /* over all ranks, after a build (0: use this table's) */
+    const ax_axd_t *ds;         /* borrowed */
+    int shard_rank, shard_size; /* 0, 1 unless built on several ranks */
+    uint64_t table_bytes_all;   /* over all ranks, after a build (0: use this table's) */
 };
 
 /* A window hash and where the window starts (global token position): the unit of exchange. */
@@ -16,9 +16,11 @@ typedef struct {
     uint64_t h, pos;
 } ax_ms_pair;
 
-/* Counts a window at pos into the table: merged with an equal window (count + 1, first =
- * min), else added. Grows the table when full. */
-ax_status ax_ms_insert_batch(ax_memscan_index_t *idx, const ax_ms_pair *p, size_t m);
+/* Counts windows into the table: each merged with an equal window (count + 1, first = min), else
+ * added. Grows the table when full. scratch (m pairs, may be NULL) lets a large batch be
+ * grouped by table region first. */
+ax_status ax_ms_insert_batch(ax_memscan_index_t *idx, const ax_ms_pair *p, size_t m,
+                             ax_ms_pair *scratch);
 
 /* Fills the histogram, distinct and saturated counts of info from this process's table. */
 void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);

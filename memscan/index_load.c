@@ -32,16 +32,15 @@ static ax_status check_dataset(const char *path, const ax_memscan_info *in, cons
     if (in->ds_checksum == ax_axd_checksum(ds) && in->ds_tokens == ax_axd_n_tokens(ds) &&
         in->ds_docs == ax_axd_n_docs(ds) && in->vocab == ax_axd_vocab_size(ds))
         return AX_OK;
-    return ax_errorf(AX_ERR_MISMATCH,
-                     "index %s was built from a different dataset than %s (index: %llu tokens, "
-                     "%llu docs, checksum %016llx, built from %s; dataset: %llu tokens, %llu "
-                     "docs, checksum %016llx); pass the dataset the index was built from, or "
-                     "rebuild the index from this one",
-                     path, ax_axd_path(ds), (unsigned long long)in->ds_tokens,
-                     (unsigned long long)in->ds_docs, (unsigned long long)in->ds_checksum,
-                     in->ds_path, (unsigned long long)ax_axd_n_tokens(ds),
-                     (unsigned long long)ax_axd_n_docs(ds),
-                     (unsigned long long)ax_axd_checksum(ds));
+    return ax_errorf(
+        AX_ERR_MISMATCH,
+        "index %s was built from a different dataset than %s (index: %llu tokens, "
+        "%llu docs, checksum %016llx, built from %s; dataset: %llu tokens, %llu "
+        "docs, checksum %016llx); pass the dataset the index was built from, or "
+        "rebuild the index from this one",
+        path, ax_axd_path(ds), (unsigned long long)in->ds_tokens, (unsigned long long)in->ds_docs,
+        (unsigned long long)in->ds_checksum, in->ds_path, (unsigned long long)ax_axd_n_tokens(ds),
+        (unsigned long long)ax_axd_n_docs(ds), (unsigned long long)ax_axd_checksum(ds));
 }
 
 static ax_status put_block(void *ctx, const ax_ms_key *keys, const uint64_t *vals, size_t k) {

@@ -36,7 +36,19 @@ int ax_memscan_index_lookup(const ax_memscan_index_t *idx, const int32_t *window
     return find(idx, h, window, count, first_pos);
 }
 
-#define LOOKAHEAD 8
+/* Two-stage prefetch: a window's home buckets LOOKAHEAD windows ahead, then, half-way, the
+ * dataset tokens of its first key match, so the verification that confirms a hit does not
+ * wait on memory either. */
+#define LOOKAHEAD 16
+#define VERIFY_AHEAD 8
+
+static void prefetch_candidate(const ax_memscan_index_t *idx, uint64_t h) {
+    const ax_ms_table *t = &idx->t;
+    ax_ms_key k = ax_ms_key_of(h);
+    const ax_ms_bucket *bk = &t->b[ax_ms_home(t, k.tag)];
+    unsigned em, mm = ax_ms_bucket_match(bk, k, &em);
+    if (mm) ax_ms_prefetch_tokens(idx->ds, ax_ms_val_pos(bk->val[__builtin_ctz(mm)]), idx->info.n);
+}
 
 void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
                                  uint32_t *counts, uint64_t *first) {
@@ -44,7 +56,7 @@ void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *t
     size_t n = in->n;
     if (len < n) return;
     size_t W = len - n + 1;
-    /* a ring of hashes computed LOOKAHEAD windows ahead, their buckets prefetched */
+    /* a ring of hashes computed LOOKAHEAD windows ahead */
     uint64_t ring[LOOKAHEAD];
     for (size_t i = 0; i < W && i < LOOKAHEAD; i++) {
         ring[i] = ax_ms_hash(tokens + i, (int)n, in->seed, (int)in->hash_bits);
@@ -52,6 +64,7 @@ void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *t
     }
     for (size_t i = 0; i < W; i++) {
         uint64_t h = ring[i % LOOKAHEAD];
+        if (i + VERIFY_AHEAD < W) prefetch_candidate(idx, ring[(i + VERIFY_AHEAD) % LOOKAHEAD]);
         size_t ahead = i + LOOKAHEAD;
         if (ahead < W) {
             uint64_t ha = ax_ms_hash(tokens + ahead, (int)n, in->seed, (int)in->hash_bits);
@@ -99,7 +112,8 @@ ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *to
         uint64_t dstart = off[doc], dend = ax_ms_doc_text_end(ds, doc);
         size_t b = i, e = i + n;
         uint64_t sb = src;
-        while (b > 0 && sb > dstart && ax_axd_token(ds, sb - 1) == (uint32_t)tokens[b - 1]) b--, sb--;
+        while (b > 0 && sb > dstart && ax_axd_token(ds, sb - 1) == (uint32_t)tokens[b - 1])
+            b--, sb--;
         while (e < len && src + (e - i) < dend &&
                ax_axd_token(ds, src + (e - i)) == (uint32_t)tokens[e])
             e++;
@@ -120,7 +134,7 @@ ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *to
         out[m++] = sp;
         i = e - n + 1; /* the first window this span does not cover */
     }
-    qsort(out, m, sizeof *out, by_length);
+    if (m > 1) qsort(out, m, sizeof *out, by_length);
     *spans = out;
     *n_spans = m;
     out = NULL;

@@ -72,7 +72,8 @@ typedef struct {
 static void w_put(writer *w, const void *p, size_t n) {
     if (w->st != AX_OK) return;
     if (w->stop && *w->stop) {
-        w->st = ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted while saving");
+        w->st = ax_errorf(AX_ERR_INTERRUPTED,
+                          "memscan index: interrupted while saving; nothing was written");
         return;
     }
     w->st = ax_write_all(w->fd, p, n, w->partial);
@@ -86,8 +87,8 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
     src.t = &idx->t;
     src.keys = malloc(sizeof *src.keys * AX_MS_BLOCK_ENTRIES);
     src.vals = malloc(sizeof *src.vals * AX_MS_BLOCK_ENTRIES);
-    ax_status st = (src.keys && src.vals) ? AX_OK
-                                         : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    ax_status st =
+        (src.keys && src.vals) ? AX_OK : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     uint8_t hdr[AX_MS_BLOCK_HEADER];
     size_t clen, k;
     if (rank != 0) {
@@ -124,7 +125,8 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
     if (w.st == AX_OK) {
         w.fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (w.fd < 0)
-            w.st = ax_errorf(AX_ERR_IO, "%s: cannot create: %s; check the directory exists and "
+            w.st = ax_errorf(AX_ERR_IO,
+                             "%s: cannot create: %s; check the directory exists and "
                              "is writable",
                              partial, strerror(errno));
     }
@@ -163,8 +165,8 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
                 recv = nr;
                 recv_cap = c;
             }
-            if (MPI_Recv(recv, (int)c, MPI_BYTE, r, TAG_DATA, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            if (MPI_Recv(recv, (int)c, MPI_BYTE, r, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS) {
                 st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
                 goto close;
             }
@@ -188,7 +190,8 @@ close:
     if (w.fd >= 0) close(w.fd);
     if (st == AX_OK) st = write_json(&idx->info, jpartial);
     if (st == AX_OK && stop && *stop)
-        st = ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted while saving");
+        st = ax_errorf(AX_ERR_INTERRUPTED,
+                       "memscan index: interrupted while saving; nothing was written");
     if (st == AX_OK) st = ax_rename_durable(partial, path);
     if (st == AX_OK) st = ax_rename_durable(jpartial, jpath);
     if (st != AX_OK) {
@@ -214,8 +217,9 @@ ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
         return save_impl(idx, path, stop, &world);
     }
     if (!world.active || world.size != idx->shard_size)
-        return ax_errorf(AX_ERR_ARG, "memscan index: saving a shard needs the %d ranks that built "
-                                     "it",
+        return ax_errorf(AX_ERR_ARG,
+                         "memscan index: saving a shard needs the %d ranks that built "
+                         "it",
                          idx->shard_size);
     ax_status st = save_impl(idx, path, stop, &world);
     /* everyone returns rank 0's verdict (it did the writing) */
@@ -223,8 +227,9 @@ ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
     if (MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
         return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Bcast failed");
     if (v != AX_OK && st == AX_OK)
-        return ax_errorf((ax_status)v, "memscan index: rank 0 could not write %s (see its "
-                                       "message)",
+        return ax_errorf((ax_status)v,
+                         "memscan index: rank 0 could not write %s (see its "
+                         "message)",
                          path);
     return (ax_status)v;
 }

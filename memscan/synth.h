@@ -8,13 +8,13 @@
 #include "lib/status.h"
 
 typedef struct {
-    uint32_t vocab;                   /* dataset vocabulary (>= 257) */
+    uint32_t vocab; /* dataset vocabulary (>= 257) */
     uint64_t n_docs;
     uint32_t doc_len_min, doc_len_max; /* tokens per document before end-of-text */
-    uint32_t alphabet;                /* tokens drawn from [0, alphabet), never end-of-text */
-    uint32_t n_passages, passage_len; /* planted passages */
-    uint32_t copies;                  /* documents passage 0 is copied into */
-    uint32_t copies_growth;           /* passage j gets copies * growth^j copies (0, 1: same) */
+    uint32_t alphabet;                 /* tokens drawn from [0, alphabet), never end-of-text */
+    uint32_t n_passages, passage_len;  /* planted passages */
+    uint32_t copies;                   /* documents passage 0 is copied into */
+    uint32_t copies_growth;            /* passage j gets copies * growth^j copies (0, 1: same) */
     uint64_t seed;
 } ax_memscan_synth_opts;
 

@@ -27,6 +27,7 @@ step build-asan scons -Q -j"$JOBS" mode=asan build-asan/tests/unit_tests
 step unit-release env OMP_NUM_THREADS=1 build/tests/unit_tests -j2
 step unit-asan env OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 build-asan/tests/unit_tests -j2
 step mpi bash tests/mpi/run.sh
+step mpi-memscan bash tests/mpi/memscan.sh build
 step mpi-train bash tests/mpi/train.sh build/bin/axmem
 step cli bash tests/cli/run.sh build/bin/axmem
 step goldfish-effect bash tests/cli/goldfish_effect.sh build/bin/axmem

@@ -24,7 +24,7 @@ typedef struct {
     char packing[AX_CFG_STR_MAX];  /* packed | doc */
     char val_data[AX_CFG_STR_MAX];
     int64_t val_every, val_batches;
-    char grid[AX_CFG_STR_MAX];     /* DxXxYxZ */
+    char grid[AX_CFG_STR_MAX]; /* DxXxYxZ */
     int overlap;
 } ax_train_config;
 

@@ -21,6 +21,7 @@ set -e
 "$AX" data tokenizer-train --input data/corpus/kjv.jsonl --vocab-size 2048 --out "$T/tok" 2>/dev/null
 "$AX" data encode --tokenizer "$T/tok" --input "$T/train.jsonl" --out "$T/train.axd" 2>/dev/null
 "$AX" data encode --tokenizer "$T/tok" --input "$T/val.jsonl" --out "$T/val.axd" 2>/dev/null
+"$AX" memscan index --data "$T/train.axd" --n 16 --out "$T/train.idx" 2>/dev/null
 for spec in none hash:k=4,h=13; do
   out="$T/run-${spec%%:*}"
   "$AX" train --data "$T/train.axd" --val-data "$T/val.axd" --val-batches 2 --model tiny \
@@ -28,6 +29,8 @@ for spec in none hash:k=4,h=13; do
     --goldfish "$spec" --out "$out" --log-every 1000 2>/dev/null
   "$AX" memscan probe --ckpt "$out" --data "$T/train.axd" --samples 32 --prefix 32 --suffix 32 \
     --out "$out/scan.json"
+  "$AX" memscan generate --ckpt "$out" --index "$T/train.idx" --samples 16 --length 96 \
+    --temperature 0.7 --out "$out/gen.json" --samples-out "$out/gen.jsonl"
 done
 set +e
 python3 - "$T" <<'PY'
@@ -38,10 +41,14 @@ def get(run):
     val = [json.loads(l) for l in open(f"{t}/run-{run}/metrics.jsonl")][-1]["val_loss"]
     return scan["metrics"]["exact_match_rate"]["mean"], val
 (eb, vb), (eg, vg) = get("none"), get("hash")
+span = lambda run: json.load(open(f"{t}/run-{run}/gen.json"))["metrics"]["mean_longest_span"]
+sb, sg = span("none"), span("hash")
+print(f"regurgitation scan: mean longest verbatim span {sb:.1f} (baseline) vs {sg:.1f} (goldfish) tokens")
 print(f"baseline: exact match {eb:.2f}, val loss {vb:.3f}; goldfish: exact match {eg:.2f}, val loss {vg:.3f}")
 checks = [("baseline memorizes (exact match >= 0.5)", eb >= 0.5),
           ("goldfish extracts almost nothing (<= 0.1)", eg <= 0.1),
-          ("held-out loss within 10%", abs(vg - vb) <= 0.1 * vb)]
+          ("held-out loss within 10%", abs(vg - vb) <= 0.1 * vb),
+          ("free generations: goldfish spans < half the baseline's", sg < 0.5 * sb)]
 for name, ok in checks:
     print(("ok   " if ok else "FAIL ") + name)
 bad = sum(not ok for _, ok in checks)

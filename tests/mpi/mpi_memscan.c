@@ -56,6 +56,7 @@ typedef struct {
     int n;
     uint64_t round;
     ax_memscan_synth_opts o; /* vocab 0: the skewed corpus */
+    int min_bits;            /* collisions cost O(cluster) each: big corpora get more bits */
 } corpus;
 
 static void check_corpus(const corpus *c, const char *dir, int bits) {
@@ -64,8 +65,8 @@ static void check_corpus(const corpus *c, const char *dir, int bits) {
     snprintf(ipath, sizeof ipath, "%s/%s.np%d.idx", dir, c->name, size);
     int ok = 1;
     if (rank == 0) {
-        ax_status st = c->o.vocab ? ax_memscan_synth_write(path, &c->o, NULL, NULL)
-                                  : write_skewed(path);
+        ax_status st =
+            c->o.vocab ? ax_memscan_synth_write(path, &c->o, NULL, NULL) : write_skewed(path);
         if (st != AX_OK) {
             FAIL("%s: writing the corpus: %s", c->name, ax_error_msg());
             ok = 0;
@@ -88,7 +89,7 @@ static void check_corpus(const corpus *c, const char *dir, int bits) {
     ax_memscan_build_opts_default(&o);
     o.n = c->n;
     o.round_windows = c->round;
-    o.hash_bits = bits;
+    o.hash_bits = bits < c->min_bits ? c->min_bits : bits;
     ax_memscan_index_t *idx = NULL;
     ax_status st = ax_memscan_index_build(ds, &o, &idx);
     char why[512];
@@ -97,8 +98,9 @@ static void check_corpus(const corpus *c, const char *dir, int bits) {
     } else {
         /* my shard, and the global info */
         uint64_t bad = ax_memscan_brute_check(idx, &ref, why, sizeof why);
-        if (bad) FAIL("%s: shard of rank %d: %llu mismatches; first: %s", c->name, rank,
-                      (unsigned long long)bad, why);
+        if (bad)
+            FAIL("%s: shard of rank %d: %llu mismatches; first: %s", c->name, rank,
+                 (unsigned long long)bad, why);
         uint64_t local = ax_memscan_index_local_entries(idx), total = 0;
         MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
         if (total != ref.n_distinct)
@@ -115,8 +117,9 @@ static void check_corpus(const corpus *c, const char *dir, int bits) {
             FAIL("%s: load: %s", c->name, ax_error_msg());
         } else {
             uint64_t bad = ax_memscan_brute_check(whole, &ref, why, sizeof why);
-            if (bad) FAIL("%s: loaded index: %llu mismatches; first: %s", c->name,
-                          (unsigned long long)bad, why);
+            if (bad)
+                FAIL("%s: loaded index: %llu mismatches; first: %s", c->name,
+                     (unsigned long long)bad, why);
             if (ax_memscan_index_info(whole)->build_ranks != (uint32_t)size)
                 FAIL("%s: header says built on %u ranks", c->name,
                      ax_memscan_index_info(whole)->build_ranks);
@@ -165,19 +168,57 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     corpus cs[] = {
         /* small alphabet: windows repeat at every rate; tiny rounds */
-        {"small", 6, 97,
-         {.vocab = 300, .n_docs = 200, .doc_len_min = 0, .doc_len_max = 60, .alphabet = 3,
-          .n_passages = 3, .passage_len = 20, .copies = 4, .seed = 1}},
+        {"small",
+         6,
+         97,
+         {.vocab = 300,
+          .n_docs = 200,
+          .doc_len_min = 0,
+          .doc_len_max = 60,
+          .alphabet = 3,
+          .n_passages = 3,
+          .passage_len = 20,
+          .copies = 4,
+          .seed = 1},
+         0},
         /* passages copied 2, 8, 32, 128 times: every histogram bucket */
-        {"planted", 12, 1000,
-         {.vocab = 5000, .n_docs = 300, .doc_len_min = 30, .doc_len_max = 80, .alphabet = 4000,
-          .n_passages = 4, .passage_len = 25, .copies = 2, .copies_growth = 4, .seed = 2}},
+        {"planted",
+         12,
+         1000,
+         {.vocab = 5000,
+          .n_docs = 300,
+          .doc_len_min = 30,
+          .doc_len_max = 80,
+          .alphabet = 4000,
+          .n_passages = 4,
+          .passage_len = 25,
+          .copies = 2,
+          .copies_growth = 4,
+          .seed = 2},
+         0},
         /* fewer documents than ranks can have slices: some ranks own no windows */
-        {"tiny", 4, 5,
-         {.vocab = 300, .n_docs = 3, .doc_len_min = 2, .doc_len_max = 9, .alphabet = 4,
-          .seed = 3}},
+        {"tiny",
+         4,
+         5,
+         {.vocab = 300, .n_docs = 3, .doc_len_min = 2, .doc_len_max = 9, .alphabet = 4, .seed = 3},
+         0},
+        /* big rounds over a larger table: batches are grouped by table region */
+        {"large",
+         16,
+         1 << 20,
+         {.vocab = 5000,
+          .n_docs = 400,
+          .doc_len_min = 400,
+          .doc_len_max = 600,
+          .alphabet = 4000,
+          .n_passages = 3,
+          .passage_len = 60,
+          .copies = 3,
+          .copies_growth = 3,
+          .seed = 4},
+         16},
         /* one window repeated thousands of times: skewed exchange, split rounds */
-        {"skewed", 8, 200, {.vocab = 0}},
+        {"skewed", 8, 200, {.vocab = 0}, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) check_corpus(&cs[i], dir, bits);
     int total = 0;

@@ -2,6 +2,7 @@
  * brute-force reference, planted duplicates, document boundaries, and no false positives when
  * hashes are masked to a few bits. */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,16 @@
 static void quiet(void) {
     ax_log_set_level(AX_LOG_WARN);
 }
-TestSuite(memscan, .init = quiet);
+/* each test runs in its own process: remove the files it made (named by its pid) */
+static void cleanup(void) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "/tmp/axmem_test_%d_*", (int)getpid());
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
+    globfree(&g);
+}
+TestSuite(memscan, .init = quiet, .fini = cleanup);
 
 static void tmp(char *buf, size_t n, const char *name) {
     snprintf(buf, n, "/tmp/axmem_test_%d_%s", (int)getpid(), name);
@@ -57,8 +67,14 @@ static void check_vs_brute(const ax_memscan_index_t *idx, const ax_axd_t *ds, in
 /* a 3-letter alphabet and n = 6: windows repeat at every rate and the min-position rule is
  * exercised everywhere; tiny rounds cross document edges mid-round */
 Test(memscan, counts_exact_small_alphabet) {
-    ax_memscan_synth_opts o = {.vocab = 300, .n_docs = 300, .doc_len_min = 0, .doc_len_max = 70,
-                               .alphabet = 3, .n_passages = 4, .passage_len = 20, .copies = 5,
+    ax_memscan_synth_opts o = {.vocab = 300,
+                               .n_docs = 300,
+                               .doc_len_min = 0,
+                               .doc_len_max = 70,
+                               .alphabet = 3,
+                               .n_passages = 4,
+                               .passage_len = 20,
+                               .copies = 5,
                                .seed = 11};
     ax_axd_t *ds = synth("small.axd", &o, NULL, NULL);
     ax_memscan_index_t *idx = build(ds, 6, 97, 64);
@@ -73,9 +89,16 @@ Test(memscan, counts_exact_small_alphabet) {
 
 /* passages copied 2, 8, 32 and 128 times fill every duplication bucket */
 Test(memscan, histogram_buckets) {
-    ax_memscan_synth_opts o = {.vocab = 300, .n_docs = 400, .doc_len_min = 30, .doc_len_max = 60,
-                               .alphabet = 4, .n_passages = 4, .passage_len = 25, .copies = 2,
-                               .copies_growth = 4, .seed = 12};
+    ax_memscan_synth_opts o = {.vocab = 300,
+                               .n_docs = 400,
+                               .doc_len_min = 30,
+                               .doc_len_max = 60,
+                               .alphabet = 4,
+                               .n_passages = 4,
+                               .passage_len = 25,
+                               .copies = 2,
+                               .copies_growth = 4,
+                               .seed = 12};
     ax_memscan_plant *pl;
     size_t np;
     ax_axd_t *ds = synth("hist.axd", &o, &pl, &np);
@@ -93,9 +116,15 @@ Test(memscan, histogram_buckets) {
 /* passages copied into several documents: every window inside a copy occurs `copies` times
  * and its first occurrence is in the earliest copy */
 Test(memscan, planted_passages) {
-    ax_memscan_synth_opts o = {.vocab = 4096, .n_docs = 120, .doc_len_min = 50,
-                               .doc_len_max = 200, .alphabet = 4000, .n_passages = 3,
-                               .passage_len = 40, .copies = 4, .seed = 5};
+    ax_memscan_synth_opts o = {.vocab = 4096,
+                               .n_docs = 120,
+                               .doc_len_min = 50,
+                               .doc_len_max = 200,
+                               .alphabet = 4000,
+                               .n_passages = 3,
+                               .passage_len = 40,
+                               .copies = 4,
+                               .seed = 5};
     ax_memscan_plant *pl;
     size_t np;
     ax_axd_t *ds = synth("planted.axd", &o, &pl, &np);
@@ -125,8 +154,14 @@ Test(memscan, planted_passages) {
 /* Only 4 hash bits: 16 possible hashes for thousands of distinct windows. Counts must stay
  * exact and lookups of absent windows must never match. */
 Test(memscan, tiny_hash_no_false_positives) {
-    ax_memscan_synth_opts o = {.vocab = 512, .n_docs = 60, .doc_len_min = 10, .doc_len_max = 80,
-                               .alphabet = 6, .n_passages = 2, .passage_len = 15, .copies = 3,
+    ax_memscan_synth_opts o = {.vocab = 512,
+                               .n_docs = 60,
+                               .doc_len_min = 10,
+                               .doc_len_max = 80,
+                               .alphabet = 6,
+                               .n_passages = 2,
+                               .passage_len = 15,
+                               .copies = 3,
                                .seed = 3};
     ax_axd_t *ds = synth("tiny.axd", &o, NULL, NULL);
     int n = 5;
@@ -200,8 +235,8 @@ Test(memscan, document_boundaries) {
 
 /* a window longer than every document, an empty dataset, and bad options */
 Test(memscan, edge_cases_and_bad_options) {
-    ax_memscan_synth_opts o = {.vocab = 300, .n_docs = 10, .doc_len_min = 1, .doc_len_max = 9,
-                               .alphabet = 50, .seed = 1};
+    ax_memscan_synth_opts o = {
+        .vocab = 300, .n_docs = 10, .doc_len_min = 1, .doc_len_max = 9, .alphabet = 50, .seed = 1};
     ax_axd_t *ds = synth("edge.axd", &o, NULL, NULL);
     ax_memscan_index_t *idx = build(ds, 10, 4, 64);
     cr_assert_eq(ax_memscan_index_info(idx)->n_windows, 0);
@@ -217,8 +252,12 @@ Test(memscan, edge_cases_and_bad_options) {
 
 /* the stop flag (Ctrl-C) ends the build with AX_ERR_INTERRUPTED */
 Test(memscan, build_interrupted) {
-    ax_memscan_synth_opts o = {.vocab = 300, .n_docs = 20, .doc_len_min = 10, .doc_len_max = 40,
-                               .alphabet = 50, .seed = 2};
+    ax_memscan_synth_opts o = {.vocab = 300,
+                               .n_docs = 20,
+                               .doc_len_min = 10,
+                               .doc_len_max = 40,
+                               .alphabet = 50,
+                               .seed = 2};
     ax_axd_t *ds = synth("stop.axd", &o, NULL, NULL);
     ax_memscan_build_opts bo;
     ax_memscan_build_opts_default(&bo);
@@ -230,17 +269,25 @@ Test(memscan, build_interrupted) {
     ax_axd_free(ds);
 }
 
-/* the table stays near its target size: at most 16 bytes per distinct window */
+/* the table stays near its target size: at most 16 bytes per distinct window; a table this
+ * large also takes the grouped-by-region insert path, checked against the reference */
 Test(memscan, bytes_per_window) {
-    ax_memscan_synth_opts o = {.vocab = 65536, .n_docs = 200, .doc_len_min = 400,
-                               .doc_len_max = 600, .alphabet = 60000, .n_passages = 10,
-                               .passage_len = 100, .copies = 5, .seed = 9};
+    ax_memscan_synth_opts o = {.vocab = 65536,
+                               .n_docs = 200,
+                               .doc_len_min = 400,
+                               .doc_len_max = 600,
+                               .alphabet = 60000,
+                               .n_passages = 10,
+                               .passage_len = 100,
+                               .copies = 5,
+                               .seed = 9};
     ax_axd_t *ds = synth("bytes.axd", &o, NULL, NULL);
     ax_memscan_index_t *idx = build(ds, 32, 1 << 20, 64);
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     double per = (double)ax_memscan_index_table_bytes(idx) / (double)in->n_distinct;
     cr_assert_leq(per, 16.0, "%.2f bytes per distinct window", per);
     cr_assert_eq(in->n_distinct, ax_memscan_index_local_entries(idx));
+    check_vs_brute(idx, ds, 32);
     ax_memscan_index_free(idx);
     ax_axd_free(ds);
 }

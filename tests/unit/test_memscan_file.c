@@ -1,6 +1,7 @@
 /* memscan index files: save/load round trip, the INDEX.json sidecar, and rejection (with the
  * file named) of truncated or corrupt indexes and of an index loaded against another dataset. */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +18,29 @@
 static void quiet(void) {
     ax_log_set_level(AX_LOG_WARN);
 }
-TestSuite(memscan_file, .init = quiet);
+/* each test runs in its own process: remove the files it made (named by its pid) */
+static void cleanup(void) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "/tmp/axmem_test_%d_*", (int)getpid());
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
+    globfree(&g);
+}
+TestSuite(memscan_file, .init = quiet, .fini = cleanup);
 
 static void tmp(char *buf, size_t n, const char *name) {
     snprintf(buf, n, "/tmp/axmem_test_%d_%s", (int)getpid(), name);
 }
 
-static const ax_memscan_synth_opts CORPUS = {.vocab = 1000, .n_docs = 150, .doc_len_min = 20,
-                                             .doc_len_max = 300, .alphabet = 20,
-                                             .n_passages = 3, .passage_len = 30, .copies = 6,
+static const ax_memscan_synth_opts CORPUS = {.vocab = 1000,
+                                             .n_docs = 150,
+                                             .doc_len_min = 20,
+                                             .doc_len_max = 300,
+                                             .alphabet = 20,
+                                             .n_passages = 3,
+                                             .passage_len = 30,
+                                             .copies = 6,
                                              .seed = 21};
 
 static ax_axd_t *make_ds(const char *name, ax_memscan_synth_opts o) {

@@ -2,6 +2,7 @@
  * length, runs stitched from two documents, longest first) and `axmem memscan` end to end on
  * a text corpus: index, lookup --json, info, and the mismatch and usage errors. */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,16 @@
 static void quiet(void) {
     ax_log_set_level(AX_LOG_WARN);
 }
-TestSuite(memscan_lookup, .init = quiet);
+/* each test runs in its own process: remove the files it made (named by its pid) */
+static void cleanup(void) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "/tmp/axmem_test_%d_*", (int)getpid());
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
+    globfree(&g);
+}
+TestSuite(memscan_lookup, .init = quiet, .fini = cleanup);
 
 static void tmp(char *buf, size_t n, const char *name) {
     snprintf(buf, n, "/tmp/axmem_test_%d_%s", (int)getpid(), name);
@@ -37,9 +47,15 @@ static ax_memscan_index_t *build(const ax_axd_t *ds, int n) {
 
 /* a planted passage inside random text: one span, exactly the passage, at its first copy */
 Test(memscan_lookup, planted_passage_span) {
-    ax_memscan_synth_opts o = {.vocab = 8000, .n_docs = 100, .doc_len_min = 60,
-                               .doc_len_max = 150, .alphabet = 7000, .n_passages = 2,
-                               .passage_len = 50, .copies = 3, .seed = 4};
+    ax_memscan_synth_opts o = {.vocab = 8000,
+                               .n_docs = 100,
+                               .doc_len_min = 60,
+                               .doc_len_max = 150,
+                               .alphabet = 7000,
+                               .n_passages = 2,
+                               .passage_len = 50,
+                               .copies = 3,
+                               .seed = 4};
     char path[256];
     tmp(path, sizeof path, "span.axd");
     ax_memscan_plant *pl;
@@ -125,9 +141,9 @@ Test(memscan_lookup, run_stitched_from_two_documents) {
     free(sp);
     /* a longer and a shorter span come out longest first */
     int32_t q2[40];
-    memcpy(q2, B, sizeof B);             /* 10 tokens of B: a span of 10 (doc0 or doc1) */
+    memcpy(q2, B, sizeof B); /* 10 tokens of B: a span of 10 (doc0 or doc1) */
     for (int i = 0; i < 5; i++) q2[10 + i] = 900 + i; /* a gap */
-    memcpy(q2 + 15, A, sizeof A);        /* A B: 20 */
+    memcpy(q2 + 15, A, sizeof A);                     /* A B: 20 */
     memcpy(q2 + 25, B, sizeof B);
     cr_assert_eq(ax_memscan_find_spans(idx, q2, 35, &sp, &ns), AX_OK);
     cr_assert_eq(ns, 2);
@@ -141,9 +157,10 @@ Test(memscan_lookup, run_stitched_from_two_documents) {
 
 /* ---- the CLI, end to end on text ---- */
 
-static const char *WORDS[] = {"river", "stone", "light", "garden", "window", "quiet", "north",
-                              "silver", "morning", "letter", "bridge", "forest", "candle",
-                              "harbor", "yellow", "winter", "market", "feather", "copper"};
+static const char *WORDS[] = {"river",  "stone",  "light",   "garden",  "window",
+                              "quiet",  "north",  "silver",  "morning", "letter",
+                              "bridge", "forest", "candle",  "harbor",  "yellow",
+                              "winter", "market", "feather", "copper"};
 static const char *SECRET = "the copper harbor keeps a silver candle for every winter morning "
                             "and the north bridge remembers each yellow feather";
 
@@ -253,14 +270,19 @@ Test(memscan_lookup, cli_index_lookup_info) {
     ax_json_free(j);
     free(text);
     /* text output names the span and its source */
-    char *lk2[] = {"memscan", "lookup", "--index", e.idx, "--data", e.axd, "--tokenizer", e.tok,
-                   query};
+    char *lk2[] = {"memscan", "lookup",      "--index", e.idx, "--data",
+                   e.axd,     "--tokenizer", e.tok,     query};
     cr_assert_eq(run_cli(&e, 9, lk2), 0, "%s", ax_error_msg());
     cr_assert_eq(ax_read_file(e.out, &text, &n), AX_OK);
     cr_assert(strstr(text, "longest verbatim span") && strstr(text, "in document 7"), "%s", text);
     free(text);
     /* a passage absent from the corpus */
-    char *lk3[] = {"memscan", "lookup", "--index", e.idx, "--tokenizer", e.tok,
+    char *lk3[] = {"memscan",
+                   "lookup",
+                   "--index",
+                   e.idx,
+                   "--tokenizer",
+                   e.tok,
                    "zebra xylophone quartz jukebox vortex"};
     cr_assert_eq(run_cli(&e, 7, lk3), 0);
     cr_assert_eq(ax_read_file(e.out, &text, &n), AX_OK);

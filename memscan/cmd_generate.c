@@ -1,0 +1,271 @@
+/* `axmem memscan generate`: the regurgitation scan. Samples free generations from a checkpoint
+ * and slides them over the training-set index: every verbatim span of >= n training tokens is
+ * reported with its source document and offset. Writes scan.json + samples.jsonl. */
+#include "data/axd.h"
+#include "data/tokenizer.h"
+#include "lib/config.h"
+#include "lib/json.h"
+#include "lib/mpienv.h"
+#include "memscan/cmd_util.h"
+#include "memscan/generate.h"
+#include "memscan/index.h"
+#include "memscan/model_load.h"
+
+#include <omp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char ckpt[AX_CFG_STR_MAX], index[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX];
+    char tokenizer[AX_CFG_STR_MAX], grid[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
+    char samples_out[AX_CFG_STR_MAX];
+    int64_t samples, length, batch, top_k, seed, threads;
+    double temperature;
+} gen_flags;
+
+#define F(field) offsetof(gen_flags, field)
+static const ax_cfg_entry entries[] = {
+    {"ckpt", AX_CFG_STR, F(ckpt), "", 1, 0,
+     "checkpoint: a step-NNNNNN directory, or a run directory (its newest checkpoint)"},
+    {"index", AX_CFG_STR, F(index), "", 1, 0, "training-set index from `axmem memscan index`"},
+    {"data", AX_CFG_STR, F(data), "", 1, 0,
+     "the indexed dataset (.axd; default: the path stored in the index)"},
+    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, "optional: adds text to samples.jsonl"},
+    {"samples", AX_CFG_INT, F(samples), "64", 1, 1e8, "generations"},
+    {"length", AX_CFG_INT, F(length), "128", 2, 1e5, "tokens per generation"},
+    {"temperature", AX_CFG_FLOAT, F(temperature), "1.0", 0, 100,
+     "sampling temperature (0 = greedy)"},
+    {"top-k", AX_CFG_INT, F(top_k), "40", 0, 1e7, "sample among the k likeliest tokens (0 = all)"},
+    {"seed", AX_CFG_INT, F(seed), "0", 0, 9.2e18, "sampling seed (same seed, same generations)"},
+    {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
+    {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, "process grid DxXxYxZ (launch with mpirun)"},
+    {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
+    {"out", AX_CFG_STR, F(out), "scan.json", 1, 0, "results (schema axmem-scan v1)"},
+    {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
+     "per-generation results (default: samples.jsonl beside --out)"},
+};
+#undef F
+
+static const ax_cfg_table table = {
+    .usage = "axmem memscan generate --ckpt DIR --index INDEX [flags]",
+    .summary = "Regurgitation scan: sample free generations (temperature / top-k, seeded, KV\n"
+               "cache) and report every verbatim span of >= n training tokens (n = the index's\n"
+               "window) with its source document and offset, the longest span per generation,\n"
+               "and the fraction of generations that contain one.",
+    .entries = entries,
+    .n = (int)(sizeof entries / sizeof entries[0]),
+};
+
+static void text_field(ax_jw *w, const char *key, const ax_tokenizer_t *tok, const int32_t *ids,
+                       size_t n) {
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    if (!tok || ax_tokenizer_decode(tok, ids, n, &bytes, &len) != AX_OK) return;
+    ax_jw_key(w, key);
+    ax_jw_strn(w, (const char *)bytes, len);
+    free(bytes);
+}
+
+static void samples_path(const gen_flags *fl, char *sp, size_t n) {
+    if (fl->samples_out[0]) {
+        snprintf(sp, n, "%s", fl->samples_out);
+        return;
+    }
+    const char *slash = strrchr(fl->out, '/');
+    snprintf(sp, n, "%.*ssamples.jsonl", slash ? (int)(slash - fl->out + 1) : 0, fl->out);
+}
+
+/* Spans of every generation -> samples.jsonl; returns the aggregate numbers. */
+static ax_status scan_all(const gen_flags *fl, const ax_memscan_index_t *idx, const int32_t *gen,
+                          const ax_tokenizer_t *tok, long *with_span, double *mean_longest,
+                          long *max_longest, long *hist) {
+    char sp[AX_CFG_STR_MAX + 32];
+    samples_path(fl, sp, sizeof sp);
+    FILE *f = fopen(sp, "w");
+    if (!f) return ax_errorf(AX_ERR_IO, "cannot write %s", sp);
+    ax_status st = AX_OK;
+    long L = fl->length, n = ax_memscan_index_info(idx)->n;
+    *with_span = 0, *mean_longest = 0, *max_longest = 0;
+    for (long i = 0; st == AX_OK && i < fl->samples; i++) {
+        const int32_t *g = gen + i * L;
+        ax_memscan_span *spans = NULL;
+        size_t ns = 0;
+        AX_CHECK_GOTO(ax_memscan_find_spans(idx, g, (size_t)L, &spans, &ns), done);
+        long longest = ns ? (long)spans[0].len : 0; /* longest first */
+        *with_span += ns > 0;
+        *mean_longest += (double)longest;
+        if (longest > *max_longest) *max_longest = longest;
+        hist[longest == 0 ? 0 : longest < 2 * n ? 1 : longest < 4 * n ? 2 : 3]++;
+        ax_jw w;
+        ax_jw_init(&w);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "i"), ax_jw_int(&w, i);
+        ax_jw_key(&w, "longest_span"), ax_jw_int(&w, longest);
+        ax_jw_key(&w, "spans");
+        ax_jw_arr_begin(&w);
+        for (size_t k = 0; k < ns; k++) {
+            ax_jw_obj_begin(&w);
+            ax_jw_key(&w, "start"), ax_jw_uint(&w, spans[k].start);
+            ax_jw_key(&w, "len"), ax_jw_uint(&w, spans[k].len);
+            ax_jw_key(&w, "doc"), ax_jw_uint(&w, spans[k].doc);
+            ax_jw_key(&w, "doc_offset"), ax_jw_uint(&w, spans[k].doc_off);
+            ax_jw_key(&w, "window_count_max"), ax_jw_uint(&w, spans[k].count_max);
+            text_field(&w, "text", tok, g + spans[k].start, spans[k].len);
+            ax_jw_obj_end(&w);
+        }
+        ax_jw_arr_end(&w);
+        ax_jw_key(&w, "tokens");
+        ax_jw_arr_begin(&w);
+        for (long k = 0; k < L; k++) ax_jw_int(&w, g[k]);
+        ax_jw_arr_end(&w);
+        text_field(&w, "text", tok, g, (size_t)L);
+        ax_jw_obj_end(&w);
+        if (!ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0)
+            st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
+        ax_jw_free(&w);
+        free(spans);
+    }
+done:
+    if (fclose(f) && st == AX_OK) st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
+    *mean_longest /= (double)fl->samples;
+    return st;
+}
+
+static ax_status write_scan(const gen_flags *fl, const ax_ms_model *mm,
+                            const ax_memscan_index_t *idx, long with_span, double mean_longest,
+                            long max_longest, const long *hist) {
+    const ax_memscan_info *in = ax_memscan_index_info(idx);
+    const ax_json *goldfish = ax_json_get(ax_ckpt_config(mm->ck), "goldfish");
+    char hex[32];
+    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)in->ds_checksum);
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "schema"), ax_jw_str(&w, "axmem-scan");
+    ax_jw_key(&w, "version"), ax_jw_int(&w, 1);
+    ax_jw_key(&w, "kind"), ax_jw_str(&w, "regurgitation-scan");
+    ax_jw_key(&w, "checkpoint");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "path"), ax_jw_str(&w, ax_ckpt_path(mm->ck));
+    ax_jw_key(&w, "step"), ax_jw_int(&w, ax_ckpt_step(mm->ck));
+    ax_jw_key(&w, "goldfish"),
+        ax_jw_str(&w, goldfish && goldfish->type == AX_JSON_STR ? goldfish->str : "none");
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "dataset");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "path"), ax_jw_str(&w, in->ds_path);
+    ax_jw_key(&w, "xxh3"), ax_jw_str(&w, hex);
+    ax_jw_key(&w, "docs"), ax_jw_uint(&w, in->ds_docs);
+    ax_jw_key(&w, "tokens"), ax_jw_uint(&w, in->ds_tokens);
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "config");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "index"), ax_jw_str(&w, fl->index);
+    ax_jw_key(&w, "n"), ax_jw_int(&w, in->n);
+    ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
+    ax_jw_key(&w, "length"), ax_jw_int(&w, fl->length);
+    ax_jw_key(&w, "temperature"), ax_jw_num(&w, fl->temperature);
+    ax_jw_key(&w, "top_k"), ax_jw_int(&w, fl->top_k);
+    ax_jw_key(&w, "seed"), ax_jw_int(&w, fl->seed);
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "metrics");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "frac_with_verbatim_span"),
+        ax_jw_num(&w, (double)with_span / (double)fl->samples);
+    ax_jw_key(&w, "mean_longest_span"), ax_jw_num(&w, mean_longest);
+    ax_jw_key(&w, "max_longest_span"), ax_jw_int(&w, max_longest);
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "tables");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "longest_span_hist");
+    ax_jw_obj_begin(&w);
+    static const char *labels[4] = {"none", "n..2n-1", "2n..4n-1", ">=4n"};
+    for (int k = 0; k < 4; k++) ax_jw_key(&w, labels[k]), ax_jw_int(&w, hist[k]);
+    ax_jw_obj_end(&w);
+    ax_jw_obj_end(&w);
+    ax_jw_obj_end(&w);
+    ax_status st = AX_OK;
+    FILE *f = fopen(fl->out, "w");
+    if (!f || !ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0 || fclose(f))
+        st = ax_errorf(AX_ERR_IO, "cannot write --out %s", fl->out);
+    ax_jw_free(&w);
+    return st;
+}
+
+static ax_status run_generate(gen_flags *fl) {
+    if (!fl->ckpt[0] || !fl->index[0])
+        return ax_errorf(AX_ERR_ARG,
+                         "--ckpt and --index are required; see axmem memscan generate --help");
+    if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
+    ax_ms_model mm = {0};
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *idx = NULL;
+    ax_tokenizer_t *tok = NULL;
+    int32_t *gen = NULL;
+    ax_status st = AX_OK;
+    ax_memscan_info info;
+    AX_CHECK_GOTO(ax_memscan_index_read_info(fl->index, 0, &info), out);
+    AX_CHECK_GOTO(ax_axd_open(fl->data[0] ? fl->data : info.ds_path, 1, &ds), out);
+    AX_CHECK_GOTO(ax_memscan_index_load(fl->index, ds, &idx), out);
+    if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
+    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, (int)fl->batch, (int)fl->length, &mm), out);
+    if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
+        st = ax_errorf(AX_ERR_MISMATCH,
+                       "the indexed dataset has vocabulary %u but the model %d; "
+                       "scan against the model's training data",
+                       ax_axd_vocab_size(ds), mm.cfg.vocab);
+        goto out;
+    }
+    gen = malloc(sizeof(int32_t) * (size_t)(fl->samples * fl->length));
+    if (!gen) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory for the generations");
+        goto out;
+    }
+    ax_generate_config gc = {.samples = (int)fl->samples,
+                             .length = (int)fl->length,
+                             .batch = (int)fl->batch,
+                             .temperature = fl->temperature,
+                             .top_k = (int)fl->top_k,
+                             .seed = (uint64_t)fl->seed,
+                             .start_token = AX_TOK_EOT};
+    AX_CHECK_GOTO(ax_generate(mm.model, &gc, gen), out);
+    if (ax_grid_rank(mm.grid) == 0) {
+        long with_span = 0, max_longest = 0, hist[4] = {0};
+        double mean_longest = 0;
+        AX_CHECK_GOTO(scan_all(fl, idx, gen, tok, &with_span, &mean_longest, &max_longest, hist),
+                      out);
+        AX_CHECK_GOTO(write_scan(fl, &mm, idx, with_span, mean_longest, max_longest, hist), out);
+        printf("generate: %lld generations of %lld tokens: %.1f%% contain a verbatim span of >= %u "
+               "training tokens; longest %ld (mean %.1f); wrote %s\n",
+               (long long)fl->samples, (long long)fl->length,
+               100.0 * (double)with_span / (double)fl->samples, ax_memscan_index_info(idx)->n,
+               max_longest, mean_longest, fl->out);
+    }
+out:
+    free(gen);
+    ax_ms_model_close(&mm);
+    ax_tokenizer_free(tok);
+    ax_memscan_index_free(idx);
+    ax_axd_free(ds);
+    return st;
+}
+
+int ax_ms_cmd_generate(int argc, char **argv) {
+    gen_flags fl;
+    int help = 0;
+    ax_status st = ax_cfg_set_defaults(&table, &fl);
+    if (st == AX_OK) st = ax_cfg_parse_argv(&table, &fl, argc, argv, NULL, &help);
+    if (help) {
+        ax_cfg_print_help(&table, stdout);
+        return 0;
+    }
+    if (st == AX_OK) st = run_generate(&fl);
+    if (st != AX_OK) {
+        if (ax_mpi_world_rank() == 0)
+            fprintf(stderr, "axmem memscan generate: %s\n", ax_error_msg());
+        return st == AX_ERR_ARG ? 2 : 1;
+    }
+    return 0;
+}

@@ -1,0 +1,75 @@
+#include "memscan/generate.h"
+#include "lib/comm.h"
+#include "lib/rng.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+int32_t ax_sample_token(const float *logits, int V, double temperature, int top_k, double u,
+                        float *scratch) {
+    int arg = 0;
+    for (int v = 1; v < V; v++)
+        if (logits[v] > logits[arg]) arg = v;
+    if (temperature <= 0) return arg;
+    /* the k-th largest logit is the cut: ties at the cut are all kept */
+    float cut = -INFINITY;
+    if (top_k > 0 && top_k < V) {
+        memcpy(scratch, logits, sizeof(float) * (size_t)V);
+        qsort(scratch, (size_t)V, sizeof(float), cmp_desc);
+        cut = scratch[top_k - 1];
+    }
+    double sum = 0;
+    for (int v = 0; v < V; v++)
+        sum += scratch[v] =
+            logits[v] >= cut ? (float)exp((logits[v] - logits[arg]) / temperature) : 0.0f;
+    double target = u * sum, acc = 0;
+    for (int v = 0; v < V; v++) {
+        acc += scratch[v];
+        if (scratch[v] > 0 && acc > target) return v;
+    }
+    return arg; /* rounding left target at the very top: the likeliest token */
+}
+
+ax_status ax_generate(ax_model_t *m, const ax_generate_config *c, int32_t *out) {
+    ax_grid_t *g = ax_model_grid(m);
+    int parts = ax_grid_dim(g, AX_AXIS_BATCH), me = ax_grid_coord(g, AX_AXIS_BATCH);
+    int per = (c->samples + parts - 1) / parts, L = c->length, V = ax_model_config_of(m)->vocab;
+    float *mine = calloc((size_t)per * L, sizeof(float)),
+          *all = calloc((size_t)per * parts * L, sizeof(float));
+    float *logits = malloc(sizeof(float) * (size_t)c->batch * V),
+          *scratch = malloc(sizeof(float) * (size_t)V);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)c->batch);
+    ax_status st = AX_OK;
+    if (!mine || !all || !logits || !scratch || !tok) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory for %d generations", c->samples);
+        goto done;
+    }
+    for (int b0 = 0; b0 < per; b0 += c->batch) {
+        int B = per - b0 < c->batch ? per - b0 : c->batch;
+        AX_CHECK_GOTO(ax_model_decode_begin(m, B), done);
+        for (int j = 0; j < B; j++) tok[j] = c->start_token;
+        for (int pos = 0; pos < L; pos++) {
+            ax_model_decode_step(m, tok, pos);
+            AX_CHECK_GOTO(ax_model_decode_full_logits(m, logits), done);
+            for (int j = 0; j < B; j++) {
+                uint64_t sample = (uint64_t)me * per + b0 + j; /* the draw is keyed by sample */
+                double u = (double)(ax_rng_u64(c->seed, sample, (uint64_t)pos) >> 11) * 0x1.0p-53;
+                tok[j] = ax_sample_token(logits + (size_t)j * V, V, c->temperature, c->top_k, u,
+                                         scratch);
+                mine[(size_t)(b0 + j) * L + pos] = (float)tok[j];
+            }
+        }
+        AX_CHECK_GOTO(ax_model_status(m), done);
+    }
+    AX_CHECK_GOTO(ax_allgather(g, AX_AXIS_BATCH, mine, (long)per * L, all), done);
+    for (long i = 0; i < (long)c->samples * L; i++) out[i] = (int32_t)all[i];
+done:
+    free(mine), free(all), free(logits), free(scratch), free(tok);
+    return st;
+}

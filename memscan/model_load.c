@@ -1,0 +1,54 @@
+#include "memscan/model_load.h"
+#include "lib/model_io.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static ax_status open_ckpt(const char *dir, ax_ckpt_t **ck) {
+    char path[4200], sub[4200];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return ax_ckpt_open(dir, ck);
+    }
+    snprintf(sub, sizeof sub, "%s/ckpt", dir);
+    if (ax_ckpt_find_latest(sub, path, sizeof path) != AX_OK) {
+        ax_error_clear();
+        if (ax_ckpt_find_latest(dir, path, sizeof path) != AX_OK) {
+            ax_error_clear();
+            return ax_errorf(AX_ERR_IO,
+                             "--ckpt %s holds no checkpoint (no manifest.json, no "
+                             "step-NNNNNN/ in it or in its ckpt/); pass a run or step directory",
+                             dir);
+        }
+    }
+    return ax_ckpt_open(path, ck);
+}
+
+ax_status ax_ms_model_open(const char *dir, const char *grid_spec, int batch, int T,
+                           ax_ms_model *out) {
+    memset(out, 0, sizeof *out);
+    int dims[4];
+    ax_status st;
+    AX_CHECK_GOTO(open_ckpt(dir, &out->ck), fail);
+    AX_CHECK_GOTO(ax_model_config_from_ckpt(out->ck, &out->cfg), fail);
+    AX_CHECK_GOTO(ax_grid_parse(grid_spec, dims), fail);
+    AX_CHECK_GOTO(ax_grid_create(dims, &out->grid), fail);
+    /* decoding runs up to B x T sequences at once */
+    AX_CHECK_GOTO(ax_model_create_on(out->grid, &out->cfg, (batch + T - 1) / T, T, 1, &out->model),
+                  fail);
+    AX_CHECK_GOTO(ax_model_load_blob(out->model, out->ck, "params", ax_model_params(out->model)),
+                  fail);
+    return AX_OK;
+fail:
+    ax_ms_model_close(out);
+    return st;
+}
+
+void ax_ms_model_close(ax_ms_model *m) {
+    ax_model_free(m->model);
+    ax_grid_free(m->grid);
+    ax_ckpt_free(m->ck);
+    memset(m, 0, sizeof *m);
+}

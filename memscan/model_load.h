@@ -1,0 +1,19 @@
+/* The model a scan probes: a checkpoint found from a run or step directory, loaded onto a grid
+ * (memscan probe / generate). */
+#pragma once
+#include "lib/ckpt.h"
+#include "lib/grid.h"
+#include "lib/model.h"
+
+typedef struct {
+    ax_ckpt_t *ck;
+    ax_grid_t *grid;
+    ax_model_t *model;
+    ax_model_config cfg;
+} ax_ms_model;
+
+/* dir: a step-NNNNNN directory, or a run directory (newest checkpoint in dir/ckpt or dir).
+ * The model is sized for decoding `batch` sequences of up to T positions. Collective. */
+ax_status ax_ms_model_open(const char *dir, const char *grid_spec, int batch, int T,
+                           ax_ms_model *out);
+void ax_ms_model_close(ax_ms_model *m);
