@@ -71,6 +71,14 @@ for grid in 1x1x1x1 1x2x1x2; do
   if run "$name" "$grid" --resume && compare src "$name" 5; then ok "2x2x2x1 checkpoint resumes on $grid"
   else bad "2x2x2x1 checkpoint resumes on $grid"; fi
 done
+# scans on a grid: the probe's greedy continuations equal the single-rank ones
+"$AX" memscan probe --ckpt "$T/ref" --data "$T/c.axd" --samples 8 --prefix 8 --suffix 8 --batch 4 \
+  --out "$T/p1.json" --samples-out "$T/p1.jsonl" >/dev/null 2>"$T/err"
+"${MPIRUN[@]}" -np 8 "$AX" memscan probe --ckpt "$T/ref" --data "$T/c.axd" --samples 8 --prefix 8 \
+  --suffix 8 --batch 4 --grid 2x1x2x2 --out "$T/p8.json" --samples-out "$T/p8.jsonl" >/dev/null 2>"$T/err"
+if [ -s "$T/p1.jsonl" ] && cmp -s "$T/p1.jsonl" "$T/p8.jsonl"; then ok "probe on 2x1x2x2 = 1x1x1x1"
+else bad "probe on 2x1x2x2 = 1x1x1x1"; fi
+
 # an impossible grid is refused with the numbers named
 if run badgrid 1x1x3x1 2>/dev/null; then bad "heads not divisible by Gy refused"
 elif grep -q "heads" "$T/err"; then ok "heads not divisible by Gy refused"; else bad "heads not divisible by Gy refused"; fi
