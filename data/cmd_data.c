@@ -1,5 +1,6 @@
 /* `axmem data`: tokenizer-train, encode, decode, info. Flags are parsed by hand (a handful
  * per subcommand); usage errors exit 2, runtime failures 1, each with one line on stderr. */
+#include "lib/cliargs.h"
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/input.h"
@@ -80,25 +81,6 @@ static int report_fail(const char *sub, ax_status st) {
     return st == AX_ERR_ARG ? 2 : 1;
 }
 
-static int is_help(const char *a) {
-    return !strcmp(a, "-h") || !strcmp(a, "--help");
-}
-
-/* "--name VALUE" or "--name=VALUE": 1 and *val set on a match, -1 if the value is missing */
-static int flag_val(int argc, char **argv, int *i, const char *name, const char **val) {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0) return 0;
-    if (a[n] == '=') {
-        *val = a + n + 1;
-        return 1;
-    }
-    if (a[n] != 0) return 0;
-    if (*i + 1 >= argc) return -1;
-    *val = argv[++*i];
-    return 1;
-}
-
 /* --input takes every following argument up to the next flag */
 static int collect_inputs(int argc, char **argv, int *i, const char ***list, int *n) {
     const char *a = argv[*i];
@@ -166,7 +148,7 @@ static int cmd_train(int argc, char **argv) {
     ax_status st = AX_OK;
     for (int i = 1; i < argc; i++) {
         int r;
-        if (is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             fputs(TRAIN_HELP, stdout);
             goto out;
         } else if ((r = collect_inputs(argc, argv, &i, &inputs, &n_inputs))) {
@@ -174,16 +156,16 @@ static int cmd_train(int argc, char **argv) {
                 rc = usage_err(SUB, "%s", "out of memory");
                 goto out;
             }
-        } else if ((r = flag_val(argc, argv, &i, "--out", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--out", &v))) {
             NEED_VALUE(r, "--out");
             out_path = v;
-        } else if ((r = flag_val(argc, argv, &i, "--vocab-size", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--vocab-size", &v))) {
             NEED_VALUE(r, "--vocab-size");
             if (!parse_u64(v, &vocab, 0) || vocab < AX_TOK_FIRST_MERGE || vocab > (1u << 22)) {
                 rc = usage_err(SUB, "--vocab-size '%s' is not an integer in 257..4194304", v);
                 goto out;
             }
-        } else if ((r = flag_val(argc, argv, &i, "--max-bytes", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--max-bytes", &v))) {
             NEED_VALUE(r, "--max-bytes");
             if (!parse_u64(v, &max_bytes, 1) || max_bytes == 0) {
                 rc = usage_err(SUB, "--max-bytes '%s' is not a positive size (e.g. 100M)", v);
@@ -364,7 +346,7 @@ static int cmd_encode(int argc, char **argv) {
     ax_status st = AX_OK;
     for (int i = 1; i < argc; i++) {
         int r;
-        if (is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             fputs(ENCODE_HELP, stdout);
             goto out;
         } else if ((r = collect_inputs(argc, argv, &i, &inputs, &n_inputs))) {
@@ -372,13 +354,13 @@ static int cmd_encode(int argc, char **argv) {
                 rc = usage_err(SUB, "%s", "out of memory");
                 goto out;
             }
-        } else if ((r = flag_val(argc, argv, &i, "--out", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--out", &v))) {
             NEED_VALUE(r, "--out");
             out_path = v;
-        } else if ((r = flag_val(argc, argv, &i, "--tokenizer", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--tokenizer", &v))) {
             NEED_VALUE(r, "--tokenizer");
             tok_path = v;
-        } else if ((r = flag_val(argc, argv, &i, "--threads", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--threads", &v))) {
             NEED_VALUE(r, "--threads");
             if (!parse_u64(v, &threads, 0) || threads < 1 || threads > 1024) {
                 rc = usage_err(SUB, "--threads '%s' is not an integer in 1..1024", v);
@@ -496,19 +478,19 @@ static int cmd_decode(int argc, char **argv) {
     ax_status st = AX_OK;
     for (int i = 1; i < argc; i++) {
         int r;
-        if (is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             fputs(DECODE_HELP, stdout);
             goto out;
-        } else if ((r = flag_val(argc, argv, &i, "--tokenizer", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--tokenizer", &v))) {
             NEED_VALUE(r, "--tokenizer");
             tok_path = v;
-        } else if ((r = flag_val(argc, argv, &i, "--data", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--data", &v))) {
             NEED_VALUE(r, "--data");
             data_path = v;
-        } else if ((r = flag_val(argc, argv, &i, "--ids", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--ids", &v))) {
             NEED_VALUE(r, "--ids");
             ids_text = v;
-        } else if ((r = flag_val(argc, argv, &i, "--doc", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--doc", &v))) {
             NEED_VALUE(r, "--doc");
             if (!parse_u64(v, &doc, 0)) {
                 rc = usage_err(SUB, "--doc '%s' is not a document index (0, 1, ...)", v);
@@ -615,7 +597,7 @@ static int cmd_info(int argc, char **argv) {
     uint64_t *lens = NULL;
     ax_status st = AX_OK;
     for (int i = 1; i < argc; i++) {
-        if (is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             fputs(INFO_HELP, stdout);
             goto out;
         } else if (!strcmp(argv[i], "--no-verify")) {
@@ -673,7 +655,7 @@ int ax_cmd_data(int argc, char **argv) {
         return 2;
     }
     const char *sub = argv[1];
-    if (is_help(sub) || !strcmp(sub, "help")) {
+    if (ax_cli_is_help(sub) || !strcmp(sub, "help")) {
         fputs(TOP_HELP, stdout);
         return 0;
     }

@@ -1,6 +1,7 @@
 /* `axmem goldfish`: show which tokens a spec drops from a text, and measure the dropped fraction
  * over a dataset. Flags are parsed by hand (a handful per subcommand); usage errors exit 2,
  * runtime failures 1, each with one line on stderr. */
+#include "lib/cliargs.h"
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/progress.h"
@@ -85,25 +86,6 @@ static int report_fail(const char *sub, ax_status st) {
     }
     fprintf(stderr, "axmem goldfish %s: %s\n", sub, m[0] ? m : ax_status_str(st));
     return st == AX_ERR_ARG ? 2 : 1;
-}
-
-static int is_help(const char *a) {
-    return !strcmp(a, "-h") || !strcmp(a, "--help");
-}
-
-/* "--name VALUE" or "--name=VALUE": 1 and *val set on a match, -1 if the value is missing */
-static int flag_val(int argc, char **argv, int *i, const char *name, const char **val) {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0) return 0;
-    if (a[n] == '=') {
-        *val = a + n + 1;
-        return 1;
-    }
-    if (a[n] != 0) return 0;
-    if (*i + 1 >= argc) return -1;
-    *val = argv[++*i];
-    return 1;
 }
 
 #define NEED_VALUE(r, flag)                                                                        \
@@ -260,21 +242,21 @@ static int cmd_show(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         int r;
         const char *a = argv[i];
-        if (!only_text && is_help(a)) {
+        if (!only_text && ax_cli_is_help(a)) {
             fputs(SHOW_HELP, stdout);
             goto out;
         } else if (!only_text && !strcmp(a, "--")) {
             only_text = 1;
-        } else if (!only_text && (r = flag_val(argc, argv, &i, "--tokenizer", &v))) {
+        } else if (!only_text && (r = ax_cli_flag(argc, argv, &i, "--tokenizer", &v))) {
             NEED_VALUE(r, "--tokenizer");
             tok_path = v;
-        } else if (!only_text && (r = flag_val(argc, argv, &i, "--spec", &v))) {
+        } else if (!only_text && (r = ax_cli_flag(argc, argv, &i, "--spec", &v))) {
             NEED_VALUE(r, "--spec");
             spec = v;
-        } else if (!only_text && (r = flag_val(argc, argv, &i, "--file", &v))) {
+        } else if (!only_text && (r = ax_cli_flag(argc, argv, &i, "--file", &v))) {
             NEED_VALUE(r, "--file");
             file = v;
-        } else if (!only_text && (r = flag_val(argc, argv, &i, "--color", &v))) {
+        } else if (!only_text && (r = ax_cli_flag(argc, argv, &i, "--color", &v))) {
             NEED_VALUE(r, "--color");
             color_s = v;
         } else if (!only_text && !strcmp(a, "--json")) {
@@ -469,16 +451,16 @@ static int cmd_stats(int argc, char **argv) {
     int caught = 0;
     for (int i = 1; i < argc; i++) {
         int r;
-        if (is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             fputs(STATS_HELP, stdout);
             goto out;
-        } else if ((r = flag_val(argc, argv, &i, "--data", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--data", &v))) {
             NEED_VALUE(r, "--data");
             data_path = v;
-        } else if ((r = flag_val(argc, argv, &i, "--spec", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--spec", &v))) {
             NEED_VALUE(r, "--spec");
             spec = v;
-        } else if ((r = flag_val(argc, argv, &i, "--seq-len", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--seq-len", &v))) {
             NEED_VALUE(r, "--seq-len");
             if (!parse_u64(v, &seq_len) || seq_len < 1 || seq_len > (1u << 24)) {
                 rc = usage_err(SUB, "--seq-len '%s' is not an integer in 1..16777216", v);
@@ -674,7 +656,7 @@ int ax_cmd_goldfish(int argc, char **argv) {
         return 2;
     }
     const char *sub = argv[1];
-    if (is_help(sub) || !strcmp(sub, "help")) {
+    if (ax_cli_is_help(sub) || !strcmp(sub, "help")) {
         fputs(TOP_HELP, stdout);
         return 0;
     }

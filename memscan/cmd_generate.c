@@ -10,6 +10,7 @@
 #include "memscan/generate.h"
 #include "memscan/index.h"
 #include "memscan/model_load.h"
+#include "memscan/scan_out.h"
 
 #include <omp.h>
 #include <stddef.h>
@@ -58,31 +59,12 @@ static const ax_cfg_table table = {
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
 
-static void text_field(ax_jw *w, const char *key, const ax_tokenizer_t *tok, const int32_t *ids,
-                       size_t n) {
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    if (!tok || ax_tokenizer_decode(tok, ids, n, &bytes, &len) != AX_OK) return;
-    ax_jw_key(w, key);
-    ax_jw_strn(w, (const char *)bytes, len);
-    free(bytes);
-}
-
-static void samples_path(const gen_flags *fl, char *sp, size_t n) {
-    if (fl->samples_out[0]) {
-        snprintf(sp, n, "%s", fl->samples_out);
-        return;
-    }
-    const char *slash = strrchr(fl->out, '/');
-    snprintf(sp, n, "%.*ssamples.jsonl", slash ? (int)(slash - fl->out + 1) : 0, fl->out);
-}
-
 /* Spans of every generation -> samples.jsonl; returns the aggregate numbers. */
 static ax_status scan_all(const gen_flags *fl, const ax_memscan_index_t *idx, const int32_t *gen,
                           const ax_tokenizer_t *tok, long *with_span, double *mean_longest,
                           long *max_longest, long *hist) {
     char sp[AX_CFG_STR_MAX + 32];
-    samples_path(fl, sp, sizeof sp);
+    ax_ms_samples_path(fl->samples_out, fl->out, sp, sizeof sp);
     FILE *f = fopen(sp, "w");
     if (!f) return ax_errorf(AX_ERR_IO, "cannot write %s", sp);
     ax_status st = AX_OK;
@@ -112,7 +94,7 @@ static ax_status scan_all(const gen_flags *fl, const ax_memscan_index_t *idx, co
             ax_jw_key(&w, "doc"), ax_jw_uint(&w, spans[k].doc);
             ax_jw_key(&w, "doc_offset"), ax_jw_uint(&w, spans[k].doc_off);
             ax_jw_key(&w, "window_count_max"), ax_jw_uint(&w, spans[k].count_max);
-            text_field(&w, "text", tok, g + spans[k].start, spans[k].len);
+            ax_ms_text_field(&w, "text", tok, g + spans[k].start, spans[k].len);
             ax_jw_obj_end(&w);
         }
         ax_jw_arr_end(&w);
@@ -120,7 +102,7 @@ static ax_status scan_all(const gen_flags *fl, const ax_memscan_index_t *idx, co
         ax_jw_arr_begin(&w);
         for (long k = 0; k < L; k++) ax_jw_int(&w, g[k]);
         ax_jw_arr_end(&w);
-        text_field(&w, "text", tok, g, (size_t)L);
+        ax_ms_text_field(&w, "text", tok, g, (size_t)L);
         ax_jw_obj_end(&w);
         if (!ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0)
             st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
@@ -137,29 +119,10 @@ static ax_status write_scan(const gen_flags *fl, const ax_ms_model *mm,
                             const ax_memscan_index_t *idx, long with_span, double mean_longest,
                             long max_longest, const long *hist) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
-    const ax_json *goldfish = ax_json_get(ax_ckpt_config(mm->ck), "goldfish");
-    char hex[32];
-    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)in->ds_checksum);
     ax_jw w;
     ax_jw_init(&w);
-    ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "schema"), ax_jw_str(&w, "axmem-scan");
-    ax_jw_key(&w, "version"), ax_jw_int(&w, 1);
-    ax_jw_key(&w, "kind"), ax_jw_str(&w, "regurgitation-scan");
-    ax_jw_key(&w, "checkpoint");
-    ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "path"), ax_jw_str(&w, ax_ckpt_path(mm->ck));
-    ax_jw_key(&w, "step"), ax_jw_int(&w, ax_ckpt_step(mm->ck));
-    ax_jw_key(&w, "goldfish"),
-        ax_jw_str(&w, goldfish && goldfish->type == AX_JSON_STR ? goldfish->str : "none");
-    ax_jw_obj_end(&w);
-    ax_jw_key(&w, "dataset");
-    ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "path"), ax_jw_str(&w, in->ds_path);
-    ax_jw_key(&w, "xxh3"), ax_jw_str(&w, hex);
-    ax_jw_key(&w, "docs"), ax_jw_uint(&w, in->ds_docs);
-    ax_jw_key(&w, "tokens"), ax_jw_uint(&w, in->ds_tokens);
-    ax_jw_obj_end(&w);
+    ax_ms_scan_header(&w, "regurgitation-scan", mm->ck, in->ds_path, in->ds_checksum, in->ds_docs,
+                      in->ds_tokens);
     ax_jw_key(&w, "config");
     ax_jw_obj_begin(&w);
     ax_jw_key(&w, "index"), ax_jw_str(&w, fl->index);
@@ -186,10 +149,7 @@ static ax_status write_scan(const gen_flags *fl, const ax_ms_model *mm,
     ax_jw_obj_end(&w);
     ax_jw_obj_end(&w);
     ax_jw_obj_end(&w);
-    ax_status st = AX_OK;
-    FILE *f = fopen(fl->out, "w");
-    if (!f || !ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0 || fclose(f))
-        st = ax_errorf(AX_ERR_IO, "cannot write --out %s", fl->out);
+    ax_status st = ax_ms_write_json(&w, "--out", fl->out);
     ax_jw_free(&w);
     return st;
 }

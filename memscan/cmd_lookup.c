@@ -1,6 +1,7 @@
 /* `axmem memscan lookup`: is this passage in the training data? Tokenizes the passage, finds
  * its verbatim spans of >= n tokens in the index, and prints the longest one with its text, the
  * count of every matching window and the source documents. */
+#include "lib/cliargs.h"
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "lib/fsutil.h"
@@ -41,19 +42,19 @@ static int parse(int argc, char **argv, lookup_args *a) {
         const char *v;
         const char **dst = NULL;
         const char *name = NULL;
-        if (ax_ms_cli_is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             fputs(LOOKUP_HELP, stdout);
             return 0;
         }
-        if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--index", &v)))
+        if ((r = ax_cli_flag(argc, argv, &i, name = "--index", &v)))
             dst = &a->index;
-        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--tokenizer", &v)))
+        else if ((r = ax_cli_flag(argc, argv, &i, name = "--tokenizer", &v)))
             dst = &a->tok;
-        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--data", &v)))
+        else if ((r = ax_cli_flag(argc, argv, &i, name = "--data", &v)))
             dst = &a->data;
-        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--file", &v)))
+        else if ((r = ax_cli_flag(argc, argv, &i, name = "--file", &v)))
             dst = &a->file;
-        else if ((r = ax_ms_cli_flag(argc, argv, &i, name = "--max-windows", &v))) {
+        else if ((r = ax_cli_flag(argc, argv, &i, name = "--max-windows", &v))) {
             if (r < 0) return ax_ms_cli_usage(SUB, "%s needs a value", name);
             if (!ax_ms_cli_u64(v, &a->max_windows))
                 return ax_ms_cli_usage(SUB, "--max-windows '%s' is not a non-negative integer", v);

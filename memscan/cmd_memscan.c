@@ -1,5 +1,6 @@
 /* `axmem memscan`: index (build the n-gram index of a dataset, on one rank or under mpirun),
  * lookup (memscan/cmd_lookup.c) and info. */
+#include "lib/cliargs.h"
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/progress.h"
@@ -79,24 +80,6 @@ int ax_ms_cli_fail(const char *sub, ax_status st) {
     return st == AX_ERR_ARG ? 2 : 1;
 }
 
-int ax_ms_cli_is_help(const char *a) {
-    return !strcmp(a, "-h") || !strcmp(a, "--help");
-}
-
-int ax_ms_cli_flag(int argc, char **argv, int *i, const char *name, const char **val) {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0) return 0;
-    if (a[n] == '=') {
-        *val = a + n + 1;
-        return 1;
-    }
-    if (a[n] != 0) return 0;
-    if (*i + 1 >= argc) return -1;
-    *val = argv[++*i];
-    return 1;
-}
-
 int ax_ms_cli_u64(const char *s, uint64_t *out) {
     errno = 0;
     char *end;
@@ -145,26 +128,26 @@ static int cmd_index(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         int r;
         uint64_t u;
-        if (ax_ms_cli_is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             if (ax_ms_world_get().rank == 0) fputs(INDEX_HELP, stdout);
             return 0;
-        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--data", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--data", &v))) {
             NEED(r, "--data");
             data = v;
-        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--out", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--out", &v))) {
             NEED(r, "--out");
             out = v;
-        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--n", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--n", &v))) {
             NEED(r, "--n");
             if (!ax_ms_cli_u64(v, &u) || u < 1 || u > AX_MEMSCAN_N_MAX)
                 return ax_ms_cli_usage(SUB, "--n '%s' is not an integer in 1..1024", v);
             o.n = (int)u;
-        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--seed", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--seed", &v))) {
             NEED(r, "--seed");
             if (!ax_ms_cli_u64(v, &u))
                 return ax_ms_cli_usage(SUB, "--seed '%s' is not a non-negative integer", v);
             o.seed = u;
-        } else if ((r = ax_ms_cli_flag(argc, argv, &i, "--round-windows", &v))) {
+        } else if ((r = ax_cli_flag(argc, argv, &i, "--round-windows", &v))) {
             NEED(r, "--round-windows");
             if (!ax_ms_cli_u64(v, &u) || u < 1 || u > (1u << 26))
                 return ax_ms_cli_usage(SUB, "--round-windows '%s' is not in 1..64M", v);
@@ -222,7 +205,7 @@ static int cmd_info(int argc, char **argv) {
     const char *path = NULL;
     int verify = 0, json = 0;
     for (int i = 1; i < argc; i++) {
-        if (ax_ms_cli_is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             fputs(INFO_HELP, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--verify")) {
@@ -273,7 +256,7 @@ int ax_cmd_memscan(int argc, char **argv) {
         return 2;
     }
     const char *sub = argv[1];
-    if (ax_ms_cli_is_help(sub) || !strcmp(sub, "help")) {
+    if (ax_cli_is_help(sub) || !strcmp(sub, "help")) {
         fputs(TOP_HELP, stdout);
         return 0;
     }

@@ -12,6 +12,7 @@
 #include "memscan/cmd_util.h"
 #include "memscan/model_load.h"
 #include "memscan/probe.h"
+#include "memscan/scan_out.h"
 
 #include <omp.h>
 #include <stddef.h>
@@ -71,16 +72,6 @@ static void stat_json(ax_jw *w, const char *key, const double *x, int n, uint64_
     ax_jw_obj_end(w);
 }
 
-static void text_field(ax_jw *w, const char *key, const ax_tokenizer_t *tok, const int32_t *ids,
-                       int n) {
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    if (!tok || ax_tokenizer_decode(tok, ids, (size_t)n, &bytes, &len) != AX_OK) return;
-    ax_jw_key(w, key);
-    ax_jw_strn(w, (const char *)bytes, len);
-    free(bytes);
-}
-
 static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const ax_axd_t *ds,
                                const ax_probe_result *r, const ax_tokenizer_t *tok) {
     int n = r->n, S = (int)fl->suffix;
@@ -93,29 +84,10 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
         mp += r->s[i].matched_prefix;
         hist[r->s[i].matched_prefix]++;
     }
-    const ax_json *goldfish = ax_json_get(ax_ckpt_config(ck), "goldfish");
-    char hex[32];
-    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)ax_axd_checksum(ds));
     ax_jw w;
     ax_jw_init(&w);
-    ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "schema"), ax_jw_str(&w, "axmem-scan");
-    ax_jw_key(&w, "version"), ax_jw_int(&w, 1);
-    ax_jw_key(&w, "kind"), ax_jw_str(&w, "extraction-probe");
-    ax_jw_key(&w, "checkpoint");
-    ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "path"), ax_jw_str(&w, ax_ckpt_path(ck));
-    ax_jw_key(&w, "step"), ax_jw_int(&w, ax_ckpt_step(ck));
-    ax_jw_key(&w, "goldfish"),
-        ax_jw_str(&w, goldfish && goldfish->type == AX_JSON_STR ? goldfish->str : "none");
-    ax_jw_obj_end(&w);
-    ax_jw_key(&w, "dataset");
-    ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "path"), ax_jw_str(&w, fl->data);
-    ax_jw_key(&w, "xxh3"), ax_jw_str(&w, hex);
-    ax_jw_key(&w, "docs"), ax_jw_uint(&w, ax_axd_n_docs(ds));
-    ax_jw_key(&w, "tokens"), ax_jw_uint(&w, ax_axd_n_tokens(ds));
-    ax_jw_obj_end(&w);
+    ax_ms_scan_header(&w, "extraction-probe", ck, fl->data, ax_axd_checksum(ds), ax_axd_n_docs(ds),
+                      ax_axd_n_tokens(ds));
     ax_jw_key(&w, "config");
     ax_jw_obj_begin(&w);
     ax_jw_key(&w, "prefix"), ax_jw_int(&w, fl->prefix);
@@ -141,20 +113,11 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
     ax_jw_obj_end(&w);
     ax_jw_obj_end(&w);
 
-    ax_status st = AX_OK;
-    FILE *f = fopen(fl->out, "w");
-    if (!f || !ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0 || fclose(f))
-        st = ax_errorf(AX_ERR_IO, "cannot write --out %s", fl->out);
+    ax_status st = ax_ms_write_json(&w, "--out", fl->out);
     ax_jw_free(&w);
     char sp[AX_CFG_STR_MAX + 32];
-    if (fl->samples_out[0])
-        snprintf(sp, sizeof sp, "%s", fl->samples_out);
-    else {
-        const char *slash = strrchr(fl->out, '/');
-        snprintf(sp, sizeof sp, "%.*ssamples.jsonl", slash ? (int)(slash - fl->out + 1) : 0,
-                 fl->out);
-    }
-    f = st == AX_OK ? fopen(sp, "w") : NULL;
+    ax_ms_samples_path(fl->samples_out, fl->out, sp, sizeof sp);
+    FILE *f = st == AX_OK ? fopen(sp, "w") : NULL;
     if (st == AX_OK && !f) st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
     for (int i = 0; st == AX_OK && i < n; i++) {
         const ax_probe_sample *s = &r->s[i];
@@ -175,8 +138,8 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
         ax_jw_arr_begin(&w);
         for (int k = 0; k < S; k++) ax_jw_int(&w, s->generated[k]);
         ax_jw_arr_end(&w);
-        text_field(&w, "truth_text", tok, s->truth, S);
-        text_field(&w, "generated_text", tok, s->generated, S);
+        ax_ms_text_field(&w, "truth_text", tok, s->truth, (size_t)S);
+        ax_ms_text_field(&w, "generated_text", tok, s->generated, (size_t)S);
         ax_jw_obj_end(&w);
         if (!ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0)
             st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);

@@ -7,9 +7,6 @@
 
 int ax_ms_cli_usage(const char *sub, const char *fmt, const char *arg); /* returns 2 */
 int ax_ms_cli_fail(const char *sub, ax_status st);                      /* 1, or 2 for AX_ERR_ARG */
-int ax_ms_cli_is_help(const char *a);
-/* "--name VALUE" or "--name=VALUE": 1 and *val set on a match, -1 if the value is missing */
-int ax_ms_cli_flag(int argc, char **argv, int *i, const char *name, const char **val);
 int ax_ms_cli_u64(const char *s, uint64_t *out); /* decimal, suffixes K M G (x1024) */
 
 int ax_ms_cmd_lookup(int argc, char **argv);   /* memscan/cmd_lookup.c */

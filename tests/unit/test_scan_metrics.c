@@ -1,0 +1,48 @@
+/* The scan metrics against their definitions: RougeL (token LCS F1), bootstrap intervals, and
+ * the sampler behind the regurgitation scan. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "memscan/generate.h"
+#include "memscan/probe.h"
+
+Test(scan_metrics, rouge_l_is_lcs_f1) {
+    int32_t a[] = {1, 2, 3, 4, 5}, b[] = {1, 3, 5, 7};
+    /* LCS = {1,3,5} = 3: P = 3/5, R = 3/4, F1 = 2PR/(P+R) = 2/3 */
+    cr_assert_float_eq(ax_rouge_l(a, 5, b, 4), 2.0 * 0.6 * 0.75 / 1.35, 1e-12);
+    cr_assert_float_eq(ax_rouge_l(a, 5, a, 5), 1.0, 1e-12);
+    int32_t c[] = {9, 9};
+    cr_assert_float_eq(ax_rouge_l(a, 5, c, 2), 0.0, 1e-12);
+    cr_assert_float_eq(ax_rouge_l(a, 0, c, 2), 0.0, 1e-12);
+}
+
+Test(scan_metrics, bootstrap_interval_brackets_the_mean) {
+    double x[200];
+    for (int i = 0; i < 200; i++) x[i] = i % 4 == 0; /* rate 0.25 */
+    double mean, lo, hi;
+    ax_bootstrap_ci(x, 200, 2000, 7, &mean, &lo, &hi);
+    cr_assert_float_eq(mean, 0.25, 1e-12);
+    /* binomial standard error sqrt(.25*.75/200) = 0.031: the 95% interval is about +-0.06 */
+    cr_assert(lo < 0.25 && hi > 0.25 && lo > 0.15 && hi < 0.35, "interval [%g, %g]", lo, hi);
+    double same[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    ax_bootstrap_ci(same, 10, 100, 7, &mean, &lo, &hi);
+    cr_assert(mean == 1 && lo == 1 && hi == 1);
+}
+
+Test(scan_metrics, sampler_greedy_topk_and_frequencies) {
+    float logits[5] = {0.0f, 2.0f, 1.0f, -1.0f, 2.0f}, scratch[5];
+    /* greedy: the first maximum */
+    cr_assert_eq(ax_sample_token(logits, 5, 0.0, 0, 0.9, scratch), 1);
+    /* top-1 at any temperature is the argmax set {1, 4}: never anything else */
+    for (int i = 0; i < 100; i++) {
+        int t = ax_sample_token(logits, 5, 1.0, 1, (i + 0.5) / 100.0, scratch);
+        cr_assert(t == 1 || t == 4, "top-1 drew %d", t);
+    }
+    /* full softmax at T=1: the share of u mapped to token 2 is e^1 / sum */
+    double z = exp(0) + 2 * exp(2) + exp(1) + exp(-1), hits = 0;
+    int n = 100000;
+    for (int i = 0; i < n; i++)
+        hits += ax_sample_token(logits, 5, 1.0, 0, (i + 0.5) / n, scratch) == 2;
+    cr_assert(fabs(hits / n - exp(1) / z) < 1e-3, "token 2 frequency %g vs %g", hits / n,
+              exp(1) / z);
+}
