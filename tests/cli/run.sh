@@ -29,7 +29,7 @@ for l in open(sys.argv[1]):
 
 # ---- usage and bad input: one clear line, non-zero exit, never a crash
 "$AX" --help >/dev/null 2>&1 && ok "axmem --help" || bad "axmem --help"
-"$AX" train --help | grep -q -- "--seq-len" && ok "train --help lists flags" || bad "train --help lists flags"
+"$AX" train --help >"$T/help" 2>&1 && grep -q -- "--seq-len" "$T/help" && ok "train --help lists flags" || bad "train --help lists flags"
 expect_fail "unknown command" 2 "unknown command 'bogus'" "$AX" bogus
 expect_fail "train needs --data" 2 "--data is required" "$AX" train
 expect_fail "unknown flag" 2 "--frobnicate" "$AX" train --frobnicate 3
@@ -82,6 +82,27 @@ cp -r "$T/res" "$T/dmg"
 dshard="$T/dmg/ckpt/step-000012/$(basename "$shard")"
 printf '\xff' | dd of="$dshard" bs=1 seek=100 conv=notrunc 2>/dev/null
 expect_fail "corrupt checkpoint" 1 "step-000012" "$AX" train --out "$T/dmg" --data "$T/kjv.axd" --steps 20 --resume
+
+# ---- scans: probe and generate on the run above
+"$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/kjv.idx" 2>"$T/err" && ok "memscan index" || bad "memscan index"
+for i in 1 2; do
+  "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 6 --length 24 --seed 5 \
+    --out "$T/g$i.json" --samples-out "$T/g$i.jsonl" >/dev/null 2>"$T/err"
+done
+if [ -s "$T/g1.jsonl" ] && cmp -s "$T/g1.jsonl" "$T/g2.jsonl"; then ok "generate: same seed, same generations"
+else bad "generate: same seed, same generations"; fi
+python3 -c '
+import json,sys
+s=json.load(open(sys.argv[1]))
+ok = s["schema"]=="axmem-scan" and s["kind"]=="regurgitation-scan" and "frac_with_verbatim_span" in s["metrics"]
+sys.exit(0 if ok else 1)' "$T/g1.json" && ok "generate: scan.json schema" || bad "generate: scan.json schema"
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 8 --prefix 16 --suffix 16 \
+  --out "$T/p.json" >/dev/null 2>"$T/err" && ok "probe runs" || bad "probe runs"
+expect_fail "probe: checkpoint missing" 1 "holds no checkpoint" "$AX" memscan probe --ckpt "$T/nothing" --data "$T/kjv.axd"
+expect_fail "probe: prefix too long for every document" 2 "--prefix" "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --prefix 5000 --suffix 5000
+sed -n 151,170p data/corpus/kjv.jsonl >"$T/other.jsonl"
+"$AX" data encode --tokenizer "$T/tok" --input "$T/other.jsonl" --out "$T/other.axd" 2>/dev/null
+expect_fail "generate: index of another dataset" 1 "other.axd" "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --data "$T/other.axd"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
