@@ -54,64 +54,6 @@ int ax_memscan_index_owner(const ax_memscan_index_t *idx, const int32_t *window)
     return ax_ms_owner(h, idx->shard_size);
 }
 
-/* how far ahead of the insert the home bucket is prefetched: enough misses in flight to hide
- * DRAM latency, few enough to stay in the line-fill buffers */
-#define PREFETCH 16
-/* a round is grouped by the top bits of the hash (the table region) before counting, so the
- * random accesses of a group stay inside one region: fewer TLB misses and DRAM page switches */
-#define REGION_BITS 10
-
-/* a key match: the tokens decide; kept out of line so the hot loop keeps its registers */
-__attribute__((noinline, cold)) static int merge_if_equal(ax_memscan_index_t *idx, uint64_t *v,
-                                                          uint64_t pos) {
-    uint64_t p0 = ax_ms_val_pos(*v);
-    if (!ax_ms_window_eq_ds(idx->ds, p0, pos, (int)idx->info.n)) return 0;
-    uint64_t c = ax_ms_val_count(*v);
-    if (c < AX_MS_COUNT_MAX) c++;
-    *v = ax_ms_val(pos < p0 ? pos : p0, c);
-    return 1;
-}
-
-static inline void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) {
-    ax_ms_table *t = &idx->t;
-    ax_ms_key k = ax_ms_key_of(h);
-    uint64_t b = ax_ms_home(t, k.tag);
-    for (;;) {
-        ax_ms_bucket *bk = &t->b[b];
-        unsigned em, mm = ax_ms_bucket_match(bk, k, &em);
-        for (; mm; mm &= mm - 1) /* candidates: confirmed only by the tokens */
-            if (merge_if_equal(idx, &bk->val[__builtin_ctz(mm)], pos)) return;
-        if (em) {
-            ax_ms_slot_set(bk, __builtin_ctz(em), k, ax_ms_val(pos, 1));
-            t->n++;
-            return;
-        }
-        if (++b == t->nb) b = 0;
-    }
-}
-
-static ax_status count_all(ax_memscan_index_t *idx, const ax_ms_pair *p, size_t m) {
-    ax_ms_table *t = &idx->t;
-    for (size_t i = 0; i < m; i++) {
-        if (i + PREFETCH < m) ax_ms_prefetch(t, p[i + PREFETCH].h);
-        count_one(idx, p[i].h, p[i].pos);
-        if (t->n >= t->n_grow) AX_CHECK(ax_ms_table_resize(t, t->n + t->n / 3));
-    }
-    return AX_OK;
-}
-
-ax_status ax_ms_insert_batch(ax_memscan_index_t *idx, const ax_ms_pair *p, size_t m,
-                             ax_ms_pair *scratch) {
-    if (!scratch || m < 4096 || idx->t.nb < 4096) return count_all(idx, p, m);
-    size_t cnt[(1u << REGION_BITS) + 1];
-    memset(cnt, 0, sizeof cnt);
-    const int sh = 64 - REGION_BITS;
-    for (size_t i = 0; i < m; i++) cnt[(p[i].h >> sh) + 1]++;
-    for (size_t r = 0; r < (1u << REGION_BITS); r++) cnt[r + 1] += cnt[r];
-    for (size_t i = 0; i < m; i++) scratch[cnt[p[i].h >> sh]++] = p[i];
-    return count_all(idx, scratch, m);
-}
-
 void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info) {
     memset(info->hist, 0, sizeof info->hist);
     info->n_saturated = 0;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* The windows starting in [s, e) of one rank's slice, visited as segments of consecutive starts
  * inside one document (so a window never crosses a document boundary). */
@@ -57,12 +58,14 @@ typedef struct {
     ax_ms_world w;
     int n, bits;
     uint64_t seed, B, lo, hi;
-    int32_t *tok;        /* B + n - 1 tokens */
-    ax_ms_pair *pair;    /* B: this round's windows */
-    ax_ms_pair *send;    /* B: the same, grouped by owner */
-    ax_ms_pair *recv;    /* recv_cap + P */
-    ax_ms_pair *scratch; /* as large as the largest batch counted at once */
-    uint64_t recv_cap;
+    int32_t *tok;      /* B + n - 1 tokens */
+    ax_ms_pair *pair;  /* B: this round's windows */
+    ax_ms_pair *send;  /* B: the same, grouped by owner */
+    ax_ms_pair *recv;  /* recv_cap + P */
+    ax_ms_pair *chunk; /* R regions of rcap pairs: pairs waiting to be counted */
+    uint32_t *rfill;   /* R: pairs in each region */
+    uint64_t recv_cap, rcap;
+    int rb;                                            /* R = 2^rb regions */
     int *sc, *sd, *rc, *rd, *scount, *sdispl, *rcount; /* P each */
     MPI_Datatype pair_type;
 } builder;
@@ -84,22 +87,138 @@ static void sizing_pass(builder *bd, ax_ms_hll *hll, uint64_t *n_windows) {
     }
 }
 
-/* hashes the windows starting in [s, e) into bd->pair; returns how many */
-static size_t hash_round(builder *bd, uint64_t s, uint64_t e) {
+/* Counting pairs into the table. In arrival order every insert would wait on a DRAM miss once
+ * the table outgrows the cache. So each pair goes, as it is hashed (or received), into the
+ * region of the chunk for the table region its home bucket lies in (by the top hash bits: the
+ * home bucket is monotone in the tag, so a region is a contiguous run of buckets, small enough
+ * to stay in L2); when a region of the chunk is full, or at the end, the chunk is counted region
+ * by region: a table region's lines come from memory about once per chunk, streamed in while
+ * the region before is counted, and the inserts hit cache. The order of inserts changes
+ * neither the counts nor the first occurrences (a minimum). */
+
+/* how far ahead of the insert the home bucket is prefetched */
+#define PREFETCH 16
+/* most pairs a chunk holds (16 bytes each; 512 MB), whatever the dataset */
+#define CHUNK_MAX ((uint64_t)1 << 25)
+/* buckets per region (64 bytes each): half of L2, so the region and the pairs streaming
+ * through stay resident together */
+#define REGION_BUCKETS 8192
+#define REGION_BITS_MAX 12
+/* stream the next region in only if its pairs would touch at least 1 / STREAM_MIN of its lines */
+#define STREAM_MIN 2
+
+/* a key match: the tokens decide; kept out of line so the hot loop keeps its registers */
+__attribute__((noinline, cold)) static int merge_if_equal(ax_memscan_index_t *idx, uint64_t *v,
+                                                          uint64_t pos) {
+    uint64_t p0 = ax_ms_val_pos(*v);
+    if (!ax_ms_window_eq_ds(idx->ds, p0, pos, (int)idx->info.n)) return 0;
+    uint64_t c = ax_ms_val_count(*v);
+    if (c < AX_MS_COUNT_MAX) c++;
+    *v = ax_ms_val(pos < p0 ? pos : p0, c);
+    return 1;
+}
+
+/* a tag match (a repeated window, or rarely two windows sharing 32 hash bits): the ext bits
+ * and then the tokens decide; 1 if merged */
+__attribute__((noinline)) static int merge_tags(ax_memscan_index_t *idx, ax_ms_bucket *bk,
+                                                unsigned tm, ax_ms_key k, uint64_t pos) {
+    for (; tm; tm &= tm - 1) {
+        int j = __builtin_ctz(tm);
+        if (ax_ms_slot_ext(bk, j) == k.ext && merge_if_equal(idx, &bk->val[j], pos)) return 1;
+    }
+    return 0;
+}
+
+/* The insert's hot path is a new window: no tag in its home bucket matches, and it takes the
+ * first free slot (a bucket's occupied slots come first). */
+static inline void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) {
+    ax_ms_table *t = &idx->t;
+    ax_ms_key k = ax_ms_key_of(h);
+    uint64_t b = ax_ms_home(t, k.tag);
+    for (;;) {
+        ax_ms_bucket *bk = &t->b[b];
+        unsigned occ = 0, tm = 0;
+        for (int j = 0; j < AX_MS_BUCKET; j++) {
+            occ |= (unsigned)(bk->val[j] != 0) << j;
+            tm |= (unsigned)(bk->tag[j] == k.tag) << j;
+        }
+        tm &= occ;
+        if (__builtin_expect(tm != 0, 0) && merge_tags(idx, bk, tm, k, pos)) return;
+        if (occ != (1u << AX_MS_BUCKET) - 1) {
+            ax_ms_slot_set(bk, __builtin_ctz(~occ), k, ax_ms_val(pos, 1));
+            t->n++;
+            return;
+        }
+        if (++b == t->nb) b = 0;
+    }
+}
+
+/* counts every pair of the chunk into the table, region by region, and empties it */
+static ax_status flush_chunk(builder *bd) {
+    ax_ms_table *t = &bd->idx->t;
+    size_t R = (size_t)1 << bd->rb;
+    for (size_t r = 0; r < R; r++) {
+        const ax_ms_pair *p = bd->chunk + r * bd->rcap;
+        size_t m = bd->rfill[r];
+        bd->rfill[r] = 0;
+        /* While region r is counted, the next region's buckets are streamed into cache in
+         * address order (what the hardware prefetcher and DRAM do best), so its inserts find
+         * their lines there; only when it has enough pairs to touch most of its lines. */
+        uint64_t pf = 0, pf_end = 0, step = 0;
+        if (r + 1 < R && m) {
+            int sh = 32 - bd->rb;
+            pf = ax_ms_home(t, (uint32_t)((r + 1) << sh));
+            pf_end = (r + 2 < R ? ax_ms_home(t, (uint32_t)((r + 2) << sh)) : t->nb) + 1;
+            if ((uint64_t)bd->rfill[r + 1] * STREAM_MIN < pf_end - pf) pf_end = pf;
+            step = (pf_end - pf + m - 1) / m;
+        }
+        for (size_t i = 0; i < m; i++) {
+            if (i + PREFETCH < m) ax_ms_prefetch(t, p[i + PREFETCH].h);
+            for (uint64_t k = 0; k < step && pf < pf_end; k++)
+                __builtin_prefetch(&t->b[pf++], 1, 3);
+            count_one(bd->idx, p[i].h, p[i].pos);
+            if (t->n >= t->n_grow) {
+                AX_CHECK(ax_ms_table_resize(t, t->n + t->n / 3));
+                pf = pf_end = 0;
+            }
+        }
+    }
+    return AX_OK;
+}
+
+/* adds a pair to the chunk, counting the chunk first when the pair's region is full */
+static inline ax_status put_pair(builder *bd, uint64_t h, uint64_t pos) {
+    size_t r = (size_t)((h >> 1) >> (63 - bd->rb)); /* top rb bits; 0 when rb = 0 */
+    if (bd->rfill[r] == bd->rcap) AX_CHECK(flush_chunk(bd));
+    ax_ms_pair *q = bd->chunk + r * bd->rcap + bd->rfill[r]++;
+    q->h = h;
+    q->pos = pos;
+    return AX_OK;
+}
+
+/* Hashes the windows starting in [s, e): into dst (room for bd->B) when given, and *m gets
+ * how many; else straight into the chunk. */
+static ax_status hash_round(builder *bd, uint64_t s, uint64_t e, ax_ms_pair *dst, size_t *m) {
     const ax_axd_t *ds = bd->idx->ds;
-    size_t m = 0;
+    size_t k = 0;
     seg_iter it;
     seg_begin(&it, ds, bd->n, s, e);
     uint64_t a, b;
     while (seg_next(&it, s, &a, &b)) {
         ax_axd_tokens(ds, a, b - a + (uint64_t)bd->n - 1, bd->tok);
         for (uint64_t i = 0; i < b - a; i++) {
-            bd->pair[m].h = ax_ms_hash(bd->tok + i, bd->n, bd->seed, bd->bits);
-            bd->pair[m].pos = a + i;
-            m++;
+            uint64_t h = ax_ms_hash(bd->tok + i, bd->n, bd->seed, bd->bits);
+            if (dst) {
+                dst[k].h = h;
+                dst[k].pos = a + i;
+                k++;
+            } else {
+                AX_CHECK(put_pair(bd, h, a + i));
+            }
         }
     }
-    return m;
+    if (m) *m = k;
+    return AX_OK;
 }
 
 /* Routes this round's pairs to their owners and counts what arrives. If one owner would
@@ -146,9 +265,28 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
                           bd->pair_type, MPI_COMM_WORLD) != MPI_SUCCESS)
             return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Alltoallv failed");
         /* keep exchanging after a local failure so no rank is left waiting; report it after */
-        if (st == AX_OK) st = ax_ms_insert_batch(bd->idx, bd->recv, (size_t)racc, bd->scratch);
+        for (int i = 0; i < racc && st == AX_OK; i++)
+            st = put_pair(bd, bd->recv[i].h, bd->recv[i].pos);
     }
     return st;
+}
+
+/* The chunk buffers: huge pages, faulted in up front (as the table is): 4 KB page faults taken
+ * while hashing into a fresh buffer cost about as much as the hashing. */
+static void *big_alloc(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+    madvise(p, bytes, MADV_POPULATE_WRITE);
+#endif
+    return p;
+}
+
+static void big_free(void *p, size_t bytes) {
+    if (p) munmap(p, bytes);
 }
 
 static void builder_free(builder *bd) {
@@ -156,7 +294,8 @@ static void builder_free(builder *bd) {
     free(bd->pair);
     free(bd->send);
     free(bd->recv);
-    free(bd->scratch);
+    big_free(bd->chunk, sizeof(ax_ms_pair) * (bd->rcap << bd->rb));
+    free(bd->rfill);
     free(bd->sc);
     free(bd->sd);
     free(bd->rc);
@@ -170,10 +309,10 @@ static void builder_free(builder *bd) {
 static ax_status builder_alloc(builder *bd) {
     size_t P = (size_t)bd->w.size;
     bd->tok = malloc(sizeof(int32_t) * (bd->B + (uint64_t)bd->n));
-    bd->pair = malloc(sizeof(ax_ms_pair) * bd->B);
-    int ok = bd->tok && bd->pair;
+    int ok = bd->tok != NULL;
     if (bd->w.active) {
         bd->recv_cap = 2 * bd->B;
+        bd->pair = malloc(sizeof(ax_ms_pair) * bd->B);
         bd->send = malloc(sizeof(ax_ms_pair) * bd->B);
         bd->recv = malloc(sizeof(ax_ms_pair) * (bd->recv_cap + P));
         int **arrs[] = {&bd->sc, &bd->sd, &bd->rc, &bd->rd, &bd->scount, &bd->sdispl, &bd->rcount};
@@ -181,19 +320,37 @@ static ax_status builder_alloc(builder *bd) {
             *arrs[i] = calloc(P, sizeof(int));
             ok = ok && *arrs[i];
         }
-        ok = ok && bd->send && bd->recv;
-        bd->scratch = malloc(sizeof(ax_ms_pair) * (bd->recv_cap + P));
+        ok = ok && bd->pair && bd->send && bd->recv;
         MPI_Type_contiguous((int)sizeof(ax_ms_pair), MPI_BYTE, &bd->pair_type);
         MPI_Type_commit(&bd->pair_type);
-    } else {
-        bd->scratch = malloc(sizeof(ax_ms_pair) * bd->B);
     }
-    ok = ok && bd->scratch;
     return ok ? AX_OK
               : ax_errorf(AX_ERR_NOMEM,
                           "memscan index: out of memory for round buffers (%llu "
                           "windows per round; lower it)",
                           (unsigned long long)bd->B);
+}
+
+/* The chunk, once the table is sized: regions of about REGION_BUCKETS buckets, each with room
+ * for its share of up to CHUNK_MAX pairs (or of `expect`, the pairs this rank will count, when
+ * fewer) plus a margin for the spread of a uniform hash. Memory is bounded whatever the
+ * dataset; a region filling early (a window repeated very often) only counts the chunk sooner. */
+static ax_status chunk_alloc(builder *bd, uint64_t expect) {
+    int rb = 0;
+    while (rb < REGION_BITS_MAX && (bd->idx->t.nb >> rb) > REGION_BUCKETS) rb++;
+    /* at most half the table's bytes, so the build's peak stays within 1.5x the index */
+    uint64_t want = ax_ms_table_bytes(&bd->idx->t) / 2 / sizeof(ax_ms_pair);
+    if (want > CHUNK_MAX) want = CHUNK_MAX;
+    if (want > expect) want = expect;
+    uint64_t per = (want >> rb) + 1;
+    bd->rb = rb;
+    bd->rcap = per + 4 * (uint64_t)sqrt((double)per) + 16;
+    bd->rfill = calloc((size_t)1 << rb, sizeof(uint32_t));
+    bd->chunk = big_alloc(sizeof(ax_ms_pair) * (bd->rcap << rb));
+    return bd->rfill && bd->chunk
+               ? AX_OK
+               : ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory for a %.0f MB chunk",
+                           (double)(sizeof(ax_ms_pair) * (bd->rcap << rb)) / 1e6);
 }
 
 static ax_status agree(const ax_ms_world *w, ax_status st) {
@@ -244,14 +401,15 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
         uint64_t s = bd->lo + k * bd->B, e = s + bd->B;
         if (s > bd->hi) s = bd->hi;
         if (e > bd->hi) e = bd->hi;
-        size_t m = hash_round(bd, s, e);
         uint64_t flags = (o->stop && *o->stop) ? 1 : 0;
         if (!bd->w.active) {
             if (flags)
                 return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing "
                                                      "was written");
-            AX_CHECK(ax_ms_insert_batch(bd->idx, bd->pair, m, bd->scratch));
+            AX_CHECK(hash_round(bd, s, e, NULL, NULL));
         } else {
+            size_t m = 0;
+            hash_round(bd, s, e, bd->pair, &m);
             if (st != AX_OK) flags |= 2;
             ax_status xs = exchange_round(bd, m, &flags);
             if (xs == AX_ERR_MPI) return xs;
@@ -271,6 +429,7 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
             ax_progress_update(&prog, (long)done, -1, (double)done / (now - t0 + 1e-9), line);
         }
     }
+    if (st == AX_OK) st = flush_chunk(bd);
     if (show) ax_progress_end(&prog);
     return bd->w.active ? agree(&bd->w, st) : st;
 }
@@ -329,6 +488,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
      * the table from growing while staying near its fill target */
     double share = est / P;
     st = ax_ms_table_init(&idx->t, (uint64_t)(share * 1.02 + 3 * sqrt(share) + 16));
+    if (st == AX_OK) st = chunk_alloc(&bd, bd.hi - bd.lo);
     st = bd.w.active ? agree(&bd.w, st) : st;
     if (st != AX_OK) goto fail;
     AX_DEBUG("memscan index: %llu windows, ~%.0f distinct (sketch), %.1f MB table per rank",

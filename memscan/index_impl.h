@@ -16,11 +16,5 @@ typedef struct {
     uint64_t h, pos;
 } ax_ms_pair;
 
-/* Counts windows into the table: each merged with an equal window (count + 1, first = min), else
- * added. Grows the table when full. scratch (m pairs, may be NULL) lets a large batch be
- * grouped by table region first. */
-ax_status ax_ms_insert_batch(ax_memscan_index_t *idx, const ax_ms_pair *p, size_t m,
-                             ax_ms_pair *scratch);
-
 /* Fills the histogram, distinct and saturated counts of info from this process's table. */
 void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);
