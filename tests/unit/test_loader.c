@@ -149,3 +149,40 @@ Test(loader, rejects_too_small_dataset) {
     ax_axd_free(ds);
     unlink(path);
 }
+
+/* --packing doc: each sample is one document from its start, after an end-of-text, padded;
+ * every epoch visits every document once */
+Test(loader, document_samples) {
+    char path[256];
+    ax_axd_t *ds = make_dataset(path, sizeof path, 23);
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    int T = 64;
+    ax_loader_t *l;
+    cr_assert_eq(ax_loader_create_docs(ds, T, 9, &l), AX_OK);
+    cr_assert_eq(ax_loader_n_windows(l), 23);
+    int32_t tok[65], want[65];
+    uint32_t pos[65];
+    int seen[23] = {0};
+    for (uint64_t g = 23; g < 46; g++) { /* the second epoch */
+        uint64_t d = ax_loader_window(l, g);
+        cr_assert_lt(d, 23);
+        seen[d]++;
+        int n = ax_loader_sample_len(l, g, tok, pos);
+        uint64_t len = off[d + 1] - off[d]; /* includes the document's end-of-text */
+        int expect = 1 + (int)(len < (uint64_t)T ? len : (uint64_t)T);
+        cr_assert_eq(n, expect, "sample %llu: %d real tokens, expected %d", (unsigned long long)g,
+                     n, expect);
+        cr_assert_eq(tok[0], AX_TOK_EOT);
+        ax_axd_tokens(ds, off[d], (uint64_t)(n - 1), want);
+        cr_assert(!memcmp(tok + 1, want, sizeof(int32_t) * (size_t)(n - 1)));
+        for (int i = 1; i <= T; i++) {
+            cr_assert_eq(pos[i], (uint32_t)(i - 1));
+            if (i >= n) cr_assert_eq(tok[i], 0, "padding");
+        }
+        cr_assert_eq(ax_loader_start(l, g), off[d]);
+    }
+    for (int d = 0; d < 23; d++) cr_assert_eq(seen[d], 1, "document %d seen %d times", d, seen[d]);
+    ax_loader_free(l);
+    ax_axd_free(ds);
+    unlink(path);
+}
