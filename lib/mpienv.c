@@ -2,6 +2,7 @@
 #include "lib/log.h"
 
 #include <mpi.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,25 @@ static int launched(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i])) return 1;
     return 0;
+}
+
+/* Ranks on one node split its cores unless OMP_NUM_THREADS says otherwise: 8 ranks each
+ * spinning up a thread per core on a 2-core machine would thrash. */
+static void share_cores(void) {
+    if (getenv("OMP_NUM_THREADS")) return;
+    MPI_Comm node;
+    int local = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS)
+        return;
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    int threads = omp_get_num_procs() / local;
+    omp_set_num_threads(threads > 0 ? threads : 1);
+    ax_log(AX_LOG_DEBUG,
+           "%d ranks on this node: %d OpenMP threads each (set OMP_NUM_THREADS to "
+           "choose)",
+           local, threads > 0 ? threads : 1);
 }
 
 ax_status ax_mpi_start(int *argc, char ***argv) {
@@ -38,6 +58,7 @@ ax_status ax_mpi_start(int *argc, char ***argv) {
                          provided);
     }
     ax_log_set_rank(g_rank);
+    share_cores();
     return AX_OK;
 }
 

@@ -11,7 +11,8 @@
 #include "lib/status.h"
 
 /* Call once, first thing in main. Initialises MPI when launched (see above), sets
- * MPI_ERRORS_RETURN on MPI_COMM_WORLD and prefixes log lines with the world rank.
+ * MPI_ERRORS_RETURN on MPI_COMM_WORLD and prefixes log lines with the world rank. Without
+ * OMP_NUM_THREADS, the ranks on a node share its cores (cores / local ranks threads each).
  * Returns AX_ERR_MPI when MPI_Init_thread fails or the funneled level is unavailable. */
 ax_status ax_mpi_start(int *argc, char ***argv);
 int ax_mpi_active(void);     /* 1 when MPI was initialised by ax_mpi_start */
