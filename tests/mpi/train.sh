@@ -53,6 +53,12 @@ for grid in 2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2 2x2x2x1 1x2x2x2 2x1x2x2; do
   done
 done
 
+# gradient accumulation: micro-batches of 4 (1 per batch rank on 2x1x1x2) = the whole batch
+if run mb-ref 1x1x1x1 --micro-batch 4 && compare ref mb-ref; then ok "micro-batches 2x4 = batch 8"
+else bad "micro-batches 2x4 = batch 8"; fi
+if run mb-grid 2x1x1x2 --micro-batch 4 && compare ref mb-grid; then ok "micro-batches on 2x1x1x2 = batch 8 on 1 rank"
+else bad "micro-batches on 2x1x1x2 = batch 8 on 1 rank"; fi
+
 # goldfish on a grid: the same masks and the same normalisation as on one rank
 run gf-ref 1x1x1x1 --goldfish hash:k=3,h=4 && ok "goldfish reference run" || bad "goldfish reference run"
 if run gf-grid 2x2x2x1 --goldfish hash:k=3,h=4 && compare gf-ref gf-grid; then ok "goldfish losses 2x2x2x1 = 1x1x1x1"
