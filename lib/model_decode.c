@@ -51,7 +51,8 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
     const ax_model_config *c = &m->cfg;
     int B = m->dec_B, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy, D = c->dim / c->n_heads;
     layer_acts *s = &m->acts[0]; /* scratch */
-    float *x = m->res_final, *x_mid = s->res_mid;
+    /* q: the backward's dqkv buffer [N, 3Cy] is free while decoding and always large enough */
+    float *x = m->res_final, *x_mid = s->res_mid, *q = m->dqkv;
     if (m->stale) { /* weights changed since the last gather */
         for (int t = 0; t < m->n_tensors; t++) tp_gather_begin(m, t);
         for (int t = 0; t < m->n_tensors; t++) tp_gather_end(m, t);
@@ -70,8 +71,8 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         append_kv(m, l, s->qkv, B, pos);
         /* the query is the first Cy columns of each qkv row: compact it for the kernel */
         for (int b = 0; b < B; b++)
-            memmove(s->h + (long)b * Cy, s->qkv + (long)b * 3 * Cy, sizeof(float) * Cy);
-        ax_attention_decode(s->atty, s->h, m->kcache[l], m->vcache[l], B, Hy, D, pos + 1, m->T);
+            memcpy(q + (long)b * Cy, s->qkv + (long)b * 3 * Cy, sizeof(float) * Cy);
+        ax_attention_decode(s->atty, q, m->kcache[l], m->vcache[l], B, Hy, D, pos + 1, m->T);
         tp_linear_forward(m, LT(m, l, L_WO), x_mid, s->atty, B);
         ax_accumulate(x_mid, x, (long)B * Cx);
         tp_rmsnorm_forward(m, LT(m, l, L_NORM2), s->ln2, s->rstd2, x_mid, B);

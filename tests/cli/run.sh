@@ -83,6 +83,23 @@ dshard="$T/dmg/ckpt/step-000012/$(basename "$shard")"
 printf '\xff' | dd of="$dshard" bs=1 seek=100 conv=notrunc 2>/dev/null
 expect_fail "corrupt checkpoint" 1 "step-000012" "$AX" train --out "$T/dmg" --data "$T/kjv.axd" --steps 20 --resume
 
+# ---- Ctrl-C stops after the current step with a checkpoint; --resume finishes the run
+"$AX" train "${TRAIN[@]}" --steps 100000 --warmup 5 --out "$T/int" 2>"$T/err" &
+pid=$!
+for _ in $(seq 50); do [ -s "$T/int/metrics.jsonl" ] && break; sleep 0.1; done
+sleep 0.3
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+n=$(ls -d "$T"/int/ckpt/step-* 2>/dev/null | wc -l)
+if [ "$rc" -eq 130 ] && [ "$n" -eq 1 ] && ! ls -d "$T"/int/ckpt/*.partial >/dev/null 2>&1; then
+  ok "Ctrl-C: exit 130 with one complete checkpoint"
+else bad "Ctrl-C: exit 130 with one complete checkpoint (exit $rc, $n checkpoints)"; fi
+step=$(basename "$(ls -d "$T"/int/ckpt/step-*)" | sed 's/step-0*//')
+if "$AX" train --out "$T/int" --data "$T/kjv.axd" --steps $((step + 3)) --resume 2>"$T/err" &&
+   [ "$(wc -l <"$T/int/metrics.jsonl")" -eq $((step + 3)) ]; then ok "interrupted run resumes"
+else bad "interrupted run resumes"; fi
+
 # ---- scans: probe and generate on the run above
 "$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/kjv.idx" 2>"$T/err" && ok "memscan index" || bad "memscan index"
 for i in 1 2; do
