@@ -10,6 +10,7 @@
 #include "lib/model_io.h"
 #include "lib/mpienv.h"
 #include "memscan/cmd_util.h"
+#include "memscan/index.h"
 #include "memscan/model_load.h"
 #include "memscan/probe.h"
 #include "memscan/scan_out.h"
@@ -23,7 +24,7 @@
 typedef struct {
     char ckpt[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX], tokenizer[AX_CFG_STR_MAX];
     char out[AX_CFG_STR_MAX], samples_out[AX_CFG_STR_MAX], offset[AX_CFG_STR_MAX];
-    char grid[AX_CFG_STR_MAX];
+    char grid[AX_CFG_STR_MAX], index[AX_CFG_STR_MAX];
     int64_t samples, prefix, suffix, batch, seed, threads;
 } probe_flags;
 
@@ -41,6 +42,9 @@ static const ax_cfg_entry entries[] = {
      "where prefixes start in a document: start | random"},
     {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
     {"seed", AX_CFG_INT, F(seed), "0", 0, 9.2e18, "picks documents and offsets"},
+    {"index", AX_CFG_STR, F(index), "", 1, 0,
+     "optional `memscan index` of --data: each sample's duplication count, and results per "
+     "duplication bucket (memorization follows duplication)"},
     {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, "process grid DxXxYxZ (launch with mpirun)"},
     {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
     {"out", AX_CFG_STR, F(out), "scan.json", 1, 0, "results (schema axmem-scan v1)"},
@@ -106,6 +110,23 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
     ax_jw_obj_end(&w);
     ax_jw_key(&w, "tables");
     ax_jw_obj_begin(&w);
+    if (fl->index[0]) { /* exact-match rate per duplication bucket of the probed window */
+        ax_jw_key(&w, "by_duplication");
+        ax_jw_arr_begin(&w);
+        for (int b = 0; b < AX_MEMSCAN_HIST; b++) {
+            long cnt = 0, hits = 0;
+            for (int i = 0; i < n; i++)
+                if (r->s[i].duplicates && ax_memscan_hist_bucket(r->s[i].duplicates) == b)
+                    cnt++, hits += r->s[i].exact;
+            ax_jw_obj_begin(&w);
+            ax_jw_key(&w, "bucket"), ax_jw_str(&w, ax_memscan_hist_labels[b]);
+            ax_jw_key(&w, "samples"), ax_jw_int(&w, cnt);
+            ax_jw_key(&w, "exact_match_rate"),
+                ax_jw_num(&w, cnt ? (double)hits / (double)cnt : 0.0);
+            ax_jw_obj_end(&w);
+        }
+        ax_jw_arr_end(&w);
+    }
     ax_jw_key(&w, "matched_prefix_hist");
     ax_jw_arr_begin(&w);
     for (int k = 0; k <= S; k++) ax_jw_int(&w, hist[k]);
@@ -130,6 +151,7 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
         ax_jw_key(&w, "matched_prefix"), ax_jw_int(&w, s->matched_prefix);
         ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, s->token_accuracy);
         ax_jw_key(&w, "rouge_l"), ax_jw_num(&w, s->rouge_l);
+        if (fl->index[0]) ax_jw_key(&w, "duplicates"), ax_jw_uint(&w, s->duplicates);
         ax_jw_key(&w, "truth");
         ax_jw_arr_begin(&w);
         for (int k = 0; k < S; k++) ax_jw_int(&w, s->truth[k]);
@@ -156,6 +178,27 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
         printf(", token accuracy %.3f; wrote %s and %s\n", mean, fl->out, sp);
     }
     free(ex), free(hist);
+    return st;
+}
+
+/* duplicates of each probed window (the index's n tokens from the prefix start) */
+static ax_status count_duplicates(const probe_flags *fl, const ax_axd_t *ds, ax_probe_result *r) {
+    ax_memscan_index_t *idx = NULL;
+    AX_CHECK(ax_memscan_index_load(fl->index, ds, &idx));
+    int n = (int)ax_memscan_index_info(idx)->n;
+    int32_t *win = malloc(sizeof(int32_t) * (size_t)n);
+    ax_status st = win ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    for (int i = 0; st == AX_OK && i < r->n; i++) {
+        ax_probe_sample *s = &r->s[i];
+        uint64_t start = off[s->doc] + s->offset, pos;
+        s->duplicates = 0;
+        if (start + (uint64_t)n > off[s->doc + 1] - 1) continue; /* window leaves the document */
+        ax_axd_tokens(ds, start, (uint64_t)n, win);
+        ax_memscan_index_lookup(idx, win, &s->duplicates, &pos);
+    }
+    free(win);
+    ax_memscan_index_free(idx);
     return st;
 }
 
@@ -190,6 +233,8 @@ static ax_status run_probe(probe_flags *fl) {
                           .seed = (uint64_t)fl->seed,
                           .random_offset = !strcmp(fl->offset, "random")};
     AX_CHECK_GOTO(ax_probe_run(mm.model, ds, &pc, &res), out);
+    if (fl->index[0] && ax_grid_rank(mm.grid) == 0)
+        AX_CHECK_GOTO(count_duplicates(fl, ds, &res), out);
     if (ax_grid_rank(mm.grid) == 0) st = write_outputs(fl, mm.ck, ds, &res, tok);
 out:
     ax_probe_result_free(&res);

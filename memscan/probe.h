@@ -21,6 +21,8 @@ typedef struct {
     int matched_prefix;         /* leading generated tokens that match */
     double token_accuracy;      /* fraction of the S positions that match (Pythia's score) */
     double rouge_l;             /* token LCS F1 of generation vs truth */
+    uint32_t duplicates;        /* training-set occurrences of the index's n-token window at the
+                                   prefix start (0 without --index) */
     int32_t *truth, *generated; /* [S] each, owned by the result set */
 } ax_probe_sample;
 
