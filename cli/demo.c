@@ -37,7 +37,7 @@ static void usage(FILE *f) {
             "  4. indexes the training set (memscan index) and probes both models: 32-token\n"
             "     prefix -> greedy 32-token suffix, exact match (memscan probe), and free\n"
             "     generations slid over the index for verbatim spans (memscan generate);\n"
-            "  5. writes DIR/summary.md comparing the two.\n\n"
+            "  5. writes DIR/summary.md and the report DIR/report/report.{html,md,json}.\n\n"
             "  --out DIR         output folder (default runs/demo)\n"
             "  --corpus FILE     JSONL corpus (default data/corpus/kjv.jsonl)\n"
             "  --steps N         training steps per model (default 300)\n"
@@ -295,5 +295,15 @@ int ax_cmd_demo(int argc, char **argv) {
             (rc = run(what[2][i], ax_cmd_memscan, gen_argv)))
             return rc;
     }
-    return summarize(&a, base, gold);
+    if ((rc = summarize(&a, base, gold))) return rc;
+    char run_b[1100], run_g[1100], idx_json[1100], report_dir[1100];
+    snprintf(run_b, sizeof run_b, "baseline=%s", base);
+    snprintf(run_g, sizeof run_g, "goldfish=%s", gold);
+    snprintf(idx_json, sizeof idx_json, "%s.json", index);
+    snprintf(report_dir, sizeof report_dir, "%s/report", a.out);
+    char *report_argv[] = {"report",  "--run",  run_b,   "--run",    run_g,
+                           "--index", idx_json, "--out", report_dir, NULL};
+    if ((rc = run("write the report", ax_cmd_report, report_argv))) return rc;
+    AX_INFO("demo: report in %s/report.html (and report.md, report.json)", report_dir);
+    return 0;
 }

@@ -18,6 +18,7 @@ static const command commands[] = {
     {"goldfish", ax_cmd_goldfish, "goldfish loss masks: show which tokens a spec drops"},
     {"memscan", ax_cmd_memscan,
      "n-gram index of the training set; lookups and regurgitation scans"},
+    {"report", ax_cmd_report, "scan results -> self-contained HTML (inline SVG), Markdown, JSON"},
     {"demo", ax_cmd_demo, "end to end on the bundled corpus: tokenizer, dataset, training"},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);

@@ -32,10 +32,16 @@ for spec in none hash:k=4,h=13; do
   "$AX" memscan generate --ckpt "$out" --index "$T/train.idx" --samples 16 --length 96 \
     --temperature 0.7 --out "$out/gen.json" --samples-out "$out/gen.jsonl"
 done
+"$AX" report --scan "baseline=$T/run-none/scan.json" --scan "baseline=$T/run-none/gen.json" \
+  --scan "goldfish=$T/run-hash/scan.json" --scan "goldfish=$T/run-hash/gen.json" \
+  --index "$T/train.idx.json" --out "$T/report" >/dev/null
 set +e
 python3 - "$T" <<'PY'
 import json, sys
 t = sys.argv[1]
+rep = json.load(open(f"{t}/report/report.json"))
+html = open(f"{t}/report/report.html").read()
+report_ok = rep["schema"] == "axmem-report" and html.count("<svg") >= 3 and "<script" not in html
 def get(run):
     scan = json.load(open(f"{t}/run-{run}/scan.json"))
     val = [json.loads(l) for l in open(f"{t}/run-{run}/metrics.jsonl")][-1]["val_loss"]
@@ -48,7 +54,8 @@ print(f"baseline: exact match {eb:.2f}, val loss {vb:.3f}; goldfish: exact match
 checks = [("baseline memorizes (exact match >= 0.5)", eb >= 0.5),
           ("goldfish extracts almost nothing (<= 0.1)", eg <= 0.1),
           ("held-out loss within 10%", abs(vg - vb) <= 0.1 * vb),
-          ("free generations: goldfish spans < half the baseline's", sg < 0.5 * sb)]
+          ("free generations: goldfish spans < half the baseline's", sg < 0.5 * sb),
+          ("report: html with charts, json with the runs", report_ok)]
 for name, ok in checks:
     print(("ok   " if ok else "FAIL ") + name)
 bad = sum(not ok for _, ok in checks)

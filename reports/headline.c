@@ -1,0 +1,72 @@
+/* The verdict a sign-off reader needs first, in plain words, and notes that qualify it. */
+#include "reports/buf.h"
+#include "reports/model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* generations that held a verbatim span: the histogram's total minus its "none" bucket when
+ * present, else the rate times the configured sample count */
+void ax_rep_regurg_counts(const ax_rep_regurg *g, int64_t *hit, int64_t *total) {
+    int64_t sum = 0, none = -1;
+    for (int k = 0; k < g->n_hist; k++) {
+        sum += g->hist[k];
+        if (!strcmp(g->hist_labels[k], "none")) none = g->hist[k];
+    }
+    if (g->n_hist && none >= 0) {
+        *total = sum, *hit = sum - none;
+    } else {
+        *total = g->samples, *hit = (int64_t)llround(g->frac_span * (double)g->samples);
+    }
+}
+
+ax_status ax_rep_summarise(ax_report *r) {
+    ax_rep_buf b = {0}, n = {0};
+    int first = 1;
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_probe *p = r->runs[i].probe;
+        if (!p) continue;
+        ax_rep_printf(&b, "%s%s: %lld/%lld", first ? "" : "; ", r->runs[i].label,
+                      (long long)p->n_exact, (long long)p->n);
+        if (first) ax_rep_puts(&b, " probed documents reproduced verbatim");
+        first = 0;
+    }
+    if (!first) ax_rep_puts(&b, ".");
+    int gfirst = 1;
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_regurg *g = r->runs[i].regurg;
+        if (!g) continue;
+        int64_t hit, total;
+        ax_rep_regurg_counts(g, &hit, &total);
+        if (gfirst)
+            ax_rep_printf(&b,
+                          "%sFree generations containing a verbatim training passage (>= %lld "
+                          "tokens)",
+                          first ? "" : " ", (long long)g->n);
+        ax_rep_printf(&b, "%s %s %lld/%lld", gfirst ? ":" : ",", r->runs[i].label, (long long)hit,
+                      (long long)total);
+        gfirst = 0;
+    }
+    if (!gfirst) ax_rep_puts(&b, ".");
+    /* runs scanned against different training sets are not comparable */
+    const ax_rep_ident *id0 = NULL;
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_ident *id = ax_rep_run_ident(&r->runs[i]);
+        if (!id) continue;
+        if (!id0)
+            id0 = id;
+        else if (strcmp(id->ds_xxh3, id0->ds_xxh3)) {
+            ax_rep_puts(&n, "The runs were scanned against different datasets (see the xxh3 "
+                            "column): their rates are not directly comparable.");
+            break;
+        }
+    }
+    if (b.oom || n.oom) {
+        ax_rep_buf_free(&b), ax_rep_buf_free(&n);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory writing the report");
+    }
+    r->headline = b.s ? b.s : strdup("");
+    r->note = n.s;
+    return r->headline ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory writing the report");
+}

@@ -1,0 +1,109 @@
+/* The report's data: what the loaders read, what the writers print. Internal to reports/. */
+#pragma once
+#include <stdint.h>
+
+#include "lib/json.h"
+#include "lib/status.h"
+#include "reports/buf.h"
+#include "reports/report.h"
+
+#define AX_REP_TOP 5 /* memorized samples listed per run */
+
+typedef struct {
+    double mean, lo, hi;
+} ax_rep_stat;
+
+typedef struct { /* checkpoint and dataset identity, as every scan file records it */
+    char *ckpt_path, *goldfish, *ds_path, *ds_xxh3;
+    int64_t step, ds_docs, ds_tokens;
+} ax_rep_ident;
+
+typedef struct {
+    char *bucket;
+    int64_t samples;
+    double exact_match_rate;
+} ax_rep_dup;
+
+typedef struct {
+    int64_t doc, offset, matched_prefix;
+    int exact;
+    double token_accuracy;
+    char *truth_text, *generated_text; /* NULL unless samples.jsonl holds decoded text */
+} ax_rep_sample;
+
+typedef struct {
+    char *file;
+    ax_rep_ident id;
+    int64_t prefix, suffix, n; /* n: documents probed */
+    int64_t n_exact;           /* from samples.jsonl when present, else rate x n */
+    ax_rep_stat exact, tok_acc, rouge_l;
+    double mp_mean;
+    int64_t *mp_hist; /* [n_mp_hist]: probes by matched-prefix length */
+    int n_mp_hist;
+    ax_rep_dup *dup; /* by_duplication table, n_dup rows (0: absent) */
+    int n_dup;
+    char *samples_file; /* NULL when no samples.jsonl was read */
+    int64_t n_sample_rows;
+    ax_rep_sample top[AX_REP_TOP];
+    int n_top;
+} ax_rep_probe;
+
+typedef struct {
+    char *file;
+    ax_rep_ident id;
+    int64_t n, samples, length; /* index window n, generations, tokens each */
+    double frac_span, mean_span;
+    int64_t max_span;
+    char **hist_labels; /* longest_span_hist buckets, in file order */
+    int64_t *hist;
+    int n_hist;
+} ax_rep_regurg;
+
+typedef struct {
+    char *file;
+    int64_t n, cap; /* training steps read */
+    double *step, *loss;
+    int64_t n_val, cap_val;
+    double *val_step, *val_loss;
+} ax_rep_train;
+
+typedef struct {
+    char *label, *dir;
+    ax_rep_probe *probe;   /* NULL when the run has no extraction probe */
+    ax_rep_regurg *regurg; /* NULL when it has no regurgitation scan */
+    ax_rep_train *train;   /* NULL without metrics.jsonl */
+    char *warning;         /* e.g. the two scans name different checkpoints */
+} ax_rep_run;
+
+typedef struct {
+    char *file;
+    int64_t n, windows, distinct;
+    char **labels;
+    int64_t *counts;
+    int n_hist;
+} ax_rep_index;
+
+typedef struct {
+    char *title;
+    ax_rep_run *runs;
+    int n_runs;
+    ax_rep_index *index; /* NULL without --index */
+    int text_chars;
+    char *headline;
+    char *note; /* runs scanned different datasets, etc.; NULL when none */
+} ax_report;
+
+/* load.c */
+ax_status ax_rep_load(const ax_report_opts *o, ax_report *r);
+void ax_rep_free(ax_report *r);
+/* headline.c: the one-paragraph verdict and cross-run notes */
+ax_status ax_rep_summarise(ax_report *r);
+/* the run's identity: from its probe, else its regurgitation scan; NULL if neither */
+const ax_rep_ident *ax_rep_run_ident(const ax_rep_run *run);
+/* generations with a verbatim span, out of total */
+void ax_rep_regurg_counts(const ax_rep_regurg *g, int64_t *hit, int64_t *total);
+
+/* the writers (html.c, markdown.c, json_out.c): append the whole document */
+void ax_rep_write_html(const ax_report *r, ax_rep_buf *b);
+void ax_rep_write_md(const ax_report *r, ax_rep_buf *b);
+void ax_rep_write_json(const ax_report *r, ax_jw *w);

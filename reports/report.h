@@ -1,0 +1,24 @@
+/* `axmem report`: scan results of one or more runs -> one self-contained HTML page (inline
+ * CSS and SVG), a Markdown summary and a versioned JSON file with the combined data.
+ * Reads scan files only; never loads a model. */
+#pragma once
+#include "lib/status.h"
+
+typedef struct {
+    const char *label; /* the run's name in tables and charts */
+    const char *path;  /* a run directory, or one scan file */
+    int is_file;       /* 1: path is a scan.json / regurgitation.json file (--scan) */
+} ax_report_input;
+
+typedef struct {
+    const ax_report_input *inputs; /* inputs with the same label and is_file merge */
+    int n_inputs;
+    const char *index; /* memscan index sidecar (INDEX.json), or NULL */
+    const char *out;   /* output directory, created if missing */
+    const char *title; /* NULL: a default title */
+    int text_chars;    /* characters of decoded sample text shown; 0 hides text */
+} ax_report_opts;
+
+/* Loads every input, then writes out/report.html, report.md and report.json, each to a
+ * temporary file renamed into place. Failures record a message naming the file. */
+ax_status ax_report_build(const ax_report_opts *o);
