@@ -17,9 +17,10 @@ static const command commands[] = {
     {"train", ax_cmd_train, "train a model (goldfish loss, checkpoints, metrics.jsonl)"},
     {"goldfish", ax_cmd_goldfish, "goldfish loss masks: show which tokens a spec drops"},
     {"memscan", ax_cmd_memscan,
-     "n-gram index of the training set; lookups and regurgitation scans"},
+     "training-set index, lookups, extraction probes, regurgitation scans"},
     {"report", ax_cmd_report, "scan results -> self-contained HTML (inline SVG), Markdown, JSON"},
-    {"demo", ax_cmd_demo, "end to end on the bundled corpus: tokenizer, dataset, training"},
+    {"demo", ax_cmd_demo,
+     "the whole job on the bundled corpus: baseline vs goldfish, scans, report"},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 

@@ -22,7 +22,8 @@
 
 static const char *TOP_HELP =
     "usage: axmem memscan SUBCOMMAND [flags]   (axmem memscan SUBCOMMAND --help)\n\n"
-    "n-gram index of the training set, and lookups against it.\n\n"
+    "n-gram index of the training set, lookups against it, and scans of checkpoints for\n"
+    "memorized training text.\n\n"
     "subcommands:\n"
     "  index     hash every n-token window of a .axd dataset into an index (MPI: mpirun -np N)\n"
     "  lookup    is this passage in the training data? longest verbatim span, sources\n"
