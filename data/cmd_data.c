@@ -1,6 +1,7 @@
-/* `axmem data`: tokenizer-train, encode, decode, info. Flags are parsed by hand (a handful
- * per subcommand); usage errors exit 2, runtime failures 1, each with one line on stderr. */
+/* `axmem data`: tokenizer-train, encode, decode, info. Each subcommand's flags are a config
+ * table (lib/config.h); usage errors exit 2, runtime failures 1, each with one line on stderr. */
 #include "lib/cliargs.h"
+#include "lib/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/input.h"
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,42 +31,105 @@ static const char *TOP_HELP =
     "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
     "document; any other file is one document (or one per non-empty line with --split-lines).\n";
 
-static const char *TRAIN_HELP =
-    "usage: axmem data tokenizer-train --input FILE... --out TOK [flags]\n\n"
-    "Learns a byte-level BPE tokenizer (ids 0-255 bytes, 256 end-of-text, merges from 257).\n\n"
-    "flags:\n"
-    "  --input FILE...    text or .jsonl files (required; --input may repeat)\n"
-    "  --out TOK          tokenizer file to write (required)\n"
-    "  --vocab-size N     vocabulary size including bytes and end-of-text (default 4096)\n"
-    "  --max-bytes N      train on at most N bytes of text (suffix K, M, G; default all)\n"
-    "  --split-lines      in non-JSONL files, each non-empty line is a document\n";
+/* ---- flag tables (lib/config.h): the same syntax, errors and --help as every command ---- */
 
-static const char *ENCODE_HELP =
-    "usage: axmem data encode --tokenizer TOK --input FILE... --out FILE.axd [flags]\n\n"
-    "Tokenizes documents into a .axd dataset (each document ends with end-of-text).\n"
-    "Streams the input; the output appears only when complete (Ctrl-C leaves nothing).\n\n"
-    "flags:\n"
-    "  --tokenizer TOK    tokenizer file from `axmem data tokenizer-train` (required)\n"
-    "  --input FILE...    text or .jsonl files (required; --input may repeat)\n"
-    "  --out FILE.axd     dataset to write (required)\n"
-    "  --split-lines      in non-JSONL files, each non-empty line is a document\n"
-    "  --threads N        encoding threads (default: OMP_NUM_THREADS or all cores)\n";
+typedef struct {
+    ax_cfg_strlist input;
+    char out[AX_CFG_STR_MAX], max_bytes[AX_CFG_STR_MAX];
+    int64_t vocab_size;
+    int split_lines;
+} train_flags;
 
-static const char *DECODE_HELP =
-    "usage: axmem data decode --tokenizer TOK (--data FILE.axd [--doc N] | --ids \"1 2 3\")\n\n"
-    "Writes decoded bytes to stdout: one document (--doc), every document, or a list of ids.\n\n"
-    "flags:\n"
-    "  --tokenizer TOK    tokenizer the data was encoded with (required)\n"
-    "  --data FILE.axd    dataset to decode\n"
-    "  --doc N            only document N (0-based)\n"
-    "  --ids \"I J ...\"    token ids separated by spaces or commas\n";
+static const ax_cfg_entry train_entries[] = {
+    {"input", AX_CFG_STRLIST, offsetof(train_flags, input), "", 1, 0,
+     "text or .jsonl files (required)"},
+    {"out", AX_CFG_STR, offsetof(train_flags, out), "", 1, 0, "tokenizer file to write (required)"},
+    {"vocab-size", AX_CFG_INT, offsetof(train_flags, vocab_size), "4096", AX_TOK_FIRST_MERGE,
+     1 << 22, "vocabulary size including bytes and end-of-text"},
+    /* text, not an int: sizes take suffixes K, M, G */
+    {"max-bytes", AX_CFG_STR, offsetof(train_flags, max_bytes), "", 1, 0,
+     "train on at most N bytes of text (suffix K, M, G; empty: all)"},
+    {"split-lines", AX_CFG_BOOL, offsetof(train_flags, split_lines), "false", 1, 0,
+     "in non-JSONL files, each non-empty line is a document"},
+};
+static const ax_cfg_table train_table = {
+    .usage = "axmem data tokenizer-train --input FILE... --out TOK [flags]",
+    .summary = "Learns a byte-level BPE tokenizer (ids 0-255 bytes, 256 end-of-text, merges from "
+               "257).",
+    .entries = train_entries,
+    .n = (int)(sizeof train_entries / sizeof train_entries[0]),
+};
 
-static const char *INFO_HELP =
-    "usage: axmem data info FILE.axd [--no-verify]\n\n"
-    "Validates a dataset and prints its documents, tokens, vocabulary, checksum and\n"
-    "tokens-per-document statistics.\n\n"
-    "flags:\n"
-    "  --no-verify        skip hashing the payload (instant on huge files)\n";
+typedef struct {
+    ax_cfg_strlist input;
+    char tokenizer[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
+    int split_lines;
+    int64_t threads;
+} encode_flags;
+
+static const ax_cfg_entry encode_entries[] = {
+    {"tokenizer", AX_CFG_STR, offsetof(encode_flags, tokenizer), "", 1, 0,
+     "tokenizer file from `axmem data tokenizer-train` (required)"},
+    {"input", AX_CFG_STRLIST, offsetof(encode_flags, input), "", 1, 0,
+     "text or .jsonl files (required)"},
+    {"out", AX_CFG_STR, offsetof(encode_flags, out), "", 1, 0, "dataset to write (required)"},
+    {"split-lines", AX_CFG_BOOL, offsetof(encode_flags, split_lines), "false", 1, 0,
+     "in non-JSONL files, each non-empty line is a document"},
+    {"threads", AX_CFG_INT, offsetof(encode_flags, threads), "0", 0, 1024,
+     "encoding threads (0: OMP_NUM_THREADS or all cores)"},
+};
+static const ax_cfg_table encode_table = {
+    .usage = "axmem data encode --tokenizer TOK --input FILE... --out FILE.axd [flags]",
+    .summary = "Tokenizes documents into a .axd dataset (each document ends with end-of-text).\n"
+               "Streams the input; the output appears only when complete (Ctrl-C leaves nothing).",
+    .entries = encode_entries,
+    .n = (int)(sizeof encode_entries / sizeof encode_entries[0]),
+};
+
+typedef struct {
+    char tokenizer[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX];
+    int64_t doc;
+    ax_cfg_strlist ids;
+} decode_flags;
+
+enum { DECODE_DOC = 2 }; /* index of --doc in decode_entries: was_set tells if it was given */
+static const ax_cfg_entry decode_entries[] = {
+    {"tokenizer", AX_CFG_STR, offsetof(decode_flags, tokenizer), "", 1, 0,
+     "tokenizer the data was encoded with (required)"},
+    {"data", AX_CFG_STR, offsetof(decode_flags, data), "", 1, 0, "dataset (.axd) to decode"},
+    {"doc", AX_CFG_INT, offsetof(decode_flags, doc), "0", 0, 9.2e18,
+     "only document N (0-based; default: every document)"},
+    /* a list, so that long id lists have no length limit: --ids "1 2 3" or --ids 1 2 3 */
+    {"ids", AX_CFG_STRLIST, offsetof(decode_flags, ids), "", 1, 0,
+     "token ids separated by spaces or commas"},
+};
+static const ax_cfg_table decode_table = {
+    .usage = "axmem data decode --tokenizer TOK (--data FILE.axd [--doc N] | --ids \"1 2 3\")",
+    .summary = "Writes decoded bytes to stdout: one document (--doc), every document, or a list "
+               "of ids.",
+    .entries = decode_entries,
+    .n = (int)(sizeof decode_entries / sizeof decode_entries[0]),
+};
+
+typedef struct {
+    int verify;
+    ax_cfg_strlist path;
+} info_flags;
+
+static const ax_cfg_entry info_entries[] = {
+    {"verify", AX_CFG_BOOL, offsetof(info_flags, verify), "true", 1, 0,
+     "hash the payload (--no-verify is instant on huge files)"},
+};
+static const ax_cfg_positional info_path = {"FILE.axd", offsetof(info_flags, path), 0, 1,
+                                            "the dataset to describe"};
+static const ax_cfg_table info_table = {
+    .usage = "axmem data info [flags]",
+    .summary = "Validates a dataset and prints its documents, tokens, vocabulary, checksum and\n"
+               "tokens-per-document statistics.",
+    .entries = info_entries,
+    .n = (int)(sizeof info_entries / sizeof info_entries[0]),
+    .positional = &info_path,
+};
 
 /* ---- small argument helpers ---- */
 
@@ -81,16 +146,16 @@ static int report_fail(const char *sub, ax_status st) {
     return st == AX_ERR_ARG ? 2 : 1;
 }
 
-/* --input takes every following argument up to the next flag */
-static int collect_inputs(int argc, char **argv, int *i, const char ***list, int *n) {
-    const char *a = argv[*i];
-    if (strcmp(a, "--input") != 0 && strncmp(a, "--input=", 8) != 0) return 0;
-    const char **l = realloc(*list, sizeof *l * (size_t)(*n + argc));
-    if (!l) return -1;
-    *list = l;
-    if (a[7] == '=') l[(*n)++] = a + 8;
-    while (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) l[(*n)++] = argv[++*i];
-    return 1;
+/* Defaults, then argv into fl: -1 to go on, else the exit code (0 after --help). */
+static int parse_flags(const char *sub, const ax_cfg_table *t, void *fl, int argc, char **argv,
+                       uint8_t *was_set) {
+    int help = 0;
+    ax_status st = ax_cfg_set_defaults(t, fl);
+    if (st == AX_OK) st = ax_cfg_parse_argv(t, fl, argc, argv, was_set, &help);
+    if (st != AX_OK) return report_fail(sub, st);
+    if (!help) return -1;
+    ax_cfg_print_help(t, stdout);
+    return 0;
 }
 
 static int parse_u64(const char *s, uint64_t *out, int suffixes) {
@@ -126,69 +191,37 @@ static int parse_u64(const char *s, uint64_t *out, int suffixes) {
     return 1;
 }
 
-#define NEED_VALUE(r, flag)                                                                        \
-    do {                                                                                           \
-        if ((r) < 0) {                                                                             \
-            rc = usage_err(SUB, "%s needs a value", flag);                                         \
-            goto out;                                                                              \
-        }                                                                                          \
-    } while (0)
-
 /* ---------------------------------------------------------------- tokenizer-train */
 
 static int cmd_train(int argc, char **argv) {
     static const char *SUB = "tokenizer-train";
-    const char **inputs = NULL;
-    int n_inputs = 0, split_lines = 0, rc = 0;
-    const char *out_path = NULL, *v;
-    uint64_t vocab = 4096, max_bytes = 0;
+    train_flags fl;
+    uint64_t vocab, max_bytes = 0;
     ax_input_t *in = NULL;
     ax_bpe_trainer_t *tr = NULL;
     ax_tokenizer_t *tok = NULL;
     ax_status st = AX_OK;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (ax_cli_is_help(argv[i])) {
-            fputs(TRAIN_HELP, stdout);
-            goto out;
-        } else if ((r = collect_inputs(argc, argv, &i, &inputs, &n_inputs))) {
-            if (r < 0) {
-                rc = usage_err(SUB, "%s", "out of memory");
-                goto out;
-            }
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--out", &v))) {
-            NEED_VALUE(r, "--out");
-            out_path = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--vocab-size", &v))) {
-            NEED_VALUE(r, "--vocab-size");
-            if (!parse_u64(v, &vocab, 0) || vocab < AX_TOK_FIRST_MERGE || vocab > (1u << 22)) {
-                rc = usage_err(SUB, "--vocab-size '%s' is not an integer in 257..4194304", v);
-                goto out;
-            }
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--max-bytes", &v))) {
-            NEED_VALUE(r, "--max-bytes");
-            if (!parse_u64(v, &max_bytes, 1) || max_bytes == 0) {
-                rc = usage_err(SUB, "--max-bytes '%s' is not a positive size (e.g. 100M)", v);
-                goto out;
-            }
-        } else if (!strcmp(argv[i], "--split-lines")) {
-            split_lines = 1;
-        } else {
-            rc = usage_err(SUB, "unknown argument '%s'", argv[i]);
-            goto out;
-        }
+    int rc = parse_flags(SUB, &train_table, &fl, argc, argv, NULL);
+    if (rc >= 0) goto out;
+    rc = 0;
+    vocab = (uint64_t)fl.vocab_size;
+    if (fl.max_bytes[0] && (!parse_u64(fl.max_bytes, &max_bytes, 1) || max_bytes == 0)) {
+        rc = usage_err(SUB, "--max-bytes '%s' is not a positive size (e.g. 100M)", fl.max_bytes);
+        goto out;
     }
-    if (!n_inputs) {
+    if (!fl.input.n) {
         rc = usage_err(SUB, "%s", "--input FILE... is required");
         goto out;
     }
-    if (!out_path) {
+    if (!fl.out[0]) {
         rc = usage_err(SUB, "%s", "--out TOK is required");
         goto out;
     }
+    const char *out_path = fl.out;
     ax_data_catch_sigint();
     volatile int *stop = ax_data_stop_flag();
-    AX_CHECK_GOTO(ax_input_open(inputs, n_inputs, split_lines, &in), fail);
+    AX_CHECK_GOTO(ax_input_open((const char *const *)fl.input.v, fl.input.n, fl.split_lines, &in),
+                  fail);
     AX_CHECK_GOTO(ax_bpe_trainer_create(&tr), fail);
     double t0 = ax_now();
     ax_data_progress pr;
@@ -235,7 +268,7 @@ out:
     ax_tokenizer_free(tok);
     ax_bpe_trainer_free(tr);
     ax_input_free(in);
-    free(inputs);
+    ax_cfg_free(&train_table, &fl);
     return rc;
 }
 
@@ -334,62 +367,35 @@ done:
 
 static int cmd_encode(int argc, char **argv) {
     static const char *SUB = "encode";
-    const char **inputs = NULL;
-    int n_inputs = 0, split_lines = 0, rc = 0;
-    const char *out_path = NULL, *tok_path = NULL, *v;
-    uint64_t threads = 0;
+    encode_flags fl;
     ax_input_t *in = NULL;
     ax_tokenizer_t *tok = NULL;
     ax_tok_encoder_t *enc = NULL;
     ax_axd_writer_t *w = NULL;
     batch b = {0};
     ax_status st = AX_OK;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (ax_cli_is_help(argv[i])) {
-            fputs(ENCODE_HELP, stdout);
-            goto out;
-        } else if ((r = collect_inputs(argc, argv, &i, &inputs, &n_inputs))) {
-            if (r < 0) {
-                rc = usage_err(SUB, "%s", "out of memory");
-                goto out;
-            }
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--out", &v))) {
-            NEED_VALUE(r, "--out");
-            out_path = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--tokenizer", &v))) {
-            NEED_VALUE(r, "--tokenizer");
-            tok_path = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--threads", &v))) {
-            NEED_VALUE(r, "--threads");
-            if (!parse_u64(v, &threads, 0) || threads < 1 || threads > 1024) {
-                rc = usage_err(SUB, "--threads '%s' is not an integer in 1..1024", v);
-                goto out;
-            }
-        } else if (!strcmp(argv[i], "--split-lines")) {
-            split_lines = 1;
-        } else {
-            rc = usage_err(SUB, "unknown argument '%s'", argv[i]);
-            goto out;
-        }
-    }
-    if (!tok_path) {
+    int rc = parse_flags(SUB, &encode_table, &fl, argc, argv, NULL);
+    if (rc >= 0) goto out;
+    rc = 0;
+    if (!fl.tokenizer[0]) {
         rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
         goto out;
     }
-    if (!n_inputs) {
+    if (!fl.input.n) {
         rc = usage_err(SUB, "%s", "--input FILE... is required");
         goto out;
     }
-    if (!out_path) {
+    if (!fl.out[0]) {
         rc = usage_err(SUB, "%s", "--out FILE.axd is required");
         goto out;
     }
+    const char *out_path = fl.out, *tok_path = fl.tokenizer;
     ax_data_catch_sigint();
     volatile int *stop = ax_data_stop_flag();
     AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
-    AX_CHECK_GOTO(ax_input_open(inputs, n_inputs, split_lines, &in), fail);
-    AX_CHECK_GOTO(ax_tok_encoder_create(tok, (int)threads, &enc), fail);
+    AX_CHECK_GOTO(ax_input_open((const char *const *)fl.input.v, fl.input.n, fl.split_lines, &in),
+                  fail);
+    AX_CHECK_GOTO(ax_tok_encoder_create(tok, (int)fl.threads, &enc), fail);
     AX_CHECK_GOTO(ax_axd_writer_create(out_path, (uint32_t)ax_tokenizer_vocab_size(tok), &w), fail);
     ax_data_progress pr;
     ax_data_progress_init(&pr, "encode", ax_input_bytes_total(in));
@@ -436,7 +442,7 @@ out:
     ax_tok_encoder_free(enc);
     ax_tokenizer_free(tok);
     ax_input_free(in);
-    free(inputs);
+    ax_cfg_free(&encode_table, &fl);
     return rc;
 }
 
@@ -466,64 +472,11 @@ static ax_status decode_doc(const ax_tokenizer_t *tok, const ax_axd_t *d, uint64
     return write_decoded(tok, *buf, (size_t)n);
 }
 
-static int cmd_decode(int argc, char **argv) {
-    static const char *SUB = "decode";
-    const char *tok_path = NULL, *data_path = NULL, *ids_text = NULL, *v;
-    uint64_t doc = 0;
-    int have_doc = 0, rc = 0;
-    ax_tokenizer_t *tok = NULL;
-    ax_axd_t *d = NULL;
-    int32_t *ids = NULL;
-    size_t cap = 0;
-    ax_status st = AX_OK;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (ax_cli_is_help(argv[i])) {
-            fputs(DECODE_HELP, stdout);
-            goto out;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--tokenizer", &v))) {
-            NEED_VALUE(r, "--tokenizer");
-            tok_path = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--data", &v))) {
-            NEED_VALUE(r, "--data");
-            data_path = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--ids", &v))) {
-            NEED_VALUE(r, "--ids");
-            ids_text = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--doc", &v))) {
-            NEED_VALUE(r, "--doc");
-            if (!parse_u64(v, &doc, 0)) {
-                rc = usage_err(SUB, "--doc '%s' is not a document index (0, 1, ...)", v);
-                goto out;
-            }
-            have_doc = 1;
-        } else {
-            rc = usage_err(SUB, "unknown argument '%s'", argv[i]);
-            goto out;
-        }
-    }
-    if (!tok_path) {
-        rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
-        goto out;
-    }
-    if (!data_path == !ids_text) {
-        rc = usage_err(SUB, "%s", "pass exactly one of --data FILE.axd or --ids \"1 2 3\"");
-        goto out;
-    }
-    if (have_doc && !data_path) {
-        rc = usage_err(SUB, "%s", "--doc needs --data");
-        goto out;
-    }
-    AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
-    if (ids_text) {
-        size_t n = 0;
-        cap = strlen(ids_text) / 2 + 1;
-        ids = malloc(cap * sizeof *ids);
-        if (!ids) {
-            st = ax_errorf(AX_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        for (const char *p = ids_text; *p;) {
+/* --ids: every value holds ids separated by spaces or commas; n_ids bounds how many there are */
+static int parse_ids(const ax_cfg_strlist *l, int vocab, int32_t *ids, size_t *n) {
+    *n = 0;
+    for (int k = 0; k < l->n; k++)
+        for (const char *p = l->v[k]; *p;) {
             if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') {
                 p++;
                 continue;
@@ -531,20 +484,61 @@ static int cmd_decode(int argc, char **argv) {
             char *end;
             errno = 0;
             long x = strtol(p, &end, 10);
-            if (end == p || errno || x < 0 || x >= ax_tokenizer_vocab_size(tok) ||
+            if (end == p || errno || x < 0 || x >= vocab ||
                 (*end && *end != ' ' && *end != ',' && *end != '\t' && *end != '\n')) {
                 char bad[64];
                 snprintf(bad, sizeof bad, "%.*s", (int)strcspn(p, " ,\t\n"), p);
                 fprintf(stderr,
                         "axmem data decode: --ids: '%s' is not a token id in 0..%d; see "
                         "'axmem data decode --help'\n",
-                        bad, ax_tokenizer_vocab_size(tok) - 1);
-                rc = 2;
-                goto out;
+                        bad, vocab - 1);
+                return 2;
             }
-            ids[n++] = (int32_t)x;
+            ids[(*n)++] = (int32_t)x;
             p = end;
         }
+    return 0;
+}
+
+static int cmd_decode(int argc, char **argv) {
+    static const char *SUB = "decode";
+    decode_flags fl;
+    uint8_t was_set[sizeof decode_entries / sizeof decode_entries[0]] = {0};
+    ax_tokenizer_t *tok = NULL;
+    ax_axd_t *d = NULL;
+    int32_t *ids = NULL;
+    size_t cap = 0;
+    ax_status st = AX_OK;
+    int rc = parse_flags(SUB, &decode_table, &fl, argc, argv, was_set);
+    if (rc >= 0) goto out;
+    rc = 0;
+    const char *tok_path = fl.tokenizer, *data_path = fl.data;
+    int have_doc = was_set[DECODE_DOC];
+    uint64_t doc = (uint64_t)fl.doc;
+    if (!tok_path[0]) {
+        rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
+        goto out;
+    }
+    if (!data_path[0] == !fl.ids.n) {
+        rc = usage_err(SUB, "%s", "pass exactly one of --data FILE.axd or --ids \"1 2 3\"");
+        goto out;
+    }
+    if (have_doc && !data_path[0]) {
+        rc = usage_err(SUB, "%s", "--doc needs --data");
+        goto out;
+    }
+    AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
+    if (fl.ids.n) {
+        size_t n = 0;
+        cap = 1;
+        for (int k = 0; k < fl.ids.n; k++) cap += strlen(fl.ids.v[k]) / 2 + 1;
+        ids = malloc(cap * sizeof *ids);
+        if (!ids) {
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        rc = parse_ids(&fl.ids, ax_tokenizer_vocab_size(tok), ids, &n);
+        if (rc) goto out;
         AX_CHECK_GOTO(write_decoded(tok, ids, n), fail);
         goto out;
     }
@@ -579,6 +573,7 @@ out:
     free(ids);
     ax_axd_free(d);
     ax_tokenizer_free(tok);
+    ax_cfg_free(&decode_table, &fl);
     return rc;
 }
 
@@ -591,31 +586,15 @@ static int cmp_u64(const void *a, const void *b) {
 
 static int cmd_info(int argc, char **argv) {
     static const char *SUB = "info";
-    const char *path = NULL;
-    int verify = 1, rc = 0;
+    info_flags fl;
     ax_axd_t *d = NULL;
     uint64_t *lens = NULL;
     ax_status st = AX_OK;
-    for (int i = 1; i < argc; i++) {
-        if (ax_cli_is_help(argv[i])) {
-            fputs(INFO_HELP, stdout);
-            goto out;
-        } else if (!strcmp(argv[i], "--no-verify")) {
-            verify = 0;
-        } else if (!strncmp(argv[i], "--", 2)) {
-            rc = usage_err(SUB, "unknown flag '%s'", argv[i]);
-            goto out;
-        } else if (path) {
-            rc = usage_err(SUB, "one dataset at a time (got '%s' too)", argv[i]);
-            goto out;
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path) {
-        rc = usage_err(SUB, "%s", "FILE.axd is required");
-        goto out;
-    }
+    int rc = parse_flags(SUB, &info_table, &fl, argc, argv, NULL);
+    if (rc >= 0) goto out;
+    rc = 0;
+    const char *path = fl.path.v[0]; /* required: the parser checked it is there */
+    int verify = fl.verify;
     AX_CHECK_GOTO(ax_axd_open(path, verify, &d), fail);
     uint64_t nd = ax_axd_n_docs(d), nt = ax_axd_n_tokens(d);
     const uint64_t *off = ax_axd_doc_offsets(d);
@@ -645,6 +624,7 @@ fail:
 out:
     free(lens);
     ax_axd_free(d);
+    ax_cfg_free(&info_table, &fl);
     return rc;
 }
 

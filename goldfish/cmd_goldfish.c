@@ -1,7 +1,8 @@
 /* `axmem goldfish`: show which tokens a spec drops from a text, and measure the dropped fraction
- * over a dataset. Flags are parsed by hand (a handful per subcommand); usage errors exit 2,
- * runtime failures 1, each with one line on stderr. */
+ * over a dataset. Each subcommand's flags are a config table (lib/config.h); usage errors exit
+ * 2, runtime failures 1, each with one line on stderr. */
 #include "lib/cliargs.h"
+#include "lib/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/progress.h"
@@ -15,6 +16,7 @@
 #include "lib/timer.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,38 +37,75 @@ static const char *TOP_HELP =
     "          targets of each document are kept. Depends only on the text: every copy of a\n"
     "          passage, on every rank and in every epoch, loses the same tokens.\n";
 
-static const char *SHOW_HELP =
-    "usage: axmem goldfish show --tokenizer TOK [--spec SPEC] (TEXT... | --file F) [flags]\n\n"
-    "Tokenizes the text as one document (its first token is the document's first) and prints\n"
-    "it with the targets the spec drops marked: the model is never trained to predict them.\n"
-    "Then a summary line: targets, dropped, fraction, longest supervised run, spec.\n"
-    "Marks: red strikethrough on a colour terminal, else [[dropped]]. A character split over\n"
-    "several tokens is marked if any of its pieces is dropped (--json is exact).\n\n"
-    "flags:\n"
-    "  --tokenizer TOK       tokenizer file from `axmem data tokenizer-train` (required)\n"
-    "  --spec SPEC           goldfish spec (default hash:k=4,h=13,seed=0)\n"
-    "  --file F              read the text from F ('-' = stdin) instead of the arguments\n"
-    "  --color WHEN          auto (default: when stdout is a terminal and NO_COLOR is unset),\n"
-    "                        always or never\n"
-    "  --json                print {\"spec\", \"targets\", \"dropped\", \"dropped_frac\", "
-    "\"tokens\":\n"
-    "                        [{\"id\", \"text\", \"dropped\"}]} instead (\"hex\" holds a token's\n"
-    "                        bytes when they are not valid UTF-8 by themselves)\n"
-    "TEXT arguments are joined with single spaces; '--' ends the flags.\n";
+/* ---- flag tables (lib/config.h): the same syntax, errors and --help as every command ---- */
 
-static const char *STATS_HELP =
-    "usage: axmem goldfish stats --data FILE.axd [--spec SPEC] [flags]\n\n"
-    "Applies the spec to a dataset's token stream (documents from its offsets; every token\n"
-    "after the first is a target, as in training) and reports the dropped fraction, the\n"
-    "targets kept because they open a document, and the longest run of supervised targets\n"
-    "inside one document (the longest passage the model is trained on verbatim).\n\n"
-    "flags:\n"
-    "  --data FILE.axd       dataset from `axmem data encode` (required)\n"
-    "  --spec SPEC           goldfish spec (default hash:k=4,h=13,seed=0)\n"
-    "  --seq-len N           training sequence length; static masks restart every N targets\n"
-    "                        (default 1024; hash does not depend on it)\n"
-    "  --no-verify           skip hashing the payload when opening the dataset\n"
-    "  --json                print one JSON object instead of text\n";
+typedef struct {
+    char tokenizer[AX_CFG_STR_MAX], spec[AX_CFG_STR_MAX], file[AX_CFG_STR_MAX];
+    char color[AX_CFG_STR_MAX];
+    int json;
+    ax_cfg_strlist text;
+} show_flags;
+
+static const ax_cfg_entry show_entries[] = {
+    {"tokenizer", AX_CFG_STR, offsetof(show_flags, tokenizer), "", 1, 0,
+     "tokenizer file from `axmem data tokenizer-train` (required)"},
+    {"spec", AX_CFG_STR, offsetof(show_flags, spec), "hash", 1, 0,
+     "goldfish spec (hash means hash:k=4,h=13,seed=0)"},
+    {"file", AX_CFG_STR, offsetof(show_flags, file), "", 1, 0,
+     "read the text from F ('-' = stdin) instead of the arguments"},
+    {"color", AX_CFG_STR, offsetof(show_flags, color), "auto", 1, 0,
+     "auto (when stdout is a terminal and NO_COLOR is unset), always or never"},
+    {"json", AX_CFG_BOOL, offsetof(show_flags, json), "false", 1, 0,
+     "print {\"spec\", \"targets\", \"dropped\", \"dropped_frac\", \"tokens\": [{\"id\", \"text\", "
+     "\"dropped\"}]} instead (\"hex\" holds a token's bytes when they are not valid UTF-8 by "
+     "themselves)"},
+};
+static const ax_cfg_positional show_text = {
+    "TEXT", offsetof(show_flags, text), 1, 0,
+    "the text, arguments joined with single spaces; '--' ends the flags"};
+static const ax_cfg_table show_table = {
+    .usage = "axmem goldfish show --tokenizer TOK [flags]",
+    .summary =
+        "Tokenizes the text (TEXT... or --file F) as one document (its first token is the\n"
+        "document's first) and prints it with the targets the spec drops marked: the model is\n"
+        "never trained to predict them. Then a summary line: targets, dropped, fraction, longest\n"
+        "supervised run, spec. Marks: red strikethrough on a colour terminal, else [[dropped]]. A\n"
+        "character split over several tokens is marked if any of its pieces is dropped (--json\n"
+        "is exact).",
+    .entries = show_entries,
+    .n = (int)(sizeof show_entries / sizeof show_entries[0]),
+    .positional = &show_text,
+};
+
+typedef struct {
+    char data[AX_CFG_STR_MAX], spec[AX_CFG_STR_MAX];
+    int64_t seq_len;
+    int verify, json;
+} stats_flags;
+
+static const ax_cfg_entry stats_entries[] = {
+    {"data", AX_CFG_STR, offsetof(stats_flags, data), "", 1, 0,
+     "dataset from `axmem data encode` (required)"},
+    {"spec", AX_CFG_STR, offsetof(stats_flags, spec), "hash", 1, 0,
+     "goldfish spec (hash means hash:k=4,h=13,seed=0)"},
+    {"seq-len", AX_CFG_INT, offsetof(stats_flags, seq_len), "1024", 1, 1 << 24,
+     "training sequence length; static masks restart every N targets (hash does not depend on "
+     "it)"},
+    {"verify", AX_CFG_BOOL, offsetof(stats_flags, verify), "true", 1, 0,
+     "hash the payload when opening the dataset (--no-verify skips it)"},
+    {"json", AX_CFG_BOOL, offsetof(stats_flags, json), "false", 1, 0,
+     "print one JSON object instead of text"},
+};
+static const ax_cfg_table stats_table = {
+    .usage = "axmem goldfish stats --data FILE.axd [flags]",
+    .summary =
+        "Applies the spec to a dataset's token stream (documents from its offsets; every token\n"
+        "after the first is a target, as in training) and reports the dropped fraction, the\n"
+        "targets kept because they open a document, and the longest run of supervised targets\n"
+        "inside one document (the longest passage the model is trained on verbatim).",
+    .entries = stats_entries,
+    .n = (int)(sizeof stats_entries / sizeof stats_entries[0]),
+};
 
 /* ---- small argument helpers (as in data/cmd_data.c) ---- */
 
@@ -88,15 +127,16 @@ static int report_fail(const char *sub, ax_status st) {
     return st == AX_ERR_ARG ? 2 : 1;
 }
 
-#define NEED_VALUE(r, flag)                                                                        \
-    do {                                                                                           \
-        if ((r) < 0) {                                                                             \
-            rc = usage_err(SUB, "%s needs a value", flag);                                         \
-            goto out;                                                                              \
-        }                                                                                          \
-    } while (0)
-
-static const char *DEFAULT_SPEC = "hash";
+/* Defaults, then argv into fl: -1 to go on, else the exit code (0 after --help). */
+static int parse_flags(const char *sub, const ax_cfg_table *t, void *fl, int argc, char **argv) {
+    int help = 0;
+    ax_status st = ax_cfg_set_defaults(t, fl);
+    if (st == AX_OK) st = ax_cfg_parse_argv(t, fl, argc, argv, NULL, &help);
+    if (st != AX_OK) return report_fail(sub, st);
+    if (!help) return -1;
+    ax_cfg_print_help(t, stdout);
+    return 0;
+}
 
 /* Longest run of kept targets that does not cross a document start (doc_pos == 0). */
 typedef struct {
@@ -228,64 +268,43 @@ static void print_marked(FILE *f, const ax_tokenizer_t *tok, const int32_t *ids,
     if (last != '\n') fputc('\n', f);
 }
 
+/* TEXT arguments joined with single spaces */
+static char *join_text(const ax_cfg_strlist *l, size_t *len) {
+    size_t n = 1;
+    for (int i = 0; i < l->n; i++) n += strlen(l->v[i]) + 1;
+    char *text = malloc(n), *p = text;
+    if (!text) return NULL;
+    for (int i = 0; i < l->n; i++) {
+        if (i) *p++ = ' ';
+        size_t k = strlen(l->v[i]);
+        memcpy(p, l->v[i], k);
+        p += k;
+    }
+    *p = 0;
+    *len = (size_t)(p - text);
+    return text;
+}
+
 static int cmd_show(int argc, char **argv) {
     static const char *SUB = "show";
-    const char *tok_path = NULL, *spec = DEFAULT_SPEC, *file = NULL, *color_s = "auto", *v;
-    int json = 0, rc = 0, only_text = 0;
+    show_flags fl;
     char *text = NULL;
-    size_t text_len = 0, text_cap = 0;
-    int have_text = 0;
+    size_t text_len = 0, text_cap = 0; /* cap: when reading stdin */
     ax_tokenizer_t *tok = NULL;
     int32_t *ids = NULL;
     uint8_t *keep = NULL;
     ax_status st = AX_OK;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *a = argv[i];
-        if (!only_text && ax_cli_is_help(a)) {
-            fputs(SHOW_HELP, stdout);
-            goto out;
-        } else if (!only_text && !strcmp(a, "--")) {
-            only_text = 1;
-        } else if (!only_text && (r = ax_cli_flag(argc, argv, &i, "--tokenizer", &v))) {
-            NEED_VALUE(r, "--tokenizer");
-            tok_path = v;
-        } else if (!only_text && (r = ax_cli_flag(argc, argv, &i, "--spec", &v))) {
-            NEED_VALUE(r, "--spec");
-            spec = v;
-        } else if (!only_text && (r = ax_cli_flag(argc, argv, &i, "--file", &v))) {
-            NEED_VALUE(r, "--file");
-            file = v;
-        } else if (!only_text && (r = ax_cli_flag(argc, argv, &i, "--color", &v))) {
-            NEED_VALUE(r, "--color");
-            color_s = v;
-        } else if (!only_text && !strcmp(a, "--json")) {
-            json = 1;
-        } else if (!only_text && a[0] == '-' && a[1] == '-') {
-            rc =
-                usage_err(SUB, "unknown flag '%s' (put '--' before text that starts with '--')", a);
-            goto out;
-        } else { /* text: arguments joined with single spaces */
-            size_t l = strlen(a), need = text_len + l + 2;
-            if (need > text_cap) {
-                size_t nc = text_cap ? 2 * text_cap : 256;
-                while (nc < need) nc *= 2;
-                char *nt = realloc(text, nc);
-                if (!nt) {
-                    rc = usage_err(SUB, "%s", "out of memory");
-                    goto out;
-                }
-                text = nt;
-                text_cap = nc;
-            }
-            if (have_text) text[text_len++] = ' ';
-            memcpy(text + text_len, a, l);
-            text_len += l;
-            text[text_len] = 0;
-            have_text = 1;
-        }
+    int rc = parse_flags(SUB, &show_table, &fl, argc, argv);
+    if (rc >= 0) goto out;
+    rc = 0;
+    const char *tok_path = fl.tokenizer, *spec = fl.spec, *color_s = fl.color;
+    const char *file = fl.file[0] ? fl.file : NULL;
+    int json = fl.json, have_text = fl.text.n > 0;
+    if (have_text && !(text = join_text(&fl.text, &text_len))) {
+        rc = usage_err(SUB, "%s", "out of memory");
+        goto out;
     }
-    if (!tok_path) {
+    if (!tok_path[0]) {
         rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
         goto out;
     }
@@ -422,6 +441,7 @@ out:
     free(ids);
     free(text);
     ax_tokenizer_free(tok);
+    ax_cfg_free(&show_table, &fl);
     return rc;
 }
 
@@ -429,53 +449,22 @@ out:
 
 #define STATS_CHUNK (1L << 20) /* targets masked per step */
 
-static int parse_u64(const char *s, uint64_t *out) {
-    char *end;
-    if (!*s || *s < '0' || *s > '9') return 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end) return 0;
-    *out = v;
-    return 1;
-}
-
 static int cmd_stats(int argc, char **argv) {
     static const char *SUB = "stats";
-    const char *data_path = NULL, *spec = DEFAULT_SPEC, *v;
-    int json = 0, verify = 1, rc = 0;
-    uint64_t seq_len = 1024;
+    stats_flags fl;
     ax_axd_t *d = NULL;
     int32_t *buf = NULL;
     uint32_t *pos = NULL;
     uint8_t *keep = NULL;
     ax_status st = AX_OK;
     int caught = 0;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (ax_cli_is_help(argv[i])) {
-            fputs(STATS_HELP, stdout);
-            goto out;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--data", &v))) {
-            NEED_VALUE(r, "--data");
-            data_path = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--spec", &v))) {
-            NEED_VALUE(r, "--spec");
-            spec = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--seq-len", &v))) {
-            NEED_VALUE(r, "--seq-len");
-            if (!parse_u64(v, &seq_len) || seq_len < 1 || seq_len > (1u << 24)) {
-                rc = usage_err(SUB, "--seq-len '%s' is not an integer in 1..16777216", v);
-                goto out;
-            }
-        } else if (!strcmp(argv[i], "--no-verify")) {
-            verify = 0;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else {
-            rc = usage_err(SUB, "unknown argument '%s'", argv[i]);
-            goto out;
-        }
-    }
-    if (!data_path) {
+    int rc = parse_flags(SUB, &stats_table, &fl, argc, argv);
+    if (rc >= 0) goto out;
+    rc = 0;
+    const char *data_path = fl.data, *spec = fl.spec;
+    int json = fl.json, verify = fl.verify;
+    uint64_t seq_len = (uint64_t)fl.seq_len;
+    if (!data_path[0]) {
         rc = usage_err(SUB, "%s", "--data FILE.axd is required");
         goto out;
     }

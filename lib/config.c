@@ -73,10 +73,13 @@ static ax_status unknown_name(const ax_cfg_table *t, const char *name, const cha
             best = t->entries[i].name;
         }
     }
-    char hint[128] = "";
+    char hint[128] = "", text[160] = "";
     if (best) snprintf(hint, sizeof hint, " (did you mean --%s?)", best);
-    return ax_errorf(AX_ERR_ARG, "%sunknown flag --%s for '%s'%s; see %s --help", where, name, cmd,
-                     hint, cmd);
+    if (t->positional && !*where) /* the user may have meant it as text */
+        snprintf(text, sizeof text, "; put '--' before a %s that starts with '--'",
+                 t->positional->name);
+    return ax_errorf(AX_ERR_ARG, "%sunknown flag --%s for '%s'%s%s; see %s --help", where, name,
+                     cmd, hint, text, cmd);
 }
 
 static const char *type_word(ax_cfg_type t) {
@@ -89,6 +92,8 @@ static const char *type_word(ax_cfg_type t) {
         return "string";
     case AX_CFG_BOOL:
         return "bool";
+    case AX_CFG_STRLIST:
+        return "string";
     }
     return "?";
 }
@@ -110,6 +115,29 @@ static int parse_bool(const char *v, int *out) {
         if (!strcasecmp(v, no[i])) return *out = 0, 1;
     }
     return 0;
+}
+
+static ax_cfg_strlist *list_at(void *obj, size_t offset) {
+    return (ax_cfg_strlist *)((char *)obj + offset);
+}
+
+static ax_status list_append(ax_cfg_strlist *l, const char *value, const char *what) {
+    char *copy = strdup(value);
+    char **v = copy ? realloc(l->v, sizeof *v * (size_t)(l->n + 1)) : NULL;
+    if (!v) {
+        free(copy);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory storing %s", what);
+    }
+    v[l->n++] = copy;
+    l->v = v;
+    return AX_OK;
+}
+
+static void list_clear(ax_cfg_strlist *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    l->n = 0;
+    l->v = NULL;
 }
 
 /* `where` prefixes messages with the source ("cfg.txt:3: "), "" for flags. */
@@ -157,18 +185,39 @@ static ax_status set_entry(const ax_cfg_entry *e, void *obj, const char *value, 
         *(int *)field(obj, e) = b;
         return AX_OK;
     }
+    case AX_CFG_STRLIST:
+        return list_append(field(obj, e), value, e->name);
     }
     return ax_errorf(AX_ERR_INTERNAL, "config entry --%s has an unknown type", e->name);
 }
 
 ax_status ax_cfg_set_defaults(const ax_cfg_table *t, void *obj) {
+    /* lists first, so that ax_cfg_free is safe whatever fails below; obj may be garbage: set,
+     * never free */
+    if (t->positional) *list_at(obj, t->positional->offset) = (ax_cfg_strlist){0};
+    for (int i = 0; i < t->n; i++)
+        if (t->entries[i].type == AX_CFG_STRLIST)
+            *(ax_cfg_strlist *)field(obj, &t->entries[i]) = (ax_cfg_strlist){0};
     for (int i = 0; i < t->n; i++) {
         const ax_cfg_entry *e = &t->entries[i];
+        if (e->type == AX_CFG_STRLIST) {
+            if (e->def && *e->def)
+                return ax_errorf(AX_ERR_INTERNAL,
+                                 "list flag --%s must default to \"\": a bug in the config table",
+                                 e->name);
+            continue;
+        }
         if (set_entry(e, obj, e->def ? e->def : "", "") != AX_OK)
             return ax_errorf(AX_ERR_INTERNAL, "bad default for --%s: a bug in the config table",
                              e->name);
     }
     return AX_OK;
+}
+
+void ax_cfg_free(const ax_cfg_table *t, void *obj) {
+    if (t->positional) list_clear(list_at(obj, t->positional->offset));
+    for (int i = 0; i < t->n; i++)
+        if (t->entries[i].type == AX_CFG_STRLIST) list_clear(field(obj, &t->entries[i]));
 }
 
 ax_status ax_cfg_set(const ax_cfg_table *t, void *obj, const char *name, const char *value,
@@ -266,96 +315,158 @@ static int is_help(const char *a) {
     return !strcmp(a, "-h") || !strcmp(a, "--help");
 }
 
-/* argv[0] is the command's own name (as in main) and is skipped. The config file is applied
- * first so that flags on the command line win whatever their order. */
+static int is_flag(const char *a) {
+    return a[0] == '-' && a[1] == '-';
+}
+
+/* How many arguments after argv[i] (a "--name" without '=') are its values: none for a
+ * boolean or an unknown name, every following non-flag for a list, else one. */
+static int n_values(const ax_cfg_table *t, int argc, char **argv, int i) {
+    const ax_cfg_entry *e = ax_cfg_find(t, argv[i] + 2);
+    if (!e || e->type == AX_CFG_BOOL) return 0;
+    if (e->type != AX_CFG_STRLIST) return i + 1 < argc;
+    int k = 0;
+    while (i + 1 + k < argc && !is_flag(argv[i + 1 + k])) k++;
+    return k;
+}
+
+/* Applies every --config FILE first, so that command-line flags win whatever their order. */
+static ax_status load_config_flags(const ax_cfg_table *t, void *obj, int argc, char **argv,
+                                   uint8_t *was_set, const char *cmd) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strcmp(a, "--")) break; /* the rest is positional */
+        if (!strcmp(a, "--config")) {
+            if (i + 1 >= argc)
+                return ax_errorf(AX_ERR_ARG, "--config needs a file: --config FILE (see %s --help)",
+                                 cmd);
+            v = argv[++i];
+        } else if (!strncmp(a, "--config=", 9)) {
+            v = a + 9;
+        } else if (is_flag(a) && !strchr(a, '=')) {
+            i += n_values(t, argc, argv, i); /* skip its values: they may look like flags */
+        }
+        if (v) AX_CHECK(ax_cfg_load_file(t, obj, v, was_set));
+    }
+    return AX_OK;
+}
+
+/* A non-flag argument: the table's positional, or an error that says why it is not one. */
+static ax_status take_positional(const ax_cfg_table *t, void *obj, char **argv, int i,
+                                 const char *cmd) {
+    const char *a = argv[i];
+    const ax_cfg_positional *p = t->positional;
+    if (p) {
+        ax_cfg_strlist *l = list_at(obj, p->offset);
+        if (!p->many && l->n > 0)
+            return ax_errorf(AX_ERR_ARG, "'%s' takes one %s; got '%s' and '%s' (see %s --help)",
+                             cmd, p->name, l->v[0], a, cmd);
+        return list_append(l, a, p->name);
+    }
+    if (i > 1 && is_flag(argv[i - 1])) {
+        const ax_cfg_entry *prev = ax_cfg_find(t, argv[i - 1] + 2);
+        if (prev && prev->type == AX_CFG_BOOL)
+            return ax_errorf(AX_ERR_ARG,
+                             "unexpected argument '%s' after --%s; a boolean flag takes "
+                             "no separate value: write --%s=%s (see %s --help)",
+                             a, prev->name, prev->name, a, cmd);
+    }
+    return ax_errorf(AX_ERR_ARG,
+                     "unexpected argument '%s' for '%s': it takes only --flags; see %s --help", a,
+                     cmd, cmd);
+}
+
+/* "--name[=value]" at argv[*i]; advances *i past the values it takes. */
+static ax_status take_flag(const ax_cfg_table *t, void *obj, int argc, char **argv, int *i,
+                           uint8_t *was_set, const char *cmd) {
+    char name[256];
+    const char *body = argv[*i] + 2, *eq = strchr(body, '=');
+    size_t nl = eq ? (size_t)(eq - body) : strlen(body);
+    if (nl >= sizeof name) return unknown_name(t, body, "");
+    memcpy(name, body, nl);
+    name[nl] = 0;
+    const ax_cfg_entry *e = ax_cfg_find(t, name);
+    if (!e && !eq && !strncmp(name, "no-", 3)) {
+        const ax_cfg_entry *b = ax_cfg_find(t, name + 3);
+        if (b && b->type == AX_CFG_BOOL) {
+            *(int *)field(obj, b) = 0;
+            if (was_set) was_set[b - t->entries] = 1;
+            return AX_OK;
+        }
+    }
+    if (!e) return unknown_name(t, name, "");
+    if (eq) {
+        AX_CHECK(set_entry(e, obj, eq + 1, ""));
+    } else if (e->type == AX_CFG_BOOL) {
+        AX_CHECK(set_entry(e, obj, "true", ""));
+    } else {
+        int k = n_values(t, argc, argv, *i);
+        if (k > 0 && e->type != AX_CFG_STRLIST && is_flag(argv[*i + 1])) k = 0;
+        if (k == 0)
+            return ax_errorf(AX_ERR_ARG,
+                             "--%s needs a value: --%s VALUE or --%s=VALUE (see %s --help)", name,
+                             name, name, cmd);
+        for (int j = 1; j <= k; j++) AX_CHECK(set_entry(e, obj, argv[*i + j], ""));
+        *i += k;
+    }
+    if (was_set) was_set[e - t->entries] = 1;
+    return AX_OK;
+}
+
+/* argv[0] is the command's own name (as in main) and is skipped. */
 ax_status ax_cfg_parse_argv(const ax_cfg_table *t, void *obj, int argc, char **argv,
                             uint8_t *was_set, int *help) {
     char cmd[128];
     cmd_name(t, cmd, sizeof cmd);
     if (help) *help = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
         if (is_help(argv[i])) {
             if (help) *help = 1;
             return AX_OK;
         }
-        const char *v = NULL;
-        if (!strcmp(argv[i], "--config")) {
-            if (i + 1 >= argc)
-                return ax_errorf(AX_ERR_ARG, "--config needs a file: --config FILE (see %s --help)",
-                                 cmd);
-            v = argv[++i];
-        } else if (!strncmp(argv[i], "--config=", 9)) {
-            v = argv[i] + 9;
-        } else if (!strncmp(argv[i], "--", 2) && i + 1 < argc && !strchr(argv[i], '=')) {
-            const ax_cfg_entry *e = ax_cfg_find(t, argv[i] + 2);
-            if (e && e->type != AX_CFG_BOOL) i++; /* skip its value: it may look like a flag */
-        }
-        if (v) AX_CHECK(ax_cfg_load_file(t, obj, v, was_set));
-    }
+    AX_CHECK(load_config_flags(t, obj, argc, argv, was_set, cmd));
+    int rest = 0; /* after "--": positional only */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--config")) {
+        if (!rest && !strcmp(a, "--") && t->positional) {
+            rest = 1;
+        } else if (!rest && !strcmp(a, "--config")) {
             i++;
+        } else if (!rest && !strncmp(a, "--config=", 9)) {
             continue;
+        } else if (!rest && is_flag(a) && a[2]) {
+            AX_CHECK(take_flag(t, obj, argc, argv, &i, was_set, cmd));
+        } else {
+            AX_CHECK(take_positional(t, obj, argv, i, cmd));
         }
-        if (!strncmp(a, "--config=", 9)) continue;
-        if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
-            if (i > 1 && !strncmp(argv[i - 1], "--", 2)) {
-                const ax_cfg_entry *prev = ax_cfg_find(t, argv[i - 1] + 2);
-                if (prev && prev->type == AX_CFG_BOOL)
-                    return ax_errorf(AX_ERR_ARG,
-                                     "unexpected argument '%s' after --%s; a boolean flag takes "
-                                     "no separate value: write --%s=%s (see %s --help)",
-                                     a, prev->name, prev->name, a, cmd);
-            }
-            return ax_errorf(AX_ERR_ARG,
-                             "unexpected argument '%s' for '%s': it takes only --flags; see %s "
-                             "--help",
-                             a, cmd, cmd);
-        }
-        char name[256];
-        const char *body = a + 2, *eq = strchr(body, '=');
-        size_t nl = eq ? (size_t)(eq - body) : strlen(body);
-        if (nl >= sizeof name) return unknown_name(t, body, "");
-        memcpy(name, body, nl);
-        name[nl] = 0;
-        const ax_cfg_entry *e = ax_cfg_find(t, name);
-        if (!e && !eq && !strncmp(name, "no-", 3)) {
-            const ax_cfg_entry *b = ax_cfg_find(t, name + 3);
-            if (b && b->type == AX_CFG_BOOL) {
-                *(int *)field(obj, b) = 0;
-                if (was_set) was_set[b - t->entries] = 1;
-                continue;
-            }
-        }
-        if (!e) return unknown_name(t, name, "");
-        const char *value;
-        if (eq)
-            value = eq + 1;
-        else if (e->type == AX_CFG_BOOL)
-            value = "true";
-        else if (i + 1 < argc && !(argv[i + 1][0] == '-' && argv[i + 1][1] == '-'))
-            value = argv[++i];
-        else
-            return ax_errorf(AX_ERR_ARG,
-                             "--%s needs a value: --%s VALUE or --%s=VALUE (see %s --help)", name,
-                             name, name, cmd);
-        AX_CHECK(set_entry(e, obj, value, ""));
-        if (was_set) was_set[e - t->entries] = 1;
     }
+    const ax_cfg_positional *p = t->positional;
+    if (p && p->required && list_at(obj, p->offset)->n == 0)
+        return ax_errorf(AX_ERR_ARG, "%s is required: %s %s (see %s --help)", p->name, cmd, p->name,
+                         cmd);
     return AX_OK;
 }
 
 static void flag_left(const ax_cfg_entry *e, char *out, size_t size) {
     if (e->type == AX_CFG_BOOL)
         snprintf(out, size, "--%s, --no-%s", e->name, e->name);
+    else if (e->type == AX_CFG_STRLIST)
+        snprintf(out, size, "--%s %s...", e->name, type_word(e->type));
     else
         snprintf(out, size, "--%s %s", e->name, type_word(e->type));
 }
 
-void ax_cfg_print_help(const ax_cfg_table *t, FILE *f) {
-    fprintf(f, "usage: %s\n\n", t->usage ? t->usage : "axmem");
+static void print_usage_line(const ax_cfg_table *t, FILE *f) {
+    fprintf(f, "usage: %s", t->usage ? t->usage : "axmem");
+    const ax_cfg_positional *p = t->positional;
+    if (p) fprintf(f, p->required ? " %s%s" : " [%s%s]", p->name, p->many ? "..." : "");
+    fprintf(f, "\n\n");
     if (t->summary && *t->summary) fprintf(f, "%s\n\n", t->summary);
+    if (p) fprintf(f, "arguments:\n  %s%s  %s\n\n", p->name, p->many ? "..." : "", p->help);
+}
+
+void ax_cfg_print_help(const ax_cfg_table *t, FILE *f) {
+    print_usage_line(t, f);
     fprintf(f, "flags:\n");
     char left[200];
     int w = (int)strlen("--config FILE");
@@ -368,7 +479,9 @@ void ax_cfg_print_help(const ax_cfg_table *t, FILE *f) {
         const ax_cfg_entry *e = &t->entries[i];
         flag_left(e, left, sizeof left);
         fprintf(f, "  %-*s  %s", w, left, e->help ? e->help : "");
-        if (e->type == AX_CFG_STR)
+        if (e->type == AX_CFG_STRLIST)
+            fprintf(f, " (repeatable)");
+        else if (e->type == AX_CFG_STR)
             fprintf(f, " (default: \"%s\")", e->def ? e->def : "");
         else
             fprintf(f, " (default: %s)", e->def ? e->def : "");
@@ -400,9 +513,31 @@ void ax_cfg_write_json(const ax_cfg_table *t, const void *obj, ax_jw *w) {
         case AX_CFG_BOOL:
             ax_jw_bool(w, *(const int *)p);
             break;
+        case AX_CFG_STRLIST: {
+            const ax_cfg_strlist *l = p;
+            ax_jw_arr_begin(w);
+            for (int k = 0; k < l->n; k++) ax_jw_str(w, l->v[k]);
+            ax_jw_arr_end(w);
+            break;
+        }
         }
     }
     ax_jw_obj_end(w);
+}
+
+/* A list reads from an array of strings; its values append, as repeated flags do. */
+static ax_status read_json_list(const ax_cfg_entry *e, void *obj, const ax_json *v,
+                                const char *what) {
+    int ok = v->type == AX_JSON_ARR;
+    for (size_t k = 0; ok && k < v->n; k++)
+        ok = v->items[k]->type == AX_JSON_STR && strlen(v->items[k]->str) == v->items[k]->str_len;
+    if (!ok)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: \"%s\" should be an array of strings; fix or regenerate the file",
+                         what, e->name);
+    for (size_t k = 0; k < v->n; k++)
+        AX_CHECK(list_append(field(obj, e), v->items[k]->str, e->name));
+    return AX_OK;
 }
 
 ax_status ax_cfg_read_json(const ax_cfg_table *t, void *obj, const ax_json *o, const char *what) {
@@ -413,6 +548,10 @@ ax_status ax_cfg_read_json(const ax_cfg_table *t, void *obj, const ax_json *o, c
         const ax_cfg_entry *e = &t->entries[i];
         const ax_json *v = ax_json_get(o, e->name);
         if (!v) continue;
+        if (e->type == AX_CFG_STRLIST) {
+            AX_CHECK(read_json_list(e, obj, v, what));
+            continue;
+        }
         char where[600], text[64];
         snprintf(where, sizeof where, "%s: ", what);
         const char *value = NULL;
@@ -430,6 +569,8 @@ ax_status ax_cfg_read_json(const ax_cfg_table *t, void *obj, const ax_json *o, c
         case AX_CFG_BOOL:
             ok = v->type == AX_JSON_BOOL;
             value = v->num ? "true" : "false";
+            break;
+        case AX_CFG_STRLIST: /* handled above */
             break;
         }
         if (!ok)

@@ -1,7 +1,7 @@
 /* `axmem memscan lookup`: is this passage in the training data? Tokenizes the passage, finds
  * its verbatim spans of >= n tokens in the index, and prints the longest one with its text, the
  * count of every matching window and the source documents. */
-#include "lib/cliargs.h"
+#include "lib/config.h"
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "lib/fsutil.h"
@@ -10,24 +10,47 @@
 #include "memscan/index.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *LOOKUP_HELP =
-    "usage: axmem memscan lookup --index INDEX --tokenizer TOK [flags] (TEXT | --file F)\n\n"
-    "Is this passage in the training data? Prints the longest verbatim span of >= n tokens\n"
-    "found (its text and source document), every such span (longest first), and how many\n"
-    "times each matching n-token window occurs. Every match is checked against the dataset.\n\n"
-    "flags:\n"
-    "  --index INDEX        index from `axmem memscan index` (required)\n"
-    "  --tokenizer TOK      tokenizer the dataset was encoded with (required)\n"
-    "  --data FILE.axd      the dataset (default: the path stored in the index)\n"
-    "  --file F             read the passage from F instead of the TEXT argument\n"
-    "  --json               one JSON object on stdout\n"
-    "  --max-windows N      list at most N matching windows in text output (default 50)\n";
-
 typedef struct {
+    char index[AX_CFG_STR_MAX], tok[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX], file[AX_CFG_STR_MAX];
+    int json;
+    int64_t max_windows;
+    ax_cfg_strlist text;
+} lookup_flags;
+
+static const ax_cfg_entry lookup_entries[] = {
+    {"index", AX_CFG_STR, offsetof(lookup_flags, index), "", 1, 0,
+     "index from `axmem memscan index` (required)"},
+    {"tokenizer", AX_CFG_STR, offsetof(lookup_flags, tok), "", 1, 0,
+     "tokenizer the dataset was encoded with (required)"},
+    {"data", AX_CFG_STR, offsetof(lookup_flags, data), "", 1, 0,
+     "the dataset (.axd; empty: the path stored in the index)"},
+    {"file", AX_CFG_STR, offsetof(lookup_flags, file), "", 1, 0,
+     "read the passage from F instead of the TEXT argument"},
+    {"json", AX_CFG_BOOL, offsetof(lookup_flags, json), "false", 1, 0, "one JSON object on stdout"},
+    {"max-windows", AX_CFG_INT, offsetof(lookup_flags, max_windows), "50", 0, 9.2e18,
+     "list at most N matching windows in text output"},
+};
+static const ax_cfg_positional lookup_text = {"TEXT", offsetof(lookup_flags, text), 0, 0,
+                                              "the passage (quote it; or --file F)"};
+static const ax_cfg_table lookup_table = {
+    .usage = "axmem memscan lookup --index INDEX --tokenizer TOK [flags]",
+    .summary = "Is this passage in the training data? Prints the longest verbatim span of >= n "
+               "tokens\nfound (its text and source document), every such span (longest first), "
+               "and how many\ntimes each matching n-token window occurs. Every match is checked "
+               "against the dataset.",
+    .entries = lookup_entries,
+    .n = (int)(sizeof lookup_entries / sizeof lookup_entries[0]),
+    .positional = &lookup_text,
+};
+
+/* The flags, and views of them as the rest of this file reads them (NULL when not given). */
+typedef struct {
+    lookup_flags fl;
     const char *index, *tok, *data, *file, *text;
     int json;
     uint64_t max_windows;
@@ -36,46 +59,16 @@ typedef struct {
 static int parse(int argc, char **argv, lookup_args *a) {
     static const char *SUB = "lookup";
     memset(a, 0, sizeof *a);
-    a->max_windows = 50;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *v;
-        const char **dst = NULL;
-        const char *name = NULL;
-        if (ax_cli_is_help(argv[i])) {
-            fputs(LOOKUP_HELP, stdout);
-            return 0;
-        }
-        if ((r = ax_cli_flag(argc, argv, &i, name = "--index", &v)))
-            dst = &a->index;
-        else if ((r = ax_cli_flag(argc, argv, &i, name = "--tokenizer", &v)))
-            dst = &a->tok;
-        else if ((r = ax_cli_flag(argc, argv, &i, name = "--data", &v)))
-            dst = &a->data;
-        else if ((r = ax_cli_flag(argc, argv, &i, name = "--file", &v)))
-            dst = &a->file;
-        else if ((r = ax_cli_flag(argc, argv, &i, name = "--max-windows", &v))) {
-            if (r < 0) return ax_ms_cli_usage(SUB, "%s needs a value", name);
-            if (!ax_ms_cli_u64(v, &a->max_windows))
-                return ax_ms_cli_usage(SUB, "--max-windows '%s' is not a non-negative integer", v);
-            continue;
-        } else if (!strcmp(argv[i], "--json")) {
-            a->json = 1;
-            continue;
-        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-            return ax_ms_cli_usage(SUB, "unknown argument '%s'", argv[i]);
-        } else {
-            if (a->text)
-                return ax_ms_cli_usage(SUB,
-                                       "one TEXT argument only (got '%s' too); quote the "
-                                       "passage",
-                                       argv[i]);
-            a->text = argv[i];
-            continue;
-        }
-        if (r < 0) return ax_ms_cli_usage(SUB, "%s needs a value", name);
-        *dst = v;
-    }
+    int rc = ax_ms_cli_parse(SUB, &lookup_table, &a->fl, argc, argv);
+    if (rc >= 0) return rc;
+    lookup_flags *f = &a->fl;
+    a->index = f->index[0] ? f->index : NULL;
+    a->tok = f->tok[0] ? f->tok : NULL;
+    a->data = f->data[0] ? f->data : NULL;
+    a->file = f->file[0] ? f->file : NULL;
+    a->text = f->text.n ? f->text.v[0] : NULL;
+    a->json = f->json;
+    a->max_windows = (uint64_t)f->max_windows;
     if (!a->index) return ax_ms_cli_usage(SUB, "%s", "--index INDEX is required");
     if (!a->tok) return ax_ms_cli_usage(SUB, "%s", "--tokenizer TOK is required");
     if (!a->text && !a->file)
@@ -256,7 +249,10 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     static const char *SUB = "lookup";
     lookup_args a;
     int rc = parse(argc, argv, &a);
-    if (rc >= 0) return rc;
+    if (rc >= 0) {
+        ax_cfg_free(&lookup_table, &a.fl);
+        return rc;
+    }
     rc = 0;
     ax_memscan_info in;
     ax_axd_t *ds = NULL;
@@ -327,5 +323,6 @@ out:
     ax_memscan_index_free(idx);
     ax_tokenizer_free(tok);
     ax_axd_free(ds);
+    ax_cfg_free(&lookup_table, &a.fl);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* `axmem memscan`: index (build the n-gram index of a dataset, on one rank or under mpirun),
  * lookup (memscan/cmd_lookup.c) and info. */
-#include "lib/cliargs.h"
 #include "cli/commands.h"
+#include "lib/cliargs.h"
+#include "lib/config.h"
 #include "data/axd.h"
 #include "data/progress.h"
 #include "lib/log.h"
@@ -15,6 +16,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,30 +33,71 @@ static const char *TOP_HELP =
     "  generate  regurgitation scan: free generations slid over the index, verbatim spans\n"
     "  probe     extractable memorization of a checkpoint: prefix -> greedy suffix, exact match\n";
 
-static const char *INDEX_HELP =
-    "usage: axmem memscan index --data FILE.axd --out INDEX [flags]\n\n"
-    "Counts every window of n tokens of the dataset (windows stay inside one document; its\n"
-    "end-of-text token is not part of it) and keeps, per distinct window, its count and first\n"
-    "occurrence. Exact: hash collisions are resolved against the tokens. Writes INDEX (zstd,\n"
-    "checksummed) and INDEX.json (counts and duplication histogram, for reports). Under\n"
-    "mpirun the ranks split the dataset and the table; the file loads on any number of ranks.\n"
-    "Ctrl-C stops cleanly and leaves no output.\n\n"
-    "flags:\n"
-    "  --data FILE.axd      dataset from `axmem data encode` (required)\n"
-    "  --out INDEX          index file to write (required)\n"
-    "  --n N                window length in tokens (default 32, 1..1024)\n"
-    "  --seed S             hash seed (default 0)\n"
-    "  --round-windows N    windows each rank hashes per exchange round: bounds memory\n"
-    "                       (default 1M; suffix K, M)\n\n"
-    "environment: AXMEM_MEMSCAN_HASH_BITS=B keeps B bits of each hash (tests: collisions)\n";
+typedef struct {
+    char data[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], round_windows[AX_CFG_STR_MAX];
+    int64_t n, seed;
+} index_flags;
 
-static const char *INFO_HELP =
-    "usage: axmem memscan info INDEX [--verify] [--json]\n\n"
-    "Prints an index's header: the dataset it was built from, window length, window counts and\n"
-    "the duplication histogram (distinct windows occurring 1, 2-3, 4-15, 16-63, 64+ times).\n\n"
-    "flags:\n"
-    "  --verify     also decompress every block and check its checksum\n"
-    "  --json       print the header as JSON (the INDEX.json fields)\n";
+static const ax_cfg_entry index_entries[] = {
+    {"data", AX_CFG_STR, offsetof(index_flags, data), "", 1, 0,
+     "dataset from `axmem data encode` (required)"},
+    {"out", AX_CFG_STR, offsetof(index_flags, out), "", 1, 0, "index file to write (required)"},
+    {"n", AX_CFG_INT, offsetof(index_flags, n), "32", 1, AX_MEMSCAN_N_MAX,
+     "window length in tokens"},
+    {"seed", AX_CFG_INT, offsetof(index_flags, seed), "0", 0, 9.2e18, "hash seed"},
+    /* text, not an int: takes suffixes K, M */
+    {"round-windows", AX_CFG_STR, offsetof(index_flags, round_windows), "1M", 1, 0,
+     "windows each rank hashes per exchange round: bounds memory (suffix K, M; 1..64M)"},
+};
+static const ax_cfg_table index_table = {
+    .usage = "axmem memscan index --data FILE.axd --out INDEX [flags]",
+    .summary =
+        "Counts every window of n tokens of the dataset (windows stay inside one document; its\n"
+        "end-of-text token is not part of it) and keeps, per distinct window, its count and first\n"
+        "occurrence. Exact: hash collisions are resolved against the tokens. Writes INDEX (zstd,\n"
+        "checksummed) and INDEX.json (counts and duplication histogram, for reports). Under\n"
+        "mpirun the ranks split the dataset and the table; the file loads on any number of ranks.\n"
+        "Ctrl-C stops cleanly and leaves no output.\n\n"
+        "environment: AXMEM_MEMSCAN_HASH_BITS=B keeps B bits of each hash (tests: collisions)",
+    .entries = index_entries,
+    .n = (int)(sizeof index_entries / sizeof index_entries[0]),
+};
+
+typedef struct {
+    int verify, json;
+    ax_cfg_strlist path;
+} info_flags;
+
+static const ax_cfg_entry info_entries[] = {
+    {"verify", AX_CFG_BOOL, offsetof(info_flags, verify), "false", 1, 0,
+     "also decompress every block and check its checksum"},
+    {"json", AX_CFG_BOOL, offsetof(info_flags, json), "false", 1, 0,
+     "print the header as JSON (the INDEX.json fields)"},
+};
+static const ax_cfg_positional info_path = {"INDEX", offsetof(info_flags, path), 0, 1,
+                                            "index from `axmem memscan index`"};
+static const ax_cfg_table info_table = {
+    .usage = "axmem memscan info [flags]",
+    .summary = "Prints an index's header: the dataset it was built from, window length, window "
+               "counts and\nthe duplication histogram (distinct windows occurring 1, 2-3, 4-15, "
+               "16-63, 64+ times).",
+    .entries = info_entries,
+    .n = (int)(sizeof info_entries / sizeof info_entries[0]),
+    .positional = &info_path,
+};
+
+int ax_ms_cli_parse(const char *sub, const ax_cfg_table *t, void *fl, int argc, char **argv) {
+    int help = 0, rank0 = ax_ms_world_get().rank == 0;
+    ax_status st = ax_cfg_set_defaults(t, fl);
+    if (st == AX_OK) st = ax_cfg_parse_argv(t, fl, argc, argv, NULL, &help);
+    if (st != AX_OK) {
+        if (rank0) fprintf(stderr, "axmem memscan %s: %s\n", sub, ax_error_msg());
+        return st == AX_ERR_ARG ? 2 : 1;
+    }
+    if (!help) return -1;
+    if (rank0) ax_cfg_print_help(t, stdout);
+    return 0;
+}
 
 int ax_ms_cli_usage(const char *sub, const char *fmt, const char *arg) {
     if (ax_ms_world_get().rank != 0) return 2;
@@ -99,11 +142,6 @@ int ax_ms_cli_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-#define NEED(r, flag)                                                                              \
-    do {                                                                                           \
-        if ((r) < 0) return ax_ms_cli_usage(SUB, "%s needs a value", flag);                        \
-    } while (0)
-
 static void print_hist(FILE *f, const ax_memscan_info *in) {
     fprintf(f, "duplication (distinct windows by how often they occur):\n");
     for (int i = 0; i < AX_MEMSCAN_HIST; i++)
@@ -116,7 +154,7 @@ static void print_hist(FILE *f, const ax_memscan_info *in) {
 
 static int cmd_index(int argc, char **argv) {
     static const char *SUB = "index";
-    const char *data = NULL, *out = NULL, *v;
+    index_flags fl;
     ax_memscan_build_opts o;
     ax_memscan_build_opts_default(&o);
     const char *bits_env = getenv("AXMEM_MEMSCAN_HASH_BITS");
@@ -126,43 +164,21 @@ static int cmd_index(int argc, char **argv) {
             return ax_ms_cli_usage(SUB, "AXMEM_MEMSCAN_HASH_BITS='%s' is not in 1..64", bits_env);
         o.hash_bits = b;
     }
-    for (int i = 1; i < argc; i++) {
-        int r;
-        uint64_t u;
-        if (ax_cli_is_help(argv[i])) {
-            if (ax_ms_world_get().rank == 0) fputs(INDEX_HELP, stdout);
-            return 0;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--data", &v))) {
-            NEED(r, "--data");
-            data = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--out", &v))) {
-            NEED(r, "--out");
-            out = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--n", &v))) {
-            NEED(r, "--n");
-            if (!ax_ms_cli_u64(v, &u) || u < 1 || u > AX_MEMSCAN_N_MAX)
-                return ax_ms_cli_usage(SUB, "--n '%s' is not an integer in 1..1024", v);
-            o.n = (int)u;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--seed", &v))) {
-            NEED(r, "--seed");
-            if (!ax_ms_cli_u64(v, &u))
-                return ax_ms_cli_usage(SUB, "--seed '%s' is not a non-negative integer", v);
-            o.seed = u;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--round-windows", &v))) {
-            NEED(r, "--round-windows");
-            if (!ax_ms_cli_u64(v, &u) || u < 1 || u > (1u << 26))
-                return ax_ms_cli_usage(SUB, "--round-windows '%s' is not in 1..64M", v);
-            o.round_windows = u;
-        } else {
-            return ax_ms_cli_usage(SUB, "unknown argument '%s'", argv[i]);
-        }
-    }
-    if (!data) return ax_ms_cli_usage(SUB, "%s", "--data FILE.axd is required");
-    if (!out) return ax_ms_cli_usage(SUB, "%s", "--out INDEX is required");
+    int rc = ax_ms_cli_parse(SUB, &index_table, &fl, argc, argv);
+    if (rc >= 0) return rc;
+    uint64_t u;
+    if (!ax_ms_cli_u64(fl.round_windows, &u) || u < 1 || u > (1u << 26))
+        return ax_ms_cli_usage(SUB, "--round-windows '%s' is not in 1..64M", fl.round_windows);
+    o.round_windows = u;
+    o.n = (int)fl.n;
+    o.seed = (uint64_t)fl.seed;
+    const char *data = fl.data, *out = fl.out;
+    if (!data[0]) return ax_ms_cli_usage(SUB, "%s", "--data FILE.axd is required");
+    if (!out[0]) return ax_ms_cli_usage(SUB, "%s", "--out INDEX is required");
     ax_ms_world w = ax_ms_world_get();
     ax_axd_t *ds = NULL;
     ax_memscan_index_t *idx = NULL;
-    int rc = 0;
+    rc = 0;
     ax_data_catch_sigint();
     o.stop = ax_data_stop_flag();
     o.progress = w.rank == 0;
@@ -201,27 +217,19 @@ done:
     return rc;
 }
 
+static int show_info(const char *SUB, const char *path, int verify, int json);
+
 static int cmd_info(int argc, char **argv) {
     static const char *SUB = "info";
-    const char *path = NULL;
-    int verify = 0, json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (ax_cli_is_help(argv[i])) {
-            fputs(INFO_HELP, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--verify")) {
-            verify = 1;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (argv[i][0] == '-') {
-            return ax_ms_cli_usage(SUB, "unknown argument '%s'", argv[i]);
-        } else if (path) {
-            return ax_ms_cli_usage(SUB, "one INDEX only (got '%s' too)", argv[i]);
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path) return ax_ms_cli_usage(SUB, "%s", "INDEX is required");
+    info_flags fl;
+    int rc = ax_ms_cli_parse(SUB, &info_table, &fl, argc, argv);
+    if (rc < 0) rc = show_info(SUB, fl.path.v[0], fl.verify, fl.json);
+    ax_cfg_free(&info_table, &fl);
+    return rc;
+}
+
+/* INDEX's header as text or JSON */
+static int show_info(const char *SUB, const char *path, int verify, int json) {
     ax_memscan_info in;
     ax_status st = ax_memscan_index_read_info(path, verify, &in);
     if (st != AX_OK) return ax_ms_cli_fail(SUB, st);

@@ -163,6 +163,8 @@ static size_t field_size(const ax_cfg_entry *e) {
         return sizeof(double);
     case AX_CFG_BOOL:
         return sizeof(int);
+    case AX_CFG_STRLIST: /* train has no list flags; pointers would never compare equal */
+        return 0;
     }
     return 0;
 }

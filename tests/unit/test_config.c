@@ -23,7 +23,7 @@ static const ax_cfg_entry entries[] = {
     {"fast", AX_CFG_BOOL, offsetof(tcfg, fast), "false", 1, 0, "skip the slow checks"},
     {"seed", AX_CFG_INT, offsetof(tcfg, seed), "-1", 1, 0, "random seed (unbounded)"},
 };
-static const ax_cfg_table table = {"axmem train [flags]", "Trains a model.", entries, 5};
+static const ax_cfg_table table = {"axmem train [flags]", "Trains a model.", entries, 5, NULL};
 
 static tcfg fresh(void) {
     tcfg c;
@@ -275,4 +275,179 @@ Test(config, help_output) {
     while (lb[-1] != '\n') lb--;
     cr_assert_eq(a - la, b - lb, "%s", buf);
     free(buf);
+}
+
+/* ---- list flags and positional arguments ---- */
+
+typedef struct {
+    ax_cfg_strlist input, run;
+    int64_t n;
+    int quiet;
+    ax_cfg_strlist args;
+} lcfg;
+
+static const ax_cfg_entry lentries[] = {
+    {"input", AX_CFG_STRLIST, offsetof(lcfg, input), "", 1, 0, "input files"},
+    {"run", AX_CFG_STRLIST, offsetof(lcfg, run), "", 1, 0, "LABEL=DIR"},
+    {"n", AX_CFG_INT, offsetof(lcfg, n), "3", 1, 9, "count"},
+    {"quiet", AX_CFG_BOOL, offsetof(lcfg, quiet), "false", 1, 0, "say less"},
+};
+static const ax_cfg_positional one_file = {"FILE", offsetof(lcfg, args), 0, 1, "the file"};
+static const ax_cfg_positional many_text = {"TEXT", offsetof(lcfg, args), 1, 0, "words"};
+static const ax_cfg_table ltable = {"axmem thing [flags]", "Does a thing.", lentries, 4, NULL};
+
+static ax_status lparse(const ax_cfg_table *t, lcfg *c, int n, ...) {
+    char *argv[16] = {"thing"};
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++) argv[i + 1] = va_arg(ap, char *);
+    va_end(ap);
+    memset(c, 0x5a, sizeof *c); /* set_defaults must not read what was there */
+    cr_assert_eq(ax_cfg_set_defaults(t, c), AX_OK, "%s", ax_error_msg());
+    ax_error_clear();
+    return ax_cfg_parse_argv(t, c, n + 1, argv, NULL, NULL);
+}
+
+Test(config, strlist_takes_values_up_to_the_next_flag) {
+    lcfg c;
+    cr_assert_eq(
+        lparse(&ltable, &c, 9, "--input", "a", "b", "-c", "--n", "4", "--input=d", "--input", "e"),
+        AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(c.input.n, 5);
+    const char *want[] = {"a", "b", "-c", "d", "e"};
+    for (int i = 0; i < 5; i++) cr_assert_str_eq(c.input.v[i], want[i]);
+    cr_assert_eq(c.n, 4);
+    cr_assert_eq(c.run.n, 0);
+    ax_cfg_free(&ltable, &c);
+    cr_assert_eq(c.input.n, 0);
+    cr_assert_null(c.input.v);
+    /* repeated --run LABEL=DIR; "--run=" keeps an empty value */
+    cr_assert_eq(lparse(&ltable, &c, 4, "--run", "x=1", "--run", "y=2"), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(c.run.n, 2);
+    cr_assert_str_eq(c.run.v[1], "y=2");
+    ax_cfg_free(&ltable, &c);
+}
+
+Test(config, strlist_errors) {
+    lcfg c;
+    cr_assert_eq(lparse(&ltable, &c, 2, "--input", "--quiet"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--input needs a value"), "%s", ax_error_msg());
+    ax_cfg_free(&ltable, &c);
+    cr_assert_eq(lparse(&ltable, &c, 2, "--inputs", "a"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "did you mean --input?"), "%s", ax_error_msg());
+    ax_cfg_free(&ltable, &c);
+    /* without a positional in the table, a stray argument after a non-list flag is an error */
+    cr_assert_eq(lparse(&ltable, &c, 3, "--n", "2", "stray"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "'stray'"), "%s", ax_error_msg());
+    ax_cfg_free(&ltable, &c);
+}
+
+Test(config, strlist_from_config_files_json_and_manifest) {
+    char path[128];
+    tmpfile_with(path, sizeof path, "input = a.txt\ninput = \"b c.txt\"\n");
+    lcfg c;
+    cr_assert_eq(lparse(&ltable, &c, 4, "--config", path, "--input", "z"), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(c.input.n, 3); /* the file's values, then the command line's */
+    cr_assert_str_eq(c.input.v[1], "b c.txt");
+    cr_assert_str_eq(c.input.v[2], "z");
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_cfg_write_json(&ltable, &c, &w);
+    cr_assert(strstr(ax_jw_text(&w), "\"input\":[\"a.txt\",\"b c.txt\",\"z\"]"), "%s",
+              ax_jw_text(&w));
+    ax_json *o;
+    cr_assert_eq(ax_json_parse(ax_jw_text(&w), strlen(ax_jw_text(&w)), "m", &o), AX_OK);
+    lcfg d;
+    cr_assert_eq(ax_cfg_set_defaults(&ltable, &d), AX_OK);
+    cr_assert_eq(ax_cfg_read_json(&ltable, &d, o, "m"), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(d.input.n, 3);
+    cr_assert_str_eq(d.input.v[2], "z");
+    ax_json_free(o);
+    ax_jw_free(&w);
+    ax_cfg_free(&ltable, &d);
+    ax_cfg_free(&ltable, &c);
+    unlink(path);
+    /* a JSON config with a string where a list belongs is rejected, naming the key */
+    tmpfile_with(path, sizeof path, "{\"input\": 3}");
+    cr_assert_eq(lparse(&ltable, &c, 2, "--config", path), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "\"input\" should be an array of strings"), "%s",
+              ax_error_msg());
+    ax_cfg_free(&ltable, &c);
+    unlink(path);
+}
+
+Test(config, strlist_default_must_be_empty) {
+    static const ax_cfg_entry bad[] = {
+        {"input", AX_CFG_STRLIST, offsetof(lcfg, input), "x", 1, 0, "input files"}};
+    static const ax_cfg_table t = {"axmem bad [flags]", "", bad, 1, NULL};
+    lcfg c;
+    cr_assert_eq(ax_cfg_set_defaults(&t, &c), AX_ERR_INTERNAL);
+    cr_assert(strstr(ax_error_msg(), "--input"), "%s", ax_error_msg());
+}
+
+Test(config, one_positional) {
+    ax_cfg_table t = ltable;
+    t.positional = &one_file;
+    lcfg c;
+    cr_assert_eq(lparse(&t, &c, 3, "--quiet", "f.axd", "--n=2"), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(c.args.n, 1);
+    cr_assert_str_eq(c.args.v[0], "f.axd");
+    cr_assert_eq(c.quiet, 1);
+    cr_assert_eq(c.n, 2);
+    ax_cfg_free(&t, &c);
+    cr_assert_eq(lparse(&t, &c, 2, "a", "b"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "takes one FILE; got 'a' and 'b'"), "%s", ax_error_msg());
+    ax_cfg_free(&t, &c);
+    cr_assert_eq(lparse(&t, &c, 1, "--quiet"), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "FILE is required"), "%s", ax_error_msg());
+    ax_cfg_free(&t, &c);
+    int help = 0;
+    char *argv[] = {"thing", "--help"};
+    cr_assert_eq(ax_cfg_set_defaults(&t, &c), AX_OK);
+    cr_assert_eq(ax_cfg_parse_argv(&t, &c, 2, argv, NULL, &help), AX_OK, "--help needs no FILE");
+    cr_assert_eq(help, 1);
+    ax_cfg_free(&t, &c);
+}
+
+Test(config, many_positionals_and_double_dash) {
+    ax_cfg_table t = ltable;
+    t.positional = &many_text;
+    lcfg c;
+    cr_assert_eq(lparse(&t, &c, 6, "hello", "--n", "5", "world", "--", "--quiet"), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(c.args.n, 3);
+    cr_assert_str_eq(c.args.v[1], "world");
+    cr_assert_str_eq(c.args.v[2], "--quiet", "after --, flags are text");
+    cr_assert_eq(c.quiet, 0);
+    cr_assert_eq(c.n, 5);
+    ax_cfg_free(&t, &c);
+    cr_assert_eq(lparse(&t, &c, 0), AX_OK, "TEXT is optional here");
+    cr_assert_eq(c.args.n, 0);
+}
+
+Test(config, help_shows_lists_and_positionals) {
+    ax_cfg_table t = ltable;
+    t.positional = &one_file;
+    char path[128];
+    tmpfile_with(path, sizeof path, "");
+    FILE *f = fopen(path, "w");
+    ax_cfg_print_help(&t, f);
+    fclose(f);
+    char *text;
+    size_t len;
+    cr_assert_eq(ax_read_file(path, &text, &len), AX_OK);
+    cr_assert(strstr(text, "usage: axmem thing [flags] FILE\n"), "%s", text);
+    cr_assert(strstr(text, "arguments:\n  FILE  the file\n"), "%s", text);
+    cr_assert(strstr(text, "--input string...") && strstr(text, "(repeatable)"), "%s", text);
+    free(text);
+    t.positional = &many_text;
+    f = fopen(path, "w");
+    ax_cfg_print_help(&t, f);
+    fclose(f);
+    cr_assert_eq(ax_read_file(path, &text, &len), AX_OK);
+    cr_assert(strstr(text, "usage: axmem thing [flags] [TEXT...]\n"), "%s", text);
+    free(text);
+    unlink(path);
 }

@@ -514,11 +514,11 @@ Test(goldfish, cli_usage_and_runtime_errors) {
         {"goldfish show --tokenizer TOK --file /etc/hostname hello", 2, "not both"},
         {"goldfish show --tokenizer TOK --spec hash:k=1 hello", 2, "--spec 'hash:k=1': k must be"},
         {"goldfish show --tokenizer TOK --color sometimes hi", 2, "auto, always or never"},
-        {"goldfish show --tokenizer TOK --frobnicate hi", 2, "unknown flag '--frobnicate'"},
+        {"goldfish show --tokenizer TOK --frobnicate hi", 2, "unknown flag --frobnicate"},
         {"goldfish show --tokenizer /nonexistent/x.tok hello", 1, "/nonexistent/x.tok"},
         {"goldfish show --tokenizer TOK --file /nonexistent/t.txt", 1, "/nonexistent/t.txt"},
         {"goldfish stats", 2, "--data FILE.axd is required"},
-        {"goldfish stats --data x.axd --seq-len 0", 2, "--seq-len '0'"},
+        {"goldfish stats --data x.axd --seq-len 0", 2, "--seq-len=0 is out of range"},
         {"goldfish stats --data x.axd --spec static:k=2,h=3", 2, "static takes only k"},
         {"goldfish stats --data /nonexistent/d.axd", 1, "/nonexistent/d.axd"},
         {"goldfish stats --data TOK", 1, ""}, /* not a dataset */
