@@ -1,145 +1,114 @@
-/* `axmem report`: flags -> ax_report_build. Usage errors exit 2, runtime failures 1, each
- * with one line on stderr. */
+/* `axmem report`: table-driven flags -> ax_report_build. Usage errors exit 2, runtime failures
+ * 1, each with one line on stderr. */
 #include "cli/commands.h"
-#include "lib/cliargs.h"
+#include "lib/config.h"
 #include "lib/status.h"
 #include "reports/report.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *HELP =
-    "usage: axmem report --run LABEL=DIR [--run LABEL=DIR ...] --out OUTDIR [flags]\n\n"
-    "Turns memscan results into a report a reviewer can sign off on: a plain-language\n"
-    "headline (\"baseline: 32/32 probed documents reproduced verbatim; goldfish: 0/32\"),\n"
-    "a table per run and charts. Reads scan files only; never loads a model.\n\n"
-    "Writes (each to a temporary file renamed into place):\n"
-    "  OUTDIR/report.html  one self-contained page: inline CSS and SVG charts, no scripts,\n"
-    "                      no external resources (open it anywhere, mail it, archive it)\n"
-    "  OUTDIR/report.md    the same tables in Markdown (no charts)\n"
-    "  OUTDIR/report.json  the combined data: {\"schema\":\"axmem-report\",\"version\":1,...}\n\n"
-    "Per run it shows: checkpoint path and step, goldfish spec, dataset identity (path,\n"
-    "xxh3, documents, tokens); the extraction probe (exact-match rate with 95% CI, token\n"
-    "accuracy, RougeL, mean matched prefix, exact match by duplication when probed with\n"
-    "--index) and its most memorized samples (doc, offset, matched prefix; decoded text only\n"
-    "if samples.jsonl holds it, i.e. the probe ran with --tokenizer); the regurgitation scan\n"
-    "(generations with a verbatim training span, mean/max longest span, span histogram);\n"
-    "final training loss and val_loss. Charts: exact-match rate per run with CI whiskers,\n"
-    "matched-prefix histograms, longest-span histograms, loss curves (val_loss as circles),\n"
-    "and the training set's duplication histogram with --index.\n\n"
-    "flags:\n"
-    "  --run LABEL=DIR       a run directory (repeatable; LABEL names it in tables/charts).\n"
-    "                        Reads whichever of these exist, at least one of the first two:\n"
-    "                          DIR/scan.json           `memscan probe` (extraction-probe)\n"
-    "                          DIR/regurgitation.json  `memscan generate` (regurgitation-scan)\n"
-    "                          DIR/samples.jsonl       the probe's per-document rows\n"
-    "                          DIR/metrics.jsonl       `axmem train`'s training log\n"
-    "  --scan LABEL=FILE     one scan file (either kind); two --scan with the same LABEL\n"
-    "                        (a probe and a regurgitation scan) form one run\n"
-    "  --index INDEX.json    the sidecar `memscan index --out INDEX` wrote next to INDEX:\n"
-    "                        adds the training set's duplication histogram\n"
-    "  --out OUTDIR          output directory, created if missing (required)\n"
-    "  --title T             page title (default: \"axmem memorization report: A vs B\")\n"
-    "  --text-chars N        characters of decoded sample text shown (default 80; 0 hides it)\n\n"
-    "Scan files must have schema \"axmem-scan\", version 1; anything else is refused with\n"
-    "the file and version named.\n\n"
-    "example (after `axmem demo --out runs/demo`):\n"
-    "  axmem report --run baseline=runs/demo/baseline --run goldfish=runs/demo/goldfish \\\n"
-    "               --index runs/demo/memo.index.json --out runs/demo/report\n";
+typedef struct {
+    ax_cfg_strlist run, scan;
+    char index[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], title[AX_CFG_STR_MAX];
+    int64_t text_chars;
+} report_flags;
 
-static int usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "axmem report: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "; see 'axmem report --help'\n");
-    return 2;
+#define F(field) offsetof(report_flags, field)
+static const ax_cfg_entry entries[] = {
+    {"run", AX_CFG_STRLIST, F(run), "", 1, 0,
+     "LABEL=DIR: a run directory (repeatable); reads whichever of DIR/scan.json (memscan "
+     "probe), DIR/regurgitation.json (memscan generate), DIR/samples.jsonl, DIR/metrics.jsonl "
+     "exist (at least one scan)"},
+    {"scan", AX_CFG_STRLIST, F(scan), "", 1, 0,
+     "LABEL=FILE: one scan file of either kind (repeatable; a probe and a regurgitation scan "
+     "with the same LABEL form one run)"},
+    {"index", AX_CFG_STR, F(index), "", 1, 0,
+     "INDEX.json sidecar of `memscan index`: adds the training set's duplication histogram"},
+    {"out", AX_CFG_STR, F(out), "", 1, 0, "output directory, created if missing (required)"},
+    {"title", AX_CFG_STR, F(title), "", 1, 0,
+     "page title (default: \"axmem memorization report: A vs B\")"},
+    {"text-chars", AX_CFG_INT, F(text_chars), "80", 0, 100000,
+     "characters of decoded sample text shown (0 hides it)"},
+};
+#undef F
+
+static const ax_cfg_table table = {
+    .usage = "axmem report --run LABEL=DIR [--run LABEL=DIR ...] --out OUTDIR",
+    .summary =
+        "Turns memscan results into a report a reviewer can sign off on: a plain-language\n"
+        "headline (\"baseline: 32/32 probed documents reproduced verbatim; goldfish: 0/32\"),\n"
+        "a table per run and charts. Reads scan files only; never loads a model.\n\n"
+        "Writes OUTDIR/report.html (one self-contained page: inline CSS and SVG charts, no\n"
+        "scripts or external resources), OUTDIR/report.md (the tables in Markdown) and\n"
+        "OUTDIR/report.json ({\"schema\":\"axmem-report\",\"version\":1,...}), each to a\n"
+        "temporary file renamed into place.\n\n"
+        "Per run: checkpoint and step, goldfish spec, dataset identity; the extraction probe\n"
+        "(exact-match rate with 95% CI, token accuracy, RougeL, matched prefix, exact match by\n"
+        "duplication when probed with --index) and its most memorized samples (decoded text\n"
+        "only if the probe ran with --tokenizer); the regurgitation scan (generations with a\n"
+        "verbatim training span, longest spans); final loss and val_loss. Charts: exact match\n"
+        "per run with CI whiskers, matched-prefix and longest-span histograms, loss curves,\n"
+        "and the training set's duplication with --index. Scan files must be schema\n"
+        "\"axmem-scan\" version 1.\n\n"
+        "example (after `axmem demo --out runs/demo`):\n"
+        "  axmem report --run baseline=runs/demo/baseline --run goldfish=runs/demo/goldfish \\\n"
+        "               --index runs/demo/memo.index.json --out runs/demo/report",
+    .entries = entries,
+    .n = (int)(sizeof entries / sizeof entries[0]),
+};
+
+/* "LABEL=PATH" -> input; label copied into labels[k], path points into the flag's value */
+static ax_status add_inputs(const char *flag, const ax_cfg_strlist *vals, int is_file,
+                            ax_report_opts *o, ax_report_input *inputs, char **labels) {
+    for (int k = 0; k < vals->n; k++) {
+        const char *val = vals->v[k], *eq = strchr(val, '=');
+        if (!eq || eq == val || !eq[1])
+            return ax_errorf(AX_ERR_ARG, "--%s needs LABEL=%s, got '%s'", flag,
+                             is_file ? "FILE" : "DIR", val);
+        char *label = strndup(val, (size_t)(eq - val));
+        if (!label) return ax_errorf(AX_ERR_NOMEM, "out of memory");
+        labels[o->n_inputs] = label;
+        inputs[o->n_inputs++] = (ax_report_input){label, eq + 1, is_file};
+    }
+    return AX_OK;
 }
 
-/* "LABEL=PATH" -> input (pointing into argv) */
-static int split_input(const char *flag, const char *val, int is_file, ax_report_input *in,
-                       char **label_store) {
-    const char *eq = strchr(val, '=');
-    if (!eq || eq == val || !eq[1]) {
-        fprintf(stderr, "axmem report: %s needs LABEL=%s, got '%s'; see 'axmem report --help'\n",
-                flag, is_file ? "FILE" : "DIR", val);
-        return 2;
-    }
-    *label_store = strndup(val, (size_t)(eq - val));
-    if (!*label_store) {
-        fprintf(stderr, "axmem report: out of memory\n");
-        return 1;
-    }
-    in->label = *label_store, in->path = eq + 1, in->is_file = is_file;
-    return 0;
-}
-
-static int add_input(int r, const char *flag, const char *v, int is_file, ax_report_opts *o,
-                     ax_report_input *inputs, char **labels) {
-    if (r < 0) return usage("%s needs LABEL=PATH", flag);
-    int rc = split_input(flag, v, is_file, &inputs[o->n_inputs], &labels[o->n_inputs]);
-    if (!rc) o->n_inputs++;
-    return rc;
+static ax_status run(report_flags *fl, int *help) {
+    int n = fl->run.n + fl->scan.n;
+    if (*help) return AX_OK;
+    if (!n) return ax_errorf(AX_ERR_ARG, "give at least one --run LABEL=DIR or --scan LABEL=FILE");
+    if (!fl->out[0]) return ax_errorf(AX_ERR_ARG, "--out OUTDIR is required");
+    ax_report_input *inputs = calloc((size_t)n, sizeof *inputs);
+    char **labels = calloc((size_t)n, sizeof *labels);
+    ax_report_opts o = {.inputs = inputs,
+                        .index = fl->index[0] ? fl->index : NULL,
+                        .out = fl->out,
+                        .title = fl->title[0] ? fl->title : NULL,
+                        .text_chars = (int)fl->text_chars};
+    ax_status st = inputs && labels ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
+    if (st == AX_OK) st = add_inputs("run", &fl->run, 0, &o, inputs, labels);
+    if (st == AX_OK) st = add_inputs("scan", &fl->scan, 1, &o, inputs, labels);
+    if (st == AX_OK) st = ax_report_build(&o);
+    if (st == AX_OK) printf("wrote %s/report.html, report.md, report.json\n", o.out);
+    for (int i = 0; labels && i < n; i++) free(labels[i]);
+    free(labels), free(inputs);
+    return st;
 }
 
 int ax_cmd_report(int argc, char **argv) {
-    ax_report_input *inputs = calloc((size_t)argc, sizeof *inputs);
-    char **labels = calloc((size_t)argc, sizeof *labels);
-    ax_report_opts o = {.inputs = inputs, .text_chars = 80};
-    int rc = 0;
-    if (!inputs || !labels) {
-        fprintf(stderr, "axmem report: out of memory\n");
-        rc = 1;
-        goto out;
-    }
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *v = NULL;
-        int r;
-        if (ax_cli_is_help(argv[i])) {
-            fputs(HELP, stdout);
-            goto out;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--run", &v))) {
-            rc = add_input(r, "--run", v, 0, &o, inputs, labels);
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--scan", &v))) {
-            rc = add_input(r, "--scan", v, 1, &o, inputs, labels);
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--index", &v))) {
-            if (r < 0) rc = usage("%s needs a value", "--index");
-            o.index = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--out", &v))) {
-            if (r < 0) rc = usage("%s needs a value", "--out");
-            o.out = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--title", &v))) {
-            if (r < 0) rc = usage("%s needs a value", "--title");
-            o.title = v;
-        } else if ((r = ax_cli_flag(argc, argv, &i, "--text-chars", &v))) {
-            char *end = NULL;
-            long n = r > 0 ? strtol(v, &end, 10) : -1;
-            if (r < 0 || !*v || *end || n < 0 || n > 100000)
-                rc = usage("--text-chars needs a count 0..100000, got '%s'", r > 0 ? v : "");
-            o.text_chars = (int)n;
-        } else {
-            rc = usage("unknown argument '%s'", argv[i]);
-        }
-    }
-    if (rc) goto out;
-    if (!o.n_inputs) {
-        rc = usage("%sgive at least one --run LABEL=DIR or --scan LABEL=FILE", "");
-        goto out;
-    }
-    if (!o.out || !o.out[0]) {
-        rc = usage("%s--out OUTDIR is required", "");
-        goto out;
-    }
+    report_flags fl;
+    int help = 0;
     ax_error_clear();
-    ax_status st = ax_report_build(&o);
-    if (st != AX_OK) {
-        const char *m = ax_error_msg();
-        fprintf(stderr, "axmem report: %s\n", m[0] ? m : ax_status_str(st));
-        rc = st == AX_ERR_ARG ? 2 : 1;
-        goto out;
-    }
-    printf("wrote %s/report.html, report.md, report.json\n", o.out);
-out:
-    for (int i = 0; labels && i < argc; i++) free(labels[i]);
-    free(labels), free(inputs);
-    return rc;
+    ax_status st = ax_cfg_set_defaults(&table, &fl);
+    if (st == AX_OK) st = ax_cfg_parse_argv(&table, &fl, argc, argv, NULL, &help);
+    if (st == AX_OK && help) ax_cfg_print_help(&table, stdout);
+    if (st == AX_OK) st = run(&fl, &help);
+    ax_cfg_free(&table, &fl);
+    if (st == AX_OK) return 0;
+    const char *m = ax_error_msg();
+    fprintf(stderr, "axmem report: %s\n", m[0] ? m : ax_status_str(st));
+    return st == AX_ERR_ARG ? 2 : 1;
 }
