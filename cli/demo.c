@@ -4,16 +4,20 @@
  * a goldfish model, index the training set, probe both models for extractable memorization, and
  * write a summary a person can read. */
 #include "cli/commands.h"
+#include "lib/config.h"
 #include "lib/fsutil.h"
 #include "lib/json.h"
 #include "lib/log.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
-    const char *out, *corpus, *steps, *vocab, *docs;
+    char out[AX_CFG_STR_MAX], corpus[AX_CFG_STR_MAX];
+    int64_t steps_n, vocab_n, docs_n;
+    char steps[32], vocab[32], docs[32]; /* the numbers as text, for the commands' argv */
 } demo_args;
 
 static int run(const char *what, int (*fn)(int, char **), char **argv) {
@@ -25,59 +29,51 @@ static int run(const char *what, int (*fn)(int, char **), char **argv) {
     return rc;
 }
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: axmem demo [--out DIR] [--corpus FILE.jsonl] [--steps N] [--docs N]\n\n"
-            "The main job on the bundled public-domain corpus (KJV, one document per chapter):\n"
-            "  1. trains a byte-level BPE tokenizer on the whole corpus;\n"
-            "  2. takes N chapters (first 500 characters each) as a memorization set and N\n"
-            "     others as held-out text, and encodes both;\n"
-            "  3. trains a baseline and a goldfish (hash:k=4,h=13) model for many epochs on the\n"
-            "     memorization set (one document per sequence), validating on held-out text;\n"
-            "  4. indexes the training set (memscan index) and probes both models: 32-token\n"
-            "     prefix -> greedy 32-token suffix, exact match (memscan probe), and free\n"
-            "     generations slid over the index for verbatim spans (memscan generate);\n"
-            "  5. writes DIR/summary.md and the report DIR/report/report.{html,md,json}.\n\n"
-            "  --out DIR         output folder (default runs/demo)\n"
-            "  --corpus FILE     JSONL corpus (default data/corpus/kjv.jsonl)\n"
-            "  --steps N         training steps per model (default 300)\n"
-            "  --docs N          documents in the memorization set (default 32)\n"
-            "  --vocab-size N    tokenizer vocabulary (default 2048)\n");
-}
+#define F(field) offsetof(demo_args, field)
+static const ax_cfg_entry entries[] = {
+    {"out", AX_CFG_STR, F(out), "runs/demo", 1, 0, "output folder"},
+    {"corpus", AX_CFG_STR, F(corpus), "data/corpus/kjv.jsonl", 1, 0,
+     "JSONL corpus (one document per line, \"text\" field)"},
+    {"steps", AX_CFG_INT, F(steps_n), "300", 1, 1e7, "training steps per model"},
+    {"docs", AX_CFG_INT, F(docs_n), "32", 1, 500, "documents in the memorization set"},
+    {"vocab-size", AX_CFG_INT, F(vocab_n), "2048", 257, 1 << 22, "tokenizer vocabulary"},
+};
+#undef F
 
+static const ax_cfg_table table = {
+    .usage = "axmem demo [flags]",
+    .summary =
+        "The main job on the bundled public-domain corpus (KJV, one document per chapter):\n"
+        "  1. trains a byte-level BPE tokenizer on the whole corpus;\n"
+        "  2. takes N chapters (first 500 characters each) as a memorization set and N\n"
+        "     others as held-out text, and encodes both;\n"
+        "  3. trains a baseline and a goldfish (hash:k=4,h=13) model for many epochs on the\n"
+        "     memorization set (one document per sequence), validating on held-out text;\n"
+        "  4. indexes the training set (memscan index) and probes both models: 32-token\n"
+        "     prefix -> greedy 32-token suffix, exact match (memscan probe), and free\n"
+        "     generations slid over the index for verbatim spans (memscan generate);\n"
+        "  5. writes DIR/summary.md and the report DIR/report/report.{html,md,json}.",
+    .entries = entries,
+    .n = (int)(sizeof entries / sizeof entries[0]),
+};
+
+/* 0: go on; otherwise the exit code (help printed or bad flags) */
 static int parse(int argc, char **argv, demo_args *a) {
-    *a = (demo_args){"runs/demo", "data/corpus/kjv.jsonl", "300", "2048", "32"};
-    for (int i = 1; i < argc; i++) {
-        const char **dst = NULL;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--out"))
-            dst = &a->out;
-        else if (!strcmp(argv[i], "--corpus"))
-            dst = &a->corpus;
-        else if (!strcmp(argv[i], "--steps"))
-            dst = &a->steps;
-        else if (!strcmp(argv[i], "--vocab-size"))
-            dst = &a->vocab;
-        else if (!strcmp(argv[i], "--docs"))
-            dst = &a->docs;
-        else {
-            fprintf(stderr, "axmem demo: unknown flag '%s'; see axmem demo --help\n", argv[i]);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "axmem demo: %s needs a value; see axmem demo --help\n", argv[i]);
-            return 2;
-        }
-        *dst = argv[++i];
-    }
-    int docs = atoi(a->docs);
-    if (docs < 1 || docs > 500) {
-        fprintf(stderr, "axmem demo: --docs %s must be in 1..500\n", a->docs);
+    int help = 0;
+    ax_status st = ax_cfg_set_defaults(&table, a);
+    if (st == AX_OK) st = ax_cfg_parse_argv(&table, a, argc, argv, NULL, &help);
+    if (st != AX_OK) {
+        fprintf(stderr, "axmem demo: %s\n", ax_error_msg());
         return 2;
     }
-    return -1;
+    if (help) {
+        ax_cfg_print_help(&table, stdout);
+        return -1;
+    }
+    snprintf(a->steps, sizeof a->steps, "%lld", (long long)a->steps_n);
+    snprintf(a->vocab, sizeof a->vocab, "%lld", (long long)a->vocab_n);
+    snprintf(a->docs, sizeof a->docs, "%lld", (long long)a->docs_n);
+    return 0;
 }
 
 /* Writes documents [first, first+n) of the JSONL corpus, each cut to `chars` bytes, to path. */
@@ -200,7 +196,7 @@ static int summarize(const demo_args *a, const char *base, const char *gold) {
 int ax_cmd_demo(int argc, char **argv) {
     demo_args a;
     int rc = parse(argc, argv, &a);
-    if (rc >= 0) return rc;
+    if (rc) return rc < 0 ? 0 : rc;
     char tok[1024], memo[1024], heldout[1024], memo_axd[1024], held_axd[1024], index[1024];
     char base[1024], gold[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer.axt", a.out);
@@ -211,7 +207,7 @@ int ax_cmd_demo(int argc, char **argv) {
     snprintf(index, sizeof index, "%s/memo.index", a.out);
     snprintf(base, sizeof base, "%s/baseline", a.out);
     snprintf(gold, sizeof gold, "%s/goldfish", a.out);
-    long docs = atol(a.docs);
+    long docs = (long)a.docs_n;
     if (ax_mkdir_p(a.out) != AX_OK || subset(a.corpus, 100, docs, 500, memo) != AX_OK ||
         subset(a.corpus, 1000, docs, 500, heldout) != AX_OK) {
         fprintf(stderr, "axmem demo: %s\n", ax_error_msg());
