@@ -629,20 +629,9 @@ out:
 }
 
 int ax_cmd_data(int argc, char **argv) {
-    ax_error_clear(); /* messages are sticky: start from none */
-    if (argc < 2) {
-        fputs(TOP_HELP, stderr);
-        return 2;
-    }
-    const char *sub = argv[1];
-    if (ax_cli_is_help(sub) || !strcmp(sub, "help")) {
-        fputs(TOP_HELP, stdout);
-        return 0;
-    }
-    if (!strcmp(sub, "tokenizer-train")) return cmd_train(argc - 1, argv + 1);
-    if (!strcmp(sub, "encode")) return cmd_encode(argc - 1, argv + 1);
-    if (!strcmp(sub, "decode")) return cmd_decode(argc - 1, argv + 1);
-    if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "axmem data: unknown subcommand '%s'; run 'axmem data --help'\n", sub);
-    return 2;
+    static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train},
+                                      {"encode", cmd_encode},
+                                      {"decode", cmd_decode},
+                                      {"info", cmd_info}};
+    return ax_cli_dispatch("data", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }

@@ -639,17 +639,7 @@ out:
 /* ---------------------------------------------------------------- dispatch */
 
 int ax_cmd_goldfish(int argc, char **argv) {
-    ax_error_clear(); /* a stale message from earlier work must not be reported as ours */
-    if (argc < 2) {
-        fputs(TOP_HELP, stderr);
-        return 2;
-    }
-    const char *sub = argv[1];
-    if (ax_cli_is_help(sub) || !strcmp(sub, "help")) {
-        fputs(TOP_HELP, stdout);
-        return 0;
-    }
-    if (!strcmp(sub, "show")) return cmd_show(argc - 1, argv + 1);
-    if (!strcmp(sub, "stats")) return cmd_stats(argc - 1, argv + 1);
-    return usage_err("", "unknown subcommand '%s' (show, stats)", sub);
+    static const ax_cli_sub subs[] = {{"show", cmd_show}, {"stats", cmd_stats}};
+    return ax_cli_dispatch("goldfish", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc,
+                           argv);
 }

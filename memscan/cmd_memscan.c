@@ -6,7 +6,6 @@
 #include "data/axd.h"
 #include "data/progress.h"
 #include "lib/log.h"
-#include "lib/mpienv.h"
 #include "lib/status.h"
 #include "lib/timer.h"
 #include "memscan/cmd_util.h"
@@ -258,29 +257,13 @@ static int show_info(const char *SUB, const char *path, int verify, int json) {
     return 0;
 }
 
+/* MPI is started by the dispatcher (cli/main.c) under a launcher; index is collective then */
 int ax_cmd_memscan(int argc, char **argv) {
-    ax_error_clear();
-    if (argc < 2) {
-        fputs(TOP_HELP, stderr);
-        return 2;
-    }
-    const char *sub = argv[1];
-    if (ax_cli_is_help(sub) || !strcmp(sub, "help")) {
-        fputs(TOP_HELP, stdout);
-        return 0;
-    }
-    if (!strcmp(sub, "index")) {
-        /* MPI only under a launcher (mpirun/srun); a plain run stays serial */
-        ax_status st = ax_mpi_start(&argc, &argv);
-        if (st != AX_OK) return ax_ms_cli_fail("index", st);
-        int rc = cmd_index(argc - 1, argv + 1);
-        ax_mpi_stop();
-        return rc;
-    }
-    if (!strcmp(sub, "lookup")) return ax_ms_cmd_lookup(argc - 1, argv + 1);
-    if (!strcmp(sub, "probe")) return ax_ms_cmd_probe(argc - 1, argv + 1);
-    if (!strcmp(sub, "generate")) return ax_ms_cmd_generate(argc - 1, argv + 1);
-    if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "axmem memscan: unknown subcommand '%s'; run 'axmem memscan --help'\n", sub);
-    return 2;
+    static const ax_cli_sub subs[] = {{"index", cmd_index},
+                                      {"lookup", ax_ms_cmd_lookup},
+                                      {"info", cmd_info},
+                                      {"generate", ax_ms_cmd_generate},
+                                      {"probe", ax_ms_cmd_probe}};
+    return ax_cli_dispatch("memscan", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc,
+                           argv);
 }
