@@ -140,6 +140,9 @@ void ax_embedding_shard_forward(float *out, const int32_t *tokens, const float *
     }
 }
 
+/* Parallel over column blocks, not rows: two rows may name the same token, and splitting the
+ * columns lets every thread walk all N rows in order without races or atomics, so the sum order
+ * is fixed (deterministic for any thread count) and only the rows named in tokens are touched. */
 #define EMB_COLS 64
 void ax_embedding_shard_backward(float *dwte, const float *dout, const int32_t *tokens, int N,
                                  int C, int v0, int rows) {
