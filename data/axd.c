@@ -17,8 +17,9 @@
 #include <xxhash.h>
 
 #define AXD_MAGIC "AXMEMAXD"
-#define AXD_VERSION 1u
-#define AXD_HEADER 56
+#define AXD_VERSION 2u
+#define AXD_HEADER_V1 56
+#define AXD_HEADER 64
 #define REBUILD "re-run `axmem data encode` to rebuild it"
 
 static void put32(uint8_t *p, uint32_t v) {
@@ -45,7 +46,8 @@ struct ax_axd {
     uint8_t *map;
     size_t size;
     uint32_t vocab, width;
-    uint64_t n_docs, n_tokens, checksum;
+    uint64_t n_docs, n_tokens, checksum, tok_checksum;
+    size_t header; /* 56 (version 1) or 64 */
     const uint64_t *offsets;
     const uint8_t *tokens;
 };
@@ -57,6 +59,30 @@ void ax_axd_free(ax_axd_t *d) {
     free(d);
 }
 
+/* Every token id must index the vocabulary: the model's embedding and loss index by it. The
+ * checksum only proves the file is what its writer wrote, not that the writer was right. */
+static ax_status check_token_range(const ax_axd_t *d) {
+    uint32_t max = 0;
+    if (d->width == 2) {
+        const uint8_t *p = d->tokens;
+        for (uint64_t i = 0; i < d->n_tokens; i++) {
+            uint16_t v;
+            memcpy(&v, p + 2 * i, 2);
+            max = v > max ? v : max;
+        }
+    } else {
+        for (uint64_t i = 0; i < d->n_tokens; i++) {
+            uint32_t v = get32(d->tokens + 4 * i);
+            max = v > max ? v : max;
+        }
+    }
+    if (d->n_tokens && max >= d->vocab)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: token id %u is outside the dataset's vocabulary [0, %u); " REBUILD,
+                         d->path, max, d->vocab);
+    return AX_OK;
+}
+
 static ax_status validate(ax_axd_t *d, int verify_payload) {
     const char *path = d->path;
     const uint8_t *m = d->map;
@@ -66,20 +92,25 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
                          "%s: not an axmem dataset (bad magic); pass a .axd file written by "
                          "`axmem data encode`",
                          path);
-    if (size < AXD_HEADER)
+    if (size < AXD_HEADER_V1)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: truncated dataset (%zu bytes, the header alone "
                          "is %d); " REBUILD,
-                         path, size, AXD_HEADER);
+                         path, size, AXD_HEADER_V1);
     uint32_t version = get32(m + 8);
-    if (version != AXD_VERSION)
+    if (version != 1 && version != AXD_VERSION)
         return ax_errorf(AX_ERR_MISMATCH,
-                         "%s: dataset format version %u, this build reads version %u; " REBUILD,
+                         "%s: dataset format version %u, this build reads versions 1-%u; " REBUILD,
                          path, version, AXD_VERSION);
-    uint64_t hh = XXH3_64bits(m, 48);
-    if (get64(m + 48) != hh)
+    d->header = version == 1 ? AXD_HEADER_V1 : AXD_HEADER;
+    if (size < d->header)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: truncated dataset header (%zu bytes); " REBUILD, path,
+                         size);
+    size_t hsum = d->header - 8; /* the header checksum covers every byte before it */
+    if (get64(m + hsum) != XXH3_64bits(m, hsum))
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: header checksum mismatch: the header is corrupt; " REBUILD, path);
+    d->tok_checksum = version == 1 ? 0 : get64(m + 48);
     d->vocab = get32(m + 12);
     d->width = get32(m + 16);
     d->n_docs = get64(m + 24);
@@ -90,14 +121,14 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: inconsistent header (vocab %u, token width %u); " REBUILD, path,
                          d->vocab, d->width);
-    /* expected size, with overflow checks: 56 + 8 (n_docs + 1) + width n_tokens */
+    /* expected size, with overflow checks: header + 8 (n_docs + 1) + width n_tokens */
     uint64_t lim = UINT64_MAX / 16;
     if (d->n_docs >= lim || d->n_tokens >= lim)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: header claims %llu docs, %llu tokens: corrupt; " REBUILD, path,
                          (unsigned long long)d->n_docs, (unsigned long long)d->n_tokens);
     uint64_t off_bytes = 8 * (d->n_docs + 1);
-    uint64_t want = AXD_HEADER + off_bytes + (uint64_t)d->width * d->n_tokens;
+    uint64_t want = d->header + off_bytes + (uint64_t)d->width * d->n_tokens;
     if ((uint64_t)size != want)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: %s: %zu bytes, but the header (%llu docs, %llu tokens) implies "
@@ -105,8 +136,8 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
                          path, (uint64_t)size < want ? "truncated dataset" : "oversized dataset",
                          size, (unsigned long long)d->n_docs, (unsigned long long)d->n_tokens,
                          (unsigned long long)want);
-    d->offsets = (const uint64_t *)(m + AXD_HEADER);
-    d->tokens = m + AXD_HEADER + off_bytes;
+    d->offsets = (const uint64_t *)(m + d->header);
+    d->tokens = m + d->header + off_bytes;
     if (d->offsets[0] != 0 || d->offsets[d->n_docs] != d->n_tokens)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: document offsets do not span the tokens (first %llu, last %llu, "
@@ -119,12 +150,13 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
             return ax_errorf(AX_ERR_CORRUPT, "%s: document offsets decrease at doc %llu; " REBUILD,
                              path, (unsigned long long)i);
     if (verify_payload) {
-        uint64_t h = XXH3_64bits(m + AXD_HEADER, size - AXD_HEADER);
+        uint64_t h = XXH3_64bits(m + d->header, size - d->header);
         if (h != d->checksum)
             return ax_errorf(AX_ERR_CORRUPT,
                              "%s: payload checksum mismatch (stored %016llx, computed %016llx): "
                              "the file is corrupt; " REBUILD,
                              path, (unsigned long long)d->checksum, (unsigned long long)h);
+        AX_CHECK(check_token_range(d));
     }
     return AX_OK;
 }
@@ -184,6 +216,26 @@ uint64_t ax_axd_n_tokens(const ax_axd_t *d) {
 uint64_t ax_axd_checksum(const ax_axd_t *d) {
     return d->checksum;
 }
+uint64_t ax_axd_tokenizer_checksum(const ax_axd_t *d) {
+    return d->tok_checksum;
+}
+
+ax_status ax_axd_check_tokenizer(const ax_axd_t *d, const ax_tokenizer_t *tok,
+                                 const char *tok_path) {
+    uint64_t want = d->tok_checksum, have = ax_tokenizer_checksum(tok);
+    if ((uint32_t)ax_tokenizer_vocab_size(tok) != d->vocab)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "tokenizer %s has %d tokens but dataset %s was encoded with %u; pass "
+                         "the tokenizer the dataset was encoded with",
+                         tok_path, ax_tokenizer_vocab_size(tok), d->path, d->vocab);
+    if (want && want != have)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "tokenizer %s (identity %016llx) is not the one dataset %s was encoded "
+                         "with (%016llx): same vocabulary size, different merges; pass the "
+                         "tokenizer the dataset was encoded with",
+                         tok_path, (unsigned long long)have, d->path, (unsigned long long)want);
+    return AX_OK;
+}
 const char *ax_axd_path(const ax_axd_t *d) {
     return d->path;
 }
@@ -232,6 +284,7 @@ struct ax_axd_writer {
     char *path, *partial, *side;
     FILE *tok; /* side file: the token stream */
     uint32_t vocab, width;
+    uint64_t tok_checksum;
     uint64_t *offsets;
     size_t n_docs, cap;
     uint64_t n_tokens;
@@ -285,6 +338,10 @@ ax_status ax_axd_writer_create(const char *path, uint32_t vocab_size, ax_axd_wri
     setvbuf(w->tok, NULL, _IOFBF, 1 << 20);
     *out = w;
     return AX_OK;
+}
+
+void ax_axd_writer_set_tokenizer(ax_axd_writer_t *w, uint64_t tokenizer_checksum) {
+    w->tok_checksum = tokenizer_checksum;
 }
 
 ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_t n) {
@@ -385,7 +442,8 @@ ax_status ax_axd_writer_close(ax_axd_writer_t *w) {
     put64(hdr + 24, w->n_docs);
     put64(hdr + 32, w->n_tokens);
     put64(hdr + 40, XXH3_64bits_digest(hs));
-    put64(hdr + 48, XXH3_64bits(hdr, 48));
+    put64(hdr + 48, w->tok_checksum);
+    put64(hdr + 56, XXH3_64bits(hdr, 56));
     if (pwrite(fd, hdr, AXD_HEADER, 0) != AXD_HEADER || fsync(fd) != 0) {
         st = ax_errorf(AX_ERR_IO, "%s: write failed: %s; check free disk space", w->partial,
                        strerror(errno));

@@ -2,26 +2,29 @@
  *
  * Layout (little-endian):
  *   0  char[8]  magic "AXMEMAXD"
- *   8  u32      version (1)
+ *   8  u32      version (2; version 1 files, without the tokenizer field, still load)
  *  12  u32      vocab_size
  *  16  u32      token_width (2 or 4 bytes)
  *  20  u32      reserved (0)
  *  24  u64      n_docs
  *  32  u64      n_tokens
  *  40  u64      XXH3_64 of everything after the header (offsets + tokens)
- *  48  u64      XXH3_64 of bytes [0, 48) (header checksum)
- *  56  u64[n_docs + 1] doc offsets (token index where each doc starts; last = n_tokens)
+ *  48  u64      identity of the tokenizer that encoded it (ax_tokenizer_checksum; 0 = unknown)
+ *  56  u64      XXH3_64 of bytes [0, 56) (header checksum)
+ *  64  u64[n_docs + 1] doc offsets (token index where each doc starts; last = n_tokens)
  *  ..  tokens (token_width bytes each)
  * Every document ends with the end-of-text token (AX_TOK_EOT) so the stream is contiguous. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "data/tokenizer.h"
 #include "lib/status.h"
 
 typedef struct ax_axd ax_axd_t;
 
 /* mmap + validate magic, version, sizes against the file length, offsets monotone, both
- * checksums (verify_payload = 0 skips the O(size) payload hash for quick inspection).
+ * checksums and every token id < vocab (verify_payload = 0 skips the O(size) payload pass
+ * for quick inspection).
  * Errors name the path and say what to do (usually: re-run `axmem data encode`). */
 ax_status ax_axd_open(const char *path, int verify_payload, ax_axd_t **out);
 void ax_axd_free(ax_axd_t *d);
@@ -29,6 +32,11 @@ uint32_t ax_axd_vocab_size(const ax_axd_t *d);
 uint64_t ax_axd_n_docs(const ax_axd_t *d);
 uint64_t ax_axd_n_tokens(const ax_axd_t *d);
 uint64_t ax_axd_checksum(const ax_axd_t *d);           /* payload XXH3: the dataset's identity */
+uint64_t ax_axd_tokenizer_checksum(const ax_axd_t *d); /* encoder's identity; 0 = unknown (v1) */
+/* The tokenizer must be the one the dataset was encoded with: same vocabulary size and, when
+ * the dataset records it, the same identity. Errors name both files. */
+ax_status ax_axd_check_tokenizer(const ax_axd_t *d, const ax_tokenizer_t *tok,
+                                 const char *tok_path);
 const char *ax_axd_path(const ax_axd_t *d);            /* as passed to ax_axd_open (for messages) */
 const uint64_t *ax_axd_doc_offsets(const ax_axd_t *d); /* [n_docs + 1] */
 uint32_t ax_axd_token(const ax_axd_t *d, uint64_t i);
@@ -41,6 +49,8 @@ uint64_t ax_axd_doc_of(const ax_axd_t *d, uint64_t i);
  * writes to path.partial, then fsync + rename on ax_axd_writer_close. */
 typedef struct ax_axd_writer ax_axd_writer_t;
 ax_status ax_axd_writer_create(const char *path, uint32_t vocab_size, ax_axd_writer_t **out);
+/* records the encoding tokenizer's identity in the header (default 0 = unknown) */
+void ax_axd_writer_set_tokenizer(ax_axd_writer_t *w, uint64_t tokenizer_checksum);
 /* appends tokens and then AX_TOK_EOT if the doc does not already end with it */
 ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_t n);
 ax_status ax_axd_writer_close(ax_axd_writer_t *w); /* finalises; frees w in all cases */

@@ -397,6 +397,7 @@ static int cmd_encode(int argc, char **argv) {
                   fail);
     AX_CHECK_GOTO(ax_tok_encoder_create(tok, (int)fl.threads, &enc), fail);
     AX_CHECK_GOTO(ax_axd_writer_create(out_path, (uint32_t)ax_tokenizer_vocab_size(tok), &w), fail);
+    ax_axd_writer_set_tokenizer(w, ax_tokenizer_checksum(tok));
     ax_data_progress pr;
     ax_data_progress_init(&pr, "encode", ax_input_bytes_total(in));
     uint64_t docs = 0, tokens = 0, text = 0;
@@ -543,13 +544,7 @@ static int cmd_decode(int argc, char **argv) {
         goto out;
     }
     AX_CHECK_GOTO(ax_axd_open(data_path, 1, &d), fail);
-    if (ax_axd_vocab_size(d) != (uint32_t)ax_tokenizer_vocab_size(tok)) {
-        st = ax_errorf(AX_ERR_MISMATCH,
-                       "%s has vocabulary %u but tokenizer %s has %d: pass the tokenizer it was "
-                       "encoded with",
-                       data_path, ax_axd_vocab_size(d), tok_path, ax_tokenizer_vocab_size(tok));
-        goto fail;
-    }
+    AX_CHECK_GOTO(ax_axd_check_tokenizer(d, tok, tok_path), fail);
     if (have_doc) {
         if (doc >= ax_axd_n_docs(d)) {
             st = ax_errorf(
@@ -599,12 +594,17 @@ static int cmd_info(int argc, char **argv) {
     uint64_t nd = ax_axd_n_docs(d), nt = ax_axd_n_tokens(d);
     const uint64_t *off = ax_axd_doc_offsets(d);
     printf("path:       %s\n", path);
-    printf("format:     axd v1, %d-byte tokens\n", ax_axd_vocab_size(d) <= 65536 ? 2 : 4);
+    printf("format:     axd v%d, %d-byte tokens\n", ax_axd_tokenizer_checksum(d) ? 2 : 1,
+           ax_axd_vocab_size(d) <= 65536 ? 2 : 4);
     printf("vocab:      %u\n", ax_axd_vocab_size(d));
     printf("docs:       %" PRIu64 "\n", nd);
     printf("tokens:     %" PRIu64 "\n", nt);
     printf("checksum:   %016" PRIx64 " (%s)\n", ax_axd_checksum(d),
            verify ? "verified" : "not verified");
+    if (ax_axd_tokenizer_checksum(d))
+        printf("tokenizer:  %016" PRIx64 "\n", ax_axd_tokenizer_checksum(d));
+    else
+        printf("tokenizer:  unknown (written before datasets recorded it)\n");
     if (nd) {
         lens = malloc(nd * sizeof *lens);
         if (!lens) {

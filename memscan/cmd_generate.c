@@ -170,6 +170,7 @@ static ax_status run_generate(gen_flags *fl) {
     AX_CHECK_GOTO(ax_axd_open(fl->data[0] ? fl->data : info.ds_path, 1, &ds), out);
     AX_CHECK_GOTO(ax_memscan_index_load(fl->index, ds, &idx), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
+    if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
     AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, (int)fl->batch, (int)fl->length, &mm), out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,

@@ -278,13 +278,7 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     }
     if (st != AX_OK) goto fail;
     AX_CHECK_GOTO(ax_tokenizer_load(a.tok, &tok), fail);
-    if ((uint32_t)ax_tokenizer_vocab_size(tok) != ax_axd_vocab_size(ds)) {
-        st = ax_errorf(AX_ERR_MISMATCH,
-                       "tokenizer %s (vocab %d) does not match dataset %s (vocab %u); pass the "
-                       "tokenizer the dataset was encoded with",
-                       a.tok, ax_tokenizer_vocab_size(tok), data, ax_axd_vocab_size(ds));
-        goto fail;
-    }
+    AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, a.tok), fail);
     AX_CHECK_GOTO(ax_memscan_index_load(a.index, ds, &idx), fail);
     if (a.file) {
         AX_CHECK_GOTO(ax_read_file(a.file, &text, &text_len), fail);

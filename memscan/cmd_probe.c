@@ -216,6 +216,7 @@ static ax_status run_probe(probe_flags *fl) {
     if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
     AX_CHECK_GOTO(ax_axd_open(fl->data, 1, &ds), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
+    if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
     AX_CHECK_GOTO(
         ax_ms_model_open(fl->ckpt, fl->grid, (int)fl->batch, (int)(fl->prefix + fl->suffix), &mm),
         out);

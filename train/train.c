@@ -183,13 +183,9 @@ static ax_status open_inputs(run_state *r) {
     if (c->tokenizer[0]) {
         ax_tokenizer_t *tok = NULL;
         AX_CHECK(ax_tokenizer_load(c->tokenizer, &tok));
-        int tv = ax_tokenizer_vocab_size(tok);
+        ax_status st = ax_axd_check_tokenizer(r->ds, tok, c->tokenizer);
         ax_tokenizer_free(tok);
-        if ((uint32_t)tv != ds_vocab)
-            return ax_errorf(AX_ERR_MISMATCH,
-                             "--tokenizer %s has %d tokens but --data %s was encoded with %u; "
-                             "encode the data with this tokenizer",
-                             c->tokenizer, tv, c->data, ds_vocab);
+        AX_CHECK(st);
     }
     if (!c->vocab) c->vocab = ds_vocab;
     if ((uint32_t)c->vocab < ds_vocab)

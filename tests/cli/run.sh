@@ -46,6 +46,12 @@ head -n 150 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
   && ok "encode" || bad "encode"
 expect_fail "impossible shape" 2 "not divisible" "$AX" train --data "$T/kjv.axd" --dim 100 --heads 3 --out "$T/r1"
 head -c 1000 "$T/kjv.axd" >"$T/trunc.axd"
+# a tokenizer with the same vocabulary size but other merges is not the dataset's tokenizer
+tail -n 150 data/corpus/kjv.jsonl >"$T/tail.jsonl"
+"$AX" data tokenizer-train --input "$T/tail.jsonl" --vocab-size 512 --out "$T/tok2" 2>/dev/null
+expect_fail "decode: other tokenizer, same vocab" 1 "different merges" "$AX" data decode --tokenizer "$T/tok2" --data "$T/kjv.axd" --doc 0
+expect_fail "train: other tokenizer, same vocab" 1 "tok2.*different merges" "$AX" train --data "$T/kjv.axd" --tokenizer "$T/tok2" --out "$T/r3"
+"$AX" data info "$T/kjv.axd" 2>/dev/null | grep -q "tokenizer:  [0-9a-f]\{16\}" && ok "data info shows the tokenizer identity" || bad "data info shows the tokenizer identity"
 expect_fail "truncated dataset" 1 "trunc.axd" "$AX" train --data "$T/trunc.axd" --out "$T/r2"
 
 # ---- training lowers the loss clearly

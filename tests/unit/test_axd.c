@@ -59,7 +59,7 @@ Test(axd, round_trip_width2) {
     check_dataset(path, 4096, 40);
     size_t n;
     free(td_read(path, &n));
-    cr_assert_eq(n, 56 + 8 * 41 + 2 * (40 * 41 / 2));
+    cr_assert_eq(n, 64 + 8 * 41 + 2 * (40 * 41 / 2));
     char partial[300];
     snprintf(partial, sizeof partial, "%s.partial", path);
     cr_assert_neq(access(partial, F_OK), 0, "partial file left behind");
@@ -73,7 +73,7 @@ Test(axd, round_trip_width4) {
     check_dataset(path, 100000, 30);
     size_t n;
     free(td_read(path, &n));
-    cr_assert_eq(n, 56 + 8 * 31 + 4 * (30 * 31 / 2));
+    cr_assert_eq(n, 64 + 8 * 31 + 4 * (30 * 31 / 2));
     unlink(path);
 }
 
@@ -158,8 +158,8 @@ Test(axd, rejects_damaged_files) {
     memcpy(&nt, c + 32, 8);
     nt += 5;
     memcpy(c + 32, &nt, 8);
-    uint64_t hh = XXH3_64bits(c, 48);
-    memcpy(c + 48, &hh, 8);
+    uint64_t hh = XXH3_64bits(c, 56);
+    memcpy(c + 56, &hh, 8);
     expect_reject(bad, c, n, "header");
 
     memcpy(c, b, n);
@@ -169,7 +169,7 @@ Test(axd, rejects_damaged_files) {
     /* offsets not monotone (payload checksum skipped to reach the offsets check) */
     memcpy(c, b, n);
     uint64_t o = 1000;
-    memcpy(c + 56 + 8 * 3, &o, 8);
+    memcpy(c + 64 + 8 * 3, &o, 8);
     cr_assert(td_write(bad, c, n));
     ax_axd_t *d = NULL;
     ax_error_clear();
@@ -184,6 +184,58 @@ Test(axd, rejects_damaged_files) {
     free(c);
     unlink(good);
     unlink(bad);
+}
+
+/* A token id >= vocab in a file whose checksums are right (a buggy or hostile writer). */
+Test(axd, rejects_token_outside_vocab) {
+    char good[256], bad[256];
+    td_tmp(good, sizeof good, "good.axd");
+    td_tmp(bad, sizeof bad, "bad.axd");
+    write_dataset(good, 4096, 20);
+    size_t n;
+    uint8_t *c = td_read(good, &n);
+    uint16_t big = 5000; /* vocab 4096, 2-byte tokens: the last token */
+    memcpy(c + n - 2, &big, 2);
+    uint64_t h = XXH3_64bits(c + 64, n - 64);
+    memcpy(c + 40, &h, 8);
+    h = XXH3_64bits(c, 56);
+    memcpy(c + 56, &h, 8);
+    expect_reject(bad, c, n, "token id 5000");
+    free(c);
+    unlink(good);
+    unlink(bad);
+}
+
+/* Version 1 files (56-byte header, no tokenizer identity) still load, identity unknown. */
+Test(axd, reads_version_1) {
+    char v2[256], v1[256];
+    td_tmp(v2, sizeof v2, "v2.axd");
+    td_tmp(v1, sizeof v1, "v1.axd");
+    write_dataset(v2, 4096, 20);
+    size_t n;
+    uint8_t *c = td_read(v2, &n);
+    uint8_t *o = malloc(n);
+    memcpy(o, c, 48);
+    uint32_t one = 1;
+    memcpy(o + 8, &one, 4);
+    uint64_t h = XXH3_64bits(o, 48);
+    memcpy(o + 48, &h, 8);
+    memcpy(o + 56, c + 64, n - 64);
+    cr_assert(td_write(v1, o, n - 8));
+    ax_axd_t *a = NULL, *b = NULL;
+    cr_assert_eq(ax_axd_open(v1, 1, &a), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_axd_open(v2, 1, &b), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_axd_tokenizer_checksum(a), 0);
+    cr_assert_eq(ax_axd_checksum(a), ax_axd_checksum(b));
+    cr_assert_eq(ax_axd_n_tokens(a), ax_axd_n_tokens(b));
+    for (uint64_t i = 0; i < ax_axd_n_tokens(a); i++)
+        cr_assert_eq(ax_axd_token(a, i), ax_axd_token(b, i));
+    ax_axd_free(a);
+    ax_axd_free(b);
+    free(c);
+    free(o);
+    unlink(v1);
+    unlink(v2);
 }
 
 /* ---- inputs ---- */
