@@ -1,4 +1,4 @@
-/* Llama-style decoder, 4D-parallel (AxoNN, DESIGN.md "The 4D grid"): token embedding,
+/* Llama-style decoder, 4D-parallel (AxoNN, docs/DESIGN.md "The 4D grid"): token embedding,
  * L x [RMSNorm -> QKV -> RoPE -> causal attention -> out-proj -> residual; RMSNorm -> SwiGLU
  * MLP -> residual], final RMSNorm, LM head (tied to the embedding or separate), masked
  * cross-entropy.

@@ -3,7 +3,7 @@
 #include "lib/comm.h"
 #include "lib/model.h"
 
-/* How a global tensor is split (DESIGN.md "The 4D grid"). */
+/* How a global tensor is split (docs/DESIGN.md "The 4D grid"). */
 typedef enum {
     TP_NORMAL,     /* [n, k]: rows (outputs) over Y in `groups` equal groups, cols over X */
     TP_TRANSPOSED, /* [n, k]: rows over X, cols (inputs) over Y */
