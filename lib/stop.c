@@ -97,13 +97,14 @@ static void check_stall(void) {
     if (waited <= limit * 1000000) return;
     const char *op = __atomic_load_n(&g_op, __ATOMIC_RELAXED);
     const char *axis = __atomic_load_n(&g_axis, __ATOMIC_RELAXED);
-    char msg[512];
+    char msg[512], who[32] = "this process";
+    int rank = __atomic_load_n(&g_rank, __ATOMIC_RELAXED);
+    if (rank >= 0) snprintf(who, sizeof who, "rank %d", rank);
     snprintf(msg, sizeof msg,
-             "axmem: rank %d: waited %.0f s in a collective (%s over the %s axis): another rank "
-             "is stalled or dead; aborting (--stall-timeout %.0f s, or AXMEM_STALL_TIMEOUT; 0 "
-             "turns the check off)\n",
-             __atomic_load_n(&g_rank, __ATOMIC_RELAXED), (double)waited / 1e9, op ? op : "?",
-             axis ? axis : "?", (double)limit / 1e3);
+             "axmem: %s: waited %.0f s in a collective (%s over the %s axis): another rank is "
+             "stalled or dead; aborting (--stall-timeout %g s, or AXMEM_STALL_TIMEOUT; 0 turns "
+             "the check off)\n",
+             who, (double)waited / 1e9, op ? op : "?", axis ? axis : "?", (double)limit / 1e3);
     say(msg);
     _exit(1);
 }

@@ -204,6 +204,7 @@ static ax_status from_ckpt_hint(run_state *r, ax_status st, const char *flag) {
     if (st == AX_OK || !r->cfg->resume || ax_train_flag_set(r->was_set, flag)) return st;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", ax_error_msg());
+    ax_error_clear(); /* the first message wins: replace it with the fuller one */
     return ax_errorf(st,
                      "%s (the run's --%s, from its checkpoint); if the file moved, resume "
                      "with --%s NEW_PATH (the contents must be the same)",
