@@ -494,6 +494,7 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
     ax_progress_begin(&prog, "train", res->first_step, cfg->steps);
     long step = res->first_step;
     double slowest = 0;
+    long saved = ck ? res->first_step : -1; /* the step of the newest checkpoint on disk */
     for (; step < cfg->steps; step++) {
         AX_CHECK_GOTO(should_stop(&r, step, res->first_step, t_start, slowest, res), out);
         if (res->stop != AX_TRAIN_DONE) break;
@@ -515,7 +516,7 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
             ax_progress_update(&prog, step + 1, loss, (double)tokens / dt,
                                step + 1 == cfg->steps || (step + 1) % cfg->log_every == 0);
         if (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0 && step + 1 < cfg->steps)
-            AX_CHECK_GOTO(write_checkpoint(&r, step + 1), out);
+            AX_CHECK_GOTO(write_checkpoint(&r, saved = step + 1), out);
         if (ax_now() - t0 > slowest) slowest = ax_now() - t0; /* with validation, checkpoint */
     }
     if (r.rank0) ax_progress_end(&prog);
@@ -530,8 +531,7 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
                 step);
     }
     /* a new run stopped before its first step still leaves step 0, so --resume works */
-    int have = ck && step == res->first_step;
-    if (!have && (step > res->first_step || res->interrupted))
+    if (saved != step && (step > res->first_step || res->interrupted))
         AX_CHECK_GOTO(write_checkpoint(&r, step), out);
 out:
     ax_ckpt_free(ck);
