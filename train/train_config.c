@@ -47,7 +47,8 @@ static const ax_cfg_entry entries[] = {
     {"log-every", AX_CFG_INT, F(log_every), "10", 1, 1e12, "progress line every N steps"},
     {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
     {"resume", AX_CFG_BOOL, F(resume), "false", 1, 0,
-     "continue from the newest checkpoint in --out (same losses, bit for bit, on CPU)"},
+     "continue from the newest checkpoint in --out with the run's own settings (same losses, "
+     "bit for bit, on CPU); flags given override only where safe"},
     {"goldfish", AX_CFG_STR, F(goldfish), "none", 1, 0,
      "goldfish loss: none | static:k=K | hash:k=K,h=H[,seed=S] (hash = k=4,h=13): drop a "
      "text-determined 1/k of targets so no passage is learned verbatim"},
@@ -81,7 +82,10 @@ const ax_cfg_table ax_train_table = {
     .summary = "Train a Llama-style decoder (RMSNorm, RoPE, SwiGLU) with AdamW, warm-up + cosine\n"
                "learning rate and gradient clipping. Writes OUT/metrics.jsonl (one JSON object\n"
                "per step) and checkpoints OUT/ckpt/step-NNNNNN/ (atomic; never overwritten).\n"
-               "Flags may also come from --config FILE (lines of `name = value`).",
+               "Flags may also come from --config FILE (lines of `name = value`).\n"
+               "Ctrl-C, SIGTERM, SIGUSR1 stop at the next step with a checkpoint (exit 128 +\n"
+               "signal; --exit-after-* exit 75); `axmem train --out DIR --resume` alone\n"
+               "continues a run with its own settings (the checkpoint's manifest).",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
