@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "lib/log.h"
 #include "lib/mpienv.h"
+#include "lib/stop.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,10 +31,21 @@ static void usage(FILE *f) {
                "how much of their training data they regurgitate.\n\ncommands:\n");
     for (int i = 0; i < n_commands; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\nenvironment: AXMEM_LOG=error|warn|info|debug, OMP_NUM_THREADS=N\n");
+    fprintf(f, "\nenvironment: AXMEM_LOG=error|warn|info|debug, OMP_NUM_THREADS=N,\n"
+               "  AXMEM_STALL_TIMEOUT=SECONDS (fail a multi-rank job whose ranks wait longer\n"
+               "  than this in one collective; default 600, 0 = off)\n"
+               "\nCtrl-C (SIGINT), SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 stop at the next safe\n"
+               "point (train: after the current step, with a checkpoint); a second one exits\n"
+               "at once.\n");
 }
 
 int main(int argc, char **argv) {
+    /* before MPI_Init and before any OpenMP/oneDNN thread: every thread inherits the blocked
+     * stop signals, and only lib/stop's thread receives them (lib/stop.h says why) */
+    if (ax_stop_start() != AX_OK) {
+        fprintf(stderr, "axmem: %s\n", ax_error_msg());
+        return 2;
+    }
     ax_log_init();
     if (argc < 2) {
         usage(stderr);

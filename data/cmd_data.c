@@ -6,6 +6,7 @@
 #include "data/axd.h"
 #include "data/input.h"
 #include "data/progress.h"
+#include "lib/stop.h"
 #include "data/tokenizer.h"
 #include "lib/log.h"
 #include "lib/status.h"
@@ -218,8 +219,8 @@ static int cmd_train(int argc, char **argv) {
         goto out;
     }
     const char *out_path = fl.out;
-    ax_data_catch_sigint();
-    volatile int *stop = ax_data_stop_flag();
+    ax_stop_catch();
+    volatile int *stop = ax_stop_flag();
     AX_CHECK_GOTO(ax_input_open((const char *const *)fl.input.v, fl.input.n, fl.split_lines, &in),
                   fail);
     AX_CHECK_GOTO(ax_bpe_trainer_create(&tr), fail);
@@ -264,7 +265,6 @@ static int cmd_train(int argc, char **argv) {
 fail:
     rc = report_fail(SUB, st);
 out:
-    ax_data_release_sigint();
     ax_tokenizer_free(tok);
     ax_bpe_trainer_free(tr);
     ax_input_free(in);
@@ -390,8 +390,8 @@ static int cmd_encode(int argc, char **argv) {
         goto out;
     }
     const char *out_path = fl.out, *tok_path = fl.tokenizer;
-    ax_data_catch_sigint();
-    volatile int *stop = ax_data_stop_flag();
+    ax_stop_catch();
+    volatile int *stop = ax_stop_flag();
     AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
     AX_CHECK_GOTO(ax_input_open((const char *const *)fl.input.v, fl.input.n, fl.split_lines, &in),
                   fail);
@@ -436,7 +436,6 @@ fail:
 fail_closed:
     rc = report_fail(SUB, st);
 out:
-    ax_data_release_sigint();
     free(b.text);
     free(b.segs);
     free(b.doc);

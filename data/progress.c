@@ -2,7 +2,6 @@
 #include "lib/log.h"
 #include "lib/timer.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,32 +44,4 @@ void ax_data_progress_update(ax_data_progress *p, uint64_t bytes, const char *ex
 void ax_data_progress_done(ax_data_progress *p, uint64_t bytes, const char *extra) {
     if (ax_log_get_level() < AX_LOG_INFO) return;
     show(p, bytes, extra, 1);
-}
-
-static volatile sig_atomic_t g_stop;
-static struct sigaction g_old;
-static int g_caught;
-
-static void on_sigint(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
-
-void ax_data_catch_sigint(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C gets the default action */
-    sigemptyset(&sa.sa_mask);
-    g_stop = 0;
-    if (sigaction(SIGINT, &sa, &g_old) == 0) g_caught = 1;
-}
-
-void ax_data_release_sigint(void) {
-    if (g_caught) sigaction(SIGINT, &g_old, NULL);
-    g_caught = 0;
-}
-
-volatile int *ax_data_stop_flag(void) {
-    return (volatile int *)&g_stop;
 }

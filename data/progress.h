@@ -1,7 +1,6 @@
 /* Progress for long data work (bytes, MB/s; lib/progress.h is the training-step kind): on
  * stderr at info level, a \r-updated line on a terminal, a plain log line every few seconds
- * otherwise. Also Ctrl-C handling: the first SIGINT sets a flag the work loops poll (so
- * outputs are left consistent), a second one kills. */
+ * otherwise. Ctrl-C: lib/stop.h (ax_stop_catch, then poll ax_stop_flag()). */
 #pragma once
 #include <stdint.h>
 
@@ -16,7 +15,3 @@ void ax_data_progress_init(ax_data_progress *p, const char *label, uint64_t tota
 /* bytes processed so far; `extra` (may be NULL) is appended, e.g. "1234 docs" */
 void ax_data_progress_update(ax_data_progress *p, uint64_t bytes, const char *extra);
 void ax_data_progress_done(ax_data_progress *p, uint64_t bytes, const char *extra);
-
-void ax_data_catch_sigint(void);
-void ax_data_release_sigint(void);
-volatile int *ax_data_stop_flag(void);

@@ -5,7 +5,7 @@
 #include "lib/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
-#include "data/progress.h"
+#include "lib/stop.h"
 #include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
 #include "lib/fsutil.h"
@@ -457,7 +457,6 @@ static int cmd_stats(int argc, char **argv) {
     uint32_t *pos = NULL;
     uint8_t *keep = NULL;
     ax_status st = AX_OK;
-    int caught = 0;
     int rc = parse_flags(SUB, &stats_table, &fl, argc, argv);
     if (rc >= 0) goto out;
     rc = 0;
@@ -492,9 +491,8 @@ static int cmd_stats(int argc, char **argv) {
             st = ax_errorf(AX_ERR_NOMEM, "out of memory for a %ld-token chunk", STATS_CHUNK);
             goto fail;
         }
-        ax_data_catch_sigint();
-        caught = 1;
-        volatile int *stop = ax_data_stop_flag();
+        ax_stop_catch();
+        volatile int *stop = ax_stop_flag();
         int show = ax_log_get_level() >= AX_LOG_INFO;
         ax_progress pr;
         ax_progress_begin(&pr, "goldfish stats: targets", 0, (long)targets);
@@ -628,7 +626,6 @@ static int cmd_stats(int argc, char **argv) {
 fail:
     rc = report_fail(SUB, st);
 out:
-    if (caught) ax_data_release_sigint();
     free(buf);
     free(pos);
     free(keep);

@@ -1,4 +1,5 @@
 #include "lib/comm.h"
+#include "lib/stop.h"
 #include "lib/timer.h"
 
 #include <limits.h>
@@ -65,7 +66,14 @@ static ax_status begin(ax_grid_t *g, ax_axis axis, const char *op, ax_comm_kind 
     return AX_OK;
 }
 
+/* Marks a blocking wait for the stalled-rank watchdog (lib/stop.h); returns the start time. */
+static double wait_begin(const char *op, ax_axis axis) {
+    ax_stall_begin(op, ax_axis_name(axis));
+    return ax_now();
+}
+
 static void add_wait(ax_grid_t *g, int axis, double dt) {
+    ax_stall_end();
     ax_comm_stats *s = ax_grid_stats_(g);
     s->wait_s[axis] += dt;
     s->wait_s_total += dt;
@@ -85,7 +93,7 @@ static ax_status allreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, MPI_Da
     int p = 1;
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, elem, &p));
     if (p == 1 || n == 0) return AX_OK;
-    double t0 = ax_now();
+    double t0 = wait_begin(name, axis);
     int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, type, op, ax_grid_mpi_comm(g, axis));
     add_wait(g, axis, ax_now() - t0);
     return rc == MPI_SUCCESS ? AX_OK : mpi_fail(name, axis, rc);
@@ -117,7 +125,7 @@ ax_status ax_allgather(ax_grid_t *g, ax_axis axis, const float *send, long n_per
         if (send != recv) memmove(recv, send, (size_t)n_per_rank * sizeof(float));
         return AX_OK;
     }
-    double t0 = ax_now();
+    double t0 = wait_begin("allgather", axis);
     int rc = MPI_Allgather(gather_src(g, axis, send, n_per_rank, recv), (int)n_per_rank, MPI_FLOAT,
                            recv, (int)n_per_rank, MPI_FLOAT, ax_grid_mpi_comm(g, axis));
     add_wait(g, axis, ax_now() - t0);
@@ -132,7 +140,7 @@ static ax_status bcast(ax_grid_t *g, ax_axis axis, void *buf, long n, MPI_Dataty
         return ax_errorf(AX_ERR_ARG, "%s over %s: root coordinate %d is outside 0..%d", name,
                          ax_axis_name(axis), root, p - 1);
     if (p == 1 || n == 0) return AX_OK;
-    double t0 = ax_now();
+    double t0 = wait_begin(name, axis);
     int rc = MPI_Bcast(buf, (int)n, type, root, ax_grid_mpi_comm(g, axis));
     add_wait(g, axis, ax_now() - t0);
     return rc == MPI_SUCCESS ? AX_OK : mpi_fail(name, axis, rc);
@@ -149,7 +157,7 @@ ax_status ax_barrier(ax_grid_t *g, ax_axis axis) {
     int p = 1;
     AX_CHECK(begin(g, axis, "barrier", AX_COMM_KINDS, 0, 0, &p));
     if (p == 1) return AX_OK;
-    double t0 = ax_now();
+    double t0 = wait_begin("barrier", axis);
     int rc = MPI_Barrier(ax_grid_mpi_comm(g, axis));
     add_wait(g, axis, ax_now() - t0);
     return rc == MPI_SUCCESS ? AX_OK : mpi_fail("barrier", axis, rc);
@@ -311,7 +319,7 @@ int ax_test(ax_req *req) {
 
 ax_status ax_wait(ax_req *req) {
     if (!req->active) return req->err;
-    double t0 = ax_now();
+    double t0 = wait_begin(req_name(req), (ax_axis)req->axis);
     if (req->kind == AX_COMM_REDUCE_SCATTER) {
         rs_advance(req, 1);
     } else {

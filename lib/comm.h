@@ -4,7 +4,8 @@
  * by the main thread only (MPI_THREAD_FUNNELED), outside OpenMP parallel regions. On an axis
  * of size 1 (and on every axis of a serial grid) a collective is a local copy or a no-op and
  * never calls MPI. MPI failures return AX_ERR_MPI with a message naming the collective and
- * the axis.
+ * the axis. Blocking calls and ax_wait mark their wait for the stalled-rank watchdog
+ * (lib/stop.h), so a rank that stops progressing fails the job instead of hanging it.
  *
  * ---- Performance model: bytes sent per rank (the one definition) ----
  * p = ranks along the axis, e = element size in bytes. Ring algorithms:

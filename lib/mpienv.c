@@ -1,5 +1,6 @@
 #include "lib/mpienv.h"
 #include "lib/log.h"
+#include "lib/stop.h"
 
 #include <mpi.h>
 #include <omp.h>
@@ -58,6 +59,7 @@ ax_status ax_mpi_start(int *argc, char ***argv) {
                          provided);
     }
     ax_log_set_rank(g_rank);
+    ax_stall_set_rank(g_rank);
     share_cores();
     return AX_OK;
 }

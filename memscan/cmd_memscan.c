@@ -4,7 +4,7 @@
 #include "lib/cliargs.h"
 #include "lib/config.h"
 #include "data/axd.h"
-#include "data/progress.h"
+#include "lib/stop.h"
 #include "lib/log.h"
 #include "lib/status.h"
 #include "lib/timer.h"
@@ -178,8 +178,8 @@ static int cmd_index(int argc, char **argv) {
     ax_axd_t *ds = NULL;
     ax_memscan_index_t *idx = NULL;
     rc = 0;
-    ax_data_catch_sigint();
-    o.stop = ax_data_stop_flag();
+    ax_stop_catch();
+    o.stop = ax_stop_flag();
     o.progress = w.rank == 0;
     double t0 = ax_now();
     ax_status st = ax_axd_open(data, 1, &ds);
@@ -210,7 +210,6 @@ static int cmd_index(int argc, char **argv) {
         printf("wrote %s (%.1f MB) and %s.json\n", out, mb, out);
     }
 done:
-    ax_data_release_sigint();
     ax_memscan_index_free(idx);
     ax_axd_free(ds);
     return rc;

@@ -1,4 +1,5 @@
 #include "memscan/ms_mpi.h"
+#include "lib/stop.h"
 
 #include <mpi.h>
 #include <stdlib.h>
@@ -17,17 +18,19 @@ ax_ms_world ax_ms_world_get(void) {
 
 int ax_ms_allreduce_u64(const ax_ms_world *w, uint64_t *v, int n, int op_max) {
     if (!w->active) return 0;
-    return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, op_max ? MPI_MAX : MPI_SUM,
-                         MPI_COMM_WORLD) == MPI_SUCCESS
-               ? 0
-               : -1;
+    ax_stall_begin("allreduce(u64)", "world"); /* the stalled-rank watchdog, lib/stop.h */
+    int rc =
+        MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, op_max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+    ax_stall_end();
+    return rc == MPI_SUCCESS ? 0 : -1;
 }
 
 int ax_ms_allreduce_max_u8(const ax_ms_world *w, uint8_t *v, int n) {
     if (!w->active) return 0;
-    return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT8_T, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS
-               ? 0
-               : -1;
+    ax_stall_begin("allreduce(u8)", "world");
+    int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT8_T, MPI_MAX, MPI_COMM_WORLD);
+    ax_stall_end();
+    return rc == MPI_SUCCESS ? 0 : -1;
 }
 
 ax_status ax_ms_agree(const ax_ms_world *w, ax_status st, const char *what) {

@@ -2,13 +2,64 @@
 #include "cli/commands.h"
 #include "lib/log.h"
 #include "lib/mpienv.h"
+#include "lib/stop.h"
 #include "train/train.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Exit codes: 0 done; 1 failure; 2 bad usage; 128 + signal after a stop signal (130 Ctrl-C,
+ * 143 SIGTERM); 75 (EX_TEMPFAIL: "try again") after --exit-after-steps/-minutes. Every
+ * early stop has written a checkpoint: the printed command continues the run. */
+#define AX_TRAIN_EXIT_RESUME 75
+
+/* Appends s to the shell command in buf, single-quoted unless it is plainly safe. */
+static void shell_word(char *buf, size_t cap, const char *s) {
+    size_t n = strlen(buf);
+    int plain = *s != 0;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("_./-+=:@%,", *p)) plain = 0;
+    if (plain) {
+        snprintf(buf + n, cap - n, "%s", s);
+        return;
+    }
+    if (n + 1 < cap) buf[n++] = '\'', buf[n] = 0;
+    for (const char *p = s; *p && n + 5 < cap; p++) {
+        if (*p == '\'') {
+            memcpy(buf + n, "'\\''", 4);
+            n += 4;
+        } else {
+            buf[n++] = *p;
+        }
+        buf[n] = 0;
+    }
+    snprintf(buf + n, cap - n, "'");
+}
+
+/* The command that continues this run: the settings come from the checkpoint, so --out and
+ * --resume suffice; the launcher with the same rank count when there is more than one. */
+static void resume_command(const char *out, char *buf, size_t cap) {
+    buf[0] = 0;
+    int np = ax_mpi_world_size();
+    if (np > 1) {
+        const char *launcher = getenv("OMPI_COMM_WORLD_SIZE") ? "mpirun -np"
+                               : getenv("SLURM_PROCID")       ? "srun -n"
+                                                              : "mpiexec -n";
+        snprintf(buf, cap, "%s %d ", launcher, np);
+    }
+    /* the program as it was invoked (a bare name was found on PATH, and will be again) */
+    shell_word(buf, cap, program_invocation_name);
+    snprintf(buf + strlen(buf), cap - strlen(buf), " train --out ");
+    shell_word(buf, cap, out);
+    snprintf(buf + strlen(buf), cap - strlen(buf), " --resume");
+}
+
 int ax_cmd_train(int argc, char **argv) {
+    ax_stop_catch(); /* from here on a stop signal ends training cleanly, with a checkpoint */
     ax_train_config cfg;
     uint8_t *was_set = calloc((size_t)ax_train_table.n, 1);
     int help = 0, rc = 0;
@@ -32,12 +83,17 @@ int ax_cmd_train(int argc, char **argv) {
         rc = st == AX_ERR_ARG ? 2 : 1;
         goto done;
     }
+    if (res.interrupted)
+        rc = res.stop == AX_TRAIN_STOP_SIGNAL ? 128 + (res.stop_signal ? res.stop_signal : SIGINT)
+                                              : AX_TRAIN_EXIT_RESUME;
     if (ax_mpi_world_rank() != 0) {
         /* rank 0 reports */
     } else if (res.interrupted) {
-        AX_INFO("stopped at step %ld; continue with: axmem train --out %s --resume", res.last_step,
-                cfg.out);
-        rc = 130;
+        char hint[AX_CFG_STR_MAX * 4 + 256];
+        resume_command(cfg.out, hint, sizeof hint);
+        AX_INFO("stopped at step %ld of %lld (exit %d); continue with: %s%s", res.last_step,
+                (long long)cfg.steps, rc, hint,
+                ax_mpi_world_size() > 1 ? "   (plus your other launcher options)" : "");
     } else if (res.last_step == res.first_step) {
         AX_INFO("nothing to do: %s is already at step %ld (raise --steps to train further)",
                 cfg.out, res.last_step);

@@ -16,26 +16,21 @@
 #include "lib/model.h"
 #include "lib/model_io.h"
 #include "lib/optim.h"
+#include "lib/mpienv.h"
 #include "lib/progress.h"
+#include "lib/stop.h"
 #include "lib/timer.h"
 
 #include <errno.h>
 #include <omp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_stop;
-static void on_sigint(int sig) {
-    (void)sig;
-    if (g_stop) _exit(130); /* second Ctrl-C: the user insists */
-    g_stop = 1;
-}
-
 typedef struct {
     ax_train_config *cfg;
+    const uint8_t *was_set; /* flags the user gave (may be NULL) */
     ax_grid_t *grid;
     int rank0;
     ax_axd_t *ds;
@@ -91,6 +86,10 @@ static ax_status write_manifest_and_blobs(run_state *r, long step, float *const 
     ax_jw_key(&state, "optim_t"), ax_jw_int(&state, ax_optim_t_steps(r->optim));
     ax_jw_key(&state, "dataset_xxh3"), ax_jw_str(&state, hex);
     ax_jw_key(&state, "dataset_tokens"), ax_jw_uint(&state, ax_axd_n_tokens(r->ds));
+    if (r->val_ds) { /* lets a resumed run accept a moved --val-data with the same contents */
+        snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)ax_axd_checksum(r->val_ds));
+        ax_jw_key(&state, "val_dataset_xxh3"), ax_jw_str(&state, hex);
+    }
     ax_jw_obj_end(&state);
     ax_status st;
     if (!ax_jw_text(&cfg) || !ax_jw_text(&state)) {
@@ -138,6 +137,28 @@ static ax_status write_checkpoint(run_state *r, long step) {
     return agree(r->grid, st);
 }
 
+/* --val-data on resume: the checkpoint's file, or one with the same checksum. */
+static ax_status check_val_data(run_state *r, ax_ckpt_t *ck) {
+    const char *path = ax_ckpt_path(ck), *was = "";
+    uint64_t sum = ax_axd_checksum(r->val_ds), want;
+    if (ax_json_get(ax_ckpt_state(ck), "val_dataset_xxh3")) {
+        AX_CHECK(ax_json_get_hex64(ax_ckpt_state(ck), "val_dataset_xxh3", path, &want));
+        if (sum == want) return AX_OK;
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "--val-data %s is not the validation set checkpoint %s was scored on "
+                         "(checksum 0x%016llx, expected 0x%016llx); pass the original file",
+                         r->cfg->val_data, path, (unsigned long long)sum, (unsigned long long)want);
+    }
+    /* a checkpoint from before validation checksums were recorded: only the same path */
+    if (ax_json_get(ax_ckpt_config(ck), "val-data"))
+        AX_CHECK(ax_json_get_str(ax_ckpt_config(ck), "val-data", path, &was));
+    if (!strcmp(was, r->cfg->val_data)) return AX_OK;
+    return ax_errorf(AX_ERR_MISMATCH,
+                     "--val-data %s differs from %s's '%s' and that checkpoint records no "
+                     "checksum to compare; pass the original path",
+                     r->cfg->val_data, path, was);
+}
+
 /* Loads params and AdamW moments from the global layout into this rank's shards. */
 static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
     const ax_json *state = ax_ckpt_state(ck);
@@ -152,6 +173,7 @@ static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
                          "0x%016llx, expected 0x%016llx); resume with the original dataset",
                          r->cfg->data, path, (unsigned long long)ax_axd_checksum(r->ds),
                          (unsigned long long)ds_sum);
+    if (r->val_ds) AX_CHECK(check_val_data(r, ck));
     AX_CHECK(ax_model_load_blob(r->model, ck, "params", ax_model_params(r->model)));
     AX_CHECK(ax_model_load_blob(r->model, ck, "adam_m", ax_optim_m(r->optim)));
     AX_CHECK(ax_model_load_blob(r->model, ck, "adam_v", ax_optim_v(r->optim)));
@@ -176,13 +198,26 @@ static ax_status truncate_metrics(const char *path, long last_step) {
     return AX_OK;
 }
 
+/* A file named by the resumed checkpoint (not by this command line) cannot be opened: say
+ * where the path came from and how to point at a moved copy. */
+static ax_status from_ckpt_hint(run_state *r, ax_status st, const char *flag) {
+    if (st == AX_OK || !r->cfg->resume || ax_train_flag_set(r->was_set, flag)) return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ax_error_msg());
+    ax_error_clear(); /* the first message wins: replace it with the fuller one */
+    return ax_errorf(st,
+                     "%s (the run's --%s, from its checkpoint); if the file moved, resume "
+                     "with --%s NEW_PATH (the contents must be the same)",
+                     msg, flag, flag);
+}
+
 static ax_status open_inputs(run_state *r) {
     ax_train_config *c = r->cfg;
-    AX_CHECK(ax_axd_open(c->data, 1, &r->ds));
+    AX_CHECK(from_ckpt_hint(r, ax_axd_open(c->data, 1, &r->ds), "data"));
     uint32_t ds_vocab = ax_axd_vocab_size(r->ds);
     if (c->tokenizer[0]) {
         ax_tokenizer_t *tok = NULL;
-        AX_CHECK(ax_tokenizer_load(c->tokenizer, &tok));
+        AX_CHECK(from_ckpt_hint(r, ax_tokenizer_load(c->tokenizer, &tok), "tokenizer"));
         ax_status st = ax_axd_check_tokenizer(r->ds, tok, c->tokenizer);
         ax_tokenizer_free(tok);
         AX_CHECK(st);
@@ -192,7 +227,7 @@ static ax_status open_inputs(run_state *r) {
         return ax_errorf(AX_ERR_ARG, "--vocab %lld is smaller than the dataset's vocabulary %u",
                          (long long)c->vocab, ds_vocab);
     if (c->val_data[0]) {
-        AX_CHECK(ax_axd_open(c->val_data, 1, &r->val_ds));
+        AX_CHECK(from_ckpt_hint(r, ax_axd_open(c->val_data, 1, &r->val_ds), "val-data"));
         if (ax_axd_vocab_size(r->val_ds) != ds_vocab)
             return ax_errorf(AX_ERR_MISMATCH,
                              "--val-data %s has vocabulary %u, --data %s %u; encode "
@@ -361,7 +396,8 @@ static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, l
         char latest[AX_CFG_STR_MAX + 64];
         AX_CHECK(ax_ckpt_find_latest(r->ckpt_dir, latest, sizeof latest));
         AX_CHECK(ax_ckpt_open(latest, ck));
-        AX_CHECK(ax_train_merge_resumed(cfg, was_set, ax_ckpt_config(*ck), latest));
+        AX_CHECK(
+            ax_train_merge_resumed(cfg, was_set, ax_ckpt_config(*ck), latest, ax_ckpt_step(*ck)));
         *first = ax_ckpt_step(*ck);
     } else {
         AX_CHECK(ax_train_apply_preset(cfg, was_set));
@@ -396,15 +432,40 @@ static ax_status start_files(run_state *r, ax_ckpt_t *ck, long first) {
     return st;
 }
 
+/* Decided before every step and the same on every rank: a stop request on any rank (the
+ * highest signal wins), or the limits of --exit-after-*. slowest_s: the longest step so far. */
+static ax_status should_stop(run_state *r, long step, long first, double t_start, double slowest_s,
+                             ax_train_result *res) {
+    ax_train_config *c = r->cfg;
+    double m = c->exit_after_minutes;
+    /* [0]: 1 + signal of a stop request; [1]: this rank's clock says the next step would end
+     * after --exit-after-minutes (ranks' clocks differ slightly: the max makes them agree) */
+    double v[2] = {ax_stop_requested() ? 1.0 + ax_stop_signal() : 0.0,
+                   m > 0 && ax_now() - t_start + slowest_s > m * 60.0};
+    AX_CHECK(ax_allreduce_max_f64(r->grid, AX_AXIS_WORLD, v, 2));
+    if (v[0] > 0) {
+        res->stop = AX_TRAIN_STOP_SIGNAL;
+        res->stop_signal = (int)v[0] - 1;
+    } else if (c->exit_after_steps > 0 && step - first >= c->exit_after_steps) {
+        res->stop = AX_TRAIN_STOP_STEPS;
+    } else if (v[1] > 0) {
+        res->stop = AX_TRAIN_STOP_MINUTES;
+    }
+    return AX_OK;
+}
+
 ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_result *res) {
-    run_state r = {.cfg = cfg};
+    run_state r = {.cfg = cfg, .was_set = was_set};
     ax_ckpt_t *ck = NULL;
     ax_status st = AX_OK;
+    double t_start = ax_now();
     memset(res, 0, sizeof *res);
+    ax_stop_catch(); /* a stop signal now only sets the flag polled below */
     snprintf(r.ckpt_dir, sizeof r.ckpt_dir, "%s/ckpt", cfg->out);
     snprintf(r.metrics_path, sizeof r.metrics_path, "%s/metrics.jsonl", cfg->out);
 
     AX_CHECK_GOTO(prepare(&r, &ck, was_set, &res->first_step), out);
+    if (ax_train_flag_set(was_set, "stall-timeout")) ax_stall_set_timeout(cfg->stall_timeout);
     if (cfg->threads > 0) omp_set_num_threads((int)cfg->threads);
     st = open_inputs(&r);
     if (st == AX_OK) st = build(&r);
@@ -425,44 +486,49 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
                 (long long)cfg->seq_len, ax_grid_spec(r.grid), ax_grid_size(r.grid),
                 omp_get_max_threads());
 
-    g_stop = 0;
-    struct sigaction sa = {.sa_handler = on_sigint}, old_sa;
-    sigaction(SIGINT, &sa, &old_sa);
     ax_progress prog;
     ax_progress_begin(&prog, "train", res->first_step, cfg->steps);
     long step = res->first_step;
+    double slowest = 0;
+    long saved = ck ? res->first_step : -1; /* the step of the newest checkpoint on disk */
     for (; step < cfg->steps; step++) {
-        /* every rank stops at the same step: rank 0's Ctrl-C decides */
-        double stop = g_stop;
-        AX_CHECK_GOTO(ax_allreduce_max_f64(r.grid, AX_AXIS_WORLD, &stop, 1), out_sig);
-        if (stop) break;
+        AX_CHECK_GOTO(should_stop(&r, step, res->first_step, t_start, slowest, res), out);
+        if (res->stop != AX_TRAIN_DONE) break;
         ax_comm_stats_reset(r.grid);
         double t0 = ax_now(), lr = ax_lr_at(&r.sched, step), loss, gnorm, supervised, real;
-        AX_CHECK_GOTO(train_step(&r, step, lr, &loss, &gnorm, &supervised, &real), out_sig);
+        AX_CHECK_GOTO(train_step(&r, step, lr, &loss, &gnorm, &supervised, &real), out);
         double dt = ax_now() - t0;
         long tokens = (long)(cfg->batch * cfg->seq_len);
         double dropped = real > 0 ? 1.0 - supervised / real : 0.0; /* padding is not dropped */
         double val = -1;
         int last = step + 1 == cfg->steps;
         if (r.val_loader && (last || (cfg->val_every > 0 && (step + 1) % cfg->val_every == 0)))
-            AX_CHECK_GOTO(validate(&r, &val), out_sig);
+            AX_CHECK_GOTO(validate(&r, &val), out);
         if (r.rank0) st = append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens, dropped, val);
         if (r.rank0 && val >= 0) AX_INFO("step %ld: validation loss %.4f", step + 1, val);
-        AX_CHECK_GOTO(agree(r.grid, st), out_sig);
+        AX_CHECK_GOTO(agree(r.grid, st), out);
         res->final_loss = loss;
         if (r.rank0)
             ax_progress_update(&prog, step + 1, loss, (double)tokens / dt,
                                step + 1 == cfg->steps || (step + 1) % cfg->log_every == 0);
         if (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0 && step + 1 < cfg->steps)
-            AX_CHECK_GOTO(write_checkpoint(&r, step + 1), out_sig);
+            AX_CHECK_GOTO(write_checkpoint(&r, saved = step + 1), out);
+        if (ax_now() - t0 > slowest) slowest = ax_now() - t0; /* with validation, checkpoint */
     }
     if (r.rank0) ax_progress_end(&prog);
     res->last_step = step;
     res->interrupted = step < cfg->steps;
-    if (res->interrupted && r.rank0) AX_WARN("interrupted: writing a checkpoint at step %ld", step);
-    if (step > res->first_step) AX_CHECK_GOTO(write_checkpoint(&r, step), out_sig);
-out_sig:
-    sigaction(SIGINT, &old_sa, NULL);
+    if (res->interrupted && r.rank0) {
+        static const char *why[] = {"", "stop requested", "--exit-after-steps reached",
+                                    "--exit-after-minutes reached"};
+        AX_WARN("%s%s%s: writing a checkpoint at step %ld", why[res->stop],
+                res->stop == AX_TRAIN_STOP_SIGNAL ? " by " : "",
+                res->stop == AX_TRAIN_STOP_SIGNAL ? ax_stop_signal_name(res->stop_signal) : "",
+                step);
+    }
+    /* a new run stopped before its first step still leaves step 0, so --resume works */
+    if (saved != step && (step > res->first_step || res->interrupted))
+        AX_CHECK_GOTO(write_checkpoint(&r, step), out);
 out:
     ax_ckpt_free(ck);
     run_free(&r);

@@ -1,4 +1,7 @@
 #include "train/train_config.h"
+#include "lib/log.h"
+#include "lib/mpienv.h"
+#include "lib/optim.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -44,7 +47,8 @@ static const ax_cfg_entry entries[] = {
     {"log-every", AX_CFG_INT, F(log_every), "10", 1, 1e12, "progress line every N steps"},
     {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
     {"resume", AX_CFG_BOOL, F(resume), "false", 1, 0,
-     "continue from the newest checkpoint in --out (same losses, bit for bit, on CPU)"},
+     "continue from the newest checkpoint in --out with the run's own settings (same losses, "
+     "bit for bit, on CPU); flags given override only where safe"},
     {"goldfish", AX_CFG_STR, F(goldfish), "none", 1, 0,
      "goldfish loss: none | static:k=K | hash:k=K,h=H[,seed=S] (hash = k=4,h=13): drop a "
      "text-determined 1/k of targets so no passage is learned verbatim"},
@@ -61,6 +65,15 @@ static const ax_cfg_entry entries[] = {
      "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"},
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
      "overlap communication with compute (AxoNN OAR/ORS/OAG); --no-overlap for comparison"},
+    {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,
+     "stop after N steps of this invocation with a checkpoint, exit 75 (0 = off): "
+     "scheduler-sized chunks of one run; the schedule still ends at --steps"},
+    {"exit-after-minutes", AX_CFG_FLOAT, F(exit_after_minutes), "0", 0, 1e9,
+     "stop with a checkpoint, exit 75, before a step that would end later than M minutes "
+     "after start (judged from the slowest step so far; 0 = off)"},
+    {"stall-timeout", AX_CFG_FLOAT, F(stall_timeout), "600", 0, 1e9,
+     "multi-rank runs: fail the job when a rank waits longer than this many seconds in one "
+     "collective (another rank stalled or died; 0 = off)"},
 };
 #undef F
 
@@ -69,7 +82,10 @@ const ax_cfg_table ax_train_table = {
     .summary = "Train a Llama-style decoder (RMSNorm, RoPE, SwiGLU) with AdamW, warm-up + cosine\n"
                "learning rate and gradient clipping. Writes OUT/metrics.jsonl (one JSON object\n"
                "per step) and checkpoints OUT/ckpt/step-NNNNNN/ (atomic; never overwritten).\n"
-               "Flags may also come from --config FILE (lines of `name = value`).",
+               "Flags may also come from --config FILE (lines of `name = value`).\n"
+               "Ctrl-C, SIGTERM, SIGUSR1 stop at the next step with a checkpoint (exit 128 +\n"
+               "signal; --exit-after-* exit 75); `axmem train --out DIR --resume` alone\n"
+               "continues a run with its own settings (the checkpoint's manifest).",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -92,9 +108,11 @@ static int idx_of(const char *name) {
     return e ? (int)(e - ax_train_table.entries) : -1;
 }
 
-static int set(const uint8_t *was_set, const char *name) {
-    return was_set && was_set[idx_of(name)];
+int ax_train_flag_set(const uint8_t *was_set, const char *name) {
+    int i = idx_of(name);
+    return was_set && i >= 0 && was_set[i];
 }
+#define set ax_train_flag_set
 
 ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set) {
     (void)was_set;
@@ -142,15 +160,40 @@ ax_status ax_train_config_check(const ax_train_config *c) {
     return AX_OK;
 }
 
-/* flags that steer a run without changing what it computes */
-static const char *run_control[] = {
-    "steps",  "out",  "data",    "tokenizer", "ckpt-every", "log-every",  "threads",
-    "resume", "grid", "overlap", "val-data",  "val-every",  "val-batches"};
+/* How --resume treats each flag (the rest are FIXED: the checkpoint's value, and a different
+ * value on the command line is an error naming the flag). */
+typedef enum {
+    FIXED,      /* what the run computes: model, optimizer, data order, goldfish, validation */
+    INVOCATION, /* this command only: never taken from the checkpoint */
+    OVERRIDE,   /* the checkpoint's value unless given: how it runs, not what it computes */
+    MOVABLE,    /* a dataset path: may point elsewhere when the contents (checksum) are equal */
+    SCHEDULE,   /* --steps: may change, but the learning-rate schedule changes with it */
+} resume_rule;
 
-static int is_run_control(const char *name) {
-    for (size_t i = 0; i < sizeof run_control / sizeof run_control[0]; i++)
-        if (!strcmp(run_control[i], name)) return 1;
-    return 0;
+static const struct {
+    const char *name;
+    resume_rule rule;
+} resume_rules[] = {
+    {"out", INVOCATION},
+    {"resume", INVOCATION},
+    {"exit-after-steps", INVOCATION},
+    {"exit-after-minutes", INVOCATION},
+    {"stall-timeout", INVOCATION},
+    {"threads", OVERRIDE},
+    {"grid", OVERRIDE},
+    {"overlap", OVERRIDE},
+    {"log-every", OVERRIDE},
+    {"ckpt-every", OVERRIDE},
+    {"tokenizer", OVERRIDE},
+    {"data", MOVABLE},
+    {"val-data", MOVABLE},
+    {"steps", SCHEDULE},
+};
+
+static resume_rule rule_of(const char *name) {
+    for (size_t i = 0; i < sizeof resume_rules / sizeof resume_rules[0]; i++)
+        if (!strcmp(resume_rules[i].name, name)) return resume_rules[i].rule;
+    return FIXED;
 }
 
 static size_t field_size(const ax_cfg_entry *e) {
@@ -169,32 +212,43 @@ static size_t field_size(const ax_cfg_entry *e) {
     return 0;
 }
 
+static void copy_field(ax_train_config *dst, const ax_train_config *src, const ax_cfg_entry *e) {
+    memcpy((char *)dst + e->offset, (const char *)src + e->offset, field_size(e));
+}
+
 ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
-                                 const ax_json *ckpt_config, const char *ckpt_path) {
-    ax_train_config from_ckpt = *c;
-    AX_CHECK(ax_cfg_read_json(&ax_train_table, &from_ckpt, ckpt_config, ckpt_path));
+                                 const ax_json *ckpt_config, const char *ckpt_path,
+                                 long ckpt_step) {
+    ax_train_config merged = *c;
+    AX_CHECK(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path));
+    const ax_train_config *ck = &merged; /* before the command line's values go in */
+    ax_train_config out = merged;
     for (int i = 0; i < ax_train_table.n; i++) {
         const ax_cfg_entry *e = &ax_train_table.entries[i];
-        if (is_run_control(e->name)) continue;
         const char *mine = (const char *)c + e->offset;
-        const char *theirs = (const char *)&from_ckpt + e->offset;
-        size_t size = field_size(e);
-        int differs =
-            e->type == AX_CFG_STR ? strcmp(mine, theirs) != 0 : memcmp(mine, theirs, size) != 0;
-        if (set(was_set, e->name) && differs)
-            return ax_errorf(AX_ERR_MISMATCH,
-                             "--%s differs from the checkpoint being resumed (%s); a resumed run "
-                             "keeps its training settings: drop --%s, or start a new --out",
-                             e->name, ckpt_path, e->name);
+        const char *theirs = (const char *)ck + e->offset;
+        int differs = e->type == AX_CFG_STR ? strcmp(mine, theirs) != 0
+                                            : memcmp(mine, theirs, field_size(e)) != 0;
+        resume_rule rule = rule_of(e->name);
+        if (rule == INVOCATION || (set(was_set, e->name) && rule != FIXED)) copy_field(&out, c, e);
+        if (!set(was_set, e->name) || !differs || rule != FIXED) continue;
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "--%s differs from the checkpoint being resumed (%s); a resumed run "
+                         "keeps its training settings: drop --%s, or start a new --out",
+                         e->name, ckpt_path, e->name);
     }
-    /* keep run control from the command line, everything else from the checkpoint */
-    ax_train_config merged = from_ckpt;
-    for (int i = 0; i < ax_train_table.n; i++) {
-        const ax_cfg_entry *e = &ax_train_table.entries[i];
-        if (!is_run_control(e->name)) continue;
-        size_t size = field_size(e);
-        memcpy((char *)&merged + e->offset, (const char *)c + e->offset, size);
+    if (out.steps != ck->steps) {
+        ax_lr_schedule was = {ck->lr, ck->min_lr_frac, (long)ck->warmup, (long)ck->steps};
+        ax_lr_schedule now = {out.lr, out.min_lr_frac, (long)out.warmup, (long)out.steps};
+        if (ax_mpi_world_rank() == 0)
+            AX_WARN("--steps %lld changes this run's length (it was %lld): the cosine learning-"
+                    "rate schedule is recomputed for %lld steps, so the learning rate at step %ld "
+                    "becomes %.3g instead of %.3g and the run no longer matches an uninterrupted "
+                    "one (warm-up stays %lld steps). To stop early without changing the schedule "
+                    "use --exit-after-steps.",
+                    (long long)out.steps, (long long)ck->steps, (long long)out.steps, ckpt_step + 1,
+                    ax_lr_at(&now, ckpt_step), ax_lr_at(&was, ckpt_step), (long long)out.warmup);
     }
-    *c = merged;
+    *c = out;
     return AX_OK;
 }

@@ -26,18 +26,27 @@ typedef struct {
     int64_t val_every, val_batches;
     char grid[AX_CFG_STR_MAX]; /* DxXxYxZ */
     int overlap;
+    int64_t exit_after_steps;  /* this invocation only: 0 = off */
+    double exit_after_minutes; /* this invocation only: 0 = off */
+    double stall_timeout;      /* seconds; 0 = off (lib/stop.h) */
 } ax_train_config;
 
 extern const ax_cfg_table ax_train_table;
 
+/* 1 when was_set (may be NULL: nothing set) marks the flag `name` as given by the user */
+int ax_train_flag_set(const uint8_t *was_set, const char *name);
 /* Fill shape fields the user left at 0 from the --model preset (the error lists presets). */
 ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set);
 /* Model shape from the settings (vocab must be resolved, i.e. non-zero). */
 ax_model_config ax_train_model_config(const ax_train_config *c);
 /* Cross-field checks: batch divisible by micro-batch, ranges that depend on each other. */
 ax_status ax_train_config_check(const ax_train_config *c);
-/* On --resume: take the checkpoint's settings, keeping only run-control flags (steps, out,
- * data, tokenizer, ckpt-every, log-every, threads, resume) from the command line. A flag the
- * user set that changes the training itself is an error naming flag and both values. */
+/* On --resume: every setting comes from the checkpoint's manifest, so `--out DIR --resume`
+ * alone continues the run exactly. Flags the user set (was_set) override only where safe:
+ * threads, grid, overlap, log-every, ckpt-every, tokenizer; --data/--val-data may name a moved
+ * file (the caller checks its checksum against the checkpoint); --steps may change, with a
+ * warning that the learning-rate schedule is recomputed for the new length. out, resume,
+ * exit-after-* and stall-timeout always come from this command. Any other flag set to a
+ * different value is an error naming it. ckpt_step: the step being resumed from. */
 ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
-                                 const ax_json *ckpt_config, const char *ckpt_path);
+                                 const ax_json *ckpt_config, const char *ckpt_path, long ckpt_step);

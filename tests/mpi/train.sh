@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `axmem train` on MPI grids against the single-rank run, through the CLI a user runs:
 # per-step losses agree (relative difference < 1e-4) with overlap on and off, and a checkpoint
-# written on 2x2x2x1 resumes on 1x1x1x1 and on 1x2x1x2 with the same next-step loss.
+# written on 2x2x2x1 resumes on 1x1x1x1, 1x2x1x2 and (given only --out and --grid) 1x2x1x1
+# with the same losses.
 # Usage: tests/mpi/train.sh [path/to/axmem]. Prints "mpi-train: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,6 +78,11 @@ for grid in 1x1x1x1 1x2x1x2; do
   if run "$name" "$grid" --resume && compare src "$name" 5; then ok "2x2x2x1 checkpoint resumes on $grid"
   else bad "2x2x2x1 checkpoint resumes on $grid"; fi
 done
+# --resume needs nothing but --out (and the new grid): the rest comes from the manifest
+mkdir -p "$T/bare/ckpt" && cp -r "$T/src/ckpt/step-000004" "$T/bare/ckpt/"
+if timeout 300 "${MPIRUN[@]}" -np 2 "$AX" train --out "$T/bare" --resume --grid 1x2x1x1 >/dev/null 2>"$T/err" &&
+   compare src bare 5; then ok "--out DIR --resume --grid 1x2x1x1 alone continues the 2x2x2x1 run"
+else bad "--out DIR --resume --grid 1x2x1x1 alone continues the 2x2x2x1 run"; fi
 # scans on a grid: the probe's greedy continuations equal the single-rank ones
 "$AX" memscan probe --ckpt "$T/ref" --data "$T/c.axd" --samples 8 --prefix 8 --suffix 8 --batch 4 \
   --out "$T/p1.json" --samples-out "$T/p1.jsonl" >/dev/null 2>"$T/err"

@@ -1,6 +1,8 @@
 /* `axmem train` end to end in-process: a short run on the bundled corpus lowers the loss,
- * a resumed run replays the same losses bit for bit, and resume guards its inputs. */
+ * a resumed run replays the same losses bit for bit (with no settings but --out: they come
+ * from the checkpoint), early stops leave a checkpoint, and resume guards its inputs. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include "data/axd.h"
 #include "lib/fsutil.h"
 #include "lib/json.h"
+#include "lib/stop.h"
 #include "train/train.h"
 
 /* Byte-level dataset (vocab 257: bytes + EOT) from the first documents of the corpus, so
@@ -67,6 +70,41 @@ static int read_losses(const char *run, double *l, double *gn, int max) {
     }
     fclose(f);
     return n;
+}
+
+/* was_set with the named flags marked, as the CLI parser would mark them */
+static void mark(uint8_t *was_set, const char *name) {
+    const ax_cfg_entry *e = ax_cfg_find(&ax_train_table, name);
+    cr_assert_not_null(e, "no flag --%s", name);
+    was_set[e - ax_train_table.entries] = 1;
+}
+
+/* What `axmem train --out OUT --resume` alone parses to. */
+static void resume_only(ax_train_config *c, uint8_t *was_set, const char *out) {
+    cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, c), AX_OK);
+    memset(was_set, 0, (size_t)ax_train_table.n);
+    snprintf(c->out, sizeof c->out, "%s", out);
+    c->resume = 1;
+    mark(was_set, "out");
+    mark(was_set, "resume");
+}
+
+/* every line of metrics.jsonl, for exact comparison of whole runs (timings cut off) */
+static char *metrics_without_timing(const char *run) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s missing", path);
+    size_t cap = 1 << 16, n = 0;
+    char *all = calloc(cap, 1), line[8192];
+    while (fgets(line, sizeof line, f)) {
+        char *t = strstr(line, ",\"tokens\""); /* step, loss, lr, grad_norm, dropped, val */
+        if (t) *t = 0;
+        n += (size_t)snprintf(all + n, cap - n, "%s\n", line);
+        cr_assert(n < cap);
+    }
+    fclose(f);
+    return all;
 }
 
 static char tmp[256];
@@ -146,10 +184,12 @@ Test(train, resume_guards) {
     cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
     /* a different dataset */
     ax_error_clear();
+    uint8_t was_set[128] = {0};
     base_config(&c, other, out);
     c.steps = 4;
     c.resume = 1;
-    cr_assert_eq(ax_train_run(&c, NULL, &r), AX_ERR_MISMATCH);
+    mark(was_set, "data");
+    cr_assert_eq(ax_train_run(&c, was_set, &r), AX_ERR_MISMATCH);
     cr_assert(strstr(ax_error_msg(), "o.axd"), "message should name the dataset: %s",
               ax_error_msg());
     /* nothing to resume */
@@ -163,4 +203,109 @@ Test(train, resume_guards) {
     base_config(&c, data, out);
     cr_assert_eq(ax_train_run(&c, NULL, &r), AX_ERR_ARG);
     cr_assert(strstr(ax_error_msg(), "--resume"), "%s", ax_error_msg());
+}
+
+/* A run with non-default settings everywhere, stopped early twice (a stop request before its
+ * first step, then --exit-after-steps), continued each time by `--out DIR --resume` alone,
+ * equals the uninterrupted run line for line: losses, learning rates, validation. */
+Test(train, resume_alone_continues_exactly) {
+    char data[300], val[300], full[300], part[300], ck[400];
+    snprintf(data, sizeof data, "%s/d.axd", tmp);
+    snprintf(val, sizeof val, "%s/v.axd", tmp);
+    snprintf(full, sizeof full, "%s/full", tmp);
+    snprintf(part, sizeof part, "%s/part", tmp);
+    make_dataset(data, 10);
+    make_dataset(val, 3);
+    ax_train_config c;
+    ax_train_result r;
+    uint8_t was_set[128];
+    for (int pass = 0; pass < 2; pass++) {
+        base_config(&c, data, pass ? part : full);
+        c.steps = 9;
+        c.warmup = 3;
+        c.seed = 77;
+        c.layers = 1, c.dim = 32, c.heads = 2, c.ffn = 48;
+        c.micro_batch = 2;
+        snprintf(c.goldfish, sizeof c.goldfish, "hash:k=3,h=2");
+        snprintf(c.packing, sizeof c.packing, "doc");
+        snprintf(c.val_data, sizeof c.val_data, "%s", val);
+        c.val_every = 2;
+        c.val_batches = 2;
+        c.ckpt_every = 100;
+        if (pass) ax_stop_request(SIGTERM); /* as if SIGTERM came during start-up */
+        cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
+        ax_stop_clear();
+    }
+    cr_assert(r.interrupted && r.stop == AX_TRAIN_STOP_SIGNAL && r.stop_signal == SIGTERM);
+    cr_assert_eq(r.last_step, 0);
+    snprintf(ck, sizeof ck, "%s/ckpt/step-000000/manifest.json", part);
+    cr_assert(ax_path_exists(ck), "a run stopped before its first step leaves step 0");
+    /* 4 steps, then the rest: nothing but --out and --resume (and the chunk size) */
+    resume_only(&c, was_set, part);
+    c.exit_after_steps = 4;
+    mark(was_set, "exit-after-steps");
+    cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert(r.interrupted && r.stop == AX_TRAIN_STOP_STEPS, "stop %d", (int)r.stop);
+    cr_assert_eq(r.last_step, 4);
+    snprintf(ck, sizeof ck, "%s/ckpt/step-000004/manifest.json", part);
+    cr_assert(ax_path_exists(ck), "--exit-after-steps writes a checkpoint");
+    resume_only(&c, was_set, part);
+    cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert(!r.interrupted);
+    cr_assert_eq(r.first_step, 4);
+    cr_assert_eq(r.last_step, 9, "the run's own --steps 9, not the default");
+    char *a = metrics_without_timing(full), *b = metrics_without_timing(part);
+    cr_assert(strstr(a, "val_loss"), "validation ran");
+    cr_assert_str_eq(a, b, "resumed run differs from the uninterrupted one");
+    free(a), free(b);
+}
+
+/* Flags on a resumed run: safe ones override, a moved dataset with the same contents is
+ * accepted, --steps changes the schedule, anything else is an error naming the flag. */
+Test(train, resume_overrides) {
+    char data[300], moved[300], out[300];
+    snprintf(data, sizeof data, "%s/d.axd", tmp);
+    snprintf(moved, sizeof moved, "%s/moved.axd", tmp);
+    snprintf(out, sizeof out, "%s/run", tmp);
+    make_dataset(data, 6);
+    ax_train_config c;
+    ax_train_result r;
+    uint8_t was_set[128];
+    base_config(&c, data, out);
+    c.steps = 3;
+    c.warmup = 1;
+    cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(rename(data, moved), 0);
+    /* the recorded path is gone: the message says how to point at the moved file */
+    resume_only(&c, was_set, out);
+    cr_assert_neq(ax_train_run(&c, was_set, &r), AX_OK);
+    cr_assert(strstr(ax_error_msg(), "--data NEW_PATH"), "%s", ax_error_msg());
+    /* a FIXED setting */
+    ax_error_clear();
+    resume_only(&c, was_set, out);
+    snprintf(c.data, sizeof c.data, "%s", moved);
+    mark(was_set, "data");
+    c.seq_len = 16;
+    mark(was_set, "seq-len");
+    cr_assert_eq(ax_train_run(&c, was_set, &r), AX_ERR_MISMATCH);
+    cr_assert(strstr(ax_error_msg(), "--seq-len"), "%s", ax_error_msg());
+    /* moved data, more steps, other log cadence: fine */
+    ax_error_clear();
+    resume_only(&c, was_set, out);
+    snprintf(c.data, sizeof c.data, "%s", moved);
+    mark(was_set, "data");
+    c.steps = 5;
+    mark(was_set, "steps");
+    c.log_every = 1;
+    mark(was_set, "log-every");
+    cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(r.first_step, 3);
+    cr_assert_eq(r.last_step, 5);
+    /* and the new length stays: resuming again with nothing is already done */
+    resume_only(&c, was_set, out);
+    snprintf(c.data, sizeof c.data, "%s", moved);
+    mark(was_set, "data");
+    cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(r.last_step, 5);
+    cr_assert_eq(r.first_step, 5);
 }
