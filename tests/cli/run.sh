@@ -120,7 +120,7 @@ import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1])]
 s=json.load(open(sys.argv[2]))
 ok = len(rows)==8 and all(r["duplicates"]>=1 for r in rows) and sum(b["samples"] for b in s["tables"]["by_duplication"])==8
-sys.exit(0 if ok else 1)' "$T/samples.jsonl" "$T/p.json" && ok "probe: every probed window found in the index, bucketed" || bad "probe: duplication counts"
+sys.exit(0 if ok else 1)' "$T/p.samples.jsonl" "$T/p.json" && ok "probe: every probed window found in the index, bucketed" || bad "probe: duplication counts"
 expect_fail "probe: checkpoint missing" 1 "holds no checkpoint" "$AX" memscan probe --ckpt "$T/nothing" --data "$T/kjv.axd"
 expect_fail "probe: prefix too long for every document" 2 "--prefix" "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --prefix 5000 --suffix 5000
 sed -n 151,170p data/corpus/kjv.jsonl >"$T/other.jsonl"

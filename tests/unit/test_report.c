@@ -50,7 +50,7 @@ static char *slurp(const char *rel) {
 #define HEADER(kind, gf)                                                                           \
     "{\"schema\":\"axmem-scan\",\"version\":1,\"kind\":\"" kind "\",\"checkpoint\":{\"path\":"     \
     "\"/ck/step-000300\",\"step\":300,\"goldfish\":\"" gf "\"},\"dataset\":{\"path\":\"/d.axd\","  \
-    "\"xxh3\":\"0x36060a42c7f4107d\",\"docs\":4,\"tokens\":400},"
+    "\"xxh3\":\"0x36060a42c7f4107d\",\"docs\":16,\"tokens\":400},"
 
 /* a probe with `exact` of 4 documents reproduced (suffix 4 tokens) */
 static void probe(const char *dir, const char *gf, int exact) {
@@ -83,6 +83,7 @@ static void regurg(const char *dir, int with_span) {
         with_span / 8.0, 8 - with_span, with_span);
 }
 
+/* the older layout's samples.jsonl: one row per probe (4), one of them with text */
 static void samples(const char *dir, const char *text) {
     char rel[128];
     snprintf(rel, sizeof rel, "%s/samples.jsonl", dir);
@@ -90,7 +91,11 @@ static void samples(const char *dir, const char *text) {
         "{\"i\":0,\"doc\":3,\"offset\":0,\"exact\":false,\"matched_prefix\":1,"
         "\"token_accuracy\":0.25}\n"
         "{\"i\":1,\"doc\":7,\"offset\":5,\"exact\":true,\"matched_prefix\":4,\"token_accuracy\":1,"
-        "\"truth_text\":\"%s\",\"generated_text\":\"%s\"}\n\n",
+        "\"truth_text\":\"%s\",\"generated_text\":\"%s\"}\n\n"
+        "{\"i\":2,\"doc\":1,\"offset\":0,\"exact\":false,\"matched_prefix\":0,"
+        "\"token_accuracy\":0}\n"
+        "{\"i\":3,\"doc\":2,\"offset\":0,\"exact\":false,\"matched_prefix\":0,"
+        "\"token_accuracy\":0}\n",
         text, text);
 }
 
@@ -173,7 +178,7 @@ Test(report, writes_three_outputs_and_json_round_trips, .init = setup, .fini = t
     cr_assert_float_eq(x, 2.5, 1e-12);
     cr_assert_eq(ax_json_get(p0, "by_duplication")->n, 2);
     const ax_json *top = ax_json_get(p0, "top_samples");
-    cr_assert_eq(top->n, 2);
+    cr_assert_eq(top->n, 4);
     cr_assert_eq(ax_json_get_i64(top->items[0], "doc", "r", &ver), AX_OK);
     cr_assert_eq(ver, 7, "the exact match ranks first");
     cr_assert_eq(ax_json_get_str(top->items[0], "truth_text", "r", &s), AX_OK);
