@@ -80,7 +80,7 @@ static int parse(int argc, char **argv, demo_args *a) {
 static ax_status subset(const char *corpus, long first, long n, size_t chars, const char *path) {
     FILE *in = fopen(corpus, "r"), *out = NULL;
     if (!in) return ax_errorf(AX_ERR_IO, "--corpus %s cannot be read", corpus);
-    out = fopen(path, "w");
+    out = ax_fopen_private(path); /* training text: 0600 */
     char *line = NULL;
     size_t cap = 0;
     long i = 0, written = 0;
