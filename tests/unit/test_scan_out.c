@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "lib/fsutil.h"
@@ -298,4 +299,23 @@ Test(scan_out, older_layout_overwritten_by_generate_is_named, .init = setup, .fi
     cr_assert_eq(report(".", 0, 80), AX_ERR_ARG);
     cr_assert(strstr(ax_error_msg(), "probe.json") && strstr(ax_error_msg(), "scan.json"), "%s",
               ax_error_msg());
+}
+
+Test(scan_out, private_files_are_0600_whatever_the_umask, .init = setup, .fini = teardown) {
+    umask(0); /* the most permissive umask: 0666 files unless the helper says otherwise */
+    FILE *f = fopen(at("old"), "w");
+    fclose(f);
+    cr_assert_eq(mode_of("old"), 0666);
+    cr_assert_eq(ax_write_file_private(at("old"), "x", 1), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(mode_of("old"), 0600, "an existing file is narrowed too");
+    f = ax_fopen_private(at("new"));
+    cr_assert_not_null(f);
+    fclose(f);
+    cr_assert_eq(mode_of("new"), 0600);
+    char tmp[512];
+    int fd;
+    cr_assert_eq(ax_create_temp(at("pub.json"), 0, tmp, sizeof tmp, &fd), AX_OK);
+    close(fd);
+    cr_assert(strstr(tmp, "/.pub.json.tmp-"), "%s", tmp);
+    cr_assert_eq(mode_of(strrchr(tmp, '/') + 1), 0666, "a public temporary follows the umask");
 }
