@@ -80,7 +80,7 @@ static int parse(int argc, char **argv, demo_args *a) {
 static ax_status subset(const char *corpus, long first, long n, size_t chars, const char *path) {
     FILE *in = fopen(corpus, "r"), *out = NULL;
     if (!in) return ax_errorf(AX_ERR_IO, "--corpus %s cannot be read", corpus);
-    out = fopen(path, "w");
+    out = ax_fopen_private(path); /* training text: 0600 */
     char *line = NULL;
     size_t cap = 0;
     long i = 0, written = 0;
@@ -116,13 +116,13 @@ static ax_status subset(const char *corpus, long first, long n, size_t chars, co
     return st;
 }
 
-/* exact-match mean and interval, token accuracy of a scan.json; val_loss of a run */
+/* exact-match mean and interval, token accuracy of a probe.json; val_loss of a run */
 static int read_scan(const char *run, double v[6]) {
     char path[1100];
     char *text = NULL;
     size_t len;
     ax_json *j = NULL;
-    snprintf(path, sizeof path, "%s/scan.json", run);
+    snprintf(path, sizeof path, "%s/probe.json", run);
     if (ax_read_file(path, &text, &len) || ax_json_parse(text, len, path, &j)) return 0;
     const ax_json *m = ax_json_get(j, "metrics"), *em = ax_json_get(m, "exact_match_rate");
     const ax_json *ta = ax_json_get(m, "token_accuracy"), *ci = ax_json_get(em, "ci95");
@@ -159,9 +159,9 @@ static int summarize(const demo_args *a, const char *base, const char *gold) {
     }
     char path[1100];
     snprintf(path, sizeof path, "%s/summary.md", a->out);
-    FILE *f = fopen(path, "w");
+    FILE *f = ax_fopen_private(path); /* 0600, like every file that may quote training text */
     if (!f) {
-        fprintf(stderr, "axmem demo: cannot write %s\n", path);
+        fprintf(stderr, "axmem demo: %s\n", ax_error_msg());
         return 1;
     }
     for (int pass = 0; pass < 2; pass++) {
@@ -184,9 +184,9 @@ static int summarize(const demo_args *a, const char *base, const char *gold) {
                 "| goldfish hash:k=4,h=13 | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n\n",
                 100 * g[0], 100 * g[1], 100 * g[2], g[3], g[5], g[4]);
         fprintf(o,
-                "Details: scan.json (probe) and regurgitation.json (free generations) in %s and "
-                "%s; per sample in samples.jsonl and regurgitation.jsonl; training in "
-                "metrics.jsonl.\n",
+                "Details: probe.json (probe) and regurgitation.json (free generations) in %s and "
+                "%s; per sample in probe.samples.jsonl and regurgitation.samples.jsonl; training "
+                "in metrics.jsonl.\n",
                 base, gold);
     }
     fclose(f);
@@ -234,10 +234,9 @@ int ax_cmd_demo(int argc, char **argv) {
     const char *runs[2] = {base, gold}, *specs[2] = {"none", "hash:k=4,h=13"};
     for (int i = 0; i < 2; i++) {
         if (ax_path_exists(runs[i])) ax_rm_rf(runs[i]); /* the demo always starts fresh */
-        char scan[1100], gen[1100], gen_samples[1100];
-        snprintf(scan, sizeof scan, "%s/scan.json", runs[i]);
+        char scan[1100], gen[1100]; /* samples: probe.samples.jsonl, regurgitation.samples.jsonl */
+        snprintf(scan, sizeof scan, "%s/probe.json", runs[i]);
         snprintf(gen, sizeof gen, "%s/regurgitation.json", runs[i]);
-        snprintf(gen_samples, sizeof gen_samples, "%s/regurgitation.jsonl", runs[i]);
         /* clang-format off: one flag and its value per line */
         char *train_argv[] = {"train",
                               "--data",
@@ -276,11 +275,23 @@ int ax_cmd_demo(int argc, char **argv) {
                               "--samples", (char *)a.docs, "--prefix",    "32",
                               "--suffix",  "32",           "--out",       scan,
                               NULL};
-        char *gen_argv[] = {"memscan",       "generate",  "--ckpt",      (char *)runs[i],
-                            "--index",       index,       "--tokenizer", tok,
-                            "--samples",     "32",        "--length",    "96",
-                            "--temperature", "0.7",       "--out",       gen,
-                            "--samples-out", gen_samples, NULL};
+        char *gen_argv[] = {"memscan",
+                            "generate",
+                            "--ckpt",
+                            (char *)runs[i],
+                            "--index",
+                            index,
+                            "--tokenizer",
+                            tok,
+                            "--samples",
+                            "32",
+                            "--length",
+                            "96",
+                            "--temperature",
+                            "0.7",
+                            "--out",
+                            gen,
+                            NULL};
         /* clang-format on */
         const char *what[3][2] = {
             {"train the baseline model", "train the goldfish model"},

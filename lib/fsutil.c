@@ -170,3 +170,67 @@ int ax_path_exists(const char *path) {
     struct stat sb;
     return lstat(path, &sb) == 0;
 }
+
+ax_status ax_open_private(const char *path, int *fd) {
+    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (*fd < 0)
+        return ax_errorf(AX_ERR_IO, "cannot create %s: %s; check the path and permissions", path,
+                         strerror(errno));
+    if (fchmod(*fd, 0600) != 0) { /* an existing file keeps its old mode under O_CREAT */
+        int e = errno;
+        close(*fd);
+        *fd = -1;
+        return ax_errorf(AX_ERR_IO, "cannot make %s private (mode 0600): %s", path, strerror(e));
+    }
+    return AX_OK;
+}
+
+ax_status ax_write_file_private(const char *path, const void *data, size_t len) {
+    int fd;
+    AX_CHECK(ax_open_private(path, &fd));
+    ax_status st = ax_write_all(fd, data, len, path);
+    if (st == AX_OK && fsync(fd) != 0)
+        st = ax_errorf(AX_ERR_IO, "cannot fsync %s: %s", path, strerror(errno));
+    if (close(fd) != 0 && st == AX_OK)
+        st = ax_errorf(AX_ERR_IO, "cannot close %s: %s", path, strerror(errno));
+    return st;
+}
+
+FILE *ax_fopen_private(const char *path) {
+    int fd;
+    if (ax_open_private(path, &fd) != AX_OK) return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        ax_errorf(AX_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+void ax_dirname(const char *path, char *dir, size_t n) {
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, n, ".");
+    else if (slash == path)
+        snprintf(dir, n, "/");
+    else
+        snprintf(dir, n, "%.*s", (int)(slash - path), path);
+}
+
+ax_status ax_create_temp(const char *path, int private_mode, char *tmp, size_t n, int *fd) {
+    static _Atomic unsigned counter;
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int len =
+            snprintf(tmp, n, "%.*s.%s.tmp-%ld-%u", dir_len, path, base, (long)getpid(), counter++);
+        if (len < 0 || (size_t)len >= n) return ax_errorf(AX_ERR_ARG, "path %s is too long", path);
+        *fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, private_mode ? 0600 : 0666);
+        if (*fd >= 0) return AX_OK;
+        if (errno != EEXIST) break;
+    }
+    return ax_errorf(AX_ERR_IO,
+                     "cannot create a temporary file beside %s: %s; check the folder "
+                     "exists and is writable",
+                     path, strerror(errno));
+}

@@ -1,6 +1,7 @@
 /* Small file-system helpers. Every failure records a message naming the path (ax_errorf). */
 #pragma once
 #include <stddef.h>
+#include <stdio.h>
 #include "lib/status.h"
 
 /* Creates path and its missing parents (like mkdir -p). */
@@ -19,3 +20,19 @@ ax_status ax_rm_rf(const char *path);
 ax_status ax_rename_durable(const char *from, const char *to);
 /* 1 if path exists (any type), else 0. */
 int ax_path_exists(const char *path);
+
+/* ---- private and temporary files ----
+ * Files that hold training text or secrets are created mode 0600 (owner only), whatever the
+ * umask; an existing file is narrowed to 0600 too, since O_CREAT keeps an old file's mode. */
+/* Opens path for writing (created or truncated) with mode 0600; *fd is the descriptor. */
+ax_status ax_open_private(const char *path, int *fd);
+/* ax_write_file with mode 0600 (see ax_open_private). */
+ax_status ax_write_file_private(const char *path, const void *data, size_t len);
+/* fopen(path, "w") with mode 0600; NULL on failure, with a message naming the path. */
+FILE *ax_fopen_private(const char *path);
+/* Creates a new temporary file beside path, "DIR/.NAME.tmp-PID-N" (O_EXCL, so concurrent
+ * writers never share one), mode 0600 when private, else 0666 less the umask. The name goes
+ * to tmp[n], the descriptor to *fd. Rename it over path to publish it. */
+ax_status ax_create_temp(const char *path, int private_mode, char *tmp, size_t n, int *fd);
+/* The folder part of path into dir[n]: "." when path has no '/', "/" for "/x". */
+void ax_dirname(const char *path, char *dir, size_t n);

@@ -80,12 +80,80 @@ void ax_jw_arr_end(ax_jw *w) {
     jw_close(w, ']');
 }
 
+int ax_utf8_next(const char *s, size_t n, size_t *len) {
+    const unsigned char *u = (const unsigned char *)s;
+    unsigned char c = u[0], lo = 0x80, hi = 0xBF;
+    size_t need;
+    if (c < 0x80) {
+        *len = 1;
+        return 1;
+    }
+    /* Unicode Table 3-7: the second byte's range excludes overlongs (E0, F0), surrogates
+     * (ED) and code points past U+10FFFF (F4); C0, C1 and F5..FF never start a character */
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 1;
+    else if (c == 0xE0)
+        need = 2, lo = 0xA0;
+    else if (c == 0xED)
+        need = 2, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF)
+        need = 2;
+    else if (c == 0xF0)
+        need = 3, lo = 0x90;
+    else if (c == 0xF4)
+        need = 3, hi = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3)
+        need = 3;
+    else {
+        *len = 1;
+        return 0;
+    }
+    for (size_t i = 1; i <= need; i++) {
+        if (i >= n || u[i] < lo || u[i] > hi) { /* s[0..i) is the maximal subpart */
+            *len = i;
+            return 0;
+        }
+        lo = 0x80, hi = 0xBF;
+    }
+    *len = need + 1;
+    return 1;
+}
+
+size_t ax_utf8_clip(const char *s, size_t n, size_t *off) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t a = 0;
+    while (a < n && a < 3 && (u[a] & 0xC0) == 0x80) a++; /* tail of a character cut before s */
+    size_t b = n, k = 0;
+    /* walk back over at most 3 continuation bytes to the last lead byte; drop it if its
+     * sequence is longer than what is left */
+    while (b - k > a && k < 3 && (u[b - k - 1] & 0xC0) == 0x80) k++;
+    if (b - k > a) {
+        unsigned char c = u[b - k - 1];
+        size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (want > k + 1) b -= k + 1;
+    }
+    *off = a;
+    return b - a;
+}
+
 static void jw_escaped(ax_jw *w, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     jw_putc(w, '"');
     size_t run = 0; /* bytes copied verbatim in one jw_put */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            size_t len;
+            if (ax_utf8_next(s + i, n - i, &len)) {
+                i += len - 1; /* a whole character: part of the verbatim run */
+                continue;
+            }
+            jw_put(w, s + run, i - run);
+            jw_put(w, "\xef\xbf\xbd", 3); /* U+FFFD for the ill-formed subpart */
+            i += len - 1;
+            run = i + 1;
+            continue;
+        }
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         jw_put(w, s + run, i - run);
         run = i + 1;

@@ -23,6 +23,11 @@ void ax_jw_obj_end(ax_jw *w);
 void ax_jw_arr_begin(ax_jw *w);
 void ax_jw_arr_end(ax_jw *w);
 void ax_jw_key(ax_jw *w, const char *key);
+/* Strings (and keys) are escaped and always written as valid UTF-8: each ill-formed
+ * subsequence of the input (a stray continuation byte, a truncated or overlong sequence, a
+ * surrogate, a code point past U+10FFFF) becomes one U+FFFD per maximal subpart, as Unicode
+ * recommends. Writers that cut decoded text mid-character should cut at character boundaries
+ * first (ax_utf8_clip) so nothing is replaced. */
 void ax_jw_str(ax_jw *w, const char *s);            /* escaped */
 void ax_jw_strn(ax_jw *w, const char *s, size_t n); /* escaped, n bytes (may hold NUL) */
 void ax_jw_int(ax_jw *w, long long v);
@@ -33,6 +38,15 @@ void ax_jw_null(ax_jw *w);
 void ax_jw_raw(ax_jw *w, const char *json); /* a pre-serialised value */
 /* the text so far (NUL-terminated); NULL if an allocation failed */
 const char *ax_jw_text(const ax_jw *w);
+
+/* ---- UTF-8 ----
+ * 1 if s[0..n) starts with a well-formed UTF-8 character, its byte length in *len; else 0 and
+ * *len = the bytes of the maximal ill-formed subpart (>= 1) that one U+FFFD replaces. n >= 1. */
+int ax_utf8_next(const char *s, size_t n, size_t *len);
+/* The part of s[0..n) between character boundaries: skips continuation bytes at the start
+ * (a character cut at its beginning) and drops an incomplete sequence at the end (cut at its
+ * end). Sets *off and returns the length kept; bytes inside are not checked. */
+size_t ax_utf8_clip(const char *s, size_t n, size_t *off);
 
 /* ---- parser ---- */
 typedef enum {

@@ -1,6 +1,7 @@
 /* `axmem memscan generate`: the regurgitation scan. Samples free generations from a checkpoint
  * and slides them over the training-set index: every verbatim span of >= n training tokens is
- * reported with its source document and offset. Writes scan.json + samples.jsonl. */
+ * reported with its source document and offset. Writes regurgitation.json and
+ * regurgitation.samples.jsonl together (memscan/scan_out.h). */
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "lib/config.h"
@@ -33,7 +34,7 @@ static const ax_cfg_entry entries[] = {
     {"index", AX_CFG_STR, F(index), "", 1, 0, "training-set index from `axmem memscan index`"},
     {"data", AX_CFG_STR, F(data), "", 1, 0,
      "the indexed dataset (.axd; default: the path stored in the index)"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, "optional: adds text to samples.jsonl"},
+    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, "optional: adds text to the samples file"},
     {"samples", AX_CFG_INT, F(samples), "64", 1, 1e8, "generations"},
     {"length", AX_CFG_INT, F(length), "128", 2, 1e5, "tokens per generation"},
     {"temperature", AX_CFG_FLOAT, F(temperature), "1.0", 0, 100,
@@ -43,9 +44,11 @@ static const ax_cfg_entry entries[] = {
     {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
     {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, "process grid DxXxYxZ (launch with mpirun)"},
     {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
-    {"out", AX_CFG_STR, F(out), "scan.json", 1, 0, "results (schema axmem-scan v1)"},
+    {"out", AX_CFG_STR, F(out), "regurgitation.json", 1, 0,
+     "results (schema axmem-scan v1); replaced together with the samples file"},
     {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
-     "per-generation results (default: samples.jsonl beside --out)"},
+     "per-generation results, mode 0600 (default: --out's name with .samples.jsonl for .json, "
+     "e.g. regurgitation.samples.jsonl)"},
 };
 #undef F
 
@@ -59,14 +62,10 @@ static const ax_cfg_table table = {
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
 
-/* Spans of every generation -> samples.jsonl; returns the aggregate numbers. */
+/* Spans of every generation -> the samples file; returns the aggregate numbers. */
 static ax_status scan_all(const gen_flags *fl, const ax_memscan_index_t *idx, const int32_t *gen,
-                          const ax_tokenizer_t *tok, long *with_span, double *mean_longest,
-                          long *max_longest, long *hist) {
-    char sp[AX_CFG_STR_MAX + 32];
-    ax_ms_samples_path(fl->samples_out, fl->out, sp, sizeof sp);
-    FILE *f = fopen(sp, "w");
-    if (!f) return ax_errorf(AX_ERR_IO, "cannot write %s", sp);
+                          const ax_tokenizer_t *tok, ax_ms_scan_out *so, long *with_span,
+                          double *mean_longest, long *max_longest, long *hist) {
     ax_status st = AX_OK;
     long L = fl->length, n = ax_memscan_index_info(idx)->n;
     *with_span = 0, *mean_longest = 0, *max_longest = 0;
@@ -104,20 +103,18 @@ static ax_status scan_all(const gen_flags *fl, const ax_memscan_index_t *idx, co
         ax_jw_arr_end(&w);
         ax_ms_text_field(&w, "text", tok, g, (size_t)L);
         ax_jw_obj_end(&w);
-        if (!ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0)
-            st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
+        st = ax_ms_scan_out_line(so, &w);
         ax_jw_free(&w);
         free(spans);
     }
 done:
-    if (fclose(f) && st == AX_OK) st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
     *mean_longest /= (double)fl->samples;
     return st;
 }
 
 static ax_status write_scan(const gen_flags *fl, const ax_ms_model *mm,
-                            const ax_memscan_index_t *idx, long with_span, double mean_longest,
-                            long max_longest, const long *hist) {
+                            const ax_memscan_index_t *idx, ax_ms_scan_out *so, long with_span,
+                            double mean_longest, long max_longest, const long *hist) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     ax_jw w;
     ax_jw_init(&w);
@@ -148,8 +145,9 @@ static ax_status write_scan(const gen_flags *fl, const ax_ms_model *mm,
     for (int k = 0; k < 4; k++) ax_jw_key(&w, labels[k]), ax_jw_int(&w, hist[k]);
     ax_jw_obj_end(&w);
     ax_jw_obj_end(&w);
+    ax_ms_scan_out_record(so, &w);
     ax_jw_obj_end(&w);
-    ax_status st = ax_ms_write_json(&w, "--out", fl->out);
+    ax_status st = ax_ms_scan_out_commit(so, &w);
     ax_jw_free(&w);
     return st;
 }
@@ -164,6 +162,7 @@ static ax_status run_generate(gen_flags *fl) {
     ax_memscan_index_t *idx = NULL;
     ax_tokenizer_t *tok = NULL;
     int32_t *gen = NULL;
+    ax_ms_scan_out so = {0};
     ax_status st = AX_OK;
     ax_memscan_info info;
     AX_CHECK_GOTO(ax_memscan_index_read_info(fl->index, 0, &info), out);
@@ -195,16 +194,19 @@ static ax_status run_generate(gen_flags *fl) {
     if (ax_grid_rank(mm.grid) == 0) {
         long with_span = 0, max_longest = 0, hist[4] = {0};
         double mean_longest = 0;
-        AX_CHECK_GOTO(scan_all(fl, idx, gen, tok, &with_span, &mean_longest, &max_longest, hist),
+        AX_CHECK_GOTO(ax_ms_scan_out_open(&so, fl->out, fl->samples_out), out);
+        AX_CHECK_GOTO(
+            scan_all(fl, idx, gen, tok, &so, &with_span, &mean_longest, &max_longest, hist), out);
+        AX_CHECK_GOTO(write_scan(fl, &mm, idx, &so, with_span, mean_longest, max_longest, hist),
                       out);
-        AX_CHECK_GOTO(write_scan(fl, &mm, idx, with_span, mean_longest, max_longest, hist), out);
         printf("generate: %lld generations of %lld tokens: %.1f%% contain a verbatim span of >= %u "
-               "training tokens; longest %ld (mean %.1f); wrote %s\n",
+               "training tokens; longest %ld (mean %.1f); wrote %s and %s\n",
                (long long)fl->samples, (long long)fl->length,
                100.0 * (double)with_span / (double)fl->samples, ax_memscan_index_info(idx)->n,
-               max_longest, mean_longest, fl->out);
+               max_longest, mean_longest, so.scan, so.samples);
     }
 out:
+    ax_ms_scan_out_close(&so);
     free(gen);
     ax_ms_model_close(&mm);
     ax_tokenizer_free(tok);

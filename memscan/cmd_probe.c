@@ -1,5 +1,6 @@
 /* `axmem memscan probe`: extractable memorization of a checkpoint on its training data.
- * Writes scan.json (versioned schema) and samples.jsonl; prints the headline numbers. */
+ * Writes probe.json (versioned schema) and probe.samples.jsonl together (memscan/scan_out.h);
+ * prints the headline numbers. */
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "lib/ckpt.h"
@@ -34,7 +35,7 @@ static const ax_cfg_entry entries[] = {
      "checkpoint: a step-NNNNNN directory, or a run directory (its newest checkpoint)"},
     {"data", AX_CFG_STR, F(data), "", 1, 0, "the training dataset (.axd) to draw prefixes from"},
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "optional: adds decoded text to samples.jsonl"},
+     "optional: adds decoded text to the samples file"},
     {"samples", AX_CFG_INT, F(samples), "256", 1, 1e8, "number of probes"},
     {"prefix", AX_CFG_INT, F(prefix), "32", 1, 1e5, "prompt length P in tokens"},
     {"suffix", AX_CFG_INT, F(suffix), "32", 1, 1e5, "greedy continuation length S in tokens"},
@@ -47,9 +48,11 @@ static const ax_cfg_entry entries[] = {
      "duplication bucket (memorization follows duplication)"},
     {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, "process grid DxXxYxZ (launch with mpirun)"},
     {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
-    {"out", AX_CFG_STR, F(out), "scan.json", 1, 0, "results (schema axmem-scan v1)"},
+    {"out", AX_CFG_STR, F(out), "probe.json", 1, 0,
+     "results (schema axmem-scan v1); replaced together with the samples file"},
     {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
-     "per-sample results (default: samples.jsonl beside --out)"},
+     "per-sample results, mode 0600 (default: --out's name with .samples.jsonl for .json, e.g. "
+     "probe.samples.jsonl)"},
 };
 #undef F
 
@@ -76,18 +79,60 @@ static void stat_json(ax_jw *w, const char *key, const double *x, int n, uint64_
     ax_jw_obj_end(w);
 }
 
+/* one samples line per probe */
+static ax_status write_samples(const probe_flags *fl, const ax_probe_result *r,
+                               const ax_tokenizer_t *tok, ax_ms_scan_out *so) {
+    int S = (int)fl->suffix;
+    ax_status st = AX_OK;
+    for (int i = 0; st == AX_OK && i < r->n; i++) {
+        const ax_probe_sample *s = &r->s[i];
+        ax_jw w;
+        ax_jw_init(&w);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "i"), ax_jw_int(&w, i);
+        ax_jw_key(&w, "doc"), ax_jw_uint(&w, s->doc);
+        ax_jw_key(&w, "offset"), ax_jw_uint(&w, s->offset);
+        ax_jw_key(&w, "exact"), ax_jw_bool(&w, s->exact);
+        ax_jw_key(&w, "matched_prefix"), ax_jw_int(&w, s->matched_prefix);
+        ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, s->token_accuracy);
+        ax_jw_key(&w, "rouge_l"), ax_jw_num(&w, s->rouge_l);
+        if (fl->index[0]) ax_jw_key(&w, "duplicates"), ax_jw_uint(&w, s->duplicates);
+        ax_jw_key(&w, "truth");
+        ax_jw_arr_begin(&w);
+        for (int k = 0; k < S; k++) ax_jw_int(&w, s->truth[k]);
+        ax_jw_arr_end(&w);
+        ax_jw_key(&w, "generated");
+        ax_jw_arr_begin(&w);
+        for (int k = 0; k < S; k++) ax_jw_int(&w, s->generated[k]);
+        ax_jw_arr_end(&w);
+        ax_ms_text_field(&w, "truth_text", tok, s->truth, (size_t)S);
+        ax_ms_text_field(&w, "generated_text", tok, s->generated, (size_t)S);
+        ax_jw_obj_end(&w);
+        st = ax_ms_scan_out_line(so, &w);
+        ax_jw_free(&w);
+    }
+    return st;
+}
+
+/* The samples first, then the scan JSON that records them; both published together. */
 static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const ax_axd_t *ds,
                                const ax_probe_result *r, const ax_tokenizer_t *tok) {
     int n = r->n, S = (int)fl->suffix;
     double *ex = malloc(sizeof(double) * (size_t)n * 3), *acc = ex + n, *rl = ex + 2 * n;
     long *hist = calloc((size_t)S + 1, sizeof(long));
-    if (!ex || !hist) return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    if (!ex || !hist) {
+        free(ex), free(hist);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    }
     double mp = 0;
     for (int i = 0; i < n; i++) {
         ex[i] = r->s[i].exact, acc[i] = r->s[i].token_accuracy, rl[i] = r->s[i].rouge_l;
         mp += r->s[i].matched_prefix;
         hist[r->s[i].matched_prefix]++;
     }
+    ax_ms_scan_out so;
+    ax_status st = ax_ms_scan_out_open(&so, fl->out, fl->samples_out);
+    if (st == AX_OK) st = write_samples(fl, r, tok, &so);
     ax_jw w;
     ax_jw_init(&w);
     ax_ms_scan_header(&w, "extraction-probe", ck, fl->data, ax_axd_checksum(ds), ax_axd_n_docs(ds),
@@ -132,42 +177,11 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
     for (int k = 0; k <= S; k++) ax_jw_int(&w, hist[k]);
     ax_jw_arr_end(&w);
     ax_jw_obj_end(&w);
+    if (st == AX_OK) ax_ms_scan_out_record(&so, &w);
     ax_jw_obj_end(&w);
-
-    ax_status st = ax_ms_write_json(&w, "--out", fl->out);
+    if (st == AX_OK) st = ax_ms_scan_out_commit(&so, &w);
+    ax_ms_scan_out_close(&so);
     ax_jw_free(&w);
-    char sp[AX_CFG_STR_MAX + 32];
-    ax_ms_samples_path(fl->samples_out, fl->out, sp, sizeof sp);
-    FILE *f = st == AX_OK ? fopen(sp, "w") : NULL;
-    if (st == AX_OK && !f) st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
-    for (int i = 0; st == AX_OK && i < n; i++) {
-        const ax_probe_sample *s = &r->s[i];
-        ax_jw_init(&w);
-        ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "i"), ax_jw_int(&w, i);
-        ax_jw_key(&w, "doc"), ax_jw_uint(&w, s->doc);
-        ax_jw_key(&w, "offset"), ax_jw_uint(&w, s->offset);
-        ax_jw_key(&w, "exact"), ax_jw_bool(&w, s->exact);
-        ax_jw_key(&w, "matched_prefix"), ax_jw_int(&w, s->matched_prefix);
-        ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, s->token_accuracy);
-        ax_jw_key(&w, "rouge_l"), ax_jw_num(&w, s->rouge_l);
-        if (fl->index[0]) ax_jw_key(&w, "duplicates"), ax_jw_uint(&w, s->duplicates);
-        ax_jw_key(&w, "truth");
-        ax_jw_arr_begin(&w);
-        for (int k = 0; k < S; k++) ax_jw_int(&w, s->truth[k]);
-        ax_jw_arr_end(&w);
-        ax_jw_key(&w, "generated");
-        ax_jw_arr_begin(&w);
-        for (int k = 0; k < S; k++) ax_jw_int(&w, s->generated[k]);
-        ax_jw_arr_end(&w);
-        ax_ms_text_field(&w, "truth_text", tok, s->truth, (size_t)S);
-        ax_ms_text_field(&w, "generated_text", tok, s->generated, (size_t)S);
-        ax_jw_obj_end(&w);
-        if (!ax_jw_text(&w) || fprintf(f, "%s\n", ax_jw_text(&w)) < 0)
-            st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
-        ax_jw_free(&w);
-    }
-    if (f && fclose(f) && st == AX_OK) st = ax_errorf(AX_ERR_IO, "cannot write %s", sp);
     if (st == AX_OK) {
         double mean, lo, hi;
         ax_bootstrap_ci(ex, n, 1000, (uint64_t)fl->seed + 1, &mean, &lo, &hi);
@@ -175,7 +189,7 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
             "probe: %d samples, prefix %lld, suffix %lld: exact match %.1f%% (95%% CI %.1f-%.1f%%)",
             n, (long long)fl->prefix, (long long)fl->suffix, 100 * mean, 100 * lo, 100 * hi);
         ax_bootstrap_ci(acc, n, 1000, (uint64_t)fl->seed + 2, &mean, &lo, &hi);
-        printf(", token accuracy %.3f; wrote %s and %s\n", mean, fl->out, sp);
+        printf(", token accuracy %.3f; wrote %s and %s\n", mean, so.scan, so.samples);
     }
     free(ex), free(hist);
     return st;

@@ -1,19 +1,54 @@
-/* Pieces every scan.json / samples.jsonl writer shares (memscan probe, generate). */
+/* Pieces every scan writer shares (memscan probe, generate): the scan JSON's header, decoded
+ * text fields, and the writer that publishes a scan JSON and its samples JSONL together.
+ *
+ * A scan is complete or absent: the samples go to a temporary file beside their name
+ * (mode 0600: they hold training text), the scan JSON to another; both are fsynced, then the
+ * old scan JSON is removed, the samples renamed into place and the scan JSON renamed last (it
+ * is the commit marker), each rename made durable. The scan JSON records the samples file's
+ * name, size, line count and XXH3 ("samples" block), so `axmem report` can tell a samples file
+ * that does not belong to it. A failure at any point (a full disk) removes the temporaries and
+ * leaves either the previous complete scan or no scan JSON. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "data/tokenizer.h"
 #include "lib/ckpt.h"
 #include "lib/json.h"
+
+#define AX_MS_PATH_MAX 4096
+
+typedef struct {
+    char scan[AX_MS_PATH_MAX], samples[AX_MS_PATH_MAX];         /* final names */
+    char scan_tmp[AX_MS_PATH_MAX], samples_tmp[AX_MS_PATH_MAX]; /* "" when none */
+    char samples_name[AX_MS_PATH_MAX]; /* as recorded: relative to the scan's folder, or absolute */
+    FILE *f;                           /* the samples temporary, open until commit */
+    void *hash;                        /* XXH3 state of the bytes written */
+    uint64_t bytes, lines;
+} ax_ms_scan_out;
+
+/* Opens the writer for scan JSON `out` and its samples file (samples_out, or the name derived
+ * by ax_ms_samples_path). The two names must differ. */
+ax_status ax_ms_scan_out_open(ax_ms_scan_out *so, const char *out, const char *samples_out);
+/* Appends the writer's text as one JSONL line to the samples. */
+ax_status ax_ms_scan_out_line(ax_ms_scan_out *so, const ax_jw *row);
+/* Writes key "samples": {file, bytes, lines, xxh3} into the scan object being built; call it
+ * after the last line. */
+void ax_ms_scan_out_record(const ax_ms_scan_out *so, ax_jw *w);
+/* Publishes the samples and the scan JSON (the writer's text) as described above. */
+ax_status ax_ms_scan_out_commit(ax_ms_scan_out *so, const ax_jw *scan);
+/* Removes whatever temporaries remain and frees the writer (safe after commit or failure). */
+void ax_ms_scan_out_close(ax_ms_scan_out *so);
 
 /* Opens the top-level object: schema "axmem-scan", version 1, kind, and the checkpoint block
  * (path, step, goldfish spec) and dataset block (path, checksum, docs, tokens). */
 void ax_ms_scan_header(ax_jw *w, const char *kind, const ax_ckpt_t *ck, const char *ds_path,
                        uint64_t ds_checksum, uint64_t docs, uint64_t tokens);
-/* key: decoded text of ids[n], when a tokenizer is given (nothing otherwise) */
+/* key: decoded text of ids[n], when a tokenizer is given (nothing otherwise). Token spans can
+ * cut a character: the text is cut at character boundaries (ax_utf8_clip). */
 void ax_ms_text_field(ax_jw *w, const char *key, const ax_tokenizer_t *tok, const int32_t *ids,
                       size_t n);
-/* explicit path, else samples.jsonl in the folder of out */
+/* The samples file of a scan JSON: explicit path when given, else named after out in its
+ * folder: DIR/NAME.json -> DIR/NAME.samples.jsonl (probe.json -> probe.samples.jsonl,
+ * regurgitation.json -> regurgitation.samples.jsonl), so two scans never share one. */
 void ax_ms_samples_path(const char *explicit_path, const char *out, char *dst, size_t n);
-/* writes the writer's text plus a newline to path (the error names flag and path) */
-ax_status ax_ms_write_json(const ax_jw *w, const char *flag, const char *path);

@@ -1,4 +1,5 @@
 #include "reports/buf.h"
+#include "lib/json.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,9 +107,10 @@ char *ax_rep_clip(const char *s, int max_chars) {
     size_t i = 0, n = strlen(s);
     while (i < n && chars < max_chars) {
         unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        if (i + len > n) break;
-        if (c == '\n')
+        size_t len;
+        if (!ax_utf8_next(s + i, n - i, &len))
+            ax_rep_puts(&b, "\xef\xbf\xbd"); /* ill-formed UTF-8: U+FFFD */
+        else if (c == '\n')
             ax_rep_puts(&b, "\xe2\x86\xb5");
         else if (c == '\t')
             ax_rep_puts(&b, "\xe2\x86\x92");

@@ -16,6 +16,7 @@ void ax_rep_html(ax_rep_buf *b, const char *s);
 /* A Markdown table cell: | and ` escaped, < > & as entities (renderers pass raw HTML),
  * newlines shown as a return symbol so a cell stays on one line. */
 void ax_rep_md(ax_rep_buf *b, const char *s);
-/* At most max_chars UTF-8 characters of s (never a split sequence), newlines and tabs as
- * visible symbols, "..." appended when cut. Returns a malloc'd string (NULL on OOM). */
+/* At most max_chars UTF-8 characters of s (never a split sequence; ill-formed bytes become
+ * U+FFFD), newlines and tabs as visible symbols, "..." appended when cut. Returns a malloc'd
+ * string (NULL on OOM). */
 char *ax_rep_clip(const char *s, int max_chars);

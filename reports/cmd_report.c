@@ -14,14 +14,16 @@ typedef struct {
     ax_cfg_strlist run, scan;
     char index[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], title[AX_CFG_STR_MAX];
     int64_t text_chars;
+    int redact;
 } report_flags;
 
 #define F(field) offsetof(report_flags, field)
 static const ax_cfg_entry entries[] = {
     {"run", AX_CFG_STRLIST, F(run), "", 1, 0,
-     "LABEL=DIR: a run directory (repeatable); reads whichever of DIR/scan.json (memscan "
-     "probe), DIR/regurgitation.json (memscan generate), DIR/samples.jsonl, DIR/metrics.jsonl "
-     "exist (at least one scan)"},
+     "LABEL=DIR: a run directory (repeatable); reads whichever of DIR/probe.json (memscan "
+     "probe), DIR/regurgitation.json (memscan generate), DIR/scan.json (older axmem, either "
+     "kind), DIR/metrics.jsonl exist (at least one scan), and the samples file each scan "
+     "records (checked against its size and XXH3)"},
     {"scan", AX_CFG_STRLIST, F(scan), "", 1, 0,
      "LABEL=FILE: one scan file of either kind (repeatable; a probe and a regurgitation scan "
      "with the same LABEL form one run)"},
@@ -31,7 +33,10 @@ static const ax_cfg_entry entries[] = {
     {"title", AX_CFG_STR, F(title), "", 1, 0,
      "page title (default: \"axmem memorization report: A vs B\")"},
     {"text-chars", AX_CFG_INT, F(text_chars), "80", 0, 100000,
-     "characters of decoded sample text shown (0 hides it)"},
+     "characters of decoded sample text shown in HTML and Markdown (report.json keeps the full "
+     "text); 0 removes text from every output, like --redact"},
+    {"redact", AX_CFG_BOOL, F(redact), "false", 0, 0,
+     "no training text in any output, report.json included (for sharing a report)"},
 };
 #undef F
 
@@ -44,7 +49,7 @@ static const ax_cfg_table table = {
         "Writes OUTDIR/report.html (one self-contained page: inline CSS and SVG charts, no\n"
         "scripts or external resources), OUTDIR/report.md (the tables in Markdown) and\n"
         "OUTDIR/report.json ({\"schema\":\"axmem-report\",\"version\":1,...}), each to a\n"
-        "temporary file renamed into place.\n\n"
+        "temporary file renamed into place, mode 0600 (they may quote training text).\n\n"
         "Per run: checkpoint and step, goldfish spec, dataset identity; the extraction probe\n"
         "(exact-match rate with 95% CI, token accuracy, RougeL, matched prefix, exact match by\n"
         "duplication when probed with --index) and its most memorized samples (decoded text\n"
@@ -52,7 +57,9 @@ static const ax_cfg_table table = {
         "verbatim training span, longest spans); final loss and val_loss. Charts: exact match\n"
         "per run with CI whiskers, matched-prefix and longest-span histograms, loss curves,\n"
         "and the training set's duplication with --index. Scan files must be schema\n"
-        "\"axmem-scan\" version 1.\n\n"
+        "\"axmem-scan\" version 1; values outside their domain (rates outside [0, 1], counts\n"
+        "above their totals, intervals that miss the estimate) are refused, naming the file\n"
+        "and field.\n\n"
         "example (after `axmem demo --out runs/demo`):\n"
         "  axmem report --run baseline=runs/demo/baseline --run goldfish=runs/demo/goldfish \\\n"
         "               --index runs/demo/memo.index.json --out runs/demo/report",
@@ -87,7 +94,8 @@ static ax_status run(report_flags *fl, int *help) {
                         .index = fl->index[0] ? fl->index : NULL,
                         .out = fl->out,
                         .title = fl->title[0] ? fl->title : NULL,
-                        .text_chars = (int)fl->text_chars};
+                        .text_chars = (int)fl->text_chars,
+                        .redact = fl->redact};
     ax_status st = inputs && labels ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
     if (st == AX_OK) st = add_inputs("run", &fl->run, 0, &o, inputs, labels);
     if (st == AX_OK) st = add_inputs("scan", &fl->scan, 1, &o, inputs, labels);

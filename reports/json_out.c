@@ -143,6 +143,9 @@ void ax_rep_write_json(const ax_report *r, ax_jw *w) {
     ax_jw_key(w, "version"), ax_jw_int(w, 1);
     ax_jw_key(w, "title"), ax_jw_str(w, r->title);
     ax_jw_key(w, "headline"), ax_jw_str(w, r->headline);
+    /* redacted: no sample text anywhere (--redact or --text-chars 0); else top_samples carry
+     * the full decoded text the samples file holds */
+    ax_jw_key(w, "redacted"), ax_jw_bool(w, r->text_chars == 0);
     if (r->note) ax_jw_key(w, "note"), ax_jw_str(w, r->note);
     ax_jw_key(w, "runs");
     ax_jw_arr_begin(w);

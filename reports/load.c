@@ -1,10 +1,12 @@
-/* Reads scan.json / regurgitation.json (schema axmem-scan v1), samples.jsonl, metrics.jsonl
- * and the memscan index sidecar into an ax_report. Every failure names the file. JSONL files
- * are streamed line by line: training logs of long runs are large. */
+/* Reads scan files (probe.json, regurgitation.json, the older scan.json; schema axmem-scan
+ * v1), the samples file each one records, metrics.jsonl and the memscan index sidecar into an
+ * ax_report. Every value is checked against its domain (check.c) and every failure names the
+ * file. JSONL files are streamed line by line: training logs of long runs are large. */
 #include "lib/fsutil.h"
 #include "lib/json.h"
 #include "reports/model.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,9 +62,50 @@ static ax_status get_stat(const ax_json *metrics, const char *key, const char *p
     return AX_OK;
 }
 
-static int64_t opt_i64(const ax_json *o, const char *key, int64_t dflt) {
-    const ax_json *v = ax_json_get(o, key);
-    return v && v->type == AX_JSON_NUM ? (int64_t)v->num : dflt;
+/* a rate with its interval: metrics.KEY in [0, 1] */
+static ax_status get_rate(const ax_json *metrics, const char *key, const char *path,
+                          ax_rep_stat *s) {
+    char field[96];
+    snprintf(field, sizeof field, "metrics.%s", key);
+    AX_CHECK(get_stat(metrics, key, path, s));
+    return ax_rep_check_stat(s, 0, 1, path, field);
+}
+
+/* obj.key as a whole number in [lo, hi]; section names the object in messages */
+static ax_status get_int(const ax_json *obj, const char *section, const char *key, int64_t lo,
+                         int64_t hi, const char *path, int64_t *out) {
+    char field[96];
+    snprintf(field, sizeof field, "%s%s%s", section, section[0] ? "." : "", key);
+    return ax_rep_check_int(ax_json_get(obj, key), lo, hi, path, field, out);
+}
+
+/* the same when present; dflt otherwise */
+static ax_status opt_int(const ax_json *obj, const char *section, const char *key, int64_t lo,
+                         int64_t hi, int64_t dflt, const char *path, int64_t *out) {
+    if (!ax_json_get(obj, key)) {
+        *out = dflt;
+        return AX_OK;
+    }
+    return get_int(obj, section, key, lo, hi, path, out);
+}
+
+/* obj.key as a finite number in [lo, hi] */
+static ax_status get_in(const ax_json *obj, const char *section, const char *key, double lo,
+                        double hi, const char *path, double *out) {
+    char field[96];
+    snprintf(field, sizeof field, "%s%s%s", section, section[0] ? "." : "", key);
+    AX_CHECK(ax_json_get_num(obj, key, path, out));
+    return ax_rep_check_num(*out, lo, hi, path, field);
+}
+
+/* obj.key, when present, must be of type t */
+static ax_status opt_typed(const ax_json *obj, const char *key, ax_json_type t, const char *path,
+                           const char *field, const ax_json **out) {
+    *out = ax_json_get(obj, key);
+    if (*out && (*out)->type != t)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: %s is not %s", path, field,
+                         t == AX_JSON_ARR ? "an array" : "an object");
+    return AX_OK;
 }
 
 static void ident_free(ax_rep_ident *id) {
@@ -94,91 +137,143 @@ static ax_status scan_header(const ax_json *v, const char *path, const char **ki
     AX_CHECK(get_obj(v, "dataset", path, &ds));
     AX_CHECK(ax_json_get_str(ck, "path", path, &s));
     id->ckpt_path = dup_str(s);
-    AX_CHECK(ax_json_get_i64(ck, "step", path, &id->step));
+    AX_CHECK(get_int(ck, "checkpoint", "step", 0, AX_REP_MAX_COUNT, path, &id->step));
     const ax_json *gf = ax_json_get(ck, "goldfish");
     id->goldfish = dup_str(gf && gf->type == AX_JSON_STR ? gf->str : "none");
     AX_CHECK(ax_json_get_str(ds, "path", path, &s));
     id->ds_path = dup_str(s);
     AX_CHECK(ax_json_get_str(ds, "xxh3", path, &s));
     id->ds_xxh3 = dup_str(s);
-    AX_CHECK(ax_json_get_i64(ds, "docs", path, &id->ds_docs));
-    AX_CHECK(ax_json_get_i64(ds, "tokens", path, &id->ds_tokens));
+    AX_CHECK(get_int(ds, "dataset", "docs", 0, AX_REP_MAX_COUNT, path, &id->ds_docs));
+    AX_CHECK(get_int(ds, "dataset", "tokens", 0, AX_REP_MAX_COUNT, path, &id->ds_tokens));
     if (!id->ckpt_path || !id->goldfish || !id->ds_path || !id->ds_xxh3) return nomem();
     return AX_OK;
 }
 
 static ax_status parse_probe(const ax_json *v, const char *path, ax_rep_probe *p) {
-    const ax_json *cfg, *m, *tables = ax_json_get(v, "tables");
+    const ax_json *cfg, *m, *tables = ax_json_get(v, "tables"), *h = NULL, *d = NULL;
     AX_CHECK(get_obj(v, "config", path, &cfg));
     AX_CHECK(get_obj(v, "metrics", path, &m));
-    p->prefix = opt_i64(cfg, "prefix", 0);
-    p->suffix = opt_i64(cfg, "suffix", 0);
-    AX_CHECK(get_stat(m, "exact_match_rate", path, &p->exact));
-    AX_CHECK(get_stat(m, "token_accuracy", path, &p->tok_acc));
-    AX_CHECK(get_stat(m, "rouge_l", path, &p->rouge_l));
-    AX_CHECK(ax_json_get_num(m, "matched_prefix_mean", path, &p->mp_mean));
-    const ax_json *h = ax_json_get(tables, "matched_prefix_hist");
-    if (h && h->type == AX_JSON_ARR && h->n) {
+    if (tables && tables->type != AX_JSON_OBJ)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: tables is not an object", path);
+    AX_CHECK(get_int(cfg, "config", "prefix", 1, AX_REP_MAX_TOKENS, path, &p->prefix));
+    AX_CHECK(get_int(cfg, "config", "suffix", 1, AX_REP_MAX_TOKENS, path, &p->suffix));
+    int64_t samples;
+    AX_CHECK(opt_int(cfg, "config", "samples", 0, AX_REP_MAX_COUNT, -1, path, &samples));
+    AX_CHECK(get_rate(m, "exact_match_rate", path, &p->exact));
+    AX_CHECK(get_rate(m, "token_accuracy", path, &p->tok_acc));
+    AX_CHECK(get_rate(m, "rouge_l", path, &p->rouge_l));
+    AX_CHECK(get_in(m, "metrics", "matched_prefix_mean", 0, (double)p->suffix, path, &p->mp_mean));
+    AX_CHECK(opt_typed(tables, "matched_prefix_hist", AX_JSON_ARR, path,
+                       "tables.matched_prefix_hist", &h));
+    AX_CHECK(opt_typed(tables, "by_duplication", AX_JSON_ARR, path, "tables.by_duplication", &d));
+    if (h) { /* probes by matched-prefix length 0..S: the counts behind every rate */
+        if (h->n != (size_t)p->suffix + 1)
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: tables.matched_prefix_hist has %zu entries, expected suffix + 1 "
+                             "= %lld; the file was edited or damaged: rerun memscan probe",
+                             path, h->n, (long long)p->suffix + 1);
         p->mp_hist = calloc(h->n, sizeof(int64_t));
         if (!p->mp_hist) return nomem();
         p->n_mp_hist = (int)h->n;
         for (size_t k = 0; k < h->n; k++) {
-            if (h->items[k]->type != AX_JSON_NUM)
-                return ax_errorf(AX_ERR_CORRUPT,
-                                 "%s: tables.matched_prefix_hist[%zu] is not a "
-                                 "number",
-                                 path, k);
-            p->mp_hist[k] = (int64_t)h->items[k]->num;
+            char field[64];
+            snprintf(field, sizeof field, "tables.matched_prefix_hist[%zu]", k);
+            AX_CHECK(ax_rep_check_int(h->items[k], 0, AX_REP_MAX_COUNT - p->n, path, field,
+                                      &p->mp_hist[k]));
             p->n += p->mp_hist[k];
         }
         p->n_exact = p->mp_hist[h->n - 1]; /* matched all suffix tokens = exact match */
-    } else {                               /* no histogram: the rate times the documents probed */
-        int64_t want = opt_i64(cfg, "samples", 0), elig = opt_i64(cfg, "eligible_docs", want);
-        p->n = want < elig ? want : elig;
-        p->n_exact = (int64_t)llround(p->exact.mean * (double)p->n);
+        if (samples >= 0 && p->n != samples)
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: tables.matched_prefix_hist counts %lld probes but "
+                             "config.samples is %lld; the file was edited or damaged: rerun "
+                             "memscan probe",
+                             path, (long long)p->n, (long long)samples);
+        if (fabs(p->exact.mean * (double)p->n - (double)p->n_exact) > 0.5)
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: metrics.exact_match_rate.mean = %g disagrees with "
+                             "tables.matched_prefix_hist (%lld of %lld probes exact); the file "
+                             "was edited or damaged: rerun memscan probe",
+                             path, p->exact.mean, (long long)p->n_exact, (long long)p->n);
+    } else { /* no histogram: the rate times the probes */
+        if (samples < 0)
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: neither tables.matched_prefix_hist nor config.samples says how "
+                             "many documents were probed; rerun memscan probe",
+                             path);
+        p->n = samples;
+        p->n_exact = (int64_t)llround(p->exact.mean * (double)p->n); /* mean is in [0, 1] */
     }
-    const ax_json *d = ax_json_get(tables, "by_duplication");
-    if (d && d->type == AX_JSON_ARR && d->n) {
+    if (d && d->n) {
         p->dup = calloc(d->n, sizeof *p->dup);
         if (!p->dup) return nomem();
         p->n_dup = (int)d->n;
+        int64_t total = 0;
         for (size_t k = 0; k < d->n; k++) {
             const char *b;
-            double rate;
+            char sec[64];
+            snprintf(sec, sizeof sec, "tables.by_duplication[%zu]", k);
             AX_CHECK(ax_json_get_str(d->items[k], "bucket", path, &b));
-            AX_CHECK(ax_json_get_i64(d->items[k], "samples", path, &p->dup[k].samples));
-            AX_CHECK(ax_json_get_num(d->items[k], "exact_match_rate", path, &rate));
-            p->dup[k].exact_match_rate = rate;
+            AX_CHECK(get_int(d->items[k], sec, "samples", 0, p->n, path, &p->dup[k].samples));
+            AX_CHECK(get_in(d->items[k], sec, "exact_match_rate", 0, 1, path,
+                            &p->dup[k].exact_match_rate));
             if (!(p->dup[k].bucket = strdup(b))) return nomem();
+            total += p->dup[k].samples;
         }
+        AX_CHECK(ax_rep_check_le(total, "the sum of tables.by_duplication[].samples", p->n,
+                                 "the probes counted", path));
     }
     return AX_OK;
 }
 
 static ax_status parse_regurg(const ax_json *v, const char *path, ax_rep_regurg *g) {
-    const ax_json *cfg, *m, *tables = ax_json_get(v, "tables");
+    const ax_json *cfg, *m, *tables = ax_json_get(v, "tables"), *h = NULL;
     AX_CHECK(get_obj(v, "config", path, &cfg));
     AX_CHECK(get_obj(v, "metrics", path, &m));
-    g->n = opt_i64(cfg, "n", 0);
-    g->samples = opt_i64(cfg, "samples", 0);
-    g->length = opt_i64(cfg, "length", 0);
-    AX_CHECK(ax_json_get_num(m, "frac_with_verbatim_span", path, &g->frac_span));
-    AX_CHECK(ax_json_get_num(m, "mean_longest_span", path, &g->mean_span));
-    AX_CHECK(ax_json_get_i64(m, "max_longest_span", path, &g->max_span));
-    const ax_json *h = ax_json_get(tables, "longest_span_hist");
-    if (h && h->type == AX_JSON_OBJ && h->n) {
+    if (tables && tables->type != AX_JSON_OBJ)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: tables is not an object", path);
+    AX_CHECK(get_int(cfg, "config", "n", 1, AX_REP_MAX_TOKENS, path, &g->n));
+    AX_CHECK(get_int(cfg, "config", "samples", 0, AX_REP_MAX_COUNT, path, &g->samples));
+    AX_CHECK(get_int(cfg, "config", "length", 1, AX_REP_MAX_TOKENS, path, &g->length));
+    AX_CHECK(get_in(m, "metrics", "frac_with_verbatim_span", 0, 1, path, &g->frac_span));
+    AX_CHECK(get_in(m, "metrics", "mean_longest_span", 0, (double)g->length, path, &g->mean_span));
+    AX_CHECK(get_int(m, "metrics", "max_longest_span", 0, g->length, path, &g->max_span));
+    if (g->mean_span > (double)g->max_span + 1e-9)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: metrics.mean_longest_span = %g exceeds metrics.max_longest_span = "
+                         "%lld; the file was edited or damaged: rerun memscan generate",
+                         path, g->mean_span, (long long)g->max_span);
+    AX_CHECK(
+        opt_typed(tables, "longest_span_hist", AX_JSON_OBJ, path, "tables.longest_span_hist", &h));
+    if (h && h->n) {
         g->hist_labels = calloc(h->n, sizeof(char *));
         g->hist = calloc(h->n, sizeof(int64_t));
         if (!g->hist_labels || !g->hist) return nomem();
         g->n_hist = (int)h->n;
+        int64_t total = 0;
         for (size_t k = 0; k < h->n; k++) {
-            if (h->items[k]->type != AX_JSON_NUM)
-                return ax_errorf(AX_ERR_CORRUPT, "%s: tables.longest_span_hist.%s is not a number",
-                                 path, h->keys[k]);
+            char field[160];
+            snprintf(field, sizeof field, "tables.longest_span_hist.%.100s", h->keys[k]);
+            AX_CHECK(ax_rep_check_int(h->items[k], 0, g->samples, path, field, &g->hist[k]));
             if (!(g->hist_labels[k] = strdup(h->keys[k]))) return nomem();
-            g->hist[k] = (int64_t)h->items[k]->num;
+            total += g->hist[k];
         }
+        if (total != g->samples)
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: tables.longest_span_hist counts %lld generations but "
+                             "config.samples is %lld; the file was edited or damaged: rerun "
+                             "memscan generate",
+                             path, (long long)total, (long long)g->samples);
     }
+    int64_t hit, total;
+    ax_rep_regurg_counts(g, &hit, &total);
+    if (fabs(g->frac_span * (double)total - (double)hit) > 0.5)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: metrics.frac_with_verbatim_span = %g disagrees with "
+                         "tables.longest_span_hist (%lld of %lld generations); the file was "
+                         "edited or damaged: rerun memscan generate",
+                         path, g->frac_span, (long long)hit, (long long)total);
     return AX_OK;
 }
 
@@ -199,22 +294,36 @@ static const char *opt_text(const ax_json *o, const char *key) {
     return v && v->type == AX_JSON_STR ? v->str : NULL;
 }
 
-/* one samples.jsonl row into the top-N list (kept sorted, best first) */
-static ax_status take_sample(const ax_json *row, const char *what, ax_rep_probe *p) {
+typedef struct {
+    ax_rep_probe *p;
+    const char *scan; /* the scan JSON, for messages */
+    int keep_text;    /* 0: decoded text is not even loaded (a redacted report) */
+} sample_ctx;
+
+/* one probe samples row into the top-N list (kept sorted, best first) */
+static ax_status take_sample(const ax_json *row, const char *what, const sample_ctx *c) {
+    ax_rep_probe *p = c->p;
     ax_rep_sample s = {0};
     double acc = 0;
     const ax_json *ex = ax_json_get(row, "exact");
-    AX_CHECK(ax_json_get_i64(row, "doc", what, &s.doc));
-    AX_CHECK(ax_json_get_i64(row, "offset", what, &s.offset));
-    AX_CHECK(ax_json_get_i64(row, "matched_prefix", what, &s.matched_prefix));
+    if (!ax_json_get(row, "doc") && (ax_json_get(row, "spans") || ax_json_get(row, "longest_span")))
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "%s: a regurgitation-scan row (memscan generate wrote this file), not a "
+                         "probe sample of %s; rerun memscan probe (its samples now have their "
+                         "own name)",
+                         what, c->scan);
+    AX_CHECK(get_int(row, "", "doc", 0, p->id.ds_docs - 1, what, &s.doc));
+    AX_CHECK(get_int(row, "", "offset", 0, p->id.ds_tokens, what, &s.offset));
+    AX_CHECK(get_int(row, "", "matched_prefix", 0, p->suffix, what, &s.matched_prefix));
     if (ax_json_get(row, "token_accuracy"))
-        AX_CHECK(ax_json_get_num(row, "token_accuracy", what, &acc));
+        AX_CHECK(get_in(row, "", "token_accuracy", 0, 1, what, &acc));
     s.token_accuracy = acc;
     s.exact = ex && ex->type == AX_JSON_BOOL && ex->num != 0;
     int pos = p->n_top;
     while (pos > 0 && ranks_above(&s, &p->top[pos - 1])) pos--;
     if (pos >= AX_REP_TOP) return AX_OK;
-    const char *tt = opt_text(row, "truth_text"), *gt = opt_text(row, "generated_text");
+    const char *tt = c->keep_text ? opt_text(row, "truth_text") : NULL,
+               *gt = c->keep_text ? opt_text(row, "generated_text") : NULL;
     if ((tt && !(s.truth_text = strdup(tt))) || (gt && !(s.generated_text = strdup(gt)))) {
         sample_free(&s);
         return nomem();
@@ -261,9 +370,21 @@ static ax_status each_jsonl(const char *path, line_fn fn, void *ctx) {
 }
 
 static ax_status sample_line(const ax_json *row, const char *what, void *ctx) {
-    ax_rep_probe *p = ctx;
-    p->n_sample_rows++;
-    return take_sample(row, what, p);
+    sample_ctx *c = ctx;
+    c->p->n_sample_rows++;
+    return take_sample(row, what, c);
+}
+
+/* reads p->samples_file: the top samples, and one row per probe */
+static ax_status read_probe_samples(ax_rep_probe *p, int keep_text) {
+    sample_ctx c = {p, p->file, keep_text};
+    AX_CHECK(each_jsonl(p->samples_file, sample_line, &c));
+    if (p->n_sample_rows != p->n)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "%s has %lld samples but %s probed %lld documents: they do not belong "
+                         "together; rerun memscan probe",
+                         p->samples_file, (long long)p->n_sample_rows, p->file, (long long)p->n);
+    return AX_OK;
 }
 
 static ax_status push2(double **a, double **b, int64_t *n, int64_t *cap, double x, double y) {
@@ -283,12 +404,14 @@ static ax_status push2(double **a, double **b, int64_t *n, int64_t *cap, double 
 static ax_status metrics_line(const ax_json *row, const char *what, void *ctx) {
     ax_rep_train *t = ctx;
     double step, loss;
-    AX_CHECK(ax_json_get_num(row, "step", what, &step));
-    AX_CHECK(ax_json_get_num(row, "loss", what, &loss));
+    AX_CHECK(get_in(row, "", "step", 0, (double)AX_REP_MAX_COUNT, what, &step));
+    AX_CHECK(get_in(row, "", "loss", -DBL_MAX, DBL_MAX, what, &loss));
     AX_CHECK(push2(&t->step, &t->loss, &t->n, &t->cap, step, loss));
     const ax_json *vl = ax_json_get(row, "val_loss");
-    if (vl && vl->type == AX_JSON_NUM)
+    if (vl && vl->type == AX_JSON_NUM) {
+        AX_CHECK(ax_rep_check_num(vl->num, -DBL_MAX, DBL_MAX, what, "val_loss"));
         AX_CHECK(push2(&t->val_step, &t->val_loss, &t->n_val, &t->cap_val, step, vl->num));
+    }
     return AX_OK;
 }
 
@@ -303,9 +426,11 @@ static int same_ident(const ax_rep_ident *a, const ax_rep_ident *b) {
 }
 
 /* Loads one scan file into the run, by its kind. */
-static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_kind) {
+static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_kind,
+                           int keep_text) {
     ax_json *v = NULL;
     ax_rep_ident id = {0};
+    ax_rep_samples_rec rec = {0};
     const char *kind = NULL;
     ax_status st;
     AX_CHECK_GOTO(read_json(path, &v), out);
@@ -324,7 +449,9 @@ static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_k
         goto out;
     }
     if ((probe && run->probe) || (!probe && run->regurg)) {
-        st = ax_errorf(AX_ERR_ARG, "run '%s' has two %s scans (%s and %s); give each its own label",
+        st = ax_errorf(AX_ERR_ARG,
+                       "run '%s' has two %s scans (%s and %s); remove the stale one, or give each "
+                       "its own label (--scan LABEL=FILE)",
                        run->label, kind, probe ? run->probe->file : run->regurg->file, path);
         goto out;
     }
@@ -338,6 +465,12 @@ static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_k
         run->probe = p, p->id = id;
         memset(&id, 0, sizeof id);
         AX_CHECK_GOTO(parse_probe(v, path, p), out);
+        AX_CHECK_GOTO(ax_rep_samples_rec_read(v, path, &rec), out);
+        if (rec.path) {
+            AX_CHECK_GOTO(ax_rep_samples_rec_verify(&rec, path), out);
+            p->samples_file = rec.path, rec.path = NULL;
+            AX_CHECK_GOTO(read_probe_samples(p, keep_text), out);
+        }
     } else {
         ax_rep_regurg *g = calloc(1, sizeof *g);
         if (!g || !(g->file = strdup(path))) {
@@ -348,6 +481,11 @@ static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_k
         run->regurg = g, g->id = id;
         memset(&id, 0, sizeof id);
         AX_CHECK_GOTO(parse_regurg(v, path, g), out);
+        AX_CHECK_GOTO(ax_rep_samples_rec_read(v, path, &rec), out);
+        if (rec.path) { /* not shown in the report, but the scan must be complete */
+            AX_CHECK_GOTO(ax_rep_samples_rec_verify(&rec, path), out);
+            g->samples_file = rec.path, rec.path = NULL;
+        }
     }
     if (run->probe && run->regurg && !run->warning &&
         !same_ident(&run->probe->id, &run->regurg->id)) {
@@ -359,58 +497,63 @@ static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_k
         run->warning = strdup(w);
     }
 out:
+    free(rec.path);
     ident_free(&id);
     ax_json_free(v);
     return st;
 }
 
-static ax_status load_dir(ax_rep_run *run, const char *dir) {
+/* A run directory: probe.json (memscan probe), regurgitation.json (memscan generate), the
+ * older scan.json (either kind, by its "kind"), and metrics.jsonl. A scan's samples are the
+ * file it records; a probe that records none (an older axmem) reads samples.jsonl. */
+static ax_status load_dir(ax_rep_run *run, const char *dir, int keep_text) {
     if (!ax_path_exists(dir))
         return ax_errorf(AX_ERR_IO,
                          "run '%s': %s does not exist; pass a directory written by "
                          "axmem memscan probe/generate",
                          run->label, dir);
-    static const char *names[] = {"scan.json", "regurgitation.json", "samples.jsonl",
-                                  "metrics.jsonl"};
-    char *p[4];
+    enum { PROBE, REGURG, LEGACY, SAMPLES, METRICS, N_NAMES };
+    static const char *names[N_NAMES] = {"probe.json", "regurgitation.json", "scan.json",
+                                         "samples.jsonl", "metrics.jsonl"};
+    static const char *kinds[3] = {"extraction-probe", "regurgitation-scan", NULL};
+    char *p[N_NAMES];
     ax_status st = AX_OK;
-    for (int k = 0; k < 4; k++) p[k] = join(dir, names[k]);
-    if (!p[0] || !p[1] || !p[2] || !p[3]) {
-        st = nomem();
-        goto out;
-    }
-    if (!ax_path_exists(p[0]) && !ax_path_exists(p[1])) {
+    int k;
+    for (k = 0; k < N_NAMES; k++) p[k] = join(dir, names[k]);
+    for (k = 0; k < N_NAMES; k++)
+        if (!p[k]) {
+            st = nomem();
+            goto out;
+        }
+    if (!ax_path_exists(p[PROBE]) && !ax_path_exists(p[REGURG]) && !ax_path_exists(p[LEGACY])) {
         st = ax_errorf(AX_ERR_IO,
-                       "run '%s': found neither %s nor %s; point --run at a directory where "
+                       "run '%s': found none of %s, %s, %s; point --run at a directory where "
                        "axmem memscan probe/generate wrote its scan, or use --scan LABEL=FILE",
-                       run->label, p[0], p[1]);
+                       run->label, p[PROBE], p[REGURG], p[LEGACY]);
         goto out;
     }
     if (!(run->dir = strdup(dir))) {
         st = nomem();
         goto out;
     }
-    if (ax_path_exists(p[0])) AX_CHECK_GOTO(load_scan(run, p[0], "extraction-probe"), out);
-    if (ax_path_exists(p[1])) AX_CHECK_GOTO(load_scan(run, p[1], "regurgitation-scan"), out);
-    if (run->probe && ax_path_exists(p[2])) {
-        if (!(run->probe->samples_file = strdup(p[2]))) {
-            st = nomem();
-            goto out;
-        }
-        AX_CHECK_GOTO(each_jsonl(p[2], sample_line, run->probe), out);
+    for (k = PROBE; k <= LEGACY; k++)
+        if (ax_path_exists(p[k])) AX_CHECK_GOTO(load_scan(run, p[k], kinds[k], keep_text), out);
+    if (run->probe && !run->probe->samples_file && ax_path_exists(p[SAMPLES])) {
+        run->probe->samples_file = p[SAMPLES], p[SAMPLES] = NULL;
+        AX_CHECK_GOTO(read_probe_samples(run->probe, keep_text), out);
     }
-    if (ax_path_exists(p[3])) {
+    if (ax_path_exists(p[METRICS])) {
         ax_rep_train *t = calloc(1, sizeof *t);
-        if (!t || !(t->file = strdup(p[3]))) {
+        if (!t || !(t->file = strdup(p[METRICS]))) {
             free(t);
             st = nomem();
             goto out;
         }
         run->train = t;
-        AX_CHECK_GOTO(each_jsonl(p[3], metrics_line, t), out);
+        AX_CHECK_GOTO(each_jsonl(p[METRICS], metrics_line, t), out);
     }
 out:
-    for (int k = 0; k < 4; k++) free(p[k]);
+    for (k = 0; k < N_NAMES; k++) free(p[k]);
     return st;
 }
 
@@ -438,9 +581,9 @@ static ax_status load_index(const char *path, ax_rep_index **out) {
                        path, schema->str, INDEX_SCHEMA);
         goto out;
     }
-    AX_CHECK_GOTO(ax_json_get_i64(v, "n", path, &x->n), out);
-    AX_CHECK_GOTO(ax_json_get_i64(v, "windows", path, &x->windows), out);
-    AX_CHECK_GOTO(ax_json_get_i64(v, "distinct_windows", path, &x->distinct), out);
+    AX_CHECK_GOTO(get_int(v, "", "n", 1, AX_REP_MAX_TOKENS, path, &x->n), out);
+    AX_CHECK_GOTO(get_int(v, "", "windows", 0, AX_REP_MAX_COUNT, path, &x->windows), out);
+    AX_CHECK_GOTO(get_int(v, "", "distinct_windows", 0, x->windows, path, &x->distinct), out);
     AX_CHECK_GOTO(get_obj(v, "duplication_histogram", path, &h), out);
     x->labels = calloc(h->n + 1, sizeof(char *));
     x->counts = calloc(h->n + 1, sizeof(int64_t));
@@ -449,16 +592,14 @@ static ax_status load_index(const char *path, ax_rep_index **out) {
         goto out;
     }
     for (size_t k = 0; k < h->n; k++) {
-        if (h->items[k]->type != AX_JSON_NUM) {
-            st = ax_errorf(AX_ERR_CORRUPT, "%s: duplication_histogram.%s is not a number", path,
-                           h->keys[k]);
-            goto out;
-        }
+        char field[160];
+        snprintf(field, sizeof field, "duplication_histogram.%.100s", h->keys[k]);
+        AX_CHECK_GOTO(ax_rep_check_int(h->items[k], 0, x->distinct, path, field, &x->counts[k]),
+                      out);
         if (!(x->labels[k] = strdup(h->keys[k]))) {
             st = nomem();
             goto out;
         }
-        x->counts[k] = (int64_t)h->items[k]->num;
         x->n_hist++;
     }
 out:
@@ -468,7 +609,7 @@ out:
 
 ax_status ax_rep_load(const ax_report_opts *o, ax_report *r) {
     memset(r, 0, sizeof *r);
-    r->text_chars = o->text_chars;
+    r->text_chars = o->redact ? 0 : o->text_chars;
     r->runs = calloc((size_t)(o->n_inputs > 0 ? o->n_inputs : 1), sizeof *r->runs);
     if (!r->runs) return nomem();
     for (int i = 0; i < o->n_inputs; i++) {
@@ -487,9 +628,9 @@ ax_status ax_rep_load(const ax_report_opts *o, ax_report *r) {
         if (in->is_file) {
             if (!ax_path_exists(in->path))
                 return ax_errorf(AX_ERR_IO, "--scan %s=%s: no such file", in->label, in->path);
-            AX_CHECK(load_scan(run, in->path, NULL));
+            AX_CHECK(load_scan(run, in->path, NULL, r->text_chars > 0));
         } else {
-            AX_CHECK(load_dir(run, in->path));
+            AX_CHECK(load_dir(run, in->path, r->text_chars > 0));
         }
     }
     if (o->index) AX_CHECK(load_index(o->index, &r->index));
@@ -514,7 +655,7 @@ void ax_rep_free(ax_report *r) {
             ax_rep_regurg *g = run->regurg;
             ident_free(&g->id);
             for (int k = 0; k < g->n_hist; k++) free(g->hist_labels[k]);
-            free(g->file), free(g->hist_labels), free(g->hist), free(g);
+            free(g->file), free(g->hist_labels), free(g->hist), free(g->samples_file), free(g);
         }
         if (run->train) {
             ax_rep_train *t = run->train;

@@ -8,6 +8,10 @@
 #include "reports/report.h"
 
 #define AX_REP_TOP 5 /* memorized samples listed per run */
+/* bounds for values read from scan files (check.c): counts past 2^53 are not exact in JSON,
+ * token lengths past 2^24 are far beyond any scan's flags */
+#define AX_REP_MAX_COUNT 9007199254740992LL
+#define AX_REP_MAX_TOKENS 16777216LL
 
 typedef struct {
     double mean, lo, hi;
@@ -28,7 +32,8 @@ typedef struct {
     int64_t doc, offset, matched_prefix;
     int exact;
     double token_accuracy;
-    char *truth_text, *generated_text; /* NULL unless samples.jsonl holds decoded text */
+    char *truth_text, *generated_text; /* NULL unless the samples hold decoded text (and the
+                                          report shows text) */
 } ax_rep_sample;
 
 typedef struct {
@@ -42,7 +47,7 @@ typedef struct {
     int n_mp_hist;
     ax_rep_dup *dup; /* by_duplication table, n_dup rows (0: absent) */
     int n_dup;
-    char *samples_file; /* NULL when no samples.jsonl was read */
+    char *samples_file; /* NULL when no samples file was read */
     int64_t n_sample_rows;
     ax_rep_sample top[AX_REP_TOP];
     int n_top;
@@ -57,6 +62,7 @@ typedef struct {
     char **hist_labels; /* longest_span_hist buckets, in file order */
     int64_t *hist;
     int n_hist;
+    char *samples_file; /* verified against the scan's record; NULL when it records none */
 } ax_rep_regurg;
 
 typedef struct {
@@ -88,7 +94,7 @@ typedef struct {
     ax_rep_run *runs;
     int n_runs;
     ax_rep_index *index; /* NULL without --index */
-    int text_chars;
+    int text_chars;      /* 0: no sample text in any output (--redact or --text-chars 0) */
     char *headline;
     char *note; /* runs scanned different datasets, etc.; NULL when none */
 } ax_report;
@@ -98,6 +104,26 @@ ax_status ax_rep_load(const ax_report_opts *o, ax_report *r);
 void ax_rep_free(ax_report *r);
 /* headline.c: the one-paragraph verdict and cross-run notes */
 ax_status ax_rep_summarise(ax_report *r);
+/* check.c: domain checks; failures name path and field and say the file was edited or damaged */
+ax_status ax_rep_check_num(double v, double lo, double hi, const char *path, const char *field);
+/* x must be a whole number in [lo, hi] (missing or another type is an error too) */
+ax_status ax_rep_check_int(const ax_json *x, int64_t lo, int64_t hi, const char *path,
+                           const char *field, int64_t *out);
+/* mean and both interval ends in [lo, hi], and the interval brackets the mean */
+ax_status ax_rep_check_stat(const ax_rep_stat *s, double lo, double hi, const char *path,
+                            const char *field);
+/* a <= b, e.g. a count against its total */
+ax_status ax_rep_check_le(int64_t a, const char *fa, int64_t b, const char *fb, const char *path);
+/* samples_rec.c: the samples file a scan JSON records ("samples" block) */
+typedef struct {
+    char *path; /* resolved against the scan JSON's folder; NULL: the scan records none */
+    int64_t bytes, lines;
+    uint64_t xxh3;
+} ax_rep_samples_rec;
+ax_status ax_rep_samples_rec_read(const ax_json *scan, const char *scan_path,
+                                  ax_rep_samples_rec *rec);
+/* the file exists and matches the record; errors name both files */
+ax_status ax_rep_samples_rec_verify(const ax_rep_samples_rec *rec, const char *scan_path);
 /* the run's identity: from its probe, else its regurgitation scan; NULL if neither */
 const ax_rep_ident *ax_rep_run_ident(const ax_rep_run *run);
 /* generations with a verbatim span, out of total */

@@ -36,7 +36,9 @@ static ax_status write_all(const char *out, const char *const text[N_OUT]) {
         snprintf(tmp[k], sizeof tmp[k], "%s/.%s.tmp", out, names[k]);
         snprintf(dst[k], sizeof dst[k], "%s/%s", out, names[k]);
     }
-    for (k = 0; k < N_OUT && st == AX_OK; k++) st = ax_write_file(tmp[k], text[k], strlen(text[k]));
+    /* private (0600): the report may quote training text */
+    for (k = 0; k < N_OUT && st == AX_OK; k++)
+        st = ax_write_file_private(tmp[k], text[k], strlen(text[k]));
     for (k = 0; k < N_OUT && st == AX_OK; k++) st = ax_rename_durable(tmp[k], dst[k]);
     if (st != AX_OK)
         for (k = 0; k < N_OUT; k++) remove(tmp[k]);

@@ -16,9 +16,11 @@ typedef struct {
     const char *index; /* memscan index sidecar (INDEX.json), or NULL */
     const char *out;   /* output directory, created if missing */
     const char *title; /* NULL: a default title */
-    int text_chars;    /* characters of decoded sample text shown; 0 hides text */
+    int text_chars;    /* characters of decoded sample text shown; 0: no text in any output */
+    int redact;        /* 1: no training text in any output (report.json included) */
 } ax_report_opts;
 
-/* Loads every input, then writes out/report.html, report.md and report.json, each to a
- * temporary file renamed into place. Failures record a message naming the file. */
+/* Loads every input, then writes out/report.html, report.md and report.json (mode 0600: they
+ * may quote training text), each to a temporary file renamed into place. Failures record a
+ * message naming the file. */
 ax_status ax_report_build(const ax_report_opts *o);

@@ -126,12 +126,97 @@ import json,sys
 rows=[json.loads(l) for l in open(sys.argv[1])]
 s=json.load(open(sys.argv[2]))
 ok = len(rows)==8 and all(r["duplicates"]>=1 for r in rows) and sum(b["samples"] for b in s["tables"]["by_duplication"])==8
-sys.exit(0 if ok else 1)' "$T/samples.jsonl" "$T/p.json" && ok "probe: every probed window found in the index, bucketed" || bad "probe: duplication counts"
+sys.exit(0 if ok else 1)' "$T/p.samples.jsonl" "$T/p.json" && ok "probe: every probed window found in the index, bucketed" || bad "probe: duplication counts"
 expect_fail "probe: checkpoint missing" 1 "holds no checkpoint" "$AX" memscan probe --ckpt "$T/nothing" --data "$T/kjv.axd"
 expect_fail "probe: prefix too long for every document" 2 "--prefix" "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --prefix 5000 --suffix 5000
 sed -n 151,170p data/corpus/kjv.jsonl >"$T/other.jsonl"
 "$AX" data encode --tokenizer "$T/tok" --input "$T/other.jsonl" --out "$T/other.axd" 2>/dev/null
 expect_fail "generate: index of another dataset" 1 "other.axd" "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --data "$T/other.axd"
+
+# ---- scan outputs (issue 8): distinct names, published together, private, checked, redactable
+mkdir -p "$T/both"
+( cd "$T/both" &&
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --tokenizer "$T/tok" --samples 8 \
+    --prefix 8 --suffix 12 >/dev/null 2>"$T/err" &&
+  "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --tokenizer "$T/tok" --samples 4 \
+    --length 16 >/dev/null 2>>"$T/err" )
+if [ -s "$T/both/probe.json" ] && [ -s "$T/both/probe.samples.jsonl" ] &&
+   [ -s "$T/both/regurgitation.json" ] && [ -s "$T/both/regurgitation.samples.jsonl" ] &&
+   [ "$(ls -A "$T/both" | wc -l)" -eq 4 ]; then ok "probe and generate in one folder: four files, no clash"
+else ls -A "$T/both" | sed 's/^/     | /'; bad "probe and generate in one folder: four files, no clash"; fi
+if [ "$(stat -c %a "$T/both/probe.samples.jsonl")" = 600 ] &&
+   [ "$(stat -c %a "$T/both/regurgitation.samples.jsonl")" = 600 ]; then ok "samples files are mode 0600"
+else bad "samples files are mode 0600"; fi
+"$AX" report --run "r=$T/both" --out "$T/rep" >/dev/null 2>"$T/err" && ok "report reads both scans of a folder" \
+  || bad "report reads both scans of a folder"
+if [ "$(stat -c %a "$T/rep/report.html" "$T/rep/report.md" "$T/rep/report.json" | sort -u)" = 600 ]; then
+  ok "report files are mode 0600"; else bad "report files are mode 0600"; fi
+# no training text anywhere after --redact (nor after --text-chars 0); without it, report.json quotes it
+notext() { python3 - "$T/both/probe.samples.jsonl" "$1" <<'PY'
+import json, os, sys
+texts = set()
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    for k in ("truth_text", "generated_text"):
+        t = r.get(k, "").strip()
+        if len(t) >= 8: texts.add(t[:24])
+blob = b"".join(open(os.path.join(sys.argv[2], f), "rb").read() for f in os.listdir(sys.argv[2]))
+found = [t for t in texts if t.encode() in blob or json.dumps(t)[1:-1].encode() in blob]
+print(f"     {len(texts)} sample texts, {len(found)} found in {sys.argv[2]}")
+sys.exit(0 if texts and not found else 1)
+PY
+}
+notext "$T/rep" >/dev/null && bad "the unredacted report quotes sample text (test can fail)" || ok "the unredacted report quotes sample text (test can fail)"
+"$AX" report --run "r=$T/both" --out "$T/rep" --redact >/dev/null 2>"$T/err" && notext "$T/rep" \
+  && ok "report --redact: no training text in any output" || bad "report --redact: no training text in any output"
+"$AX" report --run "r=$T/both" --out "$T/rep0" --text-chars 0 >/dev/null 2>"$T/err" && notext "$T/rep0" \
+  && ok "report --text-chars 0: no training text in report.json either" || bad "report --text-chars 0: no text"
+# samples that do not belong to the scan, and edited values, are refused naming the files
+cp -r "$T/both" "$T/swap"
+cp "$T/swap/regurgitation.samples.jsonl" "$T/swap/probe.samples.jsonl"
+expect_fail "report: foreign samples file named with its scan" 1 "probe.samples.jsonl does not belong to .*probe.json" \
+  "$AX" report --run "r=$T/swap" --out "$T/rep1"
+cp -r "$T/both" "$T/edit"
+python3 - "$T/edit/probe.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["metrics"]["exact_match_rate"]["mean"] = -5
+json.dump(s, open(sys.argv[1], "w"))
+PY
+expect_fail "report: an edited -500% rate is refused" 1 "probe.json: metrics.exact_match_rate.mean = -5 is outside" \
+  "$AX" report --run "r=$T/edit" --out "$T/rep2"
+# the older layout (scan.json + samples.jsonl, no record) still reads
+mkdir -p "$T/old"
+python3 - "$T/both/probe.json" "$T/old/scan.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); del s["samples"]; json.dump(s, open(sys.argv[2], "w"))
+PY
+cp "$T/both/probe.samples.jsonl" "$T/old/samples.jsonl"
+"$AX" report --run "old=$T/old" --out "$T/rep3" >/dev/null 2>"$T/err" && grep -q '"top_samples"' "$T/rep3/report.json" \
+  && ok "report reads the older scan.json + samples.jsonl" || bad "report reads the older scan.json + samples.jsonl"
+# a full disk leaves the previous complete scan, or none: never a scan JSON beside cut samples
+M="$T/disk"
+mkdir -p "$M"
+trap 'umount "$M" 2>/dev/null; rm -rf "$T"' EXIT # never leave the small disk mounted
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=16k tmpfs "$M" 2>/dev/null; then
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --tokenizer "$T/tok" --samples 64 \
+    --prefix 8 --suffix 32 --out "$M/probe.json" >/dev/null 2>"$T/err"
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "probe.samples.jsonl" "$T/err" && [ -z "$(ls -A "$M")" ]; then
+    ok "full disk: probe fails and leaves nothing behind"
+  else ls -A "$M" | sed 's/^/     | /'; bad "full disk: probe fails and leaves nothing behind (exit $rc)"; fi
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 2 --prefix 8 --suffix 8 \
+    --out "$M/probe.json" >/dev/null 2>"$T/err"
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --tokenizer "$T/tok" --samples 64 \
+    --prefix 8 --suffix 32 --out "$M/probe.json" >/dev/null 2>"$T/err"
+  rc=$?
+  if [ "$rc" -eq 1 ] && [ "$(ls -A "$M" | wc -l)" -eq 2 ] &&
+     "$AX" report --run "r=$M" --out "$T/rep4" >/dev/null 2>"$T/err"; then
+    ok "full disk: the previous complete scan survives"
+  else bad "full disk: the previous complete scan survives (exit $rc)"; fi
+  umount "$M"
+else
+  echo "skip full-disk checks (needs root and tmpfs)"
+fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

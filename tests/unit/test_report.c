@@ -50,7 +50,7 @@ static char *slurp(const char *rel) {
 #define HEADER(kind, gf)                                                                           \
     "{\"schema\":\"axmem-scan\",\"version\":1,\"kind\":\"" kind "\",\"checkpoint\":{\"path\":"     \
     "\"/ck/step-000300\",\"step\":300,\"goldfish\":\"" gf "\"},\"dataset\":{\"path\":\"/d.axd\","  \
-    "\"xxh3\":\"0x36060a42c7f4107d\",\"docs\":4,\"tokens\":400},"
+    "\"xxh3\":\"0x36060a42c7f4107d\",\"docs\":16,\"tokens\":400},"
 
 /* a probe with `exact` of 4 documents reproduced (suffix 4 tokens) */
 static void probe(const char *dir, const char *gf, int exact) {
@@ -83,6 +83,7 @@ static void regurg(const char *dir, int with_span) {
         with_span / 8.0, 8 - with_span, with_span);
 }
 
+/* the older layout's samples.jsonl: one row per probe (4), one of them with text */
 static void samples(const char *dir, const char *text) {
     char rel[128];
     snprintf(rel, sizeof rel, "%s/samples.jsonl", dir);
@@ -90,7 +91,11 @@ static void samples(const char *dir, const char *text) {
         "{\"i\":0,\"doc\":3,\"offset\":0,\"exact\":false,\"matched_prefix\":1,"
         "\"token_accuracy\":0.25}\n"
         "{\"i\":1,\"doc\":7,\"offset\":5,\"exact\":true,\"matched_prefix\":4,\"token_accuracy\":1,"
-        "\"truth_text\":\"%s\",\"generated_text\":\"%s\"}\n\n",
+        "\"truth_text\":\"%s\",\"generated_text\":\"%s\"}\n\n"
+        "{\"i\":2,\"doc\":1,\"offset\":0,\"exact\":false,\"matched_prefix\":0,"
+        "\"token_accuracy\":0}\n"
+        "{\"i\":3,\"doc\":2,\"offset\":0,\"exact\":false,\"matched_prefix\":0,"
+        "\"token_accuracy\":0}\n",
         text, text);
 }
 
@@ -173,7 +178,7 @@ Test(report, writes_three_outputs_and_json_round_trips, .init = setup, .fini = t
     cr_assert_float_eq(x, 2.5, 1e-12);
     cr_assert_eq(ax_json_get(p0, "by_duplication")->n, 2);
     const ax_json *top = ax_json_get(p0, "top_samples");
-    cr_assert_eq(top->n, 2);
+    cr_assert_eq(top->n, 4);
     cr_assert_eq(ax_json_get_i64(top->items[0], "doc", "r", &ver), AX_OK);
     cr_assert_eq(ver, 7, "the exact match ranks first");
     cr_assert_eq(ax_json_get_str(top->items[0], "truth_text", "r", &s), AX_OK);
@@ -344,4 +349,114 @@ Test(report, duplicate_labels_are_refused, .init = setup, .fini = teardown) {
     ax_report_input in2[] = {{"y", "a/scan.json", 1}, {"y", "a/scan.json", 1}};
     cr_assert_neq(build(in2, 2, 0, 80), AX_OK);
     cr_assert(strstr(ax_error_msg(), "a/scan.json"), "%s", ax_error_msg());
+}
+
+/* replaces the first `from` in root/rel by `to` (an edited scan file) */
+static void edit(const char *rel, const char *from, const char *to) {
+    char *text = slurp(rel), *p = strstr(text, from);
+    cr_assert_not_null(p, "%s has no '%s'", rel, from);
+    *p = 0;
+    put(rel, "%s%s%s", text, to, p + strlen(from));
+    free(text);
+}
+
+/* a fresh valid run in dir "e", then one edit; the report must fail naming file and field */
+static void expect_refused(const char *rel, const char *from, const char *to, const char *field) {
+    ax_rm_rf(root);
+    cr_assert_eq(ax_mkdir_p(root), AX_OK);
+    probe("e", "none", 2);
+    regurg("e", 3);
+    samples("e", "text");
+    metrics("e");
+    index_json();
+    ax_report_input in[] = {{"e", "e", 0}};
+    cr_assert_eq(build(in, 1, 1, 80), AX_OK, "valid before the edit: %s", ax_error_msg());
+    edit(rel, from, to);
+    ax_report_input in2[] = {{"e", "e", 0}};
+    ax_status st = build(in2, 1, 1, 80);
+    cr_assert_neq(st, AX_OK, "edit %s: '%s' -> '%s' was accepted", rel, from, to);
+    const char *m = ax_error_msg();
+    cr_assert(strstr(m, rel) && strstr(m, field), "message '%s' should name %s and %s", m, rel,
+              field);
+}
+
+Test(report, values_outside_their_domain_are_refused, .init = setup, .fini = teardown) {
+    /* the cases: a -500% rate, "0/1000000000000008 documents" */
+    expect_refused("e/scan.json", "\"mean\":0.5,", "\"mean\":-5,", "metrics.exact_match_rate.mean");
+    expect_refused("e/scan.json", "\"matched_prefix_hist\":[2,",
+                   "\"matched_prefix_hist\":[1000000000000006,", "tables.matched_prefix_hist");
+    expect_refused("e/scan.json", "\"samples\":4}", "\"samples\":1000000000000008}",
+                   "config.samples");
+    /* rates outside [0, 1], an interval that misses the estimate, non-finite numbers */
+    expect_refused("e/scan.json", "\"token_accuracy\":{\"mean\":0.5",
+                   "\"token_accuracy\":{\"mean\":1.5", "metrics.token_accuracy.mean");
+    expect_refused("e/scan.json", "\"ci95\":[0.25,0.5]", "\"ci95\":[0.75,0.9]",
+                   "metrics.exact_match_rate.ci95");
+    expect_refused("e/scan.json", "\"matched_prefix_mean\":2.5", "\"matched_prefix_mean\":1e999",
+                   "metrics.matched_prefix_mean");
+    expect_refused("e/scan.json", "\"matched_prefix_mean\":2.5", "\"matched_prefix_mean\":9",
+                   "metrics.matched_prefix_mean");
+    /* negative counts, counts above their totals, absurd sizes, fractions of a document */
+    expect_refused("e/scan.json", "\"matched_prefix_hist\":[2,", "\"matched_prefix_hist\":[-2,",
+                   "tables.matched_prefix_hist[0]");
+    expect_refused("e/scan.json", "\"samples\":3,", "\"samples\":9,",
+                   "tables.by_duplication[0].samples");
+    expect_refused("e/scan.json", "\"suffix\":4", "\"suffix\":1e30", "config.suffix");
+    expect_refused("e/scan.json", "\"step\":300", "\"step\":-1", "checkpoint.step");
+    expect_refused("e/scan.json", "\"docs\":16", "\"docs\":0.5", "dataset.docs");
+    expect_refused("e/scan.json", "\"matched_prefix_hist\":[2,0,0,0,2]",
+                   "\"matched_prefix_hist\":[2,0,0,2]", "tables.matched_prefix_hist");
+    expect_refused("e/scan.json", "\"exact_match_rate\":1}", "\"exact_match_rate\":-0.1}",
+                   "tables.by_duplication[1].exact_match_rate");
+    /* the regurgitation scan */
+    expect_refused("e/regurgitation.json", "\"frac_with_verbatim_span\":0.375",
+                   "\"frac_with_verbatim_span\":-5", "metrics.frac_with_verbatim_span");
+    expect_refused("e/regurgitation.json", "\"frac_with_verbatim_span\":0.375",
+                   "\"frac_with_verbatim_span\":0.875", "metrics.frac_with_verbatim_span");
+    expect_refused("e/regurgitation.json", "\"mean_longest_span\":40.5",
+                   "\"mean_longest_span\":500", "metrics.mean_longest_span");
+    expect_refused("e/regurgitation.json", "\"none\":5", "\"none\":-5",
+                   "tables.longest_span_hist.none");
+    expect_refused("e/regurgitation.json", "\"none\":5", "\"none\":6", "tables.longest_span_hist");
+    expect_refused("e/regurgitation.json", "\"length\":96", "\"length\":-96", "config.length");
+    /* samples rows, training metrics, the index sidecar */
+    expect_refused("e/samples.jsonl", "\"doc\":7", "\"doc\":70", "doc");
+    expect_refused("e/samples.jsonl", "\"matched_prefix\":4", "\"matched_prefix\":40",
+                   "matched_prefix");
+    expect_refused("e/samples.jsonl", "\"token_accuracy\":1,", "\"token_accuracy\":-1,",
+                   "token_accuracy");
+    expect_refused("e/metrics.jsonl", "\"loss\":5.25", "\"loss\":-1e999", "loss");
+    expect_refused("memo.index.json", "\"distinct_windows\":90", "\"distinct_windows\":900",
+                   "distinct_windows");
+    expect_refused("memo.index.json", "\"1\":85", "\"1\":-85", "duplication_histogram.1");
+}
+
+Test(report, samples_rows_must_match_the_probe_count, .init = setup, .fini = teardown) {
+    probe("c", "none", 2);
+    samples("c", "text");
+    char *t = slurp("c/samples.jsonl");
+    *strrchr(t, '{') = 0; /* the last row lost */
+    put("c/samples.jsonl", "%s", t);
+    free(t);
+    ax_report_input in[] = {{"c", "c", 0}};
+    expect_fail(in, 1, 0, "c/samples.jsonl");
+    cr_assert(strstr(ax_error_msg(), "c/scan.json"), "%s", ax_error_msg());
+}
+
+Test(report, invalid_utf8_in_samples_is_replaced_in_every_output, .init = setup, .fini = teardown) {
+    probe("u", "none", 4);
+    samples("u", "cut \xe2\x82 here \xff");
+    ax_report_input in[] = {{"u", "u", 0}};
+    cr_assert_eq(build(in, 1, 0, 80), AX_OK, "%s", ax_error_msg());
+    static const char *names[] = {"out/report.html", "out/report.md", "out/report.json"};
+    for (int k = 0; k < 3; k++) {
+        char *t = slurp(names[k]);
+        size_t n = strlen(t), len;
+        for (size_t i = 0; i < n; i += len)
+            cr_assert(ax_utf8_next(t + i, n - i, &len), "%s: invalid UTF-8 at byte %zu", names[k],
+                      i);
+        cr_assert(strstr(t, "cut \xef\xbf\xbd here \xef\xbf\xbd"), "%s keeps the text around it",
+                  names[k]);
+        free(t);
+    }
 }
