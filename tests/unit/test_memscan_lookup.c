@@ -281,6 +281,17 @@ Test(memscan_lookup, cli_index_lookup_info) {
     cr_assert_eq(doc, 7, "%s", text); /* the first of docs 7, 19, 33 */
     cr_assert_eq(ax_json_get_i64(L, "count_min", e.out, &cmin), AX_OK);
     cr_assert_eq(cmin, 3);
+    /* every source document: 7, 19 and 33 */
+    int64_t nsrc;
+    cr_assert_eq(ax_json_get_i64(L, "sources", e.out, &nsrc), AX_OK);
+    cr_assert_eq(nsrc, 3, "%s", text);
+    const ax_json *docs = ax_json_get(L, "docs");
+    cr_assert(docs && docs->type == AX_JSON_ARR && docs->n == 3, "%s", text);
+    for (int k = 0; k < 3; k++) {
+        int64_t dk;
+        cr_assert_eq(ax_json_get_i64(docs->items[k], "doc", e.out, &dk), AX_OK);
+        cr_assert_eq(dk, k == 0 ? 7 : k == 1 ? 19 : 33, "%s", text);
+    }
     const ax_json *mw = ax_json_get(j, "matching_windows");
     cr_assert(mw && mw->type == AX_JSON_ARR && mw->n > 5);
     ax_json_free(j);
@@ -290,7 +301,10 @@ Test(memscan_lookup, cli_index_lookup_info) {
                    e.axd,     "--tokenizer", e.tok,     query};
     cr_assert_eq(run_cli(&e, 9, lk2), 0, "%s", ax_error_msg());
     cr_assert_eq(ax_read_file(e.out, &text, &n), AX_OK);
-    cr_assert(strstr(text, "longest verbatim span") && strstr(text, "in document 7"), "%s", text);
+    cr_assert(strstr(text, "longest verbatim span") && strstr(text, "in 3 documents") &&
+                  strstr(text, "first in document 7") && strstr(text, " 19 +") &&
+                  strstr(text, " 33 +"),
+              "%s", text);
     free(text);
     /* a passage absent from the corpus */
     char *lk3[] = {"memscan",
