@@ -26,7 +26,8 @@ ax_status ax_memscan_brute_build(const ax_axd_t *ds, int n, ax_memscan_brute *ou
     uint64_t *starts = malloc(sizeof *starts * (T + 1));
     out->count = calloc(T + 1, sizeof *out->count);
     out->first = calloc(T + 1, sizeof *out->first);
-    if (!tok || !starts || !out->count || !out->first) {
+    out->at = calloc(T + 1, sizeof *out->at);
+    if (!tok || !starts || !out->count || !out->first || !out->at) {
         free(tok);
         free(starts);
         ax_memscan_brute_free(out);
@@ -48,20 +49,23 @@ ax_status ax_memscan_brute_build(const ax_axd_t *ds, int n, ax_memscan_brute *ou
         for (uint64_t k = i; k < j; k++) {
             out->count[starts[k]] = (uint32_t)(j - i);
             out->first[starts[k]] = starts[i];
+            out->at[starts[k]] = i;
         }
         out->hist[ax_memscan_hist_bucket(j - i)]++;
         out->n_distinct++;
         i = j;
     }
     out->n_windows = W;
+    out->occ = starts; /* sorted by content, then position */
     free(tok);
-    free(starts);
     return AX_OK;
 }
 
 void ax_memscan_brute_free(ax_memscan_brute *b) {
     free(b->count);
     free(b->first);
+    free(b->occ);
+    free(b->at);
     memset(b, 0, sizeof *b);
 }
 
@@ -111,6 +115,18 @@ uint64_t ax_memscan_brute_check(const ax_memscan_index_t *idx, const ax_memscan_
             MISMATCH("window at %llu: %u times, first %llu; reference %u times, first %llu",
                      (unsigned long long)p, c, (unsigned long long)f, b->count[p],
                      (unsigned long long)b->first[p]);
+        else if (p == f) { /* once per window: every occurrence, in order */
+            const uint64_t *list;
+            uint64_t m = ax_memscan_index_occurrences(idx, f, c, &list);
+            const uint64_t *ref = b->occ + b->at[p];
+            if (m != b->count[p])
+                MISMATCH("window at %llu: %llu occurrences listed, reference %u",
+                         (unsigned long long)p, (unsigned long long)m, b->count[p]);
+            else if (m == 1 ? list != NULL
+                            : !list || memcmp(list, ref, sizeof *list * (size_t)m) != 0)
+                MISMATCH("window at %llu: occurrence list differs from the reference",
+                         (unsigned long long)p);
+        }
     }
     free(w);
 #undef MISMATCH

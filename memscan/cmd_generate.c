@@ -23,7 +23,7 @@ typedef struct {
     char ckpt[AX_CFG_STR_MAX], index[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX];
     char tokenizer[AX_CFG_STR_MAX], grid[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
     char samples_out[AX_CFG_STR_MAX];
-    int64_t samples, length, batch, top_k, seed, threads;
+    int64_t samples, length, batch, top_k, seed, threads, max_sources;
     double temperature;
 } gen_flags;
 
@@ -42,6 +42,8 @@ static const ax_cfg_entry entries[] = {
     {"top-k", AX_CFG_INT, F(top_k), "40", 0, 1e7, "sample among the k likeliest tokens (0 = all)"},
     {"seed", AX_CFG_INT, F(seed), "0", 0, 9.2e18, "sampling seed (same seed, same generations)"},
     {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
+    {"max-sources", AX_CFG_INT, F(max_sources), "8", 0, 1e6,
+     "documents listed per span (all are counted)"},
     {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, "process grid DxXxYxZ (launch with mpirun)"},
     {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
     {"out", AX_CFG_STR, F(out), "regurgitation.json", 1, 0,
@@ -54,10 +56,12 @@ static const ax_cfg_entry entries[] = {
 
 static const ax_cfg_table table = {
     .usage = "axmem memscan generate --ckpt DIR --index INDEX [flags]",
-    .summary = "Regurgitation scan: sample free generations (temperature / top-k, seeded, KV\n"
-               "cache) and report every verbatim span of >= n training tokens (n = the index's\n"
-               "window) with its source document and offset, the longest span per generation,\n"
-               "and the fraction of generations that contain one.",
+    .summary =
+        "Regurgitation scan: sample free generations (temperature / top-k, seeded, KV\n"
+        "cache) and report every verbatim span of >= n training tokens (n = the index's\n"
+        "window), maximal against every occurrence in the training data, with how many\n"
+        "documents hold it and up to --max-sources of them, the longest span per generation,\n"
+        "and the fraction of generations that contain one.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -73,7 +77,8 @@ static ax_status scan_all(const gen_flags *fl, const ax_memscan_index_t *idx, co
         const int32_t *g = gen + i * L;
         ax_memscan_span *spans = NULL;
         size_t ns = 0;
-        AX_CHECK_GOTO(ax_memscan_find_spans(idx, g, (size_t)L, &spans, &ns), done);
+        AX_CHECK_GOTO(
+            ax_memscan_find_spans(idx, g, (size_t)L, (size_t)fl->max_sources, &spans, &ns), done);
         long longest = ns ? (long)spans[0].len : 0; /* longest first */
         *with_span += ns > 0;
         *mean_longest += (double)longest;
@@ -92,6 +97,17 @@ static ax_status scan_all(const gen_flags *fl, const ax_memscan_index_t *idx, co
             ax_jw_key(&w, "len"), ax_jw_uint(&w, spans[k].len);
             ax_jw_key(&w, "doc"), ax_jw_uint(&w, spans[k].doc);
             ax_jw_key(&w, "doc_offset"), ax_jw_uint(&w, spans[k].doc_off);
+            ax_jw_key(&w, "occurrences"), ax_jw_uint(&w, spans[k].occurrences);
+            ax_jw_key(&w, "sources"), ax_jw_uint(&w, spans[k].docs);
+            ax_jw_key(&w, "docs");
+            ax_jw_arr_begin(&w);
+            for (size_t d = 0; d < spans[k].n_sources; d++) {
+                ax_jw_obj_begin(&w);
+                ax_jw_key(&w, "doc"), ax_jw_uint(&w, spans[k].sources[d].doc);
+                ax_jw_key(&w, "offset"), ax_jw_uint(&w, spans[k].sources[d].doc_off);
+                ax_jw_obj_end(&w);
+            }
+            ax_jw_arr_end(&w);
             ax_jw_key(&w, "window_count_max"), ax_jw_uint(&w, spans[k].count_max);
             ax_ms_text_field(&w, "text", tok, g + spans[k].start, spans[k].len);
             ax_jw_obj_end(&w);
@@ -124,6 +140,7 @@ static ax_status write_scan(const gen_flags *fl, const ax_ms_model *mm,
     ax_jw_obj_begin(&w);
     ax_jw_key(&w, "index"), ax_jw_str(&w, fl->index);
     ax_jw_key(&w, "n"), ax_jw_int(&w, in->n);
+    ax_jw_key(&w, "max_sources"), ax_jw_int(&w, fl->max_sources);
     ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
     ax_jw_key(&w, "length"), ax_jw_int(&w, fl->length);
     ax_jw_key(&w, "temperature"), ax_jw_num(&w, fl->temperature);

@@ -18,7 +18,7 @@
 typedef struct {
     char index[AX_CFG_STR_MAX], tok[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX], file[AX_CFG_STR_MAX];
     int json;
-    int64_t max_windows;
+    int64_t max_windows, max_sources;
     ax_cfg_strlist text;
 } lookup_flags;
 
@@ -34,15 +34,18 @@ static const ax_cfg_entry lookup_entries[] = {
     {"json", AX_CFG_BOOL, offsetof(lookup_flags, json), "false", 1, 0, "one JSON object on stdout"},
     {"max-windows", AX_CFG_INT, offsetof(lookup_flags, max_windows), "50", 0, 9.2e18,
      "list at most N matching windows in text output"},
+    {"max-sources", AX_CFG_INT, offsetof(lookup_flags, max_sources), "8", 0, 1e6,
+     "documents listed per span (all are counted)"},
 };
 static const ax_cfg_positional lookup_text = {"TEXT", offsetof(lookup_flags, text), 0, 0,
                                               "the passage (quote it; or --file F)"};
 static const ax_cfg_table lookup_table = {
     .usage = "axmem memscan lookup --index INDEX --tokenizer TOK [flags]",
     .summary = "Is this passage in the training data? Prints the longest verbatim span of >= n "
-               "tokens\nfound (its text and source document), every such span (longest first), "
-               "and how many\ntimes each matching n-token window occurs. Every match is checked "
-               "against the dataset.",
+               "tokens\nfound (its text and source documents), every maximal such span (longest "
+               "first, each\nmatched against every occurrence in the training data, with the "
+               "documents holding it),\nand how many times each matching n-token window occurs. "
+               "Every match is checked against\nthe dataset.",
     .entries = lookup_entries,
     .n = (int)(sizeof lookup_entries / sizeof lookup_entries[0]),
     .positional = &lookup_text,
@@ -54,6 +57,7 @@ typedef struct {
     const char *index, *tok, *data, *file, *text;
     int json;
     uint64_t max_windows;
+    size_t max_sources;
 } lookup_args;
 
 static int parse(int argc, char **argv, lookup_args *a) {
@@ -69,6 +73,7 @@ static int parse(int argc, char **argv, lookup_args *a) {
     a->text = f->text.n ? f->text.v[0] : NULL;
     a->json = f->json;
     a->max_windows = (uint64_t)f->max_windows;
+    a->max_sources = (size_t)f->max_sources;
     if (!a->index) return ax_ms_cli_usage(SUB, "%s", "--index INDEX is required");
     if (!a->tok) return ax_ms_cli_usage(SUB, "%s", "--tokenizer TOK is required");
     if (!a->text && !a->file)
@@ -126,6 +131,21 @@ static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *to
     ax_jw_uint(w, s->doc_off);
     ax_jw_key(w, "pos");
     ax_jw_uint(w, s->pos);
+    ax_jw_key(w, "occurrences");
+    ax_jw_uint(w, s->occurrences);
+    ax_jw_key(w, "sources");
+    ax_jw_uint(w, s->docs);
+    ax_jw_key(w, "docs");
+    ax_jw_arr_begin(w);
+    for (size_t d = 0; d < s->n_sources; d++) {
+        ax_jw_obj_begin(w);
+        ax_jw_key(w, "doc");
+        ax_jw_uint(w, s->sources[d].doc);
+        ax_jw_key(w, "offset");
+        ax_jw_uint(w, s->sources[d].doc_off);
+        ax_jw_obj_end(w);
+    }
+    ax_jw_arr_end(w);
     ax_jw_key(w, "count_min");
     ax_jw_uint(w, s->count_min);
     ax_jw_key(w, "count_max");
@@ -173,11 +193,12 @@ static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
     for (size_t i = 0; i < W; i++) {
         if (!cnt[i]) continue;
         uint64_t d = ax_axd_doc_of(ds, first[i]);
+        const uint64_t *list;
         ax_jw_obj_begin(&w);
         ax_jw_key(&w, "start");
         ax_jw_uint(&w, i);
         ax_jw_key(&w, "count");
-        ax_jw_uint(&w, cnt[i]);
+        ax_jw_uint(&w, ax_memscan_index_occurrences(idx, first[i], cnt[i], &list));
         ax_jw_key(&w, "doc");
         ax_jw_uint(&w, d);
         ax_jw_key(&w, "offset");
@@ -211,23 +232,34 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
         return;
     }
     const ax_memscan_span *L = &sp[0];
-    printf("longest verbatim span: %zu tokens (passage tokens %zu-%zu), in document %" PRIu64
+    printf("longest verbatim span: %zu tokens (passage tokens %zu-%zu), in %" PRIu64
+           " document%s (%" PRIu64 " place%s); first in document %" PRIu64
            " at token offset %" PRIu64 "\n",
-           L->len, L->start, L->start + L->len, L->doc, L->doc_off);
+           L->len, L->start, L->start + L->len, L->docs, L->docs == 1 ? "" : "s", L->occurrences,
+           L->occurrences == 1 ? "" : "s", L->doc, L->doc_off);
+    if (L->n_sources > 1) {
+        printf("  documents:");
+        for (size_t d = 0; d < L->n_sources; d++)
+            printf(" %" PRIu64 " +%" PRIu64, L->sources[d].doc, L->sources[d].doc_off);
+        if (L->docs > L->n_sources)
+            printf(" ... %" PRIu64 " more (--max-sources N)", L->docs - L->n_sources);
+        printf("\n");
+    }
     if (L->count_min == L->count_max)
-        printf("  each of its windows occurs %" PRIu32 " time%s in the training data\n",
+        printf("  each of its windows occurs %" PRIu64 " time%s in the training data\n",
                L->count_min, L->count_min == 1 ? "" : "s");
     else
-        printf("  its windows occur %" PRIu32 " to %" PRIu32 " times in the training data\n",
+        printf("  its windows occur %" PRIu64 " to %" PRIu64 " times in the training data\n",
                L->count_min, L->count_max);
     printf("  text: ");
     put_text(stdout, tok, t + L->start, L->len);
     printf("\n");
     printf("%zu verbatim span%s (longest first):\n", ns, ns == 1 ? "" : "s");
     for (size_t i = 0; i < ns; i++)
-        printf("  tokens %zu-%zu  %zu tokens  doc %" PRIu64 " +%" PRIu64 "  windows x%" PRIu32
-               "%s\n",
+        printf("  tokens %zu-%zu  %zu tokens  doc %" PRIu64 " +%" PRIu64 "%s  in %" PRIu64
+               " doc%s  windows x%" PRIu64 "%s\n",
                sp[i].start, sp[i].start + sp[i].len, sp[i].len, sp[i].doc, sp[i].doc_off,
+               sp[i].docs > 1 ? " (first)" : "", sp[i].docs, sp[i].docs == 1 ? "" : "s",
                sp[i].count_min, sp[i].count_max != sp[i].count_min ? "+" : "");
     printf("matching windows (passage tokens, occurrences, first occurrence):\n");
     uint64_t shown = 0;
@@ -239,8 +271,9 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
             break;
         }
         uint64_t d = ax_axd_doc_of(ds, first[i]);
-        printf("  tokens %zu-%zu  x%" PRIu32 "  doc %" PRIu64 " +%" PRIu64 "\n", i, i + in->n,
-               cnt[i], d, first[i] - off[d]);
+        const uint64_t *list;
+        printf("  tokens %zu-%zu  x%" PRIu64 "  doc %" PRIu64 " +%" PRIu64 "\n", i, i + in->n,
+               ax_memscan_index_occurrences(idx, first[i], cnt[i], &list), d, first[i] - off[d]);
         shown++;
     }
 }
@@ -279,6 +312,13 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     if (st != AX_OK) goto fail;
     AX_CHECK_GOTO(ax_tokenizer_load(a.tok, &tok), fail);
     AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, a.tok), fail);
+    if (in.tok_checksum && ax_tokenizer_checksum(tok) != in.tok_checksum) {
+        st = ax_errorf(AX_ERR_MISMATCH,
+                       "--tokenizer %s (identity %016" PRIx64 ") is not the tokenizer index %s "
+                       "was built with (%016" PRIx64 "); pass the tokenizer that encoded %s",
+                       a.tok, ax_tokenizer_checksum(tok), a.index, in.tok_checksum, data);
+        goto fail;
+    }
     AX_CHECK_GOTO(ax_memscan_index_load(a.index, ds, &idx), fail);
     if (a.file) {
         AX_CHECK_GOTO(ax_read_file(a.file, &text, &text_len), fail);
@@ -292,7 +332,7 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
         memcpy(text, a.text, text_len + 1);
     }
     AX_CHECK_GOTO(ax_tokenizer_encode(tok, (const uint8_t *)text, text_len, &t, &len), fail);
-    AX_CHECK_GOTO(ax_memscan_find_spans(idx, t, len, &sp, &ns), fail);
+    AX_CHECK_GOTO(ax_memscan_find_spans(idx, t, len, a.max_sources, &sp, &ns), fail);
     W = len >= in.n ? len - in.n + 1 : 0;
     cnt = malloc(sizeof *cnt * (W + 1));
     first = malloc(sizeof *first * (W + 1));

@@ -206,6 +206,8 @@ static int cmd_index(int argc, char **argv) {
                    ? (double)ax_memscan_index_table_bytes_all(idx) / (double)in->n_distinct
                    : 0.0,
                in->build_ranks > 1 ? " (all ranks)" : "");
+        printf("occurrence lists: %" PRIu64 " repeated windows, %" PRIu64 " positions, %.1f MB\n",
+               in->n_dup, in->n_dup_pos, (double)ax_memscan_index_occ_bytes_all(idx) / 1e6);
         print_hist(stdout, in);
         printf("wrote %s (%.1f MB) and %s.json\n", out, mb, out);
     }
@@ -243,6 +245,7 @@ static int show_info(const char *SUB, const char *path, int verify, int json) {
     printf("              %" PRIu64 " tokens, %" PRIu64 " docs, vocab %u, checksum %016" PRIx64
            "\n",
            in.ds_tokens, in.ds_docs, in.vocab, in.ds_checksum);
+    if (in.tok_checksum) printf("              tokenizer %016" PRIx64 "\n", in.tok_checksum);
     printf("window:       %u tokens, XXH3 seed %" PRIu64 "%s\n", in.n, in.seed,
            in.hash_bits < 64 ? " (hash masked for tests)" : "");
     if (in.hash_bits < 64) printf("hash bits:    %u\n", in.hash_bits);
@@ -251,6 +254,9 @@ static int show_info(const char *SUB, const char *path, int verify, int json) {
            in.n_windows, in.n_distinct,
            in.n_windows ? 100.0 * (double)(in.n_windows - in.n_distinct) / (double)in.n_windows
                         : 0.0);
+    printf("lists:        every occurrence of the %" PRIu64 " repeated windows (%" PRIu64
+           " positions)\n",
+           in.n_dup, in.n_dup_pos);
     printf("built on:     %u rank%s\n", in.build_ranks, in.build_ranks == 1 ? "" : "s");
     print_hist(stdout, &in);
     return 0;

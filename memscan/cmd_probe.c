@@ -61,7 +61,9 @@ static const ax_cfg_table table = {
     .summary = "Extractable memorization (Carlini et al.): prompt the model with a P-token prefix\n"
                "of a training document, greedy-decode S tokens (KV cache) and compare with the\n"
                "true continuation. Reports the exact-match rate, token accuracy (Pythia's score),\n"
-               "matched-prefix length and RougeL, with 95% bootstrap intervals.",
+               "matched-prefix length and RougeL, with 95% bootstrap intervals. A checkpoint\n"
+               "trained with --packing doc saw end-of-text before every document, so prefixes\n"
+               "at a document start are prompted with it too.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -143,6 +145,7 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
     ax_jw_key(&w, "suffix"), ax_jw_int(&w, fl->suffix);
     ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
     ax_jw_key(&w, "offset"), ax_jw_str(&w, fl->offset);
+    ax_jw_key(&w, "prompt_eot"), ax_jw_bool(&w, r->lead_eot);
     ax_jw_key(&w, "seed"), ax_jw_int(&w, fl->seed);
     ax_jw_key(&w, "eligible_docs"), ax_jw_int(&w, r->eligible_docs);
     ax_jw_obj_end(&w);
@@ -241,12 +244,18 @@ static ax_status run_probe(probe_flags *fl) {
                        fl->data, ax_axd_vocab_size(ds), mm.cfg.vocab);
         goto out;
     }
+    /* `--packing doc` training put end-of-text before every document: prompt the same way */
+    const ax_json *tc = ax_ckpt_config(mm.ck);
+    const char *packing = "packed";
+    if (tc && ax_json_get(tc, "packing"))
+        AX_CHECK_GOTO(ax_json_get_str(tc, "packing", ax_ckpt_path(mm.ck), &packing), out);
     ax_probe_config pc = {.prefix = (int)fl->prefix,
                           .suffix = (int)fl->suffix,
                           .samples = (int)fl->samples,
                           .batch = (int)fl->batch,
                           .seed = (uint64_t)fl->seed,
-                          .random_offset = !strcmp(fl->offset, "random")};
+                          .random_offset = !strcmp(fl->offset, "random"),
+                          .lead_eot = !strcmp(packing, "doc")};
     AX_CHECK_GOTO(ax_probe_run(mm.model, ds, &pc, &res), out);
     if (fl->index[0] && ax_grid_rank(mm.grid) == 0)
         AX_CHECK_GOTO(count_duplicates(fl, ds, &res), out);

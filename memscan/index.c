@@ -25,6 +25,8 @@ void ax_memscan_build_opts_default(ax_memscan_build_opts *o) {
 void ax_memscan_index_free(ax_memscan_index_t *idx) {
     if (!idx) return;
     ax_ms_table_free(&idx->t);
+    ax_ms_occ_free(&idx->occ);
+    free(idx->edge);
     free(idx);
 }
 
@@ -46,6 +48,16 @@ int ax_memscan_index_shard(const ax_memscan_index_t *idx) {
 }
 uint64_t ax_memscan_index_table_bytes_all(const ax_memscan_index_t *idx) {
     return idx->table_bytes_all ? idx->table_bytes_all : ax_ms_table_bytes(&idx->t);
+}
+size_t ax_memscan_index_occ_bytes(const ax_memscan_index_t *idx) {
+    return ax_ms_occ_bytes(&idx->occ);
+}
+uint64_t ax_memscan_index_occ_bytes_all(const ax_memscan_index_t *idx) {
+    return idx->occ_bytes_all ? idx->occ_bytes_all : ax_ms_occ_bytes(&idx->occ);
+}
+uint64_t ax_memscan_index_occurrences(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
+                                      const uint64_t **list) {
+    return ax_ms_index_occ(idx, first, count, list);
 }
 
 int ax_memscan_index_owner(const ax_memscan_index_t *idx, const int32_t *window) {
@@ -97,6 +109,9 @@ char *ax_memscan_info_json(const ax_memscan_info *in) {
     ax_jw_uint(&w, in->ds_docs);
     ax_jw_key(&w, "vocab_size");
     ax_jw_uint(&w, in->vocab);
+    ax_jw_key(&w, "tokenizer_checksum");
+    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)in->tok_checksum);
+    ax_jw_str(&w, hex);
     ax_jw_obj_end(&w);
     ax_jw_key(&w, "windows");
     ax_jw_uint(&w, in->n_windows);
@@ -111,6 +126,13 @@ char *ax_memscan_info_json(const ax_memscan_info *in) {
     ax_jw_obj_end(&w);
     ax_jw_key(&w, "saturated_counts");
     ax_jw_uint(&w, in->n_saturated);
+    ax_jw_key(&w, "occurrence_lists");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "windows");
+    ax_jw_uint(&w, in->n_dup);
+    ax_jw_key(&w, "positions");
+    ax_jw_uint(&w, in->n_dup_pos);
+    ax_jw_obj_end(&w);
     ax_jw_key(&w, "build_ranks");
     ax_jw_uint(&w, in->build_ranks);
     ax_jw_obj_end(&w);

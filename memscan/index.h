@@ -1,4 +1,5 @@
-/* memscan n-gram index: every window of n tokens of a .axd dataset -> (count, first occurrence).
+/* memscan n-gram index: every window of n tokens of a .axd dataset -> (count, first occurrence),
+ * plus the list of every occurrence of each window that occurs more than once.
  *
  * Windows lie inside one document's text (its trailing end-of-text token is not part of it);
  * documents shorter than n contribute none. A window is hashed as in memscan/hash.h; the
@@ -8,27 +9,43 @@
  * build and in lookups, is confirmed against the memory-mapped tokens: a hash collision never
  * merges two windows or reports a false match.
  *
+ * Occurrence lists (memscan/occ.h): for each window occurring 2+ times, all its positions in
+ * ascending order (exact, never capped), found from the table's first occurrence. They cost 8
+ * bytes per position of a repeated window plus 8 per repeated window, nothing for windows
+ * that occur once; they make spans exact (ax_memscan_find_spans extends against every
+ * occurrence) and name every source document. The build records each repeat as it merges it
+ * into the table, so no second pass over the data is needed.
+ *
  * Distributed build: under MPI (initialised, > 1 rank in MPI_COMM_WORLD) rank r hashes the
  * windows starting in its contiguous slice of token positions, and each hash goes to its
  * owner rank (memscan/hash.h: ax_ms_owner) with MPI_Alltoallv in rounds of a fixed number of
- * windows per rank; each owner holds its shard of the table. Saving writes one file however
- * many ranks built it; loading reads the whole index into one process.
+ * windows per rank; each owner holds its shard of the table and the lists of the windows it
+ * owns. Saving writes one file however many ranks built it; loading reads the whole index
+ * into one process.
  *
- * File (little-endian):
- *    0 char[8] "AXMEMIDX"      8 u32 version (1)       12 u32 n
+ * File (little-endian), version 2:
+ *    0 char[8] "AXMEMIDX"      8 u32 version (2)       12 u32 n
  *   16 u32 hash_bits (64 = full XXH3)                  20 u32 dataset vocab size
  *   24 u64 hash seed          32 u64 dataset checksum (payload XXH3, ax_axd_checksum)
  *   40 u64 dataset tokens     48 u64 dataset documents
  *   56 u64 distinct windows   64 u64 windows           72 u64 hist[5]
  *  112 u64 saturated counts  120 u32 dataset path length L, 124 u32 ranks that built it
- *  128 char[L] dataset path (as resolved at build time), then u64 XXH3 of bytes [0, 128 + L)
- *  then blocks until `distinct` entries are read, each:
+ *  128 u64 the dataset's tokenizer identity (ax_axd_tokenizer_checksum; 0 = unknown)
+ *  136 char[L] dataset path (as resolved at build time), then u64 XXH3 of bytes [0, 136 + L)
+ *  then table blocks until `distinct` entries are read, each:
  *      u64 entries k (<= 2^20), u64 compressed bytes c, u64 XXH3 of the uncompressed payload,
  *      u64 XXH3 of these 24 bytes; then c bytes of zstd of k entries in columns: u32 tag
  *      deltas, u8 exts, u64 vals (memscan/table.h: tag = hash bits 32..63, ext = bits 26..31,
  *      val = first position << 24 | count)
- *  then the trailer: char[8] "AXIDXEND", u64 blocks, u64 entries, u64 XXH3 of these 24 bytes.
- * The histogram is also written to INDEX.json next to the index, for reports. */
+ *  then list blocks, with the same 32-byte header (k = u64 values, <= 2^20), until the
+ *      stream of (distinct - hist[0]) lists holding (windows - hist[0]) positions is read:
+ *      each list is u64 m (>= 2) then its m positions, ascending, the first absolute and the
+ *      others as differences from the one before; a list may continue into the next block
+ *  then the trailer: char[8] "AXIDXEND", u64 blocks (both kinds), u64 entries, u64 XXH3 of
+ *      these 24 bytes.
+ * Version 1 files (no lists, no tokenizer identity) are refused with "rebuild the index":
+ * their spans would only be lower bounds. The histogram is also written to INDEX.json next
+ * to the index, for reports. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +66,8 @@ typedef struct {
     uint64_t n_windows, n_distinct;
     uint64_t hist[AX_MEMSCAN_HIST]; /* distinct windows per duplication bucket */
     uint64_t n_saturated;           /* distinct windows whose count hit 2^24 - 1 */
+    uint64_t tok_checksum;          /* the dataset's tokenizer identity (0 = unknown) */
+    uint64_t n_dup, n_dup_pos;      /* occurrence lists: windows and positions (from hist) */
     char ds_path[4096];
 } ax_memscan_info;
 
@@ -91,6 +110,9 @@ const ax_memscan_info *ax_memscan_index_info(const ax_memscan_index_t *idx);
 const ax_axd_t *ax_memscan_index_dataset(const ax_memscan_index_t *idx);
 /* Bytes of this process's table, and its entries (its shard after a distributed build). */
 size_t ax_memscan_index_table_bytes(const ax_memscan_index_t *idx);
+/* Bytes of this process's occurrence lists, and summed over the ranks that hold the index. */
+size_t ax_memscan_index_occ_bytes(const ax_memscan_index_t *idx);
+uint64_t ax_memscan_index_occ_bytes_all(const ax_memscan_index_t *idx);
 uint64_t ax_memscan_index_local_entries(const ax_memscan_index_t *idx);
 /* After a distributed build a handle holds one shard: the rank owning this window. 0 for a
  * loaded index (it holds everything). */
@@ -107,20 +129,38 @@ int ax_memscan_index_lookup(const ax_memscan_index_t *idx, const int32_t *window
  * at i, for i < len - n + 1 (nothing when len < n). Prefetches, so faster than one by one. */
 void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
                                  uint32_t *counts, uint64_t *first);
+/* Every occurrence of the window a lookup found at (first, count): returns how many (exact,
+ * never capped, unlike count) and sets *list to them ascending; *list = NULL when the window
+ * occurs once (at first). For this handle's windows only, after a distributed build. */
+uint64_t ax_memscan_index_occurrences(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
+                                      const uint64_t **list);
 
-/* A verbatim span: tokens[start, start + len) occur contiguously in document `doc` at offset
- * `doc_off` (global position `pos`). count_min/max: occurrences of its n-token windows. */
+#define AX_MEMSCAN_MAX_SOURCES 8 /* default --max-sources */
+
+/* One place a span occurs: global position, document, offset in the document. */
+typedef struct {
+    uint64_t pos, doc, doc_off;
+} ax_memscan_source;
+
+/* A maximal verbatim span: tokens[start, start + len) occur contiguously in the training data
+ * (inside one document), and neither tokens[start - 1, start + len) nor tokens[start,
+ * start + len + 1) do. pos/doc/doc_off: its first occurrence. occurrences/docs: how many
+ * places and distinct documents hold the whole span; sources: the first min(docs,
+ * max_sources) of those documents (each at its first occurrence of the span, in position
+ * order). count_min/max: exact occurrences of its n-token windows. */
 typedef struct {
     size_t start, len;
     uint64_t pos, doc, doc_off;
-    uint32_t count_min, count_max;
+    uint64_t occurrences, docs;
+    uint64_t count_min, count_max;
+    size_t n_sources;
+    const ax_memscan_source *sources; /* inside the *spans allocation */
 } ax_memscan_span;
 
-/* All maximal verbatim spans of >= n tokens of tokens[0..len) found in the training data,
- * longest first (ties: earlier start first). A run of matching windows is covered greedily:
- * each span is the longest match at the first occurrence of its first window, extended both
- * ways in that document, and the next span starts at the first window it does not cover. So
- * every matching window lies in some span, and each span really occurs verbatim at `pos`.
- * *spans is malloc'd (NULL when none). */
+/* Every maximal verbatim span of >= n tokens of tokens[0..len), longest first (ties: earlier
+ * start first). Exact: each span is extended against every occurrence of its windows (the
+ * longest span is the longest substring of tokens found in one training document), and every
+ * matching window lies in some span. Time: linear in the total occurrences of the matching
+ * windows. *spans is one malloc'd block, sources included (free(*spans)); NULL when none. */
 ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
-                                ax_memscan_span **spans, size_t *n_spans);
+                                size_t max_sources, ax_memscan_span **spans, size_t *n_spans);

@@ -115,6 +115,18 @@ __attribute__((noinline, cold)) static int merge_if_equal(ax_memscan_index_t *id
     uint64_t c = ax_ms_val_count(*v);
     if (c < AX_MS_COUNT_MAX) c++;
     *v = ax_ms_val(pos < p0 ? pos : p0, c);
+    /* the edge for the occurrence lists (memscan/occ.h) */
+    if (idx->n_edge == idx->cap_edge) {
+        uint64_t cap = idx->cap_edge ? 2 * idx->cap_edge : 1024;
+        ax_ms_edge *ne = realloc(idx->edge, sizeof *ne * (size_t)cap);
+        if (!ne) {
+            idx->edge_oom = 1;
+            return 1;
+        }
+        idx->edge = ne;
+        idx->cap_edge = cap;
+    }
+    idx->edge[idx->n_edge++] = (ax_ms_edge){p0, pos};
     return 1;
 }
 
@@ -383,6 +395,7 @@ static void fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_
     in->build_ranks = (uint32_t)P;
     in->seed = o->seed;
     in->ds_checksum = ax_axd_checksum(ds);
+    in->tok_checksum = ax_axd_tokenizer_checksum(ds);
     in->ds_tokens = ax_axd_n_tokens(ds);
     in->ds_docs = ax_axd_n_docs(ds);
     char *real = realpath(ax_axd_path(ds), NULL);
@@ -430,6 +443,17 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
         }
     }
     if (st == AX_OK) st = flush_chunk(bd);
+    if (st == AX_OK && bd->idx->edge_oom)
+        st = ax_errorf(AX_ERR_NOMEM,
+                       "memscan index: out of memory for occurrence lists (%llu "
+                       "repeated windows); use more ranks",
+                       (unsigned long long)bd->idx->n_edge);
+    if (st == AX_OK) {
+        ax_memscan_index_t *idx = bd->idx;
+        st = ax_ms_occ_from_edges(idx->edge, idx->n_edge, &idx->occ);
+        idx->edge = NULL;
+        idx->n_edge = idx->cap_edge = 0;
+    }
     if (show) ax_progress_end(&prog);
     return bd->w.active ? agree(&bd->w, st) : st;
 }
@@ -500,19 +524,34 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     /* global statistics */
     ax_memscan_info loc = idx->info;
     ax_ms_local_stats(idx, &loc);
-    uint64_t v[3 + AX_MEMSCAN_HIST];
+    uint64_t v[6 + AX_MEMSCAN_HIST];
     v[0] = loc.n_distinct;
     v[1] = loc.n_saturated;
     v[2] = ax_ms_table_bytes(&idx->t);
-    memcpy(v + 3, loc.hist, sizeof loc.hist);
-    if (ax_ms_allreduce_u64(&bd.w, v, 3 + AX_MEMSCAN_HIST, 0) != 0) {
+    v[3] = idx->occ.n_groups;
+    v[4] = idx->occ.n_pos;
+    v[5] = ax_ms_occ_bytes(&idx->occ);
+    memcpy(v + 6, loc.hist, sizeof loc.hist);
+    if (ax_ms_allreduce_u64(&bd.w, v, 6 + AX_MEMSCAN_HIST, 0) != 0) {
         st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Allreduce failed");
         goto fail;
     }
     idx->info.n_distinct = v[0];
     idx->info.n_saturated = v[1];
     idx->table_bytes_all = v[2];
-    memcpy(idx->info.hist, v + 3, sizeof idx->info.hist);
+    idx->occ_bytes_all = v[5];
+    memcpy(idx->info.hist, v + 6, sizeof idx->info.hist);
+    ax_ms_occ_info(&idx->info);
+    /* every position of a repeated window is in a list, each such window has one */
+    if (v[3] != idx->info.n_dup || v[4] != idx->info.n_dup_pos) {
+        st =
+            ax_errorf(AX_ERR_INTERNAL,
+                      "memscan index: occurrence lists hold %llu windows and %llu positions, "
+                      "the table %llu and %llu; please report this",
+                      (unsigned long long)v[3], (unsigned long long)v[4],
+                      (unsigned long long)idx->info.n_dup, (unsigned long long)idx->info.n_dup_pos);
+        goto fail;
+    }
     AX_DEBUG("memscan index: built in %.2f s", ax_now() - t0);
     builder_free(&bd);
     *out = idx;

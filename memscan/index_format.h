@@ -6,12 +6,13 @@
 #include <stdio.h>
 
 #include "memscan/index.h"
+#include "memscan/occ.h"
 #include "memscan/table.h"
 
 #define AX_MS_MAGIC "AXMEMIDX"
 #define AX_MS_TRAILER "AXIDXEND"
-#define AX_MS_VERSION 1u
-#define AX_MS_HEADER_FIXED 128
+#define AX_MS_VERSION 2u
+#define AX_MS_HEADER_FIXED 136
 #define AX_MS_BLOCK_HEADER 32
 #define AX_MS_TRAILER_BYTES 32
 #define AX_MS_BLOCK_ENTRIES (1u << 20)
@@ -35,12 +36,26 @@ void ax_ms_block_buf_free(ax_ms_block_buf *b, int compress);
 ax_status ax_ms_block_encode(ax_ms_block_buf *b, const ax_ms_key *keys, const uint64_t *vals,
                              size_t k, uint8_t hdr[AX_MS_BLOCK_HEADER], size_t *comp_len);
 
-/* Streams blocks from f (positioned after the header): calls `fn` on each block's entries,
- * then checks the trailer and the end of file. Also recomputes the histogram into *check. */
+/* A list block: k u64 values of the occurrence-list stream (index.h) -> zstd, same header. */
+ax_status ax_ms_block_encode_u64(ax_ms_block_buf *b, const uint64_t *v, size_t k,
+                                 uint8_t hdr[AX_MS_BLOCK_HEADER], size_t *comp_len);
+
+/* Walks occurrence lists as the file's value stream, a block (<= AX_MS_BLOCK_ENTRIES values)
+ * at a time. */
+typedef struct {
+    const ax_ms_occ *o;
+    uint64_t g, j; /* next: list g, value j (0 = its length, then positions 1..m) */
+} ax_ms_list_iter;
+/* fills v with the next values; returns how many (0 at the end) */
+size_t ax_ms_list_next(ax_ms_list_iter *it, uint64_t *v, size_t cap);
+
+/* Streams blocks from f (positioned after the header): calls `fn` on each table block's
+ * entries, then reads the occurrence lists (into *occ, allocated here, when occ is not NULL),
+ * then checks the trailer and the end of file, the histogram and the list sizes. */
 typedef ax_status (*ax_ms_entry_fn)(void *ctx, const ax_ms_key *keys, const uint64_t *vals,
                                     size_t k);
 ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in, ax_ms_entry_fn fn,
-                            void *ctx);
+                            void *ctx, ax_ms_occ *occ);
 
 void ax_ms_put32(uint8_t *p, uint32_t v);
 void ax_ms_put64(uint8_t *p, uint64_t v);

@@ -23,15 +23,25 @@ ax_status ax_memscan_index_read_info(const char *path, int verify_blocks, ax_mem
     FILE *f;
     AX_CHECK(open_index(path, &f));
     ax_status st = ax_ms_header_read(f, path, info);
-    if (st == AX_OK && verify_blocks) st = ax_ms_blocks_read(f, path, info, NULL, NULL);
+    if (st == AX_OK && verify_blocks) st = ax_ms_blocks_read(f, path, info, NULL, NULL, NULL);
     fclose(f);
     return st;
 }
 
 static ax_status check_dataset(const char *path, const ax_memscan_info *in, const ax_axd_t *ds) {
+    uint64_t tk = ax_axd_tokenizer_checksum(ds);
     if (in->ds_checksum == ax_axd_checksum(ds) && in->ds_tokens == ax_axd_n_tokens(ds) &&
-        in->ds_docs == ax_axd_n_docs(ds) && in->vocab == ax_axd_vocab_size(ds))
+        in->ds_docs == ax_axd_n_docs(ds) && in->vocab == ax_axd_vocab_size(ds)) {
+        /* same tokens; the tokenizer identity lives in the dataset's header, outside its
+         * payload checksum, so compare it too (0 = unknown on either side) */
+        if (in->tok_checksum && tk && in->tok_checksum != tk)
+            return ax_errorf(AX_ERR_MISMATCH,
+                             "index %s records tokenizer %016llx but dataset %s records "
+                             "%016llx; rebuild the index from this dataset",
+                             path, (unsigned long long)in->tok_checksum, ax_axd_path(ds),
+                             (unsigned long long)tk);
         return AX_OK;
+    }
     return ax_errorf(
         AX_ERR_MISMATCH,
         "index %s was built from a different dataset than %s (index: %llu tokens, "
@@ -58,7 +68,8 @@ ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan
     if (st == AX_OK) st = ax_ms_header_read(f, path, &idx->info);
     if (st == AX_OK) st = check_dataset(path, &idx->info, ds);
     if (st == AX_OK) st = ax_ms_table_init(&idx->t, idx->info.n_distinct);
-    if (st == AX_OK) st = ax_ms_blocks_read(f, path, &idx->info, put_block, &idx->t);
+    if (st == AX_OK) st = ax_ms_blocks_read(f, path, &idx->info, put_block, &idx->t, &idx->occ);
+    if (st == AX_OK) st = ax_ms_occ_sort_groups(&idx->occ);
     fclose(f);
     if (st != AX_OK) {
         ax_memscan_index_free(idx);

@@ -3,6 +3,7 @@
 #include "memscan/hash.h"
 #include "memscan/index_impl.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,64 +84,168 @@ static int by_length(const void *a, const void *b) {
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* An occurrence of the current window and how far the match runs from it. */
+typedef struct {
+    uint64_t pos;
+    size_t ext; /* tokens[i, i + ext) == dataset[pos, pos + ext), inside pos's document */
+} occ_ext;
+
+typedef struct {
+    const ax_memscan_index_t *idx;
+    const int32_t *tok;
+    size_t len, max_sources;
+    ax_memscan_span *sp;
+    size_t m, cap;
+    ax_memscan_source *src;
+    size_t n_src, cap_src;
+} span_out;
+
+/* length of the match of tokens[i..len) at dataset position o, inside o's document */
+static size_t fresh_ext(const span_out *so, size_t i, uint64_t o) {
+    const ax_axd_t *ds = so->idx->ds;
+    uint64_t dend = ax_ms_doc_text_end(ds, ax_axd_doc_of(ds, o));
+    size_t e = 0;
+    while (i + e < so->len && o + e < dend && ax_axd_token(ds, o + e) == (uint32_t)so->tok[i + e])
+        e++;
+    return e;
+}
+
+/* the span [i, i + best) with the occurrences in cur[0..nc) that reach that far */
+static ax_status emit(span_out *so, size_t i, size_t best, const occ_ext *cur, size_t nc) {
+    const ax_axd_t *ds = so->idx->ds;
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    if (so->m == so->cap) {
+        size_t cap = so->cap ? 2 * so->cap : 16;
+        ax_memscan_span *np = realloc(so->sp, sizeof *np * cap);
+        if (!np) return ax_errorf(AX_ERR_NOMEM, "memscan: out of memory for spans");
+        so->sp = np;
+        so->cap = cap;
+    }
+    ax_memscan_span *sp = &so->sp[so->m++];
+    memset(sp, 0, sizeof *sp);
+    sp->start = i;
+    sp->len = best;
+    /* sources: index into so->src until the spans are final (pointers set then) */
+    sp->sources = (const ax_memscan_source *)(uintptr_t)so->n_src;
+    uint64_t doc_end = 0; /* the current document's end offset: positions ascend */
+    for (size_t k = 0; k < nc; k++) {
+        if (cur[k].ext != best) continue;
+        uint64_t o = cur[k].pos;
+        sp->occurrences++;
+        if (sp->occurrences > 1 && o < doc_end) continue; /* same document again */
+        uint64_t d = ax_axd_doc_of(ds, o);
+        doc_end = off[d + 1];
+        if (sp->docs++ == 0) sp->pos = o, sp->doc = d, sp->doc_off = o - off[d];
+        if (sp->n_sources == so->max_sources) continue;
+        if (so->n_src == so->cap_src) {
+            size_t cap = so->cap_src ? 2 * so->cap_src : 64;
+            ax_memscan_source *ns = realloc(so->src, sizeof *ns * cap);
+            if (!ns) return ax_errorf(AX_ERR_NOMEM, "memscan: out of memory for spans");
+            so->src = ns;
+            so->cap_src = cap;
+        }
+        so->src[so->n_src++] = (ax_memscan_source){o, d, o - off[d]};
+        sp->n_sources++;
+    }
+    return AX_OK;
+}
+
+/* Every maximal span, exactly. For window i (when it occurs) let ext(i, o) be how far the
+ * match runs from each occurrence o and R(i) = i + max ext: tokens[i, R(i)) is the longest
+ * match starting at i, and [i, R(i)) is maximal unless window i - 1 matched with the same R
+ * (R never decreases along a run of matching windows). ext carries along diagonals: if o - 1
+ * occurred for window i - 1 with ext e > n, then o occurs for window i with ext e - 1, so
+ * tokens are compared only where a diagonal starts. Both lists ascend by position, so the
+ * carry is a merge. */
 ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
-                                ax_memscan_span **spans, size_t *n_spans) {
+                                size_t max_sources, ax_memscan_span **spans, size_t *n_spans) {
     *spans = NULL;
     *n_spans = 0;
     size_t n = idx->info.n;
     if (len < n) return AX_OK;
     size_t W = len - n + 1;
     uint32_t *counts = malloc(sizeof *counts * W);
-    uint64_t *first = malloc(sizeof *first * W);
-    ax_memscan_span *out = NULL;
-    size_t m = 0, cap = 0;
+    uint64_t *first = malloc(sizeof *first * W), *exact = malloc(sizeof *exact * W);
+    occ_ext *prev = NULL, *cur = NULL;
+    size_t cap_occ = 0, n_prev = 0;
+    span_out so = {idx, tokens, len, max_sources, NULL, 0, 0, NULL, 0, 0};
     ax_status st = AX_OK;
-    if (!counts || !first) {
-        st = ax_errorf(AX_ERR_NOMEM, "memscan: out of memory for %zu windows", W);
-        goto done;
-    }
+    if (!counts || !first || !exact) goto oom;
     ax_memscan_index_lookup_all(idx, tokens, len, counts, first);
-    const ax_axd_t *ds = idx->ds;
-    const uint64_t *off = ax_axd_doc_offsets(ds);
-    for (size_t i = 0; i < W;) {
+    size_t R_prev = 0;
+    for (size_t i = 0; i < W; i++) {
+        exact[i] = 0;
         if (!counts[i]) {
-            i++;
+            n_prev = 0;
             continue;
         }
-        /* window i occurs at first[i]: extend the match both ways inside that document */
-        uint64_t src = first[i], doc = ax_axd_doc_of(ds, src);
-        uint64_t dstart = off[doc], dend = ax_ms_doc_text_end(ds, doc);
-        size_t b = i, e = i + n;
-        uint64_t sb = src;
-        while (b > 0 && sb > dstart && ax_axd_token(ds, sb - 1) == (uint32_t)tokens[b - 1])
-            b--, sb--;
-        while (e < len && src + (e - i) < dend &&
-               ax_axd_token(ds, src + (e - i)) == (uint32_t)tokens[e])
-            e++;
-        ax_memscan_span sp = {b, e - b, sb, doc, sb - dstart, UINT32_MAX, 0};
-        for (size_t k = b; k + n <= e; k++) {
-            if (counts[k] < sp.count_min) sp.count_min = counts[k];
-            if (counts[k] > sp.count_max) sp.count_max = counts[k];
+        const uint64_t *list;
+        uint64_t m = ax_ms_index_occ(idx, first[i], counts[i], &list);
+        if (!list) m = 1, list = &first[i];
+        exact[i] = m;
+        if (m > cap_occ) {
+            size_t cap = (size_t)m > 2 * cap_occ ? (size_t)m : 2 * cap_occ;
+            occ_ext *np = realloc(prev, sizeof *np * cap), *nc;
+            if (!np) goto oom;
+            prev = np;
+            nc = realloc(cur, sizeof *nc * cap);
+            if (!nc) goto oom;
+            cur = nc;
+            cap_occ = cap;
         }
-        if (m == cap) {
-            cap = cap ? 2 * cap : 16;
-            ax_memscan_span *np = realloc(out, sizeof *np * cap);
-            if (!np) {
-                st = ax_errorf(AX_ERR_NOMEM, "memscan: out of memory for spans");
-                goto done;
-            }
-            out = np;
+        size_t nc = 0, best = 0, j = 0;
+        for (uint64_t k = 0; k < m; k++) {
+            uint64_t o = list[k];
+            while (j < n_prev && prev[j].pos + 1 < o) j++;
+            size_t e = j < n_prev && prev[j].pos + 1 == o && prev[j].ext > n ? prev[j].ext - 1
+                                                                             : fresh_ext(&so, i, o);
+            if (e < n) continue; /* not this window after all (cannot happen in a sound index) */
+            cur[nc++] = (occ_ext){o, e};
+            if (e > best) best = e;
         }
-        out[m++] = sp;
-        i = e - n + 1; /* the first window this span does not cover */
+        if (!nc) { /* nothing verified: as if absent */
+            n_prev = 0;
+            continue;
+        }
+        size_t R = i + best;
+        if (!n_prev || R != R_prev)
+            if ((st = emit(&so, i, best, cur, nc)) != AX_OK) goto done;
+        occ_ext *t = prev;
+        prev = cur;
+        cur = t;
+        n_prev = nc;
+        R_prev = R;
     }
-    if (m > 1) qsort(out, m, sizeof *out, by_length);
-    *spans = out;
-    *n_spans = m;
-    out = NULL;
+    /* window counts over each span, then one block: spans, then their sources */
+    for (size_t k = 0; k < so.m; k++) {
+        ax_memscan_span *sp = &so.sp[k];
+        sp->count_min = UINT64_MAX;
+        for (size_t w = sp->start; w + n <= sp->start + sp->len; w++) {
+            if (exact[w] < sp->count_min) sp->count_min = exact[w];
+            if (exact[w] > sp->count_max) sp->count_max = exact[w];
+        }
+    }
+    if (so.m > 1) qsort(so.sp, so.m, sizeof *so.sp, by_length);
+    if (so.m) {
+        ax_memscan_span *blk = malloc(sizeof *blk * so.m + sizeof *so.src * so.n_src);
+        if (!blk) goto oom;
+        ax_memscan_source *src = (ax_memscan_source *)(blk + so.m);
+        memcpy(blk, so.sp, sizeof *blk * so.m);
+        if (so.n_src) memcpy(src, so.src, sizeof *src * so.n_src);
+        for (size_t k = 0; k < so.m; k++) blk[k].sources = src + (size_t)(uintptr_t)blk[k].sources;
+        *spans = blk;
+        *n_spans = so.m;
+    }
+    goto done;
+oom:
+    st = ax_errorf(AX_ERR_NOMEM, "memscan: out of memory for %zu windows", W);
 done:
-    free(out);
+    free(so.sp);
+    free(so.src);
+    free(prev);
+    free(cur);
     free(counts);
     free(first);
+    free(exact);
     return st;
 }

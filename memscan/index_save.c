@@ -28,12 +28,22 @@ typedef struct {
     ax_ms_key *keys;
     uint64_t *vals;
     ax_ms_block_buf buf;
+    int lists; /* 0: table blocks, 1: occurrence-list blocks */
+    ax_ms_list_iter li;
+    uint64_t *lv; /* AX_MS_BLOCK_ENTRIES values */
 } block_src;
 
 /* next block (hdr + comp); *k = 0 at the end */
 static ax_status next_block(block_src *s, uint8_t hdr[AX_MS_BLOCK_HEADER], size_t *clen,
                             size_t *k) {
     size_t m = 0;
+    if (s->lists) {
+        m = ax_ms_list_next(&s->li, s->lv, AX_MS_BLOCK_ENTRIES);
+        *k = m;
+        *clen = 0;
+        memset(hdr, 0, AX_MS_BLOCK_HEADER);
+        return m ? ax_ms_block_encode_u64(&s->buf, s->lv, m, hdr, clen) : AX_OK;
+    }
     while (s->b < s->t->nb && m + AX_MS_BUCKET <= AX_MS_BLOCK_ENTRIES) {
         const ax_ms_bucket *bk = &s->t->b[s->b++];
         for (int j = 0; j < AX_MS_BUCKET; j++)
@@ -87,26 +97,30 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
     src.t = &idx->t;
     src.keys = malloc(sizeof *src.keys * AX_MS_BLOCK_ENTRIES);
     src.vals = malloc(sizeof *src.vals * AX_MS_BLOCK_ENTRIES);
-    ax_status st =
-        (src.keys && src.vals) ? AX_OK : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    src.lv = malloc(sizeof *src.lv * AX_MS_BLOCK_ENTRIES);
+    src.li.o = &idx->occ;
+    ax_status st = (src.keys && src.vals && src.lv)
+                       ? AX_OK
+                       : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     uint8_t hdr[AX_MS_BLOCK_HEADER];
     size_t clen, k;
     if (rank != 0) {
-        /* stream my blocks to rank 0; an empty header ends them (also after a local error) */
-        do {
-            if (st == AX_OK) st = next_block(&src, hdr, &clen, &k);
-            if (st != AX_OK) k = 0, memset(hdr, 0, sizeof hdr);
-            if (MPI_Send(hdr, AX_MS_BLOCK_HEADER, MPI_BYTE, 0, TAG_HDR, MPI_COMM_WORLD) !=
-                MPI_SUCCESS) {
-                st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Send failed");
-                break;
-            }
-            if (k && MPI_Send(src.buf.comp, (int)clen, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD) !=
-                         MPI_SUCCESS) {
-                st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Send failed");
-                break;
-            }
-        } while (k);
+        /* stream my blocks to rank 0, table then lists; an empty header ends each kind (also
+         * after a local error) */
+        for (src.lists = 0; src.lists < 2 && st != AX_ERR_MPI; src.lists++) do {
+                if (st == AX_OK) st = next_block(&src, hdr, &clen, &k);
+                if (st != AX_OK) k = 0, memset(hdr, 0, sizeof hdr);
+                if (MPI_Send(hdr, AX_MS_BLOCK_HEADER, MPI_BYTE, 0, TAG_HDR, MPI_COMM_WORLD) !=
+                    MPI_SUCCESS) {
+                    st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Send failed");
+                    break;
+                }
+                if (k && MPI_Send(src.buf.comp, (int)clen, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD) !=
+                             MPI_SUCCESS) {
+                    st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Send failed");
+                    break;
+                }
+            } while (k);
         goto done;
     }
 
@@ -136,43 +150,45 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
         w.st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     w_put(&w, hbuf, hlen);
     free(hbuf);
-    /* my blocks */
-    for (;;) {
-        if (w.st != AX_OK) break;
-        ax_status bs = next_block(&src, hdr, &clen, &k);
-        if (bs != AX_OK && w.st == AX_OK) w.st = bs;
-        if (!k || bs != AX_OK) break;
-        w_put(&w, hdr, sizeof hdr);
-        w_put(&w, src.buf.comp, clen);
-        w.blocks++;
-    }
-    /* the other ranks' blocks, in rank order */
-    for (int r = 1; r < P; r++) {
+    for (src.lists = 0; src.lists < 2; src.lists++) {
+        /* my blocks */
         for (;;) {
-            if (MPI_Recv(hdr, AX_MS_BLOCK_HEADER, MPI_BYTE, r, TAG_HDR, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-                st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
-                goto close;
-            }
-            uint64_t kk = ax_ms_get64(hdr), c = ax_ms_get64(hdr + 8);
-            if (!kk) break;
-            if (c > recv_cap) {
-                uint8_t *nr = realloc(recv, c);
-                if (!nr) {
-                    st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
-                    goto close; /* MPI will not recover either way */
-                }
-                recv = nr;
-                recv_cap = c;
-            }
-            if (MPI_Recv(recv, (int)c, MPI_BYTE, r, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
-                MPI_SUCCESS) {
-                st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
-                goto close;
-            }
+            if (w.st != AX_OK) break;
+            ax_status bs = next_block(&src, hdr, &clen, &k);
+            if (bs != AX_OK && w.st == AX_OK) w.st = bs;
+            if (!k || bs != AX_OK) break;
             w_put(&w, hdr, sizeof hdr);
-            w_put(&w, recv, c);
+            w_put(&w, src.buf.comp, clen);
             w.blocks++;
+        }
+        /* the other ranks' blocks, in rank order */
+        for (int r = 1; r < P; r++) {
+            for (;;) {
+                if (MPI_Recv(hdr, AX_MS_BLOCK_HEADER, MPI_BYTE, r, TAG_HDR, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                    st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
+                    goto close;
+                }
+                uint64_t kk = ax_ms_get64(hdr), c = ax_ms_get64(hdr + 8);
+                if (!kk) break;
+                if (c > recv_cap) {
+                    uint8_t *nr = realloc(recv, c);
+                    if (!nr) {
+                        st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+                        goto close; /* MPI will not recover either way */
+                    }
+                    recv = nr;
+                    recv_cap = c;
+                }
+                if (MPI_Recv(recv, (int)c, MPI_BYTE, r, TAG_DATA, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                    st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
+                    goto close;
+                }
+                w_put(&w, hdr, sizeof hdr);
+                w_put(&w, recv, c);
+                w.blocks++;
+            }
         }
     }
     {
@@ -206,6 +222,7 @@ done:
     ax_ms_block_buf_free(&src.buf, 1);
     free(src.keys);
     free(src.vals);
+    free(src.lv);
     return st;
 }
 

@@ -1,6 +1,7 @@
 #include "memscan/probe.h"
 #include "lib/comm.h"
 #include "lib/rng.h"
+#include "data/tokenizer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -93,46 +94,65 @@ static void score(ax_probe_sample *s, int S) {
 ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config *c,
                        ax_probe_result *out) {
     memset(out, 0, sizeof *out);
-    int P = c->prefix, S = c->suffix, W = P + S;
+    /* a sequence: [end-of-text when lead] prefix[P] suffix[S]; the model reads the first
+     * L + P as the prompt and then its own S - 1 greedy choices */
+    int P = c->prefix, S = c->suffix, W = 1 + P + S;
     ax_grid_t *g = ax_model_grid(m);
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), me = ax_grid_coord(g, AX_AXIS_BATCH);
     int per = (c->samples + parts - 1) / parts; /* samples per batch rank (padded) */
     out->n = c->samples;
+    out->lead_eot = c->lead_eot;
     out->s = calloc((size_t)per * parts, sizeof *out->s);
     out->tokens = calloc((size_t)per * parts * 2 * S, sizeof(int32_t));
     int32_t *win = calloc((size_t)c->batch * W, sizeof(int32_t)),
             *tok = calloc((size_t)c->batch, sizeof(int32_t));
+    int *lead = calloc((size_t)c->batch, sizeof(int));
     float *mine = calloc((size_t)per * S, sizeof(float)),
           *all = calloc((size_t)per * parts * S, sizeof(float));
     ax_status st = AX_OK;
-    if (!out->s || !out->tokens || !win || !tok || !mine || !all) {
+    if (!out->s || !out->tokens || !win || !tok || !lead || !mine || !all) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory for %d probes", c->samples);
         goto done;
     }
     AX_CHECK_GOTO(pick(ds, c, out), done);
     const uint64_t *off = ax_axd_doc_offsets(ds);
     for (int i = 0; i < per * parts; i++) {
-        out->s[i].truth = out->tokens + (size_t)i * W + P;     /* the window's last S tokens */
-        out->s[i].generated = out->tokens + (size_t)i * W + 0; /* overwritten after the gather */
+        out->s[i].generated = out->tokens + (size_t)i * 2 * S; /* filled after the gather */
+        out->s[i].truth = out->tokens + (size_t)i * 2 * S + S;
     }
-    /* my samples [me*per, me*per + per), decoded `batch` at a time */
+    /* my samples [me*per, me*per + per), decoded `batch` at a time, all at the same position.
+     * Prompt lengths may differ within a batch (the end-of-text leads only prefixes at a
+     * document start): a sequence with the shorter prompt finishes a step earlier. */
     for (int b0 = 0; b0 < per; b0 += c->batch) {
         int B = per - b0 < c->batch ? per - b0 : c->batch;
         for (int j = 0; j < B; j++) {
             int i = me * per + b0 + j;
             int src = i < c->samples ? i : 0; /* padding slots repeat sample 0, then are dropped */
-            ax_axd_tokens(ds, off[out->s[src].doc] + out->s[src].offset, (uint64_t)W,
-                          win + (size_t)j * W);
+            const ax_probe_sample *s = &out->s[src];
+            int32_t *row = win + (size_t)j * W;
+            lead[j] = c->lead_eot && s->offset == 0;
+            if (lead[j]) row[0] = AX_TOK_EOT;
+            ax_axd_tokens(ds, off[s->doc] + s->offset, (uint64_t)(P + S), row + lead[j]);
         }
         AX_CHECK_GOTO(ax_model_decode_begin(m, B), done);
         for (int pos = 0; pos < W - 1; pos++) {
-            for (int j = 0; j < B; j++)
-                tok[j] = pos < P ? win[(size_t)j * W + pos]
-                                 : (int32_t)mine[(size_t)(b0 + j) * S + pos - P];
+            int act = 0, choose = 0; /* any sequence reads pos / chooses after it */
+            for (int j = 0; j < B; j++) {
+                int Lp = lead[j] + P; /* prompt length of sequence j */
+                act |= pos < Lp + S - 1;
+                choose |= pos >= Lp - 1;
+                tok[j] = pos < Lp           ? win[(size_t)j * W + pos]
+                         : pos < Lp + S - 1 ? (int32_t)mine[(size_t)(b0 + j) * S + pos - Lp]
+                                            : 0; /* past its end: ignored */
+            }
+            if (!act) break;
             ax_model_decode_step(m, tok, pos);
-            if (pos < P - 1) continue; /* still reading the prefix */
+            if (!choose) continue; /* every sequence still reads its prompt */
             AX_CHECK_GOTO(ax_model_decode_argmax(m, tok), done);
-            for (int j = 0; j < B; j++) mine[(size_t)(b0 + j) * S + pos - P + 1] = (float)tok[j];
+            for (int j = 0; j < B; j++) {
+                int k = pos - (lead[j] + P) + 1; /* index of the suffix token just chosen */
+                if (k >= 0 && k < S) mine[(size_t)(b0 + j) * S + k] = (float)tok[j];
+            }
         }
         AX_CHECK_GOTO(ax_model_status(m), done);
     }
@@ -145,7 +165,7 @@ ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config 
         score(s, S);
     }
 done:
-    free(win), free(tok), free(mine), free(all);
+    free(win), free(tok), free(lead), free(mine), free(all);
     if (st != AX_OK) ax_probe_result_free(out);
     return st;
 }

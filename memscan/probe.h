@@ -13,6 +13,8 @@ typedef struct {
     int batch;          /* sequences decoded together per rank */
     uint64_t seed;      /* picks documents and offsets */
     int random_offset;  /* 0: prefix starts at the document start; 1: anywhere it fits */
+    int lead_eot;       /* prompts of prefixes at a document start begin with end-of-text, as
+                           `--packing doc` training sequences do (model input 1 + P tokens) */
 } ax_probe_config;
 
 typedef struct {
@@ -29,13 +31,15 @@ typedef struct {
 typedef struct {
     int n;
     ax_probe_sample *s;
-    int32_t *tokens; /* backing store for truth/generated: 2S per sample */
+    int32_t *tokens; /* backing store: sample i's generated [2S i, 2S i + S), truth after it */
     int eligible_docs;
+    int lead_eot; /* the config's lead_eot: prompts at a document start began with end-of-text */
 } ax_probe_result;
 
 /* Picks the samples (deterministic in seed), spreads them over the grid's batch ranks, decodes
  * greedily and gathers every sample's result on every rank. The model must be allocated
- * with T >= prefix + suffix - 1. Collective. */
+ * with T >= prefix + suffix (the prompt, end-of-text included, plus S - 1 fed-back tokens).
+ * Collective. */
 ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config *c,
                        ax_probe_result *out);
 void ax_probe_result_free(ax_probe_result *r);

@@ -220,3 +220,61 @@ Test(memscan_file, save_interrupted_leaves_nothing) {
     ax_memscan_index_free(idx);
     ax_axd_free(ds);
 }
+
+/* a version-1 index (no occurrence lists: spans would be lower bounds) is refused: rebuild */
+Test(memscan_file, version_1_refused) {
+    ax_axd_t *ds = make_ds("v1.axd", CORPUS);
+    char path[256];
+    tmp(path, sizeof path, "v1.idx");
+    build_save(ds, 64, path);
+    size_t n;
+    uint8_t *d = slurp(path, &n);
+    d[8] = 1, d[9] = d[10] = d[11] = 0;
+    spit(path, d, n);
+    ax_memscan_index_t *idx = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_load(path, ds, &idx), AX_ERR_MISMATCH);
+    const char *m = ax_error_msg();
+    cr_assert(strstr(m, path) && strstr(m, "version 1") && strstr(m, "rebuild"), "%s", m);
+    ax_memscan_info in;
+    cr_assert_eq(ax_memscan_index_read_info(path, 0, &in), AX_ERR_MISMATCH);
+    free(d);
+    ax_axd_free(ds);
+}
+
+/* the header records the dataset's tokenizer identity; the same tokens recorded as encoded by
+ * another tokenizer are not the index's dataset */
+Test(memscan_file, tokenizer_identity) {
+    char pa[256], pb[256], path[256];
+    tmp(pa, sizeof pa, "tk_a.axd");
+    tmp(pb, sizeof pb, "tk_b.axd");
+    tmp(path, sizeof path, "tk.idx");
+    int32_t doc[40];
+    for (int k = 0; k < 2; k++) {
+        ax_axd_writer_t *w;
+        cr_assert_eq(ax_axd_writer_create(k ? pb : pa, 300, &w), AX_OK);
+        ax_axd_writer_set_tokenizer(w, k ? 0x1234 : 0xabcdef);
+        for (int d = 0; d < 5; d++) {
+            for (int i = 0; i < 40; i++) doc[i] = (d * 7 + i * 3) % 11;
+            cr_assert_eq(ax_axd_writer_add_doc(w, doc, 40), AX_OK);
+        }
+        cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
+    }
+    ax_axd_t *a, *b;
+    cr_assert_eq(ax_axd_open(pa, 1, &a), AX_OK);
+    cr_assert_eq(ax_axd_open(pb, 1, &b), AX_OK);
+    cr_assert_eq(ax_axd_checksum(a), ax_axd_checksum(b)); /* same tokens */
+    build_save(a, 64, path);
+    ax_memscan_info in;
+    cr_assert_eq(ax_memscan_index_read_info(path, 1, &in), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(in.tok_checksum, 0xabcdef);
+    ax_memscan_index_t *idx = NULL;
+    cr_assert_eq(ax_memscan_index_load(path, a, &idx), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+    idx = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_load(path, b, &idx), AX_ERR_MISMATCH);
+    cr_assert(strstr(ax_error_msg(), "tokenizer"), "%s", ax_error_msg());
+    ax_axd_free(a);
+    ax_axd_free(b);
+}

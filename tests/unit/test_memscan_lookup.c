@@ -74,7 +74,7 @@ Test(memscan_lookup, planted_passage_span) {
         if (pl[k].passage == 1 && (!first || pl[k].pos < first->pos)) first = &pl[k];
     ax_memscan_span *sp;
     size_t ns;
-    cr_assert_eq(ax_memscan_find_spans(idx, q, 100, &sp, &ns), AX_OK);
+    cr_assert_eq(ax_memscan_find_spans(idx, q, 100, 8, &sp, &ns), AX_OK);
     cr_assert_eq(ns, 1);
     cr_assert_eq(sp[0].start, 20);
     cr_assert_eq(sp[0].len, 50);
@@ -83,6 +83,22 @@ Test(memscan_lookup, planted_passage_span) {
     cr_assert_eq(sp[0].pos, first->pos);
     cr_assert_eq(sp[0].count_min, 3);
     cr_assert_eq(sp[0].count_max, 3);
+    /* every copy is a source, listed in position order */
+    cr_assert_eq(sp[0].occurrences, 3);
+    cr_assert_eq(sp[0].docs, 3);
+    cr_assert_eq(sp[0].n_sources, 3);
+    uint64_t prev_pos = 0;
+    for (size_t k = 0; k < 3; k++) {
+        const ax_memscan_source *s = &sp[0].sources[k];
+        int planted = 0;
+        for (size_t j = 0; j < np; j++)
+            planted |= pl[j].passage == 1 && pl[j].pos == s->pos && pl[j].doc == s->doc &&
+                       pl[j].offset == s->doc_off;
+        cr_assert(planted, "source %zu at %llu is not a planted copy", k,
+                  (unsigned long long)s->pos);
+        cr_assert(k == 0 || s->pos > prev_pos);
+        prev_pos = s->pos;
+    }
     free(sp);
     /* per-window answers agree with single lookups */
     uint32_t cnt[100];
@@ -97,7 +113,7 @@ Test(memscan_lookup, planted_passage_span) {
         cr_assert_eq(found, i >= 20 && i + n <= 70, "window %d", i);
     }
     /* shorter than a window: nothing */
-    cr_assert_eq(ax_memscan_find_spans(idx, q + 20, (size_t)n - 1, &sp, &ns), AX_OK);
+    cr_assert_eq(ax_memscan_find_spans(idx, q + 20, (size_t)n - 1, 8, &sp, &ns), AX_OK);
     cr_assert_eq(ns, 0);
     cr_assert_null(sp);
     free(pl);
@@ -131,7 +147,7 @@ Test(memscan_lookup, run_stitched_from_two_documents) {
     memcpy(q + 20, C, sizeof C);
     ax_memscan_span *sp;
     size_t ns;
-    cr_assert_eq(ax_memscan_find_spans(idx, q, 30, &sp, &ns), AX_OK);
+    cr_assert_eq(ax_memscan_find_spans(idx, q, 30, 8, &sp, &ns), AX_OK);
     cr_assert_eq(ns, 2);
     cr_assert(sp[0].start == 0 && sp[0].len == 20 && sp[0].doc == 1 && sp[0].doc_off == 0);
     cr_assert(sp[1].start == 10 && sp[1].len == 20 && sp[1].doc == 2 && sp[1].doc_off == 0,
@@ -145,7 +161,7 @@ Test(memscan_lookup, run_stitched_from_two_documents) {
     for (int i = 0; i < 5; i++) q2[10 + i] = 900 + i; /* a gap */
     memcpy(q2 + 15, A, sizeof A);                     /* A B: 20 */
     memcpy(q2 + 25, B, sizeof B);
-    cr_assert_eq(ax_memscan_find_spans(idx, q2, 35, &sp, &ns), AX_OK);
+    cr_assert_eq(ax_memscan_find_spans(idx, q2, 35, 8, &sp, &ns), AX_OK);
     cr_assert_eq(ns, 2);
     cr_assert(sp[0].start == 15 && sp[0].len == 20);
     cr_assert(sp[1].start == 0 && sp[1].len == 10);
@@ -265,6 +281,17 @@ Test(memscan_lookup, cli_index_lookup_info) {
     cr_assert_eq(doc, 7, "%s", text); /* the first of docs 7, 19, 33 */
     cr_assert_eq(ax_json_get_i64(L, "count_min", e.out, &cmin), AX_OK);
     cr_assert_eq(cmin, 3);
+    /* every source document: 7, 19 and 33 */
+    int64_t nsrc;
+    cr_assert_eq(ax_json_get_i64(L, "sources", e.out, &nsrc), AX_OK);
+    cr_assert_eq(nsrc, 3, "%s", text);
+    const ax_json *docs = ax_json_get(L, "docs");
+    cr_assert(docs && docs->type == AX_JSON_ARR && docs->n == 3, "%s", text);
+    for (int k = 0; k < 3; k++) {
+        int64_t dk;
+        cr_assert_eq(ax_json_get_i64(docs->items[k], "doc", e.out, &dk), AX_OK);
+        cr_assert_eq(dk, k == 0 ? 7 : k == 1 ? 19 : 33, "%s", text);
+    }
     const ax_json *mw = ax_json_get(j, "matching_windows");
     cr_assert(mw && mw->type == AX_JSON_ARR && mw->n > 5);
     ax_json_free(j);
@@ -274,7 +301,10 @@ Test(memscan_lookup, cli_index_lookup_info) {
                    e.axd,     "--tokenizer", e.tok,     query};
     cr_assert_eq(run_cli(&e, 9, lk2), 0, "%s", ax_error_msg());
     cr_assert_eq(ax_read_file(e.out, &text, &n), AX_OK);
-    cr_assert(strstr(text, "longest verbatim span") && strstr(text, "in document 7"), "%s", text);
+    cr_assert(strstr(text, "longest verbatim span") && strstr(text, "in 3 documents") &&
+                  strstr(text, "first in document 7") && strstr(text, " 19 +") &&
+                  strstr(text, " 33 +"),
+              "%s", text);
     free(text);
     /* a passage absent from the corpus */
     char *lk3[] = {"memscan",
