@@ -107,14 +107,17 @@ static void put_text(FILE *f, const ax_tokenizer_t *tok, const int32_t *t, size_
     free(b);
 }
 
+/* a span's text, cut at character boundaries: a span may start or end inside a multi-byte
+ * character, and the partial character is dropped rather than replaced */
 static void jw_text(ax_jw *w, const ax_tokenizer_t *tok, const int32_t *t, size_t len) {
     uint8_t *b = NULL;
-    size_t n = 0;
+    size_t n = 0, off = 0;
     if (ax_tokenizer_decode(tok, t, len, &b, &n) != AX_OK) {
         ax_jw_null(w);
         return;
     }
-    ax_jw_strn(w, (const char *)b, n);
+    n = ax_utf8_clip((const char *)b, n, &off);
+    ax_jw_strn(w, (const char *)b + off, n);
     free(b);
 }
 
