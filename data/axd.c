@@ -194,7 +194,7 @@ static ax_status verify_cached(ax_axd_t *d, int fd, const struct stat *before, i
     AX_CHECK(verify_payload_bytes(d));
     /* record only if the file did not change while it was hashed */
     struct stat after;
-    if (key && fstat(fd, &after) == 0 &&
+    if (key && fstat(fd, &after) == 0 && ax_verify_cache_settled(&after) &&
         ax_verify_cache_key(&after, XXH3_64bits(d->map, d->header)) == key)
         ax_verify_cache_put(key, d->path);
     return AX_OK;

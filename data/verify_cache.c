@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -84,4 +85,13 @@ void ax_verify_cache_put(uint64_t key, const char *path) {
     int n = snprintf(line, sizeof line, "%s\n", path);
     if (n > 0) (void)!write(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
     close(fd);
+}
+
+int ax_verify_cache_settled(const struct stat *sb) {
+    struct timespec now;
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0) return 0;
+    /* ctime moves with every change (mtime included) and cannot be set back */
+    long long age_ns = ((long long)now.tv_sec - (long long)sb->st_ctim.tv_sec) * 1000000000LL +
+                       (now.tv_nsec - sb->st_ctim.tv_nsec);
+    return age_ns >= 1000000000LL;
 }

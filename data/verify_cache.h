@@ -8,8 +8,10 @@
  * digest of what it verified against (e.g. the header holding the stored checksum). Any write,
  * truncation, rename, chmod, copy or replacement changes ctime or the inode, so the next open
  * hashes again; ctime cannot be set back from user space (unlike mtime with touch).
- * What it does not catch: media corruption under unchanged metadata; `axmem data info`
- * always rehashes for that. AXMEM_VERIFY_CACHE=0 turns the cache off (every open hashes).
+ * File times tick coarsely (a jiffy, 1-10 ms), so a write right after another can keep them: a
+ * file changed within the last second is not recorded (git's "racily clean" rule), its next
+ * open hashes again. What it does not catch: media corruption under unchanged metadata; `axmem data
+ * info` always rehashes for that. AXMEM_VERIFY_CACHE=0 turns the cache off (every open hashes).
  * Failures to read or write the cache are never errors: the caller just hashes.
  * Only files of at least ax_verify_cache_min_bytes() are recorded (default 64 MiB, a few tens
  * of milliseconds to hash even from disk; AXMEM_VERIFY_CACHE_MIN=SIZE, e.g. 0 or 1M, changes
@@ -27,3 +29,5 @@ uint64_t ax_verify_cache_key(const struct stat *sb, uint64_t digest);
 int ax_verify_cache_has(uint64_t key);
 /* Records key (best effort; `path` only goes into the entry for people reading the cache). */
 void ax_verify_cache_put(uint64_t key, const char *path);
+/* 1 when sb's file last changed long enough ago for its times to identify this version. */
+int ax_verify_cache_settled(const struct stat *sb);
