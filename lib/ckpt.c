@@ -669,10 +669,9 @@ ax_status ax_ckpt_read_blob(const ax_ckpt_t *c, const char *blob, int64_t offset
                          c->path, blob);
     if (offset < 0 || count < 0 || offset > total || count > total - offset)
         return ax_errorf(AX_ERR_ARG,
-                         "reading [%lld, %lld) of blob \"%s\" in %s, which holds %lld floats (a "
-                         "bug in the caller)",
-                         (long long)offset, (long long)(offset + count), blob, c->path,
-                         (long long)total);
+                         "reading %lld floats from %lld of blob \"%s\" in %s, which holds %lld "
+                         "floats (a bug in the caller)",
+                         (long long)count, (long long)offset, blob, c->path, (long long)total);
     ZSTD_DCtx *dz = ZSTD_createDCtx();
     if (!dz) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", c->path);
     ax_status st = AX_OK;
