@@ -114,6 +114,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 static void one(const uint8_t *data, size_t size) {
+    /* AXMEM_FUZZ_SKIP_OPEN=1 steps around the open bug in repro/open/index-n_distinct-* (a
+     * header's distinct-window count sizes the table before anything checks it), so a long
+     * run can look for others. */
+    if (getenv("AXMEM_FUZZ_SKIP_OPEN") && size >= 64) {
+        uint64_t distinct = get64(data + 56);
+        if (distinct > ax_axd_n_tokens(ds)) return;
+    }
     fz_write(idx_path, data, size);
     ax_memscan_info info;
     ax_error_clear();
