@@ -3,7 +3,9 @@
  * that validates everything before handing out a pointer. Layout in data/axd.h. */
 #include "data/axd.h"
 #include "data/tokenizer.h"
+#include "data/verify_cache.h"
 #include "lib/fsutil.h"
+#include "lib/log.h"
 #include "lib/status.h"
 
 #include <errno.h>
@@ -59,23 +61,50 @@ void ax_axd_free(ax_axd_t *d) {
     free(d);
 }
 
-/* Every token id must index the vocabulary: the model's embedding and loss index by it. The
- * checksum only proves the file is what its writer wrote, not that the writer was right. */
-static ax_status check_token_range(const ax_axd_t *d) {
+/* largest token id in n tokens of width w at p */
+static uint32_t max_token(const uint8_t *p, size_t n, uint32_t w) {
     uint32_t max = 0;
-    if (d->width == 2) {
-        const uint8_t *p = d->tokens;
-        for (uint64_t i = 0; i < d->n_tokens; i++) {
+    if (w == 2) {
+        for (size_t i = 0; i < n; i++) {
             uint16_t v;
             memcpy(&v, p + 2 * i, 2);
             max = v > max ? v : max;
         }
     } else {
-        for (uint64_t i = 0; i < d->n_tokens; i++) {
-            uint32_t v = get32(d->tokens + 4 * i);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v = get32(p + 4 * i);
             max = v > max ? v : max;
         }
     }
+    return max;
+}
+
+/* The payload pass: XXH3 of everything after the header, and every token id < vocab (the
+ * model's embedding and loss index by it; the checksum only proves the file is what its writer
+ * wrote, not that the writer was right). One pass in 1 MiB chunks, so the range check reads
+ * what the hash just brought into cache. */
+static ax_status verify_payload_bytes(const ax_axd_t *d) {
+    XXH3_state_t *hs = XXH3_createState();
+    if (!hs) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", d->path);
+    XXH3_64bits_reset(hs);
+    const uint8_t *m = d->map;
+    size_t tok_at = (size_t)(d->tokens - m), end = d->size;
+    XXH3_64bits_update(hs, m + d->header, tok_at - d->header);
+    const size_t chunk = (size_t)1 << 20; /* a multiple of both token widths */
+    uint32_t max = 0;
+    for (size_t at = tok_at; at < end; at += chunk) {
+        size_t n = end - at < chunk ? end - at : chunk;
+        XXH3_64bits_update(hs, m + at, n);
+        uint32_t cm = max_token(m + at, n / d->width, d->width);
+        max = cm > max ? cm : max;
+    }
+    uint64_t h = XXH3_64bits_digest(hs);
+    XXH3_freeState(hs);
+    if (h != d->checksum)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: payload checksum mismatch (stored %016llx, computed %016llx): "
+                         "the file is corrupt; " REBUILD,
+                         d->path, (unsigned long long)d->checksum, (unsigned long long)h);
     if (d->n_tokens && max >= d->vocab)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: token id %u is outside the dataset's vocabulary [0, %u); " REBUILD,
@@ -83,6 +112,7 @@ static ax_status check_token_range(const ax_axd_t *d) {
     return AX_OK;
 }
 
+/* header, sizes and offsets: everything but the payload pass */
 static ax_status validate(ax_axd_t *d, int verify_payload) {
     const char *path = d->path;
     const uint8_t *m = d->map;
@@ -149,15 +179,24 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
         if (d->offsets[i + 1] < d->offsets[i])
             return ax_errorf(AX_ERR_CORRUPT, "%s: document offsets decrease at doc %llu; " REBUILD,
                              path, (unsigned long long)i);
-    if (verify_payload) {
-        uint64_t h = XXH3_64bits(m + d->header, size - d->header);
-        if (h != d->checksum)
-            return ax_errorf(AX_ERR_CORRUPT,
-                             "%s: payload checksum mismatch (stored %016llx, computed %016llx): "
-                             "the file is corrupt; " REBUILD,
-                             path, (unsigned long long)d->checksum, (unsigned long long)h);
-        AX_CHECK(check_token_range(d));
+    (void)verify_payload; /* the payload is checked by the caller, ax_axd_open */
+    return AX_OK;
+}
+
+/* Payload check for a validated d, through the verified-file cache unless `rehash`. */
+static ax_status verify_cached(ax_axd_t *d, int fd, const struct stat *before, int rehash) {
+    /* the key covers the header too: it holds the checksum and vocab the pass checked against */
+    uint64_t key = ax_verify_cache_key(before, XXH3_64bits(d->map, d->header));
+    if (!rehash && key && ax_verify_cache_has(key)) {
+        AX_DEBUG("%s: payload verified before (cached); not rehashed", d->path);
+        return AX_OK;
     }
+    AX_CHECK(verify_payload_bytes(d));
+    /* record only if the file did not change while it was hashed */
+    struct stat after;
+    if (key && fstat(fd, &after) == 0 && ax_verify_cache_settled(&after) &&
+        ax_verify_cache_key(&after, XXH3_64bits(d->map, d->header)) == key)
+        ax_verify_cache_put(key, d->path);
     return AX_OK;
 }
 
@@ -168,40 +207,38 @@ ax_status ax_axd_open(const char *path, int verify_payload, ax_axd_t **out) {
         free(d);
         return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        ax_axd_free(d);
-        return ax_errorf(AX_ERR_IO,
-                         "%s: cannot open dataset: %s; create it with "
-                         "`axmem data encode`",
-                         path, strerror(errno));
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        ax_axd_free(d);
-        return ax_errorf(AX_ERR_IO, "%s: not a regular file; pass a .axd dataset", path);
-    }
-    d->size = (size_t)sb.st_size;
-    if (d->size == 0) {
-        close(fd);
-        ax_axd_free(d);
-        return ax_errorf(AX_ERR_CORRUPT, "%s: empty file, not an axmem dataset; " REBUILD, path);
-    }
-    d->map = mmap(NULL, d->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (d->map == MAP_FAILED) {
-        d->map = NULL;
-        ax_axd_free(d);
-        return ax_errorf(AX_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
-    }
-    ax_status st = validate(d, verify_payload);
+    int fd;
+    ax_status st = ax_open_regular(path, "create the dataset with `axmem data encode`", &fd);
     if (st != AX_OK) {
         ax_axd_free(d);
         return st;
     }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        st = ax_errorf(AX_ERR_IO, "%s: cannot stat the dataset: %s", path, strerror(errno));
+        goto fail;
+    }
+    d->size = (size_t)sb.st_size;
+    if (d->size == 0) {
+        st = ax_errorf(AX_ERR_CORRUPT, "%s: empty file, not an axmem dataset; " REBUILD, path);
+        goto fail;
+    }
+    d->map = mmap(NULL, d->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (d->map == MAP_FAILED) {
+        d->map = NULL;
+        st = ax_errorf(AX_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
+        goto fail;
+    }
+    AX_CHECK_GOTO(validate(d, verify_payload), fail);
+    if (verify_payload != AX_AXD_HEADER_ONLY)
+        AX_CHECK_GOTO(verify_cached(d, fd, &sb, verify_payload == AX_AXD_VERIFY_REHASH), fail);
+    close(fd);
     *out = d;
     return AX_OK;
+fail:
+    close(fd);
+    ax_axd_free(d);
+    return st;
 }
 
 uint32_t ax_axd_vocab_size(const ax_axd_t *d) {

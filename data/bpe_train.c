@@ -12,9 +12,8 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define MAX_CHUNK                                                                                  \
-    (1u << 20) /* longer chunks (huge whitespace runs, binary) are not learned from                \
-                */
+/* longer chunks (huge whitespace runs, binary) are not learned from: no token is longer */
+#define MAX_CHUNK AX_TOK_MAX_TOKEN_BYTES
 #define NONE UINT32_MAX
 
 typedef struct {

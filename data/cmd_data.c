@@ -119,7 +119,7 @@ typedef struct {
 
 static const ax_cfg_entry info_entries[] = {
     {"verify", AX_CFG_BOOL, offsetof(info_flags, verify), "true", 1, 0,
-     "hash the payload (--no-verify is instant on huge files)"},
+     "hash the payload, even if verified before (--no-verify: header only, instant)"},
 };
 static const ax_cfg_positional info_path = {"FILE.axd", offsetof(info_flags, path), 0, 1,
                                             "the dataset to describe"};
@@ -159,39 +159,6 @@ static int parse_flags(const char *sub, const ax_cfg_table *t, void *fl, int arg
     return 0;
 }
 
-static int parse_u64(const char *s, uint64_t *out, int suffixes) {
-    errno = 0;
-    char *end;
-    if (!*s || *s == '-') return 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s) return 0;
-    uint64_t mul = 1;
-    if (suffixes && *end) {
-        switch (*end) {
-        case 'k':
-        case 'K':
-            mul = 1ull << 10;
-            break;
-        case 'm':
-        case 'M':
-            mul = 1ull << 20;
-            break;
-        case 'g':
-        case 'G':
-            mul = 1ull << 30;
-            break;
-        default:
-            return 0;
-        }
-        end++;
-        if (*end == 'B' || *end == 'b') end++;
-    }
-    if (*end) return 0;
-    if (v > UINT64_MAX / mul) return 0;
-    *out = v * mul;
-    return 1;
-}
-
 /* ---------------------------------------------------------------- tokenizer-train */
 
 static int cmd_train(int argc, char **argv) {
@@ -206,7 +173,7 @@ static int cmd_train(int argc, char **argv) {
     if (rc >= 0) goto out;
     rc = 0;
     vocab = (uint64_t)fl.vocab_size;
-    if (fl.max_bytes[0] && (!parse_u64(fl.max_bytes, &max_bytes, 1) || max_bytes == 0)) {
+    if (fl.max_bytes[0] && (ax_parse_size(fl.max_bytes, &max_bytes) != 1 || max_bytes == 0)) {
         rc = usage_err(SUB, "--max-bytes '%s' is not a positive size (e.g. 100M)", fl.max_bytes);
         goto out;
     }
@@ -481,13 +448,12 @@ static int parse_ids(const ax_cfg_strlist *l, int vocab, int32_t *ids, size_t *n
                 p++;
                 continue;
             }
-            char *end;
-            errno = 0;
-            long x = strtol(p, &end, 10);
-            if (end == p || errno || x < 0 || x >= vocab ||
-                (*end && *end != ' ' && *end != ',' && *end != '\t' && *end != '\n')) {
-                char bad[64];
-                snprintf(bad, sizeof bad, "%.*s", (int)strcspn(p, " ,\t\n"), p);
+            /* one id: the text up to the next separator, strictly decimal (no 0x10, +5) */
+            size_t len = strcspn(p, " ,\t\n");
+            char bad[64];
+            snprintf(bad, sizeof bad, "%.*s", (int)len, p);
+            int64_t x = -1;
+            if (len >= sizeof bad || ax_parse_i64(bad, &x) != 1 || x < 0 || x >= vocab) {
                 fprintf(stderr,
                         "axmem data decode: --ids: '%s' is not a token id in 0..%d; see "
                         "'axmem data decode --help'\n",
@@ -495,7 +461,7 @@ static int parse_ids(const ax_cfg_strlist *l, int vocab, int32_t *ids, size_t *n
                 return 2;
             }
             ids[(*n)++] = (int32_t)x;
-            p = end;
+            p += len;
         }
     return 0;
 }
@@ -542,7 +508,7 @@ static int cmd_decode(int argc, char **argv) {
         AX_CHECK_GOTO(write_decoded(tok, ids, n), fail);
         goto out;
     }
-    AX_CHECK_GOTO(ax_axd_open(data_path, 1, &d), fail);
+    AX_CHECK_GOTO(ax_axd_open(data_path, AX_AXD_VERIFY, &d), fail);
     AX_CHECK_GOTO(ax_axd_check_tokenizer(d, tok, tok_path), fail);
     if (have_doc) {
         if (doc >= ax_axd_n_docs(d)) {
@@ -589,7 +555,8 @@ static int cmd_info(int argc, char **argv) {
     rc = 0;
     const char *path = fl.path.v[0]; /* required: the parser checked it is there */
     int verify = fl.verify;
-    AX_CHECK_GOTO(ax_axd_open(path, verify, &d), fail);
+    /* info is the explicit check: it rehashes even a file the cache says was verified */
+    AX_CHECK_GOTO(ax_axd_open(path, verify ? AX_AXD_VERIFY_REHASH : AX_AXD_HEADER_ONLY, &d), fail);
     uint64_t nd = ax_axd_n_docs(d), nt = ax_axd_n_tokens(d);
     const uint64_t *off = ax_axd_doc_offsets(d);
     printf("path:       %s\n", path);

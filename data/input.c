@@ -1,5 +1,6 @@
 #include "data/input.h"
 #include "data/pretok.h"
+#include "lib/fsutil.h"
 #include "lib/json.h"
 #include "lib/status.h"
 
@@ -40,13 +41,12 @@ ax_status ax_input_open(const char *const *paths, int n_paths, int split_lines, 
     uint64_t total = 0;
     for (int i = 0; i < n_paths; i++) {
         struct stat sb;
-        if (stat(paths[i], &sb) != 0)
+        FILE *f;
+        AX_CHECK(ax_fopen_regular(paths[i], "pass text or .jsonl files", &f));
+        if (fstat(fileno(f), &sb) != 0) {
+            fclose(f);
             return ax_errorf(AX_ERR_IO, "%s: cannot read input: %s", paths[i], strerror(errno));
-        if (!S_ISREG(sb.st_mode))
-            return ax_errorf(AX_ERR_IO, "%s: not a regular file; pass text or .jsonl files",
-                             paths[i]);
-        FILE *f = fopen(paths[i], "rb");
-        if (!f) return ax_errorf(AX_ERR_IO, "%s: cannot open input: %s", paths[i], strerror(errno));
+        }
         fclose(f);
         total += (uint64_t)sb.st_size;
     }
@@ -80,8 +80,8 @@ uint64_t ax_input_bytes_total(const ax_input_t *in) {
 static ax_status open_next(ax_input_t *in) {
     in->cur++;
     const char *path = in->paths[in->cur];
-    in->f = fopen(path, "rb");
-    if (!in->f) return ax_errorf(AX_ERR_IO, "%s: cannot open input: %s", path, strerror(errno));
+    /* opened again: it may have been replaced (by a FIFO, say) since ax_input_open */
+    AX_CHECK(ax_fopen_regular(path, "pass text or .jsonl files", &in->f));
     in->jsonl = ends_with(path, ".jsonl");
     in->line_no = 0;
     in->len = in->cut = 0;

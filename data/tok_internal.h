@@ -5,6 +5,14 @@
 #include "data/tokenizer.h"
 
 #define AX_TOK_MAX_VOCAB (1 << 22)
+/* Bounds on the bytes a tokenizer's tokens spell, checked before anything is allocated: a
+ * merge list can double a token's length with every merge (31 merges, a 280-byte file, spell
+ * 4 GB). Training never learns from chunks longer than AX_TOK_MAX_TOKEN_BYTES, so no trained
+ * token is longer; all tokens together may hold AX_TOK_BYTES_BASE + AX_TOK_BYTES_PER_MERGE per
+ * merge (a file of M merges is 8M bytes: memory stays within 64 MiB + 32x the file). */
+#define AX_TOK_MAX_TOKEN_BYTES (1u << 20)
+#define AX_TOK_BYTES_BASE ((uint64_t)64 << 20)
+#define AX_TOK_BYTES_PER_MERGE 256u
 
 struct ax_tokenizer {
     int vocab_size;
@@ -43,6 +51,9 @@ static inline int32_t ax_tok_pair_lookup(const struct ax_tokenizer *t, uint32_t 
  * duplicate pair). `what` names the source in errors. The checksum is left 0. */
 ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *what,
                              ax_tokenizer_t **out);
+/* Parses a tokenizer file's bytes (what ax_tokenizer_load reads; fuzz targets call it
+ * directly). `path` names the source in errors. */
+ax_status ax_tok_load_bytes(const uint8_t *bytes, size_t n, const char *path, ax_tokenizer_t **out);
 /* XXH3 of the serialised file (the tokenizer's identity) */
 uint64_t ax_tok_compute_checksum(const ax_tokenizer_t *t);
 

@@ -29,7 +29,7 @@ ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *w
     if (n_merges) memcpy(t->merges, merges, sizeof(uint32_t) * 2 * (size_t)n_merges);
 
     /* token lengths first (validating as we go), then one slab for all token bytes */
-    uint64_t total = 256;
+    uint64_t total = 256, budget = AX_TOK_BYTES_BASE + AX_TOK_BYTES_PER_MERGE * (uint64_t)n_merges;
     for (int i = 0; i < 256; i++) t->tok_len[i] = 1;
     t->tok_len[AX_TOK_EOT] = 0;
     for (int i = 0; i < n_merges; i++) {
@@ -43,12 +43,22 @@ ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *w
                              what, i, a, b);
         }
         uint64_t len = (uint64_t)t->tok_len[a] + t->tok_len[b];
-        if (len > UINT32_MAX) {
+        if (len > AX_TOK_MAX_TOKEN_BYTES) {
             ax_tokenizer_free(t);
-            return ax_errorf(AX_ERR_CORRUPT, "%s: merge %d makes an over-long token", what, i);
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: merge %d makes a token of %llu bytes, longer than any trained "
+                             "token (%u); the file is corrupt, re-run `axmem data tokenizer-train`",
+                             what, i, (unsigned long long)len, AX_TOK_MAX_TOKEN_BYTES);
         }
         t->tok_len[id] = (uint32_t)len;
         total += len;
+        if (total > budget) {
+            ax_tokenizer_free(t);
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: the tokens of %d merges spell more than %llu bytes together; "
+                             "the file is corrupt, re-run `axmem data tokenizer-train`",
+                             what, n_merges, (unsigned long long)budget);
+        }
         uint64_t key = ax_tok_pair_key(a, b);
         uint64_t j = ax_tok_pair_hash(key) & t->pair_mask;
         while (t->pair_keys[j] && t->pair_keys[j] != key) j = (j + 1) & t->pair_mask;

@@ -79,84 +79,88 @@ ax_status ax_tokenizer_save(const ax_tokenizer_t *t, const char *path) {
 
 #define RETRAIN "re-run `axmem data tokenizer-train` to rebuild it"
 
+/* the largest valid file: every size check below happens before anything is allocated */
+#define TOK_MAX_FILE (TOK_HEADER + 8 * (size_t)(AX_TOK_MAX_VOCAB - AX_TOK_FIRST_MERGE) + 8)
+
 ax_status ax_tokenizer_load(const char *path, ax_tokenizer_t **out) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ax_errorf(AX_ERR_IO,
-                         "%s: cannot open tokenizer: %s; pass the file written by "
-                         "`axmem data tokenizer-train --out`",
-                         path, strerror(errno));
+    int fd;
+    AX_CHECK(
+        ax_open_regular(path, "pass the file written by `axmem data tokenizer-train --out`", &fd));
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return ax_errorf(AX_ERR_IO, "%s: not a regular file; pass a tokenizer file", path);
+    if (fstat(fd, &sb) != 0) {
+        close(fd);
+        return ax_errorf(AX_ERR_IO, "%s: cannot stat the tokenizer: %s", path, strerror(errno));
     }
-    size_t size = (size_t)sb.st_size;
+    if ((uint64_t)sb.st_size > TOK_MAX_FILE) {
+        close(fd);
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: %lld bytes is bigger than any tokenizer file (at most %zu): not an "
+                         "axmem tokenizer; pass the file written by `axmem data tokenizer-train`",
+                         path, (long long)sb.st_size, TOK_MAX_FILE);
+    }
+    size_t size = (size_t)sb.st_size, got = 0;
     uint8_t *b = malloc(size ? size : 1);
     if (!b) {
-        fclose(f);
+        close(fd);
         return ax_errorf(AX_ERR_NOMEM, "%s: out of memory reading the tokenizer", path);
     }
-    size_t got = fread(b, 1, size, f);
-    fclose(f);
+    while (got < size) {
+        ssize_t r = read(fd, b + got, size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
     ax_status st = AX_OK;
-    if (got != size) {
+    if (got != size)
         st = ax_errorf(AX_ERR_IO, "%s: read %zu of %zu bytes; check the file", path, got, size);
-        goto done;
-    }
-    if (size == 0 || memcmp(b, TOK_MAGIC, size < 8 ? size : 8) != 0) {
-        st = ax_errorf(AX_ERR_CORRUPT,
-                       "%s: not an axmem tokenizer file (bad magic); pass the file written by "
-                       "`axmem data tokenizer-train --out`",
-                       path);
-        goto done;
-    }
-    if (size < TOK_HEADER + 8) {
-        st = ax_errorf(AX_ERR_CORRUPT, "%s: truncated tokenizer file (%zu bytes); " RETRAIN, path,
-                       size);
-        goto done;
-    }
+    else
+        st = ax_tok_load_bytes(b, size, path, out);
+    free(b);
+    return st;
+}
+
+ax_status ax_tok_load_bytes(const uint8_t *b, size_t size, const char *path, ax_tokenizer_t **out) {
+    *out = NULL;
+    ax_status st = AX_OK;
+    if (size == 0 || memcmp(b, TOK_MAGIC, size < 8 ? size : 8) != 0)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: not an axmem tokenizer file (bad magic); pass the file written by "
+                         "`axmem data tokenizer-train --out`",
+                         path);
+    if (size < TOK_HEADER + 8)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: truncated tokenizer file (%zu bytes); " RETRAIN, path,
+                         size);
     uint32_t version = get32(b + 8), vocab = get32(b + 12), n_merges = get32(b + 16);
-    if (version != TOK_VERSION) {
-        st = ax_errorf(AX_ERR_MISMATCH,
-                       "%s: tokenizer file version %u, this build reads version %u; " RETRAIN, path,
-                       version, TOK_VERSION);
-        goto done;
-    }
-    if (n_merges > AX_TOK_MAX_VOCAB || vocab != AX_TOK_FIRST_MERGE + n_merges ||
-        get32(b + 20) != 0) {
-        st = ax_errorf(AX_ERR_CORRUPT,
-                       "%s: corrupt tokenizer header (vocab %u, %u merges); " RETRAIN, path, vocab,
-                       n_merges);
-        goto done;
-    }
+    if (version != TOK_VERSION)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "%s: tokenizer file version %u, this build reads version %u; " RETRAIN,
+                         path, version, TOK_VERSION);
+    /* vocab = 257 + n_merges, and the merges fill the file exactly */
+    if (n_merges > AX_TOK_MAX_VOCAB - AX_TOK_FIRST_MERGE ||
+        vocab != AX_TOK_FIRST_MERGE + n_merges || get32(b + 20) != 0)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: corrupt tokenizer header (vocab %u, %u merges); " RETRAIN, path,
+                         vocab, n_merges);
     size_t want = TOK_HEADER + 8 * (size_t)n_merges + 8;
-    if (size != want) {
-        st = ax_errorf(AX_ERR_CORRUPT,
-                       "%s: %s tokenizer file: %zu bytes, the header implies %zu; " RETRAIN, path,
-                       size < want ? "truncated" : "oversized", size, want);
-        goto done;
-    }
+    if (size != want)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: %s tokenizer file: %zu bytes, the header implies %zu; " RETRAIN, path,
+                         size < want ? "truncated" : "oversized", size, want);
     uint64_t stored, h = XXH3_64bits(b, want - 8);
     memcpy(&stored, b + want - 8, 8);
-    if (stored != h) {
-        st = ax_errorf(AX_ERR_CORRUPT,
-                       "%s: tokenizer checksum mismatch (stored %016llx, computed %016llx): the "
-                       "file is corrupt; " RETRAIN,
-                       path, (unsigned long long)stored, (unsigned long long)h);
-        goto done;
-    }
+    if (stored != h)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: tokenizer checksum mismatch (stored %016llx, computed %016llx): the "
+                         "file is corrupt; " RETRAIN,
+                         path, (unsigned long long)stored, (unsigned long long)h);
     uint32_t *merges = malloc(8 * (size_t)(n_merges ? n_merges : 1));
-    if (!merges) {
-        st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
-        goto done;
-    }
+    if (!merges) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < 2 * (size_t)n_merges; i++) merges[i] = get32(b + TOK_HEADER + 4 * i);
+    /* checks each merge joins earlier ids and bounds the bytes the tokens spell */
     st = ax_tok_from_merges(merges, (int)n_merges, path, out);
     free(merges);
     if (st == AX_OK) (*out)->checksum = h;
-done:
-    free(b);
     return st;
 }

@@ -92,7 +92,7 @@ static const ax_cfg_entry stats_entries[] = {
      "training sequence length; static masks restart every N targets (hash does not depend on "
      "it)"},
     {"verify", AX_CFG_BOOL, offsetof(stats_flags, verify), "true", 1, 0,
-     "hash the payload when opening the dataset (--no-verify skips it)"},
+     "check the payload unless verified before (--no-verify skips it)"},
     {"json", AX_CFG_BOOL, offsetof(stats_flags, json), "false", 1, 0,
      "print one JSON object instead of text"},
 };
@@ -469,7 +469,7 @@ static int cmd_stats(int argc, char **argv) {
     }
     ax_goldfish g;
     AX_CHECK_GOTO(ax_goldfish_parse(spec, &g), fail);
-    AX_CHECK_GOTO(ax_axd_open(data_path, verify, &d), fail);
+    AX_CHECK_GOTO(ax_axd_open(data_path, verify ? AX_AXD_VERIFY : AX_AXD_HEADER_ONLY, &d), fail);
     const uint64_t n_tok = ax_axd_n_tokens(d), n_docs = ax_axd_n_docs(d);
     const uint64_t *offs = ax_axd_doc_offsets(d);
     /* targets: every token after the first (each is predicted from the ones before it) */

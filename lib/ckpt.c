@@ -22,6 +22,9 @@
 #define CKPT_FORMAT "axmem-ckpt"
 #define CKPT_VERSION 1
 #define DAMAGED "the checkpoint is damaged; resume from an earlier one or retrain"
+/* bounds on what a manifest may make a reader hold (a real one is kilobytes) */
+#define CKPT_MANIFEST_MAX ((size_t)64 << 20)
+#define CKPT_MAX_ENTRIES (1 << 20)
 
 static size_t g_shard_bytes = (size_t)256 << 20;
 
@@ -341,18 +344,25 @@ static const ax_json *mget(const ax_json *o, const char *key, ax_json_type t, co
     return v;
 }
 
+/* counts and offsets: integers in [0, 2^53], converted only once known to be in range */
+#define CKPT_COUNT_MAX ((int64_t)1 << 53)
+
 static int64_t mget_int(const ax_json *o, const char *key, const char *mpath, ax_status *st) {
     const ax_json *v = mget(o, key, AX_JSON_NUM, mpath, st);
     if (!v) return 0;
-    if (v->num < 0 || v->num > 9.0e15 || v->num != (double)(int64_t)v->num) {
+    int64_t x;
+    if (!ax_json_int_in(v, 0, CKPT_COUNT_MAX, &x)) {
         *st = ax_errorf(AX_ERR_CORRUPT, "%s: \"%s\" = %g is not a count; %s", mpath, key, v->num,
                         DAMAGED);
         return 0;
     }
-    return (int64_t)v->num;
+    return x;
 }
 
 static ax_status parse_tensors(ax_ckpt_t *c, const ax_json *arr, const char *mp) {
+    if (arr->n > CKPT_MAX_ENTRIES)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: %zu tensors is more than %d; %s", mp, arr->n,
+                         CKPT_MAX_ENTRIES, DAMAGED);
     c->n_tensors = (int)arr->n;
     c->tensors = calloc(arr->n ? arr->n : 1, sizeof *c->tensors);
     if (!c->tensors) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", mp);
@@ -373,15 +383,20 @@ static ax_status parse_tensors(ax_ckpt_t *c, const ax_json *arr, const char *mp)
                              mp, i, DAMAGED);
         memcpy(t->name, name->str, name->str_len + 1);
         t->ndim = (int)shape->n;
+        /* the product is bounded at every step, so [2^32, 2^32, 2^32] cannot overflow */
         int64_t prod = 1;
         for (size_t d = 0; d < shape->n; d++) {
-            const ax_json *x = shape->items[d];
-            if (x->type != AX_JSON_NUM || x->num < 0 || x->num != (double)(int64_t)x->num)
+            if (!ax_json_int_in(shape->items[d], 0, CKPT_COUNT_MAX, &t->shape[d]))
                 return ax_errorf(AX_ERR_CORRUPT, "%s: tensor %s has a bad shape; %s", mp, t->name,
                                  DAMAGED);
-            t->shape[d] = (int64_t)x->num;
+            if (t->shape[d] && prod > CKPT_COUNT_MAX / t->shape[d])
+                return ax_errorf(AX_ERR_CORRUPT, "%s: tensor %s has an impossibly large shape; %s",
+                                 mp, t->name, DAMAGED);
             prod *= t->shape[d];
         }
+        if (t->offset > CKPT_COUNT_MAX - t->numel)
+            return ax_errorf(AX_ERR_CORRUPT, "%s: tensor %s ends past 2^53 values; %s", mp, t->name,
+                             DAMAGED);
         if (prod != t->numel)
             return ax_errorf(AX_ERR_CORRUPT,
                              "%s: tensor %s has numel %lld but shape gives %lld; %s", mp, t->name,
@@ -395,6 +410,9 @@ static int plain_file_name(const char *s) {
 }
 
 static ax_status parse_shards(ax_ckpt_t *c, const ax_json *arr, const char *mp) {
+    if (arr->n > CKPT_MAX_ENTRIES)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: %zu shards is more than %d; %s", mp, arr->n,
+                         CKPT_MAX_ENTRIES, DAMAGED);
     c->shards = calloc(arr->n ? arr->n : 1, sizeof *c->shards);
     if (!c->shards) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", mp);
     for (size_t i = 0; i < arr->n; i++) {
@@ -412,7 +430,9 @@ static ax_status parse_shards(ax_ckpt_t *c, const ax_json *arr, const char *mp) 
         s->zbytes = (uint64_t)mget_int(o, "zbytes", mp, &st);
         if (st != AX_OK) return st;
         if (ax_json_get_hex64(o, "xxh3", mp, &s->xxh) != AX_OK) return AX_ERR_CORRUPT;
-        if (!plain_file_name(file->str) || bytes != s->count * (int64_t)sizeof(float))
+        if (!plain_file_name(file->str) || strlen(file->str) != file->str_len ||
+            strlen(blob->str) != blob->str_len || s->count > CKPT_COUNT_MAX / 4 ||
+            bytes != s->count * (int64_t)sizeof(float) || s->offset > CKPT_COUNT_MAX - s->count)
             return ax_errorf(AX_ERR_CORRUPT, "%s: shard \"%s\" has a bad file name or size; %s", mp,
                              file->str, DAMAGED);
         s->blob = blob->str;
@@ -435,6 +455,9 @@ static ax_status parse_shards(ax_ckpt_t *c, const ax_json *arr, const char *mp) 
         if (stat(s->path, &sb) != 0)
             return ax_errorf(AX_ERR_CORRUPT, "checkpoint shard %s is missing (%s); %s", s->path,
                              strerror(errno), DAMAGED);
+        if (!S_ISREG(sb.st_mode)) /* a FIFO here would block the read forever */
+            return ax_errorf(AX_ERR_CORRUPT, "checkpoint shard %s is not a regular file; %s",
+                             s->path, DAMAGED);
         if ((uint64_t)sb.st_size != s->zbytes)
             return ax_errorf(AX_ERR_CORRUPT,
                              "checkpoint shard %s is %lld bytes, the manifest says %llu "
@@ -465,7 +488,7 @@ static ax_status open_manifest(ax_ckpt_t *c) {
         st = ax_errorf(AX_ERR_IO, "%s is missing: not a finished checkpoint; %s", mp, DAMAGED);
         goto done;
     }
-    AX_CHECK_GOTO(ax_read_file(mp, &text, &len), done);
+    AX_CHECK_GOTO(ax_read_file_max(mp, CKPT_MANIFEST_MAX, &text, &len), done);
     AX_CHECK_GOTO(ax_json_parse_advice(text, len, mp, DAMAGED, &c->root), done);
     const ax_json *r = c->root;
     if (r->type != AX_JSON_OBJ) {
@@ -567,16 +590,12 @@ static ax_status read_shard(ZSTD_DCtx *dz, const shard_info *s, size_t lo, size_
     size_t icap = ZSTD_DStreamInSize(), ocap = ZSTD_DStreamOutSize();
     char *ib = malloc(icap), *ob = malloc(ocap);
     XXH3_state_t *h = XXH3_createState();
-    int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+    int fd = -1;
     if (!ib || !ob || !h) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", s->path);
         goto done;
     }
-    if (fd < 0) {
-        st = ax_errorf(AX_ERR_IO, "cannot open checkpoint shard %s: %s; %s", s->path,
-                       strerror(errno), DAMAGED);
-        goto done;
-    }
+    AX_CHECK_GOTO(ax_open_regular(s->path, DAMAGED, &fd), done);
     XXH3_64bits_reset(h);
     ZSTD_DCtx_reset(dz, ZSTD_reset_session_only);
     size_t pos = 0, last = 1;
@@ -648,12 +667,11 @@ ax_status ax_ckpt_read_blob(const ax_ckpt_t *c, const char *blob, int64_t offset
                          "checkpoint %s has no blob \"%s\"; it was written by a different setup "
                          "(optimizer or model); start from a matching checkpoint",
                          c->path, blob);
-    if (offset < 0 || count < 0 || offset + count > total)
+    if (offset < 0 || count < 0 || offset > total || count > total - offset)
         return ax_errorf(AX_ERR_ARG,
-                         "reading [%lld, %lld) of blob \"%s\" in %s, which holds %lld floats (a "
-                         "bug in the caller)",
-                         (long long)offset, (long long)(offset + count), blob, c->path,
-                         (long long)total);
+                         "reading %lld floats from %lld of blob \"%s\" in %s, which holds %lld "
+                         "floats (a bug in the caller)",
+                         (long long)count, (long long)offset, blob, c->path, (long long)total);
     ZSTD_DCtx *dz = ZSTD_createDCtx();
     if (!dz) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", c->path);
     ax_status st = AX_OK;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/cliargs.h"
 #include "lib/fsutil.h"
 
 /* "axmem train [flags]" -> "axmem train": the words before the first [..], <..> or -flag */
@@ -140,30 +141,32 @@ static void list_clear(ax_cfg_strlist *l) {
     l->v = NULL;
 }
 
+/* range-checks an integer for an INT entry; `text` is how the value was written (messages) */
+static ax_status set_int(const ax_cfg_entry *e, void *obj, int64_t v, const char *text,
+                         const char *where) {
+    if (has_range(e) && ((double)v < e->min || (double)v > e->max))
+        return range_error(e, text, where, "is out of range");
+    *(int64_t *)field(obj, e) = v;
+    return AX_OK;
+}
+
 /* `where` prefixes messages with the source ("cfg.txt:3: "), "" for flags. */
 static ax_status set_entry(const ax_cfg_entry *e, void *obj, const char *value, const char *where) {
     switch (e->type) {
     case AX_CFG_INT: {
-        char *end;
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
-        if (*value == 0 || *end != 0 || errno) {
-            /* accept integral float text such as 1e6 for token counts */
-            double d = strtod(value, &end);
-            if (*value == 0 || *end != 0 || d != floor(d) || fabs(d) >= 9.2e18)
-                return range_error(e, value, where, "is not an integer");
-            v = (long long)d;
-        }
-        if (has_range(e) && ((double)v < e->min || (double)v > e->max))
-            return range_error(e, value, where, "is out of range");
-        *(int64_t *)field(obj, e) = v;
-        return AX_OK;
+        /* strict decimal (lib/cliargs.h): "0x10", "010", "+5", " 5" and "5k" are errors, not
+         * 16, 8 or 5; integral exponent forms such as 1e6 are accepted for token counts */
+        int64_t v = 0;
+        int r = ax_parse_i64(value, &v);
+        if (r == 0) return range_error(e, value, where, "is not an integer");
+        if (r < 0) return range_error(e, value, where, "is out of range");
+        return set_int(e, obj, v, value, where);
     }
     case AX_CFG_FLOAT: {
-        char *end;
-        double d = strtod(value, &end);
-        if (*value == 0 || *end != 0 || !isfinite(d))
-            return range_error(e, value, where, "is not a number");
+        double d = 0;
+        int r = ax_parse_f64(value, &d);
+        if (r == 0) return range_error(e, value, where, "is not a number");
+        if (r < 0) return range_error(e, value, where, "is out of range");
         if (has_range(e) && (d < e->min || d > e->max))
             return range_error(e, value, where, "is out of range");
         *(double *)field(obj, e) = d;
@@ -260,7 +263,20 @@ static ax_status load_json_file(const ax_cfg_table *t, void *obj, const char *pa
 ax_status ax_cfg_load_file(const ax_cfg_table *t, void *obj, const char *path, uint8_t *was_set) {
     char *text;
     size_t len;
-    AX_CHECK(ax_read_file(path, &text, &len));
+    AX_CHECK(ax_read_file_max(path, AX_CFG_FILE_MAX, &text, &len));
+    /* the file is read whole: a NUL byte would silently end the text the line parser sees */
+    const char *nul = memchr(text, 0, len);
+    if (nul) {
+        size_t line = 1, col = 1;
+        for (const char *q = text; q < nul; q++, col++)
+            if (*q == '\n') line++, col = 0;
+        ax_status st = ax_errorf(AX_ERR_ARG,
+                                 "%s:%zu: NUL byte at column %zu; a config file is text (name = "
+                                 "value lines, or JSON): fix or regenerate it",
+                                 path, line, col);
+        free(text);
+        return st;
+    }
     ax_status st = AX_OK;
     char *p = text;
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
@@ -558,6 +574,16 @@ ax_status ax_cfg_read_json(const ax_cfg_table *t, void *obj, const ax_json *o, c
         int ok = 0;
         switch (e->type) {
         case AX_CFG_INT:
+            /* converted only when finite, integral and inside int64 (a cast would be UB) */
+            if (v->type == AX_JSON_NUM) {
+                snprintf(text, sizeof text, "%.17g", v->num);
+                if (!isfinite(v->num) || v->num != floor(v->num) ||
+                    v->num < -9223372036854775808.0 || v->num >= 9223372036854775808.0)
+                    return range_error(e, text, where, "is not an integer in range");
+                AX_CHECK(set_int(e, obj, (int64_t)v->num, text, where));
+                continue;
+            }
+            break;
         case AX_CFG_FLOAT:
             ok = v->type == AX_JSON_NUM;
             if (ok) snprintf(text, sizeof text, "%.17g", v->num), value = text;

@@ -8,6 +8,7 @@
 #include "lib/status.h"
 
 #define AX_CFG_STR_MAX 512
+#define AX_CFG_FILE_MAX (16u << 20) /* --config files: bigger is an error, not a 4 GB read */
 
 typedef enum {
     AX_CFG_INT,     /* field is int64_t */
@@ -72,6 +73,8 @@ ax_status ax_cfg_set(const ax_cfg_table *t, void *obj, const char *name, const c
  * appends the command line's values to the file's). */
 ax_status ax_cfg_parse_argv(const ax_cfg_table *t, void *obj, int argc, char **argv,
                             uint8_t *was_set, int *help);
+/* Reads the whole file (a regular file of at most AX_CFG_FILE_MAX bytes; a NUL byte is an error
+ * naming the line), then sets each "name = value" line or each key of a JSON object. */
 ax_status ax_cfg_load_file(const ax_cfg_table *t, void *obj, const char *path, uint8_t *was_set);
 void ax_cfg_print_help(const ax_cfg_table *t, FILE *f); /* usage, summary, flags w/ defaults */
 void ax_cfg_write_json(const ax_cfg_table *t, const void *obj, ax_jw *w); /* one JSON object */

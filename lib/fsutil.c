@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,49 +36,7 @@ ax_status ax_mkdir_p(const char *path) {
 }
 
 ax_status ax_read_file(const char *path, char **data, size_t *len) {
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ax_errorf(AX_ERR_IO, "cannot open %s: %s; check the path", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ax_errorf(AX_ERR_IO, "%s is not a regular file; check the path", path);
-    }
-    size_t cap = (size_t)sb.st_size, n = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        close(fd);
-        return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s (%zu bytes)", path, cap);
-    }
-    for (;;) {
-        if (n == cap) { /* the file grew while we read it: keep going */
-            char *nb = realloc(buf, cap * 2 + 4096 + 1);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", path);
-            }
-            buf = nb;
-            cap = cap * 2 + 4096;
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return ax_errorf(AX_ERR_IO, "cannot read %s: %s", path, strerror(e));
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = 0;
-    *data = buf;
-    *len = n;
-    return AX_OK;
+    return ax_read_file_max(path, SIZE_MAX - 4096, data, len);
 }
 
 ax_status ax_write_all(int fd, const void *buf, size_t len, const char *path) {
@@ -233,4 +192,140 @@ ax_status ax_create_temp(const char *path, int private_mode, char *tmp, size_t n
                      "cannot create a temporary file beside %s: %s; check the folder "
                      "exists and is writable",
                      path, strerror(errno));
+}
+
+/* ---------------------------------------------------------------- regular-file inputs */
+
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    return "not a regular file";
+}
+
+static ax_status not_regular(const char *path, mode_t m) {
+    return ax_errorf(AX_ERR_IO,
+                     "%s is %s, not a regular file; axmem reads its inputs only from regular files "
+                     "(save the data to a file and pass that)",
+                     path, file_kind(m));
+}
+
+ax_status ax_open_regular(const char *path, const char *hint, int *fd) {
+    *fd = -1;
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever */
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (f < 0)
+        return ax_errorf(AX_ERR_IO, "cannot open %s: %s; %s", path, strerror(errno),
+                         hint ? hint : "check the path");
+    struct stat sb;
+    if (fstat(f, &sb) != 0) {
+        int e = errno;
+        close(f);
+        return ax_errorf(AX_ERR_IO, "cannot stat %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(f);
+        return not_regular(path, sb.st_mode);
+    }
+    int fl = fcntl(f, F_GETFL);
+    if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(f);
+        return ax_errorf(AX_ERR_IO, "cannot read %s: %s", path, strerror(e));
+    }
+    *fd = f;
+    return AX_OK;
+}
+
+ax_status ax_fopen_regular(const char *path, const char *hint, FILE **out) {
+    *out = NULL;
+    int fd;
+    AX_CHECK(ax_open_regular(path, hint, &fd));
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return ax_errorf(AX_ERR_IO, "cannot read %s: %s", path, strerror(e));
+    }
+    *out = f;
+    return AX_OK;
+}
+
+ax_status ax_check_regular(const char *path, const char *hint) {
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return ax_errorf(AX_ERR_IO, "cannot open %s: %s; %s", path, strerror(errno),
+                         hint ? hint : "check the path");
+    if (!S_ISREG(sb.st_mode)) return not_regular(path, sb.st_mode);
+    return AX_OK;
+}
+
+ax_status ax_read_file_max(const char *path, size_t max_bytes, char **data, size_t *len) {
+    *data = NULL;
+    *len = 0;
+    int fd;
+    AX_CHECK(ax_open_regular(path, NULL, &fd));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return ax_errorf(AX_ERR_IO, "cannot stat %s: %s", path, strerror(e));
+    }
+    if ((uint64_t)sb.st_size > (uint64_t)max_bytes) {
+        close(fd);
+        return ax_errorf(AX_ERR_ARG,
+                         "%s is %lld bytes, more than the %zu this kind of file may hold; pass the "
+                         "right file",
+                         path, (long long)sb.st_size, max_bytes);
+    }
+    size_t cap = (size_t)sb.st_size, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s (%zu bytes)", path, cap);
+    }
+    for (;;) {
+        if (n == cap) { /* the file grew while we read it: keep going, up to the bound */
+            if (cap >= max_bytes) {
+                char extra;
+                ssize_t r = read(fd, &extra, 1);
+                if (r < 0 && errno == EINTR) continue;
+                if (r == 0) break;
+                free(buf);
+                close(fd);
+                return r < 0 ? ax_errorf(AX_ERR_IO, "cannot read %s: %s", path, strerror(errno))
+                             : ax_errorf(AX_ERR_ARG,
+                                         "%s grew past the %zu bytes this kind of file may hold "
+                                         "while it was read; pass the right file",
+                                         path, max_bytes);
+            }
+            size_t nc = cap > max_bytes / 2 ? max_bytes : cap * 2 + 4096;
+            if (nc > max_bytes) nc = max_bytes;
+            char *nb = realloc(buf, nc + 1);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", path);
+            }
+            buf = nb;
+            cap = nc;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return ax_errorf(AX_ERR_IO, "cannot read %s: %s", path, strerror(e));
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return AX_OK;
 }

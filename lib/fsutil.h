@@ -6,7 +6,8 @@
 
 /* Creates path and its missing parents (like mkdir -p). */
 ax_status ax_mkdir_p(const char *path);
-/* Reads a whole file into a malloc'd buffer with a NUL appended (not counted in *len). */
+/* Reads a whole regular file into a malloc'd buffer with a NUL appended (not counted in *len);
+ * the text may hold NUL bytes of its own: use *len, not strlen. */
 ax_status ax_read_file(const char *path, char **data, size_t *len);
 /* Creates/truncates path, writes len bytes and fsyncs it before returning. */
 ax_status ax_write_file(const char *path, const void *data, size_t len);
@@ -36,3 +37,17 @@ FILE *ax_fopen_private(const char *path);
 ax_status ax_create_temp(const char *path, int private_mode, char *tmp, size_t n, int *fd);
 /* The folder part of path into dir[n]: "." when path has no '/', "/" for "/x". */
 void ax_dirname(const char *path, char *dir, size_t n);
+
+/* ---- reading inputs: regular files only ----
+ * A FIFO, device, socket or directory given as an input would block open/read forever or read
+ * garbage, so every reader opens its inputs through these. The open uses O_NONBLOCK (a FIFO
+ * cannot block it), checks fstat, then clears O_NONBLOCK. Errors name the path and its kind;
+ * `hint` (may be NULL) is what to do when the file cannot be opened ("check the path"). */
+ax_status ax_open_regular(const char *path, const char *hint, int *fd);
+/* The same as a stdio stream opened "rb". */
+ax_status ax_fopen_regular(const char *path, const char *hint, FILE **f);
+/* stat()-based check for a path opened later by other code: exists and is a regular file. */
+ax_status ax_check_regular(const char *path, const char *hint);
+/* ax_read_file, but a file bigger than max_bytes is an error naming it (nothing allocated):
+ * readers of small files (configs, manifests) bound what a hostile file can make them hold. */
+ax_status ax_read_file_max(const char *path, size_t max_bytes, char **data, size_t *len);

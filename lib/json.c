@@ -476,6 +476,8 @@ static ax_status jp_number(jp *p, double *out) {
     buf[len] = 0;
     *out = strtod(buf, NULL);
     if (buf != small) free(buf);
+    /* 1e999 overflows to inf: no reader can use it, and inf/NaN must never reach an int cast */
+    if (!isfinite(*out)) return jp_err(p, start, "number out of range");
     return AX_OK;
 }
 
@@ -680,6 +682,17 @@ ax_status ax_json_get_i64(const ax_json *obj, const char *key, const char *what,
                          v->num);
     *out = (int64_t)v->num;
     return AX_OK;
+}
+
+int ax_json_int_in(const ax_json *v, int64_t lo, int64_t hi, int64_t *out) {
+    if (!v || v->type != AX_JSON_NUM || !isfinite(v->num) || v->num != floor(v->num)) return 0;
+    /* compare as doubles before converting: a double outside int64 must not be cast */
+    if (v->num < (double)lo || v->num > (double)hi) return 0;
+    if (v->num >= 9223372036854775808.0) return 0; /* (double)INT64_MAX rounds up to 2^63 */
+    int64_t x = (int64_t)v->num;
+    if (x < lo || x > hi) return 0;
+    *out = x;
+    return 1;
 }
 
 ax_status ax_json_get_str(const ax_json *obj, const char *key, const char *what, const char **out) {

@@ -81,6 +81,9 @@ const ax_json *ax_json_get(const ax_json *obj, const char *key); /* NULL if abse
 /* typed getters: return AX_ERR_CORRUPT naming `what` and key when absent or wrong type */
 ax_status ax_json_get_num(const ax_json *obj, const char *key, const char *what, double *out);
 ax_status ax_json_get_i64(const ax_json *obj, const char *key, const char *what, int64_t *out);
+/* 1 and *out set when v is a number that is integral and within [lo, hi] (so converting it is
+ * defined behaviour), else 0. Parsed numbers are always finite (overflow is a parse error). */
+int ax_json_int_in(const ax_json *v, int64_t lo, int64_t hi, int64_t *out);
 ax_status ax_json_get_str(const ax_json *obj, const char *key, const char *what, const char **out);
 /* a u64 stored as a hex string "0x..." (JSON numbers cannot hold 64 bits exactly) */
 ax_status ax_json_get_hex64(const ax_json *obj, const char *key, const char *what, uint64_t *out);

@@ -3,11 +3,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "data/axd.h"
 #include "data/input.h"
 #include "data/tokenizer.h"
+#include "data/verify_cache.h"
+#include "lib/fsutil.h"
 #include "lib/status.h"
 #include "test_data_util.h"
 
@@ -166,7 +171,7 @@ Test(axd, rejects_damaged_files) {
     memset(c + n, 0, 16); /* trailing bytes */
     expect_reject(bad, c, n + 16, "oversized");
 
-    /* offsets not monotone (payload checksum skipped to reach the offsets check) */
+    /* offsets not monotone (checked before the payload, in every verify mode) */
     memcpy(c, b, n);
     uint64_t o = 1000;
     memcpy(c + 64 + 8 * 3, &o, 8);
@@ -374,4 +379,143 @@ Test(axd, inputs_big_file_pieces_encode_like_whole) {
     free(x);
     ax_tokenizer_free(t);
     unlink(path);
+}
+
+/* good.axd with one payload byte flipped: valid header, wrong payload checksum */
+static void write_flipped(const char *good, const char *bad) {
+    write_dataset(good, 4096, 20);
+    size_t n;
+    uint8_t *c = td_read(good, &n);
+    c[n - 7] ^= 0x01;
+    cr_assert(td_write(bad, c, n));
+    free(c);
+}
+
+/* memscan lookup opened its dataset with verify 0 and answered from a changed token with exit
+ * 0: every mode but AX_AXD_HEADER_ONLY now checks the payload. */
+Test(axd, verify_zero_checks_the_payload_too) {
+    setenv("AXMEM_VERIFY_CACHE", "0", 1);
+    char good[256], bad[256];
+    td_tmp(good, sizeof good, "good.axd");
+    td_tmp(bad, sizeof bad, "bad.axd");
+    write_flipped(good, bad);
+    int modes[] = {0, AX_AXD_VERIFY, AX_AXD_VERIFY_REHASH};
+    for (int i = 0; i < 3; i++) {
+        ax_axd_t *d = NULL;
+        ax_error_clear();
+        cr_assert_eq(ax_axd_open(bad, modes[i], &d), AX_ERR_CORRUPT, "mode %d", modes[i]);
+        cr_assert(strstr(ax_error_msg(), "payload checksum"), "%s", ax_error_msg());
+    }
+    ax_axd_t *d = NULL;
+    cr_assert_eq(ax_axd_open(bad, AX_AXD_HEADER_ONLY, &d), AX_OK, "%s", ax_error_msg());
+    ax_axd_free(d);
+    unlink(good);
+    unlink(bad);
+}
+
+static int count_entries(const char *dir) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "ls -A %s 2>/dev/null | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    cr_assert(p && fscanf(p, "%d", &n) == 1);
+    pclose(p);
+    return n;
+}
+
+/* Verification is recorded per file version: a second open does not rehash, and any change to
+ * the file (new ctime/inode) makes the next open hash again. */
+Test(axd, verification_is_cached_per_file_version) {
+    char dir[256], good[256], bad[256];
+    td_tmp(dir, sizeof dir, "vcache");
+    td_tmp(good, sizeof good, "good.axd");
+    td_tmp(bad, sizeof bad, "bad.axd");
+    ax_rm_rf(dir);
+    setenv("AXMEM_CACHE_DIR", dir, 1);
+    setenv("AXMEM_VERIFY_CACHE_MIN", "0", 1);
+    unsetenv("AXMEM_VERIFY_CACHE");
+    write_flipped(good, bad);
+    ax_axd_t *d = NULL;
+    /* a file written this second is "racy": its times may not change on the next write yet */
+    cr_assert_eq(ax_axd_open(good, AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+    ax_axd_free(d);
+    cr_assert_eq(count_entries(dir), 0, "a just-written file was recorded");
+    usleep(1100 * 1000);
+    cr_assert_eq(ax_axd_open(good, AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+    ax_axd_free(d);
+    cr_assert_eq(count_entries(dir), 1, "the verified open was not recorded");
+    cr_assert_eq(ax_axd_open(good, AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+    ax_axd_free(d);
+    cr_assert_eq(count_entries(dir), 1);
+    /* a failed verification is never recorded */
+    ax_error_clear();
+    cr_assert_eq(ax_axd_open(bad, AX_AXD_VERIFY, &d), AX_ERR_CORRUPT);
+    cr_assert_eq(count_entries(dir), 1);
+
+    /* Prove the cache is what skips the hash: record bad.axd's current version by hand (as if a
+     * bit had rotted on disk after a verified open). VERIFY trusts the record; REHASH does not. */
+    struct stat sb;
+    cr_assert_eq(stat(bad, &sb), 0);
+    size_t n;
+    uint8_t *c = td_read(bad, &n);
+    uint64_t key = ax_verify_cache_key(&sb, XXH3_64bits(c, 64));
+    cr_assert_neq(key, 0);
+    ax_verify_cache_put(key, bad);
+    cr_assert_eq(ax_axd_open(bad, AX_AXD_VERIFY, &d), AX_OK, "the cache record was not used");
+    ax_axd_free(d);
+    ax_error_clear();
+    cr_assert_eq(ax_axd_open(bad, AX_AXD_VERIFY_REHASH, &d), AX_ERR_CORRUPT);
+    /* rewriting the file (same bytes even) is a new version: hashed again, and rejected */
+    cr_assert(td_write(bad, c, n));
+    ax_error_clear();
+    cr_assert_eq(ax_axd_open(bad, AX_AXD_VERIFY, &d), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "payload checksum"), "%s", ax_error_msg());
+    /* small files are not cached by default; AXMEM_VERIFY_CACHE=0 turns the cache off */
+    unsetenv("AXMEM_VERIFY_CACHE_MIN");
+    cr_assert_eq(ax_verify_cache_key(&sb, 1), 0);
+    setenv("AXMEM_VERIFY_CACHE_MIN", "0", 1);
+    setenv("AXMEM_VERIFY_CACHE", "0", 1);
+    cr_assert_eq(ax_verify_cache_key(&sb, 1), 0);
+    free(c);
+    ax_rm_rf(dir);
+    unlink(good);
+    unlink(bad);
+}
+
+/* A FIFO given as a dataset or a text input blocked open() forever. */
+Test(axd, fifo_and_directory_inputs_are_refused, .timeout = 20) {
+    char fifo[256];
+    td_tmp(fifo, sizeof fifo, "fifo");
+    unlink(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    ax_axd_t *d = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_axd_open(fifo, AX_AXD_VERIFY, &d), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), fifo) && strstr(ax_error_msg(), "FIFO"), "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_axd_open("/tmp", AX_AXD_VERIFY, &d), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), "directory"), "%s", ax_error_msg());
+    const char *paths[1] = {fifo};
+    ax_input_t *in = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_input_open(paths, 1, 0, &in), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), "FIFO"), "%s", ax_error_msg());
+    char *text;
+    size_t len;
+    ax_error_clear();
+    cr_assert_eq(ax_read_file(fifo, &text, &len), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), fifo), "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_check_regular(fifo, NULL), AX_ERR_IO);
+    int fd;
+    cr_assert_eq(ax_open_regular("/dev/null", NULL, &fd), AX_ERR_IO);
+    unlink(fifo);
+    /* a regular file opens in blocking mode (the O_NONBLOCK of the check is cleared) */
+    char good[256];
+    td_tmp(good, sizeof good, "regular.txt");
+    cr_assert(td_write(good, "hello", 5));
+    cr_assert_eq(ax_open_regular(good, NULL, &fd), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+    close(fd);
+    unlink(good);
 }

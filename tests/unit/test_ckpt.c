@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 
 #include "lib/ckpt.h"
 #include "lib/fsutil.h"
+#include "lib/model_io.h"
 
 #define N 1000
 
@@ -383,4 +385,107 @@ Test(ckpt, rejects_missing_manifest) {
     ax_error_clear();
     cr_assert_eq(ax_ckpt_open("/tmp/axckpt-no-such/step-000001", &c), AX_ERR_IO);
     expect_msg("/tmp/axckpt-no-such/step-000001", "not found");
+}
+
+/* Hostile numbers in the manifest: each must be a clean AX_ERR_CORRUPT, never signed overflow
+ * or a float-to-int conversion out of range (the ASan/UBSan build traps both). */
+Test(ckpt, rejects_hostile_shapes_and_numbers) {
+    struct {
+        const char *from, *to, *expect;
+    } cases[] = {
+        /* 2^32 cubed overflows int64: the product is bounded at every step */
+        {"\"shape\":[25,20]", "\"shape\":[4294967296,4294967296,4294967296]", "large shape"},
+        {"\"shape\":[25,20]", "\"shape\":[1e30,1]", "bad shape"},
+        {"\"shape\":[25,20]", "\"shape\":[-25,-20]", "bad shape"},
+        {"\"shape\":[25,20]", "\"shape\":[25.5,20]", "bad shape"},
+        {"\"shape\":[25,20]", "\"shape\":[1,2,3,4,5]", "shape too long"},
+        {"\"numel\":500", "\"numel\":1e30", "not a count"},
+        {"\"offset\":500", "\"offset\":9007199254740992", "ends past"},
+        {"\"step\":3", "\"step\":-1e300", "not a count"},
+        {"\"version\":1", "\"version\":1e400", "number out of range"},
+        {"\"count\":100", "\"count\":1e17", "not a count"},
+    };
+    char d[256];
+    step_path(d, sizeof d, 3, NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ax_rm_rf(d);
+        cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+        edit_manifest(3, cases[i].from, cases[i].to);
+        ax_ckpt_t *c = NULL;
+        ax_error_clear();
+        cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_CORRUPT, "accepted %s", cases[i].to);
+        cr_assert_null(c);
+        expect_msg("manifest.json", cases[i].expect);
+    }
+}
+
+Test(ckpt, model_config_numbers_are_bounded) {
+    /* a manifest config written by train, then with each number made hostile */
+    const char *good = "{\"layers\":2,\"dim\":16,\"heads\":2,\"ffn\":32,\"vocab\":300,"
+                       "\"tie-embeddings\":true,\"rope-theta\":10000}";
+    const char *bad[] = {"{\"layers\":1e30,", "{\"layers\":2.5,", "{\"layers\":-2,",
+                         "{\"layers\":4294967298,", "{\"layers\":2,\"dim\":1e300,"};
+    const char *theta_bad[] = {"\"rope-theta\":1e300", "\"rope-theta\":0.5"};
+    char cfg[512];
+    for (int k = -1; k < 7; k++) {
+        if (k < 0) {
+            snprintf(cfg, sizeof cfg, "%s", good);
+        } else if (k < 5) {
+            const char *rest = strchr(good + 1, ',') + 1; /* after "layers":2, */
+            if (k == 4) rest = strstr(good, "\"heads\"");
+            snprintf(cfg, sizeof cfg, "%s%s", bad[k], rest);
+        } else {
+            snprintf(cfg, sizeof cfg, "%.*s%s}", (int)(strstr(good, "\"rope") - good), good,
+                     theta_bad[k - 5]);
+        }
+        ax_ckpt_blob blobs[1] = {{"params", g_p, N}};
+        ax_ckpt_write_args a = {.config_json = cfg, .blobs = blobs, .n_blobs = 1};
+        char d[256];
+        step_path(d, sizeof d, 10 + k, NULL);
+        cr_assert_eq(ax_ckpt_write(g_dir, 10 + k, &a), AX_OK, "%s: %s", cfg, ax_error_msg());
+        ax_ckpt_t *c = NULL;
+        cr_assert_eq(ax_ckpt_open(d, &c), AX_OK, "%s", ax_error_msg());
+        ax_model_config mc;
+        ax_error_clear();
+        ax_status st = ax_model_config_from_ckpt(c, &mc);
+        if (k < 0) {
+            cr_assert_eq(st, AX_OK, "%s", ax_error_msg());
+            cr_assert_eq(mc.n_layers, 2);
+            cr_assert_eq(mc.vocab, 300);
+        } else {
+            cr_assert_eq(st, AX_ERR_CORRUPT, "accepted %s", cfg);
+            expect_msg(d, NULL);
+        }
+        ax_ckpt_free(c);
+    }
+}
+
+Test(ckpt, shard_that_is_a_fifo_is_refused, .timeout = 20) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    char p[256], d[256];
+    step_path(p, sizeof p, 3, "adam_m.009.zst");
+    cr_assert_eq(unlink(p), 0);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    step_path(d, sizeof d, 3, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_CORRUPT);
+    expect_msg(p, "not a regular file");
+    /* the manifest itself */
+    cr_assert_eq(write_step(4), AX_OK, "%s", ax_error_msg());
+    step_path(p, sizeof p, 4, "manifest.json");
+    cr_assert_eq(unlink(p), 0);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    step_path(d, sizeof d, 4, NULL);
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_open(d, &c), AX_ERR_IO);
+    expect_msg(p, "FIFO");
+}
+
+Test(ckpt, read_blob_range_cannot_overflow) {
+    cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
+    ax_ckpt_t *c = open_ok(3);
+    float buf[4];
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", INT64_MAX - 1, 4, buf), AX_ERR_ARG);
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 2, INT64_MAX, buf), AX_ERR_ARG);
+    ax_ckpt_free(c);
 }

@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/cliargs.h"
 #include "lib/config.h"
 #include "lib/fsutil.h"
 
@@ -450,4 +452,154 @@ Test(config, help_shows_lists_and_positionals) {
     cr_assert(strstr(text, "usage: axmem thing [flags] [TEXT...]\n"), "%s", text);
     free(text);
     unlink(path);
+}
+
+/* Numbers mean what a person means: anything else is an error naming the flag. */
+Test(config, integers_and_floats_are_strict_decimal) {
+    const char *bad_int[] = {"0x10", "010", "+5",  " 5", "5 ", "5k", "1.5", "1e-1", "--5",
+                             "0b1",  "5,0", "inf", "",   "-",  "1e", "e5",  "5.",   "1e999"};
+    for (size_t i = 0; i < sizeof bad_int / sizeof *bad_int; i++) {
+        tcfg c = fresh();
+        char flag[64];
+        snprintf(flag, sizeof flag, "--steps=%s", bad_int[i]);
+        cr_assert_eq(parse(&c, NULL, NULL, 1, flag), AX_ERR_ARG, "accepted %s", flag);
+        cr_assert(strstr(ax_error_msg(), "--steps"), "%s: %s", flag, ax_error_msg());
+        cr_assert_eq(c.steps, 100, "%s changed the value", flag);
+    }
+    /* integral decimal exponents still work for counts: 1e6, 2.5e3 */
+    const struct {
+        const char *text;
+        int64_t want;
+    } good_int[] = {{"16", 16}, {"0", 0}, {"-7", -7}, {"1e6", 1000000}, {"2.5e3", 2500}};
+    for (size_t i = 0; i < sizeof good_int / sizeof *good_int; i++) {
+        tcfg c = fresh();
+        cr_assert_eq(parse(&c, NULL, NULL, 2, "--seed", good_int[i].text), AX_OK, "%s: %s",
+                     good_int[i].text, ax_error_msg());
+        cr_assert_eq(c.seed, good_int[i].want, "%s", good_int[i].text);
+    }
+    const char *bad_float[] = {"0x1p-3", "+0.5", " 0.5", "0.5 ", "inf", "nan",
+                               "1e999",  "0.5x", "00.5", ".",    "1e+", "-"};
+    for (size_t i = 0; i < sizeof bad_float / sizeof *bad_float; i++) {
+        tcfg c = fresh();
+        char flag[64];
+        snprintf(flag, sizeof flag, "--lr=%s", bad_float[i]);
+        cr_assert_eq(parse(&c, NULL, NULL, 1, flag), AX_ERR_ARG, "accepted %s", flag);
+        cr_assert(strstr(ax_error_msg(), "--lr"), "%s", ax_error_msg());
+    }
+    tcfg c = fresh();
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--lr=.5"), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(c.lr, 0.5);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, "--lr=1e-3"), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(c.lr, 1e-3);
+    /* the same rules in config files */
+    char path[256];
+    tmpfile_with(path, sizeof path, "steps = 0x10\n");
+    c = fresh();
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_load_file(&table, &c, path, NULL), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "--steps=0x10"), "%s",
+              ax_error_msg());
+    unlink(path);
+}
+
+Test(config, strict_number_helpers) {
+    int64_t i = 0;
+    cr_assert_eq(ax_parse_i64("9223372036854775807", &i), 1);
+    cr_assert_eq(i, INT64_MAX);
+    cr_assert_eq(ax_parse_i64("9223372036854775808", &i), -1);
+    cr_assert_eq(ax_parse_i64("1e300", &i), -1);
+    cr_assert_eq(ax_parse_i64("0x10", &i), 0);
+    uint64_t u = 0;
+    const struct {
+        const char *text;
+        int ok;
+        uint64_t want;
+    } sizes[] = {{"4096", 1, 4096}, {"64M", 1, 64u << 20},
+                 {"1KiB", 1, 1024}, {"2g", 1, 2ull << 30},
+                 {"3KB", 1, 3072},  {"1T", 1, 1ull << 40},
+                 {"0", 1, 0},       {"0x10", 0, 0},
+                 {"010", 0, 0},     {"+5", 0, 0},
+                 {" 5", 0, 0},      {"5 K", 0, 0},
+                 {"5Q", 0, 0},      {"-1", 0, 0},
+                 {"1.5M", 0, 0},    {"", 0, 0},
+                 {"K", 0, 0},       {"99999999999999T", -1, 0}};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        cr_assert_eq(ax_parse_size(sizes[k].text, &u), sizes[k].ok, "'%s'", sizes[k].text);
+        if (sizes[k].ok == 1) cr_assert_eq(u, sizes[k].want, "'%s'", sizes[k].text);
+    }
+}
+
+/* Config files are read whole: a NUL byte is an error naming the file and line, not the end. */
+Test(config, config_file_nul_byte_is_an_error) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/axcfg-nul-%d.txt", (int)getpid());
+    const char text[] = "steps = 7\nlr = 0.1\0\nsteps = 9\n";
+    cr_assert_eq(ax_write_file(path, text, sizeof text - 1), AX_OK);
+    tcfg c = fresh();
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_load_file(&table, &c, path, NULL), AX_ERR_ARG);
+    char want[300];
+    snprintf(want, sizeof want, "%s:2: NUL byte at column 9", path);
+    cr_assert(strstr(ax_error_msg(), want), "%s", ax_error_msg());
+    cr_assert_eq(c.steps, 100, "a line was applied from a file that is rejected");
+    /* JSON config files too */
+    const char js[] = "{\"steps\": 7,\n \"lr\": 0.1\0}";
+    cr_assert_eq(ax_write_file(path, js, sizeof js - 1), AX_OK);
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_load_file(&table, &c, path, NULL), AX_ERR_ARG);
+    snprintf(want, sizeof want, "%s:2: NUL byte", path);
+    cr_assert(strstr(ax_error_msg(), want), "%s", ax_error_msg());
+    unlink(path);
+}
+
+Test(config, config_file_must_be_regular_and_bounded, .timeout = 20) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/axcfg-fifo-%d", (int)getpid());
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    tcfg c = fresh();
+    char flag[300];
+    snprintf(flag, sizeof flag, "--config=%s", path);
+    cr_assert_eq(parse(&c, NULL, NULL, 1, flag), AX_ERR_IO); /* no writer: would block forever */
+    cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "FIFO"), "%s", ax_error_msg());
+    unlink(path);
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_load_file(&table, &c, "/tmp", NULL), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), "directory"), "%s", ax_error_msg());
+    /* a huge (sparse) file is refused before anything is allocated */
+    snprintf(path, sizeof path, "/tmp/axcfg-big-%d", (int)getpid());
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(ftruncate(fileno(f), (off_t)AX_CFG_FILE_MAX + 1), 0);
+    fclose(f);
+    ax_error_clear();
+    cr_assert_eq(ax_cfg_load_file(&table, &c, path, NULL), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "more than"), "%s",
+              ax_error_msg());
+    unlink(path);
+}
+
+/* JSON values (manifests, JSON config files) become ints only when integral and in range. */
+Test(config, json_ints_must_be_integral_and_in_range) {
+    const char *bad[] = {"{\"steps\": 1e30}", "{\"steps\": 2.5}", "{\"seed\": 1e19}",
+                         "{\"seed\": -9.3e18}", "{\"steps\": 0}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ax_json *j;
+        cr_assert_eq(ax_json_parse(bad[i], strlen(bad[i]), "m.json", &j), AX_OK);
+        tcfg c = fresh();
+        ax_error_clear();
+        cr_assert_eq(ax_cfg_read_json(&table, &c, j, "m.json"), AX_ERR_ARG, "accepted %s", bad[i]);
+        cr_assert(strstr(ax_error_msg(), "m.json"), "%s", ax_error_msg());
+        cr_assert_eq(c.steps, 100);
+        cr_assert_eq(c.seed, -1);
+        ax_json_free(j);
+    }
+    ax_json *j;
+    const char *ok = "{\"seed\": 1000000000000000000, \"steps\": 1e3}";
+    cr_assert_eq(ax_json_parse(ok, strlen(ok), "m.json", &j), AX_OK);
+    tcfg c = fresh();
+    cr_assert_eq(ax_cfg_read_json(&table, &c, j, "m.json"), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(c.seed, 1000000000000000000LL);
+    cr_assert_eq(c.steps, 1000);
+    ax_json_free(j);
 }

@@ -1,5 +1,6 @@
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,4 +269,47 @@ Test(json, advice_in_message) {
 
 Test(json, free_null) {
     ax_json_free(NULL);
+}
+
+/* Numbers a double cannot hold are parse errors (inf must never reach a reader's int cast). */
+Test(json, overflowing_numbers_are_errors) {
+    const char *bad[] = {"1e999", "[1, -1e400]", "{\"x\": 123456789e305}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ax_json *j = NULL;
+        ax_error_clear();
+        cr_assert_eq(ax_json_parse(bad[i], strlen(bad[i]), "f.json", &j), AX_ERR_CORRUPT, "%s",
+                     bad[i]);
+        cr_assert(strstr(ax_error_msg(), "out of range"), "%s", ax_error_msg());
+    }
+    ax_json *j;
+    cr_assert_eq(ax_json_parse("1e-400", 6, "f.json", &j), AX_OK); /* underflow is just 0 */
+    cr_assert_eq(j->num, 0.0);
+    ax_json_free(j);
+}
+
+Test(json, int_in_converts_only_integral_in_range) {
+    const struct {
+        const char *text;
+        int ok;
+        int64_t want;
+    } cases[] = {{"5", 1, 5},      {"-3", 1, -3},   {"1e3", 1, 1000}, {"2.5", 0, 0},
+                 {"1e30", 0, 0},   {"-1e30", 0, 0}, {"1e20", 0, 0},   {"\"5\"", 0, 0},
+                 {"9.3e18", 0, 0}, {"1001", 0, 0},  {"-101", 0, 0},   {"true", 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ax_json *j;
+        cr_assert_eq(ax_json_parse(cases[i].text, strlen(cases[i].text), "t", &j), AX_OK);
+        int64_t x = 42;
+        cr_assert_eq(ax_json_int_in(j, -100, 1000, &x), cases[i].ok, "%s", cases[i].text);
+        if (cases[i].ok) cr_assert_eq(x, cases[i].want);
+        ax_json_free(j);
+    }
+    ax_json *j;
+    cr_assert_eq(ax_json_parse("9.2e18", 6, "t", &j), AX_OK);
+    int64_t x;
+    cr_assert_eq(ax_json_int_in(j, INT64_MIN, INT64_MAX, &x), 1);
+    cr_assert_eq(x, 9200000000000000000LL);
+    ax_json_free(j);
+    cr_assert_eq(ax_json_parse("9.3e18", 6, "t", &j), AX_OK);
+    cr_assert_eq(ax_json_int_in(j, INT64_MIN, INT64_MAX, &x), 0); /* past 2^63 */
+    ax_json_free(j);
 }

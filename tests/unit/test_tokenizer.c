@@ -3,6 +3,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 #include "data/pretok.h"
 #include "data/tok_internal.h"
@@ -324,4 +327,90 @@ Test(tokenizer, file_round_trip_and_errors) {
     unlink(path);
     unlink(bad);
     ax_tokenizer_free(t);
+}
+
+/* A tokenizer file made by hand: merges[2 * n] written with a valid header and checksum. */
+static void write_merges(const char *path, const uint32_t *merges, uint32_t n) {
+    size_t len = 24 + 8 * (size_t)n + 8;
+    uint8_t *b = calloc(1, len);
+    memcpy(b, "AXMEMTOK", 8);
+    uint32_t hdr[4] = {1, 257 + n, n, 0};
+    memcpy(b + 8, hdr, 16);
+    memcpy(b + 24, merges, 8 * (size_t)n);
+    uint64_t h = XXH3_64bits(b, len - 8);
+    memcpy(b + len - 8, &h, 8);
+    cr_assert(td_write(path, b, len));
+    free(b);
+}
+
+/* 31 merges that each double the last token: a 280-byte file whose tokens spell 4 GB. Sizes are
+ * bounded before anything is allocated. */
+Test(tokenizer, hostile_merge_lists_are_bounded) {
+    char path[256];
+    td_tmp(path, sizeof path, "tok_hostile.bin");
+    uint32_t m[2 * 300];
+    m[0] = m[1] = 'a';
+    for (uint32_t i = 1; i < 31; i++) m[2 * i] = m[2 * i + 1] = 257 + i - 1;
+    write_merges(path, m, 31);
+    struct stat sb;
+    cr_assert_eq(stat(path, &sb), 0);
+    cr_assert_eq(sb.st_size, 280);
+    ax_tokenizer_t *t = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_tokenizer_load(path, &t), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "longer than any trained"),
+              "%s", ax_error_msg());
+
+    /* the same chain up to 1 MiB (what training can produce from a run of one byte) loads */
+    write_merges(path, m, 20);
+    cr_assert_eq(ax_tokenizer_load(path, &t), AX_OK, "%s", ax_error_msg());
+    size_t len;
+    ax_tokenizer_token_bytes(t, 257 + 19, &len);
+    cr_assert_eq(len, (size_t)1 << 20);
+    ax_tokenizer_free(t);
+
+    /* 256 tokens of half a MiB each: each within the bound, together past the budget */
+    for (uint32_t b = 0; b < 256; b++) {
+        m[2 * (19 + b)] = 257 + 18;
+        m[2 * (19 + b) + 1] = b == 256 - 1 ? 0 : b;
+    }
+    m[2 * (19 + 255)] = 'a'; /* keep every pair distinct */
+    m[2 * (19 + 255) + 1] = 257 + 18;
+    write_merges(path, m, 19 + 256);
+    ax_error_clear();
+    cr_assert_eq(ax_tokenizer_load(path, &t), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "bytes together"), "%s", ax_error_msg());
+
+    /* merges must join earlier ids; the end-of-text token is never merged */
+    uint32_t fwd[4] = {'a', 'b', 259, 'c'};
+    write_merges(path, fwd, 2);
+    ax_error_clear();
+    cr_assert_eq(ax_tokenizer_load(path, &t), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "not earlier tokens"), "%s", ax_error_msg());
+    uint32_t eot[2] = {'a', AX_TOK_EOT};
+    write_merges(path, eot, 1);
+    ax_error_clear();
+    cr_assert_eq(ax_tokenizer_load(path, &t), AX_ERR_CORRUPT);
+
+    /* a huge file is refused from its size alone, before it is read */
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(ftruncate(fileno(f), (off_t)1 << 33), 0);
+    fclose(f);
+    ax_error_clear();
+    cr_assert_eq(ax_tokenizer_load(path, &t), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "bigger than any tokenizer"), "%s", ax_error_msg());
+    unlink(path);
+}
+
+Test(tokenizer, fifo_is_refused, .timeout = 20) {
+    char path[256];
+    td_tmp(path, sizeof path, "tok_fifo");
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    ax_tokenizer_t *t = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_tokenizer_load(path, &t), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "FIFO"), "%s", ax_error_msg());
+    unlink(path);
 }
