@@ -153,6 +153,11 @@ static ax_status check_val_data(run_state *r, ax_ckpt_t *ck) {
     if (ax_json_get(ax_ckpt_config(ck), "val-data"))
         AX_CHECK(ax_json_get_str(ax_ckpt_config(ck), "val-data", path, &was));
     if (!strcmp(was, r->cfg->val_data)) return AX_OK;
+    if (!was[0])
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "--val-data: the run resumed from %s has no validation set, and adding "
+                         "one changes its metrics; drop --val-data, or start a new --out",
+                         path);
     return ax_errorf(AX_ERR_MISMATCH,
                      "--val-data %s differs from %s's '%s' and that checkpoint records no "
                      "checksum to compare; pass the original path",
