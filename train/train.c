@@ -16,7 +16,6 @@
 #include "lib/model.h"
 #include "lib/model_io.h"
 #include "lib/optim.h"
-#include "lib/mpienv.h"
 #include "lib/progress.h"
 #include "lib/stop.h"
 #include "lib/timer.h"
@@ -527,17 +526,17 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
     if (r.rank0) ax_progress_end(&prog);
     res->last_step = step;
     res->interrupted = step < cfg->steps;
+    /* a new run stopped before its first step still leaves step 0, so --resume works */
+    int write = saved != step && (step > res->first_step || res->interrupted);
     if (res->interrupted && r.rank0) {
         static const char *why[] = {"", "stop requested", "--exit-after-steps reached",
                                     "--exit-after-minutes reached"};
-        AX_WARN("%s%s%s: writing a checkpoint at step %ld", why[res->stop],
+        AX_WARN("%s%s%s: %s at step %ld", why[res->stop],
                 res->stop == AX_TRAIN_STOP_SIGNAL ? " by " : "",
                 res->stop == AX_TRAIN_STOP_SIGNAL ? ax_stop_signal_name(res->stop_signal) : "",
-                step);
+                write ? "writing a checkpoint" : "stopping after the checkpoint", step);
     }
-    /* a new run stopped before its first step still leaves step 0, so --resume works */
-    if (saved != step && (step > res->first_step || res->interrupted))
-        AX_CHECK_GOTO(write_checkpoint(&r, step), out);
+    if (write) AX_CHECK_GOTO(write_checkpoint(&r, step), out);
 out:
     ax_ckpt_free(ck);
     run_free(&r);
