@@ -66,7 +66,10 @@ static void default_action(int sig) {
 
 static void on_signal(int sig) {
     char msg[256];
-    if (!__atomic_load_n(&g_caught, __ATOMIC_SEQ_CST)) default_action(sig);
+    if (!__atomic_load_n(&g_caught, __ATOMIC_SEQ_CST)) {
+        default_action(sig); /* returns only when the signal was ignored at start */
+        return;
+    }
     int rank = __atomic_load_n(&g_rank, __ATOMIC_RELAXED);
     char who[32] = "";
     if (rank >= 0) snprintf(who, sizeof who, "[r%d] ", rank);

@@ -16,7 +16,6 @@
 #include "lib/model.h"
 #include "lib/model_io.h"
 #include "lib/optim.h"
-#include "lib/mpienv.h"
 #include "lib/progress.h"
 #include "lib/stop.h"
 #include "lib/timer.h"
@@ -153,6 +152,11 @@ static ax_status check_val_data(run_state *r, ax_ckpt_t *ck) {
     if (ax_json_get(ax_ckpt_config(ck), "val-data"))
         AX_CHECK(ax_json_get_str(ax_ckpt_config(ck), "val-data", path, &was));
     if (!strcmp(was, r->cfg->val_data)) return AX_OK;
+    if (!was[0])
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "--val-data: the run resumed from %s has no validation set, and adding "
+                         "one changes its metrics; drop --val-data, or start a new --out",
+                         path);
     return ax_errorf(AX_ERR_MISMATCH,
                      "--val-data %s differs from %s's '%s' and that checkpoint records no "
                      "checksum to compare; pass the original path",
@@ -518,17 +522,17 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
     if (r.rank0) ax_progress_end(&prog);
     res->last_step = step;
     res->interrupted = step < cfg->steps;
+    /* a new run stopped before its first step still leaves step 0, so --resume works */
+    int write = saved != step && (step > res->first_step || res->interrupted);
     if (res->interrupted && r.rank0) {
         static const char *why[] = {"", "stop requested", "--exit-after-steps reached",
                                     "--exit-after-minutes reached"};
-        AX_WARN("%s%s%s: writing a checkpoint at step %ld", why[res->stop],
+        AX_WARN("%s%s%s: %s at step %ld", why[res->stop],
                 res->stop == AX_TRAIN_STOP_SIGNAL ? " by " : "",
                 res->stop == AX_TRAIN_STOP_SIGNAL ? ax_stop_signal_name(res->stop_signal) : "",
-                step);
+                write ? "writing a checkpoint" : "stopping after the checkpoint", step);
     }
-    /* a new run stopped before its first step still leaves step 0, so --resume works */
-    if (saved != step && (step > res->first_step || res->interrupted))
-        AX_CHECK_GOTO(write_checkpoint(&r, step), out);
+    if (write) AX_CHECK_GOTO(write_checkpoint(&r, step), out);
 out:
     ax_ckpt_free(ck);
     run_free(&r);

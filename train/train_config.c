@@ -212,6 +212,29 @@ static size_t field_size(const ax_cfg_entry *e) {
     return 0;
 }
 
+/* The value of field e of c as a user would type it. */
+static const char *field_text(const ax_train_config *c, const ax_cfg_entry *e, char *buf,
+                              size_t n) {
+    const char *p = (const char *)c + e->offset;
+    switch (e->type) {
+    case AX_CFG_STR:
+        snprintf(buf, n, "'%s'", p);
+        break;
+    case AX_CFG_INT:
+        snprintf(buf, n, "%lld", (long long)*(const int64_t *)p);
+        break;
+    case AX_CFG_FLOAT:
+        snprintf(buf, n, "%g", *(const double *)p);
+        break;
+    case AX_CFG_BOOL:
+        snprintf(buf, n, "%s", *(const int *)p ? "true" : "false");
+        break;
+    default:
+        snprintf(buf, n, "?");
+    }
+    return buf;
+}
+
 static void copy_field(ax_train_config *dst, const ax_train_config *src, const ax_cfg_entry *e) {
     memcpy((char *)dst + e->offset, (const char *)src + e->offset, field_size(e));
 }
@@ -232,10 +255,12 @@ ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
         resume_rule rule = rule_of(e->name);
         if (rule == INVOCATION || (set(was_set, e->name) && rule != FIXED)) copy_field(&out, c, e);
         if (!set(was_set, e->name) || !differs || rule != FIXED) continue;
+        char a[AX_CFG_STR_MAX + 8], b[AX_CFG_STR_MAX + 8];
         return ax_errorf(AX_ERR_MISMATCH,
-                         "--%s differs from the checkpoint being resumed (%s); a resumed run "
+                         "--%s %s differs from the run being resumed (%s in %s); a resumed run "
                          "keeps its training settings: drop --%s, or start a new --out",
-                         e->name, ckpt_path, e->name);
+                         e->name, field_text(c, e, a, sizeof a), field_text(ck, e, b, sizeof b),
+                         ckpt_path, e->name);
     }
     if (out.steps != ck->steps) {
         ax_lr_schedule was = {ck->lr, ck->min_lr_frac, (long)ck->warmup, (long)ck->steps};

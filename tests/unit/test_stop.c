@@ -83,3 +83,15 @@ Test(stop, watchdog_ignores_finished_waits) {
     }
     cr_assert_float_eq(ax_stall_timeout(), 0.5, 1e-9);
 }
+
+/* `cmd &` in a script starts with SIGINT ignored: a command that does not poll keeps ignoring
+ * it (and sets no flag), and still ends on SIGTERM */
+Test(stop, uncaught_ignored_signal_stays_ignored, .signal = SIGTERM) {
+    signal(SIGINT, SIG_IGN);
+    cr_assert_eq(ax_stop_start(), AX_OK, "%s", ax_error_msg());
+    kill(getpid(), SIGINT);
+    usleep(300000);
+    cr_assert(!ax_stop_requested(), "an ignored SIGINT must not request a stop");
+    kill(getpid(), SIGTERM);
+    sleep(5);
+}

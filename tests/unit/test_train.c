@@ -249,12 +249,19 @@ Test(train, resume_alone_continues_exactly) {
     cr_assert_eq(r.last_step, 4);
     snprintf(ck, sizeof ck, "%s/ckpt/step-000004/manifest.json", part);
     cr_assert(ax_path_exists(ck), "--exit-after-steps writes a checkpoint");
+    /* the validation file moved: accepted because its checksum matches */
+    char moved[300];
+    snprintf(moved, sizeof moved, "%s/v-moved.axd", tmp);
+    cr_assert_eq(rename(val, moved), 0);
     resume_only(&c, was_set, part);
+    snprintf(c.val_data, sizeof c.val_data, "%s", moved);
+    mark(was_set, "val-data");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
     cr_assert(!r.interrupted);
     cr_assert_eq(r.first_step, 4);
     cr_assert_eq(r.last_step, 9, "the run's own --steps 9, not the default");
     char *a = metrics_without_timing(full), *b = metrics_without_timing(part);
+    cr_assert(strstr(a, "\"lr\""), "learning rates are compared too");
     cr_assert(strstr(a, "val_loss"), "validation ran");
     cr_assert_str_eq(a, b, "resumed run differs from the uninterrupted one");
     free(a), free(b);
@@ -289,6 +296,15 @@ Test(train, resume_overrides) {
     mark(was_set, "seq-len");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_ERR_MISMATCH);
     cr_assert(strstr(ax_error_msg(), "--seq-len"), "%s", ax_error_msg());
+    /* a validation set the run never had */
+    ax_error_clear();
+    resume_only(&c, was_set, out);
+    snprintf(c.data, sizeof c.data, "%s", moved);
+    mark(was_set, "data");
+    snprintf(c.val_data, sizeof c.val_data, "%s", moved);
+    mark(was_set, "val-data");
+    cr_assert_eq(ax_train_run(&c, was_set, &r), AX_ERR_MISMATCH);
+    cr_assert(strstr(ax_error_msg(), "no validation set"), "%s", ax_error_msg());
     /* moved data, more steps, other log cadence: fine */
     ax_error_clear();
     resume_only(&c, was_set, out);
