@@ -61,16 +61,15 @@ static const ax_cfg_table table = {
     .summary = "Extractable memorization (Carlini et al.): prompt the model with a P-token prefix\n"
                "of a training document, greedy-decode S tokens (KV cache) and compare with the\n"
                "true continuation. Reports the exact-match rate, token accuracy (Pythia's score),\n"
-               "matched-prefix length and RougeL, with 95% bootstrap intervals. A checkpoint\n"
+               "matched-prefix length and RougeL, with 95% intervals (exact Clopper-Pearson for\n"
+               "the exact-match rate, bootstrap for the means). A checkpoint\n"
                "trained with --packing doc saw end-of-text before every document, so prefixes\n"
                "at a document start are prompted with it too.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
 
-static void stat_json(ax_jw *w, const char *key, const double *x, int n, uint64_t seed) {
-    double mean, lo, hi;
-    ax_bootstrap_ci(x, n, 1000, seed, &mean, &lo, &hi);
+static void ci_json(ax_jw *w, const char *key, double mean, double lo, double hi) {
     ax_jw_key(w, key);
     ax_jw_obj_begin(w);
     ax_jw_key(w, "mean"), ax_jw_num(w, mean);
@@ -79,6 +78,20 @@ static void stat_json(ax_jw *w, const char *key, const double *x, int n, uint64_
     ax_jw_num(w, lo), ax_jw_num(w, hi);
     ax_jw_arr_end(w);
     ax_jw_obj_end(w);
+}
+
+static void stat_json(ax_jw *w, const char *key, const double *x, int n, uint64_t seed) {
+    double mean, lo, hi;
+    ax_bootstrap_ci(x, n, 1000, seed, &mean, &lo, &hi);
+    ci_json(w, key, mean, lo, hi);
+}
+
+/* a rate of 0/1 outcomes: its exact (Clopper-Pearson) interval, not a bootstrap */
+static void rate_ci(const double *x, int n, double *mean, double *lo, double *hi) {
+    long k = 0;
+    for (int i = 0; i < n; i++) k += x[i] != 0;
+    *mean = n ? (double)k / n : 0.0;
+    ax_clopper_pearson(k, n, lo, hi);
 }
 
 /* one samples line per probe */
@@ -151,7 +164,9 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
     ax_jw_obj_end(&w);
     ax_jw_key(&w, "metrics");
     ax_jw_obj_begin(&w);
-    stat_json(&w, "exact_match_rate", ex, n, (uint64_t)fl->seed + 1);
+    double em, em_lo, em_hi;
+    rate_ci(ex, n, &em, &em_lo, &em_hi);
+    ci_json(&w, "exact_match_rate", em, em_lo, em_hi);
     stat_json(&w, "token_accuracy", acc, n, (uint64_t)fl->seed + 2);
     stat_json(&w, "rouge_l", rl, n, (uint64_t)fl->seed + 3);
     ax_jw_key(&w, "matched_prefix_mean"), ax_jw_num(&w, n ? mp / n : 0);
@@ -187,7 +202,7 @@ static ax_status write_outputs(const probe_flags *fl, const ax_ckpt_t *ck, const
     ax_jw_free(&w);
     if (st == AX_OK) {
         double mean, lo, hi;
-        ax_bootstrap_ci(ex, n, 1000, (uint64_t)fl->seed + 1, &mean, &lo, &hi);
+        rate_ci(ex, n, &mean, &lo, &hi);
         printf(
             "probe: %d samples, prefix %lld, suffix %lld: exact match %.1f%% (95%% CI %.1f-%.1f%%)",
             n, (long long)fl->prefix, (long long)fl->suffix, 100 * mean, 100 * lo, 100 * hi);

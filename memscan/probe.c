@@ -3,6 +3,7 @@
 #include "lib/rng.h"
 #include "data/tokenizer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,41 @@ double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* P(X <= k) for X ~ Binomial(n, p), 0 < p < 1: terms summed in log space from the mode-free
+ * end, each term exact to rounding; n up to millions costs milliseconds. */
+static double binom_cdf(long k, long n, double p) {
+    if (k < 0) return 0.0;
+    if (k >= n) return 1.0;
+    double lp = log(p), lq = log1p(-p), s = 0;
+    for (long i = 0; i <= k; i++)
+        s += exp(lgamma((double)n + 1) - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) +
+                 (double)i * lp + (double)(n - i) * lq);
+    return s < 1.0 ? s : 1.0;
+}
+
+/* the p in (0, 1) where f(p) = cdf(k, n, p) crosses `target`; the cdf falls as p grows */
+static double binom_solve(long k, long n, double target) {
+    double a = 0.0, b = 1.0;
+    for (int it = 0; it < 100; it++) {
+        double m = 0.5 * (a + b);
+        if (binom_cdf(k, n, m) > target)
+            a = m;
+        else
+            b = m;
+    }
+    return 0.5 * (a + b);
+}
+
+void ax_clopper_pearson(long k, long n, double *lo, double *hi) {
+    if (n <= 0) {
+        *lo = 0.0, *hi = 1.0;
+        return;
+    }
+    /* lo: P(X >= k) = 0.025, i.e. P(X <= k - 1) = 0.975; hi: P(X <= k) = 0.025 */
+    *lo = k <= 0 ? 0.0 : binom_solve(k - 1, n, 0.975);
+    *hi = k >= n ? 1.0 : binom_solve(k, n, 0.025);
 }
 
 void ax_bootstrap_ci(const double *x, int n, int resamples, uint64_t seed, double *mean, double *lo,

@@ -47,6 +47,11 @@ void ax_probe_result_free(ax_probe_result *r);
 /* Token-level longest common subsequence F1 (RougeL) of a[na] vs b[nb]. */
 double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb);
 
+/* The exact (Clopper-Pearson) two-sided 95% interval of a rate of k successes in n trials:
+ * [lo, hi] with P(X >= k | lo) = P(X <= k | hi) = 2.5% (lo = 0 when k = 0, hi = 1 when k = n).
+ * A bootstrap degenerates at 0/n and n/n ("100% (100-100%)"); this gives 89.1-100% at 32/32. */
+void ax_clopper_pearson(long k, long n, double *lo, double *hi);
+
 /* Mean and 95% percentile-bootstrap interval of x[n] (B resamples, seeded). */
 void ax_bootstrap_ci(const double *x, int n, int resamples, uint64_t seed, double *mean, double *lo,
                      double *hi);

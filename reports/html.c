@@ -226,7 +226,9 @@ void ax_rep_write_html(const ax_report *r, ax_rep_buf *b) {
     ax_rep_chart_dup(r, b);
     for (int i = 0; i < r->n_runs; i++) run_section(r, &r->runs[i], b);
     if (r->index) index_section(r->index, b);
-    ax_rep_puts(b, "<p class=\"muted\">Written by axmem report from the scan files named above. "
-                   "Intervals are 95% bootstrap intervals over the probed documents.</p>\n"
-                   "</body></html>\n");
+    ax_rep_puts(
+        b, "<p class=\"muted\">Written by axmem report from the scan files named above. "
+           "Intervals are 95%: exact (Clopper-Pearson) for the exact-match rate, bootstrap over "
+           "the probed documents for means.</p>\n"
+           "</body></html>\n");
 }

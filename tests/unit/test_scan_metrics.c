@@ -46,3 +46,23 @@ Test(scan_metrics, sampler_greedy_topk_and_frequencies) {
     cr_assert(fabs(hits / n - exp(1) / z) < 1e-3, "token 2 frequency %g vs %g", hits / n,
               exp(1) / z);
 }
+
+/* Clopper-Pearson against published values (and the closed forms at 0/n and n/n) */
+Test(scan_metrics, clopper_pearson_exact_interval) {
+    double lo, hi;
+    ax_clopper_pearson(32, 32, &lo, &hi);
+    cr_assert_float_eq(lo, pow(0.025, 1.0 / 32), 1e-9, "lo %g", lo);
+    cr_assert_eq(hi, 1.0);
+    ax_clopper_pearson(0, 32, &lo, &hi);
+    cr_assert_eq(lo, 0.0);
+    cr_assert_float_eq(hi, 1 - pow(0.025, 1.0 / 32), 1e-9, "hi %g", hi);
+    ax_clopper_pearson(5, 10, &lo, &hi);
+    cr_assert_float_eq(lo, 0.187086, 1e-6, "lo %g", lo);
+    cr_assert_float_eq(hi, 0.812914, 1e-6, "hi %g", hi);
+    ax_clopper_pearson(1, 10, &lo, &hi);
+    cr_assert_float_eq(lo, 0.002529, 1e-6, "lo %g", lo);
+    cr_assert_float_eq(hi, 0.445016, 1e-6, "hi %g", hi);
+    ax_clopper_pearson(500, 1000, &lo, &hi); /* large n: symmetric, ~ +-3.15 points */
+    cr_assert_float_eq(lo + hi, 1.0, 1e-9);
+    cr_assert(lo > 0.468 && lo < 0.469, "lo %g", lo);
+}
