@@ -2,7 +2,7 @@
  * ratio to memcpy bandwidth measured in the same run, and how much of a non-blocking
  * all-reduce hides behind a compute loop that polls ax_test every chunk vs one that does not.
  *
- * Bandwidth = bytes sent per rank (ax_comm_volume: the ring formulas of lib/comm.h) / time of
+ * Bandwidth = bytes sent per rank (ax_comm_volume: the ring formulas of lib/dist/comm.h) / time of
  * the slowest rank. Ceiling = single-threaded memcpy bytes/s per rank, every rank copying at
  * once (on shared memory a message is at least one copy, so no collective beats it).
  * Usage: mpirun -np 2 bench_comm [reps]   (default 7; median after a warm-up) */
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/comm.h"
-#include "lib/grid.h"
-#include "lib/mpienv.h"
-#include "lib/timer.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/grid.h"
+#include "lib/dist/mpienv.h"
+#include "lib/core/timer.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

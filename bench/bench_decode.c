@@ -3,9 +3,9 @@
  * every weight once (memory bandwidth) and do 2 * params FLOPs per token (GEMM rate), so
  * bound = max(weight bytes / bandwidth, flops / GEMM rate). Reports bound / measured.
  * Usage: bench_decode [B=32] [positions=64]   (threads from OMP_NUM_THREADS) */
-#include "lib/model.h"
-#include "lib/perf.h"
-#include "lib/timer.h"
+#include "lib/model/model.h"
+#include "lib/backend/cpu/perf.h"
+#include "lib/core/timer.h"
 
 #include <omp.h>
 #include <stdio.h>

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "lib/ops.h"
-#include "lib/perf.h"
-#include "lib/timer.h"
+#include "lib/backend/ops.h"
+#include "lib/backend/cpu/perf.h"
+#include "lib/core/timer.h"
 
 typedef struct {
     const char *name;

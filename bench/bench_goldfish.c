@@ -5,8 +5,8 @@
 #include "data/input.h"
 #include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
-#include "lib/log.h"
-#include "lib/timer.h"
+#include "lib/core/log.h"
+#include "lib/core/timer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

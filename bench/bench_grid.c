@@ -3,14 +3,14 @@
  * same model and global batch: the single-rank rate measured in the same script is the
  * ceiling. Usage: bench_grid --grid DxXxYxZ [--overlap 0|1] [--steps N] [--batch B]
  * Prints one line: "bench_grid GRID overlap=O tokens/s=R step_s=S comm_wait_s=W". */
-#include "lib/comm.h"
-#include "lib/grid.h"
-#include "lib/log.h"
-#include "lib/model.h"
-#include "lib/mpienv.h"
-#include "lib/optim.h"
-#include "lib/rng.h"
-#include "lib/timer.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/grid.h"
+#include "lib/core/log.h"
+#include "lib/model/model.h"
+#include "lib/dist/mpienv.h"
+#include "lib/model/optim.h"
+#include "lib/core/rng.h"
+#include "lib/core/timer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,11 +8,11 @@
  * occurrence lists (issue 8) add bytes only for windows that occur more than once: printed
  * per distinct window and per listed position. */
 #include "data/axd.h"
-#include "lib/log.h"
-#include "lib/timer.h"
+#include "lib/core/log.h"
+#include "lib/core/timer.h"
 #include "memscan/hash.h"
 #include "memscan/index.h"
-#include "memscan/synth.h"
+#include "tests/support/synth.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
 #include "data/input.h"
 #include "data/pretok.h"
 #include "data/tokenizer.h"
-#include "lib/log.h"
-#include "lib/timer.h"
+#include "lib/core/log.h"
+#include "lib/core/timer.h"
 
 #include <omp.h>
 #include <stdio.h>

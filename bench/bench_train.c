@@ -2,11 +2,11 @@
  * vocab 50257, B=4, T=64) as a fraction of the GEMM rate measured in the same run.
  * Achieved FLOP/s counts 6 * matmul params * tokens + attention (ax_model_flops_per_token).
  * Usage: bench_train [steps=6] [B=4] [T=64]   (threads from OMP_NUM_THREADS) */
-#include "lib/model.h"
-#include "lib/optim.h"
-#include "lib/perf.h"
-#include "lib/rng.h"
-#include "lib/timer.h"
+#include "lib/model/model.h"
+#include "lib/model/optim.h"
+#include "lib/backend/cpu/perf.h"
+#include "lib/core/rng.h"
+#include "lib/core/timer.h"
 
 #include <omp.h>
 #include <stdio.h>

@@ -4,10 +4,10 @@
  * a goldfish model, index the training set, probe both models for extractable memorization, and
  * write a summary a person can read. */
 #include "cli/commands.h"
-#include "lib/config.h"
-#include "lib/fsutil.h"
-#include "lib/json.h"
-#include "lib/log.h"
+#include "lib/core/config.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
+#include "lib/core/log.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* axmem: maps a subcommand name to its folder's entry point. */
 #include "cli/commands.h"
-#include "lib/log.h"
-#include "lib/mpienv.h"
-#include "lib/stop.h"
+#include "lib/core/log.h"
+#include "lib/dist/mpienv.h"
+#include "lib/core/stop.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +41,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
     /* before MPI_Init and before any OpenMP/oneDNN thread: every thread inherits the blocked
-     * stop signals, and only lib/stop's thread receives them (lib/stop.h says why) */
+     * stop signals, and only lib/stop's thread receives them (lib/core/stop.h says why) */
     if (ax_stop_start() != AX_OK) {
         fprintf(stderr, "axmem: %s\n", ax_error_msg());
         return 2;

@@ -4,9 +4,9 @@
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "data/verify_cache.h"
-#include "lib/fsutil.h"
-#include "lib/log.h"
-#include "lib/status.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/log.h"
+#include "lib/core/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "data/tokenizer.h"
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 typedef struct ax_axd ax_axd_t;
 

@@ -4,7 +4,7 @@
  * output never depends on the thread count. */
 #include "data/pretok.h"
 #include "data/tok_internal.h"
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #include <omp.h>
 #include <stdlib.h>

@@ -4,9 +4,9 @@
  * the words that contain the merged pair, never the whole corpus. */
 #include "data/pretok.h"
 #include "data/tok_internal.h"
-#include "lib/log.h"
-#include "lib/status.h"
-#include "lib/timer.h"
+#include "lib/core/log.h"
+#include "lib/core/status.h"
+#include "lib/core/timer.h"
 
 #include <stdlib.h>
 #include <string.h>

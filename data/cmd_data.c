@@ -1,16 +1,17 @@
 /* `axmem data`: tokenizer-train, encode, decode, info. Each subcommand's flags are a config
- * table (lib/config.h); usage errors exit 2, runtime failures 1, each with one line on stderr. */
-#include "lib/cliargs.h"
-#include "lib/config.h"
+ * table (lib/core/config.h); usage errors exit 2, runtime failures 1, each with one line on stderr.
+ */
+#include "lib/core/cliargs.h"
+#include "lib/core/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/input.h"
 #include "data/progress.h"
-#include "lib/stop.h"
+#include "lib/core/stop.h"
 #include "data/tokenizer.h"
-#include "lib/log.h"
-#include "lib/status.h"
-#include "lib/timer.h"
+#include "lib/core/log.h"
+#include "lib/core/status.h"
+#include "lib/core/timer.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -32,7 +33,7 @@ static const char *TOP_HELP =
     "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
     "document; any other file is one document (or one per non-empty line with --split-lines).\n";
 
-/* ---- flag tables (lib/config.h): the same syntax, errors and --help as every command ---- */
+/* ---- flag tables (lib/core/config.h): the same syntax, errors and --help as every command ---- */
 
 typedef struct {
     ax_cfg_strlist input;

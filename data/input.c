@@ -1,8 +1,8 @@
 #include "data/input.h"
 #include "data/pretok.h"
-#include "lib/fsutil.h"
-#include "lib/json.h"
-#include "lib/status.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
+#include "lib/core/status.h"
 
 #include <errno.h>
 #include <stdio.h>

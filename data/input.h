@@ -7,7 +7,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 typedef struct ax_input ax_input_t;
 

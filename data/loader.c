@@ -4,8 +4,8 @@
  * steps on average). A bijection with O(1) random access and nothing stored. */
 #include "data/loader.h"
 #include "data/tokenizer.h"
-#include "lib/rng.h"
-#include "lib/status.h"
+#include "lib/core/rng.h"
+#include "lib/core/status.h"
 
 #include <stdlib.h>
 

@@ -7,7 +7,7 @@
 #pragma once
 #include <stdint.h>
 #include "data/axd.h"
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 typedef struct ax_loader ax_loader_t;
 

@@ -1,6 +1,6 @@
 #include "data/progress.h"
-#include "lib/log.h"
-#include "lib/timer.h"
+#include "lib/core/log.h"
+#include "lib/core/timer.h"
 
 #include <stdio.h>
 #include <string.h>

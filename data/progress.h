@@ -1,6 +1,6 @@
-/* Progress for long data work (bytes, MB/s; lib/progress.h is the training-step kind): on
+/* Progress for long data work (bytes, MB/s; lib/core/progress.h is the training-step kind): on
  * stderr at info level, a \r-updated line on a terminal, a plain log line every few seconds
- * otherwise. Ctrl-C: lib/stop.h (ax_stop_catch, then poll ax_stop_flag()). */
+ * otherwise. Ctrl-C: lib/core/stop.h (ax_stop_catch, then poll ax_stop_flag()). */
 #pragma once
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /* The in-memory tokenizer: merge table, pair lookup, token bytes, decoding, and the
  * rank-ordered merge application shared by the encoder. */
 #include "data/tok_internal.h"
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #define AX_TOK_EOT 256
 #define AX_TOK_FIRST_MERGE 257

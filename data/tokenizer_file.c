@@ -7,8 +7,8 @@
  *  24  u32[n_merges][2] merges (merge i joins the pair into id 257 + i)
  *  ..  u64     XXH3_64 of all preceding bytes: the tokenizer's identity */
 #include "data/tok_internal.h"
-#include "lib/fsutil.h"
-#include "lib/status.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 /* The verified-file cache: one file per (file version, digest) key. See verify_cache.h. */
 #include "data/verify_cache.h"
-#include "lib/cliargs.h"
-#include "lib/fsutil.h"
-#include "lib/log.h"
-#include "lib/status.h"
+#include "lib/core/cliargs.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/log.h"
+#include "lib/core/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,19 +1,19 @@
 /* `axmem goldfish`: show which tokens a spec drops from a text, and measure the dropped fraction
- * over a dataset. Each subcommand's flags are a config table (lib/config.h); usage errors exit
+ * over a dataset. Each subcommand's flags are a config table (lib/core/config.h); usage errors exit
  * 2, runtime failures 1, each with one line on stderr. */
-#include "lib/cliargs.h"
-#include "lib/config.h"
+#include "lib/core/cliargs.h"
+#include "lib/core/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
-#include "lib/stop.h"
+#include "lib/core/stop.h"
 #include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
-#include "lib/fsutil.h"
-#include "lib/json.h"
-#include "lib/log.h"
-#include "lib/progress.h"
-#include "lib/status.h"
-#include "lib/timer.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
+#include "lib/core/log.h"
+#include "lib/core/progress.h"
+#include "lib/core/status.h"
+#include "lib/core/timer.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -37,7 +37,7 @@ static const char *TOP_HELP =
     "          targets of each document are kept. Depends only on the text: every copy of a\n"
     "          passage, on every rank and in every epoch, loses the same tokens.\n";
 
-/* ---- flag tables (lib/config.h): the same syntax, errors and --help as every command ---- */
+/* ---- flag tables (lib/core/config.h): the same syntax, errors and --help as every command ---- */
 
 typedef struct {
     char tokenizer[AX_CFG_STR_MAX], spec[AX_CFG_STR_MAX], file[AX_CFG_STR_MAX];

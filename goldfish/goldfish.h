@@ -16,7 +16,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 typedef enum {
     AX_GOLDFISH_NONE = 0,

@@ -4,9 +4,9 @@
  * regurgitation.samples.jsonl together (memscan/scan_out.h). */
 #include "data/axd.h"
 #include "data/tokenizer.h"
-#include "lib/config.h"
-#include "lib/json.h"
-#include "lib/mpienv.h"
+#include "lib/core/config.h"
+#include "lib/core/json.h"
+#include "lib/dist/mpienv.h"
 #include "memscan/cmd_util.h"
 #include "memscan/generate.h"
 #include "memscan/index.h"

@@ -1,11 +1,11 @@
 /* `axmem memscan lookup`: is this passage in the training data? Tokenizes the passage, finds
  * its verbatim spans of >= n tokens in the index, and prints the longest one with its text, the
  * count of every matching window and the source documents. */
-#include "lib/config.h"
+#include "lib/core/config.h"
 #include "data/axd.h"
 #include "data/tokenizer.h"
-#include "lib/fsutil.h"
-#include "lib/json.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
 #include "memscan/cmd_util.h"
 #include "memscan/index.h"
 

@@ -3,8 +3,8 @@
 #pragma once
 #include <stdint.h>
 
-#include "lib/config.h"
-#include "lib/status.h"
+#include "lib/core/config.h"
+#include "lib/core/status.h"
 
 int ax_ms_cli_usage(const char *sub, const char *fmt, const char *arg); /* returns 2 */
 int ax_ms_cli_fail(const char *sub, ax_status st);                      /* 1, or 2 for AX_ERR_ARG */

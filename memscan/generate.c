@@ -1,6 +1,6 @@
 #include "memscan/generate.h"
-#include "lib/comm.h"
-#include "lib/rng.h"
+#include "lib/dist/comm.h"
+#include "lib/core/rng.h"
 
 #include <math.h>
 #include <stdlib.h>

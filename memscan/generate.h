@@ -3,8 +3,8 @@
  * batched, spread over the grid's batch ranks. */
 #pragma once
 #include <stdint.h>
-#include "lib/model.h"
-#include "lib/status.h"
+#include "lib/model/model.h"
+#include "lib/core/status.h"
 
 typedef struct {
     int samples, length, batch;

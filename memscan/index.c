@@ -2,7 +2,7 @@
 #include "memscan/index_impl.h"
 #include "memscan/hash.h"
 
-#include "lib/json.h"
+#include "lib/core/json.h"
 
 #include <stdio.h>
 

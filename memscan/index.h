@@ -51,7 +51,7 @@
 #include <stdint.h>
 
 #include "data/axd.h"
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #define AX_MEMSCAN_N_DEFAULT 32
 #define AX_MEMSCAN_N_MAX 1024

@@ -5,11 +5,11 @@
 #include "memscan/hll.h"
 #include "memscan/index_impl.h"
 #include "memscan/ms_mpi.h"
-#include "lib/status.h"
+#include "lib/core/status.h"
 
-#include "lib/log.h"
-#include "lib/progress.h"
-#include "lib/timer.h"
+#include "lib/core/log.h"
+#include "lib/core/progress.h"
+#include "lib/core/timer.h"
 
 #include <math.h>
 #include <mpi.h>

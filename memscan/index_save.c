@@ -6,8 +6,8 @@
 #include "memscan/index_impl.h"
 #include "memscan/ms_mpi.h"
 
-#include "lib/fsutil.h"
-#include "lib/log.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

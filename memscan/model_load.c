@@ -1,5 +1,5 @@
 #include "memscan/model_load.h"
-#include "lib/model_io.h"
+#include "lib/model/model_io.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* The model a scan probes: a checkpoint found from a run or step directory, loaded onto a grid
  * (memscan probe / generate). */
 #pragma once
-#include "lib/ckpt.h"
-#include "lib/grid.h"
-#include "lib/model.h"
+#include "lib/ckpt/ckpt.h"
+#include "lib/dist/grid.h"
+#include "lib/model/model.h"
 
 typedef struct {
     ax_ckpt_t *ck;

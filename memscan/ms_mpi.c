@@ -1,5 +1,5 @@
 #include "memscan/ms_mpi.h"
-#include "lib/stop.h"
+#include "lib/core/stop.h"
 
 #include <mpi.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ ax_ms_world ax_ms_world_get(void) {
 
 int ax_ms_allreduce_u64(const ax_ms_world *w, uint64_t *v, int n, int op_max) {
     if (!w->active) return 0;
-    ax_stall_begin("allreduce(u64)", "world"); /* the stalled-rank watchdog, lib/stop.h */
+    ax_stall_begin("allreduce(u64)", "world"); /* the stalled-rank watchdog, lib/core/stop.h */
     int rc =
         MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, op_max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
     ax_stall_end();

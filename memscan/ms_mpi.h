@@ -1,11 +1,11 @@
 /* MPI for memscan, guarded: library code takes the MPI path only when MPI is initialised with
  * more than one rank in MPI_COMM_WORLD; otherwise it runs serially and makes no MPI calls
  * beyond MPI_Initialized/MPI_Finalized (which are legal at any time, even in forked tests).
- * Whoever owns main initialises MPI (lib/mpienv.h for the CLI, MPI_Init in test drivers). */
+ * Whoever owns main initialises MPI (lib/dist/mpienv.h for the CLI, MPI_Init in test drivers). */
 #pragma once
 #include <stdint.h>
 
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 typedef struct {
     int active; /* 1: MPI path on MPI_COMM_WORLD */

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 typedef struct {
     uint64_t a, b;

@@ -1,6 +1,6 @@
 #include "memscan/probe.h"
-#include "lib/comm.h"
-#include "lib/rng.h"
+#include "lib/dist/comm.h"
+#include "lib/core/rng.h"
 #include "data/tokenizer.h"
 
 #include <math.h>

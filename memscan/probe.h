@@ -4,8 +4,8 @@
 #pragma once
 #include <stdint.h>
 #include "data/axd.h"
-#include "lib/model.h"
-#include "lib/status.h"
+#include "lib/model/model.h"
+#include "lib/core/status.h"
 
 typedef struct {
     int prefix, suffix; /* P, S tokens */

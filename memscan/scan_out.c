@@ -1,5 +1,5 @@
 #include "memscan/scan_out.h"
-#include "lib/fsutil.h"
+#include "lib/core/fsutil.h"
 
 #include <errno.h>
 #include <limits.h>

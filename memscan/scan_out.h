@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "data/tokenizer.h"
-#include "lib/ckpt.h"
-#include "lib/json.h"
+#include "lib/ckpt/ckpt.h"
+#include "lib/core/json.h"
 
 #define AX_MS_PATH_MAX 4096
 

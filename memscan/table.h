@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 #define AX_MS_BUCKET 5
 #define AX_MS_COUNT_BITS 24

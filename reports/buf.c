@@ -1,5 +1,5 @@
 #include "reports/buf.h"
-#include "lib/json.h"
+#include "lib/core/json.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* `axmem report`: table-driven flags -> ax_report_build. Usage errors exit 2, runtime failures
  * 1, each with one line on stderr. */
 #include "cli/commands.h"
-#include "lib/config.h"
-#include "lib/status.h"
+#include "lib/core/config.h"
+#include "lib/core/status.h"
 #include "reports/report.h"
 
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * v1), the samples file each one records, metrics.jsonl and the memscan index sidecar into an
  * ax_report. Every value is checked against its domain (check.c) and every failure names the
  * file. JSONL files are streamed line by line: training logs of long runs are large. */
-#include "lib/fsutil.h"
-#include "lib/json.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
 #include "reports/model.h"
 
 #include <float.h>

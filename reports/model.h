@@ -2,8 +2,8 @@
 #pragma once
 #include <stdint.h>
 
-#include "lib/json.h"
-#include "lib/status.h"
+#include "lib/core/json.h"
+#include "lib/core/status.h"
 #include "reports/buf.h"
 #include "reports/report.h"
 

@@ -1,7 +1,7 @@
 /* ax_report_build: load, summarise, render all three documents in memory, then write each to
  * OUT/.NAME.tmp and rename it into place, so a failure never leaves a half-written report or
  * a mix of old and new files. */
-#include "lib/fsutil.h"
+#include "lib/core/fsutil.h"
 #include "reports/model.h"
 
 #include <stdio.h>

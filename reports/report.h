@@ -2,7 +2,7 @@
  * CSS and SVG), a Markdown summary and a versioned JSON file with the combined data.
  * Reads scan files only; never loads a model. */
 #pragma once
-#include "lib/status.h"
+#include "lib/core/status.h"
 
 typedef struct {
     const char *label; /* the run's name in tables and charts */

@@ -1,7 +1,7 @@
 /* The samples file a scan JSON records (memscan/scan_out.h): its name, size, line count and
  * XXH3. A samples file that another scan overwrote, or that a full disk cut short, does not
  * match and is refused with a message naming both files. */
-#include "lib/fsutil.h"
+#include "lib/core/fsutil.h"
 #include "reports/model.h"
 
 #include <errno.h>

@@ -20,6 +20,7 @@ step() { # step NAME COMMAND...
   fi
 }
 
+step layering bash -c 'python3 scripts/check_layering.py && python3 scripts/check_layering.py --self-test'
 step format bash -c 'clang-format --dry-run --Werror $(git ls-files -co --exclude-standard "*.c" "*.h")'
 step build-release scons -Q -j"$JOBS"
 step build-asan scons -Q -j"$JOBS" mode=asan build-asan/tests/unit_tests

@@ -1,8 +1,8 @@
 /* `axmem train`: parse the table-driven flags, run, and turn failures into one clear line. */
 #include "cli/commands.h"
-#include "lib/log.h"
-#include "lib/mpienv.h"
-#include "lib/stop.h"
+#include "lib/core/log.h"
+#include "lib/dist/mpienv.h"
+#include "lib/core/stop.h"
 #include "train/train.h"
 
 #include <ctype.h>

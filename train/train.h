@@ -1,12 +1,12 @@
 /* The training loop behind `axmem train`. */
 #pragma once
 #include <stdint.h>
-#include "lib/status.h"
+#include "lib/core/status.h"
 #include "train/train_config.h"
 
 typedef enum {
     AX_TRAIN_DONE = 0,     /* reached --steps (or was already there) */
-    AX_TRAIN_STOP_SIGNAL,  /* a stop request (lib/stop.h: Ctrl-C, SIGTERM, ...) */
+    AX_TRAIN_STOP_SIGNAL,  /* a stop request (lib/core/stop.h: Ctrl-C, SIGTERM, ...) */
     AX_TRAIN_STOP_STEPS,   /* --exit-after-steps */
     AX_TRAIN_STOP_MINUTES, /* --exit-after-minutes */
 } ax_train_stop;
@@ -22,7 +22,7 @@ typedef struct {
 } ax_train_result;
 
 /* Runs (or resumes) training as configured. was_set marks flags given by the user (for
- * presets and resume checks); may be NULL. Polls the stop flag (lib/stop.h, turned on here
+ * presets and resume checks); may be NULL. Polls the stop flag (lib/core/stop.h, turned on here
  * with ax_stop_catch) before every step: all ranks agree, stop at the same step boundary and
  * write a checkpoint there (also at step 0 of a new run, so --resume always has one). */
 ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_result *res);

@@ -1,7 +1,7 @@
 #include "train/train_config.h"
-#include "lib/log.h"
-#include "lib/mpienv.h"
-#include "lib/optim.h"
+#include "lib/core/log.h"
+#include "lib/dist/mpienv.h"
+#include "lib/model/optim.h"
 
 #include <stddef.h>
 #include <stdio.h>

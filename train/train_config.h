@@ -2,8 +2,8 @@
  * and the copy in every checkpoint manifest. Flag names are a contract other tools use. */
 #pragma once
 #include <stdint.h>
-#include "lib/config.h"
-#include "lib/model.h"
+#include "lib/core/config.h"
+#include "lib/model/model.h"
 
 typedef struct {
     char data[AX_CFG_STR_MAX];
@@ -28,7 +28,7 @@ typedef struct {
     int overlap;
     int64_t exit_after_steps;  /* this invocation only: 0 = off */
     double exit_after_minutes; /* this invocation only: 0 = off */
-    double stall_timeout;      /* seconds; 0 = off (lib/stop.h) */
+    double stall_timeout;      /* seconds; 0 = off (lib/core/stop.h) */
 } ax_train_config;
 
 extern const ax_cfg_table ax_train_table;

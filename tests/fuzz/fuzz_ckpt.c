@@ -1,11 +1,11 @@
-/* libFuzzer target: checkpoint manifests (lib/ckpt.c's parsing), the model shape read from
- * their config (lib/model_io.c) and the config table's JSON read (lib/config.c). The input is
- * manifest.json of a checkpoint whose shards (small, written at start-up) are real, so inputs
- * close to the seed get past the shard checks and read blobs. */
+/* libFuzzer target: checkpoint manifests (lib/ckpt/ckpt.c's parsing), the model shape read from
+ * their config (lib/model/model_io.c) and the config table's JSON read (lib/core/config.c). The
+ * input is manifest.json of a checkpoint whose shards (small, written at start-up) are real, so
+ * inputs close to the seed get past the shard checks and read blobs. */
 #include "fuzz_util.h"
-#include "lib/ckpt.h"
-#include "lib/config.h"
-#include "lib/model_io.h"
+#include "lib/ckpt/ckpt.h"
+#include "lib/core/config.h"
+#include "lib/model/model_io.h"
 
 #define N 600
 static char step_dir[512], manifest[600];

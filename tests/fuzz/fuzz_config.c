@@ -1,7 +1,7 @@
-/* libFuzzer target: config files (lib/config.c: "name = value" lines or a JSON object) and,
+/* libFuzzer target: config files (lib/core/config.c: "name = value" lines or a JSON object) and,
  * when the input starts with 'A', the same table's argv parser (arguments split at NUL). */
 #include "fuzz_util.h"
-#include "lib/config.h"
+#include "lib/core/config.h"
 
 typedef struct {
     int64_t steps, seed;

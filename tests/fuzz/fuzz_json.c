@@ -1,6 +1,6 @@
-/* libFuzzer target: the JSON parser (lib/json.c) and its typed getters. */
+/* libFuzzer target: the JSON parser (lib/core/json.c) and its typed getters. */
 #include "fuzz_util.h"
-#include "lib/json.h"
+#include "lib/core/json.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;

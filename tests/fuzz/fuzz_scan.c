@@ -3,7 +3,7 @@
  * INDEX.json, then the summary and all three renderers. The input holds the five files in
  * that order, separated by lines "@@@@" (a missing part: no such file). */
 #include "fuzz_util.h"
-#include "lib/json.h"
+#include "lib/core/json.h"
 #include "reports/report.h"
 
 #define N_PARTS 5

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/fsutil.h"
-#include "lib/log.h"
-#include "lib/status.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/log.h"
+#include "lib/core/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

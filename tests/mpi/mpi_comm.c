@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/comm.h"
-#include "lib/grid.h"
-#include "lib/mpienv.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/grid.h"
+#include "lib/dist/mpienv.h"
 
 static int g_fail, g_rank;
 static double g_expect_bytes[AX_COMM_KINDS][AX_AXIS_COUNT];
@@ -36,7 +36,7 @@ static long g_expect_calls[AX_COMM_KINDS][AX_AXIS_COUNT];
         ax_error_clear();                                                                          \
     } while (0)
 
-/* The formulas, written out independently of lib/comm.c (p = axis size, e = element bytes). */
+/* The formulas, written out independently of lib/dist/comm.c (p = axis size, e = element bytes). */
 static void expect(ax_comm_kind k, ax_axis a, int p, long n, int e) {
     g_expect_calls[k][a]++;
     if (p == 1) return;

@@ -6,10 +6,10 @@
  * usage: mpi_memscan [--bits B] [--dir DIR]   (B < 64 masks hashes: collisions everywhere)
  * Prints one verdict line on rank 0; exits 0 only if every check passed on every rank. */
 #include "data/axd.h"
-#include "lib/log.h"
-#include "memscan/brute.h"
+#include "lib/core/log.h"
+#include "tests/support/brute.h"
 #include "memscan/index.h"
-#include "memscan/synth.h"
+#include "tests/support/synth.h"
 
 #include <mpi.h>
 #include <stdio.h>

@@ -3,14 +3,14 @@
  * overlap on and off, the losses must agree (relative difference < 1e-4); at the first step
  * the residual stream entering every layer and every parameter's gradient must agree too.
  * Usage: mpirun -np N mpi_model --grid DxXxYxZ. Verdict reduced over all ranks. */
-#include "lib/comm.h"
-#include "lib/grid.h"
-#include "lib/log.h"
-#include "lib/model.h"
-#include "lib/mpienv.h"
-#include "lib/optim.h"
-#include "lib/perfmodel.h"
-#include "lib/rng.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/grid.h"
+#include "lib/core/log.h"
+#include "lib/model/model.h"
+#include "lib/dist/mpienv.h"
+#include "lib/model/optim.h"
+#include "lib/model/perfmodel.h"
+#include "lib/core/rng.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -12,8 +12,8 @@
 #include "data/input.h"
 #include "data/tokenizer.h"
 #include "data/verify_cache.h"
-#include "lib/fsutil.h"
-#include "lib/status.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/status.h"
 #include "test_data_util.h"
 
 TestSuite(axd, .init = td_quiet);

@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/ckpt.h"
-#include "lib/fsutil.h"
-#include "lib/model_io.h"
+#include "lib/ckpt/ckpt.h"
+#include "lib/core/fsutil.h"
+#include "lib/model/model_io.h"
 
 #define N 1000
 

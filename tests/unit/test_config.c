@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/cliargs.h"
-#include "lib/config.h"
-#include "lib/fsutil.h"
+#include "lib/core/cliargs.h"
+#include "lib/core/config.h"
+#include "lib/core/fsutil.h"
 
 typedef struct {
     int64_t steps;

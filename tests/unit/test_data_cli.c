@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "data/axd.h"
-#include "lib/log.h"
+#include "lib/core/log.h"
 #include "test_data_util.h"
 
 static int run(const char *line) {

@@ -77,7 +77,7 @@ static inline uint8_t *td_kjv_text(size_t max, size_t *n) {
     return b;
 }
 
-#include "lib/log.h"
+#include "lib/core/log.h"
 /* suite init: keep info-level progress lines out of the test log */
 static inline void td_quiet(void) {
     ax_log_set_level(AX_LOG_WARN);

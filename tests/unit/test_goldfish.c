@@ -11,9 +11,9 @@
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
-#include "lib/json.h"
-#include "lib/rng.h"
-#include "lib/status.h"
+#include "lib/core/json.h"
+#include "lib/core/rng.h"
+#include "lib/core/status.h"
 #include "test_data_util.h"
 
 TestSuite(goldfish, .init = td_quiet);

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/comm.h"
-#include "lib/grid.h"
-#include "lib/json.h"
-#include "lib/mpienv.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/grid.h"
+#include "lib/core/json.h"
+#include "lib/dist/mpienv.h"
 
 static void parse_ok(const char *spec, int d, int x, int y, int z) {
     int dims[4] = {0};

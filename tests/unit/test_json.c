@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/json.h"
+#include "lib/core/json.h"
 
 static ax_json *parse_ok(const char *s) {
     ax_json *v = NULL;

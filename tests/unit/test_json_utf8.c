@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/json.h"
+#include "lib/core/json.h"
 
 #define FFFD "\xef\xbf\xbd"
 

@@ -7,7 +7,7 @@
 #include "data/axd.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
-#include "lib/status.h"
+#include "lib/core/status.h"
 #include "test_data_util.h"
 
 TestSuite(loader, .init = td_quiet);

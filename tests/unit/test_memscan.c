@@ -10,11 +10,11 @@
 
 #include "data/axd.h"
 #include "data/tokenizer.h"
-#include "lib/log.h"
-#include "memscan/brute.h"
+#include "lib/core/log.h"
+#include "tests/support/brute.h"
 #include "memscan/hash.h"
 #include "memscan/index.h"
-#include "memscan/synth.h"
+#include "tests/support/synth.h"
 
 static void quiet(void) {
     ax_log_set_level(AX_LOG_WARN);

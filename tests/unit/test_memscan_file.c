@@ -8,12 +8,12 @@
 #include <unistd.h>
 
 #include "data/axd.h"
-#include "lib/fsutil.h"
-#include "lib/json.h"
-#include "lib/log.h"
-#include "memscan/brute.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
+#include "lib/core/log.h"
+#include "tests/support/brute.h"
 #include "memscan/index.h"
-#include "memscan/synth.h"
+#include "tests/support/synth.h"
 
 static void quiet(void) {
     ax_log_set_level(AX_LOG_WARN);

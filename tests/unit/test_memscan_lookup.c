@@ -12,11 +12,11 @@
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/tokenizer.h"
-#include "lib/fsutil.h"
-#include "lib/json.h"
-#include "lib/log.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
+#include "lib/core/log.h"
 #include "memscan/index.h"
-#include "memscan/synth.h"
+#include "tests/support/synth.h"
 
 static void quiet(void) {
     ax_log_set_level(AX_LOG_WARN);

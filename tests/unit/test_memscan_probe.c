@@ -14,9 +14,9 @@
 
 #include "data/axd.h"
 #include "data/tokenizer.h"
-#include "lib/log.h"
-#include "lib/model.h"
-#include "lib/rng.h"
+#include "lib/core/log.h"
+#include "lib/model/model.h"
+#include "lib/core/rng.h"
 #include "memscan/probe.h"
 
 static void quiet(void) {

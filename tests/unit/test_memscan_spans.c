@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "data/axd.h"
-#include "lib/log.h"
-#include "lib/rng.h"
+#include "lib/core/log.h"
+#include "lib/core/rng.h"
 #include "memscan/hash.h"
 #include "memscan/index.h"
 

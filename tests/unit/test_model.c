@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/model.h"
-#include "lib/optim.h"
-#include "lib/rng.h"
+#include "lib/model/model.h"
+#include "lib/model/optim.h"
+#include "lib/core/rng.h"
 
 static ax_model_config tiny_cfg(int tie) {
     ax_model_config c = {.n_layers = 2,

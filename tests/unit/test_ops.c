@@ -1,6 +1,6 @@
-/* lib/ops.h: forward values against float64 references, every backward against central finite
- * differences of a float64 reference forward, and the "backward accumulates" contract.
- * Sizes are small and deliberately not multiples of 16 (vector tails). */
+/* lib/backend/ops.h: forward values against float64 references, every backward against central
+ * finite differences of a float64 reference forward, and the "backward accumulates" contract. Sizes
+ * are small and deliberately not multiples of 16 (vector tails). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/ops.h"
+#include "lib/backend/ops.h"
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/ops.h"
-#include "lib/rng.h"
+#include "lib/backend/ops.h"
+#include "lib/core/rng.h"
 
 static float *randn(long n, uint64_t stream, float scale) {
     float *p = malloc((size_t)n * sizeof *p);

@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "lib/fsutil.h"
-#include "lib/json.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
 #include "memscan/scan_out.h"
 #include "reports/report.h"
 

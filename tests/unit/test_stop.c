@@ -6,8 +6,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "lib/stop.h"
-#include "lib/timer.h"
+#include "lib/core/stop.h"
+#include "lib/core/timer.h"
 
 /* polls for up to 3 s: the signal thread sets the flag asynchronously */
 static int wait_for_stop(void) {

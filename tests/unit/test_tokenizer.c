@@ -10,8 +10,8 @@
 #include "data/pretok.h"
 #include "data/tok_internal.h"
 #include "data/tokenizer.h"
-#include "lib/rng.h"
-#include "lib/status.h"
+#include "lib/core/rng.h"
+#include "lib/core/status.h"
 #include "test_data_util.h"
 
 TestSuite(tokenizer, .init = td_quiet);

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "data/axd.h"
-#include "lib/fsutil.h"
-#include "lib/json.h"
-#include "lib/stop.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
+#include "lib/core/stop.h"
 #include "train/train.h"
 
 /* Byte-level dataset (vocab 257: bytes + EOT) from the first documents of the corpus, so

@@ -1,0 +1,164 @@
+/* CPU kernels: the specification every other backend is tested against.
+ *
+ * Conventions
+ * - Row-major. N = B*T token rows, C = model dim, V = vocab, H = heads, D = C/H head dim.
+ * - Every *_backward ACCUMULATES (+=) into all of its gradient outputs (llm.c style): the
+ *   caller zeroes gradient buffers once per step. This makes residual branches and tied
+ *   weights free of special cases.
+ * - Kernels are OpenMP-parallel and deterministic for a fixed thread count (no atomics on
+ *   floats; reductions go through per-thread partials summed in a fixed order).
+ */
+#pragma once
+#include <stdint.h>
+#include <math.h>
+
+/* ---- GEMM (oneDNN dnnl_sgemm: dispatches on the CPU's ISA, runs on our OpenMP pool) ----
+ * C[m,n] = alpha * op(A)[m,k] op(B)[k,n] + beta * C, row-major, trans = 'N' or 'T'. */
+void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
+              long lda, const float *B, long ldb, float beta, float *C, long ldc);
+
+/* ---- linear: out = inp W^T ----
+ * out[N,OC], inp[N,C], w[OC,C] */
+void ax_matmul_forward(float *out, const float *inp, const float *w, int N, int C, int OC);
+/* dinp[N,C] += dout W ; dw[OC,C] += dout^T inp. Either output may be NULL (skipped). */
+void ax_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                        int N, int C, int OC);
+
+/* ---- token embedding ----
+ * out[N,C] = wte[tokens[i], :], tokens[N] in [0,V) */
+void ax_embedding_forward(float *out, const int32_t *tokens, const float *wte, int N, int C);
+/* dwte[V,C] += scatter of dout[N,C]; touches only rows named in tokens (never all V rows) */
+void ax_embedding_backward(float *dwte, const float *dout, const int32_t *tokens, int N, int C);
+
+/* ---- RMSNorm: out = inp * rstd * weight, rstd = 1/sqrt(mean(inp^2) + eps) ----
+ * out[N,C], rstd[N] (saved for backward), inp[N,C], weight[C] */
+void ax_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N,
+                        int C, float eps);
+/* dinp[N,C] +=, dweight[C] += */
+void ax_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                         const float *weight, const float *rstd, int N, int C);
+
+/* ---- rotary position embedding (rotate-half pairs (i, i + D/2), positions t = 0..T-1) ----
+ * Table: cos/sin[T, D/2], angle(t, i) = t * theta^(-2i/D). */
+void ax_rope_table(float *cos_t, float *sin_t, int T, int D, float theta);
+/* In place on x, laid out [B, T, (row stride ld floats)], heads at x[row*ld + h*D + d] for
+ * h < H. Used on the q and k parts of the packed qkv buffer (ld = 3C). */
+void ax_rope_forward(float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
+                     long ld);
+/* In place: dx <- R^T dx (rope is orthogonal, so backward is the inverse rotation). Note this
+ * OVERWRITES (it is a transform of the gradient already accumulated in dx). */
+void ax_rope_backward(float *dx, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
+                      long ld);
+
+/* ---- causal multi-head self-attention over a packed qkv buffer ----
+ * qkv[B,T,3C] = [q | k | v] (q,k already rotated), out[B,T,C], att[B,H,T,T] softmax probs
+ * (saved; entries above the diagonal are 0). scale = 1/sqrt(D). */
+void ax_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H);
+/* dqkv[B,T,3C] +=. scratch: B*H*T*T floats of workspace (contents ignored). */
+void ax_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                           const float *att, int B, int T, int C, int H);
+
+/* ---- SwiGLU: out = silu(gate) * up, h = [gate | up] per row ----
+ * out[N,F], h[N,2F] */
+void ax_swiglu_forward(float *out, const float *h, int N, int F);
+/* dh[N,2F] += */
+void ax_swiglu_backward(float *dh, const float *dout, const float *h, int N, int F);
+
+/* ---- residual: out = a + b, n elements (backward is two accumulations by the caller) ---- */
+void ax_add_forward(float *out, const float *a, const float *b, long n);
+void ax_accumulate(float *dst, const float *src, long n); /* dst += src */
+
+/* ---- fused softmax + masked cross-entropy ----
+ * logits[N,V], targets[N], mask[N] (1 = supervised target, 0 = dropped/padding).
+ * losses[i] = -log softmax(logits[i])[targets[i]] if mask[i], else 0.
+ * If dlogits != NULL: dlogits[i,:] = mask[i] * dscale * (softmax(logits[i]) - onehot(t_i)),
+ * OVERWRITTEN (not accumulated); dlogits may alias logits (in place, saves N*V floats).
+ * dscale is 1 / (supervised targets summed over all ranks): the loss is their global mean.
+ * Returns the sum of losses over supervised rows (double accumulation). */
+double ax_crossentropy_forward_backward(float *losses, float *dlogits, const float *logits,
+                                        const int32_t *targets, const uint8_t *mask, float dscale,
+                                        int N, int V);
+
+/* ---- optimizer ----
+ * AdamW (decoupled weight decay), one fused pass over n parameters:
+ *   g = grad * grad_scale            (grad_scale folds in gradient clipping)
+ *   m = b1 m + (1-b1) g ; v = b2 v + (1-b2) g^2
+ *   p -= lr * ( (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + wd * p )
+ * t is the 1-based step count. */
+void ax_adamw_update(float *param, const float *grad, float *m, float *v, long n, float lr,
+                     float beta1, float beta2, float eps, float wd, float grad_scale, long t);
+/* sum of squares in double (for the global gradient norm) */
+double ax_sum_squares(const float *x, long n);
+
+/* ---- helpers shared by the kernels (additions) ---- */
+
+/* expf that gcc -O3 vectorises (glibc's expf is a scalar call without -ffast-math): Cody-Waite
+ * range reduction + degree-6 polynomial, max relative error ~2 ulp; exp(x) = 0 for x < -87.3
+ * (flush instead of denormals), saturates at FLT_MAX-ish for x > 88.7. Deterministic. */
+static inline float ax_expf(float x) {
+    float xc = x < -87.33654f ? -87.33654f : x; /* ternaries, not fminf: those block vectorising */
+    xc = xc > 88.72283f ? 88.72283f : xc;
+    /* n = round(x / ln2) by the 1.5 * 2^23 trick (roundevenf does not vectorise in gcc 12) */
+    float n = (xc * 1.44269504088896341f + 12582912.f) - 12582912.f;
+    float r = fmaf(n, -0.693145751953125f, xc); /* ln2 split hi + lo: r exact-ish */
+    r = fmaf(n, -1.428606765330187045e-06f, r);
+    float p = 1.9875691500E-4f; /* Cephes expf minimax on [-ln2/2, ln2/2] */
+    p = fmaf(p, r, 1.3981999507E-3f);
+    p = fmaf(p, r, 8.3334519073E-3f);
+    p = fmaf(p, r, 4.1665795894E-2f);
+    p = fmaf(p, r, 1.6666665459E-1f);
+    p = fmaf(p, r, 5.0000001201E-1f);
+    p = fmaf(p, r * r, r + 1.0f);
+    union {
+        float f;
+        uint32_t u;
+    } b = {p};
+    b.u += (uint32_t)(int32_t)n << 23; /* scale by 2^n through the exponent field */
+    return x < -87.33654f ? 0.0f : b.f;
+}
+
+/* ---- sharded-hidden RMSNorm (hidden dim split over ranks; lib/backend/cpu/ops_shard.c) ----
+ * Each rank holds C of the C_total columns. The per-row sums are all-reduced by the caller
+ * between the two halves, so every grid computes the same normalisation.
+ * forward:  ss[N] = sum_c inp^2 (local) ; [all-reduce ss] ;
+ *           out[N,C] = inp * rstd * weight, rstd[N] = 1/sqrt(ss/C_total + eps) */
+void ax_rmsnorm_sumsq(float *ss, const float *inp, int N, int C);
+void ax_rmsnorm_apply(float *out, float *rstd, const float *inp, const float *weight,
+                      const float *ss, int N, int C, int C_total, float eps);
+/* backward: dot[N] = sum_c dout * weight * inp (local) ; [all-reduce dot] ;
+ *           dinp[N,C] += rstd * weight * dout - inp * rstd^3 * dot / C_total ;
+ *           dweight[C] += sum_rows dout * inp * rstd (either output may be NULL) */
+void ax_rmsnorm_backward_dot(float *dot, const float *dout, const float *inp, const float *weight,
+                             int N, int C);
+void ax_rmsnorm_backward_apply(float *dinp, float *dweight, const float *dout, const float *inp,
+                               const float *weight, const float *rstd, const float *dot, int N,
+                               int C, int C_total);
+
+/* ---- vocabulary-parallel cross-entropy (vocab split over ranks; lib/backend/cpu/ops_shard.c) ----
+ * Each rank holds logits[N, Vl] for global vocab ids [v0, v0 + Vl); only the first `valid`
+ * columns are real tokens (the rest pad the vocabulary to a multiple of the ranks and never
+ * take part). Three passes with all-reduces between them:
+ *   ax_ce_rowmax    rowmax[N] over local valid columns      -> all-reduce MAX
+ *   ax_ce_partial   stats[2N] = {sum exp(l - max), target logit if owned else 0} -> SUM
+ *   ax_ce_finish    losses[N], dlogits (may alias logits, padding columns -> 0), returns
+ *                   the sum of supervised losses; same semantics as the fused kernel. */
+void ax_ce_rowmax(float *rowmax, const float *logits, int N, int Vl, int valid);
+void ax_ce_partial(float *stats, const float *logits, const float *rowmax, const int32_t *targets,
+                   const uint8_t *mask, int N, int Vl, int valid, int v0);
+double ax_ce_finish(float *losses, float *dlogits, const float *logits, const float *rowmax,
+                    const float *stats, const int32_t *targets, const uint8_t *mask, float dscale,
+                    int N, int Vl, int valid, int v0);
+
+/* ---- vocabulary-sharded embedding: rows [v0, v0 + rows) of the table live here ----
+ * out[N,C] = wte[t - v0] for owned tokens, 0 otherwise (the caller all-reduces);
+ * backward accumulates only owned rows. */
+void ax_embedding_shard_forward(float *out, const int32_t *tokens, const float *wte, int N, int C,
+                                int v0, int rows);
+void ax_embedding_shard_backward(float *dwte, const float *dout, const int32_t *tokens, int N,
+                                 int C, int v0, int rows);
+
+/* ---- one decoding step of causal attention against a KV cache (lib/backend/cpu/ops_decode.c) ----
+ * q[B, H*D] (rotated) for the newest position; kc, vc[B, H, Tmax, D] hold positions
+ * 0..len-1 (the newest already appended); out[B, H*D]. scale = 1/sqrt(D). */
+void ax_attention_decode(float *out, const float *q, const float *kc, const float *vc, int B, int H,
+                         int D, int len, int Tmax);

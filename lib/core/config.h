@@ -1,0 +1,83 @@
+/* One config table drives CLI flags, config files, --help and the copy stored in every
+ * checkpoint manifest. A table describes the fields of a plain C struct by offset. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "lib/core/json.h"
+#include "lib/core/status.h"
+
+#define AX_CFG_STR_MAX 512
+#define AX_CFG_FILE_MAX (16u << 20) /* --config files: bigger is an error, not a 4 GB read */
+
+typedef enum {
+    AX_CFG_INT,     /* field is int64_t */
+    AX_CFG_FLOAT,   /* field is double */
+    AX_CFG_STR,     /* field is char[AX_CFG_STR_MAX] */
+    AX_CFG_BOOL,    /* field is int (0/1); flag --name sets 1, --no-name sets 0, or --name=true */
+    AX_CFG_STRLIST, /* field is ax_cfg_strlist; repeatable: "--name A B C" takes every following
+                     * argument up to the next --flag, "--name=A" one; each use appends. Config
+                     * files append one value per line; JSON takes an array of strings. The
+                     * default must be "" (an empty list). Free with ax_cfg_free. */
+} ax_cfg_type;
+
+/* A list of strings owned by the struct (copies of argv/file text): no length limit, so paths
+ * and passages longer than AX_CFG_STR_MAX fit. */
+typedef struct {
+    int n;
+    char **v;
+} ax_cfg_strlist;
+
+typedef struct {
+    const char *name; /* flag without "--"; key in config files and manifests */
+    ax_cfg_type type;
+    size_t offset;    /* offsetof(struct, field) */
+    const char *def;  /* default, as text ("" for an empty string) */
+    double min, max;  /* inclusive range for INT/FLOAT (ignored when min > max) */
+    const char *help; /* one line */
+} ax_cfg_entry;
+
+/* Arguments that are not flags (a file name, a passage). Without one in the table, any
+ * positional argument is an error. "--" ends the flags: everything after it is positional. */
+typedef struct {
+    const char *name; /* shown in usage and errors, e.g. "FILE.axd" or "TEXT" */
+    size_t offset;    /* offsetof(struct, field): an ax_cfg_strlist */
+    int many;         /* 0: at most one; 1: any number (usage shows NAME...) */
+    int required;     /* 1: parse fails naming NAME when none is given (unless --help) */
+    const char *help; /* one line, under "arguments:" in --help */
+} ax_cfg_positional;
+
+typedef struct {
+    const char *usage;   /* e.g. "axmem train [flags]"; --help appends the positional's NAME */
+    const char *summary; /* paragraph printed under the usage line */
+    const ax_cfg_entry *entries;
+    int n;
+    const ax_cfg_positional *positional; /* optional (NULL: flags only) */
+} ax_cfg_table;
+
+/* was_set (optional, may be NULL): array of t->n flags, 1 where a value came from argv/file.
+ * set_defaults initialises every field (STRLIST and the positional list to empty without
+ * reading them), so obj may hold garbage before it; after it, release with ax_cfg_free. */
+ax_status ax_cfg_set_defaults(const ax_cfg_table *t, void *obj);
+/* Frees the STRLIST fields and the positional list and empties them; other fields untouched. */
+void ax_cfg_free(const ax_cfg_table *t, void *obj);
+/* Set one field from text: checks type and range; the error names --name, the value and
+ * what is allowed. Unknown names: error suggesting --help. */
+ax_status ax_cfg_set(const ax_cfg_table *t, void *obj, const char *name, const char *value,
+                     uint8_t *was_set);
+/* Parses "--name value", "--name=value", "--flag", "--no-flag", and "--config FILE" (a file
+ * of "name = value" lines, '#' comments; later flags override it). "-h"/"--help" set
+ * *help and stop. Positional arguments go to t->positional (an error naming them when the
+ * table has none, or a second one when it takes one). argv[0] (the command's name, as in main)
+ * is skipped; flags on the command line override --config whatever the order (a STRLIST
+ * appends the command line's values to the file's). */
+ax_status ax_cfg_parse_argv(const ax_cfg_table *t, void *obj, int argc, char **argv,
+                            uint8_t *was_set, int *help);
+/* Reads the whole file (a regular file of at most AX_CFG_FILE_MAX bytes; a NUL byte is an error
+ * naming the line), then sets each "name = value" line or each key of a JSON object. */
+ax_status ax_cfg_load_file(const ax_cfg_table *t, void *obj, const char *path, uint8_t *was_set);
+void ax_cfg_print_help(const ax_cfg_table *t, FILE *f); /* usage, summary, flags w/ defaults */
+void ax_cfg_write_json(const ax_cfg_table *t, const void *obj, ax_jw *w); /* one JSON object */
+/* Fill from a JSON object (keys not in the table are ignored; missing keys keep their value) */
+ax_status ax_cfg_read_json(const ax_cfg_table *t, void *obj, const ax_json *o, const char *what);
+const ax_cfg_entry *ax_cfg_find(const ax_cfg_table *t, const char *name);

@@ -1,0 +1,436 @@
+/* Model construction: the global tensor table, how each tensor is split over the grid, the
+ * local slabs, counter-based initialisation and the global <-> local copies checkpoints use.
+ * Forward and backward are in model_step.c, the parallel layers in model_linear.c. */
+#include "lib/model/model_internal.h"
+#include "lib/backend/ops.h"
+#include "lib/core/rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+ax_status ax_model_config_check(const ax_model_config *c) {
+    if (c->n_layers < 1 || c->n_layers > 1024)
+        return ax_errorf(AX_ERR_ARG, "--layers %d is out of range [1, 1024]", c->n_layers);
+    if (c->dim < 2 || c->n_heads < 1 || c->ffn < 1 || c->vocab < 257)
+        return ax_errorf(AX_ERR_ARG,
+                         "model shape is impossible: --dim %d --heads %d --ffn %d --vocab %d "
+                         "(need dim >= 2, heads >= 1, ffn >= 1, vocab >= 257)",
+                         c->dim, c->n_heads, c->ffn, c->vocab);
+    if (c->dim % c->n_heads)
+        return ax_errorf(AX_ERR_ARG,
+                         "--dim %d is not divisible by --heads %d; pick dim = heads x head size",
+                         c->dim, c->n_heads);
+    if ((c->dim / c->n_heads) % 2)
+        return ax_errorf(AX_ERR_ARG,
+                         "head size --dim/--heads = %d must be even for rotary positions",
+                         c->dim / c->n_heads);
+    if (!(c->rope_theta > 1.0f) || !(c->norm_eps > 0.0f))
+        return ax_errorf(AX_ERR_ARG, "rope theta (%g) must be > 1 and norm eps (%g) > 0",
+                         c->rope_theta, c->norm_eps);
+    return AX_OK;
+}
+
+ax_status ax_model_config_check_grid(const ax_model_config *c, const int dims[4]) {
+    int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y];
+    if (c->dim % gx)
+        return ax_errorf(AX_ERR_ARG,
+                         "--dim %d does not split over Gx = %d (grid %dx%dx%dx%d); "
+                         "pick a dim divisible by Gx",
+                         c->dim, gx, dims[0], dims[1], dims[2], dims[3]);
+    if (c->n_heads % gy)
+        return ax_errorf(AX_ERR_ARG,
+                         "--heads %d do not split over Gy = %d (grid %dx%dx%dx%d); "
+                         "heads are divided among the Y ranks",
+                         c->n_heads, gy, dims[0], dims[1], dims[2], dims[3]);
+    if (c->ffn % gy)
+        return ax_errorf(AX_ERR_ARG, "--ffn %d does not split over Gy = %d (grid %dx%dx%dx%d)",
+                         c->ffn, gy, dims[0], dims[1], dims[2], dims[3]);
+    return AX_OK;
+}
+
+int64_t ax_model_config_n_params(const ax_model_config *c) {
+    int64_t C = c->dim, F = c->ffn, V = c->vocab;
+    int64_t per_layer = C + 3 * C * C + C * C + C + 2 * F * C + C * F;
+    return V * C + c->n_layers * per_layer + C + (c->tie_embeddings ? 0 : V * C);
+}
+
+double ax_model_flops_per_token(const ax_model_config *c, int T) {
+    /* the input embedding is a lookup, not a matmul; with tied weights its matrix is the LM
+     * head, which is a matmul and so counts */
+    int64_t untied_embedding = c->tie_embeddings ? 0 : (int64_t)c->vocab * c->dim;
+    double matmul_params = (double)(ax_model_config_n_params(c) - untied_embedding);
+    return 6.0 * matmul_params + 12.0 * c->n_layers * c->dim * (double)T;
+}
+
+static void add_tensor(ax_model_t *m, const char *name, tp_kind kind, int groups, int64_t rows,
+                       int64_t cols) {
+    int i = m->n_tensors++;
+    ax_tensor_info *t = &m->info[i];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->ndim = kind == TP_VEC ? 1 : 2;
+    t->shape[0] = kind == TP_VEC ? cols : rows;
+    t->shape[1] = kind == TP_VEC ? 1 : cols;
+    t->numel = rows * cols;
+    t->offset = m->n_params;
+    m->n_params += t->numel;
+
+    tp_tensor *p = &m->tp[i];
+    int gx = m->dims[AX_AXIS_X], gy = m->dims[AX_AXIS_Y], gz = m->dims[AX_AXIS_Z];
+    p->kind = kind;
+    p->groups = groups;
+    p->rows_g = rows;
+    p->cols_g = cols;
+    switch (kind) {
+    case TP_NORMAL:
+        p->rows_l = rows / gy, p->cols_l = cols / gx;
+        break;
+    case TP_TRANSPOSED:
+        p->rows_l = rows / gx, p->cols_l = cols / gy;
+        break;
+    case TP_VEC:
+        p->rows_l = 1, p->cols_l = cols / gx;
+        break;
+    case TP_VOCAB:
+        p->rows_l = m->Vl, p->cols_l = cols / gx;
+        break;
+    }
+    p->block_n = p->rows_l * p->cols_l;
+    p->shard_n = (p->block_n + gz - 1) / gz;
+    p->shard_off = m->n_local;
+    m->n_local += p->shard_n;
+}
+
+/* Global row-major index of element b of this rank's block, or -1 for vocabulary padding. */
+static int64_t global_index(const ax_model_t *m, const tp_tensor *p, int64_t b) {
+    int64_t r = b / p->cols_l, c = b % p->cols_l, gr, gc;
+    switch (p->kind) {
+    case TP_NORMAL: {
+        int64_t per_group = p->rows_l / p->groups, group = r / per_group;
+        gr = group * (p->rows_g / p->groups) + m->y * per_group + r % per_group;
+        gc = m->x * p->cols_l + c;
+        break;
+    }
+    case TP_TRANSPOSED:
+        gr = m->x * p->rows_l + r;
+        gc = m->y * p->cols_l + c;
+        break;
+    case TP_VEC:
+        gr = 0;
+        gc = m->x * p->cols_l + c;
+        break;
+    default: /* TP_VOCAB */
+        gr = m->v0 + r;
+        gc = m->x * p->cols_l + c;
+        if (gr >= p->rows_g) return -1;
+        break;
+    }
+    return gr * p->cols_g + gc;
+}
+
+static float *falloc(int64_t n) {
+    /* 64-byte aligned for AVX-512 loads; zeroed so padding stays exactly 0 */
+    size_t bytes = ((size_t)(n > 0 ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
+    float *p = aligned_alloc(64, bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+static int alloc_acts(ax_model_t *m) {
+    int64_t N = (int64_t)m->B * m->T, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy;
+    int64_t att = (int64_t)m->B * m->Hy * T * T;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        layer_acts *a = &m->acts[l];
+        float **bufs[] = {&a->res,     &a->ln1, &a->rstd1, &a->qkv, &a->att, &a->atty,
+                          &a->res_mid, &a->ln2, &a->rstd2, &a->h,   &a->hs};
+        int64_t sizes[] = {N * Cx, N * Cx, N, N * 3 * Cy, att,   N * Cy,
+                           N * Cx, N * Cx, N, N * 2 * Fy, N * Fy};
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            if (!(*bufs[i] = falloc(sizes[i]))) return 0;
+    }
+    int D = m->cfg.dim / m->cfg.n_heads;
+    float **bufs[] = {&m->res_final, &m->lnf,      &m->rstdf,    &m->logits,     &m->losses,
+                      &m->rowstat,   &m->rope_cos, &m->rope_sin, &m->dres,       &m->dln,
+                      &m->dbig,      &m->dh,       &m->dqkv,     &m->att_scratch};
+    int64_t sizes[] = {N * Cx,
+                       N * Cx,
+                       N,
+                       N * m->Vl,
+                       N,
+                       3 * N,
+                       T * D / 2,
+                       T * D / 2,
+                       N * Cx,
+                       N * Cx,
+                       N * (Fy > Cy ? Fy : Cy),
+                       N * 2 * Fy,
+                       N * 3 * Cy,
+                       att};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (!(*bufs[i] = falloc(sizes[i]))) return 0;
+    m->inputs_copy = malloc((size_t)N * sizeof(int32_t));
+    return m->inputs_copy != NULL;
+}
+
+static void build_tensors(ax_model_t *m) {
+    const ax_model_config *c = &m->cfg;
+    int64_t C = c->dim, F = c->ffn, V = c->vocab;
+    char name[64];
+    m->t_wte = m->n_tensors;
+    add_tensor(m, "wte", TP_VOCAB, 1, V, C);
+    m->t_layer0 = m->n_tensors;
+    for (int l = 0; l < c->n_layers; l++) {
+        snprintf(name, sizeof name, "layers.%d.attn_norm", l);
+        add_tensor(m, name, TP_VEC, 1, 1, C);
+        snprintf(name, sizeof name, "layers.%d.wqkv", l);
+        add_tensor(m, name, TP_NORMAL, 3, 3 * C, C);
+        snprintf(name, sizeof name, "layers.%d.wo", l);
+        add_tensor(m, name, TP_TRANSPOSED, 1, C, C);
+        snprintf(name, sizeof name, "layers.%d.mlp_norm", l);
+        add_tensor(m, name, TP_VEC, 1, 1, C);
+        snprintf(name, sizeof name, "layers.%d.w_up", l);
+        add_tensor(m, name, TP_NORMAL, 2, 2 * F, C);
+        snprintf(name, sizeof name, "layers.%d.w_down", l);
+        add_tensor(m, name, TP_TRANSPOSED, 1, C, F);
+    }
+    m->t_normf = m->n_tensors;
+    add_tensor(m, "final_norm", TP_VEC, 1, 1, C);
+    m->t_head = m->t_wte;
+    if (!c->tie_embeddings) {
+        m->t_head = m->n_tensors;
+        add_tensor(m, "lm_head", TP_VOCAB, 1, V, C);
+    }
+}
+
+ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
+                             ax_model_t **out) {
+    *out = NULL;
+    AX_CHECK(ax_model_config_check(c));
+    int dims[4];
+    for (int a = 0; a < 4; a++) dims[a] = ax_grid_dim(g, (ax_axis)a);
+    AX_CHECK(ax_model_config_check_grid(c, dims));
+    if (B < 1 || T < 1)
+        return ax_errorf(AX_ERR_ARG, "batch %d and sequence length %d must be >= 1", B, T);
+    ax_model_t *m = calloc(1, sizeof *m);
+    if (!m) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the model");
+    m->cfg = *c;
+    m->grid = g;
+    memcpy(m->dims, dims, sizeof dims);
+    m->x = ax_grid_coord(g, AX_AXIS_X);
+    m->y = ax_grid_coord(g, AX_AXIS_Y);
+    m->z = ax_grid_coord(g, AX_AXIS_Z);
+    m->B = B;
+    m->T = T;
+    m->overlap = overlap;
+    int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y];
+    m->Cx = c->dim / gx;
+    m->Cy = c->dim / gy;
+    m->Hy = c->n_heads / gy;
+    m->Fy = c->ffn / gy;
+    m->Vp = (c->vocab + gy - 1) / gy * gy;
+    m->Vl = m->Vp / gy;
+    m->v0 = m->y * m->Vl;
+    m->vvalid = c->vocab - m->v0 < m->Vl ? c->vocab - m->v0 : m->Vl;
+    int L = c->n_layers, max_tensors = L * L_COUNT + 3;
+    m->info = calloc((size_t)max_tensors, sizeof *m->info);
+    m->tp = calloc((size_t)max_tensors, sizeof *m->tp);
+    m->acts = calloc((size_t)L, sizeof *m->acts);
+    if (!m->info || !m->tp || !m->acts) goto oom;
+    build_tensors(m);
+
+    m->params = falloc(m->n_local);
+    m->grads = falloc(m->n_local);
+    if (!m->params || !m->grads) goto oom;
+    int gz = dims[AX_AXIS_Z];
+    for (int i = 0; i < m->n_tensors; i++) {
+        tp_tensor *p = &m->tp[i];
+        if (gz == 1) { /* the block is the shard: compute straight on the slabs */
+            p->full = m->params + p->shard_off;
+            p->gfull = m->grads + p->shard_off;
+        } else if (!(p->full = falloc(p->shard_n * gz)) || !(p->gfull = falloc(p->shard_n * gz))) {
+            goto oom;
+        }
+    }
+    if (!alloc_acts(m)) goto oom;
+    ax_rope_table(m->rope_cos, m->rope_sin, T, c->dim / c->n_heads, c->rope_theta);
+    m->stale = 1;
+    *out = m;
+    return AX_OK;
+oom:
+    ax_model_free(m);
+    return ax_errorf(AX_ERR_NOMEM,
+                     "out of memory allocating a model of %lld parameters for batch %d x %d; use "
+                     "a smaller model, --micro-batch, or more ranks",
+                     (long long)ax_model_config_n_params(c), B, T);
+}
+
+ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **out) {
+    ax_grid_t *g = NULL;
+    AX_CHECK(ax_grid_create_serial(&g));
+    ax_status st = ax_model_create_on(g, c, B, T, 0, out);
+    if (st != AX_OK) {
+        ax_grid_free(g);
+        return st;
+    }
+    (*out)->own_grid = g;
+    return AX_OK;
+}
+
+void ax_model_free(ax_model_t *m) {
+    if (!m) return;
+    for (int l = 0; m->acts && l < m->cfg.n_layers; l++) {
+        layer_acts *a = &m->acts[l];
+        free(a->res), free(a->ln1), free(a->rstd1), free(a->qkv), free(a->att), free(a->atty);
+        free(a->res_mid), free(a->ln2), free(a->rstd2), free(a->h), free(a->hs);
+    }
+    if (m->tp && m->dims[AX_AXIS_Z] > 1)
+        for (int i = 0; i < m->n_tensors; i++) free(m->tp[i].full), free(m->tp[i].gfull);
+    free(m->acts), free(m->info), free(m->tp);
+    free(m->params), free(m->grads);
+    free(m->res_final), free(m->lnf), free(m->rstdf), free(m->logits), free(m->losses);
+    free(m->rowstat), free(m->rope_cos), free(m->rope_sin);
+    free(m->dres), free(m->dln), free(m->dbig), free(m->dh), free(m->dqkv), free(m->att_scratch);
+    free(m->inputs_copy);
+    for (int l = 0; m->kcache && l < m->cfg.n_layers; l++) free(m->kcache[l]), free(m->vcache[l]);
+    free(m->kcache), free(m->vcache), free(m->dec_logits);
+    ax_grid_free(m->own_grid);
+    free(m);
+}
+
+const ax_model_config *ax_model_config_of(const ax_model_t *m) {
+    return &m->cfg;
+}
+ax_grid_t *ax_model_grid(const ax_model_t *m) {
+    return m->grid;
+}
+int64_t ax_model_n_params(const ax_model_t *m) {
+    return m->n_params;
+}
+int64_t ax_model_n_local(const ax_model_t *m) {
+    return m->n_local;
+}
+float *ax_model_params(ax_model_t *m) {
+    return m->params;
+}
+float *ax_model_grads(ax_model_t *m) {
+    return m->grads;
+}
+int ax_model_n_tensors(const ax_model_t *m) {
+    return m->n_tensors;
+}
+const ax_tensor_info *ax_model_tensors(const ax_model_t *m) {
+    return m->info;
+}
+int ax_model_tensor_decays(const ax_model_t *m, int i) {
+    return m->info[i].ndim == 2;
+}
+const float *ax_model_logits(const ax_model_t *m) {
+    return m->logits;
+}
+const float *ax_model_losses(const ax_model_t *m) {
+    return m->losses;
+}
+ax_status ax_model_status(const ax_model_t *m) {
+    return m->status;
+}
+void ax_model_params_updated(ax_model_t *m) {
+    m->stale = 1;
+}
+
+void ax_model_local_range(const ax_model_t *m, int i, int64_t *offset, int64_t *count) {
+    *offset = m->tp[i].shard_off;
+    *count = m->tp[i].shard_n;
+}
+
+void ax_model_vocab_slice(const ax_model_t *m, int *v0, int *valid, int *Vl) {
+    *v0 = m->v0;
+    *valid = m->vvalid;
+    *Vl = m->Vl;
+}
+
+void ax_model_zero_grad(ax_model_t *m) {
+    memset(m->grads, 0, (size_t)m->n_local * sizeof(float));
+    if (m->dims[AX_AXIS_Z] > 1)
+        for (int i = 0; i < m->n_tensors; i++)
+            memset(m->tp[i].gfull, 0,
+                   (size_t)(m->tp[i].shard_n * m->dims[AX_AXIS_Z]) * sizeof(float));
+}
+
+/* Norm weights are replicated over Y and everything over data: count each value once. */
+static int owns_replica(const ax_model_t *m, int i) {
+    return m->tp[i].kind != TP_VEC || m->y == 0;
+}
+
+ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
+    double s = 0;
+    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0)
+        for (int i = 0; i < m->n_tensors; i++)
+            if (owns_replica(m, i))
+                s += ax_sum_squares(m->grads + m->tp[i].shard_off, (long)m->tp[i].shard_n);
+    AX_CHECK(ax_allreduce_sum_f64(m->grid, AX_AXIS_WORLD, &s, 1));
+    *out = s;
+    return AX_OK;
+}
+
+void ax_model_init(ax_model_t *m, uint64_t seed) {
+    /* GPT-2 init: N(0, 0.02); projections into the residual stream scaled by 1/sqrt(2L) so the
+     * stream's variance does not grow with depth. Norm weights start at 1. */
+    float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)m->cfg.n_layers);
+    for (int i = 0; i < m->n_tensors; i++) {
+        tp_tensor *p = &m->tp[i];
+        float *dst = m->params + p->shard_off;
+        int is_proj = strstr(m->info[i].name, ".wo") || strstr(m->info[i].name, ".w_down");
+        float s = is_proj ? proj_std : std;
+        int64_t b0 = (int64_t)m->z * p->shard_n;
+#pragma omp parallel for schedule(static)
+        for (int64_t e = 0; e < p->shard_n; e++) {
+            int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
+            dst[e] = gi < 0              ? 0.0f
+                     : p->kind == TP_VEC ? 1.0f
+                                         : s * ax_rng_normal(seed, (uint64_t)i, (uint64_t)gi);
+        }
+    }
+    m->stale = 1;
+}
+
+ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float *global_out) {
+    tp_tensor *p = &m->tp[i];
+    int64_t numel = m->info[i].numel;
+    int gz = m->dims[AX_AXIS_Z];
+    float *block = falloc(p->shard_n * gz), *global = falloc(numel);
+    ax_status st = AX_OK;
+    if (!block || !global) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
+        goto done;
+    }
+    AX_CHECK_GOTO(ax_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block), done);
+    /* exactly one rank writes each global element; the rest add zeros, so the sum is exact */
+    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i))
+        for (int64_t b = 0; b < p->block_n; b++) {
+            int64_t gi = global_index(m, p, b);
+            if (gi >= 0) global[gi] = block[b];
+        }
+    AX_CHECK_GOTO(ax_allreduce_sum(m->grid, AX_AXIS_WORLD, global, (long)numel), done);
+    if (global_out) memcpy(global_out, global, (size_t)numel * sizeof(float));
+done:
+    free(block);
+    free(global);
+    return st;
+}
+
+void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *local) {
+    tp_tensor *p = &m->tp[i];
+    int64_t b0 = (int64_t)m->z * p->shard_n;
+    float *dst = local + p->shard_off;
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < p->shard_n; e++) {
+        int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
+        dst[e] = gi < 0 ? 0.0f : global[gi];
+    }
+    m->stale = 1;
+}
+
+const float *ax_model_residual(const ax_model_t *m, int l) {
+    return l < m->cfg.n_layers ? m->acts[l].res : m->res_final;
+}

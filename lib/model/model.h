@@ -1,0 +1,123 @@
+/* Llama-style decoder, 4D-parallel (AxoNN, docs/DESIGN.md "The 4D grid"): token embedding,
+ * L x [RMSNorm -> QKV -> RoPE -> causal attention -> out-proj -> residual; RMSNorm -> SwiGLU
+ * MLP -> residual], final RMSNorm, LM head (tied to the embedding or separate), masked
+ * cross-entropy.
+ *
+ * On a grid DxXxYxZ each rank holds, per weight matrix, a block split over X and Y (normal
+ * layers: output rows over Y, input columns over X; transposed layers the other way round),
+ * and of that block a 1/Z shard (ZeRO-3 along Z: parameters, gradients and optimizer state).
+ * The residual stream is [tokens, C/Gx], replicated over Y; heads are split over Y; the
+ * vocabulary is split over Y for the embedding and the LM head. The batch is split over
+ * Gdata x Gz. Global weights are a function of the seed only, so every grid trains the same
+ * model; on 1x1x1x1 the local slab is the global (checkpoint) layout.
+ *
+ * Parameters, gradients and the optimizer's moments each live in one local slab with the
+ * same offset table (llm.c): tensor i's shard occupies [local offset, + local count). */
+#pragma once
+#include <stdint.h>
+#include "lib/ckpt/ckpt.h"
+#include "lib/dist/grid.h"
+#include "lib/core/status.h"
+
+typedef struct {
+    int n_layers;
+    int dim;     /* C */
+    int n_heads; /* H; head dim D = C / H, must be even for RoPE */
+    int ffn;     /* F: SwiGLU hidden size (gate and up are each [F, C]) */
+    int vocab;   /* V */
+    int tie_embeddings;
+    float rope_theta;
+    float norm_eps;
+} ax_model_config;
+
+/* Checks the shape is buildable; the error names the offending numbers and flags. */
+ax_status ax_model_config_check(const ax_model_config *c);
+/* Checks the shape splits over the grid (heads by Gy, dim by Gx, ffn by Gy); names both. */
+ax_status ax_model_config_check_grid(const ax_model_config *c, const int dims[4]);
+/* Parameters of the model (embedding counted once when tied). */
+int64_t ax_model_config_n_params(const ax_model_config *c);
+/* Training FLOPs per token for sequence length T: 6 * (matmul params) + 12 * L * C * T
+ * (the attention score and value products, forward + backward). */
+double ax_model_flops_per_token(const ax_model_config *c, int T);
+
+typedef struct ax_model ax_model_t;
+
+/* A model on grid g for micro-batches of B sequences of T tokens PER RANK (the global
+ * micro-batch is B x Gdata x Gz). overlap: hide communication behind compute (AxoNN's OAR,
+ * ORS, OAG); 0 issues every collective blocking, for comparison. The grid is borrowed. */
+ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
+                             ax_model_t **out);
+/* Serial convenience: a private 1x1x1x1 grid. */
+ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **out);
+void ax_model_free(ax_model_t *m);
+const ax_model_config *ax_model_config_of(const ax_model_t *m);
+ax_grid_t *ax_model_grid(const ax_model_t *m);
+
+/* Counter-based init: element j (row-major global index) of tensor i is drawn from
+ * (seed, stream i, index j), so weights depend only on the seed and the global shape. */
+void ax_model_init(ax_model_t *m, uint64_t seed);
+
+/* ---- the local slabs ---- */
+int64_t ax_model_n_params(const ax_model_t *m); /* global parameter count */
+int64_t ax_model_n_local(const ax_model_t *m);  /* floats in this rank's slabs */
+float *ax_model_params(ax_model_t *m);
+float *ax_model_grads(ax_model_t *m);
+int ax_model_n_tensors(const ax_model_t *m);
+/* global tensor table (names, global shapes, offsets in the checkpoint blobs) */
+const ax_tensor_info *ax_model_tensors(const ax_model_t *m);
+/* this rank's shard of tensor i within the local slabs */
+void ax_model_local_range(const ax_model_t *m, int i, int64_t *offset, int64_t *count);
+/* weight decay applies to matrices only (not norms) */
+int ax_model_tensor_decays(const ax_model_t *m, int i);
+/* Call after the parameters change (optimizer step, load): gathered blocks are refreshed. */
+void ax_model_params_updated(ax_model_t *m);
+
+void ax_model_zero_grad(ax_model_t *m);
+/* Sum of squared gradients of the GLOBAL model (collective; replicas counted once). */
+ax_status ax_model_grad_sumsq(ax_model_t *m, double *out);
+
+/* Forward over this rank's inputs[B,T], targets[B,T], mask[B,T] (1 = supervised). Returns
+ * the sum of per-target losses over this rank's supervised targets (sum over the BATCH axis
+ * for the global loss). With want_grad the logits become dloss/dlogits scaled by dscale
+ * (= 1 / global supervised count), ready for backward. B may be below the allocated batch.
+ * Collective over the grid. */
+double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *targets,
+                        const uint8_t *mask, int B, float dscale, int want_grad);
+/* Accumulates gradients of the last forward. last_micro: this is the step's last micro-batch,
+ * so the gradients are also reduce-scattered over Z and all-reduced over data, ready for the
+ * optimizer. ax_model_backward(m) == ax_model_backward_ex(m, 1). Collective. */
+void ax_model_backward(ax_model_t *m);
+void ax_model_backward_ex(ax_model_t *m, int last_micro);
+/* First communication failure seen (collectives inside forward/backward cannot return one);
+ * AX_OK if none. */
+ax_status ax_model_status(const ax_model_t *m);
+
+/* Logits of the last forward without want_grad: this rank's [B, T, Vl] vocabulary slice,
+ * columns for global ids [v0, v0 + valid) (see ax_model_vocab_slice). */
+const float *ax_model_logits(const ax_model_t *m);
+void ax_model_vocab_slice(const ax_model_t *m, int *v0, int *valid, int *Vl);
+/* For tests and inspection: the residual stream of the last forward entering layer l
+ * (l = n_layers: the last layer's output), this rank's [B, T, C/Gx] slice. */
+const float *ax_model_residual(const ax_model_t *m, int l);
+/* Per-target losses of the last forward: [B, T] (0 where mask is 0). */
+const float *ax_model_losses(const ax_model_t *m);
+
+/* ---- KV-cached decoding (lib/model/model_decode.c); collective over the grid ----
+ * Up to B sequences per rank (B <= the allocated batch x T), positions 0..T-1. Feed the prompt
+ * one position at a time, then the chosen tokens: each step appends every sequence's token at
+ * position pos to the caches and leaves this rank's logits slice [B, Vl] (see
+ * ax_model_vocab_slice) for the next token. */
+ax_status ax_model_decode_begin(ax_model_t *m, int B);
+void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos);
+const float *ax_model_decode_logits(const ax_model_t *m);
+/* Greedy choice over the whole vocabulary (all Y ranks): out[B], ties to the lowest id. */
+ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out);
+/* The full logits [B, V] of the last decode step on every rank (all-gathered over Y). */
+ax_status ax_model_decode_full_logits(ax_model_t *m, float *out);
+
+/* ---- checkpoints in the global layout (any grid writes, any grid reads) ----
+ * Gathers this rank's slab `local` (params, or an optimizer moment with the same layout)
+ * into the global tensor i [numel] on rank 0 (other ranks may pass NULL). Collective. */
+ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float *global_out);
+/* Copies this rank's shard of global tensor i (all numel values) into the slab `local`. */
+void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *local);

@@ -1,0 +1,99 @@
+/* Private to lib/model*.c: the sharded tensor layout and the activation buffers. */
+#pragma once
+#include "lib/dist/comm.h"
+#include "lib/model/model.h"
+
+/* How a global tensor is split (docs/DESIGN.md "The 4D grid"). */
+typedef enum {
+    TP_NORMAL,     /* [n, k]: rows (outputs) over Y in `groups` equal groups, cols over X */
+    TP_TRANSPOSED, /* [n, k]: rows over X, cols (inputs) over Y */
+    TP_VEC,        /* [C]: over X, replicated over Y (norm weights) */
+    TP_VOCAB,      /* [V, C]: rows over Y padded to Vp = ceil(V/Gy)*Gy, cols over X */
+} tp_kind;
+
+typedef struct {
+    tp_kind kind;
+    int groups;             /* TP_NORMAL row groups: 3 for [q|k|v], 2 for [gate|up] */
+    int64_t rows_g, cols_g; /* global shape */
+    int64_t rows_l, cols_l; /* this rank's block */
+    int64_t block_n;        /* rows_l * cols_l */
+    int64_t shard_n;        /* ceil(block_n / Gz): this rank's ZeRO shard */
+    int64_t shard_off;      /* offset of the shard in the local slabs */
+    float *full;            /* gathered block [rows_l, cols_l] (= the slab when Gz == 1) */
+    float *gfull;           /* gradient block, reduce-scattered into the slab (Gz > 1) */
+    ax_req gather;          /* in-flight all-gather of `full` (overlap) */
+    ax_req scatter;         /* in-flight reduce-scatter of `gfull` (overlap) */
+} tp_tensor;
+
+/* per-layer tensor slots, in slab order */
+enum { L_NORM1, L_WQKV, L_WO, L_NORM2, L_WUP, L_WDOWN, L_COUNT };
+
+typedef struct {
+    float *res;     /* [N, Cx] residual stream entering the layer */
+    float *ln1;     /* [N, Cx] */
+    float *rstd1;   /* [N] */
+    float *qkv;     /* [N, 3 Cy] this rank's heads of q, k (rotated in place), v */
+    float *att;     /* [B, Hy, T, T] */
+    float *atty;    /* [N, Cy] attention output before the out-projection */
+    float *res_mid; /* [N, Cx] after the attention residual */
+    float *ln2;     /* [N, Cx] */
+    float *rstd2;   /* [N] */
+    float *h;       /* [N, 2 Fy] gate | up */
+    float *hs;      /* [N, Fy] swiglu output */
+} layer_acts;
+
+struct ax_model {
+    ax_model_config cfg;
+    ax_grid_t *grid;
+    ax_grid_t *own_grid; /* set when ax_model_create made a serial grid */
+    int dims[4], x, y, z;
+    int B, T, cur_B;
+    int overlap;
+    ax_status status; /* first collective failure */
+    /* sizes on this rank */
+    int Cx, Cy, Hy, Fy, Vp, Vl, v0, vvalid;
+    /* tensors */
+    int n_tensors;
+    ax_tensor_info *info; /* global table */
+    tp_tensor *tp;
+    int64_t n_params, n_local;
+    float *params, *grads;
+    int t_wte, t_normf, t_head, t_layer0;
+    int stale; /* gathered blocks out of date */
+    /* activations */
+    layer_acts *acts;
+    float *res_final, *lnf, *rstdf;
+    float *logits;  /* [N, Vl], becomes dlogits */
+    float *losses;  /* [N] */
+    float *rowstat; /* [3N] scratch for norms and cross-entropy */
+    float *rope_cos, *rope_sin;
+    int32_t *inputs_copy;
+    /* backward scratch */
+    float *dres, *dln, *dbig, *dh, *dqkv, *att_scratch;
+    int have_grad_logits;
+    /* decoding */
+    int dec_B;
+    float **kcache, **vcache; /* per layer [dec_B, Hy, T, D] */
+    float *dec_logits;        /* [dec_B, Vl] */
+};
+
+static inline int LT(const ax_model_t *m, int l, int slot) {
+    return m->t_layer0 + l * L_COUNT + slot;
+}
+
+/* record the first failure of a collective issued where no status can be returned */
+static inline void tp_note(ax_model_t *m, ax_status s) {
+    if (s != AX_OK && m->status == AX_OK) m->status = s;
+}
+
+/* lib/model/model_linear.c: the tensor-parallel layers */
+void tp_gather_begin(ax_model_t *m, int t); /* all-gather tensor t over Z (async w/ overlap) */
+void tp_gather_end(ax_model_t *m, int t);
+void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N);
+void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
+                        int N);
+void tp_grad_sync_begin(ax_model_t *m, int t); /* reduce-scatter tensor t's gradient over Z */
+void tp_grad_sync_end(ax_model_t *m, int t);
+void tp_rmsnorm_forward(ax_model_t *m, int t, float *out, float *rstd, const float *in, int N);
+void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
+                         const float *rstd, int N);

@@ -1,0 +1,96 @@
+#include "lib/model/model_io.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One integer of the manifest's config, converted only when it is integral and within
+ * [lo, hi] (a double outside int's range must never be cast: 1e30 would be undefined). The
+ * bounds are the ones `axmem train` accepts for the same flags. */
+static ax_status get_int(const ax_json *cfg, const char *key, const char *path, int64_t lo,
+                         int64_t hi, int *out) {
+    const ax_json *v = ax_json_get(cfg, key);
+    int64_t x;
+    if (!v || v->type != AX_JSON_NUM)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: the manifest's config has no number \"%s\"; was it "
+                         "written by axmem train?",
+                         path, key);
+    if (!ax_json_int_in(v, lo, hi, &x))
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: the manifest's config has \"%s\" = %g, not an integer in [%lld, "
+                         "%lld]; the checkpoint is damaged",
+                         path, key, v->num, (long long)lo, (long long)hi);
+    *out = (int)x;
+    return AX_OK;
+}
+
+ax_status ax_model_config_from_ckpt(const ax_ckpt_t *ck, ax_model_config *out) {
+    const ax_json *cfg = ax_ckpt_config(ck);
+    const char *path = ax_ckpt_path(ck);
+    int layers = 0, dim = 0, heads = 0, ffn = 0, vocab = 0;
+    AX_CHECK(get_int(cfg, "layers", path, 1, 1024, &layers));
+    AX_CHECK(get_int(cfg, "dim", path, 2, 65536, &dim));
+    AX_CHECK(get_int(cfg, "heads", path, 1, 1024, &heads));
+    AX_CHECK(get_int(cfg, "ffn", path, 1, 262144, &ffn));
+    AX_CHECK(get_int(cfg, "vocab", path, 257, 1 << 24, &vocab));
+    const ax_json *tie = ax_json_get(cfg, "tie-embeddings"),
+                  *theta = ax_json_get(cfg, "rope-theta");
+    if (!tie || (tie->type != AX_JSON_BOOL && tie->type != AX_JSON_NUM))
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: the manifest's config has no boolean \"tie-embeddings\"; was it "
+                         "written by axmem train?",
+                         path);
+    /* a float cast of a double beyond float's range is undefined: bound it first */
+    if (!theta || theta->type != AX_JSON_NUM || !(theta->num > 1.0 && theta->num <= 1e12))
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: the manifest's config has no \"rope-theta\" in (1, 1e12]; the "
+                         "checkpoint is damaged",
+                         path);
+    *out = (ax_model_config){.n_layers = layers,
+                             .dim = dim,
+                             .n_heads = heads,
+                             .ffn = ffn,
+                             .vocab = vocab,
+                             .tie_embeddings = tie->num != 0,
+                             .rope_theta = (float)theta->num,
+                             .norm_eps = 1e-5f};
+    ax_status st = ax_model_config_check(out);
+    if (st != AX_OK) {
+        ax_error_clear();
+        return ax_errorf(AX_ERR_CORRUPT, "%s: the manifest's model shape is invalid", path);
+    }
+    return AX_OK;
+}
+
+ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blob, float *local) {
+    const char *path = ax_ckpt_path(ck);
+    int n_t = ax_model_n_tensors(m);
+    const ax_tensor_info *ts = ax_model_tensors(m);
+    if (ax_ckpt_n_tensors(ck) != n_t)
+        return ax_errorf(AX_ERR_MISMATCH, "checkpoint %s holds %d tensors, the model %d", path,
+                         ax_ckpt_n_tensors(ck), n_t);
+    for (int i = 0; i < n_t; i++) {
+        const ax_tensor_info *c = ax_ckpt_tensor(ck, i);
+        if (strcmp(c->name, ts[i].name) || c->numel != ts[i].numel || c->offset != ts[i].offset)
+            return ax_errorf(AX_ERR_MISMATCH,
+                             "checkpoint %s: tensor %d is %s (%lld values), the "
+                             "model expects %s (%lld)",
+                             path, i, c->name, (long long)c->numel, ts[i].name,
+                             (long long)ts[i].numel);
+    }
+    int64_t n = ax_model_n_params(m);
+    if (n <= 0 || (uint64_t)n > SIZE_MAX / sizeof(float))
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "checkpoint %s: a model of %lld parameters does not fit "
+                         "in memory here",
+                         path, (long long)n);
+    float *global = malloc((size_t)n * sizeof(float));
+    if (!global) return ax_errorf(AX_ERR_NOMEM, "out of memory reading checkpoint %s", path);
+    ax_status st = ax_ckpt_read_blob(ck, blob, 0, n, global);
+    for (int i = 0; st == AX_OK && i < n_t; i++)
+        ax_model_scatter_tensor(m, i, global + ts[i].offset, local);
+    free(global);
+    ax_model_params_updated(m);
+    return st;
+}

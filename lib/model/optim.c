@@ -1,0 +1,83 @@
+#include "lib/model/optim.h"
+#include "lib/backend/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ax_optim {
+    ax_adamw_config cfg;
+    int64_t n;
+    float *m, *v;
+    long t;
+};
+
+double ax_lr_at(const ax_lr_schedule *s, long step) {
+    if (s->warmup > 0 && step < s->warmup) return s->lr * (double)(step + 1) / (double)s->warmup;
+    long decay_steps = s->total - s->warmup;
+    if (decay_steps <= 0) return s->lr;
+    double progress = (double)(step - s->warmup) / (double)decay_steps;
+    if (progress > 1.0) progress = 1.0;
+    double floor = s->lr * s->min_lr_frac;
+    return floor + 0.5 * (s->lr - floor) * (1.0 + cos(M_PI * progress));
+}
+
+ax_status ax_optim_create(int64_t n_local, const ax_adamw_config *cfg, ax_optim_t **out) {
+    *out = NULL;
+    ax_optim_t *o = calloc(1, sizeof *o);
+    if (!o) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the optimizer");
+    o->cfg = *cfg;
+    o->n = n_local;
+    size_t bytes = ((size_t)n_local * sizeof(float) + 63) & ~(size_t)63;
+    o->m = aligned_alloc(64, bytes);
+    o->v = aligned_alloc(64, bytes);
+    if (!o->m || !o->v) {
+        ax_optim_free(o);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory for AdamW moments (%lld parameters)",
+                         (long long)n_local);
+    }
+    memset(o->m, 0, bytes);
+    memset(o->v, 0, bytes);
+    *out = o;
+    return AX_OK;
+}
+
+void ax_optim_free(ax_optim_t *o) {
+    if (!o) return;
+    free(o->m);
+    free(o->v);
+    free(o);
+}
+
+float *ax_optim_m(ax_optim_t *o) {
+    return o->m;
+}
+float *ax_optim_v(ax_optim_t *o) {
+    return o->v;
+}
+long ax_optim_t_steps(const ax_optim_t *o) {
+    return o->t;
+}
+void ax_optim_set_t_steps(ax_optim_t *o, long t) {
+    o->t = t;
+}
+
+double ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr) {
+    float *p = ax_model_params(model), *g = ax_model_grads(model);
+    double sumsq = 0;
+    /* a failed collective leaves sumsq at 0 and is reported by ax_model_status */
+    if (ax_model_grad_sumsq(model, &sumsq) != AX_OK) return 0;
+    double norm = sqrt(sumsq);
+    float scale = 1.0f;
+    if (o->cfg.grad_clip > 0 && norm > o->cfg.grad_clip) scale = (float)(o->cfg.grad_clip / norm);
+    o->t++;
+    for (int i = 0; i < ax_model_n_tensors(model); i++) {
+        int64_t off, n;
+        ax_model_local_range(model, i, &off, &n);
+        float wd = ax_model_tensor_decays(model, i) ? o->cfg.weight_decay : 0.0f;
+        ax_adamw_update(p + off, g + off, o->m + off, o->v + off, (long)n, (float)lr, o->cfg.beta1,
+                        o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
+    }
+    ax_model_params_updated(model);
+    return norm;
+}

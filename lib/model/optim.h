@@ -1,0 +1,33 @@
+/* AdamW with global-norm gradient clipping, and the warm-up + cosine learning-rate schedule.
+ * The moments m and v are slabs with the model's offset table. */
+#pragma once
+#include <stdint.h>
+#include "lib/model/model.h"
+#include "lib/core/status.h"
+
+typedef struct {
+    double lr;          /* peak */
+    double min_lr_frac; /* cosine decays to lr * min_lr_frac */
+    long warmup;        /* linear warm-up steps */
+    long total;         /* steps in the run (cosine reaches its floor here) */
+} ax_lr_schedule;
+
+/* learning rate for 0-based step */
+double ax_lr_at(const ax_lr_schedule *s, long step);
+
+typedef struct {
+    float beta1, beta2, eps, weight_decay;
+    float grad_clip; /* max global L2 norm; <= 0 disables clipping */
+} ax_adamw_config;
+
+typedef struct ax_optim ax_optim_t;
+/* n_local: floats in the model's local slabs (ax_model_n_local) */
+ax_status ax_optim_create(int64_t n_local, const ax_adamw_config *cfg, ax_optim_t **out);
+void ax_optim_free(ax_optim_t *o);
+float *ax_optim_m(ax_optim_t *o);
+float *ax_optim_v(ax_optim_t *o);
+long ax_optim_t_steps(const ax_optim_t *o);       /* updates applied so far */
+void ax_optim_set_t_steps(ax_optim_t *o, long t); /* after loading moments from a checkpoint */
+/* One update of this rank's parameter shards from their gradients; returns the global
+ * gradient norm before clipping (collective). Weight decay only where ax_model_tensor_decays. */
+double ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr);

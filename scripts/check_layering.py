@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Checks that every #include respects the layers in docs/DESIGN.md ("Layout and layering").
+
+Usage: scripts/check_layering.py [ROOT]        exit 1 and one line per violation
+       scripts/check_layering.py --self-test   plants a wrong include in a copy, expects a failure
+
+The link order in SConscript catches calls that reach up a layer; this catches includes,
+which the linker never sees (a header-only dependency, a macro, a struct layout)."""
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+# folder -> folders its files may include (itself always allowed)
+ALLOWED = {
+    'lib/core': [],
+    'lib/dist': ['lib/core'],
+    'lib/backend': ['lib/core'],
+    'lib/backend/cpu': ['lib/core', 'lib/backend'],
+    'lib/ckpt': ['lib/core'],
+    'lib/model': ['lib/core', 'lib/dist', 'lib/backend', 'lib/ckpt'],
+    'data': ['lib/core'],
+    'goldfish': ['lib/core', 'data'],
+    'train': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish'],
+    'memscan': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data'],
+    'reports': ['lib/core'],
+}
+# every command folder declares its entry point in the dispatcher's list
+ALWAYS = {'cli/commands.h'}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def folder_of(path):
+    return os.path.dirname(path)
+
+
+def check(root):
+    bad = []
+    for layer, allowed in ALLOWED.items():
+        d = os.path.join(root, layer)
+        if not os.path.isdir(d):
+            bad.append(f'{layer}: folder missing (update scripts/check_layering.py)')
+            continue
+        for name in sorted(os.listdir(d)):
+            if not name.endswith(('.c', '.h')):
+                continue
+            rel = f'{layer}/{name}'
+            text = open(os.path.join(d, name), encoding='utf-8', errors='replace').read()
+            for inc in INCLUDE.findall(text):
+                if inc in ALWAYS or '/' not in inc:
+                    continue
+                target = folder_of(inc)
+                if target == layer or target in allowed:
+                    continue
+                bad.append(f'{rel}: includes "{inc}", but {layer} may include only '
+                           f'{", ".join([layer] + allowed)}')
+    return bad
+
+
+def self_test(root):
+    tmp = tempfile.mkdtemp(prefix='axmem-layering.')
+    try:
+        for layer in ALLOWED:
+            shutil.copytree(os.path.join(root, layer), os.path.join(tmp, layer),
+                            dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns('*.o', '*.a'))
+        if check(tmp):
+            print('self-test: the clean copy already fails')
+            return 1
+        with open(os.path.join(tmp, 'lib/core/log.c'), 'a') as f:
+            f.write('\n#include "memscan/index.h"\n')
+        bad = check(tmp)
+        if len(bad) == 1 and 'lib/core/log.c' in bad[0] and 'memscan/index.h' in bad[0]:
+            print('self-test: a planted lib/core -> memscan include is caught')
+            return 0
+        print('self-test: the planted include was not reported as expected:', bad)
+        return 1
+    finally:
+        shutil.rmtree(tmp)
+
+
+def main():
+    args = sys.argv[1:]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if args and args[0] == '--self-test':
+        return self_test(root)
+    if args:
+        root = args[0]
+    bad = check(root)
+    for line in bad:
+        print('layering:', line)
+    if not bad:
+        print('layering: every include respects the layers')
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
