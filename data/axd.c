@@ -363,12 +363,15 @@ ax_status ax_axd_writer_create(const char *path, uint32_t vocab_size, ax_axd_wri
     w->vocab = vocab_size;
     w->width = vocab_size <= 65536 ? 2 : 4;
     w->offsets[0] = 0;
-    w->tok = fopen(w->side, "wb+");
-    if (!w->tok) {
-        ax_status st = ax_errorf(AX_ERR_IO,
-                                 "%s: cannot create: %s; check the directory exists "
-                                 "and is writable",
-                                 w->side, strerror(errno));
+    /* the spill and the dataset hold training text: owner-only (0600) whatever the umask */
+    int fd;
+    ax_status st = ax_open_private_rw(w->side, &fd);
+    if (st == AX_OK && !(w->tok = fdopen(fd, "w+b"))) {
+        st = ax_errorf(AX_ERR_IO, "%s: cannot open: %s", w->side, strerror(errno));
+        close(fd);
+    }
+    if (st != AX_OK) {
+        unlink(w->side);
         writer_free(w);
         return st;
     }
@@ -442,11 +445,7 @@ ax_status ax_axd_writer_close(ax_axd_writer_t *w) {
                        strerror(errno));
         goto fail;
     }
-    fd = open(w->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        st = ax_errorf(AX_ERR_IO, "%s: cannot create: %s", w->partial, strerror(errno));
-        goto fail;
-    }
+    AX_CHECK_GOTO(ax_open_private(w->partial, &fd), fail); /* mode 0600, kept by the rename */
     uint8_t hdr[AXD_HEADER] = {0};
     AX_CHECK_GOTO(ax_write_all(fd, hdr, AXD_HEADER, w->partial), fail); /* placeholder */
     XXH3_64bits_reset(hs);

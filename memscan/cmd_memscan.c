@@ -123,24 +123,6 @@ int ax_ms_cli_fail(const char *sub, ax_status st) {
     return st == AX_ERR_ARG ? 2 : 1;
 }
 
-int ax_ms_cli_u64(const char *s, uint64_t *out) {
-    errno = 0;
-    char *end;
-    if (!*s || *s == '-') return 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s) return 0;
-    uint64_t mul = 1;
-    if (*end == 'k' || *end == 'K')
-        mul = 1ull << 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        mul = 1ull << 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        mul = 1ull << 30, end++;
-    if (*end || v > UINT64_MAX / mul) return 0;
-    *out = v * mul;
-    return 1;
-}
-
 static void print_hist(FILE *f, const ax_memscan_info *in) {
     fprintf(f, "duplication (distinct windows by how often they occur):\n");
     for (int i = 0; i < AX_MEMSCAN_HIST; i++)
@@ -158,16 +140,18 @@ static int cmd_index(int argc, char **argv) {
     ax_memscan_build_opts_default(&o);
     const char *bits_env = getenv("AXMEM_MEMSCAN_HASH_BITS");
     if (bits_env && *bits_env) {
-        int b = atoi(bits_env);
-        if (b < 1 || b > 64)
-            return ax_ms_cli_usage(SUB, "AXMEM_MEMSCAN_HASH_BITS='%s' is not in 1..64", bits_env);
-        o.hash_bits = b;
+        int64_t b;
+        if (ax_parse_i64(bits_env, &b) != 1 || b < 1 || b > 64)
+            return ax_ms_cli_usage(SUB, "AXMEM_MEMSCAN_HASH_BITS='%s' is not an integer in 1..64",
+                                   bits_env);
+        o.hash_bits = (int)b;
     }
     int rc = ax_ms_cli_parse(SUB, &index_table, &fl, argc, argv);
     if (rc >= 0) return rc;
     uint64_t u;
-    if (!ax_ms_cli_u64(fl.round_windows, &u) || u < 1 || u > (1u << 26))
-        return ax_ms_cli_usage(SUB, "--round-windows '%s' is not in 1..64M", fl.round_windows);
+    if (ax_parse_size(fl.round_windows, &u) != 1 || u < 1 || u > (1u << 26))
+        return ax_ms_cli_usage(SUB, "--round-windows '%s' is not a count in 1..64M",
+                               fl.round_windows);
     o.round_windows = u;
     o.n = (int)fl.n;
     o.seed = (uint64_t)fl.seed;

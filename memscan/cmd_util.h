@@ -8,7 +8,6 @@
 
 int ax_ms_cli_usage(const char *sub, const char *fmt, const char *arg); /* returns 2 */
 int ax_ms_cli_fail(const char *sub, ax_status st);                      /* 1, or 2 for AX_ERR_ARG */
-int ax_ms_cli_u64(const char *s, uint64_t *out); /* decimal, suffixes K M G (x1024) */
 /* Defaults, then argv into fl by the table t: -1 to go on, else the exit code (0 after --help,
  * 2 for a usage error). Only rank 0 prints, as every rank parses the same argv. */
 int ax_ms_cli_parse(const char *sub, const ax_cfg_table *t, void *fl, int argc, char **argv);

@@ -283,8 +283,11 @@ ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in
     ax_ms_block_buf b;
     memset(&b, 0, sizeof b);
     b.zctx = ZSTD_createDCtx();
-    ax_ms_key *keys = malloc(sizeof *keys * AX_MS_BLOCK_ENTRIES);
-    uint64_t *vals = malloc(sizeof *vals * AX_MS_BLOCK_ENTRIES);
+    /* a table block holds at most min(2^20, distinct) entries (read_block checks k) */
+    size_t cap =
+        in->n_distinct < AX_MS_BLOCK_ENTRIES ? (size_t)in->n_distinct : AX_MS_BLOCK_ENTRIES;
+    ax_ms_key *keys = malloc(sizeof *keys * (cap ? cap : 1));
+    uint64_t *vals = malloc(sizeof *vals * (cap ? cap : 1));
     ax_status st = AX_OK;
     if (!b.zctx || !keys || !vals) {
         st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory reading the index", path);

@@ -1,20 +1,21 @@
 /* Loading a saved index into one process (whatever number of ranks built it), and reading its
  * header for `memscan info`. */
+#include "lib/core/fsutil.h"
 #include "memscan/index_format.h"
 #include "memscan/index_impl.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* only a regular file: a FIFO or device named as the index would block or read garbage */
 static ax_status open_index(const char *path, FILE **f) {
-    *f = fopen(path, "rb");
-    if (!*f)
-        return ax_errorf(AX_ERR_IO,
-                         "%s: cannot open memscan index: %s; build one with `axmem memscan "
-                         "index --data FILE.axd --out %s`",
-                         path, strerror(errno), path);
+    char hint[4200];
+    snprintf(hint, sizeof hint,
+             "pass a memscan index file, or build one with `axmem memscan index --data FILE.axd "
+             "--out %s`",
+             path);
+    AX_CHECK(ax_fopen_regular(path, hint, f));
     setvbuf(*f, NULL, _IOFBF, 1 << 20);
     return AX_OK;
 }
@@ -66,6 +67,10 @@ ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan
     ax_memscan_index_t *idx = calloc(1, sizeof *idx);
     ax_status st = idx ? AX_OK : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     if (st == AX_OK) st = ax_ms_header_read(f, path, &idx->info);
+    /* Nothing is sized from the header before it is bounded: the header read checks distinct
+     * <= windows <= tokens (and so the occurrence lists' windows - hist[0] positions), and
+     * check_dataset that those tokens are the dataset's. A 265-byte file claiming 1.4e9
+     * distinct windows once made this allocate ~20 GB (tests/fuzz/repro/index-*). */
     if (st == AX_OK) st = check_dataset(path, &idx->info, ds);
     if (st == AX_OK) st = ax_ms_table_init(&idx->t, idx->info.n_distinct);
     if (st == AX_OK) st = ax_ms_blocks_read(f, path, &idx->info, put_block, &idx->t, &idx->occ);

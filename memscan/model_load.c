@@ -1,4 +1,5 @@
 #include "memscan/model_load.h"
+#include "lib/core/fsutil.h"
 #include "lib/model/model_io.h"
 
 #include <stdio.h>
@@ -7,11 +8,9 @@
 static ax_status open_ckpt(const char *dir, ax_ckpt_t **ck) {
     char path[4200], sub[4200];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        fclose(f);
-        return ax_ckpt_open(dir, ck);
-    }
+    /* a step directory: its manifest exists (whatever its kind: ax_ckpt_open reads regular
+     * files only, so a FIFO there fails with a message instead of blocking an fopen here) */
+    if (ax_path_exists(path)) return ax_ckpt_open(dir, ck);
     snprintf(sub, sizeof sub, "%s/ckpt", dir);
     if (ax_ckpt_find_latest(sub, path, sizeof path) != AX_OK) {
         ax_error_clear();

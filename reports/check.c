@@ -30,7 +30,11 @@ ax_status ax_rep_check_int(const ax_json *x, int64_t lo, int64_t hi, const char 
                          "%s: %s = %g is not a whole number; the file was edited or damaged: "
                          "rerun the command that wrote it",
                          path, field, x->num);
-    *out = (int64_t)x->num; /* in range: the conversion is exact */
+    /* converted only by ax_json_int_in: a cast of a double past int64 is undefined (a bound
+     * of INT64_MAX is 2^63 as a double, so the range check above alone would not do) */
+    if (!ax_json_int_in(x, lo, hi, out))
+        return ax_errorf(AX_ERR_CORRUPT, "%s: %s = %g is outside [%lld, %lld]", path, field, x->num,
+                         (long long)lo, (long long)hi);
     return AX_OK;
 }
 

@@ -341,8 +341,8 @@ typedef ax_status (*line_fn)(const ax_json *row, const char *what, void *ctx);
 
 /* Calls fn on each non-blank line of a JSONL file; errors name "path line N". */
 static ax_status each_jsonl(const char *path, line_fn fn, void *ctx) {
-    FILE *f = fopen(path, "r");
-    if (!f) return ax_errorf(AX_ERR_IO, "cannot open %s", path);
+    FILE *f; /* a regular file only: a FIFO would block the report forever */
+    AX_CHECK(ax_fopen_regular(path, NULL, &f));
     char *line = NULL, what[1100];
     size_t cap = 0;
     ssize_t len;

@@ -187,8 +187,9 @@ static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
 
 /* Keep metrics.jsonl lines with step <= last_step: steps after the checkpoint are replayed. */
 static ax_status truncate_metrics(const char *path, long last_step) {
-    FILE *f = fopen(path, "r");
-    if (!f) return AX_OK;
+    if (!ax_path_exists(path)) return AX_OK; /* nothing logged yet */
+    FILE *f; /* a regular file only: a FIFO in its place would block the resume forever */
+    AX_CHECK(ax_fopen_regular(path, "it is the run's training log", &f));
     char line[1 << 14];
     long keep = 0;
     while (fgets(line, sizeof line, f)) {

@@ -130,8 +130,8 @@ int ax_path_exists(const char *path) {
     return lstat(path, &sb) == 0;
 }
 
-ax_status ax_open_private(const char *path, int *fd) {
-    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+static ax_status open_private(const char *path, int access_mode, int *fd) {
+    *fd = open(path, access_mode | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (*fd < 0)
         return ax_errorf(AX_ERR_IO, "cannot create %s: %s; check the path and permissions", path,
                          strerror(errno));
@@ -142,6 +142,14 @@ ax_status ax_open_private(const char *path, int *fd) {
         return ax_errorf(AX_ERR_IO, "cannot make %s private (mode 0600): %s", path, strerror(e));
     }
     return AX_OK;
+}
+
+ax_status ax_open_private(const char *path, int *fd) {
+    return open_private(path, O_WRONLY, fd);
+}
+
+ax_status ax_open_private_rw(const char *path, int *fd) {
+    return open_private(path, O_RDWR, fd);
 }
 
 ax_status ax_write_file_private(const char *path, const void *data, size_t len) {

@@ -27,6 +27,8 @@ int ax_path_exists(const char *path);
  * umask; an existing file is narrowed to 0600 too, since O_CREAT keeps an old file's mode. */
 /* Opens path for writing (created or truncated) with mode 0600; *fd is the descriptor. */
 ax_status ax_open_private(const char *path, int *fd);
+/* The same, open for reading too (scratch files read back, like a dataset's token spill). */
+ax_status ax_open_private_rw(const char *path, int *fd);
 /* ax_write_file with mode 0600 (see ax_open_private). */
 ax_status ax_write_file_private(const char *path, const void *data, size_t len);
 /* fopen(path, "w") with mode 0600; NULL on failure, with a message naming the path. */

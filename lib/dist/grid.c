@@ -42,7 +42,8 @@ ax_status ax_grid_parse(const char *spec, int dims[4]) {
             if (*p != 'x' && *p != 'X') goto bad;
             p++;
         }
-        if (!isdigit((unsigned char)*p)) goto bad;
+        /* plain decimal only: "010" (octal to some tools) and signs or spaces are typos */
+        if (!isdigit((unsigned char)*p) || (*p == '0' && isdigit((unsigned char)p[1]))) goto bad;
         errno = 0;
         char *end;
         long v = strtol(p, &end, 10);

@@ -218,5 +218,37 @@ else
   echo "skip full-disk checks (needs root and tmpfs)"
 fi
 
+# ---- inputs that are not regular files fail at once naming them (a FIFO blocked open()
+# forever); numbers a person did not mean are refused naming their flag (issue 8)
+mkfifo "$T/fifo.idx"
+expect_fail "lookup: a FIFO --index fails at once, named" 1 "fifo.idx is a FIFO" \
+  timeout 20 "$AX" memscan lookup --index "$T/fifo.idx" --tokenizer "$T/tok" --data "$T/kjv.axd" "In the beginning"
+expect_fail "memscan info: a FIFO index fails at once" 1 "fifo.idx is a FIFO" timeout 20 "$AX" memscan info "$T/fifo.idx"
+mkdir -p "$T/fifock" && mkfifo "$T/fifock/manifest.json"
+expect_fail "probe: a FIFO manifest.json fails at once, named" 1 "fifock/manifest.json is a FIFO" \
+  timeout 20 "$AX" memscan probe --ckpt "$T/fifock" --data "$T/kjv.axd"
+cp -r "$T/both" "$T/fiforep" && mkfifo "$T/fiforep/metrics.jsonl"
+expect_fail "report: a FIFO metrics.jsonl fails at once, named" 1 "fiforep/metrics.jsonl is a FIFO" \
+  timeout 20 "$AX" report --run "r=$T/fiforep" --out "$T/rep5"
+cp -r "$T/res" "$T/fifores" && rm "$T/fifores/metrics.jsonl" && mkfifo "$T/fifores/metrics.jsonl"
+expect_fail "resume: a FIFO metrics.jsonl fails at once, named" 1 "fifores/metrics.jsonl is a FIFO" \
+  timeout 20 "$AX" train --out "$T/fifores" --steps 14 --resume
+for v in " 5" "+5" "-5" "05" "5x" "0x10"; do
+  expect_fail "index: --round-windows '$v' refused" 2 "--round-windows '${v//+/\\+}'" \
+    "$AX" memscan index --data "$T/kjv.axd" --out "$T/rw.idx" --round-windows "$v"
+done
+"$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/rw.idx" --round-windows 64K >/dev/null 2>"$T/err" \
+  && ok "index: --round-windows 64K accepted" || bad "index: --round-windows 64K accepted"
+for v in "12x" " 12" "0x10" "99"; do
+  expect_fail "index: AXMEM_MEMSCAN_HASH_BITS='$v' refused" 2 "AXMEM_MEMSCAN_HASH_BITS='$v'" \
+    env AXMEM_MEMSCAN_HASH_BITS="$v" "$AX" memscan index --data "$T/kjv.axd" --out "$T/hb.idx"
+done
+[ ! -e "$T/rw.idx.partial" ] && [ ! -e "$T/hb.idx" ] && ok "refused flags leave no index behind" \
+  || bad "refused flags leave no index behind"
+umask 022
+"$AX" data encode --tokenizer "$T/tok" --input "$T/other.jsonl" --out "$T/private.axd" 2>"$T/err"
+[ "$(stat -c %a "$T/private.axd")" = 600 ] && ok "encode: the dataset is mode 0600 under umask 022" \
+  || bad "encode: the dataset is mode 0600 under umask 022"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -23,7 +23,10 @@ for f in tests/fuzz/repro/*-* tests/fuzz/repro/open/*-*; do
   case " $TARGETS " in *" $t "*) ;; *) continue ;; esac
   case $f in */open/*) [ "${FUZZ_OPEN:-0}" = 1 ] || { echo "fuzz repro $f: known open bug (FUZZ_OPEN=1 runs it)"; continue; } ;; esac
   if build-fuzz/fuzz/fuzz_$t -rss_limit_mb=2048 -timeout=30 "$f" >"$W/repro.log" 2>&1; then
-    case $f in */open/*) echo "fuzz repro $f: passes now; move it out of open/ (see README)" ;; esac
+    case $f in
+      */open/*) echo "fuzz repro $f: passes now; move it out of open/ (see README)" ;;
+      *) echo "fuzz repro $f: ok" ;;
+    esac
   else
     case $f in
       */open/*) echo "fuzz repro $f: still fails (known open bug)" ;;

@@ -117,6 +117,44 @@ Test(axd, abort_leaves_nothing) {
     cr_assert_neq(access(p2, F_OK), 0);
 }
 
+static unsigned mode_of(const char *path) {
+    struct stat sb;
+    cr_assert_eq(stat(path, &sb), 0, "%s missing", path);
+    return (unsigned)(sb.st_mode & 07777);
+}
+
+/* A dataset holds training text: it and its token spill are owner-only under the usual umask
+ * 022 (they were 0644), also when an older world-readable file is in the way. */
+Test(axd, datasets_are_private_under_umask_022) {
+    umask(022);
+    char path[256], side[300], partial[300];
+    td_tmp(path, sizeof path, "private.axd");
+    snprintf(side, sizeof side, "%s.partial.tokens", path);
+    snprintf(partial, sizeof partial, "%s.partial", path);
+    for (int round = 0; round < 2; round++) { /* round 1: files of mode 0644 are in the way */
+        if (round) {
+            cr_assert(td_write(side, "x", 1) && td_write(partial, "x", 1));
+            cr_assert_eq(chmod(side, 0644), 0);
+            cr_assert_eq(chmod(partial, 0644), 0);
+            cr_assert_eq(chmod(path, 0644), 0);
+        }
+        ax_axd_writer_t *w;
+        cr_assert_eq(ax_axd_writer_create(path, 300, &w), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(mode_of(side), 0600, "spill mode %o", mode_of(side));
+        int32_t a[] = {1, 2, 3};
+        cr_assert_eq(ax_axd_writer_add_doc(w, a, 3), AX_OK);
+        cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(mode_of(path), 0600, "round %d: dataset mode %o", round, mode_of(path));
+        cr_assert_neq(access(side, F_OK), 0);
+        cr_assert_neq(access(partial, F_OK), 0);
+        ax_axd_t *d;
+        cr_assert_eq(ax_axd_open(path, AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ax_axd_n_tokens(d), 4); /* the three tokens and the end-of-text */
+        ax_axd_free(d);
+    }
+    unlink(path);
+}
+
 static void expect_reject(const char *path, const uint8_t *data, size_t n, const char *expect) {
     cr_assert(td_write(path, data, n));
     ax_axd_t *d = NULL;

@@ -36,9 +36,11 @@ Test(grid, parse_good) {
 }
 
 Test(grid, parse_bad) {
-    const char *bad[] = {
-        "",         "2",        "2x2x2",    "2x2x2x2x2", "0x1x1x1",           "1x-1x1x1", "ax1x1x1",
-        "2x2x2x1 ", " 2x2x2x1", "2x2x2x1x", "2,2,2,1",   "1x1x1x99999999999", "2xx2x1"};
+    const char *bad[] = {"",         "2",         "2x2x2",    "2x2x2x2x2",
+                         "0x1x1x1",  "1x-1x1x1",  "ax1x1x1",  "2x2x2x1 ",
+                         " 2x2x2x1", "2x2x2x1x",  "2,2,2,1",  "1x1x1x99999999999",
+                         "2xx2x1",   "010x1x1x1", "1x02x1x1", "1x1x1x00",
+                         "1x+2x1x1", "1x 2x1x1",  "1x0x1x1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) parse_bad(bad[i]);
     int dims[4];
     ax_error_clear();

@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "data/axd.h"
 #include "lib/core/fsutil.h"
@@ -277,4 +280,81 @@ Test(memscan_file, tokenizer_identity) {
     cr_assert(strstr(ax_error_msg(), "tokenizer"), "%s", ax_error_msg());
     ax_axd_free(a);
     ax_axd_free(b);
+}
+
+/* the header with field `off` (u64) set to v and its checksum made right again */
+static void set_header_u64(uint8_t *d, size_t off, uint64_t v) {
+    uint32_t L;
+    memcpy(&L, d + 120, 4);
+    memcpy(d + off, &v, 8);
+    uint64_t h = XXH3_64bits(d, 136 + (size_t)L);
+    memcpy(d + 136 + L, &h, 8);
+}
+
+/* Header counts size the table and the occurrence lists, so they are bounded before anything
+ * is allocated: distinct <= windows <= tokens, and tokens = the dataset's. A 265-byte index
+ * claiming 1.4e9 distinct windows once made the load fault in ~20 GB (the fuzzer found it;
+ * tests/fuzz/repro/index-n_distinct-table-20GB). */
+Test(memscan_file, hostile_header_counts_refused_before_allocating, .timeout = 30) {
+    ax_axd_t *ds = make_ds("hdr.axd", CORPUS);
+    char path[256], bad[256];
+    tmp(path, sizeof path, "hdr.idx");
+    tmp(bad, sizeof bad, "hdr_bad.idx");
+    build_save(ds, 64, path);
+    size_t n;
+    uint8_t *good = slurp(path, &n);
+    uint8_t *d = malloc(n);
+    const uint64_t big = 1400000000ull, tokens = ax_axd_n_tokens(ds);
+    struct {
+        uint64_t distinct, windows, ds_tokens, hist0;
+        ax_status want;
+        const char *msg;
+    } cases[] = {
+        {big, 240000000000000ull, tokens, 0, AX_ERR_CORRUPT, "inconsistent"}, /* the fuzzer's */
+        {big, big, tokens, 0, AX_ERR_CORRUPT, "inconsistent"},                /* windows > tokens */
+        {big, big, big, 0, AX_ERR_MISMATCH, "different dataset"}, /* tokens not the dataset's */
+        {tokens, tokens - 1, tokens, 0, AX_ERR_CORRUPT, "inconsistent"}, /* distinct > windows */
+        {10, tokens, tokens, 11, AX_ERR_CORRUPT, "inconsistent"},        /* hist[0] > distinct */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        memcpy(d, good, n);
+        set_header_u64(d, 56, cases[i].distinct);
+        set_header_u64(d, 64, cases[i].windows);
+        set_header_u64(d, 40, cases[i].ds_tokens);
+        set_header_u64(d, 72, cases[i].hist0);
+        spit(bad, d, n);
+        ax_memscan_index_t *idx = NULL;
+        ax_error_clear();
+        cr_assert_eq(ax_memscan_index_load(bad, ds, &idx), cases[i].want, "case %zu: %s", i,
+                     ax_error_msg());
+        cr_assert_null(idx);
+        cr_assert(strstr(ax_error_msg(), bad) && strstr(ax_error_msg(), cases[i].msg),
+                  "case %zu: %s", i, ax_error_msg());
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    cr_assert_lt(ru.ru_maxrss, 512 * 1024, "peak RSS %ld KiB", ru.ru_maxrss); /* not gigabytes */
+    free(d);
+    free(good);
+    ax_axd_free(ds);
+}
+
+/* an index that is a FIFO (or any non-regular file) is refused at once, naming it */
+Test(memscan_file, fifo_index_refused, .timeout = 20) {
+    ax_axd_t *ds = make_ds("fifo.axd", CORPUS);
+    char path[256];
+    tmp(path, sizeof path, "fifo.idx");
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    ax_memscan_index_t *idx = NULL;
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_load(path, ds, &idx), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "FIFO"), "%s", ax_error_msg());
+    ax_memscan_info in;
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_read_info(path, 0, &in), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), "FIFO"), "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_load("/tmp", ds, &idx), AX_ERR_IO);
+    cr_assert(strstr(ax_error_msg(), "directory"), "%s", ax_error_msg());
+    ax_axd_free(ds);
 }

@@ -392,7 +392,9 @@ Test(report, values_outside_their_domain_are_refused, .init = setup, .fini = tea
                    "\"token_accuracy\":{\"mean\":1.5", "metrics.token_accuracy.mean");
     expect_refused("e/scan.json", "\"ci95\":[0.25,0.5]", "\"ci95\":[0.75,0.9]",
                    "metrics.exact_match_rate.ci95");
-    /* a number beyond a double is refused by the JSON parser itself, naming the file */
+    expect_refused("e/scan.json", "\"matched_prefix_mean\":2.5", "\"matched_prefix_mean\":1e300",
+                   "metrics.matched_prefix_mean");
+    /* a number past double (1e999) never becomes inf: the parser refuses it, naming the file */
     expect_refused("e/scan.json", "\"matched_prefix_mean\":2.5", "\"matched_prefix_mean\":1e999",
                    "number out of range");
     expect_refused("e/scan.json", "\"matched_prefix_mean\":2.5", "\"matched_prefix_mean\":9",
@@ -426,7 +428,7 @@ Test(report, values_outside_their_domain_are_refused, .init = setup, .fini = tea
                    "matched_prefix");
     expect_refused("e/samples.jsonl", "\"token_accuracy\":1,", "\"token_accuracy\":-1,",
                    "token_accuracy");
-    expect_refused("e/metrics.jsonl", "\"loss\":5.25", "\"loss\":-1e999", "number out of range");
+    expect_refused("e/metrics.jsonl", "\"loss\":5.25", "\"loss\":-1e999", "line 2: invalid JSON");
     expect_refused("memo.index.json", "\"distinct_windows\":90", "\"distinct_windows\":900",
                    "distinct_windows");
     expect_refused("memo.index.json", "\"1\":85", "\"1\":-85", "duplication_histogram.1");
