@@ -24,6 +24,7 @@ static int run(const char *what, int (*fn)(int, char **), char **argv) {
     int argc = 0;
     while (argv[argc]) argc++;
     AX_INFO("demo: %s", what);
+    ax_error_clear(); /* each step is a command of its own: an earlier message is not its cause */
     int rc = fn(argc, argv);
     if (rc) fprintf(stderr, "axmem demo: step '%s' failed (exit %d)\n", what, rc);
     return rc;
