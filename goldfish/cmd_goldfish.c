@@ -53,8 +53,8 @@ static const ax_cfg_entry show_entries[] = {
      "goldfish spec (hash means hash:k=4,h=13,seed=0)"},
     {"file", AX_CFG_STR, offsetof(show_flags, file), "", 1, 0,
      "read the text from F ('-' = stdin) instead of the arguments"},
-    {"color", AX_CFG_STR, offsetof(show_flags, color), "auto", 1, 0,
-     "auto (when stdout is a terminal and NO_COLOR is unset), always or never"},
+    {"color", AX_CFG_CHOICE, offsetof(show_flags, color), "auto|always|never", 1, 0,
+     "colour the dropped tokens (auto: when stdout is a terminal and NO_COLOR is unset)"},
     {"json", AX_CFG_BOOL, offsetof(show_flags, json), "false", 1, 0,
      "print {\"spec\", \"targets\", \"dropped\", \"dropped_frac\", \"tokens\": [{\"id\", \"text\", "
      "\"dropped\"}]} instead (\"hex\" holds a token's bytes when they are not valid UTF-8 by "
@@ -321,12 +321,9 @@ static int cmd_show(int argc, char **argv) {
         color = 1;
     } else if (!strcmp(color_s, "never")) {
         color = 0;
-    } else if (!strcmp(color_s, "auto")) {
+    } else { /* auto: the config table admits nothing else */
         const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
         color = isatty(STDOUT_FILENO) && !(nc && nc[0]) && !(term && !strcmp(term, "dumb"));
-    } else {
-        rc = usage_err(SUB, "--color '%s' must be auto, always or never", color_s);
-        goto out;
     }
     ax_goldfish g;
     AX_CHECK_GOTO(ax_goldfish_parse(spec, &g), fail);
