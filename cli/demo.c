@@ -40,7 +40,7 @@ static int run(const char *what, int (*fn)(int, char **), char **argv) {
 
 #define F(field) offsetof(demo_args, field)
 static const ax_cfg_entry entries[] = {
-    {"out", AX_CFG_STR, F(out), "runs/demo", 1, 0, "output folder"},
+    AX_CFG_OUT_ENTRY(F, "runs/demo", "output folder"),
     {"corpus", AX_CFG_STR, F(corpus), "data/corpus/kjv.jsonl", 1, 0,
      "JSONL corpus (one document per line, \"text\" field)"},
     {"steps", AX_CFG_INT, F(steps_n), "300", 1, 1e7, "training steps per model"},

@@ -47,8 +47,8 @@ static const ax_cfg_entry entries[] = {
      "duplication bucket (memorization follows duplication)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_THREADS_ENTRY(F),
-    {"out", AX_CFG_STR, F(out), "probe.json", 1, 0,
-     "results (schema axmem-scan v1); replaced together with the samples file"},
+    AX_CFG_OUT_ENTRY(F, "probe.json",
+                     "results (schema axmem-scan v1); replaced together with the samples file"),
     {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
      "per-sample results, mode 0600 (default: --out's name with .samples.jsonl for .json, e.g. "
      "probe.samples.jsonl)"},

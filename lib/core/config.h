@@ -100,5 +100,8 @@ int ax_cfg_is_text(ax_cfg_type type);
         "ckpt", AX_CFG_STR, F(ckpt), "", 1, 0,                                                     \
             "checkpoint: a step-NNNNNN directory, or a run directory (its newest checkpoint)"      \
     }
+/* --out: every command writes somewhere; the default and what it is differ */
+#define AX_CFG_OUT_ENTRY(F, def, help)                                                             \
+    { "out", AX_CFG_STR, F(out), def, 1, 0, help }
 #define AX_CFG_SEED_ENTRY(F, def, help)                                                            \
     { "seed", AX_CFG_INT, F(seed), def, 0, 9.2e18, help }
