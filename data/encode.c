@@ -24,8 +24,8 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
     ax_status st = AX_OK;
     ax_stop_catch();
     volatile int *stop = ax_stop_flag();
-    AX_CHECK_GOTO(ax_input_open(inputs, n_inputs, split_lines, &in), fail);
-    AX_CHECK_GOTO(ax_bpe_trainer_create(&tr), fail);
+    AX_CHECK_GOTO(ax_input_open(inputs, n_inputs, split_lines, &in), out);
+    AX_CHECK_GOTO(ax_bpe_trainer_create(&tr), out);
     double t0 = ax_now();
     ax_data_progress pr;
     uint64_t total = ax_input_bytes_total(in);
@@ -36,15 +36,15 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
         const uint8_t *p;
         size_t n;
         int doc_end, eof;
-        AX_CHECK_GOTO(ax_input_next(in, &p, &n, &doc_end, &eof), fail);
+        AX_CHECK_GOTO(ax_input_next(in, &p, &n, &doc_end, &eof), out);
         if (eof) break;
         if (max_bytes && used + n > max_bytes) n = (size_t)(max_bytes - used);
-        AX_CHECK_GOTO(ax_bpe_trainer_add(tr, p, n), fail);
+        AX_CHECK_GOTO(ax_bpe_trainer_add(tr, p, n), out);
         used += n;
         docs += (uint64_t)doc_end;
         if (*stop) {
             st = ax_errorf(AX_ERR_INTERRUPTED, "interrupted; nothing was written");
-            goto fail;
+            goto out;
         }
         char extra[96];
         snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
@@ -58,11 +58,11 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
                  ax_bpe_trainer_n_chunks(tr));
         ax_data_progress_done(&pr, used, extra);
     }
-    AX_CHECK_GOTO(ax_bpe_trainer_train(tr, (int)vocab, stop, &tok), fail);
-    AX_CHECK_GOTO(ax_tokenizer_save(tok, out_path), fail);
+    AX_CHECK_GOTO(ax_bpe_trainer_train(tr, (int)vocab, stop, &tok), out);
+    AX_CHECK_GOTO(ax_tokenizer_save(tok, out_path), out);
     *res = (ax_data_tokenizer_result){ax_tokenizer_vocab_size(tok), ax_tokenizer_n_merges(tok),
                                       ax_tokenizer_checksum(tok), ax_now() - t0};
-fail:
+out:
     ax_tokenizer_free(tok);
     ax_bpe_trainer_free(tr);
     ax_input_free(in);
