@@ -134,10 +134,12 @@ static int read_scan(const char *run, double v[6]) {
     if (ax_read_file(path, &text, &len) || ax_json_parse(text, len, path, &j)) return 0;
     const ax_json *m = ax_json_get(j, "metrics"), *em = ax_json_get(m, "exact_match_rate");
     const ax_json *ta = ax_json_get(m, "token_accuracy"), *ci = ax_json_get(em, "ci95");
-    int ok = em && ta && ci && ci->n == 2;
-    if (ok)
-        v[0] = ax_json_get(em, "mean")->num, v[1] = ci->items[0]->num, v[2] = ci->items[1]->num,
-        v[3] = ax_json_get(ta, "mean")->num;
+    /* typed reads: a scan file without these fields is "cannot read", never a NULL read */
+    int ok = ci && ci->type == AX_JSON_ARR && ci->n == 2 && ci->items[0]->type == AX_JSON_NUM &&
+             ci->items[1]->type == AX_JSON_NUM &&
+             ax_json_get_num(em, "mean", path, &v[0]) == AX_OK &&
+             ax_json_get_num(ta, "mean", path, &v[3]) == AX_OK;
+    if (ok) v[1] = ci->items[0]->num, v[2] = ci->items[1]->num;
     ax_json_free(j);
     free(text);
     /* the last metrics line holds the final validation loss */
