@@ -289,6 +289,7 @@ static ax_status demo_train(const demo_args *a, const char *data, const char *va
 }
 
 int ax_cmd_demo(int argc, char **argv) {
+    ax_error_clear();
     demo_args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;

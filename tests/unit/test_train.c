@@ -2,12 +2,14 @@
  * a resumed run replays the same losses bit for bit (with no settings but --out: they come
  * from the checkpoint), early stops leave a checkpoint, and resume guards its inputs. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/commands.h"
 #include "data/axd.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
@@ -403,4 +405,30 @@ Test(train, norm_eps_is_stored_and_read_back) {
     cr_assert_eq(ax_model_config_from_ckpt(ck, &mc), AX_ERR_CORRUPT);
     cr_assert(strstr(ax_error_msg(), "norm-eps"), "%s", ax_error_msg());
     ax_ckpt_free(ck);
+}
+
+/* A message left by an earlier failure in this thread is not reported as the next command's:
+ * each command entry point starts with a clear message (lib/core/status.h). */
+Test(train, stale_message_is_not_reported) {
+    char errf[300];
+    snprintf(errf, sizeof errf, "%s/stderr.txt", tmp);
+    (void)ax_errorf(AX_ERR_IO, "stale message from an earlier command");
+    char *argv[] = {"train", "--steps", "abc", NULL};
+    fflush(stderr);
+    int saved = dup(2), fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    int rc = ax_cmd_train(3, argv);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    cr_assert_eq(rc, 2);
+    char *got = NULL;
+    size_t n = 0;
+    cr_assert_eq(ax_read_file(errf, &got, &n), AX_OK, "%s", ax_error_msg());
+    cr_assert(strstr(got, "--steps=abc is not an integer"), "%s", got);
+    cr_assert(!strstr(got, "stale message"), "%s", got);
+    free(got);
+    ax_error_clear();
 }
