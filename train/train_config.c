@@ -14,8 +14,8 @@ static const ax_cfg_entry entries[] = {
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
      "tokenizer file; if given, its vocabulary must match the dataset's"},
     AX_CFG_OUT_ENTRY(F, "runs/train", "run directory: metrics.jsonl and ckpt/step-NNNNNN/"),
-    {"model", AX_CFG_STR, F(model), "tiny", 1, 0,
-     "shape preset: tiny | small | gpt2-124m (explicit --layers/--dim/... override it)"},
+    {"model", AX_CFG_CHOICE, F(model), "tiny|small|gpt2-124m", 1, 0,
+     "shape preset (explicit --layers/--dim/... override it)"},
     {"layers", AX_CFG_INT, F(layers), "0", 0, 1024, "transformer blocks (0 = from --model)"},
     {"dim", AX_CFG_INT, F(dim), "0", 0, 65536, "model width C (0 = from --model)"},
     {"heads", AX_CFG_INT, F(heads), "0", 0, 1024, "attention heads (0 = from --model)"},
@@ -121,7 +121,7 @@ ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set) {
     const preset *p = NULL;
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcmp(presets[i].name, c->model)) p = &presets[i];
-    if (!p)
+    if (!p) /* the table admits only presets; a struct filled in code may hold anything */
         return ax_errorf(AX_ERR_ARG,
                          "--model '%s' is not a preset; use tiny, small or gpt2-124m "
                          "(or set --layers --dim --heads --ffn)",
