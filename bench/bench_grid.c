@@ -78,7 +78,11 @@ int main(int argc, char **argv) {
         ax_model_zero_grad(m);
         ax_model_forward(m, in, tg, mask, bl, 1.0f / (float)(B * T), 1);
         ax_model_backward(m);
-        ax_optim_step(o, m, 1e-4);
+        double gn;
+        if (ax_optim_step(o, m, 1e-4, &gn) != AX_OK) {
+            fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
+            ax_mpi_abort(2);
+        }
         ax_barrier(g, AX_AXIS_WORLD);
         if (s < 0) continue;
         times[s] = ax_now() - t0;

@@ -60,7 +60,11 @@ int main(int argc, char **argv) {
         ax_model_zero_grad(m);
         loss = ax_model_forward(m, in, tg, mask, B, 1.0f / (float)N, 1) / N;
         ax_model_backward(m);
-        ax_optim_step(o, m, 1e-4);
+        double gn;
+        if (ax_optim_step(o, m, 1e-4, &gn) != AX_OK) {
+            fprintf(stderr, "bench_train: %s\n", ax_error_msg());
+            return 1;
+        }
         if (s >= 0) times[s] = ax_now() - t0;
     }
     qsort(times, (size_t)steps, sizeof *times, cmp_double);

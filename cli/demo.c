@@ -1,14 +1,22 @@
-/* `axmem demo`: the main job end to end on the bundled corpus, through the same entry points a
- * user runs: train a tokenizer, build a "memorization set" (the goldfish paper's extreme
- * setting: a few dozen documents seen for many epochs) and a held-out set, train a baseline and
- * a goldfish model, index the training set, probe both models for extractable memorization, and
- * write a summary a person can read. */
+/* `axmem demo`: the main job end to end on the bundled corpus, through the library calls the
+ * commands make (data/encode.h, memscan/index.h, train/train.h, reports/report.h; probe and
+ * generate still through their command entry point): train a tokenizer, build a "memorization set"
+ * (the goldfish paper's extreme setting: a few dozen documents seen for many epochs) and a held-out
+ * set, train a baseline and a goldfish model, index the training set, probe both models for
+ * extractable memorization, and write a summary a person can read. */
 #include "cli/commands.h"
+#include "data/axd.h"
+#include "data/encode.h"
 #include "lib/core/config.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/log.h"
+#include "lib/core/stop.h"
+#include "memscan/index.h"
+#include "reports/report.h"
+#include "train/train.h"
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +25,14 @@
 typedef struct {
     char out[AX_CFG_STR_MAX], corpus[AX_CFG_STR_MAX];
     int64_t steps_n, vocab_n, docs_n;
-    char steps[32], vocab[32], docs[32]; /* the numbers as text, for the commands' argv */
+    char steps[32], docs[32]; /* the numbers as text, for the summary and the probe's argv */
 } demo_args;
 
 static int run(const char *what, int (*fn)(int, char **), char **argv) {
     int argc = 0;
     while (argv[argc]) argc++;
     AX_INFO("demo: %s", what);
+    ax_error_clear(); /* each step is a command of its own: an earlier message is not its cause */
     int rc = fn(argc, argv);
     if (rc) fprintf(stderr, "axmem demo: step '%s' failed (exit %d)\n", what, rc);
     return rc;
@@ -31,7 +40,7 @@ static int run(const char *what, int (*fn)(int, char **), char **argv) {
 
 #define F(field) offsetof(demo_args, field)
 static const ax_cfg_entry entries[] = {
-    {"out", AX_CFG_STR, F(out), "runs/demo", 1, 0, "output folder"},
+    AX_CFG_OUT_ENTRY(F, "runs/demo", "output folder"),
     {"corpus", AX_CFG_STR, F(corpus), "data/corpus/kjv.jsonl", 1, 0,
      "JSONL corpus (one document per line, \"text\" field)"},
     {"steps", AX_CFG_INT, F(steps_n), "300", 1, 1e7, "training steps per model"},
@@ -71,7 +80,6 @@ static int parse(int argc, char **argv, demo_args *a) {
         return -1;
     }
     snprintf(a->steps, sizeof a->steps, "%lld", (long long)a->steps_n);
-    snprintf(a->vocab, sizeof a->vocab, "%lld", (long long)a->vocab_n);
     snprintf(a->docs, sizeof a->docs, "%lld", (long long)a->docs_n);
     return 0;
 }
@@ -126,10 +134,12 @@ static int read_scan(const char *run, double v[6]) {
     if (ax_read_file(path, &text, &len) || ax_json_parse(text, len, path, &j)) return 0;
     const ax_json *m = ax_json_get(j, "metrics"), *em = ax_json_get(m, "exact_match_rate");
     const ax_json *ta = ax_json_get(m, "token_accuracy"), *ci = ax_json_get(em, "ci95");
-    int ok = em && ta && ci && ci->n == 2;
-    if (ok)
-        v[0] = ax_json_get(em, "mean")->num, v[1] = ci->items[0]->num, v[2] = ci->items[1]->num,
-        v[3] = ax_json_get(ta, "mean")->num;
+    /* typed reads: a scan file without these fields is "cannot read", never a NULL read */
+    int ok = ci && ci->type == AX_JSON_ARR && ci->n == 2 && ci->items[0]->type == AX_JSON_NUM &&
+             ci->items[1]->type == AX_JSON_NUM &&
+             ax_json_get_num(em, "mean", path, &v[0]) == AX_OK &&
+             ax_json_get_num(ta, "mean", path, &v[3]) == AX_OK;
+    if (ok) v[1] = ci->items[0]->num, v[2] = ci->items[1]->num;
     ax_json_free(j);
     free(text);
     /* the last metrics line holds the final validation loss */
@@ -138,8 +148,13 @@ static int read_scan(const char *run, double v[6]) {
     char line[1 << 14], last[1 << 14] = "";
     while (f && fgets(line, sizeof line, f)) memcpy(last, line, sizeof line);
     if (f) fclose(f);
-    const char *p = strstr(last, "\"val_loss\":");
-    v[4] = p ? atof(p + 11) : -1;
+    v[4] = -1;
+    if (last[0] && ax_json_parse(last, strlen(last), path, &j) == AX_OK) {
+        const ax_json *vl = ax_json_get(j, "val_loss");
+        if (vl && vl->type == AX_JSON_NUM) v[4] = vl->num;
+        ax_json_free(j);
+    }
+    ax_error_clear(); /* a missing value shows as -1 in the summary, not as a failure */
     snprintf(path, sizeof path, "%s/regurgitation.json", run);
     v[5] = -1;
     if (ax_read_file(path, &text, &len) == AX_OK && ax_json_parse(text, len, path, &j) == AX_OK) {
@@ -193,7 +208,88 @@ static int summarize(const demo_args *a, const char *base, const char *gold) {
     return 0;
 }
 
+/* A step done through a library call: its failure is one line naming the step. */
+static int step(const char *what, ax_status st) {
+    if (st == AX_OK) return 0;
+    const char *m = ax_error_msg();
+    fprintf(stderr, "axmem demo: step '%s' failed: %s\n", what, m[0] ? m : ax_status_str(st));
+    return st == AX_ERR_ARG ? 2 : 1;
+}
+
+static ax_status demo_tokenizer(const demo_args *a, const char *tok) {
+    AX_INFO("demo: train the tokenizer");
+    ax_error_clear();
+    const char *inputs[1] = {a->corpus};
+    ax_data_tokenizer_result r;
+    AX_CHECK(ax_data_tokenizer_train(inputs, 1, 0, (uint64_t)a->vocab_n, 0, tok, &r));
+    AX_INFO("wrote %s: vocab %d, %d merges, checksum %016" PRIx64 ", %.2f s", tok, r.vocab,
+            r.merges, r.checksum, r.seconds);
+    return AX_OK;
+}
+
+static ax_status demo_encode(const char *tok, const char *jsonl, const char *axd) {
+    AX_INFO("demo: encode %s", jsonl);
+    ax_error_clear();
+    const char *inputs[1] = {jsonl};
+    ax_data_encode_result r;
+    AX_CHECK(ax_data_encode(tok, inputs, 1, 0, 0, axd, &r));
+    AX_INFO("wrote %s", axd);
+    return AX_OK;
+}
+
+/* `axmem memscan index --n 16`: windows of 16 tokens, the command's other defaults */
+static ax_status demo_index(const char *axd, const char *index) {
+    AX_INFO("demo: index the training set");
+    ax_error_clear();
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    o.n = 16;
+    ax_stop_catch();
+    o.stop = ax_stop_flag();
+    o.progress = 1;
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *idx = NULL;
+    ax_status st = ax_axd_open(axd, 1, &ds);
+    if (st == AX_OK) st = ax_memscan_index_build(ds, &o, &idx);
+    if (st == AX_OK) st = ax_memscan_index_save(idx, index, o.stop);
+    if (st == AX_OK) AX_INFO("wrote %s and %s.json", index, index);
+    ax_memscan_index_free(idx);
+    ax_axd_free(ds);
+    return st;
+}
+
+/* the demo's training run: `axmem train`'s defaults and the settings below */
+static ax_status demo_train(const demo_args *a, const char *data, const char *val, const char *tok,
+                            const char *out, const char *goldfish) {
+    AX_INFO("demo: train %s", out);
+    ax_error_clear();
+    ax_train_config c;
+    AX_CHECK(ax_cfg_set_defaults(&ax_train_table, &c));
+    /* strings through the table: a path too long for the field is an error naming it */
+    const char *text[][2] = {{"data", data},        {"val-data", val}, {"tokenizer", tok},
+                             {"out", out},          {"model", "tiny"}, {"packing", "doc"},
+                             {"goldfish", goldfish}};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        AX_CHECK(ax_cfg_set(&ax_train_table, &c, text[i][0], text[i][1], NULL));
+    c.seq_len = 160;
+    c.batch = 16;
+    c.steps = a->steps_n;
+    c.lr = 3e-3;
+    c.warmup = 20;
+    c.weight_decay = 0;
+    c.val_batches = 2;
+    c.log_every = 50;
+    ax_train_result r;
+    AX_CHECK(ax_train_run(&c, NULL, &r));
+    if (r.interrupted)
+        return ax_errorf(AX_ERR_INTERRUPTED, "training %s stopped at step %ld", out, r.last_step);
+    AX_INFO("done: step %ld, loss %.4f; metrics in %s/metrics.jsonl", r.last_step, r.final_loss,
+            out);
+    return AX_OK;
+}
+
 int ax_cmd_demo(int argc, char **argv) {
+    ax_error_clear();
     demo_args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
@@ -213,23 +309,10 @@ int ax_cmd_demo(int argc, char **argv) {
         fprintf(stderr, "axmem demo: %s\n", ax_error_msg());
         return 1;
     }
-    char *tok_argv[] = {"data",
-                        "tokenizer-train",
-                        "--input",
-                        (char *)a.corpus,
-                        "--vocab-size",
-                        (char *)a.vocab,
-                        "--out",
-                        tok,
-                        NULL};
-    char *enc1[] = {"data", "encode", "--tokenizer", tok, "--input", memo, "--out", memo_axd, NULL};
-    char *enc2[] = {"data",  "encode", "--tokenizer", tok, "--input",
-                    heldout, "--out",  held_axd,      NULL};
-    char *idx_argv[] = {"memscan", "index", "--data", memo_axd, "--n", "16", "--out", index, NULL};
-    if ((rc = run("train the tokenizer", ax_cmd_data, tok_argv)) ||
-        (rc = run("encode the memorization set", ax_cmd_data, enc1)) ||
-        (rc = run("encode the held-out set", ax_cmd_data, enc2)) ||
-        (rc = run("index the training set", ax_cmd_memscan, idx_argv)))
+    if ((rc = step("train the tokenizer", demo_tokenizer(&a, tok))) ||
+        (rc = step("encode the memorization set", demo_encode(tok, memo, memo_axd))) ||
+        (rc = step("encode the held-out set", demo_encode(tok, heldout, held_axd))) ||
+        (rc = step("index the training set", demo_index(memo_axd, index))))
         return rc;
     const char *runs[2] = {base, gold}, *specs[2] = {"none", "hash:k=4,h=13"};
     for (int i = 0; i < 2; i++) {
@@ -238,38 +321,6 @@ int ax_cmd_demo(int argc, char **argv) {
         snprintf(scan, sizeof scan, "%s/probe.json", runs[i]);
         snprintf(gen, sizeof gen, "%s/regurgitation.json", runs[i]);
         /* clang-format off: one flag and its value per line */
-        char *train_argv[] = {"train",
-                              "--data",
-                              memo_axd,
-                              "--val-data",
-                              held_axd,
-                              "--tokenizer",
-                              tok,
-                              "--out",
-                              (char *)runs[i],
-                              "--model",
-                              "tiny",
-                              "--packing",
-                              "doc",
-                              "--seq-len",
-                              "160",
-                              "--batch",
-                              "16",
-                              "--steps",
-                              (char *)a.steps,
-                              "--lr",
-                              "3e-3",
-                              "--warmup",
-                              "20",
-                              "--weight-decay",
-                              "0",
-                              "--val-batches",
-                              "2",
-                              "--goldfish",
-                              (char *)specs[i],
-                              "--log-every",
-                              "50",
-                              NULL};
         char *probe_argv[] = {"memscan",   "probe",        "--ckpt",      (char *)runs[i],
                               "--data",    memo_axd,       "--tokenizer", tok,
                               "--samples", (char *)a.docs, "--prefix",    "32",
@@ -297,20 +348,25 @@ int ax_cmd_demo(int argc, char **argv) {
             {"train the baseline model", "train the goldfish model"},
             {"probe the baseline model", "probe the goldfish model"},
             {"regurgitation scan (baseline)", "regurgitation scan (goldfish)"}};
-        if ((rc = run(what[0][i], ax_cmd_train, train_argv)) ||
+        if ((rc = step(what[0][i], demo_train(&a, memo_axd, held_axd, tok, runs[i], specs[i]))) ||
             (rc = run(what[1][i], ax_cmd_memscan, probe_argv)) ||
             (rc = run(what[2][i], ax_cmd_memscan, gen_argv)))
             return rc;
     }
     if ((rc = summarize(&a, base, gold))) return rc;
-    char run_b[1100], run_g[1100], idx_json[1100], report_dir[1100];
-    snprintf(run_b, sizeof run_b, "baseline=%s", base);
-    snprintf(run_g, sizeof run_g, "goldfish=%s", gold);
+    char idx_json[1100], report_dir[1100];
     snprintf(idx_json, sizeof idx_json, "%s.json", index);
     snprintf(report_dir, sizeof report_dir, "%s/report", a.out);
-    char *report_argv[] = {"report",  "--run",  run_b,   "--run",    run_g,
-                           "--index", idx_json, "--out", report_dir, NULL};
-    if ((rc = run("write the report", ax_cmd_report, report_argv))) return rc;
+    const ax_report_input inputs[2] = {{"baseline", base, 0}, {"goldfish", gold, 0}};
+    const ax_report_opts ro = {.inputs = inputs,
+                               .n_inputs = 2,
+                               .index = idx_json,
+                               .out = report_dir,
+                               .text_chars = 80}; /* `axmem report`'s defaults */
+    AX_INFO("demo: write the report");
+    ax_error_clear();
+    if ((rc = step("write the report", ax_report_build(&ro)))) return rc;
+    printf("wrote %s/report.html, report.md, report.json\n", report_dir);
     AX_INFO("demo: report in %s/report.html (and report.md, report.json)", report_dir);
     return 0;
 }

@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "axmem: %s\n", ax_error_msg());
             return 1;
         }
+        ax_error_clear(); /* no message from start-up may pose as this command's cause */
         int rc = commands[i].fn(argc - 1, argv + 1);
         ax_mpi_stop();
         return rc;

@@ -5,15 +5,12 @@
 #include "lib/core/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
-#include "lib/core/stop.h"
 #include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
+#include "goldfish/stats.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
-#include "lib/core/log.h"
-#include "lib/core/progress.h"
 #include "lib/core/status.h"
-#include "lib/core/timer.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -53,8 +50,8 @@ static const ax_cfg_entry show_entries[] = {
      "goldfish spec (hash means hash:k=4,h=13,seed=0)"},
     {"file", AX_CFG_STR, offsetof(show_flags, file), "", 1, 0,
      "read the text from F ('-' = stdin) instead of the arguments"},
-    {"color", AX_CFG_STR, offsetof(show_flags, color), "auto", 1, 0,
-     "auto (when stdout is a terminal and NO_COLOR is unset), always or never"},
+    {"color", AX_CFG_CHOICE, offsetof(show_flags, color), "auto|always|never", 1, 0,
+     "colour the dropped tokens (auto: when stdout is a terminal and NO_COLOR is unset)"},
     {"json", AX_CFG_BOOL, offsetof(show_flags, json), "false", 1, 0,
      "print {\"spec\", \"targets\", \"dropped\", \"dropped_frac\", \"tokens\": [{\"id\", \"text\", "
      "\"dropped\"}]} instead (\"hex\" holds a token's bytes when they are not valid UTF-8 by "
@@ -136,26 +133,6 @@ static int parse_flags(const char *sub, const ax_cfg_table *t, void *fl, int arg
     if (!help) return -1;
     ax_cfg_print_help(t, stdout);
     return 0;
-}
-
-/* Longest run of kept targets that does not cross a document start (doc_pos == 0). */
-typedef struct {
-    uint64_t cur, best, best_end; /* best_end: index one past the run's last target */
-} run_tracker;
-
-static void runs_feed(run_tracker *r, const uint8_t *keep, const uint32_t *doc_pos, long n,
-                      uint64_t base) {
-    for (long i = 0; i < n; i++) {
-        if (doc_pos[i] == 0) r->cur = 0;
-        if (keep[i]) {
-            if (++r->cur > r->best) {
-                r->best = r->cur;
-                r->best_end = base + (uint64_t)i + 1;
-            }
-        } else {
-            r->cur = 0;
-        }
-    }
 }
 
 /* ---------------------------------------------------------------- show */
@@ -321,12 +298,9 @@ static int cmd_show(int argc, char **argv) {
         color = 1;
     } else if (!strcmp(color_s, "never")) {
         color = 0;
-    } else if (!strcmp(color_s, "auto")) {
+    } else { /* auto: the config table admits nothing else */
         const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
         color = isatty(STDOUT_FILENO) && !(nc && nc[0]) && !(term && !strcmp(term, "dumb"));
-    } else {
-        rc = usage_err(SUB, "--color '%s' must be auto, always or never", color_s);
-        goto out;
     }
     ax_goldfish g;
     AX_CHECK_GOTO(ax_goldfish_parse(spec, &g), fail);
@@ -368,8 +342,7 @@ static int cmd_show(int argc, char **argv) {
     }
     for (size_t i = 0; i < n; i++) pos[i] = (uint32_t)(i < UINT32_MAX ? i : UINT32_MAX);
     ax_goldfish_mask(&g, ids, pos, (long)n, keep);
-    run_tracker runs = {0};
-    runs_feed(&runs, keep, pos, (long)n, 0);
+    uint64_t longest = ax_goldfish_longest_run(keep, pos, (long)n);
     free(pos);
     long dropped = ax_goldfish_count_dropped(keep, (long)n);
     double frac = n ? (double)dropped / (double)n : 0.0;
@@ -388,7 +361,7 @@ static int cmd_show(int argc, char **argv) {
         ax_jw_key(&w, "dropped_frac");
         ax_jw_num(&w, frac);
         ax_jw_key(&w, "longest_run");
-        ax_jw_uint(&w, runs.best);
+        ax_jw_uint(&w, longest);
         ax_jw_key(&w, "tokens");
         ax_jw_arr_begin(&w);
         for (size_t i = 0; i < n; i++) {
@@ -427,7 +400,7 @@ static int cmd_show(int argc, char **argv) {
         print_marked(stdout, tok, ids, keep, n, color);
         printf("goldfish %s: %zu targets, %ld dropped (%.2f%%), longest supervised run %" PRIu64
                " tokens\n",
-               canon, n, dropped, 100.0 * frac, runs.best);
+               canon, n, dropped, 100.0 * frac, longest);
     }
     if (fflush(stdout) != 0) {
         st = ax_errorf(AX_ERR_IO, "cannot write to stdout");
@@ -447,120 +420,37 @@ out:
 
 /* ---------------------------------------------------------------- stats */
 
-#define STATS_CHUNK (1L << 20) /* targets masked per step */
-
 static int cmd_stats(int argc, char **argv) {
     static const char *SUB = "stats";
     stats_flags fl;
     ax_axd_t *d = NULL;
-    int32_t *buf = NULL;
-    uint32_t *pos = NULL;
-    uint8_t *keep = NULL;
     ax_status st = AX_OK;
     int rc = parse_flags(SUB, &stats_table, &fl, argc, argv);
     if (rc >= 0) goto out;
     rc = 0;
-    const char *data_path = fl.data, *spec = fl.spec;
-    int json = fl.json, verify = fl.verify;
+    const char *data_path = fl.data;
     uint64_t seq_len = (uint64_t)fl.seq_len;
     if (!data_path[0]) {
         rc = usage_err(SUB, "%s", "--data FILE.axd is required");
         goto out;
     }
     ax_goldfish g;
-    AX_CHECK_GOTO(ax_goldfish_parse(spec, &g), fail);
-    AX_CHECK_GOTO(ax_axd_open(data_path, verify ? AX_AXD_VERIFY : AX_AXD_HEADER_ONLY, &d), fail);
-    const uint64_t n_tok = ax_axd_n_tokens(d), n_docs = ax_axd_n_docs(d);
-    const uint64_t *offs = ax_axd_doc_offsets(d);
-    /* targets: every token after the first (each is predicted from the ones before it) */
-    const uint64_t targets = n_tok > 0 ? n_tok - 1 : 0;
-    uint64_t dropped = 0, prefix = 0;
-    run_tracker runs = {0};
-    const int h = ax_goldfish_context(&g);
-    double t0 = ax_now();
-    if (g.strategy == AX_GOLDFISH_STATIC) {
-        /* position only: every window of seq_len targets drops floor(len/k), the rest kept */
-        uint64_t k = (uint64_t)g.k, full = targets / seq_len, tail = targets % seq_len;
-        dropped = full * (seq_len / k) + tail / k;
-        runs.best = targets < k - 1 ? targets : k - 1;
-    } else if (g.strategy == AX_GOLDFISH_HASH && targets > 0) {
-        buf = malloc(((size_t)h + STATS_CHUNK) * sizeof *buf);
-        pos = malloc(STATS_CHUNK * sizeof *pos);
-        keep = malloc(STATS_CHUNK);
-        if (!buf || !pos || !keep) {
-            st = ax_errorf(AX_ERR_NOMEM, "out of memory for a %ld-token chunk", STATS_CHUNK);
-            goto fail;
-        }
-        ax_stop_catch();
-        volatile int *stop = ax_stop_flag();
-        int show = ax_log_get_level() >= AX_LOG_INFO;
-        ax_progress pr;
-        ax_progress_begin(&pr, "goldfish stats: targets", 0, (long)targets);
-        double last_line = t0;
-        uint64_t doc = 0;
-        for (uint64_t a = 1; a < n_tok; a += STATS_CHUNK) {
-            long cnt = (long)(n_tok - a < (uint64_t)STATS_CHUNK ? n_tok - a : STATS_CHUNK);
-            uint64_t ctx = a < (uint64_t)h ? a : (uint64_t)h;
-            ax_axd_tokens(d, a - ctx, ctx + (uint64_t)cnt, buf + h - ctx);
-            for (long i = 0; i < cnt; i++) {
-                uint64_t t = a + (uint64_t)i;
-                while (doc + 1 < n_docs && offs[doc + 1] <= t) doc++;
-                uint64_t p = t - offs[doc];
-                pos[i] = (uint32_t)(p < UINT32_MAX ? p : UINT32_MAX);
-                prefix += p < (uint64_t)h;
-            }
-            ax_goldfish_mask(&g, buf + h, pos, cnt, keep);
-            dropped += (uint64_t)ax_goldfish_count_dropped(keep, cnt);
-            runs_feed(&runs, keep, pos, cnt, a);
-            if (*stop) {
-                if (show) ax_progress_end(&pr);
-                st = ax_errorf(AX_ERR_INTERRUPTED,
-                               "interrupted after %" PRIu64 " of %" PRIu64
-                               " targets; nothing was reported",
-                               a + (uint64_t)cnt - 1, targets);
-                goto fail;
-            }
-            if (show) {
-                double now = ax_now();
-                long done = (long)(a + (uint64_t)cnt - 1);
-                int line = !pr.tty && now - last_line >= 5.0;
-                if (line) last_line = now;
-                ax_progress_update(&pr, done, -1, (double)done / (now - t0 + 1e-9), line);
-            }
-        }
-        if (show) ax_progress_end(&pr);
-    } else if (g.strategy == AX_GOLDFISH_NONE) {
-        /* every target is supervised: the longest run is the longest document */
-        uint64_t best = 0, best_doc = 0;
-        for (uint64_t i = 0; i < n_docs; i++) {
-            uint64_t len = offs[i + 1] - offs[i] - (i == 0 ? 1 : 0);
-            if (offs[i + 1] > offs[i] && len > best) {
-                best = len;
-                best_doc = i;
-            }
-        }
-        runs.best = best;
-        runs.best_end = n_docs ? offs[best_doc + 1] : 0;
-    }
-    double frac = targets ? (double)dropped / (double)targets : 0.0;
-    double expected = g.strategy == AX_GOLDFISH_NONE ? 0.0 : 1.0 / g.k;
-    double elig_frac =
-        targets > prefix ? (double)dropped / (double)(targets - prefix) : 0.0; /* hash only */
-    uint64_t run_start = runs.best_end - runs.best;
-    uint64_t run_doc =
-        runs.best && n_docs && g.strategy != AX_GOLDFISH_STATIC ? ax_axd_doc_of(d, run_start) : 0;
+    ax_goldfish_stats s;
+    AX_CHECK_GOTO(ax_goldfish_parse(fl.spec, &g), fail);
+    AX_CHECK_GOTO(ax_axd_open(data_path, fl.verify ? AX_AXD_VERIFY : AX_AXD_HEADER_ONLY, &d), fail);
+    AX_CHECK_GOTO(ax_goldfish_stats_compute(&g, d, seq_len, &s), fail);
     char canon[AX_GOLDFISH_SPEC_MAX];
     ax_goldfish_format(&g, canon, sizeof canon);
-    if (json) {
+    if (fl.json) {
         ax_jw w;
         ax_jw_init(&w);
         ax_jw_obj_begin(&w);
         ax_jw_key(&w, "data");
         ax_jw_str(&w, data_path);
         ax_jw_key(&w, "docs");
-        ax_jw_uint(&w, n_docs);
+        ax_jw_uint(&w, s.docs);
         ax_jw_key(&w, "tokens");
-        ax_jw_uint(&w, n_tok);
+        ax_jw_uint(&w, s.tokens);
         ax_jw_key(&w, "spec");
         ax_jw_str(&w, canon);
         if (g.strategy == AX_GOLDFISH_STATIC) {
@@ -568,29 +458,29 @@ static int cmd_stats(int argc, char **argv) {
             ax_jw_uint(&w, seq_len);
         }
         ax_jw_key(&w, "targets");
-        ax_jw_uint(&w, targets);
+        ax_jw_uint(&w, s.targets);
         ax_jw_key(&w, "dropped");
-        ax_jw_uint(&w, dropped);
+        ax_jw_uint(&w, s.dropped);
         ax_jw_key(&w, "dropped_frac");
-        ax_jw_num(&w, frac);
+        ax_jw_num(&w, s.dropped_frac);
         ax_jw_key(&w, "expected_frac");
-        ax_jw_num(&w, expected);
+        ax_jw_num(&w, s.expected_frac);
         if (g.strategy == AX_GOLDFISH_HASH) {
             ax_jw_key(&w, "prefix_kept");
-            ax_jw_uint(&w, prefix);
+            ax_jw_uint(&w, s.prefix_kept);
             ax_jw_key(&w, "dropped_frac_after_prefix");
-            ax_jw_num(&w, elig_frac);
+            ax_jw_num(&w, s.dropped_frac_after_prefix);
         }
         ax_jw_key(&w, "longest_run");
-        ax_jw_uint(&w, runs.best);
-        if (g.strategy != AX_GOLDFISH_STATIC && runs.best) {
+        ax_jw_uint(&w, s.longest_run);
+        if (s.run_located) {
             ax_jw_key(&w, "longest_run_doc");
-            ax_jw_uint(&w, run_doc);
+            ax_jw_uint(&w, s.longest_run_doc);
             ax_jw_key(&w, "longest_run_start");
-            ax_jw_uint(&w, run_start - offs[run_doc]);
+            ax_jw_uint(&w, s.longest_run_start);
         }
         ax_jw_key(&w, "seconds");
-        ax_jw_num(&w, ax_now() - t0);
+        ax_jw_num(&w, s.seconds);
         ax_jw_obj_end(&w);
         const char *t = ax_jw_text(&w);
         if (t) printf("%s\n", t);
@@ -600,23 +490,23 @@ static int cmd_stats(int argc, char **argv) {
             goto fail;
         }
     } else {
-        printf("dataset   %s: %" PRIu64 " docs, %" PRIu64 " tokens\n", data_path, n_docs, n_tok);
+        printf("dataset   %s: %" PRIu64 " docs, %" PRIu64 " tokens\n", data_path, s.docs, s.tokens);
         printf("spec      %s", canon);
         if (g.strategy == AX_GOLDFISH_STATIC) printf(" (sequences of %" PRIu64 ")", seq_len);
-        printf("\ntargets   %" PRIu64 " (every token after the first)\n", targets);
-        printf("dropped   %" PRIu64 " (%.3f%% of targets; 1/k = %.3f%%)\n", dropped, 100.0 * frac,
-               100.0 * expected);
+        printf("\ntargets   %" PRIu64 " (every token after the first)\n", s.targets);
+        printf("dropped   %" PRIu64 " (%.3f%% of targets; 1/k = %.3f%%)\n", s.dropped,
+               100.0 * s.dropped_frac, 100.0 * s.expected_frac);
         if (g.strategy == AX_GOLDFISH_HASH)
             printf("prefix    %" PRIu64 " targets kept as the first h=%d of a document; %.3f%% of "
                    "the others dropped\n",
-                   prefix, h, 100.0 * elig_frac);
+                   s.prefix_kept, ax_goldfish_context(&g), 100.0 * s.dropped_frac_after_prefix);
         if (g.strategy == AX_GOLDFISH_STATIC)
-            printf("longest supervised run  %" PRIu64 " tokens\n", runs.best);
-        else if (runs.best)
+            printf("longest supervised run  %" PRIu64 " tokens\n", s.longest_run);
+        else if (s.run_located)
             printf("longest supervised run  %" PRIu64 " tokens (doc %" PRIu64 ", tokens %" PRIu64
                    "..%" PRIu64 ")\n",
-                   runs.best, run_doc, run_start - offs[run_doc],
-                   run_start - offs[run_doc] + runs.best - 1);
+                   s.longest_run, s.longest_run_doc, s.longest_run_start,
+                   s.longest_run_start + s.longest_run - 1);
     }
     if (fflush(stdout) != 0) {
         st = ax_errorf(AX_ERR_IO, "cannot write to stdout");
@@ -626,9 +516,6 @@ static int cmd_stats(int argc, char **argv) {
 fail:
     rc = report_fail(SUB, st);
 out:
-    free(buf);
-    free(pos);
-    free(keep);
     ax_axd_free(d);
     return rc;
 }

@@ -29,8 +29,7 @@ typedef struct {
 
 #define F(field) offsetof(gen_flags, field)
 static const ax_cfg_entry entries[] = {
-    {"ckpt", AX_CFG_STR, F(ckpt), "", 1, 0,
-     "checkpoint: a step-NNNNNN directory, or a run directory (its newest checkpoint)"},
+    AX_CFG_CKPT_ENTRY(F),
     {"index", AX_CFG_STR, F(index), "", 1, 0, "training-set index from `axmem memscan index`"},
     {"data", AX_CFG_STR, F(data), "", 1, 0,
      "the indexed dataset (.axd; default: the path stored in the index)"},
@@ -40,14 +39,14 @@ static const ax_cfg_entry entries[] = {
     {"temperature", AX_CFG_FLOAT, F(temperature), "1.0", 0, 100,
      "sampling temperature (0 = greedy)"},
     {"top-k", AX_CFG_INT, F(top_k), "40", 0, 1e7, "sample among the k likeliest tokens (0 = all)"},
-    {"seed", AX_CFG_INT, F(seed), "0", 0, 9.2e18, "sampling seed (same seed, same generations)"},
+    AX_CFG_SEED_ENTRY(F, "0", "sampling seed (same seed, same generations)"),
     {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
     {"max-sources", AX_CFG_INT, F(max_sources), "8", 0, 1e6,
      "documents listed per span (all are counted)"},
-    {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, "process grid DxXxYxZ (launch with mpirun)"},
-    {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
-    {"out", AX_CFG_STR, F(out), "regurgitation.json", 1, 0,
-     "results (schema axmem-scan v1); replaced together with the samples file"},
+    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
+    AX_CFG_THREADS_ENTRY(F),
+    AX_CFG_OUT_ENTRY(F, "regurgitation.json",
+                     "results (schema axmem-scan v1); replaced together with the samples file"),
     {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
      "per-generation results, mode 0600 (default: --out's name with .samples.jsonl for .json, "
      "e.g. regurgitation.samples.jsonl)"},

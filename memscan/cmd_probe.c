@@ -31,25 +31,24 @@ typedef struct {
 
 #define F(field) offsetof(probe_flags, field)
 static const ax_cfg_entry entries[] = {
-    {"ckpt", AX_CFG_STR, F(ckpt), "", 1, 0,
-     "checkpoint: a step-NNNNNN directory, or a run directory (its newest checkpoint)"},
+    AX_CFG_CKPT_ENTRY(F),
     {"data", AX_CFG_STR, F(data), "", 1, 0, "the training dataset (.axd) to draw prefixes from"},
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
      "optional: adds decoded text to the samples file"},
     {"samples", AX_CFG_INT, F(samples), "256", 1, 1e8, "number of probes"},
     {"prefix", AX_CFG_INT, F(prefix), "32", 1, 1e5, "prompt length P in tokens"},
     {"suffix", AX_CFG_INT, F(suffix), "32", 1, 1e5, "greedy continuation length S in tokens"},
-    {"offset", AX_CFG_STR, F(offset), "start", 1, 0,
-     "where prefixes start in a document: start | random"},
+    {"offset", AX_CFG_CHOICE, F(offset), "start|random", 1, 0,
+     "where prefixes start in a document"},
     {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
-    {"seed", AX_CFG_INT, F(seed), "0", 0, 9.2e18, "picks documents and offsets"},
+    AX_CFG_SEED_ENTRY(F, "0", "picks documents and offsets"),
     {"index", AX_CFG_STR, F(index), "", 1, 0,
      "optional `memscan index` of --data: each sample's duplication count, and results per "
      "duplication bucket (memorization follows duplication)"},
-    {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, "process grid DxXxYxZ (launch with mpirun)"},
-    {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
-    {"out", AX_CFG_STR, F(out), "probe.json", 1, 0,
-     "results (schema axmem-scan v1); replaced together with the samples file"},
+    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
+    AX_CFG_THREADS_ENTRY(F),
+    AX_CFG_OUT_ENTRY(F, "probe.json",
+                     "results (schema axmem-scan v1); replaced together with the samples file"),
     {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
      "per-sample results, mode 0600 (default: --out's name with .samples.jsonl for .json, e.g. "
      "probe.samples.jsonl)"},
@@ -243,8 +242,6 @@ static ax_status run_probe(probe_flags *fl) {
     if (!fl->ckpt[0] || !fl->data[0])
         return ax_errorf(AX_ERR_ARG,
                          "--ckpt and --data are required; see axmem memscan probe --help");
-    if (strcmp(fl->offset, "start") && strcmp(fl->offset, "random"))
-        return ax_errorf(AX_ERR_ARG, "--offset '%s' must be start or random", fl->offset);
     if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
     AX_CHECK_GOTO(ax_axd_open(fl->data, 1, &ds), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);

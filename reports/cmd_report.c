@@ -29,7 +29,7 @@ static const ax_cfg_entry entries[] = {
      "with the same LABEL form one run)"},
     {"index", AX_CFG_STR, F(index), "", 1, 0,
      "INDEX.json sidecar of `memscan index`: adds the training set's duplication histogram"},
-    {"out", AX_CFG_STR, F(out), "", 1, 0, "output directory, created if missing (required)"},
+    AX_CFG_OUT_ENTRY(F, "", "output directory, created if missing (required)"),
     {"title", AX_CFG_STR, F(title), "", 1, 0,
      "page title (default: \"axmem memorization report: A vs B\")"},
     {"text-chars", AX_CFG_INT, F(text_chars), "80", 0, 100000,

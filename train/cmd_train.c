@@ -59,7 +59,8 @@ static void resume_command(const char *out, char *buf, size_t cap) {
 }
 
 int ax_cmd_train(int argc, char **argv) {
-    ax_stop_catch(); /* from here on a stop signal ends training cleanly, with a checkpoint */
+    ax_error_clear(); /* run in-process too (tests): an earlier message is not this command's */
+    ax_stop_catch();  /* from here on a stop signal ends training cleanly, with a checkpoint */
     ax_train_config cfg;
     uint8_t *was_set = calloc((size_t)ax_train_table.n, 1);
     int help = 0, rc = 0;

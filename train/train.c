@@ -383,7 +383,7 @@ static ax_status train_step(run_state *r, long step, double lr, double *loss, do
     }
     AX_CHECK(ax_model_status(r->model));
     AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, &counts[1], 1));
-    *gnorm = ax_optim_step(r->optim, r->model, lr);
+    AX_CHECK(ax_optim_step(r->optim, r->model, lr, gnorm));
     AX_CHECK(ax_model_status(r->model));
     *loss = counts[0] > 0 ? counts[1] / counts[0] : 0.0;
     *supervised = counts[0];

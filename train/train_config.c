@@ -1,6 +1,7 @@
 #include "train/train_config.h"
 #include "lib/core/log.h"
 #include "lib/dist/mpienv.h"
+#include "lib/model/model_io.h"
 #include "lib/model/optim.h"
 
 #include <stddef.h>
@@ -12,10 +13,9 @@ static const ax_cfg_entry entries[] = {
     {"data", AX_CFG_STR, F(data), "", 1, 0, "training dataset (.axd from `axmem data encode`)"},
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
      "tokenizer file; if given, its vocabulary must match the dataset's"},
-    {"out", AX_CFG_STR, F(out), "runs/train", 1, 0,
-     "run directory: metrics.jsonl and ckpt/step-NNNNNN/"},
-    {"model", AX_CFG_STR, F(model), "tiny", 1, 0,
-     "shape preset: tiny | small | gpt2-124m (explicit --layers/--dim/... override it)"},
+    AX_CFG_OUT_ENTRY(F, "runs/train", "run directory: metrics.jsonl and ckpt/step-NNNNNN/"),
+    {"model", AX_CFG_CHOICE, F(model), "tiny|small|gpt2-124m", 1, 0,
+     "shape preset (explicit --layers/--dim/... override it)"},
     {"layers", AX_CFG_INT, F(layers), "0", 0, 1024, "transformer blocks (0 = from --model)"},
     {"dim", AX_CFG_INT, F(dim), "0", 0, 65536, "model width C (0 = from --model)"},
     {"heads", AX_CFG_INT, F(heads), "0", 0, 1024, "attention heads (0 = from --model)"},
@@ -25,6 +25,8 @@ static const ax_cfg_entry entries[] = {
     {"tie-embeddings", AX_CFG_BOOL, F(tie_embeddings), "true", 1, 0,
      "share the token embedding with the LM head"},
     {"rope-theta", AX_CFG_FLOAT, F(rope_theta), "10000", 2, 1e9, "rotary position base"},
+    {"norm-eps", AX_CFG_FLOAT, F(norm_eps), AX_NORM_EPS_DEFAULT_TEXT, 1e-12, 1,
+     "RMSNorm epsilon (stored in the checkpoint; older checkpoints mean 1e-5)"},
     {"seq-len", AX_CFG_INT, F(seq_len), "128", 2, 1 << 20, "tokens per training sequence T"},
     {"batch", AX_CFG_INT, F(batch), "16", 1, 1 << 24, "global sequences per optimizer step"},
     {"micro-batch", AX_CFG_INT, F(micro_batch), "0", 0, 1 << 24,
@@ -40,19 +42,19 @@ static const ax_cfg_entry entries[] = {
     {"eps", AX_CFG_FLOAT, F(eps), "1e-8", 0, 1, "AdamW epsilon"},
     {"grad-clip", AX_CFG_FLOAT, F(grad_clip), "1.0", 0, 1e9,
      "clip the global gradient norm to this (0 = off)"},
-    {"seed", AX_CFG_INT, F(seed), "1234", 0, 9.2e18,
-     "seed for initialisation and data order (the only source of randomness)"},
+    AX_CFG_SEED_ENTRY(F, "1234",
+                      "seed for initialisation and data order (the only source of randomness)"),
     {"ckpt-every", AX_CFG_INT, F(ckpt_every), "0", 0, 1e12,
      "write a checkpoint every N steps (0 = only at the end)"},
     {"log-every", AX_CFG_INT, F(log_every), "10", 1, 1e12, "progress line every N steps"},
-    {"threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)"},
+    AX_CFG_THREADS_ENTRY(F),
     {"resume", AX_CFG_BOOL, F(resume), "false", 1, 0,
      "continue from the newest checkpoint in --out with the run's own settings (same losses, "
      "bit for bit, on CPU); flags given override only where safe"},
     {"goldfish", AX_CFG_STR, F(goldfish), "none", 1, 0,
      "goldfish loss: none | static:k=K | hash:k=K,h=H[,seed=S] (hash = k=4,h=13): drop a "
      "text-determined 1/k of targets so no passage is learned verbatim"},
-    {"packing", AX_CFG_STR, F(packing), "packed", 1, 0,
+    {"packing", AX_CFG_CHOICE, F(packing), "packed|doc", 1, 0,
      "packed: windows cut from the document stream; doc: one document per sequence from its "
      "start, padded (padding is never a target)"},
     {"val-data", AX_CFG_STR, F(val_data), "", 1, 0,
@@ -61,8 +63,8 @@ static const ax_cfg_entry entries[] = {
      "validate every N steps (0 = only at the end; needs --val-data)"},
     {"val-batches", AX_CFG_INT, F(val_batches), "4", 1, 1e6,
      "batches of --batch sequences per validation (fixed windows: comparable across runs)"},
-    {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0,
-     "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"},
+    AX_CFG_GRID_ENTRY(
+        F, "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"),
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
      "overlap communication with compute (AxoNN OAR/ORS/OAG); --no-overlap for comparison"},
     {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,
@@ -119,7 +121,7 @@ ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set) {
     const preset *p = NULL;
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcmp(presets[i].name, c->model)) p = &presets[i];
-    if (!p)
+    if (!p) /* the table admits only presets; a struct filled in code may hold anything */
         return ax_errorf(AX_ERR_ARG,
                          "--model '%s' is not a preset; use tiny, small or gpt2-124m "
                          "(or set --layers --dim --heads --ffn)",
@@ -140,7 +142,7 @@ ax_model_config ax_train_model_config(const ax_train_config *c) {
         .vocab = (int)c->vocab,
         .tie_embeddings = c->tie_embeddings,
         .rope_theta = (float)c->rope_theta,
-        .norm_eps = 1e-5f,
+        .norm_eps = (float)c->norm_eps,
     };
     return m;
 }
@@ -152,8 +154,6 @@ ax_status ax_train_config_check(const ax_train_config *c) {
     if (mb > c->batch || c->batch % mb)
         return ax_errorf(AX_ERR_ARG, "--micro-batch %lld must divide --batch %lld", (long long)mb,
                          (long long)c->batch);
-    if (strcmp(c->packing, "packed") && strcmp(c->packing, "doc"))
-        return ax_errorf(AX_ERR_ARG, "--packing '%s' must be packed or doc", c->packing);
     if (c->warmup > c->steps)
         return ax_errorf(AX_ERR_ARG, "--warmup %lld exceeds --steps %lld", (long long)c->warmup,
                          (long long)c->steps);
@@ -199,6 +199,7 @@ static resume_rule rule_of(const char *name) {
 static size_t field_size(const ax_cfg_entry *e) {
     switch (e->type) {
     case AX_CFG_STR:
+    case AX_CFG_CHOICE:
         return AX_CFG_STR_MAX;
     case AX_CFG_INT:
         return sizeof(int64_t);
@@ -218,6 +219,7 @@ static const char *field_text(const ax_train_config *c, const ax_cfg_entry *e, c
     const char *p = (const char *)c + e->offset;
     switch (e->type) {
     case AX_CFG_STR:
+    case AX_CFG_CHOICE:
         snprintf(buf, n, "'%s'", p);
         break;
     case AX_CFG_INT:
@@ -243,6 +245,8 @@ ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
                                  const ax_json *ckpt_config, const char *ckpt_path,
                                  long ckpt_step) {
     ax_train_config merged = *c;
+    /* a manifest written before norm-eps was stored ran with the default, whatever is set now */
+    if (!ax_json_get(ckpt_config, "norm-eps")) merged.norm_eps = AX_NORM_EPS_DEFAULT;
     AX_CHECK(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path));
     const ax_train_config *ck = &merged; /* before the command line's values go in */
     ax_train_config out = merged;
@@ -250,8 +254,8 @@ ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
         const ax_cfg_entry *e = &ax_train_table.entries[i];
         const char *mine = (const char *)c + e->offset;
         const char *theirs = (const char *)ck + e->offset;
-        int differs = e->type == AX_CFG_STR ? strcmp(mine, theirs) != 0
-                                            : memcmp(mine, theirs, field_size(e)) != 0;
+        int differs = ax_cfg_is_text(e->type) ? strcmp(mine, theirs) != 0
+                                              : memcmp(mine, theirs, field_size(e)) != 0;
         resume_rule rule = rule_of(e->name);
         if (rule == INVOCATION || (set(was_set, e->name) && rule != FIXED)) copy_field(&out, c, e);
         if (!set(was_set, e->name) || !differs || rule != FIXED) continue;

@@ -13,6 +13,7 @@ typedef struct {
     int64_t layers, dim, heads, ffn, vocab; /* 0 = from the preset / the dataset */
     int tie_embeddings;
     double rope_theta;
+    double norm_eps; /* RMSNorm epsilon; manifests before it was stored: 1e-5 */
     int64_t seq_len, batch, micro_batch, steps;
     double lr, min_lr_frac;
     int64_t warmup;

@@ -95,6 +95,8 @@ static const char *type_word(ax_cfg_type t) {
         return "bool";
     case AX_CFG_STRLIST:
         return "string";
+    case AX_CFG_CHOICE:
+        return "word";
     }
     return "?";
 }
@@ -107,6 +109,37 @@ static ax_status range_error(const ax_cfg_entry *e, const char *value, const cha
                          type_word(e->type), e->min, e->max);
     return ax_errorf(AX_ERR_ARG, "%s--%s=%s %s; expected %s %s", where, e->name, value, why,
                      e->type == AX_CFG_INT ? "an" : "a", type_word(e->type));
+}
+
+int ax_cfg_is_text(ax_cfg_type type) {
+    return type == AX_CFG_STR || type == AX_CFG_CHOICE;
+}
+
+/* The i-th word of a CHOICE entry's "a|b|c" into out; 0 when there is none. */
+static int choice_word(const ax_cfg_entry *e, int i, char *out, size_t size) {
+    const char *p = e->def ? e->def : "";
+    for (; i > 0; i--) {
+        p = strchr(p, '|');
+        if (!p) return 0;
+        p++;
+    }
+    size_t n = strcspn(p, "|");
+    if (n == 0 || n >= size) return 0;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return 1;
+}
+
+/* "packed or doc", "auto, always or never": the words of a CHOICE entry for messages */
+static void choice_list(const ax_cfg_entry *e, char *out, size_t size) {
+    char w[AX_CFG_STR_MAX];
+    int n = 0;
+    while (choice_word(e, n, w, sizeof w)) n++;
+    out[0] = 0;
+    for (int i = 0; i < n && choice_word(e, i, w, sizeof w); i++) {
+        size_t l = strlen(out);
+        snprintf(out + l, size - l, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", w);
+    }
 }
 
 static int parse_bool(const char *v, int *out) {
@@ -190,6 +223,18 @@ static ax_status set_entry(const ax_cfg_entry *e, void *obj, const char *value, 
     }
     case AX_CFG_STRLIST:
         return list_append(field(obj, e), value, e->name);
+    case AX_CFG_CHOICE: {
+        char w[AX_CFG_STR_MAX];
+        for (int i = 0; choice_word(e, i, w, sizeof w); i++)
+            if (!strcmp(w, value)) {
+                memcpy(field(obj, e), w, strlen(w) + 1);
+                return AX_OK;
+            }
+        char list[1024];
+        choice_list(e, list, sizeof list);
+        return ax_errorf(AX_ERR_ARG, "%s--%s '%s' is not allowed: use %s", where, e->name, value,
+                         list);
+    }
     }
     return ax_errorf(AX_ERR_INTERNAL, "config entry --%s has an unknown type", e->name);
 }
@@ -210,7 +255,10 @@ ax_status ax_cfg_set_defaults(const ax_cfg_table *t, void *obj) {
                                  e->name);
             continue;
         }
-        if (set_entry(e, obj, e->def ? e->def : "", "") != AX_OK)
+        char first[AX_CFG_STR_MAX];
+        const char *def = e->def ? e->def : "";
+        if (e->type == AX_CFG_CHOICE) def = choice_word(e, 0, first, sizeof first) ? first : "";
+        if (set_entry(e, obj, def, "") != AX_OK)
             return ax_errorf(AX_ERR_INTERNAL, "bad default for --%s: a bug in the config table",
                              e->name);
     }
@@ -468,6 +516,8 @@ static void flag_left(const ax_cfg_entry *e, char *out, size_t size) {
         snprintf(out, size, "--%s, --no-%s", e->name, e->name);
     else if (e->type == AX_CFG_STRLIST)
         snprintf(out, size, "--%s %s...", e->name, type_word(e->type));
+    else if (e->type == AX_CFG_CHOICE) /* the words themselves: "--packing packed|doc" */
+        snprintf(out, size, "--%s %s", e->name, e->def ? e->def : "");
     else
         snprintf(out, size, "--%s %s", e->name, type_word(e->type));
 }
@@ -495,12 +545,18 @@ void ax_cfg_print_help(const ax_cfg_table *t, FILE *f) {
         const ax_cfg_entry *e = &t->entries[i];
         flag_left(e, left, sizeof left);
         fprintf(f, "  %-*s  %s", w, left, e->help ? e->help : "");
-        if (e->type == AX_CFG_STRLIST)
+        if (e->type == AX_CFG_STRLIST) {
             fprintf(f, " (repeatable)");
-        else if (e->type == AX_CFG_STR)
+        } else if (e->type == AX_CFG_CHOICE) {
+            char list[1024], first[AX_CFG_STR_MAX];
+            choice_list(e, list, sizeof list);
+            fprintf(f, " (%s; default: %s)", list,
+                    choice_word(e, 0, first, sizeof first) ? first : "");
+        } else if (e->type == AX_CFG_STR) {
             fprintf(f, " (default: \"%s\")", e->def ? e->def : "");
-        else
+        } else {
             fprintf(f, " (default: %s)", e->def ? e->def : "");
+        }
         if (has_range(e) && (e->type == AX_CFG_INT || e->type == AX_CFG_FLOAT))
             fprintf(f, " [%.15g..%.15g]", e->min, e->max);
         fputc('\n', f);
@@ -524,6 +580,7 @@ void ax_cfg_write_json(const ax_cfg_table *t, const void *obj, ax_jw *w) {
             ax_jw_num(w, *(const double *)p);
             break;
         case AX_CFG_STR:
+        case AX_CFG_CHOICE:
             ax_jw_str(w, (const char *)p);
             break;
         case AX_CFG_BOOL:
@@ -589,6 +646,7 @@ ax_status ax_cfg_read_json(const ax_cfg_table *t, void *obj, const ax_json *o, c
             if (ok) snprintf(text, sizeof text, "%.17g", v->num), value = text;
             break;
         case AX_CFG_STR:
+        case AX_CFG_CHOICE:
             ok = v->type == AX_JSON_STR && strlen(v->str) == v->str_len;
             value = v->str;
             break;

@@ -19,6 +19,10 @@ typedef enum {
                      * argument up to the next --flag, "--name=A" one; each use appends. Config
                      * files append one value per line; JSON takes an array of strings. The
                      * default must be "" (an empty list). Free with ax_cfg_free. */
+    AX_CFG_CHOICE,  /* field is char[AX_CFG_STR_MAX] holding one of a fixed set of words. `def`
+                     * lists them separated by '|', the default first ("packed|doc"); --help
+                     * shows them and a value outside them is an error that lists them. In files
+                     * and manifests it is a string, as AX_CFG_STR. */
 } ax_cfg_type;
 
 /* A list of strings owned by the struct (copies of argv/file text): no length limit, so paths
@@ -32,7 +36,7 @@ typedef struct {
     const char *name; /* flag without "--"; key in config files and manifests */
     ax_cfg_type type;
     size_t offset;    /* offsetof(struct, field) */
-    const char *def;  /* default, as text ("" for an empty string) */
+    const char *def;  /* default, as text ("" for an empty string); CHOICE: "dflt|other|..." */
     double min, max;  /* inclusive range for INT/FLOAT (ignored when min > max) */
     const char *help; /* one line */
 } ax_cfg_entry;
@@ -81,3 +85,23 @@ void ax_cfg_write_json(const ax_cfg_table *t, const void *obj, ax_jw *w); /* one
 /* Fill from a JSON object (keys not in the table are ignored; missing keys keep their value) */
 ax_status ax_cfg_read_json(const ax_cfg_table *t, void *obj, const ax_json *o, const char *what);
 const ax_cfg_entry *ax_cfg_find(const ax_cfg_table *t, const char *name);
+/* 1 for the types whose field is char[AX_CFG_STR_MAX] (STR, CHOICE) */
+int ax_cfg_is_text(ax_cfg_type type);
+
+/* Flag groups: entries that several commands share, declared once. Each expands to table
+ * entries for a struct that has the named fields (F(field) is the caller's offsetof macro);
+ * use them inside a command's ax_cfg_entry array. */
+#define AX_CFG_THREADS_ENTRY(F)                                                                    \
+    { "threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)" }
+#define AX_CFG_GRID_ENTRY(F, help)                                                                 \
+    { "grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, help }
+#define AX_CFG_CKPT_ENTRY(F)                                                                       \
+    {                                                                                              \
+        "ckpt", AX_CFG_STR, F(ckpt), "", 1, 0,                                                     \
+            "checkpoint: a step-NNNNNN directory, or a run directory (its newest checkpoint)"      \
+    }
+/* --out: every command writes somewhere; the default and what it is differ */
+#define AX_CFG_OUT_ENTRY(F, def, help)                                                             \
+    { "out", AX_CFG_STR, F(out), def, 1, 0, help }
+#define AX_CFG_SEED_ENTRY(F, def, help)                                                            \
+    { "seed", AX_CFG_INT, F(seed), def, 0, 9.2e18, help }

@@ -19,7 +19,15 @@ const char *ax_status_str(ax_status s);
 
 /* Record a user-facing message for the failure in progress and return `s`.
  * The message says what was wrong and what to do; the CLI prints it as one line.
- * The first message recorded wins until ax_error_clear(): the deepest cause is kept. */
+ * Semantics (per thread):
+ *  - The first message recorded wins until ax_error_clear(): the deepest cause is kept, and
+ *    callers that add context above it do not overwrite it.
+ *  - AX_CHECK / AX_CHECK_GOTO only propagate a status; they never record or clear a message.
+ *  - Whoever handles a failure instead of propagating it (falls back, retries, treats "not
+ *    found" as normal) calls ax_error_clear(), so the handled message cannot be reported later
+ *    as the cause of an unrelated failure.
+ *  - Each command starts with a clear message: the dispatcher (cli/main.c) and the demo, which
+ *    runs several steps in one process, call ax_error_clear() before each one. */
 ax_status ax_errorf(ax_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *ax_error_msg(void); /* "" when none recorded */
 void ax_error_clear(void);

@@ -35,7 +35,7 @@ ax_status ax_model_config_from_ckpt(const ax_ckpt_t *ck, ax_model_config *out) {
     AX_CHECK(get_int(cfg, "ffn", path, 1, 262144, &ffn));
     AX_CHECK(get_int(cfg, "vocab", path, 257, 1 << 24, &vocab));
     const ax_json *tie = ax_json_get(cfg, "tie-embeddings"),
-                  *theta = ax_json_get(cfg, "rope-theta");
+                  *theta = ax_json_get(cfg, "rope-theta"), *eps = ax_json_get(cfg, "norm-eps");
     if (!tie || (tie->type != AX_JSON_BOOL && tie->type != AX_JSON_NUM))
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: the manifest's config has no boolean \"tie-embeddings\"; was it "
@@ -47,6 +47,12 @@ ax_status ax_model_config_from_ckpt(const ax_ckpt_t *ck, ax_model_config *out) {
                          "%s: the manifest's config has no \"rope-theta\" in (1, 1e12]; the "
                          "checkpoint is damaged",
                          path);
+    /* absent in manifests written before it was stored: those runs used the default */
+    if (eps && (eps->type != AX_JSON_NUM || !(eps->num >= 1e-12 && eps->num <= 1)))
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: the manifest's config has a \"norm-eps\" outside [1e-12, 1]; the "
+                         "checkpoint is damaged",
+                         path);
     *out = (ax_model_config){.n_layers = layers,
                              .dim = dim,
                              .n_heads = heads,
@@ -54,7 +60,7 @@ ax_status ax_model_config_from_ckpt(const ax_ckpt_t *ck, ax_model_config *out) {
                              .vocab = vocab,
                              .tie_embeddings = tie->num != 0,
                              .rope_theta = (float)theta->num,
-                             .norm_eps = 1e-5f};
+                             .norm_eps = (float)(eps ? eps->num : AX_NORM_EPS_DEFAULT)};
     ax_status st = ax_model_config_check(out);
     if (st != AX_OK) {
         ax_error_clear();

@@ -62,11 +62,10 @@ void ax_optim_set_t_steps(ax_optim_t *o, long t) {
     o->t = t;
 }
 
-double ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr) {
+ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gnorm) {
     float *p = ax_model_params(model), *g = ax_model_grads(model);
     double sumsq = 0;
-    /* a failed collective leaves sumsq at 0 and is reported by ax_model_status */
-    if (ax_model_grad_sumsq(model, &sumsq) != AX_OK) return 0;
+    AX_CHECK(ax_model_grad_sumsq(model, &sumsq)); /* before any update: ranks stay equal */
     double norm = sqrt(sumsq);
     float scale = 1.0f;
     if (o->cfg.grad_clip > 0 && norm > o->cfg.grad_clip) scale = (float)(o->cfg.grad_clip / norm);
@@ -79,5 +78,6 @@ double ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr) {
                         o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
     }
     ax_model_params_updated(model);
-    return norm;
+    *gnorm = norm;
+    return AX_OK;
 }

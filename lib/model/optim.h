@@ -28,6 +28,8 @@ float *ax_optim_m(ax_optim_t *o);
 float *ax_optim_v(ax_optim_t *o);
 long ax_optim_t_steps(const ax_optim_t *o);       /* updates applied so far */
 void ax_optim_set_t_steps(ax_optim_t *o, long t); /* after loading moments from a checkpoint */
-/* One update of this rank's parameter shards from their gradients; returns the global
- * gradient norm before clipping (collective). Weight decay only where ax_model_tensor_decays. */
-double ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr);
+/* One update of this rank's parameter shards from their gradients; *gnorm: the global
+ * gradient norm before clipping (collective). Weight decay only where ax_model_tensor_decays.
+ * A failed collective is returned (AX_ERR_MPI with its message) and nothing is updated: the
+ * caller stops, it never silently skips a step. */
+ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gnorm);

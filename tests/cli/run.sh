@@ -249,6 +249,17 @@ umask 022
 "$AX" data encode --tokenizer "$T/tok" --input "$T/other.jsonl" --out "$T/private.axd" 2>"$T/err"
 [ "$(stat -c %a "$T/private.axd")" = 600 ] && ok "encode: the dataset is mode 0600 under umask 022" \
   || bad "encode: the dataset is mode 0600 under umask 022"
+# ---- choice flags list their words; the manifest stores the RMSNorm epsilon
+expect_fail "choice flag lists its words" 2 "--packing 'docs' is not allowed: use packed or doc" \
+  "$AX" train --data x.axd --packing docs
+expect_fail "probe --offset lists its words" 2 "use start or random" \
+  "$AX" memscan probe --ckpt x --data x.axd --offset middle
+"$AX" train --help 2>&1 | grep -q -- "--packing packed|doc .*(packed or doc; default: packed)" \
+  && ok "train --help shows the choice words" || bad "train --help shows the choice words"
+python3 -c 'import json,sys,glob
+m=json.load(open(sorted(glob.glob(sys.argv[1]+"/ckpt/step-*/manifest.json"))[-1]))
+sys.exit(0 if m["config"]["norm-eps"]==1e-5 else 1)' "$T/run" 2>"$T/err" \
+  && ok "manifest stores norm-eps" || bad "manifest stores norm-eps"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -168,8 +168,9 @@ static void run(ax_grid_t *g, int overlap) {
                 free(gl);
             }
         }
-        ax_optim_step(oref, ref, 1e-2);
-        ax_optim_step(opar, par, 1e-2);
+        double gn_ref = 0, gn_par = 0;
+        EXPECT(ax_optim_step(oref, ref, 1e-2, &gn_ref) == AX_OK, "step: %s", ax_error_msg());
+        EXPECT(ax_optim_step(opar, par, 1e-2, &gn_par) == AX_OK, "step: %s", ax_error_msg());
         if (step == 1) check_volume(g, &c, bl);
     }
     check_decode(ref, par, bl, bc);

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "data/axd.h"
+#include "data/encode.h"
 #include "lib/core/log.h"
 #include "test_data_util.h"
 
@@ -119,4 +120,59 @@ Test(data_cli, help_exits_zero, .init = cr_redirect_stdout) {
     cr_assert_eq(run("data encode --help"), 0);
     cr_assert_eq(run("data decode -h"), 0);
     cr_assert_eq(run("data info --help"), 0);
+}
+
+/* The library entry points (data/encode.h) are what the command runs: same tokenizer file, same
+ * dataset bytes, and results that count what was written. */
+Test(data_cli, library_calls_match_the_command) {
+    ax_log_set_level(AX_LOG_WARN);
+    char txt[256], tok_a[256], tok_b[256], axd_a[256], axd_b[256], cmd[2048];
+    td_tmp(txt, sizeof txt, "lib.txt");
+    td_tmp(tok_a, sizeof tok_a, "lib_a.tok");
+    td_tmp(tok_b, sizeof tok_b, "lib_b.tok");
+    td_tmp(axd_a, sizeof axd_a, "lib_a.axd");
+    td_tmp(axd_b, sizeof axd_b, "lib_b.axd");
+    const char *text = "the cat sat on the mat\nthe dog sat on the log\n\nthe end\n";
+    cr_assert(td_write(txt, text, strlen(text)));
+    snprintf(cmd, sizeof cmd, "data tokenizer-train --input %s --vocab-size 264 --out %s", txt,
+             tok_a);
+    cr_assert_eq(run(cmd), 0);
+    const char *inputs[] = {txt};
+    ax_data_tokenizer_result tr;
+    cr_assert_eq(ax_data_tokenizer_train(inputs, 1, 0, 264, 0, tok_b, &tr), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(tr.vocab, 264);
+    cr_assert_eq(tr.merges, 264 - 257);
+    size_t na, nb;
+    uint8_t *a = td_read(tok_a, &na), *b = td_read(tok_b, &nb);
+    cr_assert(na == nb && !memcmp(a, b, na), "tokenizer files differ");
+    free(a);
+    free(b);
+
+    snprintf(cmd, sizeof cmd, "data encode --tokenizer %s --input %s --split-lines --out %s", tok_a,
+             txt, axd_a);
+    cr_assert_eq(run(cmd), 0);
+    ax_data_encode_result er;
+    cr_assert_eq(ax_data_encode(tok_a, inputs, 1, 1, 2, axd_b, &er), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(er.docs, 3);
+    cr_assert_eq(er.text_bytes, strlen("the cat sat on the mat") * 2 + strlen("the end"));
+    ax_axd_t *d;
+    cr_assert_eq(ax_axd_open(axd_b, 1, &d), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_axd_n_tokens(d), er.tokens);
+    ax_axd_free(d);
+    a = td_read(axd_a, &na), b = td_read(axd_b, &nb);
+    cr_assert(na == nb && !memcmp(a, b, na), "datasets differ");
+    free(a);
+    free(b);
+    /* a missing tokenizer is an error with a message, and no dataset appears */
+    unlink(axd_b);
+    ax_error_clear();
+    cr_assert_neq(ax_data_encode("/nonexistent/t.tok", inputs, 1, 0, 1, axd_b, &er), AX_OK);
+    cr_assert(strstr(ax_error_msg(), "/nonexistent/t.tok"), "%s", ax_error_msg());
+    cr_assert_neq(access(axd_b, F_OK), 0);
+    ax_error_clear();
+    unlink(txt);
+    unlink(tok_a);
+    unlink(tok_b);
+    unlink(axd_a);
 }

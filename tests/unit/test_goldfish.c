@@ -11,6 +11,7 @@
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
+#include "goldfish/stats.h"
 #include "lib/core/json.h"
 #include "lib/core/rng.h"
 #include "lib/core/status.h"
@@ -689,6 +690,31 @@ Test(goldfish, cli_stats_over_a_dataset) {
     ax_goldfish g = hash_spec(4, 13, 7);
     ax_goldfish_mask(&g, s + 1, pos + 1, (long)nt - 1, keep);
     long dropped = ax_goldfish_count_dropped(keep, (long)nt - 1);
+    /* the library entry point (goldfish/stats.h), chunked, against the one-call reference */
+    ax_goldfish_stats gs;
+    cr_assert_eq(ax_goldfish_stats_compute(&g, d, 1024, &gs), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(gs.targets, nt - 1);
+    cr_assert_eq(gs.dropped, (uint64_t)dropped);
+    cr_assert_eq(gs.docs, 300);
+    cr_assert_eq(gs.longest_run, ax_goldfish_longest_run(keep, pos + 1, (long)nt - 1));
+    cr_assert(gs.run_located);
+    uint64_t run_at = ax_axd_doc_offsets(d)[gs.longest_run_doc] + gs.longest_run_start;
+    for (uint64_t i = run_at; i < run_at + gs.longest_run; i++)
+        cr_assert(keep[i - 1], "target %llu inside the longest run is dropped",
+                  (unsigned long long)i);
+    ax_goldfish none = {0};
+    cr_assert_eq(ax_goldfish_stats_compute(&none, d, 1024, &gs), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(gs.dropped, 0);
+    cr_assert_eq(gs.expected_frac, 0.0);
+    uint64_t longest_doc = 0;
+    for (uint64_t i = 0; i < 300; i++) {
+        uint64_t len = ax_axd_doc_offsets(d)[i + 1] - ax_axd_doc_offsets(d)[i] - (i == 0);
+        if (len > longest_doc) longest_doc = len;
+    }
+    cr_assert_eq(gs.longest_run, longest_doc);
+    ax_error_clear();
+    cr_assert_eq(ax_goldfish_stats_compute(&g, d, 0, &gs), AX_ERR_ARG);
+    ax_error_clear();
     ax_axd_free(d);
 
     snprintf(cmd, sizeof cmd, "goldfish stats --data %s --spec hash:seed=7 --json", axd);

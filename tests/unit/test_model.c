@@ -152,7 +152,8 @@ Test(model, overfits_a_fixed_batch) {
         ax_model_zero_grad(m);
         double l = ax_model_forward(m, in, tg, mask, B, 1.0f / N, 1) / N;
         ax_model_backward(m);
-        ax_optim_step(o, m, 1e-2);
+        double gn;
+        cr_assert_eq(ax_optim_step(o, m, 1e-2, &gn), AX_OK, "%s", ax_error_msg());
         if (s == 0) first = l;
         last = l;
     }

@@ -2,16 +2,20 @@
  * a resumed run replays the same losses bit for bit (with no settings but --out: they come
  * from the checkpoint), early stops leave a checkpoint, and resume guards its inputs. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/commands.h"
 #include "data/axd.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/stop.h"
+#include "lib/ckpt/ckpt.h"
+#include "lib/model/model_io.h"
 #include "train/train.h"
 
 /* Byte-level dataset (vocab 257: bytes + EOT) from the first documents of the corpus, so
@@ -324,4 +328,107 @@ Test(train, resume_overrides) {
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(r.last_step, 5);
     cr_assert_eq(r.first_step, 5);
+}
+
+/* The RMSNorm epsilon is part of the model: it is stored in the manifest, read back by
+ * loaders and by --resume, and a manifest from before it was stored means 1e-5. */
+Test(train, norm_eps_is_stored_and_read_back) {
+    char data[300], out[300], ckdir[320], step_dir[700];
+    snprintf(data, sizeof data, "%s/d.axd", tmp);
+    snprintf(out, sizeof out, "%s/run", tmp);
+    snprintf(ckdir, sizeof ckdir, "%s/ckpt", out);
+    make_dataset(data, 6);
+    ax_train_config c;
+    ax_train_result r;
+    uint8_t was_set[128];
+    base_config(&c, data, out);
+    cr_assert_eq(c.norm_eps, 1e-5);
+    cr_assert_eq(ax_train_model_config(&c).norm_eps, 1e-5f);
+    c.steps = 2;
+    c.warmup = 1;
+    c.norm_eps = 1e-3;
+    cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_ckpt_find_latest(ckdir, step_dir, sizeof step_dir), AX_OK, "%s",
+                 ax_error_msg());
+    ax_ckpt_t *ck = NULL;
+    cr_assert_eq(ax_ckpt_open(step_dir, &ck), AX_OK, "%s", ax_error_msg());
+    ax_model_config mc;
+    cr_assert_eq(ax_model_config_from_ckpt(ck, &mc), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(mc.norm_eps, 1e-3f);
+    /* --resume takes it from the manifest; a different value is an error naming the flag */
+    resume_only(&c, was_set, out);
+    cr_assert_eq(ax_train_merge_resumed(&c, was_set, ax_ckpt_config(ck), step_dir, 2), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(c.norm_eps, 1e-3);
+    ax_error_clear();
+    resume_only(&c, was_set, out);
+    c.norm_eps = 1e-6;
+    mark(was_set, "norm-eps");
+    cr_assert_eq(ax_train_merge_resumed(&c, was_set, ax_ckpt_config(ck), step_dir, 2),
+                 AX_ERR_MISMATCH);
+    cr_assert(strstr(ax_error_msg(), "--norm-eps"), "%s", ax_error_msg());
+    ax_error_clear();
+    ax_ckpt_free(ck);
+
+    /* a manifest written before norm-eps was stored: 1e-5, whatever this command's default */
+    const char *old_cfg = "{\"layers\":2,\"dim\":16,\"heads\":2,\"ffn\":32,\"vocab\":300,"
+                          "\"tie-embeddings\":true,\"rope-theta\":10000}";
+    float blob[4] = {0};
+    ax_ckpt_blob blobs[1] = {{"params", blob, 4}};
+    ax_ckpt_write_args a = {.config_json = old_cfg, .blobs = blobs, .n_blobs = 1};
+    char old_dir[320];
+    snprintf(old_dir, sizeof old_dir, "%s/old", tmp);
+    cr_assert_eq(ax_ckpt_write(old_dir, 7, &a), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_ckpt_find_latest(old_dir, step_dir, sizeof step_dir), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(ax_ckpt_open(step_dir, &ck), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_model_config_from_ckpt(ck, &mc), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(mc.norm_eps, 1e-5f);
+    ax_train_config o;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &o), AX_OK);
+    o.norm_eps = 0.5; /* not marked as set: the manifest (its absence) decides */
+    memset(was_set, 0, (size_t)ax_train_table.n);
+    cr_assert_eq(ax_train_merge_resumed(&o, was_set, ax_ckpt_config(ck), step_dir, 7), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(o.norm_eps, 1e-5);
+    ax_ckpt_free(ck);
+
+    /* a damaged value is an error, not a model with another epsilon */
+    const char *bad_cfg = "{\"layers\":2,\"dim\":16,\"heads\":2,\"ffn\":32,\"vocab\":300,"
+                          "\"tie-embeddings\":true,\"rope-theta\":10000,\"norm-eps\":-1}";
+    a.config_json = bad_cfg;
+    cr_assert_eq(ax_ckpt_write(old_dir, 8, &a), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_ckpt_find_latest(old_dir, step_dir, sizeof step_dir), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert_eq(ax_ckpt_open(step_dir, &ck), AX_OK, "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_model_config_from_ckpt(ck, &mc), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "norm-eps"), "%s", ax_error_msg());
+    ax_ckpt_free(ck);
+}
+
+/* A message left by an earlier failure in this thread is not reported as the next command's:
+ * each command entry point starts with a clear message (lib/core/status.h). */
+Test(train, stale_message_is_not_reported) {
+    char errf[300];
+    snprintf(errf, sizeof errf, "%s/stderr.txt", tmp);
+    (void)ax_errorf(AX_ERR_IO, "stale message from an earlier command");
+    char *argv[] = {"train", "--steps", "abc", NULL};
+    fflush(stderr);
+    int saved = dup(2), fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    int rc = ax_cmd_train(3, argv);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    cr_assert_eq(rc, 2);
+    char *got = NULL;
+    size_t n = 0;
+    cr_assert_eq(ax_read_file(errf, &got, &n), AX_OK, "%s", ax_error_msg());
+    cr_assert(strstr(got, "--steps=abc is not an integer"), "%s", got);
+    cr_assert(!strstr(got, "stale message"), "%s", got);
+    free(got);
+    ax_error_clear();
 }
