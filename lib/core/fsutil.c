@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 ax_status ax_mkdir_p(const char *path) {
@@ -220,6 +221,21 @@ static ax_status not_regular(const char *path, mode_t m) {
                      path, file_kind(m));
 }
 
+/* procfs and sysfs show "regular" files of size 0 that block on read (/proc/kmsg) or change
+ * under the reader: never data a user meant to pass */
+#define AX_PROC_SUPER_MAGIC 0x9fa0
+#define AX_SYSFS_MAGIC 0x62656572
+static int on_pseudo_fs(const struct statfs *fs) {
+    return fs->f_type == AX_PROC_SUPER_MAGIC || fs->f_type == AX_SYSFS_MAGIC;
+}
+
+static ax_status pseudo_file(const char *path) {
+    return ax_errorf(AX_ERR_IO,
+                     "%s is a kernel pseudo-file (/proc or /sys), not a data file; axmem reads "
+                     "its inputs only from regular files",
+                     path);
+}
+
 ax_status ax_open_regular(const char *path, const char *hint, int *fd) {
     *fd = -1;
     /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever */
@@ -236,6 +252,11 @@ ax_status ax_open_regular(const char *path, const char *hint, int *fd) {
     if (!S_ISREG(sb.st_mode)) {
         close(f);
         return not_regular(path, sb.st_mode);
+    }
+    struct statfs fs;
+    if (fstatfs(f, &fs) == 0 && on_pseudo_fs(&fs)) {
+        close(f);
+        return pseudo_file(path);
     }
     int fl = fcntl(f, F_GETFL);
     if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
@@ -267,6 +288,8 @@ ax_status ax_check_regular(const char *path, const char *hint) {
         return ax_errorf(AX_ERR_IO, "cannot open %s: %s; %s", path, strerror(errno),
                          hint ? hint : "check the path");
     if (!S_ISREG(sb.st_mode)) return not_regular(path, sb.st_mode);
+    struct statfs fs;
+    if (statfs(path, &fs) == 0 && on_pseudo_fs(&fs)) return pseudo_file(path);
     return AX_OK;
 }
 

@@ -666,3 +666,21 @@ Test(config, choice_type) {
     ax_json_free(j);
     ax_error_clear();
 }
+
+/* /proc files look regular (size 0) but block on read or change under the reader: a scan
+ * file recording "/proc/kmsg" as its samples made `report` hang as root */
+Test(config, kernel_pseudo_files_are_not_inputs) {
+    int fd = -1;
+    ax_error_clear();
+    cr_assert_neq(ax_open_regular("/proc/self/status", NULL, &fd), AX_OK);
+    cr_assert_eq(fd, -1);
+    cr_assert(strstr(ax_error_msg(), "/proc/self/status") && strstr(ax_error_msg(), "pseudo-file"),
+              "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_neq(ax_check_regular("/proc/self/status", NULL), AX_OK);
+    char *data = NULL;
+    size_t len = 0;
+    ax_error_clear();
+    cr_assert_neq(ax_read_file("/proc/self/status", &data, &len), AX_OK);
+    cr_assert_null(data);
+}
