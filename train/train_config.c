@@ -63,6 +63,9 @@ static const ax_cfg_entry entries[] = {
      "batches of --batch sequences per validation (fixed windows: comparable across runs)"},
     {"grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0,
      "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"},
+    {"device", AX_CFG_STR, F(device), "cpu", 1, 0,
+     "where the model computes: cpu | cuda (cuda needs a build with scons cuda=yes); a run may "
+     "resume on another device"},
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
      "overlap communication with compute (AxoNN OAR/ORS/OAG); --no-overlap for comparison"},
     {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,
@@ -154,6 +157,8 @@ ax_status ax_train_config_check(const ax_train_config *c) {
                          (long long)c->batch);
     if (strcmp(c->packing, "packed") && strcmp(c->packing, "doc"))
         return ax_errorf(AX_ERR_ARG, "--packing '%s' must be packed or doc", c->packing);
+    if (strcmp(c->device, "cpu") && strcmp(c->device, "cuda"))
+        return ax_errorf(AX_ERR_ARG, "--device '%s' must be cpu or cuda", c->device);
     if (c->warmup > c->steps)
         return ax_errorf(AX_ERR_ARG, "--warmup %lld exceeds --steps %lld", (long long)c->warmup,
                          (long long)c->steps);
@@ -182,6 +187,7 @@ static const struct {
     {"threads", OVERRIDE},
     {"grid", OVERRIDE},
     {"overlap", OVERRIDE},
+    {"device", OVERRIDE},
     {"log-every", OVERRIDE},
     {"ckpt-every", OVERRIDE},
     {"tokenizer", OVERRIDE},
