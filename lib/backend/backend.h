@@ -46,6 +46,8 @@ struct ax_backend {
     void (*copy)(ax_ctx *ctx, void *dst, const void *src, size_t bytes, ax_copy_kind kind);
     void (*zero)(ax_ctx *ctx, void *p, size_t bytes);
     void (*sync)(ax_ctx *ctx);
+    void *(*map)(ax_ctx *ctx, void *dev, size_t bytes, int flags);
+    void (*unmap)(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags);
     /* every op of lib/backend/ops.h, in its order */
     void (*gemm)(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
                  const float *A, long lda, const float *B, long ldb, float beta, float *C,
@@ -153,6 +155,17 @@ static inline void ax_copy(ax_ctx *ctx, void *dst, const void *src, size_t bytes
 /* device p[0, bytes) <- 0 */
 static inline void ax_zero(ax_ctx *ctx, void *p, size_t bytes) {
     ctx->be->zero(ctx, p, bytes);
+}
+/* A host view of device memory for one-time host-side work (initialisation, checkpoint
+ * layout changes), never in a step: flags AX_MAP_READ (the view starts with the device's
+ * contents) and/or AX_MAP_WRITE (ax_unmap writes the view back). The CPU returns dev itself;
+ * a device backend stages through host memory. NULL when out of memory. */
+enum { AX_MAP_READ = 1, AX_MAP_WRITE = 2 };
+static inline void *ax_map(ax_ctx *ctx, void *dev, size_t bytes, int flags) {
+    return ctx->be->map(ctx, dev, bytes, flags);
+}
+static inline void ax_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags) {
+    ctx->be->unmap(ctx, dev, host, bytes, flags);
 }
 /* waits until every op issued on the context has finished (a no-op on the CPU) */
 static inline void ax_sync(ax_ctx *ctx) {

@@ -397,7 +397,12 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)m->cfg.n_layers);
     for (int i = 0; i < m->n_tensors; i++) {
         tp_tensor *p = &m->tp[i];
-        float *dst = m->params + p->shard_off;
+        size_t bytes = (size_t)p->shard_n * sizeof(float);
+        float *dst = ax_map(m->ctx, m->params + p->shard_off, bytes, AX_MAP_WRITE);
+        if (!dst) {
+            tp_note(m, ax_errorf(AX_ERR_NOMEM, "out of memory initialising %s", m->info[i].name));
+            break;
+        }
         int is_proj = strstr(m->info[i].name, ".wo") || strstr(m->info[i].name, ".w_down");
         float s = is_proj ? proj_std : std;
         int64_t b0 = (int64_t)m->z * p->shard_n;
@@ -408,6 +413,7 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
                      : p->kind == TP_VEC ? 1.0f
                                          : s * ax_rng_normal(seed, (uint64_t)i, (uint64_t)gi);
         }
+        ax_unmap(m->ctx, m->params + p->shard_off, dst, bytes, AX_MAP_WRITE);
     }
     m->stale = 1;
 }
@@ -424,11 +430,20 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float
     }
     AX_CHECK_GOTO(ax_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block), done);
     /* exactly one rank writes each global element; the rest add zeros, so the sum is exact */
-    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i))
-        for (int64_t b = 0; b < p->block_n; b++) {
+    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i)) {
+        size_t bb = (size_t)(p->shard_n * gz) * sizeof(float), gb = (size_t)numel * sizeof(float);
+        const float *hb = ax_map(m->ctx, block, bb, AX_MAP_READ);
+        float *hg = ax_map(m->ctx, global, gb, AX_MAP_WRITE);
+        if (!hb || !hg)
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
+        for (int64_t b = 0; st == AX_OK && b < p->block_n; b++) {
             int64_t gi = global_index(m, p, b);
-            if (gi >= 0) global[gi] = block[b];
+            if (gi >= 0) hg[gi] = hb[b];
         }
+        if (hb) ax_unmap(m->ctx, block, (void *)hb, bb, AX_MAP_READ);
+        if (hg) ax_unmap(m->ctx, global, hg, gb, AX_MAP_WRITE);
+        if (st != AX_OK) goto done;
+    }
     AX_CHECK_GOTO(ax_allreduce_sum(m->grid, AX_AXIS_WORLD, global, (long)numel), done);
     if (global_out) ax_copy(m->ctx, global_out, global, (size_t)numel * sizeof(float), AX_COPY_D2H);
 done:
@@ -440,12 +455,19 @@ done:
 void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *local) {
     tp_tensor *p = &m->tp[i];
     int64_t b0 = (int64_t)m->z * p->shard_n;
-    float *dst = local + p->shard_off;
+    size_t bytes = (size_t)p->shard_n * sizeof(float);
+    /* global is host memory (a checkpoint blob); the shard is written through a host view */
+    float *dst = ax_map(m->ctx, local + p->shard_off, bytes, AX_MAP_WRITE);
+    if (!dst) {
+        tp_note(m, ax_errorf(AX_ERR_NOMEM, "out of memory loading tensor %s", m->info[i].name));
+        return;
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < p->shard_n; e++) {
         int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
         dst[e] = gi < 0 ? 0.0f : global[gi];
     }
+    ax_unmap(m->ctx, local + p->shard_off, dst, bytes, AX_MAP_WRITE);
     m->stale = 1;
 }
 

@@ -46,6 +46,14 @@ Test(ops_backend, memory_functions) {
     ax_copy(ctx, back, d, sizeof back, AX_COPY_D2H);
     for (int i = 0; i < 100; i++)
         cr_assert_eq(back[i], i >= 10 && i < 15 ? 0.0f : h[i], "element %d", i);
+    /* a host view: what is written through it is on the device after unmap */
+    float *v = ax_map(ctx, d, 100 * sizeof(float), AX_MAP_READ | AX_MAP_WRITE);
+    cr_assert_not_null(v);
+    cr_assert_eq(v[20], h[20], "a read view starts with the device's contents");
+    v[7] = -3.0f;
+    ax_unmap(ctx, d, v, 100 * sizeof(float), AX_MAP_READ | AX_MAP_WRITE);
+    ax_copy(ctx, back, d, sizeof back, AX_COPY_D2H);
+    cr_assert_eq(back[7], -3.0f);
     ax_dev_free(ctx, d);
     ax_ctx_free(ctx);
 }

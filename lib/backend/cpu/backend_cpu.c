@@ -35,6 +35,15 @@ static void cpu_sync(ax_ctx *ctx) {
     (void)ctx; /* every CPU op has finished when it returns */
 }
 
+static void *cpu_map(ax_ctx *ctx, void *dev, size_t bytes, int flags) {
+    (void)ctx, (void)bytes, (void)flags;
+    return dev; /* host memory is device memory */
+}
+
+static void cpu_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags) {
+    (void)ctx, (void)dev, (void)host, (void)bytes, (void)flags;
+}
+
 void ax_cpu_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
                  const float *A, long lda, const float *B, long ldb, float beta, float *C,
                  long ldc) {
@@ -51,6 +60,8 @@ static const ax_backend cpu_backend = {
     .copy = cpu_copy,
     .zero = cpu_zero,
     .sync = cpu_sync,
+    .map = cpu_map,
+    .unmap = cpu_unmap,
     .gemm = ax_cpu_gemm,
     .matmul_forward = ax_cpu_matmul_forward,
     .matmul_backward = ax_cpu_matmul_backward,
