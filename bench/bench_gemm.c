@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 #include "lib/backend/cpu/perf.h"
 #include "lib/core/timer.h"
 

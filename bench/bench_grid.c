@@ -55,8 +55,7 @@ int main(int argc, char **argv) {
         ax_mpi_abort(2);
     }
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts;
-    if (B % parts || ax_model_create_on(g, &c, bl, T, overlap, &m) ||
-        ax_optim_create(ax_model_n_local(m), &oc, &o)) {
+    if (B % parts || ax_model_create_on(g, &c, bl, T, overlap, &m) || ax_optim_create(m, &oc, &o)) {
         fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
         ax_mpi_abort(2);
     }

@@ -36,8 +36,7 @@ int main(int argc, char **argv) {
     ax_model_t *m = NULL;
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    if (ax_model_create(&c, B, T, &m) != AX_OK ||
-        ax_optim_create(ax_model_n_local(m), &oc, &o) != AX_OK) {
+    if (ax_model_create(&c, B, T, &m) != AX_OK || ax_optim_create(m, &oc, &o) != AX_OK) {
         fprintf(stderr, "bench_train: %s\n", ax_error_msg());
         return 1;
     }

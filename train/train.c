@@ -261,10 +261,10 @@ static ax_status build(run_state *r) {
     r->mb_local = r->mb_global / parts;
     ax_model_config mc = ax_train_model_config(c);
     int T = (int)c->seq_len;
-    AX_CHECK(ax_model_create_on(r->grid, &mc, r->mb_local, T, c->overlap, &r->model));
+    AX_CHECK(ax_model_create_dev(r->grid, &mc, r->mb_local, T, c->overlap, c->device, &r->model));
     ax_adamw_config oc = {(float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                           (float)c->grad_clip};
-    AX_CHECK(ax_optim_create(ax_model_n_local(r->model), &oc, &r->optim));
+    AX_CHECK(ax_optim_create(r->model, &oc, &r->optim));
     r->sched = (ax_lr_schedule){c->lr, c->min_lr_frac, (long)c->warmup, (long)c->steps};
     size_t n = (size_t)r->mb_local * T;
     r->ctx = ax_goldfish_context(&r->goldfish);

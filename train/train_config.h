@@ -27,6 +27,7 @@ typedef struct {
     int64_t val_every, val_batches;
     char grid[AX_CFG_STR_MAX]; /* DxXxYxZ */
     int overlap;
+    char device[AX_CFG_STR_MAX];
     int64_t exit_after_steps;  /* this invocation only: 0 = off */
     double exit_after_minutes; /* this invocation only: 0 = off */
     double stall_timeout;      /* seconds; 0 = off (lib/core/stop.h) */
@@ -44,8 +45,8 @@ ax_model_config ax_train_model_config(const ax_train_config *c);
 ax_status ax_train_config_check(const ax_train_config *c);
 /* On --resume: every setting comes from the checkpoint's manifest, so `--out DIR --resume`
  * alone continues the run exactly. Flags the user set (was_set) override only where safe:
- * threads, grid, overlap, log-every, ckpt-every, tokenizer; --data/--val-data may name a moved
- * file (the caller checks its checksum against the checkpoint); --steps may change, with a
+ * threads, grid, overlap, device, log-every, ckpt-every, tokenizer; --data/--val-data may name a
+ * moved file (the caller checks its checksum against the checkpoint); --steps may change, with a
  * warning that the learning-rate schedule is recomputed for the new length. out, resume,
  * exit-after-* and stall-timeout always come from this command. Any other flag set to a
  * different value is an error naming it. ckpt_step: the step being resumed from. */

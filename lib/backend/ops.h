@@ -1,10 +1,14 @@
-/* CPU kernels: the specification every other backend is tested against.
+/* The ops: every kernel the model runs, each taking the execution context first and dispatched
+ * through its backend's table (lib/backend/backend.h). The CPU kernels (lib/backend/cpu/) are
+ * the specification every other backend is tested against.
  *
  * Conventions
  * - Row-major. N = B*T token rows, C = model dim, V = vocab, H = heads, D = C/H head dim.
  * - Every *_backward ACCUMULATES (+=) into all of its gradient outputs (llm.c style): the
  *   caller zeroes gradient buffers once per step. This makes residual branches and tied
  *   weights free of special cases.
+ * - Pointers are the context's device memory unless a comment says host.
+ * - Kernels never allocate: workspace comes from the context's scratch arena.
  * - Kernels are OpenMP-parallel and deterministic for a fixed thread count (no atomics on
  *   floats; reductions go through per-thread partials summed in a fixed order).
  */
@@ -12,61 +16,104 @@
 #include <stdint.h>
 #include <math.h>
 
-/* ---- GEMM (oneDNN dnnl_sgemm: dispatches on the CPU's ISA, runs on our OpenMP pool) ----
+#include "lib/backend/backend.h"
+
+/* ---- GEMM (CPU: oneDNN dnnl_sgemm) ----
  * C[m,n] = alpha * op(A)[m,k] op(B)[k,n] + beta * C, row-major, trans = 'N' or 'T'. */
-void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
-              long lda, const float *B, long ldb, float beta, float *C, long ldc);
+static inline void ax_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
+                           float alpha, const float *A, long lda, const float *B, long ldb,
+                           float beta, float *C, long ldc) {
+    ctx->be->gemm(ctx, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 /* ---- linear: out = inp W^T ----
  * out[N,OC], inp[N,C], w[OC,C] */
-void ax_matmul_forward(float *out, const float *inp, const float *w, int N, int C, int OC);
+static inline void ax_matmul_forward(ax_ctx *ctx, float *out, const float *inp, const float *w,
+                                     int N, int C, int OC) {
+    ctx->be->matmul_forward(ctx, out, inp, w, N, C, OC);
+}
 /* dinp[N,C] += dout W ; dw[OC,C] += dout^T inp. Either output may be NULL (skipped). */
-void ax_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
-                        int N, int C, int OC);
+static inline void ax_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
+                                      const float *inp, const float *w, int N, int C, int OC) {
+    ctx->be->matmul_backward(ctx, dinp, dw, dout, inp, w, N, C, OC);
+}
 
 /* ---- token embedding ----
  * out[N,C] = wte[tokens[i], :], tokens[N] in [0,V) */
-void ax_embedding_forward(float *out, const int32_t *tokens, const float *wte, int N, int C);
+static inline void ax_embedding_forward(ax_ctx *ctx, float *out, const int32_t *tokens,
+                                        const float *wte, int N, int C) {
+    ctx->be->embedding_forward(ctx, out, tokens, wte, N, C);
+}
 /* dwte[V,C] += scatter of dout[N,C]; touches only rows named in tokens (never all V rows) */
-void ax_embedding_backward(float *dwte, const float *dout, const int32_t *tokens, int N, int C);
+static inline void ax_embedding_backward(ax_ctx *ctx, float *dwte, const float *dout,
+                                         const int32_t *tokens, int N, int C) {
+    ctx->be->embedding_backward(ctx, dwte, dout, tokens, N, C);
+}
 
 /* ---- RMSNorm: out = inp * rstd * weight, rstd = 1/sqrt(mean(inp^2) + eps) ----
  * out[N,C], rstd[N] (saved for backward), inp[N,C], weight[C] */
-void ax_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N,
-                        int C, float eps);
+static inline void ax_rmsnorm_forward(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                                      const float *weight, int N, int C, float eps) {
+    ctx->be->rmsnorm_forward(ctx, out, rstd, inp, weight, N, C, eps);
+}
 /* dinp[N,C] +=, dweight[C] += */
-void ax_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
-                         const float *weight, const float *rstd, int N, int C);
+static inline void ax_rmsnorm_backward(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                                       const float *inp, const float *weight, const float *rstd,
+                                       int N, int C) {
+    ctx->be->rmsnorm_backward(ctx, dinp, dweight, dout, inp, weight, rstd, N, C);
+}
 
 /* ---- rotary position embedding (rotate-half pairs (i, i + D/2), positions t = 0..T-1) ----
  * Table: cos/sin[T, D/2], angle(t, i) = t * theta^(-2i/D). */
-void ax_rope_table(float *cos_t, float *sin_t, int T, int D, float theta);
+static inline void ax_rope_table(ax_ctx *ctx, float *cos_t, float *sin_t, int T, int D,
+                                 float theta) {
+    ctx->be->rope_table(ctx, cos_t, sin_t, T, D, theta);
+}
 /* In place on x, laid out [B, T, (row stride ld floats)], heads at x[row*ld + h*D + d] for
  * h < H. Used on the q and k parts of the packed qkv buffer (ld = 3C). */
-void ax_rope_forward(float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
-                     long ld);
+static inline void ax_rope_forward(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t,
+                                   int B, int T, int H, int D, long ld) {
+    ctx->be->rope_forward(ctx, x, cos_t, sin_t, B, T, H, D, ld);
+}
 /* In place: dx <- R^T dx (rope is orthogonal, so backward is the inverse rotation). Note this
  * OVERWRITES (it is a transform of the gradient already accumulated in dx). */
-void ax_rope_backward(float *dx, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
-                      long ld);
+static inline void ax_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, const float *sin_t,
+                                    int B, int T, int H, int D, long ld) {
+    ctx->be->rope_backward(ctx, dx, cos_t, sin_t, B, T, H, D, ld);
+}
 
 /* ---- causal multi-head self-attention over a packed qkv buffer ----
  * qkv[B,T,3C] = [q | k | v] (q,k already rotated), out[B,T,C], att[B,H,T,T] softmax probs
  * (saved; entries above the diagonal are 0). scale = 1/sqrt(D). */
-void ax_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H);
+static inline void ax_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv,
+                                        int B, int T, int C, int H) {
+    ctx->be->attention_forward(ctx, out, att, qkv, B, T, C, H);
+}
 /* dqkv[B,T,3C] +=. scratch: B*H*T*T floats of workspace (contents ignored). */
-void ax_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
-                           const float *att, int B, int T, int C, int H);
+static inline void ax_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
+                                         const float *dout, const float *qkv, const float *att,
+                                         int B, int T, int C, int H) {
+    ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H);
+}
 
 /* ---- SwiGLU: out = silu(gate) * up, h = [gate | up] per row ----
  * out[N,F], h[N,2F] */
-void ax_swiglu_forward(float *out, const float *h, int N, int F);
+static inline void ax_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F) {
+    ctx->be->swiglu_forward(ctx, out, h, N, F);
+}
 /* dh[N,2F] += */
-void ax_swiglu_backward(float *dh, const float *dout, const float *h, int N, int F);
+static inline void ax_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h,
+                                      int N, int F) {
+    ctx->be->swiglu_backward(ctx, dh, dout, h, N, F);
+}
 
 /* ---- residual: out = a + b, n elements (backward is two accumulations by the caller) ---- */
-void ax_add_forward(float *out, const float *a, const float *b, long n);
-void ax_accumulate(float *dst, const float *src, long n); /* dst += src */
+static inline void ax_add_forward(ax_ctx *ctx, float *out, const float *a, const float *b, long n) {
+    ctx->be->add_forward(ctx, out, a, b, n);
+}
+static inline void ax_accumulate(ax_ctx *ctx, float *dst, const float *src, long n) {
+    ctx->be->accumulate(ctx, dst, src, n);
+} /* dst += src */
 
 /* ---- fused softmax + masked cross-entropy ----
  * logits[N,V], targets[N], mask[N] (1 = supervised target, 0 = dropped/padding).
@@ -75,9 +122,13 @@ void ax_accumulate(float *dst, const float *src, long n); /* dst += src */
  * OVERWRITTEN (not accumulated); dlogits may alias logits (in place, saves N*V floats).
  * dscale is 1 / (supervised targets summed over all ranks): the loss is their global mean.
  * Returns the sum of losses over supervised rows (double accumulation). */
-double ax_crossentropy_forward_backward(float *losses, float *dlogits, const float *logits,
-                                        const int32_t *targets, const uint8_t *mask, float dscale,
-                                        int N, int V);
+static inline double ax_crossentropy_forward_backward(ax_ctx *ctx, float *losses, float *dlogits,
+                                                      const float *logits, const int32_t *targets,
+                                                      const uint8_t *mask, float dscale, int N,
+                                                      int V) {
+    return ctx->be->crossentropy_forward_backward(ctx, losses, dlogits, logits, targets, mask,
+                                                  dscale, N, V);
+}
 
 /* ---- optimizer ----
  * AdamW (decoupled weight decay), one fused pass over n parameters:
@@ -85,10 +136,15 @@ double ax_crossentropy_forward_backward(float *losses, float *dlogits, const flo
  *   m = b1 m + (1-b1) g ; v = b2 v + (1-b2) g^2
  *   p -= lr * ( (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + wd * p )
  * t is the 1-based step count. */
-void ax_adamw_update(float *param, const float *grad, float *m, float *v, long n, float lr,
-                     float beta1, float beta2, float eps, float wd, float grad_scale, long t);
+static inline void ax_adamw_update(ax_ctx *ctx, float *param, const float *grad, float *m, float *v,
+                                   long n, float lr, float beta1, float beta2, float eps, float wd,
+                                   float grad_scale, long t) {
+    ctx->be->adamw_update(ctx, param, grad, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t);
+}
 /* sum of squares in double (for the global gradient norm) */
-double ax_sum_squares(const float *x, long n);
+static inline double ax_sum_squares(ax_ctx *ctx, const float *x, long n) {
+    return ctx->be->sum_squares(ctx, x, n);
+}
 
 /* ---- helpers shared by the kernels (additions) ---- */
 
@@ -122,17 +178,28 @@ static inline float ax_expf(float x) {
  * between the two halves, so every grid computes the same normalisation.
  * forward:  ss[N] = sum_c inp^2 (local) ; [all-reduce ss] ;
  *           out[N,C] = inp * rstd * weight, rstd[N] = 1/sqrt(ss/C_total + eps) */
-void ax_rmsnorm_sumsq(float *ss, const float *inp, int N, int C);
-void ax_rmsnorm_apply(float *out, float *rstd, const float *inp, const float *weight,
-                      const float *ss, int N, int C, int C_total, float eps);
+static inline void ax_rmsnorm_sumsq(ax_ctx *ctx, float *ss, const float *inp, int N, int C) {
+    ctx->be->rmsnorm_sumsq(ctx, ss, inp, N, C);
+}
+static inline void ax_rmsnorm_apply(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                                    const float *weight, const float *ss, int N, int C, int C_total,
+                                    float eps) {
+    ctx->be->rmsnorm_apply(ctx, out, rstd, inp, weight, ss, N, C, C_total, eps);
+}
 /* backward: dot[N] = sum_c dout * weight * inp (local) ; [all-reduce dot] ;
  *           dinp[N,C] += rstd * weight * dout - inp * rstd^3 * dot / C_total ;
  *           dweight[C] += sum_rows dout * inp * rstd (either output may be NULL) */
-void ax_rmsnorm_backward_dot(float *dot, const float *dout, const float *inp, const float *weight,
-                             int N, int C);
-void ax_rmsnorm_backward_apply(float *dinp, float *dweight, const float *dout, const float *inp,
-                               const float *weight, const float *rstd, const float *dot, int N,
-                               int C, int C_total);
+static inline void ax_rmsnorm_backward_dot(ax_ctx *ctx, float *dot, const float *dout,
+                                           const float *inp, const float *weight, int N, int C) {
+    ctx->be->rmsnorm_backward_dot(ctx, dot, dout, inp, weight, N, C);
+}
+static inline void ax_rmsnorm_backward_apply(ax_ctx *ctx, float *dinp, float *dweight,
+                                             const float *dout, const float *inp,
+                                             const float *weight, const float *rstd,
+                                             const float *dot, int N, int C, int C_total) {
+    ctx->be->rmsnorm_backward_apply(ctx, dinp, dweight, dout, inp, weight, rstd, dot, N, C,
+                                    C_total);
+}
 
 /* ---- vocabulary-parallel cross-entropy (vocab split over ranks; lib/backend/cpu/ops_shard.c) ----
  * Each rank holds logits[N, Vl] for global vocab ids [v0, v0 + Vl); only the first `valid`
@@ -142,23 +209,61 @@ void ax_rmsnorm_backward_apply(float *dinp, float *dweight, const float *dout, c
  *   ax_ce_partial   stats[2N] = {sum exp(l - max), target logit if owned else 0} -> SUM
  *   ax_ce_finish    losses[N], dlogits (may alias logits, padding columns -> 0), returns
  *                   the sum of supervised losses; same semantics as the fused kernel. */
-void ax_ce_rowmax(float *rowmax, const float *logits, int N, int Vl, int valid);
-void ax_ce_partial(float *stats, const float *logits, const float *rowmax, const int32_t *targets,
-                   const uint8_t *mask, int N, int Vl, int valid, int v0);
-double ax_ce_finish(float *losses, float *dlogits, const float *logits, const float *rowmax,
-                    const float *stats, const int32_t *targets, const uint8_t *mask, float dscale,
-                    int N, int Vl, int valid, int v0);
+static inline void ax_ce_rowmax(ax_ctx *ctx, float *rowmax, const float *logits, int N, int Vl,
+                                int valid) {
+    ctx->be->ce_rowmax(ctx, rowmax, logits, N, Vl, valid);
+}
+static inline void ax_ce_partial(ax_ctx *ctx, float *stats, const float *logits,
+                                 const float *rowmax, const int32_t *targets, const uint8_t *mask,
+                                 int N, int Vl, int valid, int v0) {
+    ctx->be->ce_partial(ctx, stats, logits, rowmax, targets, mask, N, Vl, valid, v0);
+}
+static inline double ax_ce_finish(ax_ctx *ctx, float *losses, float *dlogits, const float *logits,
+                                  const float *rowmax, const float *stats, const int32_t *targets,
+                                  const uint8_t *mask, float dscale, int N, int Vl, int valid,
+                                  int v0) {
+    return ctx->be->ce_finish(ctx, losses, dlogits, logits, rowmax, stats, targets, mask, dscale, N,
+                              Vl, valid, v0);
+}
 
 /* ---- vocabulary-sharded embedding: rows [v0, v0 + rows) of the table live here ----
  * out[N,C] = wte[t - v0] for owned tokens, 0 otherwise (the caller all-reduces);
  * backward accumulates only owned rows. */
-void ax_embedding_shard_forward(float *out, const int32_t *tokens, const float *wte, int N, int C,
-                                int v0, int rows);
-void ax_embedding_shard_backward(float *dwte, const float *dout, const int32_t *tokens, int N,
-                                 int C, int v0, int rows);
+static inline void ax_embedding_shard_forward(ax_ctx *ctx, float *out, const int32_t *tokens,
+                                              const float *wte, int N, int C, int v0, int rows) {
+    ctx->be->embedding_shard_forward(ctx, out, tokens, wte, N, C, v0, rows);
+}
+static inline void ax_embedding_shard_backward(ax_ctx *ctx, float *dwte, const float *dout,
+                                               const int32_t *tokens, int N, int C, int v0,
+                                               int rows) {
+    ctx->be->embedding_shard_backward(ctx, dwte, dout, tokens, N, C, v0, rows);
+}
 
 /* ---- one decoding step of causal attention against a KV cache (lib/backend/cpu/ops_decode.c) ----
  * q[B, H*D] (rotated) for the newest position; kc, vc[B, H, Tmax, D] hold positions
  * 0..len-1 (the newest already appended); out[B, H*D]. scale = 1/sqrt(D). */
-void ax_attention_decode(float *out, const float *q, const float *kc, const float *vc, int B, int H,
-                         int D, int len, int Tmax);
+static inline void ax_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
+                                       const float *vc, int B, int H, int D, int len, int Tmax) {
+    ctx->be->attention_decode(ctx, out, q, kc, vc, B, H, D, len, Tmax);
+}
+
+/* ---- data movement of decoding (lib/backend/cpu/ops_move.c) ---- */
+/* Appends position pos of B sequences to the caches kc, vc[B, H, Tmax, D]: the key of sequence
+ * b is k[b*ld + h*D + d] (likewise v), e.g. the k and v parts of a packed qkv row (ld = 3HD). */
+static inline void ax_kv_append(ax_ctx *ctx, float *kc, float *vc, const float *k, const float *v,
+                                long ld, int B, int H, int D, int Tmax, int pos) {
+    ctx->be->kv_append(ctx, kc, vc, k, v, ld, B, H, D, Tmax, pos);
+}
+/* dst[r*ld_dst + c] = src[r*ld_src + c] for r < rows, c < cols (a strided 2-D copy) */
+static inline void ax_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, long ld_src,
+                                long rows, long cols) {
+    ctx->be->copy_rows(ctx, dst, ld_dst, src, ld_src, rows, cols);
+}
+/* Greedy choice over a vocabulary slice: for each of B rows of x[B, Vl] (first `valid` columns
+ * real, global ids from v0), best[2b] = the largest value and best[2b+1] = -(its global id),
+ * ties to the lowest id (-INFINITY and -v0 when valid = 0). best is HOST memory [2B]: the pairs
+ * are combined over the ranks by the caller. */
+static inline void ax_argmax_rows(ax_ctx *ctx, double *best, const float *x, int B, int Vl,
+                                  int valid, int v0) {
+    ctx->be->argmax_rows(ctx, best, x, B, Vl, valid, v0);
+}

@@ -6,8 +6,8 @@
 #include "lib/core/rng.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 ax_status ax_model_config_check(const ax_model_config *c) {
@@ -129,48 +129,47 @@ static int64_t global_index(const ax_model_t *m, const tp_tensor *p, int64_t b) 
     return gr * p->cols_g + gc;
 }
 
-static float *falloc(int64_t n) {
-    /* 64-byte aligned for AVX-512 loads; zeroed so padding stays exactly 0 */
-    size_t bytes = ((size_t)(n > 0 ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
-    float *p = aligned_alloc(64, bytes);
-    if (p) memset(p, 0, bytes);
-    return p;
+static float *falloc(ax_model_t *m, int64_t n) {
+    return ax_dev_alloc(m->ctx, (size_t)(n > 0 ? n : 1) * sizeof(float));
 }
+
+/* Every activation buffer is a slice of one device block (as the slabs are): one allocation
+ * through the backend, 64-byte aligned slices. */
+#define ACT_ALIGN 64
+typedef struct {
+    void **slot;
+    size_t bytes;
+} act_slot;
 
 static int alloc_acts(ax_model_t *m) {
     int64_t N = (int64_t)m->B * m->T, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy;
     int64_t att = (int64_t)m->B * m->Hy * T * T;
-    for (int l = 0; l < m->cfg.n_layers; l++) {
+    int D = m->cfg.dim / m->cfg.n_heads, L = m->cfg.n_layers, n = 0;
+    act_slot *slots = ax_host_alloc(m->ctx, sizeof(act_slot) * ((size_t)L * 11 + 17));
+    if (!slots) return 0;
+#define ACT(p, count) (slots[n++] = (act_slot){(void **)&(p), (size_t)(count) * sizeof *(p)})
+    for (int l = 0; l < L; l++) {
         layer_acts *a = &m->acts[l];
-        float **bufs[] = {&a->res,     &a->ln1, &a->rstd1, &a->qkv, &a->att, &a->atty,
-                          &a->res_mid, &a->ln2, &a->rstd2, &a->h,   &a->hs};
-        int64_t sizes[] = {N * Cx, N * Cx, N, N * 3 * Cy, att,   N * Cy,
-                           N * Cx, N * Cx, N, N * 2 * Fy, N * Fy};
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-            if (!(*bufs[i] = falloc(sizes[i]))) return 0;
+        ACT(a->res, N * Cx), ACT(a->ln1, N * Cx), ACT(a->rstd1, N), ACT(a->qkv, N * 3 * Cy);
+        ACT(a->att, att), ACT(a->atty, N * Cy), ACT(a->res_mid, N * Cx), ACT(a->ln2, N * Cx);
+        ACT(a->rstd2, N), ACT(a->h, N * 2 * Fy), ACT(a->hs, N * Fy);
     }
-    int D = m->cfg.dim / m->cfg.n_heads;
-    float **bufs[] = {&m->res_final, &m->lnf,      &m->rstdf,    &m->logits,     &m->losses,
-                      &m->rowstat,   &m->rope_cos, &m->rope_sin, &m->dres,       &m->dln,
-                      &m->dbig,      &m->dh,       &m->dqkv,     &m->att_scratch};
-    int64_t sizes[] = {N * Cx,
-                       N * Cx,
-                       N,
-                       N * m->Vl,
-                       N,
-                       3 * N,
-                       T * D / 2,
-                       T * D / 2,
-                       N * Cx,
-                       N * Cx,
-                       N * (Fy > Cy ? Fy : Cy),
-                       N * 2 * Fy,
-                       N * 3 * Cy,
-                       att};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (!(*bufs[i] = falloc(sizes[i]))) return 0;
-    m->inputs_copy = malloc((size_t)N * sizeof(int32_t));
-    return m->inputs_copy != NULL;
+    ACT(m->res_final, N * Cx), ACT(m->lnf, N * Cx), ACT(m->rstdf, N), ACT(m->logits, N * m->Vl);
+    ACT(m->losses, N), ACT(m->rowstat, 3 * N), ACT(m->rope_cos, T * D / 2);
+    ACT(m->rope_sin, T * D / 2), ACT(m->dres, N * Cx), ACT(m->dln, N * Cx);
+    ACT(m->dbig, N * (Fy > Cy ? Fy : Cy)), ACT(m->dh, N * 2 * Fy), ACT(m->dqkv, N * 3 * Cy);
+    ACT(m->att_scratch, att), ACT(m->inputs_copy, N), ACT(m->targets_copy, N);
+    ACT(m->mask_copy, N);
+#undef ACT
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += (slots[i].bytes + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN;
+    char *base = m->act_arena = ax_dev_alloc(m->ctx, total);
+    for (int i = 0; base && i < n; i++) {
+        *slots[i].slot = base;
+        base += (slots[i].bytes + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN;
+    }
+    ax_host_free(m->ctx, slots);
+    return m->act_arena != NULL;
 }
 
 static void build_tensors(ax_model_t *m) {
@@ -205,6 +204,19 @@ static void build_tensors(ax_model_t *m) {
 
 ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                              ax_model_t **out) {
+    return ax_model_create_dev(g, c, B, T, overlap, "cpu", out);
+}
+
+/* Kernel scratch the model's ops need (lib/backend/cpu: the gradient norm's per-chunk partials,
+ * one row of scores per thread in decoding attention), reserved once at creation. */
+static size_t scratch_bytes(const ax_model_t *m) {
+    size_t norm = sizeof(double) * (size_t)(m->n_local / 32768 + 1);
+    size_t decode = sizeof(float) * (size_t)((m->T + 15) / 16 * 16) * (size_t)omp_get_max_threads();
+    return norm > decode ? norm : decode;
+}
+
+ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
+                              const char *device, ax_model_t **out) {
     *out = NULL;
     AX_CHECK(ax_model_config_check(c));
     int dims[4];
@@ -212,11 +224,19 @@ ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int 
     AX_CHECK(ax_model_config_check_grid(c, dims));
     if (B < 1 || T < 1)
         return ax_errorf(AX_ERR_ARG, "batch %d and sequence length %d must be >= 1", B, T);
-    ax_model_t *m = calloc(1, sizeof *m);
-    if (!m) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the model");
+    const ax_backend *be = NULL;
+    AX_CHECK(ax_backend_select(device, &be));
+    ax_ctx *ctx = NULL;
+    AX_CHECK(ax_ctx_create(be, 0, &ctx));
+    ax_model_t *m = ax_host_alloc(ctx, sizeof *m);
+    if (!m) {
+        ax_ctx_free(ctx);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory creating the model");
+    }
+    m->ctx = ctx;
     m->cfg = *c;
     m->grid = g;
-    memcpy(m->dims, dims, sizeof dims);
+    for (int a = 0; a < 4; a++) m->dims[a] = dims[a];
     m->x = ax_grid_coord(g, AX_AXIS_X);
     m->y = ax_grid_coord(g, AX_AXIS_Y);
     m->z = ax_grid_coord(g, AX_AXIS_Z);
@@ -233,14 +253,14 @@ ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int 
     m->v0 = m->y * m->Vl;
     m->vvalid = c->vocab - m->v0 < m->Vl ? c->vocab - m->v0 : m->Vl;
     int L = c->n_layers, max_tensors = L * L_COUNT + 3;
-    m->info = calloc((size_t)max_tensors, sizeof *m->info);
-    m->tp = calloc((size_t)max_tensors, sizeof *m->tp);
-    m->acts = calloc((size_t)L, sizeof *m->acts);
+    m->info = ax_host_alloc(ctx, (size_t)max_tensors * sizeof *m->info);
+    m->tp = ax_host_alloc(ctx, (size_t)max_tensors * sizeof *m->tp);
+    m->acts = ax_host_alloc(ctx, (size_t)L * sizeof *m->acts);
     if (!m->info || !m->tp || !m->acts) goto oom;
     build_tensors(m);
 
-    m->params = falloc(m->n_local);
-    m->grads = falloc(m->n_local);
+    m->params = falloc(m, m->n_local);
+    m->grads = falloc(m, m->n_local);
     if (!m->params || !m->grads) goto oom;
     int gz = dims[AX_AXIS_Z];
     for (int i = 0; i < m->n_tensors; i++) {
@@ -248,12 +268,13 @@ ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int 
         if (gz == 1) { /* the block is the shard: compute straight on the slabs */
             p->full = m->params + p->shard_off;
             p->gfull = m->grads + p->shard_off;
-        } else if (!(p->full = falloc(p->shard_n * gz)) || !(p->gfull = falloc(p->shard_n * gz))) {
+        } else if (!(p->full = falloc(m, p->shard_n * gz)) ||
+                   !(p->gfull = falloc(m, p->shard_n * gz))) {
             goto oom;
         }
     }
-    if (!alloc_acts(m)) goto oom;
-    ax_rope_table(m->rope_cos, m->rope_sin, T, c->dim / c->n_heads, c->rope_theta);
+    if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
+    ax_rope_table(ctx, m->rope_cos, m->rope_sin, T, c->dim / c->n_heads, c->rope_theta);
     m->stale = 1;
     *out = m;
     return AX_OK;
@@ -279,23 +300,17 @@ ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **o
 
 void ax_model_free(ax_model_t *m) {
     if (!m) return;
-    for (int l = 0; m->acts && l < m->cfg.n_layers; l++) {
-        layer_acts *a = &m->acts[l];
-        free(a->res), free(a->ln1), free(a->rstd1), free(a->qkv), free(a->att), free(a->atty);
-        free(a->res_mid), free(a->ln2), free(a->rstd2), free(a->h), free(a->hs);
-    }
+    ax_ctx *ctx = m->ctx;
     if (m->tp && m->dims[AX_AXIS_Z] > 1)
-        for (int i = 0; i < m->n_tensors; i++) free(m->tp[i].full), free(m->tp[i].gfull);
-    free(m->acts), free(m->info), free(m->tp);
-    free(m->params), free(m->grads);
-    free(m->res_final), free(m->lnf), free(m->rstdf), free(m->logits), free(m->losses);
-    free(m->rowstat), free(m->rope_cos), free(m->rope_sin);
-    free(m->dres), free(m->dln), free(m->dbig), free(m->dh), free(m->dqkv), free(m->att_scratch);
-    free(m->inputs_copy);
-    for (int l = 0; m->kcache && l < m->cfg.n_layers; l++) free(m->kcache[l]), free(m->vcache[l]);
-    free(m->kcache), free(m->vcache), free(m->dec_logits);
+        for (int i = 0; i < m->n_tensors; i++)
+            ax_dev_free(ctx, m->tp[i].full), ax_dev_free(ctx, m->tp[i].gfull);
+    ax_dev_free(ctx, m->act_arena), ax_dev_free(ctx, m->dec_arena);
+    ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
+    ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
+    ax_host_free(ctx, m->kcache), ax_host_free(ctx, m->vcache), ax_host_free(ctx, m->dec_best);
     ax_grid_free(m->own_grid);
-    free(m);
+    ax_host_free(ctx, m);
+    ax_ctx_free(ctx);
 }
 
 const ax_model_config *ax_model_config_of(const ax_model_t *m) {
@@ -303,6 +318,9 @@ const ax_model_config *ax_model_config_of(const ax_model_t *m) {
 }
 ax_grid_t *ax_model_grid(const ax_model_t *m) {
     return m->grid;
+}
+ax_ctx *ax_model_ctx(const ax_model_t *m) {
+    return m->ctx;
 }
 int64_t ax_model_n_params(const ax_model_t *m) {
     return m->n_params;
@@ -350,11 +368,11 @@ void ax_model_vocab_slice(const ax_model_t *m, int *v0, int *valid, int *Vl) {
 }
 
 void ax_model_zero_grad(ax_model_t *m) {
-    memset(m->grads, 0, (size_t)m->n_local * sizeof(float));
+    ax_zero(m->ctx, m->grads, (size_t)m->n_local * sizeof(float));
     if (m->dims[AX_AXIS_Z] > 1)
         for (int i = 0; i < m->n_tensors; i++)
-            memset(m->tp[i].gfull, 0,
-                   (size_t)(m->tp[i].shard_n * m->dims[AX_AXIS_Z]) * sizeof(float));
+            ax_zero(m->ctx, m->tp[i].gfull,
+                    (size_t)(m->tp[i].shard_n * m->dims[AX_AXIS_Z]) * sizeof(float));
 }
 
 /* Norm weights are replicated over Y and everything over data: count each value once. */
@@ -367,7 +385,7 @@ ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
     if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0)
         for (int i = 0; i < m->n_tensors; i++)
             if (owns_replica(m, i))
-                s += ax_sum_squares(m->grads + m->tp[i].shard_off, (long)m->tp[i].shard_n);
+                s += ax_sum_squares(m->ctx, m->grads + m->tp[i].shard_off, (long)m->tp[i].shard_n);
     AX_CHECK(ax_allreduce_sum_f64(m->grid, AX_AXIS_WORLD, &s, 1));
     *out = s;
     return AX_OK;
@@ -379,7 +397,12 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)m->cfg.n_layers);
     for (int i = 0; i < m->n_tensors; i++) {
         tp_tensor *p = &m->tp[i];
-        float *dst = m->params + p->shard_off;
+        size_t bytes = (size_t)p->shard_n * sizeof(float);
+        float *dst = ax_map(m->ctx, m->params + p->shard_off, bytes, AX_MAP_WRITE);
+        if (!dst) {
+            tp_note(m, ax_errorf(AX_ERR_NOMEM, "out of memory initialising %s", m->info[i].name));
+            break;
+        }
         int is_proj = strstr(m->info[i].name, ".wo") || strstr(m->info[i].name, ".w_down");
         float s = is_proj ? proj_std : std;
         int64_t b0 = (int64_t)m->z * p->shard_n;
@@ -390,6 +413,7 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
                      : p->kind == TP_VEC ? 1.0f
                                          : s * ax_rng_normal(seed, (uint64_t)i, (uint64_t)gi);
         }
+        ax_unmap(m->ctx, m->params + p->shard_off, dst, bytes, AX_MAP_WRITE);
     }
     m->stale = 1;
 }
@@ -398,7 +422,7 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float
     tp_tensor *p = &m->tp[i];
     int64_t numel = m->info[i].numel;
     int gz = m->dims[AX_AXIS_Z];
-    float *block = falloc(p->shard_n * gz), *global = falloc(numel);
+    float *block = falloc(m, p->shard_n * gz), *global = falloc(m, numel);
     ax_status st = AX_OK;
     if (!block || !global) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
@@ -406,28 +430,44 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float
     }
     AX_CHECK_GOTO(ax_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block), done);
     /* exactly one rank writes each global element; the rest add zeros, so the sum is exact */
-    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i))
-        for (int64_t b = 0; b < p->block_n; b++) {
+    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i)) {
+        size_t bb = (size_t)(p->shard_n * gz) * sizeof(float), gb = (size_t)numel * sizeof(float);
+        const float *hb = ax_map(m->ctx, block, bb, AX_MAP_READ);
+        float *hg = ax_map(m->ctx, global, gb, AX_MAP_WRITE);
+        if (!hb || !hg)
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
+        for (int64_t b = 0; st == AX_OK && b < p->block_n; b++) {
             int64_t gi = global_index(m, p, b);
-            if (gi >= 0) global[gi] = block[b];
+            if (gi >= 0) hg[gi] = hb[b];
         }
+        if (hb) ax_unmap(m->ctx, block, (void *)hb, bb, AX_MAP_READ);
+        if (hg) ax_unmap(m->ctx, global, hg, gb, AX_MAP_WRITE);
+        if (st != AX_OK) goto done;
+    }
     AX_CHECK_GOTO(ax_allreduce_sum(m->grid, AX_AXIS_WORLD, global, (long)numel), done);
-    if (global_out) memcpy(global_out, global, (size_t)numel * sizeof(float));
+    if (global_out) ax_copy(m->ctx, global_out, global, (size_t)numel * sizeof(float), AX_COPY_D2H);
 done:
-    free(block);
-    free(global);
+    ax_dev_free(m->ctx, block);
+    ax_dev_free(m->ctx, global);
     return st;
 }
 
 void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *local) {
     tp_tensor *p = &m->tp[i];
     int64_t b0 = (int64_t)m->z * p->shard_n;
-    float *dst = local + p->shard_off;
+    size_t bytes = (size_t)p->shard_n * sizeof(float);
+    /* global is host memory (a checkpoint blob); the shard is written through a host view */
+    float *dst = ax_map(m->ctx, local + p->shard_off, bytes, AX_MAP_WRITE);
+    if (!dst) {
+        tp_note(m, ax_errorf(AX_ERR_NOMEM, "out of memory loading tensor %s", m->info[i].name));
+        return;
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < p->shard_n; e++) {
         int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
         dst[e] = gi < 0 ? 0.0f : global[gi];
     }
+    ax_unmap(m->ctx, local + p->shard_off, dst, bytes, AX_MAP_WRITE);
     m->stale = 1;
 }
 

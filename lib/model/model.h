@@ -47,11 +47,17 @@ typedef struct ax_model ax_model_t;
  * ORS, OAG); 0 issues every collective blocking, for comparison. The grid is borrowed. */
 ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                              ax_model_t **out);
+/* As ax_model_create_on, on the backend named by device ("cpu", or "cuda" in a CUDA build;
+ * the --device flag). ax_model_create_on uses "cpu". */
+ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
+                              const char *device, ax_model_t **out);
 /* Serial convenience: a private 1x1x1x1 grid. */
 ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **out);
 void ax_model_free(ax_model_t *m);
 const ax_model_config *ax_model_config_of(const ax_model_t *m);
 ax_grid_t *ax_model_grid(const ax_model_t *m);
+/* The execution context every op of the model runs on (lib/backend/backend.h). */
+struct ax_ctx *ax_model_ctx(const ax_model_t *m);
 
 /* Counter-based init: element j (row-major global index) of tensor i is drawn from
  * (seed, stream i, index j), so weights depend only on the seed and the global shape. */

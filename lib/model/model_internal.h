@@ -1,5 +1,6 @@
 /* Private to lib/model*.c: the sharded tensor layout and the activation buffers. */
 #pragma once
+#include "lib/backend/backend.h"
 #include "lib/dist/comm.h"
 #include "lib/model/model.h"
 
@@ -44,6 +45,7 @@ typedef struct {
 
 struct ax_model {
     ax_model_config cfg;
+    ax_ctx *ctx; /* backend, stream, kernel scratch: every op and buffer goes through it */
     ax_grid_t *grid;
     ax_grid_t *own_grid; /* set when ax_model_create made a serial grid */
     int dims[4], x, y, z;
@@ -60,21 +62,27 @@ struct ax_model {
     float *params, *grads;
     int t_wte, t_normf, t_head, t_layer0;
     int stale; /* gathered blocks out of date */
-    /* activations */
+    /* activations: carved from one device block (act_arena) */
+    void *act_arena;
     layer_acts *acts;
     float *res_final, *lnf, *rstdf;
     float *logits;  /* [N, Vl], becomes dlogits */
     float *losses;  /* [N] */
     float *rowstat; /* [3N] scratch for norms and cross-entropy */
     float *rope_cos, *rope_sin;
-    int32_t *inputs_copy;
+    int32_t *inputs_copy; /* [N] device copies of the step's inputs, targets and mask */
+    int32_t *targets_copy;
+    uint8_t *mask_copy;
     /* backward scratch */
     float *dres, *dln, *dbig, *dh, *dqkv, *att_scratch;
     int have_grad_logits;
-    /* decoding */
+    /* decoding: one device block (dec_arena) for the caches and logits */
     int dec_B;
+    void *dec_arena;
     float **kcache, **vcache; /* per layer [dec_B, Hy, T, D] */
     float *dec_logits;        /* [dec_B, Vl] */
+    float *dec_all;           /* [Gy, dec_B, Vl] logits all-gathered over Y */
+    double *dec_best;         /* host [3 dec_B]: argmax (value, -id) pairs and a column */
 };
 
 static inline int LT(const ax_model_t *m, int l, int slot) {

@@ -1,4 +1,5 @@
 #include "lib/model/model_io.h"
+#include "lib/backend/backend.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -91,12 +92,13 @@ ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blo
                          "checkpoint %s: a model of %lld parameters does not fit "
                          "in memory here",
                          path, (long long)n);
-    float *global = malloc((size_t)n * sizeof(float));
+    /* host staging for the file's global layout; scattered into the slabs tensor by tensor */
+    float *global = ax_host_alloc(ax_model_ctx(m), (size_t)n * sizeof(float));
     if (!global) return ax_errorf(AX_ERR_NOMEM, "out of memory reading checkpoint %s", path);
     ax_status st = ax_ckpt_read_blob(ck, blob, 0, n, global);
     for (int i = 0; st == AX_OK && i < n_t; i++)
         ax_model_scatter_tensor(m, i, global + ts[i].offset, local);
-    free(global);
+    ax_host_free(ax_model_ctx(m), global);
     ax_model_params_updated(m);
     return st;
 }

@@ -6,8 +6,6 @@
 #include "lib/model/model_internal.h"
 #include "lib/backend/ops.h"
 
-#include <string.h>
-
 static int dimz(const ax_model_t *m) {
     return m->dims[AX_AXIS_Z];
 }
@@ -38,7 +36,7 @@ static ax_axis in_axis(const tp_tensor *p) {
 /* out[N, rows_l] = in[N, cols_l] W^T, summed over the input axis's ranks */
 void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N) {
     tp_tensor *p = &m->tp[t];
-    ax_matmul_forward(out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
+    ax_matmul_forward(m->ctx, out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
     tp_note(m, ax_allreduce_sum(m->grid, out_axis(p), out, (long)N * p->rows_l));
 }
 
@@ -61,17 +59,18 @@ void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, con
     tp_tensor *p = &m->tp[t];
     int n = (int)p->rows_l, k = (int)p->cols_l;
     ax_axis axis = in_axis(p);
-    ax_sgemm('N', 'N', N, k, n, 1.0f, dout, n, p->full, k, 1.0f, din, k);
+    ax_matmul_backward(m->ctx, din, NULL, dout, in, p->full, N, k, n);
     if (!m->overlap || ax_grid_size(m->grid) == 1) {
         tp_note(m, ax_allreduce_sum(m->grid, axis, din, (long)N * k));
-        ax_sgemm('T', 'N', n, k, N, 1.0f, dout, n, in, k, 1.0f, p->gfull, k);
+        ax_matmul_backward(m->ctx, NULL, p->gfull, dout, in, p->full, N, k, n);
         return;
     }
     ax_req req = {0};
     tp_note(m, ax_iallreduce_sum(m->grid, axis, din, (long)N * k, &req));
     for (int r0 = 0; r0 < n; r0 += DW_CHUNK_ROWS) { /* OAR: dW in chunks, MPI polled between */
         int rows = n - r0 < DW_CHUNK_ROWS ? n - r0 : DW_CHUNK_ROWS;
-        ax_sgemm('T', 'N', rows, k, N, 1.0f, dout + r0, n, in, k, 1.0f, p->gfull + (long)r0 * k, k);
+        ax_gemm(m->ctx, 'T', 'N', rows, k, N, 1.0f, dout + r0, n, in, k, 1.0f,
+                p->gfull + (long)r0 * k, k);
         ax_test(&req);
         poll_inflight(m); /* ORS: earlier layers' reduce-scatters move meanwhile */
     }
@@ -95,16 +94,18 @@ void tp_grad_sync_end(ax_model_t *m, int t) {
 
 void tp_rmsnorm_forward(ax_model_t *m, int t, float *out, float *rstd, const float *in, int N) {
     float *ss = m->rowstat;
-    ax_rmsnorm_sumsq(ss, in, N, m->Cx);
+    ax_rmsnorm_sumsq(m->ctx, ss, in, N, m->Cx);
     tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_X, ss, N));
-    ax_rmsnorm_apply(out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim, m->cfg.norm_eps);
+    ax_rmsnorm_apply(m->ctx, out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim,
+                     m->cfg.norm_eps);
 }
 
 void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
                          const float *rstd, int N) {
     float *dot = m->rowstat;
     const float *w = m->tp[t].full;
-    ax_rmsnorm_backward_dot(dot, dout, in, w, N, m->Cx);
+    ax_rmsnorm_backward_dot(m->ctx, dot, dout, in, w, N, m->Cx);
     tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_X, dot, N));
-    ax_rmsnorm_backward_apply(din, m->tp[t].gfull, dout, in, w, rstd, dot, N, m->Cx, m->cfg.dim);
+    ax_rmsnorm_backward_apply(m->ctx, din, m->tp[t].gfull, dout, in, w, rstd, dot, N, m->Cx,
+                              m->cfg.dim);
 }

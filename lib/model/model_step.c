@@ -3,8 +3,6 @@
 #include "lib/model/model_internal.h"
 #include "lib/backend/ops.h"
 
-#include <string.h>
-
 /* Weight groups in forward order: 0 = embedding, 1..L = layers, L+1 = final norm (+ head).
  * With overlap, group g+1 is gathered while group g computes (OAG). */
 static void group_tensors(const ax_model_t *m, int g, int *ts, int *n) {
@@ -37,13 +35,19 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     int T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy, D = c->dim / c->n_heads;
     int N = B * T, L = c->n_layers;
     m->cur_B = B;
-    memcpy(m->inputs_copy, inputs, (size_t)N * sizeof(int32_t));
+    /* the batch to the backend: the kernels (and the backward's embedding) read these copies */
+    ax_copy(m->ctx, m->inputs_copy, inputs, (size_t)N * sizeof(int32_t), AX_COPY_H2D);
+    ax_copy(m->ctx, m->targets_copy, targets, (size_t)N * sizeof(int32_t), AX_COPY_H2D);
+    if (mask) ax_copy(m->ctx, m->mask_copy, mask, (size_t)N, AX_COPY_H2D);
+    targets = m->targets_copy;
+    mask = mask ? m->mask_copy : NULL;
 
     gather_group(m, 0, 1);
     gather_group(m, 1, 1);
     gather_group(m, 0, 0);
     /* vocabulary-parallel embedding: each Y rank adds the rows it owns */
-    ax_embedding_shard_forward(m->acts[0].res, inputs, W(m, m->t_wte), N, Cx, m->v0, m->vvalid);
+    ax_embedding_shard_forward(m->ctx, m->acts[0].res, m->inputs_copy, W(m, m->t_wte), N, Cx, m->v0,
+                               m->vvalid);
     tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_Y, m->acts[0].res, (long)N * Cx));
     for (int l = 0; l < L; l++) {
         layer_acts *a = &m->acts[l];
@@ -52,16 +56,16 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
         gather_group(m, l + 1, 0);
         tp_rmsnorm_forward(m, LT(m, l, L_NORM1), a->ln1, a->rstd1, a->res, N);
         tp_linear_forward(m, LT(m, l, L_WQKV), a->qkv, a->ln1, N);
-        ax_rope_forward(a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
-        ax_rope_forward(a->qkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
-        ax_attention_forward(a->atty, a->att, a->qkv, B, T, Cy, Hy);
+        ax_rope_forward(m->ctx, a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
+        ax_rope_forward(m->ctx, a->qkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
+        ax_attention_forward(m->ctx, a->atty, a->att, a->qkv, B, T, Cy, Hy);
         tp_linear_forward(m, LT(m, l, L_WO), a->res_mid, a->atty, N);
-        ax_accumulate(a->res_mid, a->res, (long)N * Cx);
+        ax_accumulate(m->ctx, a->res_mid, a->res, (long)N * Cx);
         tp_rmsnorm_forward(m, LT(m, l, L_NORM2), a->ln2, a->rstd2, a->res_mid, N);
         tp_linear_forward(m, LT(m, l, L_WUP), a->h, a->ln2, N);
-        ax_swiglu_forward(a->hs, a->h, N, Fy);
+        ax_swiglu_forward(m->ctx, a->hs, a->h, N, Fy);
         tp_linear_forward(m, LT(m, l, L_WDOWN), res_out, a->hs, N);
-        ax_accumulate(res_out, a->res_mid, (long)N * Cx);
+        ax_accumulate(m->ctx, res_out, a->res_mid, (long)N * Cx);
     }
     gather_group(m, L + 1, 0);
     m->stale = 0;
@@ -70,18 +74,18 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
 
     /* vocabulary-parallel cross-entropy: row max, then {sum exp, target logit}, over Y */
     float *rowmax = m->rowstat, *stats = m->rowstat + N;
-    ax_ce_rowmax(rowmax, m->logits, N, m->Vl, m->vvalid);
+    ax_ce_rowmax(m->ctx, rowmax, m->logits, N, m->Vl, m->vvalid);
     tp_note(m, ax_allreduce_max(m->grid, AX_AXIS_Y, rowmax, N));
-    ax_ce_partial(stats, m->logits, rowmax, targets, mask, N, m->Vl, m->vvalid, m->v0);
+    ax_ce_partial(m->ctx, stats, m->logits, rowmax, targets, mask, N, m->Vl, m->vvalid, m->v0);
     tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_Y, stats, 2L * N));
-    double loss = ax_ce_finish(m->losses, want_grad ? m->logits : NULL, m->logits, rowmax, stats,
-                               targets, mask, dscale, N, m->Vl, m->vvalid, m->v0);
+    double loss = ax_ce_finish(m->ctx, m->losses, want_grad ? m->logits : NULL, m->logits, rowmax,
+                               stats, targets, mask, dscale, N, m->Vl, m->vvalid, m->v0);
     m->have_grad_logits = want_grad;
     return loss;
 }
 
-static void zero(float *p, long n) {
-    memset(p, 0, (size_t)n * sizeof(float));
+static void zero(ax_model_t *m, float *p, long n) {
+    ax_zero(m->ctx, p, (size_t)n * sizeof(float));
 }
 
 static void sync_layer(ax_model_t *m, int l, int begin) {
@@ -102,9 +106,9 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
     float *dres = m->dres, *dln = m->dln;
 
     /* LM head and final norm */
-    zero(dln, NC);
+    zero(m, dln, NC);
     tp_linear_backward(m, m->t_head, dln, m->logits, m->lnf, N);
-    zero(dres, NC);
+    zero(m, dres, NC);
     tp_rmsnorm_backward(m, m->t_normf, dres, dln, m->res_final, m->rstdf, N);
     if (last_micro) {
         tp_grad_sync_begin(m, m->t_normf);
@@ -115,28 +119,28 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
         layer_acts *a = &m->acts[l];
         /* MLP branch: res_out = res_mid + hs Wdown^T; dres flows on to res_mid unchanged */
         float *dhs = m->dbig;
-        zero(dhs, (long)N * Fy);
+        zero(m, dhs, (long)N * Fy);
         tp_linear_backward(m, LT(m, l, L_WDOWN), dhs, dres, a->hs, N);
-        zero(m->dh, (long)N * 2 * Fy);
-        ax_swiglu_backward(m->dh, dhs, a->h, N, Fy);
-        zero(dln, NC);
+        zero(m, m->dh, (long)N * 2 * Fy);
+        ax_swiglu_backward(m->ctx, m->dh, dhs, a->h, N, Fy);
+        zero(m, dln, NC);
         tp_linear_backward(m, LT(m, l, L_WUP), dln, m->dh, a->ln2, N);
         tp_rmsnorm_backward(m, LT(m, l, L_NORM2), dres, dln, a->res_mid, a->rstd2, N);
 
         /* attention branch: res_mid = res + atty Wo^T */
         float *datty = m->dbig;
-        zero(datty, (long)N * Cy);
+        zero(m, datty, (long)N * Cy);
         tp_linear_backward(m, LT(m, l, L_WO), datty, dres, a->atty, N);
-        zero(m->dqkv, (long)N * 3 * Cy);
-        ax_attention_backward(m->dqkv, m->att_scratch, datty, a->qkv, a->att, B, T, Cy, Hy);
-        ax_rope_backward(m->dqkv, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
-        ax_rope_backward(m->dqkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
-        zero(dln, NC);
+        zero(m, m->dqkv, (long)N * 3 * Cy);
+        ax_attention_backward(m->ctx, m->dqkv, m->att_scratch, datty, a->qkv, a->att, B, T, Cy, Hy);
+        ax_rope_backward(m->ctx, m->dqkv, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
+        ax_rope_backward(m->ctx, m->dqkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
+        zero(m, dln, NC);
         tp_linear_backward(m, LT(m, l, L_WQKV), dln, m->dqkv, a->ln1, N);
         tp_rmsnorm_backward(m, LT(m, l, L_NORM1), dres, dln, a->res, a->rstd1, N);
         if (last_micro) sync_layer(m, l, 1); /* ORS: runs behind the layers below */
     }
-    ax_embedding_shard_backward(m->tp[m->t_wte].gfull, dres, m->inputs_copy, N, Cx, m->v0,
+    ax_embedding_shard_backward(m->ctx, m->tp[m->t_wte].gfull, dres, m->inputs_copy, N, Cx, m->v0,
                                 m->vvalid);
     m->have_grad_logits = 0;
     if (!last_micro) return;

@@ -2,10 +2,9 @@
 #include "lib/backend/ops.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 struct ax_optim {
+    ax_ctx *ctx; /* the model's: the moments live on its backend */
     ax_adamw_config cfg;
     int64_t n;
     float *m, *v;
@@ -22,31 +21,32 @@ double ax_lr_at(const ax_lr_schedule *s, long step) {
     return floor + 0.5 * (s->lr - floor) * (1.0 + cos(M_PI * progress));
 }
 
-ax_status ax_optim_create(int64_t n_local, const ax_adamw_config *cfg, ax_optim_t **out) {
+ax_status ax_optim_create(ax_model_t *model, const ax_adamw_config *cfg, ax_optim_t **out) {
     *out = NULL;
-    ax_optim_t *o = calloc(1, sizeof *o);
+    ax_ctx *ctx = ax_model_ctx(model);
+    int64_t n_local = ax_model_n_local(model);
+    ax_optim_t *o = ax_host_alloc(ctx, sizeof *o);
     if (!o) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the optimizer");
+    o->ctx = ctx;
     o->cfg = *cfg;
     o->n = n_local;
-    size_t bytes = ((size_t)n_local * sizeof(float) + 63) & ~(size_t)63;
-    o->m = aligned_alloc(64, bytes);
-    o->v = aligned_alloc(64, bytes);
+    /* the moments live beside the slabs, on the model's backend (zeroed by the allocator) */
+    o->m = ax_dev_alloc(ctx, (size_t)n_local * sizeof(float));
+    o->v = ax_dev_alloc(ctx, (size_t)n_local * sizeof(float));
     if (!o->m || !o->v) {
         ax_optim_free(o);
         return ax_errorf(AX_ERR_NOMEM, "out of memory for AdamW moments (%lld parameters)",
                          (long long)n_local);
     }
-    memset(o->m, 0, bytes);
-    memset(o->v, 0, bytes);
     *out = o;
     return AX_OK;
 }
 
 void ax_optim_free(ax_optim_t *o) {
     if (!o) return;
-    free(o->m);
-    free(o->v);
-    free(o);
+    ax_dev_free(o->ctx, o->m);
+    ax_dev_free(o->ctx, o->v);
+    ax_host_free(o->ctx, o);
 }
 
 float *ax_optim_m(ax_optim_t *o) {
@@ -74,8 +74,8 @@ ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gno
         int64_t off, n;
         ax_model_local_range(model, i, &off, &n);
         float wd = ax_model_tensor_decays(model, i) ? o->cfg.weight_decay : 0.0f;
-        ax_adamw_update(p + off, g + off, o->m + off, o->v + off, (long)n, (float)lr, o->cfg.beta1,
-                        o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
+        ax_adamw_update(o->ctx, p + off, g + off, o->m + off, o->v + off, (long)n, (float)lr,
+                        o->cfg.beta1, o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
     }
     ax_model_params_updated(model);
     *gnorm = norm;

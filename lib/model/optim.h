@@ -21,8 +21,8 @@ typedef struct {
 } ax_adamw_config;
 
 typedef struct ax_optim ax_optim_t;
-/* n_local: floats in the model's local slabs (ax_model_n_local) */
-ax_status ax_optim_create(int64_t n_local, const ax_adamw_config *cfg, ax_optim_t **out);
+/* AdamW moments for the model's local slabs, on the model's backend (the model outlives it) */
+ax_status ax_optim_create(ax_model_t *model, const ax_adamw_config *cfg, ax_optim_t **out);
 void ax_optim_free(ax_optim_t *o);
 float *ax_optim_m(ax_optim_t *o);
 float *ax_optim_v(ax_optim_t *o);

@@ -24,7 +24,7 @@ static long shard(long block, int gz) {
 
 void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume *out) {
-    memset(out, 0, sizeof *out);
+    *out = (ax_step_volume){0};
     acc a = {dims, out};
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
     long N = (long)B * T, Cx = c->dim / gx, Cy = c->dim / gy, Fy = c->ffn / gy;

@@ -115,8 +115,7 @@ static void run(ax_grid_t *g, int overlap) {
     ax_optim_t *oref = NULL, *opar = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     if (ax_model_create(&c, B, T, &ref) || ax_model_create_on(g, &c, bl, T, overlap, &par) ||
-        ax_optim_create(ax_model_n_local(ref), &oc, &oref) ||
-        ax_optim_create(ax_model_n_local(par), &oc, &opar)) {
+        ax_optim_create(ref, &oc, &oref) || ax_optim_create(par, &oc, &opar)) {
         EXPECT(0, "setup: %s", ax_error_msg());
         return;
     }

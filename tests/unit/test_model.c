@@ -141,7 +141,7 @@ Test(model, overfits_a_fixed_batch) {
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f};
     cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK);
-    cr_assert_eq(ax_optim_create(ax_model_n_local(m), &oc, &o), AX_OK);
+    cr_assert_eq(ax_optim_create(m, &oc, &o), AX_OK);
     ax_model_init(m, 3);
     int32_t in[32], tg[32];
     uint8_t mask[32];

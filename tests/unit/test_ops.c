@@ -10,6 +10,14 @@
 
 #include "lib/backend/ops.h"
 
+/* the CPU backend's context the kernels under test run on (scratch grows on demand) */
+static ax_ctx *cpu_ctx(void) {
+    static ax_ctx *ctx;
+    if (!ctx) cr_assert_eq(ax_ctx_create(ax_backend_cpu(), 1 << 20, &ctx), AX_OK);
+    return ctx;
+}
+#define CTX cpu_ctx()
+
 /* ---------------------------------------------------------------- helpers */
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
@@ -139,7 +147,7 @@ Test(ops, sgemm_all_transposes_strided) {
             float *A = frand(ra * lda, 1), *B = frand(rb * ldb, 1), *C = frand(m * ldc, 1);
             double *want = todbl(C, m * ldc);
             ref_gemm(tr[a], tr[b], m, n, k, 0.5, A, lda, B, ldb, -1.5, want, ldc, want);
-            ax_sgemm(tr[a], tr[b], m, n, k, 0.5f, A, lda, B, ldb, -1.5f, C, ldc);
+            ax_gemm(CTX, tr[a], tr[b], m, n, k, 0.5f, A, lda, B, ldb, -1.5f, C, ldc);
             char what[32];
             snprintf(what, sizeof what, "sgemm %c%c", tr[a], tr[b]);
             expect_close(what, C, want, m * ldc, TOL_FWD * 4); /* padding columns: beta * C */
@@ -157,7 +165,7 @@ Test(ops, sgemm_nt_wide_column_split) {
     for (int nt = 2; nt <= 3; nt++) {
         omp_set_num_threads(nt);
         float *C = fcopy(C0, m * ldc);
-        ax_sgemm('N', 'T', m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
+        ax_gemm(CTX, 'N', 'T', m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
         expect_close("sgemm NT split", C, want, m * ldc, TOL_FWD * 4);
         free(C);
     }
@@ -166,7 +174,7 @@ Test(ops, sgemm_nt_wide_column_split) {
 
 Test(ops, sgemm_k0_scales_c) {
     float C[6] = {1, 2, 3, 4, 5, 6}, A[1] = {0}, B[1] = {0};
-    ax_sgemm('N', 'N', 2, 3, 0, 1.0f, A, 1, B, 3, 2.0f, C, 3);
+    ax_gemm(CTX, 'N', 'N', 2, 3, 0, 1.0f, A, 1, B, 3, 2.0f, C, 3);
     cr_expect(C[0] == 2 && C[5] == 12);
 }
 
@@ -191,20 +199,20 @@ Test(ops, matmul_forward_backward) {
     int N = 5, C = 19, OC = 23;
     float *inp = frand(N * C, 1), *w = frand(OC * C, 0.5), *G = frand(N * OC, 1);
     float *out = fzeros(N * OC), *dinp = fzeros(N * C), *dw = fzeros(OC * C);
-    ax_matmul_forward(out, inp, w, N, C, OC);
+    ax_matmul_forward(CTX, out, inp, w, N, C, OC);
     double *want = dzeros(N * OC);
     ref_gemm('N', 'T', N, OC, C, 1, inp, C, w, C, 0, want, OC, want);
     expect_close("matmul out", out, want, N * OC, TOL_FWD);
 
-    ax_matmul_backward(dinp, dw, G, inp, w, N, C, OC);
+    ax_matmul_backward(CTX, dinp, dw, G, inp, w, N, C, OC);
     struct mm_ctx c = {todbl(inp, N * C), todbl(w, OC * C), todbl(G, N * OC), N, C, OC};
     double *gi = fd_grad(mm_loss, &c, c.inp, N * C), *gw = fd_grad(mm_loss, &c, c.w, OC * C);
     expect_close("matmul dinp", dinp, gi, N * C, TOL_GRAD);
     expect_close("matmul dw", dw, gw, OC * C, TOL_GRAD);
 
     /* accumulates: a second call adds the same again; NULL outputs are skipped */
-    ax_matmul_backward(dinp, NULL, G, inp, w, N, C, OC);
-    ax_matmul_backward(NULL, dw, G, inp, w, N, C, OC);
+    ax_matmul_backward(CTX, dinp, NULL, G, inp, w, N, C, OC);
+    ax_matmul_backward(CTX, NULL, dw, G, inp, w, N, C, OC);
     for (long i = 0; i < N * C; i++) gi[i] *= 2;
     for (long i = 0; i < OC * C; i++) gw[i] *= 2;
     expect_close("matmul dinp x2", dinp, gi, N * C, TOL_GRAD);
@@ -217,7 +225,7 @@ Test(ops, matmul_larger_shapes) {
     seed(3);
     int N = 67, C = 130, OC = 97;
     float *inp = frand(N * C, 1), *w = frand(OC * C, 0.1), *out = fzeros(N * OC);
-    ax_matmul_forward(out, inp, w, N, C, OC);
+    ax_matmul_forward(CTX, out, inp, w, N, C, OC);
     double *want = dzeros(N * OC);
     ref_gemm('N', 'T', N, OC, C, 1, inp, C, w, C, 0, want, OC, want);
     expect_close("matmul out", out, want, N * OC, TOL_FWD * 2);
@@ -231,7 +239,7 @@ Test(ops, embedding) {
     int V = 11, C = 70, N = 9;
     int32_t tokens[9] = {3, 7, 3, 0, 10, 3, 7, 5, 0}; /* repeats: scatter must add them */
     float *wte = frand(V * C, 1), *out = fzeros(N * C), *dout = frand(N * C, 1);
-    ax_embedding_forward(out, tokens, wte, N, C);
+    ax_embedding_forward(CTX, out, tokens, wte, N, C);
     for (int i = 0; i < N; i++)
         cr_expect(memcmp(out + i * C, wte + tokens[i] * C, sizeof(float) * C) == 0, "row %d", i);
 
@@ -239,7 +247,7 @@ Test(ops, embedding) {
     double *want = todbl(dwte, V * C);
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++) want[tokens[i] * C + c] += dout[i * C + c];
-    ax_embedding_backward(dwte, dout, tokens, N, C);
+    ax_embedding_backward(CTX, dwte, dout, tokens, N, C);
     expect_close("dwte", dwte, want, V * C, TOL_FWD);
     int used[11] = {0};
     for (int i = 0; i < N; i++) used[tokens[i]] = 1;
@@ -250,7 +258,7 @@ Test(ops, embedding) {
     /* accumulates */
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++) want[tokens[i] * C + c] += dout[i * C + c];
-    ax_embedding_backward(dwte, dout, tokens, N, C);
+    ax_embedding_backward(CTX, dwte, dout, tokens, N, C);
     expect_close("dwte x2", dwte, want, V * C, TOL_FWD);
     free(wte), free(out), free(dout), free(dwte), free(dwte0), free(want);
 }
@@ -284,18 +292,18 @@ Test(ops, rmsnorm) {
     float *inp = frand(N * C, 2), *w = frand(C, 1), *G = frand(N * C, 1);
     for (int j = 0; j < C; j++) inp[j] *= 0.01f; /* a small-norm row: eps matters */
     float *out = fzeros(N * C), *rstd = fzeros(N), *dinp = fzeros(N * C), *dw = fzeros(C);
-    ax_rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+    ax_rmsnorm_forward(CTX, out, rstd, inp, w, N, C, eps);
     struct rms_ctx c = {todbl(inp, N * C), todbl(w, C), todbl(G, N * C), dzeros(N * C), N, C, eps};
     double *rref = dzeros(N);
     rms_ref(&c, rref);
     expect_close("rmsnorm out", out, c.out, N * C, TOL_FWD);
     expect_close("rmsnorm rstd", rstd, rref, N, TOL_FWD);
 
-    ax_rmsnorm_backward(dinp, dw, G, inp, w, rstd, N, C);
+    ax_rmsnorm_backward(CTX, dinp, dw, G, inp, w, rstd, N, C);
     double *gi = fd_grad(rms_loss, &c, c.inp, N * C), *gw = fd_grad(rms_loss, &c, c.w, C);
     expect_close("rmsnorm dinp", dinp, gi, N * C, TOL_GRAD);
     expect_close("rmsnorm dweight", dw, gw, C, TOL_GRAD);
-    ax_rmsnorm_backward(dinp, dw, G, inp, w, rstd, N, C);
+    ax_rmsnorm_backward(CTX, dinp, dw, G, inp, w, rstd, N, C);
     for (int i = 0; i < N * C; i++) gi[i] *= 2;
     for (int i = 0; i < C; i++) gw[i] *= 2;
     expect_close("rmsnorm dinp x2", dinp, gi, N * C, TOL_GRAD);
@@ -310,8 +318,8 @@ Test(ops, rmsnorm_dweight_many_rows) {
     int N = 300, C = 200;
     float *inp = frand(N * C, 1), *w = frand(C, 1), *G = frand(N * C, 1);
     float *out = fzeros(N * C), *rstd = fzeros(N), *dw = fzeros(C);
-    ax_rmsnorm_forward(out, rstd, inp, w, N, C, 1e-5f);
-    ax_rmsnorm_backward(NULL, dw, G, inp, w, rstd, N, C);
+    ax_rmsnorm_forward(CTX, out, rstd, inp, w, N, C, 1e-5f);
+    ax_rmsnorm_backward(CTX, NULL, dw, G, inp, w, rstd, N, C);
     double *want = dzeros(C);
     for (int i = 0; i < N; i++)
         for (int j = 0; j < C; j++) want[j] += (double)G[i * C + j] * inp[i * C + j] * rstd[i];
@@ -354,14 +362,14 @@ Test(ops, rope) {
     float theta = 10000.0f;
     int h2 = D / 2;
     float *ct = fzeros(T * h2), *st = fzeros(T * h2);
-    ax_rope_table(ct, st, T, D, theta);
+    ax_rope_table(CTX, ct, st, T, D, theta);
     for (int t = 0; t < T; t++)
         for (int i = 0; i < h2; i++) {
             double a = t * pow(theta, -2.0 * i / D);
             cr_expect(fabs(ct[t * h2 + i] - cos(a)) < 1e-7 && fabs(st[t * h2 + i] - sin(a)) < 1e-7);
         }
     float *x = frand(n, 1), *y = fcopy(x, n);
-    ax_rope_forward(y, ct, st, B, T, H, D, ld);
+    ax_rope_forward(CTX, y, ct, st, B, T, H, D, ld);
     struct rope_ctx c = {todbl(x, n), NULL, dzeros(n), B, T, H, D, ld, theta};
     rope_ref(&c);
     expect_close("rope out", y, c.out, n, TOL_FWD);
@@ -380,12 +388,12 @@ Test(ops, rope) {
     cr_expect(worst < 1e-6, "rope changed a norm by %g", worst);
     /* backward o forward = identity */
     float *z = fcopy(y, n);
-    ax_rope_backward(z, ct, st, B, T, H, D, ld);
+    ax_rope_backward(CTX, z, ct, st, B, T, H, D, ld);
     expect_closef("rope^T rope x", z, x, n, 1e-6);
     /* backward = gradient of sum(G * rope(x)), and it overwrites (not accumulates) */
     float *G = frand(n, 1), *dx = fcopy(G, n);
     c.G = todbl(G, n);
-    ax_rope_backward(dx, ct, st, B, T, H, D, ld);
+    ax_rope_backward(CTX, dx, ct, st, B, T, H, D, ld);
     double *g = fd_grad(rope_loss, &c, c.x, n);
     expect_close("rope dx", dx, g, n, TOL_GRAD);
     free(ct), free(st), free(x), free(y), free(z), free(G), free(dx), free(g);
@@ -436,7 +444,7 @@ static double att_loss(void *p) {
 static void check_attention(int B, int T, int C, int H, int full) {
     long nq = (long)B * T * 3 * C, no = (long)B * T * C, na = (long)B * H * T * T;
     float *qkv = frand(nq, 1.5), *out = fzeros(no), *att = frand(na, 1), *G = frand(no, 1);
-    ax_attention_forward(out, att, qkv, B, T, C, H);
+    ax_attention_forward(CTX, out, att, qkv, B, T, C, H);
     struct att_ctx c = {todbl(qkv, nq), todbl(G, no), dzeros(no), B, T, C, H};
     double *aref = dzeros(na);
     att_ref(&c, aref);
@@ -452,7 +460,7 @@ static void check_attention(int B, int T, int C, int H, int full) {
     cr_expect(worst < 1e-5, "probs rows sum to 1 +- %g", worst);
 
     float *dqkv = fzeros(nq), *scratch = frand(na, 1);
-    ax_attention_backward(dqkv, scratch, G, qkv, att, B, T, C, H);
+    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, B, T, C, H);
     if (full) {
         double *g = fd_grad(att_loss, &c, c.qkv, nq);
         expect_close("attention dqkv", dqkv, g, nq, TOL_GRAD);
@@ -473,7 +481,7 @@ static void check_attention(int B, int T, int C, int H, int full) {
     /* accumulates: a second call doubles dqkv (scratch contents are irrelevant) */
     float *d1 = fcopy(dqkv, nq);
     for (long i = 0; i < na; i++) scratch[i] = 1e30f;
-    ax_attention_backward(dqkv, scratch, G, qkv, att, B, T, C, H);
+    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, B, T, C, H);
     for (long i = 0; i < nq; i++) d1[i] *= 2;
     expect_closef("attention dqkv x2", dqkv, d1, nq, 1e-6);
     free(qkv), free(out), free(att), free(G), free(aref), free(dqkv), free(scratch), free(d1);
@@ -503,11 +511,11 @@ Test(ops, attention_causal) {
     long nq = (long)B * T * 3 * C, no = (long)B * T * C;
     float *qkv = frand(nq, 1), *out1 = fzeros(no), *out2 = fzeros(no);
     float *att = fzeros((long)B * H * T * T);
-    ax_attention_forward(out1, att, qkv, B, T, C, H);
+    ax_attention_forward(CTX, out1, att, qkv, B, T, C, H);
     for (int b = 0; b < B; b++) /* change q, k and v of every token after t0 */
         for (int t = t0 + 1; t < T; t++)
             for (int j = 0; j < 3 * C; j++) qkv[((long)b * T + t) * 3 * C + j] += 3.0f;
-    ax_attention_forward(out2, att, qkv, B, T, C, H);
+    ax_attention_forward(CTX, out2, att, qkv, B, T, C, H);
     for (int b = 0; b < B; b++) {
         long o = (long)b * T * C;
         cr_expect(memcmp(out1 + o, out2 + o, sizeof(float) * (t0 + 1) * C) == 0,
@@ -518,7 +526,7 @@ Test(ops, attention_causal) {
     float *G = fzeros(no), *dqkv = fzeros(nq), *scratch = fzeros((long)B * H * T * T);
     for (int b = 0; b < B; b++)
         for (int j = 0; j < (t0 + 1) * C; j++) G[(long)b * T * C + j] = 1.0f;
-    ax_attention_backward(dqkv, scratch, G, qkv, att, B, T, C, H);
+    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, B, T, C, H);
     for (int b = 0; b < B; b++)
         for (long j = (t0 + 1) * 3L * C; j < T * 3L * C; j++)
             cr_expect(dqkv[(long)b * T * 3 * C + j] == 0.0f);
@@ -531,9 +539,9 @@ Test(ops, attention_deterministic) {
     long nq = (long)B * T * 3 * C, no = (long)B * T * C, na = (long)B * H * T * T;
     float *qkv = frand(nq, 1), *out = fzeros(no), *att = fzeros(na), *G = frand(no, 1);
     float *d1 = fzeros(nq), *d2 = fzeros(nq), *scratch = fzeros(na);
-    ax_attention_forward(out, att, qkv, B, T, C, H);
-    ax_attention_backward(d1, scratch, G, qkv, att, B, T, C, H);
-    ax_attention_backward(d2, scratch, G, qkv, att, B, T, C, H);
+    ax_attention_forward(CTX, out, att, qkv, B, T, C, H);
+    ax_attention_backward(CTX, d1, scratch, G, qkv, att, B, T, C, H);
+    ax_attention_backward(CTX, d2, scratch, G, qkv, att, B, T, C, H);
     cr_expect(memcmp(d1, d2, sizeof(float) * nq) == 0);
     free(qkv), free(out), free(att), free(G), free(d1), free(d2), free(scratch);
 }
@@ -560,7 +568,7 @@ Test(ops, swiglu) {
     int N = 3, F = 21;
     float *h = frand(N * 2 * F, 4), *G = frand(N * F, 1), *out = fzeros(N * F);
     h[0] = 100.0f, h[1] = -100.0f; /* saturated sigmoid stays finite */
-    ax_swiglu_forward(out, h, N, F);
+    ax_swiglu_forward(CTX, out, h, N, F);
     double *want = dzeros(N * F);
     for (int i = 0; i < N; i++)
         for (int j = 0; j < F; j++) {
@@ -569,11 +577,11 @@ Test(ops, swiglu) {
         }
     expect_close("swiglu out", out, want, N * F, TOL_FWD);
     float *dh = fzeros(N * 2 * F);
-    ax_swiglu_backward(dh, G, h, N, F);
+    ax_swiglu_backward(CTX, dh, G, h, N, F);
     struct swi_ctx c = {todbl(h, N * 2 * F), todbl(G, N * F), N, F};
     double *g = fd_grad(swi_loss, &c, c.h, N * 2 * F);
     expect_close("swiglu dh", dh, g, N * 2 * F, TOL_GRAD);
-    ax_swiglu_backward(dh, G, h, N, F);
+    ax_swiglu_backward(CTX, dh, G, h, N, F);
     for (int i = 0; i < N * 2 * F; i++) g[i] *= 2;
     expect_close("swiglu dh x2", dh, g, N * 2 * F, TOL_GRAD);
     free(h), free(G), free(out), free(want), free(dh), free(g), free(c.h), free(c.G);
@@ -583,11 +591,11 @@ Test(ops, add_accumulate) {
     seed(15);
     long n = 40003; /* over the parallel threshold, odd tail */
     float *a = frand(n, 1), *b = frand(n, 1), *o = fzeros(n);
-    ax_add_forward(o, a, b, n);
+    ax_add_forward(CTX, o, a, b, n);
     for (long i = 0; i < n; i++) cr_assert(o[i] == a[i] + b[i]);
-    ax_accumulate(o, a, n);
+    ax_accumulate(CTX, o, a, n);
     for (long i = 0; i < n; i++) cr_assert(o[i] == (a[i] + b[i]) + a[i]);
-    ax_add_forward(a, a, b, 5); /* in place */
+    ax_add_forward(CTX, a, a, b, 5); /* in place */
     free(a), free(b), free(o);
 }
 
@@ -627,7 +635,7 @@ Test(ops, crossentropy_masked) {
     uint8_t mask[7] = {1, 1, 0, 1, 0, 1, 0};
     float *logits = frand(N * V, 5), *losses = frand(N, 1), *dl = frand(N * V, 1);
     float dscale = 0.25f;
-    double ret = ax_crossentropy_forward_backward(losses, dl, logits, tg, mask, dscale, N, V);
+    double ret = ax_crossentropy_forward_backward(CTX, losses, dl, logits, tg, mask, dscale, N, V);
     struct ce_ctx c = {todbl(logits, N * V), dscale, tg, mask, N, V};
     double *lref = dzeros(N);
     double tref = ce_ref(&c, lref);
@@ -643,19 +651,19 @@ Test(ops, crossentropy_masked) {
 
     /* dscale scales the gradient linearly; the loss does not depend on it */
     float *dl2 = fzeros(N * V);
-    double ret2 = ax_crossentropy_forward_backward(NULL, dl2, logits, tg, mask, 1.0f, N, V);
+    double ret2 = ax_crossentropy_forward_backward(CTX, NULL, dl2, logits, tg, mask, 1.0f, N, V);
     cr_expect(ret2 == ret);
     for (int i = 0; i < N * V; i++) dl2[i] *= dscale;
     expect_closef("ce dscale", dl, dl2, N * V, 1e-6);
 
     /* in place (dlogits == logits) gives the same bits as out of place */
     float *inpl = fcopy(logits, N * V);
-    double ret3 = ax_crossentropy_forward_backward(NULL, inpl, inpl, tg, mask, dscale, N, V);
+    double ret3 = ax_crossentropy_forward_backward(CTX, NULL, inpl, inpl, tg, mask, dscale, N, V);
     cr_expect(ret3 == ret);
     cr_expect(memcmp(inpl, dl, sizeof(float) * N * V) == 0, "in place differs");
 
     /* loss only */
-    double ret4 = ax_crossentropy_forward_backward(NULL, NULL, logits, tg, mask, dscale, N, V);
+    double ret4 = ax_crossentropy_forward_backward(CTX, NULL, NULL, logits, tg, mask, dscale, N, V);
     cr_expect(fabs(ret4 - ret) < 1e-6 * fabs(ret));
     free(logits), free(losses), free(dl), free(lref), free(g), free(dl2), free(inpl),
         free(c.logits);
@@ -669,7 +677,7 @@ Test(ops, crossentropy_stable_large_vocab) {
     for (int j = 0; j < V; j++) logits[j] += 1000.0f; /* naive exp would overflow */
     for (int j = 0; j < V; j++) logits[V + j] -= 1000.0f;
     float *losses = fzeros(N), *dl = fzeros(N * V);
-    double ret = ax_crossentropy_forward_backward(losses, dl, logits, tg, NULL, 1.0f, N, V);
+    double ret = ax_crossentropy_forward_backward(CTX, losses, dl, logits, tg, NULL, 1.0f, N, V);
     struct ce_ctx c = {todbl(logits, N * V), 1.0, tg, NULL, N, V};
     double *lref = dzeros(N);
     double tref = ce_ref(&c, lref);
@@ -693,7 +701,7 @@ Test(ops, adamw_matches_scalar_reference) {
     float lr = 1e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.5f;
     for (long t = 1; t <= 4; t++) {
         float *g = frand(n, t == 3 ? 1e-6 : 1.0); /* tiny grads: eps regime */
-        ax_adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, gs, t);
+        ax_adamw_update(CTX, p, g, m, v, n, lr, b1, b2, eps, wd, gs, t);
         double bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
         for (long i = 0; i < n; i++) {
             double gi = (double)g[i] * gs;
@@ -716,10 +724,10 @@ Test(ops, adamw_small_uses_same_math) {
     float *p = frand(n, 1), *g = frand(n, 1), *m = frand(n, 0.1), *v = frand(n, 0.1);
     for (long i = 0; i < n; i++) v[i] = fabsf(v[i]);
     float *p2 = fcopy(p, n), *m2 = fcopy(m, n), *v2 = fcopy(v, n);
-    ax_adamw_update(p, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 7);
+    ax_adamw_update(CTX, p, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 7);
     for (long i = 0; i < n; i++) /* element by element: every call has n = 1 (scalar tail) */
-        ax_adamw_update(p2 + i, g + i, m2 + i, v2 + i, 1, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f,
-                        7);
+        ax_adamw_update(CTX, p2 + i, g + i, m2 + i, v2 + i, 1, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f,
+                        1.0f, 7);
     cr_expect(memcmp(p, p2, sizeof(float) * n) == 0);
     cr_expect(memcmp(m, m2, sizeof(float) * n) == 0 && memcmp(v, v2, sizeof(float) * n) == 0);
     free(p), free(g), free(m), free(v), free(p2), free(m2), free(v2);
@@ -733,7 +741,7 @@ Test(ops, sum_squares) {
         float *x = frand(n, 3);
         double want = 0;
         for (long i = 0; i < n; i++) want += (double)x[i] * x[i];
-        double got = ax_sum_squares(x, n);
+        double got = ax_sum_squares(CTX, x, n);
         cr_expect(fabs(got - want) <= 1e-12 * want, "n=%ld: %.17g vs %.17g", n, got, want);
         free(x);
     }

@@ -9,6 +9,14 @@
 #include "lib/backend/ops.h"
 #include "lib/core/rng.h"
 
+/* the CPU backend's context the kernels under test run on (scratch grows on demand) */
+static ax_ctx *cpu_ctx(void) {
+    static ax_ctx *ctx;
+    if (!ctx) cr_assert_eq(ax_ctx_create(ax_backend_cpu(), 1 << 20, &ctx), AX_OK);
+    return ctx;
+}
+#define CTX cpu_ctx()
+
 static float *randn(long n, uint64_t stream, float scale) {
     float *p = malloc((size_t)n * sizeof *p);
     for (long i = 0; i < n; i++) p[i] = scale * ax_rng_normal(11, stream, (uint64_t)i);
@@ -32,17 +40,17 @@ Test(ops_shard, rmsnorm_split_hidden_matches_fused) {
           *dy = randn((long)N * C, 3, 1.0f);
     float *y = calloc((size_t)N * C, 4), *rs = calloc(N, 4), *dx = calloc((size_t)N * C, 4),
           *dw = calloc(C, 4);
-    ax_rmsnorm_forward(y, rs, x, wt, N, C, 1e-5f);
-    ax_rmsnorm_backward(dx, dw, dy, x, wt, rs, N, C);
+    ax_rmsnorm_forward(CTX, y, rs, x, wt, N, C, 1e-5f);
+    ax_rmsnorm_backward(CTX, dx, dw, dy, x, wt, rs, N, C);
 
     float ss[7] = {0}, dot[7] = {0}, part[7];
     float *xs = malloc((size_t)N * w * 4), *dys = malloc((size_t)N * w * 4);
     for (int s = 0; s < S; s++) { /* all-reduce of the partial sums, by hand */
         cols(xs, x, N, C, s * w, w);
-        ax_rmsnorm_sumsq(part, xs, N, w);
+        ax_rmsnorm_sumsq(CTX, part, xs, N, w);
         for (int i = 0; i < N; i++) ss[i] += part[i];
         cols(dys, dy, N, C, s * w, w);
-        ax_rmsnorm_backward_dot(part, dys, xs, wt + s * w, N, w);
+        ax_rmsnorm_backward_dot(CTX, part, dys, xs, wt + s * w, N, w);
         for (int i = 0; i < N; i++) dot[i] += part[i];
     }
     for (int s = 0; s < S; s++) {
@@ -51,11 +59,11 @@ Test(ops_shard, rmsnorm_split_hidden_matches_fused) {
               *ref = malloc((size_t)N * w * 4);
         cols(xs, x, N, C, s * w, w);
         cols(dys, dy, N, C, s * w, w);
-        ax_rmsnorm_apply(ys, rss, xs, wt + s * w, ss, N, w, C, 1e-5f);
+        ax_rmsnorm_apply(CTX, ys, rss, xs, wt + s * w, ss, N, w, C, 1e-5f);
         cols(ref, y, N, C, s * w, w);
         close_all(ys, ref, (long)N * w, 1e-5f, "y");
         close_all(rss, rs, N, 1e-5f, "rstd");
-        ax_rmsnorm_backward_apply(dxs, dws, dys, xs, wt + s * w, rss, dot, N, w, C);
+        ax_rmsnorm_backward_apply(CTX, dxs, dws, dys, xs, wt + s * w, rss, dot, N, w, C);
         cols(ref, dx, N, C, s * w, w);
         close_all(dxs, ref, (long)N * w, 1e-4f, "dx");
         close_all(dws, dw + s * w, w, 1e-4f, "dweight");
@@ -72,7 +80,8 @@ Test(ops_shard, vocab_parallel_crossentropy_matches_fused) {
     for (int i = 0; i < N; i++)
         tg[i] = (int32_t)ax_rng_below(5, 0, (uint64_t)i, (uint64_t)V), mask[i] = i % 4 != 2;
     float *dl = malloc((size_t)N * V * 4), loss_ref[9];
-    double tot_ref = ax_crossentropy_forward_backward(loss_ref, dl, logits, tg, mask, 0.25f, N, V);
+    double tot_ref =
+        ax_crossentropy_forward_backward(CTX, loss_ref, dl, logits, tg, mask, 0.25f, N, V);
 
     float *sh[4], mx[9], part[9], stats[18] = {0}, st[18];
     for (int i = 0; i < N; i++) mx[i] = -INFINITY;
@@ -82,19 +91,19 @@ Test(ops_shard, vocab_parallel_crossentropy_matches_fused) {
         for (int i = 0; i < N; i++)
             for (int j = 0; j < Vl; j++)
                 sh[s][i * Vl + j] = j < valid ? logits[i * V + s * Vl + j] : 1e30f;
-        ax_ce_rowmax(part, sh[s], N, Vl, valid);
+        ax_ce_rowmax(CTX, part, sh[s], N, Vl, valid);
         for (int i = 0; i < N; i++) mx[i] = fmaxf(mx[i], part[i]);
     }
     for (int s = 0; s < S; s++) {
         int valid = V - s * Vl < Vl ? V - s * Vl : Vl;
-        ax_ce_partial(st, sh[s], mx, tg, mask, N, Vl, valid, s * Vl);
+        ax_ce_partial(CTX, st, sh[s], mx, tg, mask, N, Vl, valid, s * Vl);
         for (int i = 0; i < 2 * N; i++) stats[i] += st[i];
     }
     for (int s = 0; s < S; s++) {
         int valid = V - s * Vl < Vl ? V - s * Vl : Vl;
         float losses[9];
-        double tot =
-            ax_ce_finish(losses, sh[s], sh[s], mx, stats, tg, mask, 0.25f, N, Vl, valid, s * Vl);
+        double tot = ax_ce_finish(CTX, losses, sh[s], sh[s], mx, stats, tg, mask, 0.25f, N, Vl,
+                                  valid, s * Vl);
         cr_assert(fabs(tot - tot_ref) < 1e-4 * fabs(tot_ref), "total %g vs %g", tot, tot_ref);
         close_all(losses, loss_ref, N, 1e-5f, "loss");
         for (int i = 0; i < N; i++)
@@ -115,15 +124,15 @@ Test(ops_shard, sharded_embedding_matches_full) {
     for (int i = 0; i < N; i++) tok[i] = (int32_t)ax_rng_below(8, 0, (uint64_t)i, (uint64_t)V);
     tok[3] = tok[5]; /* a repeated token accumulates twice */
     float *ref = malloc((size_t)N * C * 4), *dref = calloc((size_t)V * C, 4);
-    ax_embedding_forward(ref, tok, wte, N, C);
-    ax_embedding_backward(dref, dy, tok, N, C);
+    ax_embedding_forward(CTX, ref, tok, wte, N, C);
+    ax_embedding_backward(CTX, dref, dy, tok, N, C);
     float *sum = calloc((size_t)N * C, 4), *out = malloc((size_t)N * C * 4);
     for (int s = 0; s < S; s++) {
         int own = V - s * rows < rows ? V - s * rows : rows;
         float *dw = calloc((size_t)rows * C, 4);
-        ax_embedding_shard_forward(out, tok, wte + (long)s * rows * C, N, C, s * rows, own);
+        ax_embedding_shard_forward(CTX, out, tok, wte + (long)s * rows * C, N, C, s * rows, own);
         for (long i = 0; i < (long)N * C; i++) sum[i] += out[i];
-        ax_embedding_shard_backward(dw, dy, tok, N, C, s * rows, own);
+        ax_embedding_shard_backward(CTX, dw, dy, tok, N, C, s * rows, own);
         close_all(dw, dref + (long)s * rows * C, (long)own * C, 0, "dwte");
         free(dw);
     }

@@ -1,7 +1,7 @@
 /* GEMM on oneDNN's dnnl_sgemm, and the linear layer built on it.
  * Debian's libdnnl runs on GNU OpenMP, the same pool as our own loops, so the GEMM threads and
  * the kernel threads never fight over the cores. dnnl_sgemm is row-major, so it maps 1:1. */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -48,13 +48,16 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
 }
 
 /* out[N,OC] = inp[N,C] w[OC,C]^T */
-void ax_matmul_forward(float *out, const float *inp, const float *w, int N, int C, int OC) {
+void ax_cpu_matmul_forward(ax_ctx *ctx, float *out, const float *inp, const float *w, int N, int C,
+                           int OC) {
+    (void)ctx;
     ax_sgemm('N', 'T', N, OC, C, 1.0f, inp, C, w, C, 0.0f, out, OC);
 }
 
 /* dinp[N,C] += dout[N,OC] w[OC,C] ; dw[OC,C] += dout^T inp[N,C] (beta = 1 accumulates) */
-void ax_matmul_backward(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
-                        int N, int C, int OC) {
+void ax_cpu_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
+                            const float *inp, const float *w, int N, int C, int OC) {
+    (void)ctx;
     if (dinp) ax_sgemm('N', 'N', N, C, OC, 1.0f, dout, OC, w, C, 1.0f, dinp, C);
     if (dw) ax_sgemm('T', 'N', OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
 }

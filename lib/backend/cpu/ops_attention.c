@@ -3,14 +3,16 @@
  * upper triangle is (mostly) never computed: block [r0, r1) only needs keys [0, r1). dnnl_sgemm
  * called inside a parallel region runs single-threaded on the calling thread, so each (b, h) is
  * computed by exactly one thread and the result does not depend on the thread count. */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
 
 #define RB 64 /* query rows per block: small enough to skip most of the triangle */
 
 /* out[B,T,C], att[B,H,T,T] (probs, upper triangle 0), qkv[B,T,3C] = [q | k | v] */
-void ax_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H) {
+void ax_cpu_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
+                              int C, int H) {
+    (void)ctx;
     int D = C / H;
     long C3 = 3L * C;
     float scale = 1.0f / sqrtf((float)D);
@@ -50,8 +52,9 @@ void ax_attention_forward(float *out, float *att, const float *qkv, int B, int T
 /* dqkv[B,T,3C] += ; scratch[B,H,T,T] workspace. With S = scale Q K^T, P = softmax(S), O = P V:
  *   dV = P^T dO ; dP = dO V^T ; dS = P (dP - rowsum(P dP)) ; dQ = scale dS K ; dK = scale dS^T Q.
  * The scale is folded into dS. Keys [0, r1) of block r accumulate in block order: deterministic. */
-void ax_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
-                           const float *att, int B, int T, int C, int H) {
+void ax_cpu_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
+                               const float *qkv, const float *att, int B, int T, int C, int H) {
+    (void)ctx;
     int D = C / H;
     long C3 = 3L * C;
     float scale = 1.0f / sqrtf((float)D);

@@ -1,16 +1,21 @@
 /* Attention for one new query per sequence against cached keys and values: the inner loop of
  * KV-cached generation. Parallel over (sequence, head); the cache rows are contiguous. */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
-#include <stdlib.h>
+#include <omp.h>
 
-void ax_attention_decode(float *out, const float *q, const float *kc, const float *vc, int B, int H,
-                         int D, int len, int Tmax) {
+void ax_cpu_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
+                             const float *vc, int B, int H, int D, int len, int Tmax) {
     float scale = 1.0f / sqrtf((float)D);
-#pragma omp parallel
+    /* one row of len scores per thread, from the context's scratch */
+    long per = ((long)(len > 0 ? len : 1) + 15) / 16 * 16; /* 64-byte rows: no false sharing */
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    float *scores = ax_ctx_scratch(ctx, sizeof(float) * (size_t)(per * nt));
+    if (!scores) return; /* out of memory growing an arena the caller under-reserved */
+#pragma omp parallel num_threads(nt)
     {
-        float *p = malloc(sizeof(float) * (size_t)(len > 0 ? len : 1));
+        float *p = scores + per * omp_get_thread_num();
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * H; bh++) {
             int b = bh / H, h = bh % H;
@@ -34,6 +39,5 @@ void ax_attention_decode(float *out, const float *q, const float *kc, const floa
                 for (int d = 0; d < D; d++) o[d] += w * v[(long)t * D + d];
             }
         }
-        free(p);
     }
 }

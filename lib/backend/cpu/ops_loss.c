@@ -1,5 +1,5 @@
 /* Fused softmax + masked cross-entropy (forward and backward in one pass over the logits). */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -32,12 +32,12 @@ static float exp_sum(const float *restrict x, float mx, int V) {
 
 /* losses[N] (may be NULL), dlogits[N,V] (NULL = loss only; may alias logits), logits[N,V],
  * targets[N], mask[N] (NULL = all supervised). Returns the sum of supervised losses. */
-double ax_crossentropy_forward_backward(float *losses, float *dlogits, const float *logits,
-                                        const int32_t *targets, const uint8_t *mask, float dscale,
-                                        int N, int V) {
+double ax_cpu_crossentropy_forward_backward(ax_ctx *ctx, float *losses, float *dlogits,
+                                            const float *logits, const int32_t *targets,
+                                            const uint8_t *mask, float dscale, int N, int V) {
     /* per-row losses summed serially in row order: the total does not depend on thread count */
-    double *rowloss = malloc(sizeof(double) * (N > 0 ? N : 1));
-    if (!rowloss) abort(); /* N doubles; the logits are V times larger, so this cannot fail */
+    double *rowloss = ax_ctx_scratch(ctx, sizeof(double) * (N > 0 ? N : 1));
+    if (!rowloss) return NAN; /* out of memory growing an arena the caller under-reserved */
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *x = logits + (long)i * V;
@@ -66,6 +66,5 @@ double ax_crossentropy_forward_backward(float *losses, float *dlogits, const flo
         if (losses) losses[i] = (float)rowloss[i];
         total += rowloss[i];
     }
-    free(rowloss);
     return total;
 }

@@ -1,8 +1,9 @@
 /* SwiGLU activation and the residual helpers. */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 /* out[N,F] = silu(gate) * up, h[N,2F] = [gate | up] per row */
-void ax_swiglu_forward(float *out, const float *h, int N, int F) {
+void ax_cpu_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *restrict g = h + (long)i * 2 * F;
@@ -13,7 +14,9 @@ void ax_swiglu_forward(float *out, const float *h, int N, int F) {
 }
 
 /* dh[N,2F] += ; with s = sigmoid(g): d gate = dout u s (1 + g (1 - s)), d up = dout g s */
-void ax_swiglu_backward(float *dh, const float *dout, const float *h, int N, int F) {
+void ax_cpu_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N,
+                            int F) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *restrict g = h + (long)i * 2 * F;
@@ -30,13 +33,15 @@ void ax_swiglu_backward(float *dh, const float *dout, const float *h, int N, int
 }
 
 /* out[n] = a + b (out may alias a or b) */
-void ax_add_forward(float *out, const float *a, const float *b, long n) {
+void ax_cpu_add_forward(ax_ctx *ctx, float *out, const float *a, const float *b, long n) {
+    (void)ctx;
 #pragma omp parallel for simd schedule(static) if (n >= 16384)
     for (long i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 /* dst[n] += src */
-void ax_accumulate(float *dst, const float *src, long n) {
+void ax_cpu_accumulate(ax_ctx *ctx, float *dst, const float *src, long n) {
+    (void)ctx;
 #pragma omp parallel for simd schedule(static) if (n >= 16384)
     for (long i = 0; i < n; i++) dst[i] += src[i];
 }

@@ -1,11 +1,12 @@
 /* RMSNorm. */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
 
 /* out[N,C] = inp * rstd * weight[C], rstd[N] = 1/sqrt(mean(inp^2) + eps) */
-void ax_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N,
-                        int C, float eps) {
+void ax_cpu_rmsnorm_forward(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                            const float *weight, int N, int C, float eps) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *restrict x = inp + (long)i * C;
@@ -22,8 +23,10 @@ void ax_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *
 /* dinp[N,C] += ; dweight[C] +=. With y = x r w:
  *   dx = r w dy - x r^3/C sum_c(dy w x) ;  dw = sum_rows dy x r */
 #define NORM_COLS 64
-void ax_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
-                         const float *weight, const float *rstd, int N, int C) {
+void ax_cpu_rmsnorm_backward(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                             const float *inp, const float *weight, const float *rstd, int N,
+                             int C) {
+    (void)ctx;
     if (dinp) {
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < N; i++) {

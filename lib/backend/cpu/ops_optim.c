@@ -1,5 +1,5 @@
 /* AdamW update and the gradient-norm reduction. */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,8 +21,10 @@ static inline void adamw_one(float *p, float g, float *m, float *v, float lr, fl
 }
 
 /* param/grad/m/v[n]; t is the 1-based step (bias correction 1 - beta^t) */
-void ax_adamw_update(float *param, const float *grad, float *m, float *v, long n, float lr,
-                     float beta1, float beta2, float eps, float wd, float grad_scale, long t) {
+void ax_cpu_adamw_update(ax_ctx *ctx, float *param, const float *grad, float *m, float *v, long n,
+                         float lr, float beta1, float beta2, float eps, float wd, float grad_scale,
+                         long t) {
+    (void)ctx;
     float ibc1 = (float)(1.0 / (1.0 - pow(beta1, (double)t)));
     float ibc2 = (float)(1.0 / (1.0 - pow(beta2, (double)t)));
 #ifdef __AVX512F__
@@ -64,7 +66,8 @@ void ax_adamw_update(float *param, const float *grad, float *m, float *v, long n
  * order: the result is the same for every thread count (the global grad norm must not depend on
  * how many threads a rank runs). */
 #define SS_CHUNK 32768L
-double ax_sum_squares(const float *x, long n) {
+double ax_cpu_sum_squares(ax_ctx *ctx, const float *x, long n) {
+    (void)ctx;
     long nc = (n + SS_CHUNK - 1) / SS_CHUNK;
     if (nc <= 1) {
         double s = 0.0;
@@ -72,8 +75,8 @@ double ax_sum_squares(const float *x, long n) {
         for (long i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
         return s;
     }
-    double *part = malloc(sizeof(double) * nc);
-    if (!part) abort(); /* n / 32768 doubles */
+    double *part = ax_ctx_scratch(ctx, sizeof(double) * nc);
+    if (!part) return NAN; /* out of memory growing an arena the caller under-reserved */
 #pragma omp parallel for schedule(static)
     for (long c = 0; c < nc; c++) {
         long i0 = c * SS_CHUNK, i1 = i0 + SS_CHUNK < n ? i0 + SS_CHUNK : n;
@@ -84,6 +87,5 @@ double ax_sum_squares(const float *x, long n) {
     }
     double total = 0.0;
     for (long c = 0; c < nc; c++) total += part[c];
-    free(part);
     return total;
 }

@@ -1,11 +1,12 @@
 /* Rotary position embedding, rotate-half layout: pair (i, i + D/2) of each head is rotated by
  * angle(t, i) = t * theta^(-2i/D). */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
 
 /* cos_t/sin_t[T, D/2]; angles in double so large t keeps full float precision */
-void ax_rope_table(float *cos_t, float *sin_t, int T, int D, float theta) {
+void ax_cpu_rope_table(ax_ctx *ctx, float *cos_t, float *sin_t, int T, int D, float theta) {
+    (void)ctx;
     int h = D / 2;
     for (int t = 0; t < T; t++)
         for (int i = 0; i < h; i++) {
@@ -37,13 +38,15 @@ static void rope_apply(float *x, const float *cos_t, const float *sin_t, int B, 
 }
 
 /* x[B,T,ld] in place, heads at x[row*ld + h*D + d] */
-void ax_rope_forward(float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
-                     long ld) {
+void ax_cpu_rope_forward(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t, int B,
+                         int T, int H, int D, long ld) {
+    (void)ctx;
     rope_apply(x, cos_t, sin_t, B, T, H, D, ld, 1.0f);
 }
 
 /* dx[B,T,ld] <- R^T dx (overwrites) */
-void ax_rope_backward(float *dx, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
-                      long ld) {
+void ax_cpu_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, const float *sin_t, int B,
+                          int T, int H, int D, long ld) {
+    (void)ctx;
     rope_apply(dx, cos_t, sin_t, B, T, H, D, ld, -1.0f);
 }

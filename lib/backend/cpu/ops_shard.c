@@ -1,13 +1,14 @@
 /* Kernels for tensors split across ranks: RMSNorm over a sharded hidden dimension,
  * vocabulary-parallel cross-entropy and embedding. The caller does the all-reduces between
  * the passes (lib/dist/comm.h); with one shard they compute what the fused kernels compute. */
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void ax_rmsnorm_sumsq(float *ss, const float *inp, int N, int C) {
+void ax_cpu_rmsnorm_sumsq(ax_ctx *ctx, float *ss, const float *inp, int N, int C) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *x = inp + (long)i * C;
@@ -18,8 +19,10 @@ void ax_rmsnorm_sumsq(float *ss, const float *inp, int N, int C) {
     }
 }
 
-void ax_rmsnorm_apply(float *out, float *rstd, const float *inp, const float *weight,
-                      const float *ss, int N, int C, int C_total, float eps) {
+void ax_cpu_rmsnorm_apply(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                          const float *weight, const float *ss, int N, int C, int C_total,
+                          float eps) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *restrict x = inp + (long)i * C;
@@ -30,8 +33,9 @@ void ax_rmsnorm_apply(float *out, float *rstd, const float *inp, const float *we
     }
 }
 
-void ax_rmsnorm_backward_dot(float *dot, const float *dout, const float *inp, const float *weight,
-                             int N, int C) {
+void ax_cpu_rmsnorm_backward_dot(ax_ctx *ctx, float *dot, const float *dout, const float *inp,
+                                 const float *weight, int N, int C) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *x = inp + (long)i * C, *g = dout + (long)i * C;
@@ -45,9 +49,10 @@ void ax_rmsnorm_backward_dot(float *dot, const float *dout, const float *inp, co
 /* dweight is parallel over columns (each thread walks every row in order): deterministic
  * for any thread count, no per-thread partial buffers */
 #define NORM_COLS 32
-void ax_rmsnorm_backward_apply(float *dinp, float *dweight, const float *dout, const float *inp,
-                               const float *weight, const float *rstd, const float *dot, int N,
-                               int C, int C_total) {
+void ax_cpu_rmsnorm_backward_apply(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                                   const float *inp, const float *weight, const float *rstd,
+                                   const float *dot, int N, int C, int C_total) {
+    (void)ctx;
     if (dinp) {
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < N; i++) {
@@ -72,7 +77,8 @@ void ax_rmsnorm_backward_apply(float *dinp, float *dweight, const float *dout, c
     }
 }
 
-void ax_ce_rowmax(float *rowmax, const float *logits, int N, int Vl, int valid) {
+void ax_cpu_ce_rowmax(ax_ctx *ctx, float *rowmax, const float *logits, int N, int Vl, int valid) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *x = logits + (long)i * Vl;
@@ -83,8 +89,10 @@ void ax_ce_rowmax(float *rowmax, const float *logits, int N, int Vl, int valid) 
     }
 }
 
-void ax_ce_partial(float *stats, const float *logits, const float *rowmax, const int32_t *targets,
-                   const uint8_t *mask, int N, int Vl, int valid, int v0) {
+void ax_cpu_ce_partial(ax_ctx *ctx, float *stats, const float *logits, const float *rowmax,
+                       const int32_t *targets, const uint8_t *mask, int N, int Vl, int valid,
+                       int v0) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *x = logits + (long)i * Vl;
@@ -97,9 +105,10 @@ void ax_ce_partial(float *stats, const float *logits, const float *rowmax, const
     }
 }
 
-double ax_ce_finish(float *losses, float *dlogits, const float *logits, const float *rowmax,
-                    const float *stats, const int32_t *targets, const uint8_t *mask, float dscale,
-                    int N, int Vl, int valid, int v0) {
+double ax_cpu_ce_finish(ax_ctx *ctx, float *losses, float *dlogits, const float *logits,
+                        const float *rowmax, const float *stats, const int32_t *targets,
+                        const uint8_t *mask, float dscale, int N, int Vl, int valid, int v0) {
+    (void)ctx;
     double total = 0.0;
     /* losses summed serially in row order: the total does not depend on the thread count */
 #pragma omp parallel for schedule(static)
@@ -128,8 +137,9 @@ double ax_ce_finish(float *losses, float *dlogits, const float *logits, const fl
     return total;
 }
 
-void ax_embedding_shard_forward(float *out, const int32_t *tokens, const float *wte, int N, int C,
-                                int v0, int rows) {
+void ax_cpu_embedding_shard_forward(ax_ctx *ctx, float *out, const int32_t *tokens,
+                                    const float *wte, int N, int C, int v0, int rows) {
+    (void)ctx;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         int r = tokens[i] - v0;
@@ -144,8 +154,9 @@ void ax_embedding_shard_forward(float *out, const int32_t *tokens, const float *
  * columns lets every thread walk all N rows in order without races or atomics, so the sum order
  * is fixed (deterministic for any thread count) and only the rows named in tokens are touched. */
 #define EMB_COLS 64
-void ax_embedding_shard_backward(float *dwte, const float *dout, const int32_t *tokens, int N,
-                                 int C, int v0, int rows) {
+void ax_cpu_embedding_shard_backward(ax_ctx *ctx, float *dwte, const float *dout,
+                                     const int32_t *tokens, int N, int C, int v0, int rows) {
+    (void)ctx;
     int nblk = (C + EMB_COLS - 1) / EMB_COLS;
 #pragma omp parallel for schedule(static)
     for (int blk = 0; blk < nblk; blk++) {

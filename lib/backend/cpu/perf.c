@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 #include "lib/core/timer.h"
 
 static int cmp_double(const void *a, const void *b) {

@@ -1,0 +1,173 @@
+/* The backend interface: what the model layer may do to memory and compute.
+ *
+ * A backend is a table of functions: memory (allocate, free, copy between host and device,
+ * zero, synchronise) and every op of lib/backend/ops.h. An execution context (ax_ctx) binds a
+ * backend to a stream (NULL on the CPU) and a scratch arena, and every op takes it as its first
+ * argument. Kernels never allocate: a kernel that needs workspace takes it from the context's
+ * arena, which the caller sizes once (ax_ctx_reserve) outside the hot path.
+ *
+ * The CPU backend (lib/backend/cpu/) is today's code and the specification every other backend
+ * is tested against. A CUDA backend adds a table (device memory, cuBLAS, a stream) and nothing
+ * in lib/model changes. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/core/status.h"
+
+typedef struct ax_backend ax_backend;
+
+/* Bump arena for kernel workspace: one block, reused by every kernel in turn (ops on one
+ * context run one after another, so at most one kernel holds it at a time). */
+typedef struct {
+    char *base;
+    size_t cap;
+} ax_arena;
+
+typedef struct ax_ctx {
+    const ax_backend *be;
+    void *stream;     /* the backend's stream or queue; NULL on the CPU */
+    ax_arena scratch; /* device memory of `be` */
+} ax_ctx;
+
+typedef enum {
+    AX_COPY_H2D, /* host -> device */
+    AX_COPY_D2H, /* device -> host */
+    AX_COPY_D2D, /* device -> device */
+} ax_copy_kind;
+
+/* The function table. Ops take the context first; the memory functions below them. */
+struct ax_backend {
+    const char *name;
+    void *(*dev_alloc)(size_t bytes); /* zeroed, 64-byte aligned */
+    void (*dev_free)(void *p);
+    void *(*host_alloc)(size_t bytes); /* zeroed */
+    void (*host_free)(void *p);
+    void (*copy)(ax_ctx *ctx, void *dst, const void *src, size_t bytes, ax_copy_kind kind);
+    void (*zero)(ax_ctx *ctx, void *p, size_t bytes);
+    void (*sync)(ax_ctx *ctx);
+    void *(*map)(ax_ctx *ctx, void *dev, size_t bytes, int flags);
+    void (*unmap)(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags);
+    /* every op of lib/backend/ops.h, in its order */
+    void (*gemm)(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                 const float *A, long lda, const float *B, long ldb, float beta, float *C,
+                 long ldc);
+    void (*matmul_forward)(ax_ctx *ctx, float *out, const float *inp, const float *w, int N, int C,
+                           int OC);
+    void (*matmul_backward)(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
+                            const float *inp, const float *w, int N, int C, int OC);
+    void (*embedding_forward)(ax_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
+                              int N, int C);
+    void (*embedding_backward)(ax_ctx *ctx, float *dwte, const float *dout, const int32_t *tokens,
+                               int N, int C);
+    void (*rmsnorm_forward)(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                            const float *weight, int N, int C, float eps);
+    void (*rmsnorm_backward)(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                             const float *inp, const float *weight, const float *rstd, int N,
+                             int C);
+    void (*rope_table)(ax_ctx *ctx, float *cos_t, float *sin_t, int T, int D, float theta);
+    void (*rope_forward)(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t, int B,
+                         int T, int H, int D, long ld);
+    void (*rope_backward)(ax_ctx *ctx, float *dx, const float *cos_t, const float *sin_t, int B,
+                          int T, int H, int D, long ld);
+    void (*attention_forward)(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
+                              int C, int H);
+    void (*attention_backward)(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
+                               const float *qkv, const float *att, int B, int T, int C, int H);
+    void (*swiglu_forward)(ax_ctx *ctx, float *out, const float *h, int N, int F);
+    void (*swiglu_backward)(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N,
+                            int F);
+    void (*add_forward)(ax_ctx *ctx, float *out, const float *a, const float *b, long n);
+    void (*accumulate)(ax_ctx *ctx, float *dst, const float *src, long n);
+    double (*crossentropy_forward_backward)(ax_ctx *ctx, float *losses, float *dlogits,
+                                            const float *logits, const int32_t *targets,
+                                            const uint8_t *mask, float dscale, int N, int V);
+    void (*adamw_update)(ax_ctx *ctx, float *param, const float *grad, float *m, float *v, long n,
+                         float lr, float beta1, float beta2, float eps, float wd, float grad_scale,
+                         long t);
+    double (*sum_squares)(ax_ctx *ctx, const float *x, long n);
+    void (*rmsnorm_sumsq)(ax_ctx *ctx, float *ss, const float *inp, int N, int C);
+    void (*rmsnorm_apply)(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                          const float *weight, const float *ss, int N, int C, int C_total,
+                          float eps);
+    void (*rmsnorm_backward_dot)(ax_ctx *ctx, float *dot, const float *dout, const float *inp,
+                                 const float *weight, int N, int C);
+    void (*rmsnorm_backward_apply)(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                                   const float *inp, const float *weight, const float *rstd,
+                                   const float *dot, int N, int C, int C_total);
+    void (*ce_rowmax)(ax_ctx *ctx, float *rowmax, const float *logits, int N, int Vl, int valid);
+    void (*ce_partial)(ax_ctx *ctx, float *stats, const float *logits, const float *rowmax,
+                       const int32_t *targets, const uint8_t *mask, int N, int Vl, int valid,
+                       int v0);
+    double (*ce_finish)(ax_ctx *ctx, float *losses, float *dlogits, const float *logits,
+                        const float *rowmax, const float *stats, const int32_t *targets,
+                        const uint8_t *mask, float dscale, int N, int Vl, int valid, int v0);
+    void (*embedding_shard_forward)(ax_ctx *ctx, float *out, const int32_t *tokens,
+                                    const float *wte, int N, int C, int v0, int rows);
+    void (*embedding_shard_backward)(ax_ctx *ctx, float *dwte, const float *dout,
+                                     const int32_t *tokens, int N, int C, int v0, int rows);
+    void (*attention_decode)(ax_ctx *ctx, float *out, const float *q, const float *kc,
+                             const float *vc, int B, int H, int D, int len, int Tmax);
+    void (*kv_append)(ax_ctx *ctx, float *kc, float *vc, const float *k, const float *v, long ld,
+                      int B, int H, int D, int Tmax, int pos);
+    void (*copy_rows)(ax_ctx *ctx, float *dst, long ld_dst, const float *src, long ld_src,
+                      long rows, long cols);
+    void (*argmax_rows)(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
+                        int v0);
+};
+
+/* The CPU backend (always built). */
+const ax_backend *ax_backend_cpu(void);
+/* Backend by name: "cpu", or "cuda" (fails in a build without CUDA, naming the rebuild flag). */
+ax_status ax_backend_select(const char *name, const ax_backend **out);
+const char *ax_backend_name(const ax_backend *be);
+
+/* A context on backend be with scratch_bytes of workspace (may be 0; grown by ax_ctx_reserve). */
+ax_status ax_ctx_create(const ax_backend *be, size_t scratch_bytes, ax_ctx **out);
+void ax_ctx_free(ax_ctx *ctx);
+/* Makes the scratch arena at least `bytes` large. Call before the ops that need it, never from
+ * a kernel (this is where the allocation happens). */
+ax_status ax_ctx_reserve(ax_ctx *ctx, size_t bytes);
+/* For kernels: the arena's first `bytes` bytes (64-byte aligned). A caller that reserved too
+ * little is a bug; the arena then grows here as a safety net, and NULL means out of memory. */
+void *ax_ctx_scratch(ax_ctx *ctx, size_t bytes);
+
+/* ---- memory through the context's backend ---- */
+/* Device memory: 64-byte aligned and zeroed; NULL when out of memory. */
+static inline void *ax_dev_alloc(ax_ctx *ctx, size_t bytes) {
+    return ctx->be->dev_alloc(bytes);
+}
+static inline void ax_dev_free(ax_ctx *ctx, void *p) {
+    ctx->be->dev_free(p);
+}
+/* Host memory for handles and tables (zeroed); NULL when out of memory. */
+static inline void *ax_host_alloc(ax_ctx *ctx, size_t bytes) {
+    return ctx->be->host_alloc(bytes);
+}
+static inline void ax_host_free(ax_ctx *ctx, void *p) {
+    ctx->be->host_free(p);
+}
+/* dst <- src, `bytes` bytes, in the direction named by kind (ordered on the context's stream) */
+static inline void ax_copy(ax_ctx *ctx, void *dst, const void *src, size_t bytes,
+                           ax_copy_kind kind) {
+    ctx->be->copy(ctx, dst, src, bytes, kind);
+}
+/* device p[0, bytes) <- 0 */
+static inline void ax_zero(ax_ctx *ctx, void *p, size_t bytes) {
+    ctx->be->zero(ctx, p, bytes);
+}
+/* A host view of device memory for one-time host-side work (initialisation, checkpoint
+ * layout changes), never in a step: flags AX_MAP_READ (the view starts with the device's
+ * contents) and/or AX_MAP_WRITE (ax_unmap writes the view back). The CPU returns dev itself;
+ * a device backend stages through host memory. NULL when out of memory. */
+enum { AX_MAP_READ = 1, AX_MAP_WRITE = 2 };
+static inline void *ax_map(ax_ctx *ctx, void *dev, size_t bytes, int flags) {
+    return ctx->be->map(ctx, dev, bytes, flags);
+}
+static inline void ax_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags) {
+    ctx->be->unmap(ctx, dev, host, bytes, flags);
+}
+/* waits until every op issued on the context has finished (a no-op on the CPU) */
+static inline void ax_sync(ax_ctx *ctx) {
+    ctx->be->sync(ctx);
+}

@@ -1,0 +1,101 @@
+/* The CPU backend's table: host memory is device memory, the stream is NULL, and the ops are
+ * the kernels of this folder. */
+#include "lib/backend/cpu/cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void *cpu_dev_alloc(size_t bytes) {
+    /* 64-byte aligned for AVX-512 loads; zeroed so padding stays exactly 0 */
+    size_t n = ((bytes ? bytes : 1) + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, n);
+    if (p) memset(p, 0, n);
+    return p;
+}
+
+static void *cpu_host_alloc(size_t bytes) {
+    return calloc(1, bytes ? bytes : 1);
+}
+
+static void cpu_free(void *p) {
+    free(p);
+}
+
+static void cpu_copy(ax_ctx *ctx, void *dst, const void *src, size_t bytes, ax_copy_kind kind) {
+    (void)ctx, (void)kind;
+    if (bytes && dst != src) memmove(dst, src, bytes);
+}
+
+static void cpu_zero(ax_ctx *ctx, void *p, size_t bytes) {
+    (void)ctx;
+    if (bytes) memset(p, 0, bytes);
+}
+
+static void cpu_sync(ax_ctx *ctx) {
+    (void)ctx; /* every CPU op has finished when it returns */
+}
+
+static void *cpu_map(ax_ctx *ctx, void *dev, size_t bytes, int flags) {
+    (void)ctx, (void)bytes, (void)flags;
+    return dev; /* host memory is device memory */
+}
+
+static void cpu_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags) {
+    (void)ctx, (void)dev, (void)host, (void)bytes, (void)flags;
+}
+
+void ax_cpu_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                 const float *A, long lda, const float *B, long ldb, float beta, float *C,
+                 long ldc) {
+    (void)ctx;
+    ax_sgemm(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static const ax_backend cpu_backend = {
+    .name = "cpu",
+    .dev_alloc = cpu_dev_alloc,
+    .dev_free = cpu_free,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_free,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .map = cpu_map,
+    .unmap = cpu_unmap,
+    .gemm = ax_cpu_gemm,
+    .matmul_forward = ax_cpu_matmul_forward,
+    .matmul_backward = ax_cpu_matmul_backward,
+    .embedding_forward = ax_cpu_embedding_forward,
+    .embedding_backward = ax_cpu_embedding_backward,
+    .rmsnorm_forward = ax_cpu_rmsnorm_forward,
+    .rmsnorm_backward = ax_cpu_rmsnorm_backward,
+    .rope_table = ax_cpu_rope_table,
+    .rope_forward = ax_cpu_rope_forward,
+    .rope_backward = ax_cpu_rope_backward,
+    .attention_forward = ax_cpu_attention_forward,
+    .attention_backward = ax_cpu_attention_backward,
+    .swiglu_forward = ax_cpu_swiglu_forward,
+    .swiglu_backward = ax_cpu_swiglu_backward,
+    .add_forward = ax_cpu_add_forward,
+    .accumulate = ax_cpu_accumulate,
+    .crossentropy_forward_backward = ax_cpu_crossentropy_forward_backward,
+    .adamw_update = ax_cpu_adamw_update,
+    .sum_squares = ax_cpu_sum_squares,
+    .rmsnorm_sumsq = ax_cpu_rmsnorm_sumsq,
+    .rmsnorm_apply = ax_cpu_rmsnorm_apply,
+    .rmsnorm_backward_dot = ax_cpu_rmsnorm_backward_dot,
+    .rmsnorm_backward_apply = ax_cpu_rmsnorm_backward_apply,
+    .ce_rowmax = ax_cpu_ce_rowmax,
+    .ce_partial = ax_cpu_ce_partial,
+    .ce_finish = ax_cpu_ce_finish,
+    .embedding_shard_forward = ax_cpu_embedding_shard_forward,
+    .embedding_shard_backward = ax_cpu_embedding_shard_backward,
+    .attention_decode = ax_cpu_attention_decode,
+    .kv_append = ax_cpu_kv_append,
+    .copy_rows = ax_cpu_copy_rows,
+    .argmax_rows = ax_cpu_argmax_rows,
+};
+
+const ax_backend *ax_backend_cpu(void) {
+    return &cpu_backend;
+}

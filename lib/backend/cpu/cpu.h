@@ -1,0 +1,74 @@
+/* The CPU backend's kernels (the specification) and its GEMM. Only lib/backend/cpu/ files, the
+ * CPU table in backend_cpu.c and CPU-specific benchmarks include this; everything else calls
+ * the ops of lib/backend/ops.h through a context. */
+#pragma once
+#include "lib/backend/ops.h"
+
+/* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C on oneDNN (row-major); the CPU `gemm` op */
+void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
+              long lda, const float *B, long ldb, float beta, float *C, long ldc);
+void ax_cpu_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                 const float *A, long lda, const float *B, long ldb, float beta, float *C,
+                 long ldc);
+void ax_cpu_matmul_forward(ax_ctx *ctx, float *out, const float *inp, const float *w, int N, int C,
+                           int OC);
+void ax_cpu_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
+                            const float *inp, const float *w, int N, int C, int OC);
+void ax_cpu_embedding_forward(ax_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
+                              int N, int C);
+void ax_cpu_embedding_backward(ax_ctx *ctx, float *dwte, const float *dout, const int32_t *tokens,
+                               int N, int C);
+void ax_cpu_rmsnorm_forward(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                            const float *weight, int N, int C, float eps);
+void ax_cpu_rmsnorm_backward(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                             const float *inp, const float *weight, const float *rstd, int N,
+                             int C);
+void ax_cpu_rope_table(ax_ctx *ctx, float *cos_t, float *sin_t, int T, int D, float theta);
+void ax_cpu_rope_forward(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t, int B,
+                         int T, int H, int D, long ld);
+void ax_cpu_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, const float *sin_t, int B,
+                          int T, int H, int D, long ld);
+void ax_cpu_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
+                              int C, int H);
+void ax_cpu_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
+                               const float *qkv, const float *att, int B, int T, int C, int H);
+void ax_cpu_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F);
+void ax_cpu_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N,
+                            int F);
+void ax_cpu_add_forward(ax_ctx *ctx, float *out, const float *a, const float *b, long n);
+void ax_cpu_accumulate(ax_ctx *ctx, float *dst, const float *src, long n);
+double ax_cpu_crossentropy_forward_backward(ax_ctx *ctx, float *losses, float *dlogits,
+                                            const float *logits, const int32_t *targets,
+                                            const uint8_t *mask, float dscale, int N, int V);
+void ax_cpu_adamw_update(ax_ctx *ctx, float *param, const float *grad, float *m, float *v, long n,
+                         float lr, float beta1, float beta2, float eps, float wd, float grad_scale,
+                         long t);
+double ax_cpu_sum_squares(ax_ctx *ctx, const float *x, long n);
+void ax_cpu_rmsnorm_sumsq(ax_ctx *ctx, float *ss, const float *inp, int N, int C);
+void ax_cpu_rmsnorm_apply(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                          const float *weight, const float *ss, int N, int C, int C_total,
+                          float eps);
+void ax_cpu_rmsnorm_backward_dot(ax_ctx *ctx, float *dot, const float *dout, const float *inp,
+                                 const float *weight, int N, int C);
+void ax_cpu_rmsnorm_backward_apply(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                                   const float *inp, const float *weight, const float *rstd,
+                                   const float *dot, int N, int C, int C_total);
+void ax_cpu_ce_rowmax(ax_ctx *ctx, float *rowmax, const float *logits, int N, int Vl, int valid);
+void ax_cpu_ce_partial(ax_ctx *ctx, float *stats, const float *logits, const float *rowmax,
+                       const int32_t *targets, const uint8_t *mask, int N, int Vl, int valid,
+                       int v0);
+double ax_cpu_ce_finish(ax_ctx *ctx, float *losses, float *dlogits, const float *logits,
+                        const float *rowmax, const float *stats, const int32_t *targets,
+                        const uint8_t *mask, float dscale, int N, int Vl, int valid, int v0);
+void ax_cpu_embedding_shard_forward(ax_ctx *ctx, float *out, const int32_t *tokens,
+                                    const float *wte, int N, int C, int v0, int rows);
+void ax_cpu_embedding_shard_backward(ax_ctx *ctx, float *dwte, const float *dout,
+                                     const int32_t *tokens, int N, int C, int v0, int rows);
+void ax_cpu_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
+                             const float *vc, int B, int H, int D, int len, int Tmax);
+void ax_cpu_kv_append(ax_ctx *ctx, float *kc, float *vc, const float *k, const float *v, long ld,
+                      int B, int H, int D, int Tmax, int pos);
+void ax_cpu_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, long ld_src,
+                      long rows, long cols);
+void ax_cpu_argmax_rows(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
+                        int v0);
