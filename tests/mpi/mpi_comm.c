@@ -12,6 +12,7 @@
 
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
+#include "lib/dist/grid_mpi.h"
 #include "lib/dist/mpienv.h"
 
 static int g_fail, g_rank;

@@ -7,6 +7,7 @@
 
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
+#include "lib/dist/grid_mpi.h"
 #include "lib/core/json.h"
 #include "lib/dist/mpienv.h"
 
