@@ -520,6 +520,35 @@ static void check_p2p_agree(ax_grid_t *g, ax_axis axis) {
     ax_error_clear();
 }
 
+/* The world grid (memscan's): made locally over MPI_COMM_WORLD, every rank along DATA, BATCH and
+ * WORLD; u64 sums above 2^53 stay exact; freeing it leaves MPI_COMM_WORLD alone. */
+static void check_world_grid(int size) {
+    for (int rep = 0; rep < 2; rep++) {
+        ax_grid_t *w = NULL;
+        OK(ax_grid_create_world(&w));
+        if (!w) return;
+        CHECK(ax_grid_size(w) == size && ax_grid_dim(w, AX_AXIS_DATA) == size &&
+                  ax_grid_dim(w, AX_AXIS_X) == 1 && ax_grid_dim(w, AX_AXIS_Z) == 1 &&
+                  ax_grid_coord(w, AX_AXIS_BATCH) == g_rank && ax_grid_uses_mpi(w) == (size > 1),
+              "world grid %s", ax_grid_spec(w));
+        const ax_axis axes[3] = {AX_AXIS_DATA, AX_AXIS_BATCH, AX_AXIS_WORLD};
+        for (int i = 0; i < 3; i++) {
+            uint64_t v = ((uint64_t)1 << 60) + (uint64_t)g_rank;
+            OK(ax_coll_allreduce(w, axes[i], &v, 1, AX_DT_U64, AX_OP_SUM));
+            uint64_t want = ((uint64_t)size << 60) + (uint64_t)(size * (size - 1) / 2);
+            CHECK(v == want, "world grid u64 sum over %s = %llx", ax_axis_name(axes[i]),
+                  (unsigned long long)v);
+        }
+        ax_comm_stats s;
+        ax_comm_stats_get(w, &s);
+        CHECK(s.calls[AX_COMM_ALLREDUCE][AX_AXIS_WORLD] == 1 &&
+                  s.bytes[AX_COMM_ALLREDUCE][AX_AXIS_DATA] ==
+                      ax_comm_volume(AX_COMM_ALLREDUCE, size, 1, 8),
+              "world grid stats");
+        ax_grid_free(w);
+    }
+}
+
 /* Requests on different axes in flight together, as the overlapped backward pass does:
  * the dX all-reduce over Y, the dW reduce-scatter over Z and the next weight gather over Z. */
 static void check_cross_axis(ax_grid_t *g, const int dims[4], long n) {
@@ -679,6 +708,7 @@ int main(int argc, char **argv) {
         check_alltoallv(g, dims, (ax_axis)a, 5);
         check_p2p_agree(g, (ax_axis)a);
     }
+    check_world_grid(ax_grid_size(g));
     check_cross_axis(g, dims, 4099);
     for (int a = 0; a < AX_AXIS_COUNT; a++) check_two_rings(g, dims, (ax_axis)a, 30001);
     check_errors(g, dims);
