@@ -13,6 +13,7 @@
 
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
+#include "lib/dist/grid_mpi.h"
 #include "lib/dist/mpienv.h"
 #include "lib/core/timer.h"
 

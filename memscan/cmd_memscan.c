@@ -11,7 +11,8 @@
 #include "memscan/cmd_util.h"
 #include "memscan/hash.h"
 #include "memscan/index.h"
-#include "memscan/ms_mpi.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/mpienv.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -86,7 +87,7 @@ static const ax_cfg_table info_table = {
 };
 
 int ax_ms_cli_parse(const char *sub, const ax_cfg_table *t, void *fl, int argc, char **argv) {
-    int help = 0, rank0 = ax_ms_world_get().rank == 0;
+    int help = 0, rank0 = ax_mpi_world_rank() == 0;
     ax_status st = ax_cfg_set_defaults(t, fl);
     if (st == AX_OK) st = ax_cfg_parse_argv(t, fl, argc, argv, NULL, &help);
     if (st != AX_OK) {
@@ -99,7 +100,7 @@ int ax_ms_cli_parse(const char *sub, const ax_cfg_table *t, void *fl, int argc, 
 }
 
 int ax_ms_cli_usage(const char *sub, const char *fmt, const char *arg) {
-    if (ax_ms_world_get().rank != 0) return 2;
+    if (ax_mpi_world_rank() != 0) return 2;
     fprintf(stderr, "axmem memscan %s: ", sub);
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "; see 'axmem memscan %s --help'\n", sub);
@@ -111,11 +112,11 @@ int ax_ms_cli_fail(const char *sub, ax_status st) {
     if (!strncmp(m, "memscan ", 8) && !strncmp(m + 8, sub, strlen(sub)) &&
         !strncmp(m + 8 + strlen(sub), ": ", 2))
         m += 8 + strlen(sub) + 2; /* the line already starts "axmem memscan SUB: " */
-    ax_ms_world w = ax_ms_world_get();
+    int rank = ax_mpi_world_rank();
     /* rank 0 always speaks; other ranks only for a failure of their own */
-    if (w.rank == 0 || (strstr(m, "another rank failed") == NULL && strstr(m, "rank 0") == NULL)) {
-        if (w.active)
-            fprintf(stderr, "axmem memscan %s: [r%d] %s\n", sub, w.rank,
+    if (rank == 0 || (strstr(m, "another rank failed") == NULL && strstr(m, "rank 0") == NULL)) {
+        if (ax_mpi_world_size() > 1)
+            fprintf(stderr, "axmem memscan %s: [r%d] %s\n", sub, rank,
                     m[0] ? m : ax_status_str(st));
         else
             fprintf(stderr, "axmem memscan %s: %s\n", sub, m[0] ? m : ax_status_str(st));
@@ -158,16 +159,21 @@ static int cmd_index(int argc, char **argv) {
     const char *data = fl.data, *out = fl.out;
     if (!data[0]) return ax_ms_cli_usage(SUB, "%s", "--data FILE.axd is required");
     if (!out[0]) return ax_ms_cli_usage(SUB, "%s", "--out INDEX is required");
-    ax_ms_world w = ax_ms_world_get();
+    int rank = ax_mpi_world_rank();
     ax_axd_t *ds = NULL;
     ax_memscan_index_t *idx = NULL;
     rc = 0;
     ax_stop_catch();
     o.stop = ax_stop_flag();
-    o.progress = w.rank == 0;
+    o.progress = rank == 0;
     double t0 = ax_now();
     ax_status st = ax_axd_open(data, 1, &ds);
-    st = ax_ms_agree(&w, st, "memscan index"); /* nobody enters the build alone */
+    { /* nobody enters the build alone */
+        ax_grid_t *world = NULL;
+        ax_status ws = ax_grid_create_world(&world);
+        st = ws != AX_OK ? ws : ax_coll_agree(world, AX_AXIS_WORLD, st, "memscan index");
+        ax_grid_free(world);
+    }
     if (st == AX_OK) st = ax_memscan_index_build(ds, &o, &idx);
     double t_build = ax_now() - t0;
     if (st == AX_OK) st = ax_memscan_index_save(idx, out, o.stop);
@@ -175,7 +181,14 @@ static int cmd_index(int argc, char **argv) {
         rc = ax_ms_cli_fail(SUB, st);
         goto done;
     }
-    if (w.rank == 0) {
+    {
+        ax_comm_stats cs;
+        ax_memscan_index_comm_stats(idx, &cs);
+        AX_DEBUG("memscan index: sent %.1f MB to other ranks (%.1f MB exchanging windows)",
+                 ax_comm_stats_bytes_total(&cs) / 1e6,
+                 cs.bytes[AX_COMM_ALLTOALL][AX_AXIS_WORLD] / 1e6);
+    }
+    if (rank == 0) {
         const ax_memscan_info *in = ax_memscan_index_info(idx);
         struct stat sb;
         double mb = stat(out, &sb) == 0 ? (double)sb.st_size / 1e6 : 0;

@@ -40,8 +40,8 @@ ax_status ax_generate(ax_model_t *m, const ax_generate_config *c, int32_t *out) 
     ax_grid_t *g = ax_model_grid(m);
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), me = ax_grid_coord(g, AX_AXIS_BATCH);
     int per = (c->samples + parts - 1) / parts, L = c->length, V = ax_model_config_of(m)->vocab;
-    float *mine = calloc((size_t)per * L, sizeof(float)),
-          *all = calloc((size_t)per * parts * L, sizeof(float));
+    int32_t *mine = calloc((size_t)per * L, sizeof(int32_t)),
+            *all = calloc((size_t)per * parts * L, sizeof(int32_t));
     float *logits = malloc(sizeof(float) * (size_t)c->batch * V),
           *scratch = malloc(sizeof(float) * (size_t)V);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)c->batch);
@@ -62,13 +62,14 @@ ax_status ax_generate(ax_model_t *m, const ax_generate_config *c, int32_t *out) 
                 double u = (double)(ax_rng_u64(c->seed, sample, (uint64_t)pos) >> 11) * 0x1.0p-53;
                 tok[j] = ax_sample_token(logits + (size_t)j * V, V, c->temperature, c->top_k, u,
                                          scratch);
-                mine[(size_t)(b0 + j) * L + pos] = (float)tok[j];
+                mine[(size_t)(b0 + j) * L + pos] = tok[j];
             }
         }
         AX_CHECK_GOTO(ax_model_status(m), done);
     }
-    AX_CHECK_GOTO(ax_allgather(g, AX_AXIS_BATCH, mine, (long)per * L, all), done);
-    for (long i = 0; i < (long)c->samples * L; i++) out[i] = (int32_t)all[i];
+    /* token ids travel as i32: every batch rank's generations, in sample order */
+    AX_CHECK_GOTO(ax_coll_allgather(g, AX_AXIS_BATCH, mine, (long)per * L, all, AX_DT_I32), done);
+    memcpy(out, all, sizeof(int32_t) * (size_t)c->samples * (size_t)L);
 done:
     free(mine), free(all), free(logits), free(scratch), free(tok);
     return st;

@@ -27,7 +27,15 @@ void ax_memscan_index_free(ax_memscan_index_t *idx) {
     ax_ms_table_free(&idx->t);
     ax_ms_occ_free(&idx->occ);
     free(idx->edge);
+    ax_grid_free(idx->grid);
     free(idx);
+}
+
+void ax_memscan_index_comm_stats(const ax_memscan_index_t *idx, ax_comm_stats *out) {
+    if (idx->grid)
+        ax_comm_stats_get(idx->grid, out);
+    else
+        memset(out, 0, sizeof *out);
 }
 
 const ax_memscan_info *ax_memscan_index_info(const ax_memscan_index_t *idx) {

@@ -16,12 +16,12 @@
  * occurrence) and name every source document. The build records each repeat as it merges it
  * into the table, so no second pass over the data is needed.
  *
- * Distributed build: under MPI (initialised, > 1 rank in MPI_COMM_WORLD) rank r hashes the
- * windows starting in its contiguous slice of token positions, and each hash goes to its
- * owner rank (memscan/hash.h: ax_ms_owner) with MPI_Alltoallv in rounds of a fixed number of
- * windows per rank; each owner holds its shard of the table and the lists of the windows it
- * owns. Saving writes one file however many ranks built it; loading reads the whole index
- * into one process.
+ * Distributed build: under MPI (initialised, > 1 rank in the MPI world: a world grid,
+ * lib/dist/grid.h) rank r hashes the windows starting in its contiguous slice of token
+ * positions, and each hash goes to its owner rank (memscan/hash.h: ax_ms_owner) with an
+ * all-to-all (lib/dist/comm.h) in rounds of a fixed number of windows per rank; each owner holds
+ * its shard of the table and the lists of the windows it owns. Saving writes one file however many
+ * ranks built it; loading reads the whole index into one process.
  *
  * File (little-endian), version 2:
  *    0 char[8] "AXMEMIDX"      8 u32 version (2)       12 u32 n
@@ -52,6 +52,7 @@
 
 #include "data/axd.h"
 #include "lib/core/status.h"
+#include "lib/dist/comm.h"
 
 #define AX_MEMSCAN_N_DEFAULT 32
 #define AX_MEMSCAN_N_MAX 1024
@@ -89,7 +90,7 @@ typedef struct {
 
 void ax_memscan_build_opts_default(ax_memscan_build_opts *o);
 
-/* Builds the index of ds. Collective over MPI_COMM_WORLD when MPI is active (every rank opens
+/* Builds the index of ds. Collective over the MPI world when MPI is active (every rank opens
  * the same dataset; each ends up holding its shard, and the same global info); serial
  * otherwise. */
 ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts *o,
@@ -105,6 +106,10 @@ ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan
 /* Header only (no dataset needed); verify_blocks = 1 also decompresses and checks every block. */
 ax_status ax_memscan_index_read_info(const char *path, int verify_blocks, ax_memscan_info *info);
 void ax_memscan_index_free(ax_memscan_index_t *idx);
+/* Traffic of the build and save so far (lib/dist/comm.h statistics of the world grid they
+ * communicate over; alltoall = the pair exchange, send = shards streamed to rank 0). Zero for a
+ * loaded index or a serial build. */
+void ax_memscan_index_comm_stats(const ax_memscan_index_t *idx, ax_comm_stats *out);
 
 const ax_memscan_info *ax_memscan_index_info(const ax_memscan_index_t *idx);
 const ax_axd_t *ax_memscan_index_dataset(const ax_memscan_index_t *idx);

@@ -1,10 +1,11 @@
 /* Building the memscan index: a sizing pass (HyperLogLog of the distinct windows), then rounds
  * of hashing a fixed number of window starts per rank and routing (hash, position) pairs to
- * their owner ranks with MPI_Alltoallv, each owner counting them into its table. */
+ * their owner ranks with an all-to-all (lib/dist/comm.h, over a world grid, so its bytes are
+ * counted like training's), each owner counting them into its table. */
 #include "memscan/hash.h"
 #include "memscan/hll.h"
 #include "memscan/index_impl.h"
-#include "memscan/ms_mpi.h"
+#include "lib/dist/comm.h"
 #include "lib/core/status.h"
 
 #include "lib/core/log.h"
@@ -12,7 +13,6 @@
 #include "lib/core/timer.h"
 
 #include <math.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +55,8 @@ static int seg_next(seg_iter *it, uint64_t s, uint64_t *a, uint64_t *b) {
 
 typedef struct {
     ax_memscan_index_t *idx;
-    ax_ms_world w;
+    ax_grid_t *g; /* the world grid (idx->grid); rank, size along AX_AXIS_WORLD */
+    int rank, size, active;
     int n, bits;
     uint64_t seed, B, lo, hi;
     int32_t *tok;      /* B + n - 1 tokens */
@@ -67,8 +68,11 @@ typedef struct {
     uint64_t recv_cap, rcap;
     int rb;                                            /* R = 2^rb regions */
     int *sc, *sd, *rc, *rd, *scount, *sdispl, *rcount; /* P each */
-    MPI_Datatype pair_type;
 } builder;
+
+/* u64 elements of one ax_ms_pair on the wire */
+#define U64_PER_PAIR ((int)(sizeof(ax_ms_pair) / sizeof(uint64_t)))
+_Static_assert(sizeof(ax_ms_pair) == 2 * sizeof(uint64_t), "ax_ms_pair is (hash, position)");
 
 /* pass 1: windows in this rank's slice, and a sketch of their distinct count */
 static void sizing_pass(builder *bd, ax_ms_hll *hll, uint64_t *n_windows) {
@@ -238,7 +242,7 @@ static ax_status hash_round(builder *bd, uint64_t s, uint64_t e, ax_ms_pair *dst
  * split into K slices so receive memory stays bounded. *flags: in = this rank's stop/error
  * bits, out = the OR over ranks (checked before any data moves, so all ranks agree). */
 static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
-    int P = bd->w.size;
+    int P = bd->size;
     memset(bd->scount, 0, sizeof(int) * (size_t)P);
     for (size_t i = 0; i < m; i++) bd->scount[ax_ms_owner(bd->pair[i].h, P)]++;
     int acc = 0;
@@ -248,13 +252,11 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
     }
     memcpy(bd->sd, bd->sdispl, sizeof(int) * (size_t)P);
     for (size_t i = 0; i < m; i++) bd->send[bd->sd[ax_ms_owner(bd->pair[i].h, P)]++] = bd->pair[i];
-    if (MPI_Alltoall(bd->scount, 1, MPI_INT, bd->rcount, 1, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Alltoall of counts failed");
+    AX_CHECK(ax_coll_alltoall(bd->g, AX_AXIS_WORLD, bd->scount, 1, bd->rcount, AX_DT_I32));
     uint64_t in = 0;
     for (int r = 0; r < P; r++) in += (uint64_t)bd->rcount[r];
     uint64_t red[2] = {in, *flags};
-    if (ax_ms_allreduce_u64(&bd->w, red, 2, 1) != 0)
-        return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Allreduce failed");
+    AX_CHECK(ax_coll_allreduce(bd->g, AX_AXIS_WORLD, red, 2, AX_DT_U64, AX_OP_MAX));
     *flags = red[1];
     if (*flags) return AX_OK;
     uint64_t K = (red[0] + bd->recv_cap - 1) / bd->recv_cap;
@@ -273,9 +275,12 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
             bd->rd[r] = racc;
             racc += bd->rc[r];
         }
-        if (MPI_Alltoallv(bd->send, bd->sc, bd->sd, bd->pair_type, bd->recv, bd->rc, bd->rd,
-                          bd->pair_type, MPI_COMM_WORLD) != MPI_SUCCESS)
-            return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Alltoallv failed");
+        /* a pair travels as two u64 (hash, position): counts in u64 elements; at most
+         * 2 (recv_cap + P) <= 2^28 + 2P, well inside an int */
+        for (int r = 0; r < P; r++) bd->sc[r] *= U64_PER_PAIR, bd->sd[r] *= U64_PER_PAIR;
+        for (int r = 0; r < P; r++) bd->rc[r] *= U64_PER_PAIR, bd->rd[r] *= U64_PER_PAIR;
+        AX_CHECK(ax_coll_alltoallv(bd->g, AX_AXIS_WORLD, bd->send, bd->sc, bd->sd, bd->recv, bd->rc,
+                                   bd->rd, AX_DT_U64));
         /* keep exchanging after a local failure so no rank is left waiting; report it after */
         for (int i = 0; i < racc && st == AX_OK; i++)
             st = put_pair(bd, bd->recv[i].h, bd->recv[i].pos);
@@ -315,14 +320,13 @@ static void builder_free(builder *bd) {
     free(bd->scount);
     free(bd->sdispl);
     free(bd->rcount);
-    if (bd->w.active && bd->pair_type != MPI_DATATYPE_NULL) MPI_Type_free(&bd->pair_type);
 }
 
 static ax_status builder_alloc(builder *bd) {
-    size_t P = (size_t)bd->w.size;
+    size_t P = (size_t)bd->size;
     bd->tok = malloc(sizeof(int32_t) * (bd->B + (uint64_t)bd->n));
     int ok = bd->tok != NULL;
-    if (bd->w.active) {
+    if (bd->active) {
         bd->recv_cap = 2 * bd->B;
         bd->pair = malloc(sizeof(ax_ms_pair) * bd->B);
         bd->send = malloc(sizeof(ax_ms_pair) * bd->B);
@@ -333,8 +337,6 @@ static ax_status builder_alloc(builder *bd) {
             ok = ok && *arrs[i];
         }
         ok = ok && bd->pair && bd->send && bd->recv;
-        MPI_Type_contiguous((int)sizeof(ax_ms_pair), MPI_BYTE, &bd->pair_type);
-        MPI_Type_commit(&bd->pair_type);
     }
     return ok ? AX_OK
               : ax_errorf(AX_ERR_NOMEM,
@@ -365,8 +367,8 @@ static ax_status chunk_alloc(builder *bd, uint64_t expect) {
                            (double)(sizeof(ax_ms_pair) * (bd->rcap << rb)) / 1e6);
 }
 
-static ax_status agree(const ax_ms_world *w, ax_status st) {
-    return ax_ms_agree(w, st, "memscan index");
+static ax_status agree(builder *bd, ax_status st) {
+    return ax_coll_agree(bd->g, AX_AXIS_WORLD, st, "memscan index");
 }
 
 static ax_status check_opts(const ax_axd_t *ds, const ax_memscan_build_opts *o) {
@@ -405,7 +407,7 @@ static void fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_
 
 static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build_opts *o) {
     ax_progress prog;
-    int show = o->progress && bd->w.rank == 0;
+    int show = o->progress && bd->rank == 0;
     uint64_t T = ax_axd_n_tokens(bd->idx->ds);
     if (show) ax_progress_begin(&prog, "memscan index: tokens", 0, (long)T);
     double t0 = ax_now(), last_line = t0;
@@ -415,7 +417,7 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
         if (s > bd->hi) s = bd->hi;
         if (e > bd->hi) e = bd->hi;
         uint64_t flags = (o->stop && *o->stop) ? 1 : 0;
-        if (!bd->w.active) {
+        if (!bd->active) {
             if (flags)
                 return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing "
                                                      "was written");
@@ -427,14 +429,14 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
             ax_status xs = exchange_round(bd, m, &flags);
             if (xs == AX_ERR_MPI) return xs;
             if (st == AX_OK) st = xs;
-            if (flags & 2) return agree(&bd->w, st);
+            if (flags & 2) return agree(bd, st);
             if (flags & 1)
                 return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing was "
                                                      "written");
         }
         if (show) {
             /* ranks move in lockstep over equal slices: rank 0's share scales to the total */
-            uint64_t done = (k + 1) * bd->B * (uint64_t)bd->w.size;
+            uint64_t done = (k + 1) * bd->B * (uint64_t)bd->size;
             if (done > T) done = T;
             double now = ax_now();
             int line = !prog.tty && now - last_line > 5.0;
@@ -455,7 +457,7 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
         idx->n_edge = idx->cap_edge = 0;
     }
     if (show) ax_progress_end(&prog);
-    return bd->w.active ? agree(&bd->w, st) : st;
+    return bd->active ? agree(bd, st) : st;
 }
 
 ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts *o,
@@ -464,12 +466,18 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     AX_CHECK(check_opts(ds, o));
     builder bd;
     memset(&bd, 0, sizeof bd);
-    bd.pair_type = MPI_DATATYPE_NULL;
-    bd.w = ax_ms_world_get();
-    if (!bd.w.active) bd.w.size = 1, bd.w.rank = 0;
-    int P = bd.w.size, r = bd.w.rank;
     ax_memscan_index_t *idx = calloc(1, sizeof *idx);
     if (!idx) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    ax_status st = ax_grid_create_world(&idx->grid);
+    if (st != AX_OK) {
+        free(idx);
+        return st;
+    }
+    bd.g = idx->grid;
+    bd.size = ax_grid_dim(bd.g, AX_AXIS_WORLD);
+    bd.rank = ax_grid_coord(bd.g, AX_AXIS_WORLD);
+    bd.active = bd.size > 1;
+    int P = bd.size, r = bd.rank;
     idx->ds = ds;
     idx->shard_rank = r;
     idx->shard_size = P;
@@ -483,25 +491,25 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     bd.lo = T * (uint64_t)r / (uint64_t)P; /* T < 2^40, P < 2^24: no overflow */
     bd.hi = T * (uint64_t)(r + 1) / (uint64_t)P;
     double t0 = ax_now();
-    ax_status st = builder_alloc(&bd);
-    st = bd.w.active ? agree(&bd.w, st) : st;
+    st = builder_alloc(&bd);
+    st = bd.active ? agree(&bd, st) : st;
     if (st != AX_OK) goto fail;
 
     /* sizing: distinct windows over all ranks, so each owner's table starts at its share */
     ax_ms_hll *hll = calloc(1, sizeof *hll);
     if (!hll) {
         st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
-        st = bd.w.active ? agree(&bd.w, st) : st;
+        st = bd.active ? agree(&bd, st) : st;
         goto fail;
     }
     uint64_t cnt[2];
     sizing_pass(&bd, hll, &cnt[0]);
     cnt[1] = (bd.hi - bd.lo + bd.B - 1) / bd.B; /* this rank's rounds */
-    if (ax_ms_allreduce_max_u8(&bd.w, hll->reg, AX_MS_HLL_M) != 0 ||
-        ax_ms_allreduce_u64(&bd.w, &cnt[0], 1, 0) != 0 ||
-        ax_ms_allreduce_u64(&bd.w, &cnt[1], 1, 1) != 0) {
+    st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, hll->reg, AX_MS_HLL_M, AX_DT_U8, AX_OP_MAX);
+    if (st == AX_OK) st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, &cnt[0], 1, AX_DT_U64, AX_OP_SUM);
+    if (st == AX_OK) st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, &cnt[1], 1, AX_DT_U64, AX_OP_MAX);
+    if (st != AX_OK) {
         free(hll);
-        st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Allreduce failed");
         goto fail;
     }
     double est = ax_ms_hll_estimate(hll);
@@ -513,7 +521,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     double share = est / P;
     st = ax_ms_table_init(&idx->t, (uint64_t)(share * 1.02 + 3 * sqrt(share) + 16));
     if (st == AX_OK) st = chunk_alloc(&bd, bd.hi - bd.lo);
-    st = bd.w.active ? agree(&bd.w, st) : st;
+    st = bd.active ? agree(&bd, st) : st;
     if (st != AX_OK) goto fail;
     AX_DEBUG("memscan index: %llu windows, ~%.0f distinct (sketch), %.1f MB table per rank",
              (unsigned long long)cnt[0], est, (double)ax_ms_table_bytes(&idx->t) / 1e6);
@@ -532,10 +540,8 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     v[4] = idx->occ.n_pos;
     v[5] = ax_ms_occ_bytes(&idx->occ);
     memcpy(v + 6, loc.hist, sizeof loc.hist);
-    if (ax_ms_allreduce_u64(&bd.w, v, 6 + AX_MEMSCAN_HIST, 0) != 0) {
-        st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Allreduce failed");
-        goto fail;
-    }
+    st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, v, 6 + AX_MEMSCAN_HIST, AX_DT_U64, AX_OP_SUM);
+    if (st != AX_OK) goto fail;
     idx->info.n_distinct = v[0];
     idx->info.n_saturated = v[1];
     idx->table_bytes_all = v[2];

@@ -3,12 +3,15 @@
 #include "memscan/index.h"
 #include "memscan/occ.h"
 #include "memscan/table.h"
+#include "lib/dist/grid.h"
 
 struct ax_memscan_index {
     ax_memscan_info info;
     ax_ms_table t;
     const ax_axd_t *ds;         /* borrowed */
     int shard_rank, shard_size; /* 0, 1 unless built on several ranks */
+    ax_grid_t *grid;            /* owned: the world grid a build communicated over (its byte counts,
+                                   ax_memscan_index_comm_stats); NULL for a loaded index */
     uint64_t table_bytes_all;   /* over all ranks, after a build (0: use this table's) */
     uint64_t occ_bytes_all;     /* the same for the occurrence lists */
     ax_ms_occ occ;              /* positions of the windows that occur more than once */

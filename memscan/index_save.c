@@ -4,22 +4,21 @@
  * INDEX.partial and INDEX.json.partial, renamed only when complete. */
 #include "memscan/index_format.h"
 #include "memscan/index_impl.h"
-#include "memscan/ms_mpi.h"
+#include "lib/dist/comm.h"
 
 #include "lib/core/fsutil.h"
 #include "lib/core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <xxhash.h>
 
-#define TAG_HDR 7101
-#define TAG_DATA 7102
+#define TAG_HDR 1 /* ax_coll_send tags */
+#define TAG_DATA 2
 
 /* Walks this process's table in bucket order, a block at a time. */
 typedef struct {
@@ -90,8 +89,8 @@ static void w_put(writer *w, const void *p, size_t n) {
 }
 
 static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, volatile int *stop,
-                           const ax_ms_world *world) {
-    int P = idx->shard_size, rank = world->active ? world->rank : 0;
+                           ax_grid_t *g) {
+    int P = idx->shard_size, rank = g ? ax_grid_coord(g, AX_AXIS_WORLD) : 0;
     block_src src;
     memset(&src, 0, sizeof src);
     src.t = &idx->t;
@@ -110,14 +109,13 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
         for (src.lists = 0; src.lists < 2 && st != AX_ERR_MPI; src.lists++) do {
                 if (st == AX_OK) st = next_block(&src, hdr, &clen, &k);
                 if (st != AX_OK) k = 0, memset(hdr, 0, sizeof hdr);
-                if (MPI_Send(hdr, AX_MS_BLOCK_HEADER, MPI_BYTE, 0, TAG_HDR, MPI_COMM_WORLD) !=
-                    MPI_SUCCESS) {
-                    st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Send failed");
-                    break;
-                }
-                if (k && MPI_Send(src.buf.comp, (int)clen, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD) !=
-                             MPI_SUCCESS) {
-                    st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Send failed");
+                ax_status ss =
+                    ax_coll_send(g, AX_AXIS_WORLD, hdr, AX_MS_BLOCK_HEADER, AX_DT_U8, 0, TAG_HDR);
+                if (ss == AX_OK && k)
+                    ss = ax_coll_send(g, AX_AXIS_WORLD, src.buf.comp, (long)clen, AX_DT_U8, 0,
+                                      TAG_DATA);
+                if (ss != AX_OK) {
+                    st = ss;
                     break;
                 }
             } while (k);
@@ -164,11 +162,8 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
         /* the other ranks' blocks, in rank order */
         for (int r = 1; r < P; r++) {
             for (;;) {
-                if (MPI_Recv(hdr, AX_MS_BLOCK_HEADER, MPI_BYTE, r, TAG_HDR, MPI_COMM_WORLD,
-                             MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-                    st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
-                    goto close;
-                }
+                st = ax_coll_recv(g, AX_AXIS_WORLD, hdr, AX_MS_BLOCK_HEADER, AX_DT_U8, r, TAG_HDR);
+                if (st != AX_OK) goto close;
                 uint64_t kk = ax_ms_get64(hdr), c = ax_ms_get64(hdr + 8);
                 if (!kk) break;
                 if (c > recv_cap) {
@@ -180,11 +175,8 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
                     recv = nr;
                     recv_cap = c;
                 }
-                if (MPI_Recv(recv, (int)c, MPI_BYTE, r, TAG_DATA, MPI_COMM_WORLD,
-                             MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-                    st = ax_errorf(AX_ERR_MPI, "memscan index: MPI_Recv failed");
-                    goto close;
-                }
+                st = ax_coll_recv(g, AX_AXIS_WORLD, recv, (long)c, AX_DT_U8, r, TAG_DATA);
+                if (st != AX_OK) goto close;
                 w_put(&w, hdr, sizeof hdr);
                 w_put(&w, recv, c);
                 w.blocks++;
@@ -228,21 +220,18 @@ done:
 
 ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
                                 volatile int *stop) {
-    ax_ms_world world = ax_ms_world_get();
-    if (idx->shard_size <= 1) {
-        world.active = 0; /* a whole index: this process writes it alone */
-        return save_impl(idx, path, stop, &world);
-    }
-    if (!world.active || world.size != idx->shard_size)
+    if (idx->shard_size <= 1) /* a whole index: this process writes it alone */
+        return save_impl(idx, path, stop, NULL);
+    ax_grid_t *g = idx->grid;
+    if (!g || ax_grid_dim(g, AX_AXIS_WORLD) != idx->shard_size)
         return ax_errorf(AX_ERR_ARG,
                          "memscan index: saving a shard needs the %d ranks that built "
                          "it",
                          idx->shard_size);
-    ax_status st = save_impl(idx, path, stop, &world);
+    ax_status st = save_impl(idx, path, stop, g);
     /* everyone returns rank 0's verdict (it did the writing) */
-    int v = (int)st;
-    if (MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return ax_errorf(AX_ERR_MPI, "memscan index: MPI_Bcast failed");
+    int32_t v = (int32_t)st;
+    AX_CHECK(ax_coll_bcast(g, AX_AXIS_WORLD, &v, 1, AX_DT_I32, 0));
     if (v != AX_OK && st == AX_OK)
         return ax_errorf((ax_status)v,
                          "memscan index: rank 0 could not write %s (see its "

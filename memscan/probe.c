@@ -143,8 +143,8 @@ ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config 
     int32_t *win = calloc((size_t)c->batch * W, sizeof(int32_t)),
             *tok = calloc((size_t)c->batch, sizeof(int32_t));
     int *lead = calloc((size_t)c->batch, sizeof(int));
-    float *mine = calloc((size_t)per * S, sizeof(float)),
-          *all = calloc((size_t)per * parts * S, sizeof(float));
+    int32_t *mine = calloc((size_t)per * S, sizeof(int32_t)),
+            *all = calloc((size_t)per * parts * S, sizeof(int32_t));
     ax_status st = AX_OK;
     if (!out->s || !out->tokens || !win || !tok || !lead || !mine || !all) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory for %d probes", c->samples);
@@ -178,7 +178,7 @@ ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config 
                 act |= pos < Lp + S - 1;
                 choose |= pos >= Lp - 1;
                 tok[j] = pos < Lp           ? win[(size_t)j * W + pos]
-                         : pos < Lp + S - 1 ? (int32_t)mine[(size_t)(b0 + j) * S + pos - Lp]
+                         : pos < Lp + S - 1 ? mine[(size_t)(b0 + j) * S + pos - Lp]
                                             : 0; /* past its end: ignored */
             }
             if (!act) break;
@@ -187,17 +187,17 @@ ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config 
             AX_CHECK_GOTO(ax_model_decode_argmax(m, tok), done);
             for (int j = 0; j < B; j++) {
                 int k = pos - (lead[j] + P) + 1; /* index of the suffix token just chosen */
-                if (k >= 0 && k < S) mine[(size_t)(b0 + j) * S + k] = (float)tok[j];
+                if (k >= 0 && k < S) mine[(size_t)(b0 + j) * S + k] = tok[j];
             }
         }
         AX_CHECK_GOTO(ax_model_status(m), done);
     }
-    /* token ids < 2^24 are exact in float: gather every rank's generations */
-    AX_CHECK_GOTO(ax_allgather(g, AX_AXIS_BATCH, mine, (long)per * S, all), done);
+    /* every batch rank's generations (token ids travel as i32) */
+    AX_CHECK_GOTO(ax_coll_allgather(g, AX_AXIS_BATCH, mine, (long)per * S, all, AX_DT_I32), done);
     for (int i = 0; i < c->samples; i++) {
         ax_probe_sample *s = &out->s[i];
         ax_axd_tokens(ds, off[s->doc] + s->offset + (uint64_t)P, (uint64_t)S, s->truth);
-        for (int k = 0; k < S; k++) s->generated[k] = (int32_t)all[(size_t)i * S + k];
+        memcpy(s->generated, all + (size_t)i * S, sizeof(int32_t) * (size_t)S);
         score(s, S);
     }
 done:

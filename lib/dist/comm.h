@@ -1,7 +1,11 @@
 /* Collectives along one axis of the 4D grid (lib/dist/grid.h), with traffic accounting.
  *
- * Buffers are float32 unless the name says _f64. Counts are elements. Collectives are issued
- * by the main thread only (MPI_THREAD_FUNNELED), outside OpenMP parallel regions. On an axis
+ * Typed and backend-neutral: every call names its element type (ax_dtype) and, when it reduces,
+ * the reduction (ax_redop); no MPI type appears here (the MPI transport is lib/dist/comm.c,
+ * its communicators lib/dist/grid_mpi.h), so an NCCL transport can sit behind the same calls.
+ * The float-only names (ax_allreduce_sum, ax_allgather, ...) are thin wrappers kept for the
+ * model code. Counts are elements. Collectives are issued
+ * by the main thread only (MPI funneled thread level), outside OpenMP parallel regions. On an axis
  * of size 1 (and on every axis of a serial grid) a collective is a local copy or a no-op and
  * never calls MPI. MPI failures return AX_ERR_MPI with a message naming the collective and
  * the axis. Blocking calls and ax_wait mark their wait for the stalled-rank watchdog
@@ -16,11 +20,15 @@
  *                                                   than a ring on 2 ranks, bench/bench_comm.c)
  *   bcast           n elements:            (p-1)/p * n * e     (pipelined chain: p-1 of the p
  *                                                               ranks forward n elements)
+ *   alltoall        n_per_rank elements:   (p-1) * n_per_rank * e
+ *   alltoallv       the elements this rank sends to the other p-1 ranks, times e
+ *   send            n elements:            n * e   (counted by the sender only)
  *   barrier:        0
  * p == 1 costs 0. ax_comm_volume() computes these; the counters below add exactly
  * ax_comm_volume() per call, and a performance model should call the same function. */
 #pragma once
-#include <mpi.h>
+#include <stdint.h>
+
 #include "lib/dist/grid.h"
 #include "lib/core/json.h"
 #include "lib/core/status.h"
@@ -30,60 +38,120 @@ typedef enum {
     AX_COMM_ALLGATHER = 1,
     AX_COMM_REDUCE_SCATTER = 2,
     AX_COMM_BCAST = 3,
-    AX_COMM_KINDS = 4,
+    AX_COMM_ALLTOALL = 4, /* alltoall and alltoallv (memscan's index build) */
+    AX_COMM_SEND = 5,     /* point to point (memscan's index save) */
+    AX_COMM_KINDS = 6,
 } ax_comm_kind;
 
 const char *ax_comm_kind_name(ax_comm_kind kind); /* "allreduce", "allgather", ... */
 
 /* Bytes sent per rank for one call (formulas above). n is the total element count for
- * allreduce and bcast, the per-rank block for allgather and reduce-scatter. */
+ * allreduce and bcast, the per-rank block for allgather, reduce-scatter and alltoall. */
 double ax_comm_volume(ax_comm_kind kind, int p, long n, int elem_size);
 
-/* ---- blocking ---- */
-/* in place: buf[n] <- sum (max) over the axis */
+/* ---- element types and reductions ---- */
+typedef enum {
+    AX_DT_F32 = 0,
+    AX_DT_F64 = 1,
+    AX_DT_BF16 = 2, /* uint16_t bits; reduced in f32, rounded to nearest even per combine */
+    AX_DT_I32 = 3,
+    AX_DT_U64 = 4,
+    AX_DT_U8 = 5,
+    AX_DT_COUNT = 6,
+} ax_dtype;
+
+typedef enum { AX_OP_SUM = 0, AX_OP_MAX = 1, AX_OP_MIN = 2, AX_OP_COUNT = 3 } ax_redop;
+
+int ax_dtype_size(ax_dtype t);          /* bytes per element; 0 for an unknown type */
+const char *ax_dtype_name(ax_dtype t);  /* "f32", "f64", "bf16", "i32", "u64", "u8" */
+const char *ax_redop_name(ax_redop op); /* "sum", "max", "min" */
+uint16_t ax_f32_to_bf16(float f);       /* round to nearest even; NaN stays NaN */
+float ax_bf16_to_f32(uint16_t b);
+/* acc[i] = acc[i] (op) in[i]: the combine every reduction here uses (bf16: in f32, rounded
+ * back); also the serial reference of the tests. */
+void ax_reduce_local(ax_dtype t, ax_redop op, void *acc, const void *in, long n);
+
+/* ---- blocking, typed ---- */
+/* in place: buf[n] <- op over the axis */
+ax_status ax_coll_allreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, ax_redop op);
+/* recv[p * n_per_rank] = concatenation of every rank's send[n_per_rank] in coordinate order.
+ * send may be recv + coord * n_per_rank (in place: the rank's own block already there). */
+ax_status ax_coll_allgather(ax_grid_t *g, ax_axis axis, const void *send, long n_per_rank,
+                            void *recv, ax_dtype t);
+/* recv[n_per_rank] = block `coord` of op over the axis of send[p * n_per_rank]. */
+ax_status ax_coll_reduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, void *recv,
+                                 long n_per_rank, ax_dtype t, ax_redop op);
+/* buf[n] <- the buffer of the rank with coordinate root_coord */
+ax_status ax_coll_bcast(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, int root_coord);
+/* recv block i (n_per_rank elements) <- send block `coord` of the rank with coordinate i */
+ax_status ax_coll_alltoall(ax_grid_t *g, ax_axis axis, const void *send, long n_per_rank,
+                           void *recv, ax_dtype t);
+/* The same with per-peer counts and displacements (elements; int, as MPI's): scounts[i]
+ * elements from send + sdispls[i] go to coordinate i, rcounts[i] from coordinate i land at
+ * recv + rdispls[i]. Every array has ax_grid_dim(g, axis) entries. */
+ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const int *scounts,
+                            const int *sdispls, void *recv, const int *rcounts, const int *rdispls,
+                            ax_dtype t);
+/* Point to point with the rank at coordinate `peer` along the axis; tag 0..255 (kept apart from
+ * the tags of the ring collectives). A recv must match the sender's count exactly. */
+ax_status ax_coll_send(ax_grid_t *g, ax_axis axis, const void *buf, long n, ax_dtype t, int peer,
+                       int tag);
+ax_status ax_coll_recv(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, int peer,
+                       int tag);
+ax_status ax_barrier(ax_grid_t *g, ax_axis axis);
+/* A status every rank along the axis agrees on: the worst one (largest code). A rank that was
+ * fine but sees another's failure gets "WHAT: another rank failed (see its message)". */
+ax_status ax_coll_agree(ax_grid_t *g, ax_axis axis, ax_status st, const char *what);
+
+/* ---- blocking, float32 (the model code's names; wrappers over the typed calls) ---- */
 ax_status ax_allreduce_sum(ax_grid_t *g, ax_axis axis, float *buf, long n);
 ax_status ax_allreduce_max(ax_grid_t *g, ax_axis axis, float *buf, long n);
 ax_status ax_allreduce_sum_f64(ax_grid_t *g, ax_axis axis, double *buf, long n);
 ax_status ax_allreduce_max_f64(ax_grid_t *g, ax_axis axis, double *buf, long n);
-/* recv[p * n_per_rank] = concatenation of every rank's send[n_per_rank] in coordinate order.
- * send may be recv + coord * n_per_rank (in place: the rank's own block already there). */
 ax_status ax_allgather(ax_grid_t *g, ax_axis axis, const float *send, long n_per_rank, float *recv);
-/* recv[n_per_rank] = block `coord` of the sum over the axis of send[p * n_per_rank]. */
 ax_status ax_reduce_scatter(ax_grid_t *g, ax_axis axis, const float *send, float *recv,
                             long n_per_rank);
-/* buf[n] <- the buffer of the rank with coordinate root_coord */
 ax_status ax_bcast(ax_grid_t *g, ax_axis axis, float *buf, long n, int root_coord);
 ax_status ax_bcast_bytes(ax_grid_t *g, ax_axis axis, void *buf, long nbytes, int root_coord);
-ax_status ax_barrier(ax_grid_t *g, ax_axis axis);
 
 /* ---- non-blocking ----
  * Issue, compute, then ax_wait. Buffers must stay untouched until the request completes.
- * Open MPI progresses a non-blocking collective only inside MPI calls, so a compute loop that
- * wants overlap calls ax_test(req) between chunks. A zero-initialised ax_req is a valid,
+ * The MPI transport progresses a request only inside a call into it, so a compute loop that
+ * wants overlap calls ax_req_progress (or ax_test) between chunks; a transport that progresses
+ * on its own (NCCL streams) makes that call cheap. A zero-initialised ax_req is a valid,
  * already complete request. On a serial grid / size-1 axis the request completes at issue.
  * Complete every issued request with ax_wait (or ax_test returning 1): a reduce-scatter holds a
- * scratch buffer until then. */
+ * scratch buffer until then. The layout is opaque: read only `active`. */
 typedef struct {
-    MPI_Request mpi[2]; /* outstanding MPI requests: mpi[0..nmpi-1] */
-    int nmpi;
     int active;     /* 1 while the operation is in flight */
     int kind, axis; /* for error messages and stats */
-    ax_status err;  /* failure seen by ax_test, reported by ax_wait */
+    ax_status err;  /* failure seen while progressing, reported by ax_wait */
     ax_grid_t *g;   /* whose stats the wait time goes to */
-    /* ring reduce-scatter state (lib/dist/comm.c): step of p-1, buffers, peer ranks, tag */
-    int step, p, coord, tag;
+    int dtype, op;  /* ax_dtype, ax_redop */
+    /* ring reduce-scatter state (lib/dist/comm.c): step of p-1, peer ranks, tag */
+    int step, p, coord, tag, nh;
     long n;
-    const float *send;
-    float *recv, *tmp;
+    const void *send;
+    void *recv, *tmp;
+    uint64_t handle[4]; /* transport handles (MPI: up to two requests, nh in use) */
 } ax_req;
 
+ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, ax_redop op,
+                             ax_req *req);
+ax_status ax_coll_iallgather(ax_grid_t *g, ax_axis axis, const void *send, long n_per_rank,
+                             void *recv, ax_dtype t, ax_req *req);
+ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, void *recv,
+                                  long n_per_rank, ax_dtype t, ax_redop op, ax_req *req);
 ax_status ax_iallreduce_sum(ax_grid_t *g, ax_axis axis, float *buf, long n, ax_req *req);
 ax_status ax_iallgather(ax_grid_t *g, ax_axis axis, const float *send, long n_per_rank, float *recv,
                         ax_req *req);
 ax_status ax_ireduce_scatter(ax_grid_t *g, ax_axis axis, const float *send, float *recv,
                              long n_per_rank, ax_req *req);
-/* 1 when complete (or failed: ax_wait then returns the failure), 0 while in flight.
- * Cheap enough to call every few hundred microseconds of compute. */
+/* Gives the transport a chance to move the request along (MPI: tests it, posts the next ring
+ * step); never blocks. Returns the request's failure, if any (AX_OK while in flight). */
+ax_status ax_req_progress(ax_req *req);
+/* ax_req_progress, then 1 when complete (or failed: ax_wait then returns the failure), 0 while
+ * in flight. Cheap enough to call every few hundred microseconds of compute. */
 int ax_test(ax_req *req);
 ax_status ax_wait(ax_req *req); /* blocks until complete; a complete request returns at once */
 
@@ -93,7 +161,7 @@ typedef struct {
     long calls[AX_COMM_KINDS][AX_AXIS_COUNT];   /* includes size-1 axes (0 bytes) */
     double wait_s[AX_AXIS_COUNT]; /* seconds blocked in blocking calls and ax_wait, p > 1 */
     double wait_s_total;
-    double test_s; /* seconds inside ax_test (MPI progress done while polling) */
+    double test_s; /* seconds inside ax_test / ax_req_progress (transport progress) */
 } ax_comm_stats;
 
 void ax_comm_stats_get(const ax_grid_t *g, ax_comm_stats *out);
@@ -104,7 +172,3 @@ double ax_comm_stats_bytes_total(const ax_comm_stats *s);
  *  "comm_calls": {same shape}, "comm_wait_s": total, "comm_wait_s_axis": {"data":..,...},
  *  "comm_test_s": ..} */
 void ax_comm_stats_json(const ax_comm_stats *s, ax_jw *w);
-
-/* The axis communicator (rank in it == coordinate), for operations not wrapped here (e.g.
- * MPI_Alltoallv over AX_AXIS_WORLD). MPI_COMM_NULL on a serial grid. */
-MPI_Comm ax_grid_mpi_comm(const ax_grid_t *g, ax_axis axis);

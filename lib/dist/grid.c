@@ -1,5 +1,6 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/comm.h"
+#include "lib/dist/grid_mpi.h"
 #include "lib/dist/mpienv.h"
 
 #include <ctype.h>
@@ -14,6 +15,7 @@ struct ax_grid {
     int coords[4]; /* {d, x, y, z} */
     int rank, size;
     int mpi;                         /* communicators below are valid */
+    int borrowed;                    /* comm[] are MPI_COMM_WORLD/SELF: never freed */
     MPI_Comm comm[AX_AXIS_COUNT];    /* rank in comm[a] == coordinate along a */
     ax_comm_stats stats;             /* mutated by lib/dist/comm.c through ax_grid_stats_ */
     unsigned tag_seq[AX_AXIS_COUNT]; /* ring collectives issued per axis (message tags) */
@@ -79,7 +81,7 @@ void ax_grid_coords_of(const int dims[4], int rank, int c[4]) {
 }
 
 static void free_comms(ax_grid_t *g) {
-    if (!g->mpi) return;
+    if (!g->mpi || g->borrowed) return;
     for (int a = 0; a < AX_AXIS_COUNT; a++)
         if (g->comm[a] != MPI_COMM_NULL) MPI_Comm_free(&g->comm[a]);
 }
@@ -169,6 +171,29 @@ ax_status ax_grid_create_serial(ax_grid_t **out) {
     g->size = 1;
     snprintf(g->spec, sizeof g->spec, "1x1x1x1");
     *out = g;
+    return AX_OK;
+}
+
+ax_status ax_grid_create_world(ax_grid_t **out) {
+    AX_CHECK(ax_grid_create_serial(out));
+    int init = 0, fin = 0, size = 1, rank = 0;
+    MPI_Initialized(&init); /* legal at any time, even in a forked test */
+    if (init) MPI_Finalized(&fin);
+    if (!init || fin) return AX_OK;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (size <= 1) return AX_OK;
+    ax_grid_t *g = *out;
+    g->dims[0] = size;
+    g->coords[0] = rank;
+    g->rank = rank;
+    g->size = size;
+    g->mpi = g->borrowed = 1;
+    /* DATA, BATCH and WORLD span every rank; X, Y, Z have one (and never reach MPI) */
+    for (int a = 0; a < AX_AXIS_COUNT; a++)
+        g->comm[a] =
+            (a == AX_AXIS_X || a == AX_AXIS_Y || a == AX_AXIS_Z) ? MPI_COMM_SELF : MPI_COMM_WORLD;
+    snprintf(g->spec, sizeof g->spec, "%dx1x1x1", size);
     return AX_OK;
 }
 

@@ -31,7 +31,12 @@ ax_status ax_grid_parse(const char *spec, int dims[4]);
  * must be 1; with MPI the world size must equal the product. Collective over MPI_COMM_WORLD. */
 ax_status ax_grid_create(const int dims[4], ax_grid_t **out);
 ax_status ax_grid_create_serial(ax_grid_t **out); /* 1x1x1x1; never touches MPI */
-void ax_grid_free(ax_grid_t *g);                  /* accepts NULL; collective when MPI is used */
+/* Every rank along DATA (and BATCH, WORLD): a Px1x1x1 grid over MPI_COMM_WORLD when MPI is
+ * initialised (by anyone: ax_mpi_start or a test driver's MPI_Init) with P > 1 ranks, else
+ * serial. Local, not collective (it borrows MPI_COMM_WORLD), so any rank may make one at any
+ * time: memscan's index build, save and lookups communicate over it. */
+ax_status ax_grid_create_world(ax_grid_t **out);
+void ax_grid_free(ax_grid_t *g); /* accepts NULL; collective when MPI is used (not world grids) */
 
 int ax_grid_dim(const ax_grid_t *g, ax_axis axis);   /* ranks along axis (BATCH: Gdata*Gz) */
 int ax_grid_coord(const ax_grid_t *g, ax_axis axis); /* 0..dim-1 (BATCH: d*Gz + z) */

@@ -6,12 +6,14 @@
  * The verdict is reduced over all ranks: rank 0 prints "mpi_comm GRID: ok" (or the failure
  * count) and every rank exits nonzero on failure. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
+#include "lib/dist/grid_mpi.h"
 #include "lib/dist/mpienv.h"
 
 static int g_fail, g_rank;
@@ -44,6 +46,8 @@ static void expect(ax_comm_kind k, ax_axis a, int p, long n, int e) {
     if (k == AX_COMM_ALLREDUCE) g_expect_bytes[k][a] += 2.0 * (p - 1) * b / p;
     if (k == AX_COMM_ALLGATHER || k == AX_COMM_REDUCE_SCATTER) g_expect_bytes[k][a] += (p - 1) * b;
     if (k == AX_COMM_BCAST) g_expect_bytes[k][a] += (p - 1) * b / p;
+    if (k == AX_COMM_ALLTOALL) g_expect_bytes[k][a] += (p - 1) * b;
+    if (k == AX_COMM_SEND) g_expect_bytes[k][a] += b;
 }
 
 /* World rank of the rank that shares this rank's coordinates except coordinate j on axis. */
@@ -280,6 +284,271 @@ static void check_nonblocking(ax_grid_t *g, const int dims[4], ax_axis axis, lon
     free(rs);
 }
 
+/* ---- typed collectives: every ax_dtype and ax_redop against a serial reference ----
+ * Element i of rank r is tval(t, r, i): small integers (exact in every type, bf16 included:
+ * sums stay below 256) plus a type-specific offset that a wrong transport type would destroy
+ * (2^26 + small is not a float, 2^40 + small not a float either, 2^59 + small not a double).
+ * The reference reduces the same integers in int64 in coordinate order. */
+static int64_t toff(ax_dtype t) {
+    return t == AX_DT_I32   ? (int64_t)1 << 26
+           : t == AX_DT_F64 ? (int64_t)1 << 40
+           : t == AX_DT_U64 ? (int64_t)1 << 59
+                            : 0;
+}
+static int64_t tval(ax_dtype t, int rank, long i) {
+    int64_t base = (rank * 7 + i) % 13 + rank % 8;  /* 0..19 */
+    if (t != AX_DT_U8 && t != AX_DT_U64) base -= 6; /* signed types see negatives */
+    return base + toff(t);
+}
+static void tput(ax_dtype t, void *buf, long i, int64_t v) {
+    switch (t) {
+    case AX_DT_F32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case AX_DT_F64:
+        ((double *)buf)[i] = (double)v;
+        break;
+    case AX_DT_BF16:
+        ((uint16_t *)buf)[i] = ax_f32_to_bf16((float)v);
+        break;
+    case AX_DT_I32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    case AX_DT_U64:
+        ((uint64_t *)buf)[i] = (uint64_t)v;
+        break;
+    default:
+        ((uint8_t *)buf)[i] = (uint8_t)v;
+        break;
+    }
+}
+static int64_t tget(ax_dtype t, const void *buf, long i) {
+    switch (t) {
+    case AX_DT_F32:
+        return (int64_t)((const float *)buf)[i];
+    case AX_DT_F64:
+        return (int64_t)((const double *)buf)[i];
+    case AX_DT_BF16:
+        return (int64_t)ax_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case AX_DT_I32:
+        return ((const int32_t *)buf)[i];
+    case AX_DT_U64:
+        return (int64_t)((const uint64_t *)buf)[i];
+    default:
+        return ((const uint8_t *)buf)[i];
+    }
+}
+static int64_t tref(ax_redop op, int64_t acc, int64_t v, int first) {
+    if (first) return v;
+    return op == AX_OP_SUM ? acc + v : op == AX_OP_MAX ? (v > acc ? v : acc) : (v < acc ? v : acc);
+}
+/* op over the axis of tval(t, member j, idx) */
+static int64_t treduce(const ax_grid_t *g, const int dims[4], ax_axis axis, ax_dtype t, ax_redop op,
+                       long idx) {
+    int p = ax_grid_dim(g, axis);
+    int64_t acc = 0;
+    for (int j = 0; j < p; j++) acc = tref(op, acc, tval(t, member(g, dims, axis, j), idx), j == 0);
+    return acc;
+}
+
+static void check_typed(ax_grid_t *g, const int dims[4], ax_axis axis, long n) {
+    int p = ax_grid_dim(g, axis), me = ax_grid_coord(g, axis), rank = ax_grid_rank(g);
+    const char *an = ax_axis_name(axis);
+    for (int ti = 0; ti < AX_DT_COUNT; ti++) {
+        ax_dtype t = (ax_dtype)ti;
+        const char *tn = ax_dtype_name(t);
+        int e = ax_dtype_size(t);
+        char *a = malloc((size_t)e * (size_t)(p * n + 1)),
+             *b = malloc((size_t)e * (size_t)(p * n + 1));
+        for (int oi = 0; oi < AX_OP_COUNT; oi++) {
+            ax_redop op = (ax_redop)oi;
+            const char *on = ax_redop_name(op);
+            /* blocking all-reduce */
+            for (long i = 0; i < n; i++) tput(t, a, i, tval(t, rank, i));
+            OK(ax_coll_allreduce(g, axis, a, n, t, op));
+            expect(AX_COMM_ALLREDUCE, axis, p, n, e);
+            for (long i = 0; i < n; i++)
+                if (tget(t, a, i) != treduce(g, dims, axis, t, op, i)) {
+                    CHECK(0, "allreduce(%s, %s) %s n=%ld [%ld] = %lld, want %lld", on, tn, an, n, i,
+                          (long long)tget(t, a, i), (long long)treduce(g, dims, axis, t, op, i));
+                    break;
+                }
+            /* non-blocking all-reduce, driven by ax_req_progress */
+            ax_req r;
+            for (long i = 0; i < n; i++) tput(t, a, i, tval(t, rank, i));
+            OK(ax_coll_iallreduce(g, axis, a, n, t, op, &r));
+            expect(AX_COMM_ALLREDUCE, axis, p, n, e);
+            for (int spin = 0; spin < 100 && r.active; spin++) OK(ax_req_progress(&r));
+            OK(ax_wait(&r));
+            for (long i = 0; i < n; i++)
+                if (tget(t, a, i) != treduce(g, dims, axis, t, op, i)) {
+                    CHECK(0, "iallreduce(%s, %s) %s n=%ld [%ld]", on, tn, an, n, i);
+                    break;
+                }
+            /* reduce-scatter (the ring): block k of rank r holds tval(r, k*n + i) */
+            for (long i = 0; i < p * n; i++) tput(t, a, i, tval(t, rank, i));
+            if (oi % 2 == 0) {
+                OK(ax_coll_reduce_scatter(g, axis, a, b, n, t, op));
+            } else {
+                OK(ax_coll_ireduce_scatter(g, axis, a, b, n, t, op, &r));
+                while (!ax_test(&r)) {
+                }
+                OK(ax_wait(&r));
+            }
+            expect(AX_COMM_REDUCE_SCATTER, axis, p, n, e);
+            for (long i = 0; i < n; i++)
+                if (tget(t, b, i) != treduce(g, dims, axis, t, op, me * n + i)) {
+                    CHECK(0, "reduce_scatter(%s, %s) %s n=%ld [%ld] = %lld, want %lld", on, tn, an,
+                          n, i, (long long)tget(t, b, i),
+                          (long long)treduce(g, dims, axis, t, op, me * n + i));
+                    break;
+                }
+        }
+        /* all-gather (blocking, then non-blocking in place) */
+        for (long i = 0; i < n; i++) tput(t, a, i, tval(t, rank, i));
+        OK(ax_coll_allgather(g, axis, a, n, b, t));
+        expect(AX_COMM_ALLGATHER, axis, p, n, e);
+        ax_req r;
+        for (long i = 0; i < n; i++) tput(t, a, me * n + i, tval(t, rank, i));
+        OK(ax_coll_iallgather(g, axis, a + (size_t)me * n * e, n, a, t, &r));
+        OK(ax_wait(&r));
+        expect(AX_COMM_ALLGATHER, axis, p, n, e);
+        for (int j = 0; j < p; j++) {
+            int m = member(g, dims, axis, j);
+            for (long i = 0; i < n; i++)
+                if (tget(t, b, j * n + i) != tval(t, m, i) ||
+                    tget(t, a, j * n + i) != tval(t, m, i)) {
+                    CHECK(0, "allgather(%s) %s n=%ld block %d [%ld]", tn, an, n, j, i);
+                    j = p;
+                    break;
+                }
+        }
+        /* broadcast from the last coordinate */
+        for (long i = 0; i < n; i++) tput(t, a, i, tval(t, rank, i));
+        OK(ax_coll_bcast(g, axis, a, n, t, p - 1));
+        expect(AX_COMM_BCAST, axis, p, n, e);
+        for (long i = 0; i < n; i++)
+            if (tget(t, a, i) != tval(t, member(g, dims, axis, p - 1), i)) {
+                CHECK(0, "bcast(%s) %s n=%ld [%ld]", tn, an, n, i);
+                break;
+            }
+        /* all-to-all: block j of rank r = tval(r, j*n + i) goes to coordinate j */
+        for (long i = 0; i < p * n; i++) tput(t, a, i, tval(t, rank, i));
+        OK(ax_coll_alltoall(g, axis, a, n, b, t));
+        expect(AX_COMM_ALLTOALL, axis, p, n, e);
+        for (int j = 0; j < p; j++) {
+            int m = member(g, dims, axis, j);
+            for (long i = 0; i < n; i++)
+                if (tget(t, b, j * n + i) != tval(t, m, me * n + i)) {
+                    CHECK(0, "alltoall(%s) %s n=%ld block %d [%ld]", tn, an, n, j, i);
+                    j = p;
+                    break;
+                }
+        }
+        free(a);
+        free(b);
+    }
+}
+
+/* all-to-all with uneven counts (memscan's pair exchange): coordinate i sends (i + j) % 3 + k
+ * elements to coordinate j, each encoding (sender, receiver, index) in a u64 above 2^53 */
+static void check_alltoallv(ax_grid_t *g, const int dims[4], ax_axis axis, int k) {
+    int p = ax_grid_dim(g, axis), me = ax_grid_coord(g, axis);
+    int *sc = malloc(sizeof(int) * p), *sd = malloc(sizeof(int) * p);
+    int *rc = malloc(sizeof(int) * p), *rd = malloc(sizeof(int) * p);
+    int st = 0, rt = 0;
+    for (int j = 0; j < p; j++) {
+        sc[j] = rc[j] = (me + j) % 3 + k;
+        sd[j] = st + j; /* gaps between blocks: displacements are honoured */
+        rd[j] = rt + 2 * j;
+        st += sc[j];
+        rt += rc[j];
+    }
+    size_t ns = (size_t)st + (size_t)p, nr = (size_t)rt + 2 * (size_t)p;
+    uint64_t *s = calloc(ns, 8), *r = calloc(nr, 8);
+    double sent = 0;
+    for (int j = 0; j < p; j++) {
+        for (int i = 0; i < sc[j]; i++)
+            s[sd[j] + i] = ((uint64_t)1 << 62) | ((uint64_t)me << 40) | ((uint64_t)j << 20) | i;
+        if (j != me) sent += 8.0 * sc[j];
+    }
+    OK(ax_coll_alltoallv(g, axis, s, sc, sd, r, rc, rd, AX_DT_U64));
+    g_expect_calls[AX_COMM_ALLTOALL][axis]++;
+    g_expect_bytes[AX_COMM_ALLTOALL][axis] += sent;
+    for (int j = 0; j < p; j++)
+        for (int i = 0; i < rc[j]; i++) {
+            uint64_t want = ((uint64_t)1 << 62) | ((uint64_t)j << 40) | ((uint64_t)me << 20) | i;
+            if (r[rd[j] + i] != want) {
+                CHECK(0, "alltoallv %s from %d [%d] = %llx, want %llx", ax_axis_name(axis), j, i,
+                      (unsigned long long)r[rd[j] + i], (unsigned long long)want);
+                j = p;
+                break;
+            }
+        }
+    (void)dims;
+    free(sc), free(sd), free(rc), free(rd), free(s), free(r);
+}
+
+/* send/recv around the ring (even coordinates send first), and the status agreement */
+static void check_p2p_agree(ax_grid_t *g, ax_axis axis) {
+    int p = ax_grid_dim(g, axis), me = ax_grid_coord(g, axis);
+    int32_t out[5], in[5] = {0};
+    for (int i = 0; i < 5; i++) out[i] = (me << 16) | i;
+    if (p > 1) {
+        int next = (me + 1) % p, prev = (me + p - 1) % p;
+        if (me % 2 == 0) {
+            OK(ax_coll_send(g, axis, out, 5, AX_DT_I32, next, 3));
+            OK(ax_coll_recv(g, axis, in, 5, AX_DT_I32, prev, 3));
+        } else {
+            OK(ax_coll_recv(g, axis, in, 5, AX_DT_I32, prev, 3));
+            OK(ax_coll_send(g, axis, out, 5, AX_DT_I32, next, 3));
+        }
+        expect(AX_COMM_SEND, axis, p, 5, 4);
+        for (int i = 0; i < 5; i++)
+            CHECK(in[i] == ((prev << 16) | i), "recv %s [%d] = %d", ax_axis_name(axis), i, in[i]);
+    }
+    ax_status s = ax_coll_send(g, axis, out, 5, AX_DT_I32, me, 3); /* to itself: local error */
+    CHECK(s == AX_ERR_ARG, "send to self -> %s", ax_status_str(s));
+    ax_error_clear();
+    /* coordinate 0 failed with an I/O error: every rank returns it */
+    s = ax_coll_agree(g, axis, me == 0 ? AX_ERR_IO : AX_OK, "agree test");
+    expect(AX_COMM_ALLREDUCE, axis, p, 1, 8);
+    CHECK(s == AX_ERR_IO, "agree %s -> %s", ax_axis_name(axis), ax_status_str(s));
+    if (me != 0)
+        CHECK(strstr(ax_error_msg(), "another rank failed") != NULL, "agree message: %s",
+              ax_error_msg());
+    ax_error_clear();
+}
+
+/* The world grid (memscan's): made locally over MPI_COMM_WORLD, every rank along DATA, BATCH and
+ * WORLD; u64 sums above 2^53 stay exact; freeing it leaves MPI_COMM_WORLD alone. */
+static void check_world_grid(int size) {
+    for (int rep = 0; rep < 2; rep++) {
+        ax_grid_t *w = NULL;
+        OK(ax_grid_create_world(&w));
+        if (!w) return;
+        CHECK(ax_grid_size(w) == size && ax_grid_dim(w, AX_AXIS_DATA) == size &&
+                  ax_grid_dim(w, AX_AXIS_X) == 1 && ax_grid_dim(w, AX_AXIS_Z) == 1 &&
+                  ax_grid_coord(w, AX_AXIS_BATCH) == g_rank && ax_grid_uses_mpi(w) == (size > 1),
+              "world grid %s", ax_grid_spec(w));
+        const ax_axis axes[3] = {AX_AXIS_DATA, AX_AXIS_BATCH, AX_AXIS_WORLD};
+        for (int i = 0; i < 3; i++) {
+            uint64_t v = ((uint64_t)1 << 60) + (uint64_t)g_rank;
+            OK(ax_coll_allreduce(w, axes[i], &v, 1, AX_DT_U64, AX_OP_SUM));
+            uint64_t want = ((uint64_t)size << 60) + (uint64_t)(size * (size - 1) / 2);
+            CHECK(v == want, "world grid u64 sum over %s = %llx", ax_axis_name(axes[i]),
+                  (unsigned long long)v);
+        }
+        ax_comm_stats s;
+        ax_comm_stats_get(w, &s);
+        CHECK(s.calls[AX_COMM_ALLREDUCE][AX_AXIS_WORLD] == 1 &&
+                  s.bytes[AX_COMM_ALLREDUCE][AX_AXIS_DATA] ==
+                      ax_comm_volume(AX_COMM_ALLREDUCE, size, 1, 8),
+              "world grid stats");
+        ax_grid_free(w);
+    }
+}
+
 /* Requests on different axes in flight together, as the overlapped backward pass does:
  * the dX all-reduce over Y, the dW reduce-scatter over Z and the next weight gather over Z. */
 static void check_cross_axis(ax_grid_t *g, const int dims[4], long n) {
@@ -432,6 +701,14 @@ int main(int argc, char **argv) {
             check_blocking(g, dims, (ax_axis)a, sizes[si]);
             check_nonblocking(g, dims, (ax_axis)a, sizes[si]);
         }
+    for (int a = 0; a < AX_AXIS_COUNT; a++) {
+        check_typed(g, dims, (ax_axis)a, 1);
+        check_typed(g, dims, (ax_axis)a, 1001);
+        check_alltoallv(g, dims, (ax_axis)a, 0);
+        check_alltoallv(g, dims, (ax_axis)a, 5);
+        check_p2p_agree(g, (ax_axis)a);
+    }
+    check_world_grid(ax_grid_size(g));
     check_cross_axis(g, dims, 4099);
     for (int a = 0; a < AX_AXIS_COUNT; a++) check_two_rings(g, dims, (ax_axis)a, 30001);
     check_errors(g, dims);

@@ -108,6 +108,25 @@ static void check_corpus(const corpus *c, const char *dir, int bits) {
                  (unsigned long long)total, (unsigned long long)ref.n_distinct);
         st = ax_memscan_index_save(idx, ipath, NULL);
         if (st != AX_OK) FAIL("%s: save: %s", c->name, ax_error_msg());
+        /* the build's and save's traffic is in the comm statistics (lib/dist/comm.h): pairs
+         * of two u64 (16 bytes) to other ranks, plus one i32 count per peer per round; shards
+         * streamed to rank 0; nothing at all on one rank */
+        ax_comm_stats cs;
+        ax_memscan_index_comm_stats(idx, &cs);
+        double pairs = cs.bytes[AX_COMM_ALLTOALL][AX_AXIS_WORLD], all = 0;
+        long rounds = cs.calls[AX_COMM_ALLTOALL][AX_AXIS_WORLD] / 2, n_win = 0;
+        MPI_Allreduce(&pairs, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        n_win = (long)ax_memscan_index_info(idx)->n_windows;
+        if (size == 1 && ax_comm_stats_bytes_total(&cs) != 0)
+            FAIL("%s: a serial build counts %.0f bytes", c->name, ax_comm_stats_bytes_total(&cs));
+        if (size > 1 &&
+            (cs.bytes[AX_COMM_ALLREDUCE][AX_AXIS_WORLD] <= 0 || rounds < 1 ||
+             all > 16.0 * n_win + 4.0 * (size - 1) * size * rounds || (n_win > 100 && all <= 0)))
+            FAIL("%s: exchange bytes %.0f over %ld rounds for %ld windows", c->name, all, rounds,
+                 n_win);
+        if (size > 1 && rank != 0 && cs.bytes[AX_COMM_SEND][AX_AXIS_WORLD] < 64)
+            FAIL("%s: rank %d streamed %.0f bytes to rank 0", c->name, rank,
+                 cs.bytes[AX_COMM_SEND][AX_AXIS_WORLD]);
     }
     ax_memscan_index_free(idx);
     /* the one file, loaded whole on every rank */

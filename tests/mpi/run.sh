@@ -14,6 +14,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 MPIRUN=(mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader
         --mca btl_vader_single_copy_mechanism none)
 grids="1x1x1x1 2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2 2x2x2x1 1x2x2x2 2x1x2x2"
+# the collectives' driver also runs on 3 ranks (odd rings) and 4 (every typed call on 4-wide axes)
+comm_grids="3x1x1x1 4x1x1x1 1x2x1x2"
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
@@ -33,7 +35,9 @@ done
 passed=0
 failed=0
 for exe in "${drivers[@]}"; do
-  for grid in $grids; do
+  g=$grids
+  [ "$(basename "$exe")" = mpi_comm ] && g="$grids $comm_grids"
+  for grid in $g; do
     np=$(( ${grid//x/*} ))
     log=$(mktemp)
     t0=$SECONDS

@@ -7,6 +7,7 @@
 
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
+#include "lib/dist/grid_mpi.h"
 #include "lib/core/json.h"
 #include "lib/dist/mpienv.h"
 
@@ -218,5 +219,87 @@ Test(grid, stats_on_serial_grid) {
     ax_comm_stats_reset(g);
     ax_comm_stats_get(g, &s);
     cr_assert_eq(s.calls[AX_COMM_ALLREDUCE][AX_AXIS_X], 0);
+    ax_grid_free(g);
+}
+
+Test(grid, bf16_and_local_combine) {
+    /* round to nearest even: 1 + 2^-8 is a tie between 1 and 1 + 2^-7 -> 1 (even) */
+    cr_assert_eq(ax_f32_to_bf16(1.0f), 0x3f80);
+    cr_assert_eq(ax_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+    cr_assert_eq(ax_f32_to_bf16(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82, "tie rounds up to even");
+    cr_assert_eq(ax_f32_to_bf16(1.0f + 0x1p-8f + 0x1p-12f), 0x3f81, "above the tie rounds up");
+    cr_assert_eq(ax_f32_to_bf16(-2.0f), 0xc000);
+    uint16_t nan = ax_f32_to_bf16(__builtin_nanf(""));
+    cr_assert((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0, "NaN stays NaN: %04x", nan);
+    cr_assert_eq(ax_f32_to_bf16(3.0e38f), 0x7f62); /* 0x7f61b1e6 rounds up, stays finite */
+    cr_assert_eq(ax_f32_to_bf16(3.4e38f), 0x7f80, "past the largest bf16: infinity");
+    for (int v = -256; v <= 256; v++) /* integers up to 2^8 are exact */
+        cr_assert_eq(ax_bf16_to_f32(ax_f32_to_bf16((float)v)), (float)v);
+
+    /* bf16 sum: 256 + 1 is not a bf16 (8 significant bits): the combine rounds (to even) */
+    uint16_t acc[3] = {ax_f32_to_bf16(256), ax_f32_to_bf16(3), ax_f32_to_bf16(-1)};
+    uint16_t in[3] = {ax_f32_to_bf16(1), ax_f32_to_bf16(4), ax_f32_to_bf16(-7)};
+    ax_reduce_local(AX_DT_BF16, AX_OP_SUM, acc, in, 3);
+    cr_assert_eq(ax_bf16_to_f32(acc[0]), 256.0f);
+    cr_assert_eq(ax_bf16_to_f32(acc[1]), 7.0f);
+    cr_assert_eq(ax_bf16_to_f32(acc[2]), -8.0f);
+    ax_reduce_local(AX_DT_BF16, AX_OP_MIN, acc, in, 3);
+    cr_assert_eq(ax_bf16_to_f32(acc[2]), -8.0f);
+    cr_assert_eq(ax_bf16_to_f32(acc[0]), 1.0f);
+
+    uint64_t u[2] = {(1ull << 60) + 1, 5}, v[2] = {(1ull << 60) + 2, 7};
+    ax_reduce_local(AX_DT_U64, AX_OP_SUM, u, v, 2);
+    cr_assert(u[0] == (1ull << 61) + 3 && u[1] == 12, "u64 sums exactly");
+    int32_t i[2] = {-5, 9}, j[2] = {3, -9};
+    ax_reduce_local(AX_DT_I32, AX_OP_MAX, i, j, 2);
+    cr_assert(i[0] == 3 && i[1] == 9);
+    uint8_t c[2] = {200, 3}, d[2] = {100, 250};
+    ax_reduce_local(AX_DT_U8, AX_OP_MIN, c, d, 2);
+    cr_assert(c[0] == 100 && c[1] == 3);
+    cr_assert_eq(ax_dtype_size(AX_DT_BF16), 2);
+    cr_assert_eq(ax_dtype_size((ax_dtype)99), 0);
+    cr_assert_str_eq(ax_dtype_name(AX_DT_U64), "u64");
+    cr_assert_str_eq(ax_redop_name(AX_OP_MIN), "min");
+}
+
+Test(grid, typed_serial_and_world) {
+    /* Criterion forks without MPI_Init: the world grid is serial */
+    ax_grid_t *g = NULL;
+    cr_assert_eq(ax_grid_create_world(&g), AX_OK);
+    cr_assert_eq(ax_grid_size(g), 1);
+    cr_assert_eq(ax_grid_uses_mpi(g), 0);
+    int32_t a[4] = {1, 2, 3, 4}, b[4] = {0};
+    for (int ax = 0; ax < AX_AXIS_COUNT; ax++) {
+        ax_axis axis = (ax_axis)ax;
+        for (int t = 0; t < AX_DT_COUNT; t++)
+            for (int op = 0; op < AX_OP_COUNT; op++)
+                cr_assert_eq(ax_coll_allreduce(g, axis, a, 1, (ax_dtype)t, (ax_redop)op), AX_OK);
+        cr_assert_eq(ax_coll_alltoall(g, axis, a, 4, b, AX_DT_I32), AX_OK);
+        cr_assert_arr_eq(a, b, sizeof a);
+        int cnt = 3, zero = 0, one = 1;
+        memset(b, 0, sizeof b);
+        cr_assert_eq(ax_coll_alltoallv(g, axis, a, &cnt, &one, b, &cnt, &zero, AX_DT_I32), AX_OK);
+        cr_assert(b[0] == 2 && b[1] == 3 && b[2] == 4 && b[3] == 0);
+        cr_assert_eq(ax_coll_agree(g, axis, AX_ERR_IO, "x"), AX_ERR_IO);
+        ax_error_clear();
+        cr_assert_eq(ax_coll_send(g, axis, a, 1, AX_DT_I32, 0, 0), AX_ERR_ARG, "no peer");
+        ax_error_clear();
+        ax_req r;
+        cr_assert_eq(ax_coll_iallreduce(g, axis, a, 4, AX_DT_I32, AX_OP_SUM, &r), AX_OK);
+        cr_assert_eq(ax_req_progress(&r), AX_OK);
+        cr_assert_eq(ax_test(&r), 1);
+    }
+    cr_assert(a[0] == 1 && a[3] == 4, "serial reductions leave the buffer alone");
+    cr_assert_eq(ax_coll_allreduce(g, AX_AXIS_X, a, 1, (ax_dtype)42, AX_OP_SUM), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "ax_dtype"), "%s", ax_error_msg());
+    ax_error_clear();
+    ax_comm_stats s;
+    ax_comm_stats_get(g, &s);
+    cr_assert_eq(s.calls[AX_COMM_ALLTOALL][AX_AXIS_WORLD], 2);
+    cr_assert_eq(ax_comm_stats_bytes_total(&s), 0.0, "a serial grid moves nothing");
+    cr_assert_str_eq(ax_comm_kind_name(AX_COMM_ALLTOALL), "alltoall");
+    cr_assert_str_eq(ax_comm_kind_name(AX_COMM_SEND), "send");
+    cr_assert_eq(ax_comm_volume(AX_COMM_ALLTOALL, 4, 10, 8), 240.0);
+    cr_assert_eq(ax_comm_volume(AX_COMM_SEND, 4, 10, 8), 80.0);
     ax_grid_free(g);
 }
