@@ -9,8 +9,19 @@
 
 double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb) {
     if (na == 0 || nb == 0) return 0.0;
-    int *prev = calloc((size_t)nb + 1, sizeof(int)), *cur = calloc((size_t)nb + 1, sizeof(int));
-    if (!prev || !cur) abort(); /* two rows of a suffix-length table */
+    /* two rows of the LCS table; short suffixes (the usual 32-256) never touch the heap */
+    int small[2][513];
+    int *prev = small[0], *cur = small[1];
+    if (nb > 512) {
+        prev = calloc((size_t)nb + 1, sizeof(int));
+        cur = calloc((size_t)nb + 1, sizeof(int));
+        if (!prev || !cur) {
+            free(prev), free(cur);
+            return NAN;
+        }
+    } else {
+        memset(small, 0, sizeof small);
+    }
     for (int i = 1; i <= na; i++) {
         for (int j = 1; j <= nb; j++)
             cur[j] = a[i - 1] == b[j - 1] ? prev[j - 1] + 1
@@ -20,7 +31,7 @@ double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb) {
         cur = t;
     }
     double lcs = prev[nb];
-    free(prev), free(cur);
+    if (nb > 512) free(prev), free(cur);
     if (lcs == 0) return 0.0;
     double p = lcs / na, r = lcs / nb;
     return 2 * p * r / (p + r);
@@ -117,7 +128,7 @@ static ax_status pick(const ax_axd_t *ds, const ax_probe_config *c, ax_probe_res
     return AX_OK;
 }
 
-static void score(ax_probe_sample *s, int S) {
+static ax_status score(ax_probe_sample *s, int S) {
     int k = 0, match = 0;
     while (k < S && s->generated[k] == s->truth[k]) k++;
     for (int i = 0; i < S; i++) match += s->generated[i] == s->truth[i];
@@ -125,6 +136,8 @@ static void score(ax_probe_sample *s, int S) {
     s->exact = k == S;
     s->token_accuracy = (double)match / S;
     s->rouge_l = ax_rouge_l(s->generated, S, s->truth, S);
+    if (isnan(s->rouge_l)) return ax_errorf(AX_ERR_NOMEM, "out of memory scoring RougeL");
+    return AX_OK;
 }
 
 ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config *c,
@@ -198,7 +211,7 @@ ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config 
         ax_probe_sample *s = &out->s[i];
         ax_axd_tokens(ds, off[s->doc] + s->offset + (uint64_t)P, (uint64_t)S, s->truth);
         memcpy(s->generated, all + (size_t)i * S, sizeof(int32_t) * (size_t)S);
-        score(s, S);
+        AX_CHECK_GOTO(score(s, S), done);
     }
 done:
     free(win), free(tok), free(lead), free(mine), free(all);

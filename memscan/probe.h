@@ -45,7 +45,7 @@ ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config 
 void ax_probe_result_free(ax_probe_result *r);
 
 /* Token-level longest common subsequence F1 (RougeL) of a[na] vs b[nb]. */
-double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb);
+double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb); /* NaN: out of memory */
 
 /* The exact (Clopper-Pearson) two-sided 95% interval of a rate of k successes in n trials:
  * [lo, hi] with P(X >= k | lo) = P(X <= k | hi) = 2.5% (lo = 0 when k = 0, hi = 1 when k = n).

@@ -51,6 +51,14 @@ ax_status ax_ctx_reserve(ax_ctx *ctx, size_t bytes) {
 }
 
 void *ax_ctx_scratch(ax_ctx *ctx, size_t bytes) {
-    if (bytes > ctx->scratch.cap && ax_ctx_reserve(ctx, bytes) != AX_OK) return NULL;
+    if (bytes > ctx->scratch.cap && ax_ctx_reserve(ctx, bytes) != AX_OK) {
+        if (ctx->status == AX_OK) ctx->status = AX_ERR_NOMEM; /* the message is recorded */
+        return NULL;
+    }
     return ctx->scratch.base;
+}
+
+ax_status ax_ctx_status(ax_ctx *ctx) {
+    if (ctx->status != AX_OK) return ctx->status;
+    return ctx->be->status ? ctx->be->status(ctx) : AX_OK;
 }

@@ -28,6 +28,7 @@ typedef struct ax_ctx {
     const ax_backend *be;
     void *stream;     /* the backend's stream or queue; NULL on the CPU */
     ax_arena scratch; /* device memory of `be` */
+    ax_status status; /* first failure inside an op (ops return nothing): see ax_ctx_status */
 } ax_ctx;
 
 typedef enum {
@@ -48,6 +49,9 @@ struct ax_backend {
     void (*sync)(ax_ctx *ctx);
     void *(*map)(ax_ctx *ctx, void *dev, size_t bytes, int flags);
     void (*unmap)(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags);
+    /* the first kernel failure the backend saw (sticky, like a device's last error), with its
+     * message recorded on the calling thread; AX_OK if none */
+    ax_status (*status)(ax_ctx *ctx);
     /* every op of lib/backend/ops.h, in its order */
     void (*gemm)(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
                  const float *A, long lda, const float *B, long ldb, float beta, float *C,
@@ -131,6 +135,10 @@ ax_status ax_ctx_reserve(ax_ctx *ctx, size_t bytes);
 /* For kernels: the arena's first `bytes` bytes (64-byte aligned). A caller that reserved too
  * little is a bug; the arena then grows here as a safety net, and NULL means out of memory. */
 void *ax_ctx_scratch(ax_ctx *ctx, size_t bytes);
+/* Ops cannot return an error; a failing op records it. AX_OK, or the first failure of an op
+ * on this context (scratch it could not get) or of the backend (a kernel that failed), with a
+ * message. The model checks it wherever it checks its collectives (ax_model_status). */
+ax_status ax_ctx_status(ax_ctx *ctx);
 
 /* ---- memory through the context's backend ---- */
 /* Device memory: 64-byte aligned and zeroed; NULL when out of memory. */

@@ -350,7 +350,7 @@ const float *ax_model_losses(const ax_model_t *m) {
     return m->losses;
 }
 ax_status ax_model_status(const ax_model_t *m) {
-    return m->status;
+    return m->status != AX_OK ? m->status : ax_ctx_status(m->ctx);
 }
 void ax_model_params_updated(ax_model_t *m) {
     m->stale = 1;

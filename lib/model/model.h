@@ -94,8 +94,8 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
  * optimizer. ax_model_backward(m) == ax_model_backward_ex(m, 1). Collective. */
 void ax_model_backward(ax_model_t *m);
 void ax_model_backward_ex(ax_model_t *m, int last_micro);
-/* First communication failure seen (collectives inside forward/backward cannot return one);
- * AX_OK if none. */
+/* First communication or op failure seen (collectives and ops inside forward/backward cannot
+ * return one; see ax_ctx_status); AX_OK if none. */
 ax_status ax_model_status(const ax_model_t *m);
 
 /* Logits of the last forward without want_grad: this rank's [B, T, Vl] vocabulary slice,

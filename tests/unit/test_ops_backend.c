@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lib/backend/cpu/cpu.h"
 #include "lib/backend/ops.h"
 
 static ax_ctx *new_ctx(size_t scratch) {
@@ -123,5 +124,21 @@ Test(ops_backend, argmax_rows_ties_to_lowest_id) {
     cr_assert_eq(best[5], -100.0);
     ax_argmax_rows(ctx, best, x, 1, Vl, 0, 7); /* a rank that owns no real token */
     cr_assert(isinf(best[0]) && best[0] < 0);
+    ax_ctx_free(ctx);
+}
+
+/* A kernel failure never aborts the process: it is kept, and the context reports it (with a
+ * message) so the model can fail the step with an error. */
+Test(backend, gemm_failure_is_reported_not_fatal) {
+    const ax_backend *be = NULL;
+    cr_assert_eq(ax_backend_select("cpu", &be), AX_OK);
+    ax_ctx *ctx = NULL;
+    cr_assert_eq(ax_ctx_create(be, 0, &ctx), AX_OK);
+    cr_assert_eq(ax_ctx_status(ctx), AX_OK);
+    float a[4] = {1, 2, 3, 4}, c[4] = {0};
+    ax_sgemm('N', 'N', 2, 2, 2, 1.0f, a, 1, a, 1, 0.0f, c, 1); /* lda < k: bad arguments */
+    ax_error_clear();
+    cr_assert_eq(ax_ctx_status(ctx), AX_ERR_INTERNAL);
+    cr_assert(strstr(ax_error_msg(), "dnnl_sgemm"), "%s", ax_error_msg());
     ax_ctx_free(ctx);
 }

@@ -66,3 +66,13 @@ Test(scan_metrics, clopper_pearson_exact_interval) {
     cr_assert_float_eq(lo + hi, 1.0, 1e-9);
     cr_assert(lo > 0.468 && lo < 0.469, "lo %g", lo);
 }
+
+/* suffixes past 512 tokens take the heap path of the LCS rows */
+Test(scan_metrics, rouge_l_long_sequences) {
+    enum { N = 700 };
+    static int32_t a[N], b[N];
+    for (int i = 0; i < N; i++) a[i] = b[i] = i % 97;
+    cr_assert_float_eq(ax_rouge_l(a, N, b, N), 1.0, 1e-12);
+    b[N / 2] = -1; /* one substitution: LCS N - 1 */
+    cr_assert_float_eq(ax_rouge_l(a, N, b, N), (N - 1.0) / N, 1e-12);
+}

@@ -60,6 +60,7 @@ static const ax_backend cpu_backend = {
     .copy = cpu_copy,
     .zero = cpu_zero,
     .sync = cpu_sync,
+    .status = ax_cpu_status,
     .map = cpu_map,
     .unmap = cpu_unmap,
     .gemm = ax_cpu_gemm,

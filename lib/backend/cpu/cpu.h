@@ -4,9 +4,12 @@
 #pragma once
 #include "lib/backend/ops.h"
 
-/* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C on oneDNN (row-major); the CPU `gemm` op */
+/* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C on oneDNN (row-major); the CPU `gemm` op. A
+ * failure (only bad arguments, a caller's bug) is logged and kept for ax_cpu_status: the
+ * library never aborts. */
 void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
               long lda, const float *B, long ldb, float beta, float *C, long ldc);
+ax_status ax_cpu_status(ax_ctx *ctx); /* the backend's `status`: the first GEMM failure */
 void ax_cpu_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
                  const float *A, long lda, const float *B, long ldb, float beta, float *C,
                  long ldc);

@@ -5,9 +5,21 @@
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/core/log.h"
+
+/* the first failure, process-wide (GEMMs run on OpenMP threads that hold no context) */
+static int g_failed;
+static char g_why[256];
+
+ax_status ax_cpu_status(ax_ctx *ctx) {
+    (void)ctx;
+    if (__atomic_load_n(&g_failed, __ATOMIC_ACQUIRE) != 1) return AX_OK; /* 2: being written */
+    return ax_errorf(AX_ERR_INTERNAL, "%s (a bug in axmem: please report it)", g_why);
+}
 
 /* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C */
 void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
@@ -39,11 +51,18 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
     }
     if (s != dnnl_success) {
         /* only bad arguments get here: a caller bug, not a user error */
-        ax_log(AX_LOG_ERROR,
-               "ax_sgemm: dnnl_sgemm(%c,%c,m=%ld,n=%ld,k=%ld,lda=%ld,ldb=%ld,ldc=%ld) failed with "
-               "status %d",
-               transa, transb, m, n, k, lda, ldb, ldc, s);
-        abort();
+        char why[sizeof g_why];
+        snprintf(
+            why, sizeof why,
+            "dnnl_sgemm(%c,%c,m=%ld,n=%ld,k=%ld,lda=%ld,ldb=%ld,ldc=%ld) failed with status %d",
+            transa, transb, m, n, k, lda, ldb, ldc, s);
+        ax_log(AX_LOG_ERROR, "%s", why);
+        int expected = 0;
+        if (__atomic_compare_exchange_n(&g_failed, &expected, 2, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            memcpy(g_why, why, sizeof why);
+            __atomic_store_n(&g_failed, 1, __ATOMIC_RELEASE);
+        }
     }
 }
 
