@@ -705,32 +705,30 @@ double ax_comm_stats_bytes_total(const ax_comm_stats *s) {
     return t;
 }
 
+/* {"kind": {"axis": value, ...}, ...}: bytes as numbers, call counts as integers */
+static void kind_axis_table(ax_jw *w, const char *key, const double (*bytes)[AX_AXIS_COUNT],
+                            const long (*calls)[AX_AXIS_COUNT]) {
+    ax_jw_key(w, key);
+    ax_jw_obj_begin(w);
+    for (int k = 0; k < AX_COMM_KINDS; k++) {
+        ax_jw_key(w, ax_comm_kind_name((ax_comm_kind)k));
+        ax_jw_obj_begin(w);
+        for (int a = 0; a < AX_AXIS_COUNT; a++) {
+            ax_jw_key(w, ax_axis_name((ax_axis)a));
+            if (bytes)
+                ax_jw_num(w, bytes[k][a]);
+            else
+                ax_jw_int(w, calls[k][a]);
+        }
+        ax_jw_obj_end(w);
+    }
+    ax_jw_obj_end(w);
+}
+
 void ax_comm_stats_json(const ax_comm_stats *s, ax_jw *w) {
     ax_jw_obj_begin(w);
-    ax_jw_key(w, "comm_bytes");
-    ax_jw_obj_begin(w);
-    for (int k = 0; k < AX_COMM_KINDS; k++) {
-        ax_jw_key(w, ax_comm_kind_name((ax_comm_kind)k));
-        ax_jw_obj_begin(w);
-        for (int a = 0; a < AX_AXIS_COUNT; a++) {
-            ax_jw_key(w, ax_axis_name((ax_axis)a));
-            ax_jw_num(w, s->bytes[k][a]);
-        }
-        ax_jw_obj_end(w);
-    }
-    ax_jw_obj_end(w);
-    ax_jw_key(w, "comm_calls");
-    ax_jw_obj_begin(w);
-    for (int k = 0; k < AX_COMM_KINDS; k++) {
-        ax_jw_key(w, ax_comm_kind_name((ax_comm_kind)k));
-        ax_jw_obj_begin(w);
-        for (int a = 0; a < AX_AXIS_COUNT; a++) {
-            ax_jw_key(w, ax_axis_name((ax_axis)a));
-            ax_jw_int(w, s->calls[k][a]);
-        }
-        ax_jw_obj_end(w);
-    }
-    ax_jw_obj_end(w);
+    kind_axis_table(w, "comm_bytes", s->bytes, NULL);
+    kind_axis_table(w, "comm_calls", NULL, s->calls);
     ax_jw_key(w, "comm_bytes_total");
     ax_jw_num(w, ax_comm_stats_bytes_total(s));
     ax_jw_key(w, "comm_wait_s");

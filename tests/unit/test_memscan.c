@@ -15,20 +15,9 @@
 #include "memscan/hash.h"
 #include "memscan/index.h"
 #include "tests/support/synth.h"
+#include "tests/unit/test_suite_files.h"
 
-static void quiet(void) {
-    ax_log_set_level(AX_LOG_WARN);
-}
-/* each test runs in its own process: remove the files it made (named by its pid) */
-static void cleanup(void) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "/tmp/axmem_test_%d_*", (int)getpid());
-    glob_t g;
-    if (glob(pat, 0, NULL, &g) == 0)
-        for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
-    globfree(&g);
-}
-TestSuite(memscan, .init = quiet, .fini = cleanup);
+TestSuite(memscan, .init = ts_quiet, .fini = ts_cleanup);
 
 static void tmp(char *buf, size_t n, const char *name) {
     snprintf(buf, n, "/tmp/axmem_test_%d_%s", (int)getpid(), name);

@@ -18,19 +18,9 @@
 #include "lib/model/model.h"
 #include "lib/core/rng.h"
 #include "memscan/probe.h"
+#include "tests/unit/test_suite_files.h"
 
-static void quiet(void) {
-    ax_log_set_level(AX_LOG_WARN);
-}
-static void cleanup(void) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "/tmp/axmem_test_%d_*", (int)getpid());
-    glob_t g;
-    if (glob(pat, 0, NULL, &g) == 0)
-        for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
-    globfree(&g);
-}
-TestSuite(memscan_probe, .init = quiet, .fini = cleanup, .timeout = 120);
+TestSuite(memscan_probe, .init = ts_quiet, .fini = ts_cleanup, .timeout = 120);
 
 #define VOCAB 300 /* the model's and the dataset's */
 
