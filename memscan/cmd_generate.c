@@ -22,7 +22,7 @@
 typedef struct {
     char ckpt[AX_CFG_STR_MAX], index[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX];
     char tokenizer[AX_CFG_STR_MAX], grid[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
-    char samples_out[AX_CFG_STR_MAX];
+    char samples_out[AX_CFG_STR_MAX], device[AX_CFG_STR_MAX];
     int64_t samples, length, batch, top_k, seed, threads, max_sources;
     double temperature;
 } gen_flags;
@@ -44,6 +44,7 @@ static const ax_cfg_entry entries[] = {
     {"max-sources", AX_CFG_INT, F(max_sources), "8", 0, 1e6,
      "documents listed per span (all are counted)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
+    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "regurgitation.json",
                      "results (schema axmem-scan v1); replaced together with the samples file"),
@@ -186,7 +187,9 @@ static ax_status run_generate(gen_flags *fl) {
     AX_CHECK_GOTO(ax_memscan_index_load(fl->index, ds, &idx), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
-    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, (int)fl->batch, (int)fl->length, &mm), out);
+    AX_CHECK_GOTO(
+        ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch, (int)fl->length, &mm),
+        out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "the indexed dataset has vocabulary %u but the model %d; "

@@ -25,7 +25,7 @@
 typedef struct {
     char ckpt[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX], tokenizer[AX_CFG_STR_MAX];
     char out[AX_CFG_STR_MAX], samples_out[AX_CFG_STR_MAX], offset[AX_CFG_STR_MAX];
-    char grid[AX_CFG_STR_MAX], index[AX_CFG_STR_MAX];
+    char grid[AX_CFG_STR_MAX], index[AX_CFG_STR_MAX], device[AX_CFG_STR_MAX];
     int64_t samples, prefix, suffix, batch, seed, threads;
 } probe_flags;
 
@@ -46,6 +46,7 @@ static const ax_cfg_entry entries[] = {
      "optional `memscan index` of --data: each sample's duplication count, and results per "
      "duplication bucket (memorization follows duplication)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
+    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "probe.json",
                      "results (schema axmem-scan v1); replaced together with the samples file"),
@@ -246,9 +247,9 @@ static ax_status run_probe(probe_flags *fl) {
     AX_CHECK_GOTO(ax_axd_open(fl->data, 1, &ds), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
-    AX_CHECK_GOTO(
-        ax_ms_model_open(fl->ckpt, fl->grid, (int)fl->batch, (int)(fl->prefix + fl->suffix), &mm),
-        out);
+    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch,
+                                   (int)(fl->prefix + fl->suffix), &mm),
+                  out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "--data %s has vocabulary %u but the model %d; probe with "

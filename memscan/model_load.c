@@ -25,8 +25,8 @@ static ax_status open_ckpt(const char *dir, ax_ckpt_t **ck) {
     return ax_ckpt_open(path, ck);
 }
 
-ax_status ax_ms_model_open(const char *dir, const char *grid_spec, int batch, int T,
-                           ax_ms_model *out) {
+ax_status ax_ms_model_open(const char *dir, const char *grid_spec, const char *device, int batch,
+                           int T, ax_ms_model *out) {
     memset(out, 0, sizeof *out);
     int dims[4];
     ax_status st;
@@ -35,8 +35,9 @@ ax_status ax_ms_model_open(const char *dir, const char *grid_spec, int batch, in
     AX_CHECK_GOTO(ax_grid_parse(grid_spec, dims), fail);
     AX_CHECK_GOTO(ax_grid_create(dims, &out->grid), fail);
     /* decoding runs up to B x T sequences at once */
-    AX_CHECK_GOTO(ax_model_create_on(out->grid, &out->cfg, (batch + T - 1) / T, T, 1, &out->model),
-                  fail);
+    AX_CHECK_GOTO(
+        ax_model_create_dev(out->grid, &out->cfg, (batch + T - 1) / T, T, 1, device, &out->model),
+        fail);
     AX_CHECK_GOTO(ax_model_load_blob(out->model, out->ck, "params", ax_model_params(out->model)),
                   fail);
     return AX_OK;

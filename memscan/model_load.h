@@ -13,7 +13,8 @@ typedef struct {
 } ax_ms_model;
 
 /* dir: a step-NNNNNN directory, or a run directory (newest checkpoint in dir/ckpt or dir).
- * The model is sized for decoding `batch` sequences of up to T positions. Collective. */
-ax_status ax_ms_model_open(const char *dir, const char *grid_spec, int batch, int T,
-                           ax_ms_model *out);
+ * The model is sized for decoding `batch` sequences of up to T positions, on the backend named
+ * by device ("cpu", or "cuda" in a CUDA build: the --device flag). Collective. */
+ax_status ax_ms_model_open(const char *dir, const char *grid_spec, const char *device, int batch,
+                           int T, ax_ms_model *out);
 void ax_ms_model_close(ax_ms_model *m);

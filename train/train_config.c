@@ -65,9 +65,8 @@ static const ax_cfg_entry entries[] = {
      "batches of --batch sequences per validation (fixed windows: comparable across runs)"},
     AX_CFG_GRID_ENTRY(
         F, "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"),
-    {"device", AX_CFG_CHOICE, F(device), "cpu|cuda", 1, 0,
-     "where the model computes (cuda needs a build with scons cuda=yes); a run may resume on "
-     "another device"},
+    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes); a "
+                           "run may resume on another device"),
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
      "overlap communication with compute (AxoNN OAR/ORS/OAG); --no-overlap for comparison"},
     {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,

@@ -95,6 +95,8 @@ int ax_cfg_is_text(ax_cfg_type type);
     { "threads", AX_CFG_INT, F(threads), "0", 0, 4096, "OpenMP threads (0 = all cores)" }
 #define AX_CFG_GRID_ENTRY(F, help)                                                                 \
     { "grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, help }
+#define AX_CFG_DEVICE_ENTRY(F, help)                                                               \
+    { "device", AX_CFG_CHOICE, F(device), "cpu|cuda", 1, 0, help }
 #define AX_CFG_CKPT_ENTRY(F)                                                                       \
     {                                                                                              \
         "ckpt", AX_CFG_STR, F(ckpt), "", 1, 0,                                                     \
