@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # memscan under MPI: per-token scores on grids against 1 rank (mpi_score); the index driver
-# checks every result against a brute-force reference, on 1, 2 and 4 ranks, with full hashes and with hashes masked to 3 bits (collisions everywhere).
+# checks every result against a brute-force reference, on 1, 2 and 4 ranks, with full hashes
+# and with hashes masked to 3 bits (collisions everywhere).
 # usage: tests/mpi/memscan.sh [BUILD_DIR]   (default build)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
