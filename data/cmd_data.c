@@ -1,12 +1,16 @@
-/* `axmem data`: tokenizer-train, encode, decode, info. Each subcommand's flags are a config
- * table (lib/core/config.h); usage errors exit 2, runtime failures 1, each with one line on stderr.
+/* `axmem data`: tokenizer-train, encode, decode, info, split, canaries. Each subcommand's flags are
+ * a config table (lib/core/config.h); usage errors exit 2, runtime failures 1, each with one line
+ * on stderr.
  */
 #include "lib/core/cliargs.h"
 #include "lib/core/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/encode.h"
+#include "data/split.h"
 #include "data/tokenizer.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
 #include "lib/core/log.h"
 #include "lib/core/status.h"
 
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *TOP_HELP =
     "usage: axmem data SUBCOMMAND [flags]   (axmem data SUBCOMMAND --help)\n\n"
@@ -24,7 +29,8 @@ static const char *TOP_HELP =
     "  tokenizer-train  learn a BPE vocabulary from text/JSONL files\n"
     "  encode           tokenize text/JSONL files into a .axd dataset\n"
     "  decode           print the text of a dataset's documents or of token ids\n"
-    "  info             describe a .axd dataset (docs, tokens, vocab, checksum)\n\n"
+    "  info             describe a .axd dataset (docs, tokens, vocab, checksum)\n"
+    "  split            member / held-out split with an n-gram overlap rule (privacy attacks)\n\n"
     "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
     "document; any other file is one document (or one per non-empty line with --split-lines).\n";
 
@@ -126,6 +132,44 @@ static const ax_cfg_table info_table = {
     .entries = info_entries,
     .n = (int)(sizeof info_entries / sizeof info_entries[0]),
     .positional = &info_path,
+};
+
+typedef struct {
+    char input[AX_CFG_STR_MAX], out_train[AX_CFG_STR_MAX], out_holdout[AX_CFG_STR_MAX];
+    char summary[AX_CFG_STR_MAX], max_memory[AX_CFG_STR_MAX];
+    double holdout;
+    int64_t seed, ngram;
+} split_flags;
+
+static const ax_cfg_entry split_entries[] = {
+    {"input", AX_CFG_STR, offsetof(split_flags, input), "", 1, 0,
+     "dataset (.axd) to split (required)"},
+    {"holdout", AX_CFG_FLOAT, offsetof(split_flags, holdout), "0.1", 0, 1,
+     "fraction of documents drawn at random into the held-out set, in (0, 1)"},
+#define SPLIT_F(field) offsetof(split_flags, field)
+    AX_CFG_SEED_ENTRY(SPLIT_F, "0", "seed of the random draw (same seed, same split)"),
+#undef SPLIT_F
+    /* 13: the contamination rule of GPT-3 (Brown et al. 2020) and the benchmarks that followed */
+    {"ngram", AX_CFG_INT, offsetof(split_flags, ngram), "13", 1, 1 << 20,
+     "drop held-out documents sharing a run of >= N tokens with the training set"},
+    {"out-train", AX_CFG_STR, offsetof(split_flags, out_train), "", 1, 0,
+     "training (member) dataset to write (required)"},
+    {"out-holdout", AX_CFG_STR, offsetof(split_flags, out_holdout), "", 1, 0,
+     "held-out (non-member) dataset to write (required)"},
+    {"summary", AX_CFG_STR, offsetof(split_flags, summary), "", 1, 0,
+     "also write the JSON summary to this file (it is always printed)"},
+    {"max-memory", AX_CFG_STR, offsetof(split_flags, max_memory), "8G", 1, 0,
+     "bound on the n-gram set (16-32 bytes per training token; suffix K, M, G)"},
+};
+static const ax_cfg_table split_table = {
+    .usage = "axmem data split --input X.axd --holdout F --out-train A.axd --out-holdout B.axd "
+             "[flags]",
+    .summary = "Draws round(F x documents) documents at random (seeded) into a held-out set and "
+               "keeps the\nrest for training; drops held-out documents that share a run of >= "
+               "--ngram tokens with\nthe training set. Prints a JSON summary (counts, dropped "
+               "documents and why).",
+    .entries = split_entries,
+    .n = (int)(sizeof split_entries / sizeof split_entries[0]),
 };
 
 /* ---- small argument helpers ---- */
@@ -407,10 +451,78 @@ out:
     return rc;
 }
 
+/* ---------------------------------------------------------------- split */
+
+/* prints the JSON object (and a newline) to stdout and, with a path, writes it there
+ * atomically: temp file beside it, fsync, rename */
+static ax_status emit_json(const ax_jw *w, const char *path, int private_mode) {
+    const char *text = ax_jw_text(w);
+    if (!text) return ax_errorf(AX_ERR_NOMEM, "out of memory writing the summary");
+    if (printf("%s\n", text) < 0 || fflush(stdout) != 0)
+        return ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
+    if (!path || !path[0]) return AX_OK;
+    char tmp[AX_CFG_STR_MAX + 64];
+    int fd;
+    AX_CHECK(ax_create_temp(path, private_mode, tmp, sizeof tmp, &fd));
+    ax_status st = ax_write_all(fd, text, strlen(text), tmp);
+    if (st == AX_OK) st = ax_write_all(fd, "\n", 1, tmp);
+    if (st == AX_OK && fsync(fd) != 0)
+        st = ax_errorf(AX_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+    close(fd);
+    if (st == AX_OK) st = ax_rename_durable(tmp, path);
+    if (st != AX_OK) unlink(tmp);
+    return st;
+}
+
+static int cmd_split(int argc, char **argv) {
+    static const char *SUB = "split";
+    split_flags fl;
+    ax_status st = AX_OK;
+    ax_jw w;
+    ax_jw_init(&w);
+    int rc = parse_flags(SUB, &split_table, &fl, argc, argv, NULL);
+    if (rc >= 0) goto out;
+    rc = 0;
+    const char *need[][2] = {{fl.input, "--input X.axd"},
+                             {fl.out_train, "--out-train A.axd"},
+                             {fl.out_holdout, "--out-holdout B.axd"}};
+    for (int i = 0; i < 3; i++)
+        if (!need[i][0][0]) {
+            rc = usage_err(SUB, "%s is required", need[i][1]);
+            goto out;
+        }
+    ax_split_config c = {.holdout = fl.holdout, .seed = (uint64_t)fl.seed, .ngram = (int)fl.ngram};
+    if (ax_parse_size(fl.max_memory, &c.max_memory) != 1 || c.max_memory == 0) {
+        rc = usage_err(SUB, "--max-memory '%s' is not a positive size (e.g. 8G)", fl.max_memory);
+        goto out;
+    }
+    if (fl.summary[0] &&
+        (ax_data_same_file(fl.summary, fl.input) || ax_data_same_file(fl.summary, fl.out_train) ||
+         ax_data_same_file(fl.summary, fl.out_holdout))) {
+        rc = usage_err(SUB, "--summary %s must not be one of the datasets", fl.summary);
+        goto out;
+    }
+    ax_split_result r;
+    AX_CHECK_GOTO(ax_data_split(fl.input, fl.out_train, fl.out_holdout, &c, &r), fail);
+    ax_split_result_json(&r, &c, &w);
+    AX_CHECK_GOTO(emit_json(&w, fl.summary, 0), fail);
+    AX_INFO("wrote %s (%" PRIu64 " docs) and %s (%" PRIu64 " docs; %" PRIu64
+            " drawn documents dropped for a shared %d-gram)",
+            fl.out_train, r.train_docs, fl.out_holdout, r.holdout_docs, r.dropped_docs, c.ngram);
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    ax_jw_free(&w);
+    ax_cfg_free(&split_table, &fl);
+    return rc;
+}
+
 int ax_cmd_data(int argc, char **argv) {
     static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train},
                                       {"encode", cmd_encode},
                                       {"decode", cmd_decode},
-                                      {"info", cmd_info}};
+                                      {"info", cmd_info},
+                                      {"split", cmd_split}};
     return ax_cli_dispatch("data", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }
