@@ -6,6 +6,7 @@
 #include "lib/core/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
+#include "data/canary.h"
 #include "data/encode.h"
 #include "data/split.h"
 #include "data/tokenizer.h"
@@ -30,7 +31,8 @@ static const char *TOP_HELP =
     "  encode           tokenize text/JSONL files into a .axd dataset\n"
     "  decode           print the text of a dataset's documents or of token ids\n"
     "  info             describe a .axd dataset (docs, tokens, vocab, checksum)\n"
-    "  split            member / held-out split with an n-gram overlap rule (privacy attacks)\n\n"
+    "  split            member / held-out split with an n-gram overlap rule (privacy attacks)\n"
+    "  canaries         plant random secrets at chosen repeat counts (privacy attacks)\n\n"
     "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
     "document; any other file is one document (or one per non-empty line with --split-lines).\n";
 
@@ -170,6 +172,41 @@ static const ax_cfg_table split_table = {
                "documents and why).",
     .entries = split_entries,
     .n = (int)(sizeof split_entries / sizeof split_entries[0]),
+};
+
+typedef struct {
+    char input[AX_CFG_STR_MAX], tokenizer[AX_CFG_STR_MAX], format[AX_CFG_STR_MAX];
+    char repeats[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], secrets[AX_CFG_STR_MAX];
+    int64_t per_repeat, references, seed;
+} canary_flags;
+
+#define CANARY_F(field) offsetof(canary_flags, field)
+static const ax_cfg_entry canary_entries[] = {
+    {"input", AX_CFG_STR, CANARY_F(input), "", 1, 0, "dataset (.axd) to plant in (required)"},
+    {"tokenizer", AX_CFG_STR, CANARY_F(tokenizer), "", 1, 0,
+     "the tokenizer the dataset was encoded with (required)"},
+    {"format", AX_CFG_STR, CANARY_F(format), "my PIN is {d6}", 1, 0,
+     "canary text: literal text and {dN} digits, {aN} letters, {hN} hex (the secret)"},
+    {"repeats", AX_CFG_STR, CANARY_F(repeats), "1,2,4,8,16,32", 1, 0,
+     "comma-separated repeat counts: each canary is inserted that many times"},
+    {"per-repeat", AX_CFG_INT, CANARY_F(per_repeat), "4", 1, 100000, "canaries per repeat count"},
+    {"references", AX_CFG_INT, CANARY_F(references), "1000", 0, 1e7,
+     "never-inserted secrets of the same format (all the rest when the space is smaller)"},
+    AX_CFG_SEED_ENTRY(CANARY_F, "0", "draws the secrets, documents and positions"),
+    {"out", AX_CFG_STR, CANARY_F(out), "", 1, 0, "dataset to write, canaries planted (required)"},
+    {"secrets", AX_CFG_STR, CANARY_F(secrets), "", 1, 0,
+     "secrets file to write (JSON, mode 0600) for `axmem memscan exposure` (required)"},
+};
+#undef CANARY_F
+static const ax_cfg_table canary_table = {
+    .usage = "axmem data canaries --input X.axd --tokenizer TOK --out Y.axd --secrets S.json "
+             "[flags]",
+    .summary = "Inserts random secrets of --format (e.g. \"my PIN is {d6}\") into a dataset, "
+               "--per-repeat of them\nfor each of --repeats, each copy at a random token position "
+               "of a random document, and\nwrites them with --references never-inserted secrets "
+               "of the same format to --secrets\n(owner-only). The input is never modified.",
+    .entries = canary_entries,
+    .n = (int)(sizeof canary_entries / sizeof canary_entries[0]),
 };
 
 /* ---- small argument helpers ---- */
@@ -518,11 +555,75 @@ out:
     return rc;
 }
 
+/* ---------------------------------------------------------------- canaries */
+
+enum { MAX_REPEATS = 64 };
+
+/* "1,2,4": 0 and the counts, or 2 after a usage message */
+static int parse_repeats(const char *s, int *out, int *n) {
+    *n = 0;
+    for (const char *p = s;;) {
+        size_t len = strcspn(p, ",");
+        char one[32];
+        int64_t v = 0;
+        snprintf(one, sizeof one, "%.*s", (int)(len < 31 ? len : 31), p);
+        if (len == 0 || len > 30 || ax_parse_i64(one, &v) != 1 || v < 1 || v > 1000000 ||
+            *n == MAX_REPEATS)
+            return usage_err("canaries",
+                             "--repeats '%s' is not a list of up to 64 counts in 1..1000000, "
+                             "e.g. 1,2,4,8",
+                             s);
+        out[(*n)++] = (int)v;
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
+static int cmd_canaries(int argc, char **argv) {
+    static const char *SUB = "canaries";
+    canary_flags fl;
+    ax_status st = AX_OK;
+    int rc = parse_flags(SUB, &canary_table, &fl, argc, argv, NULL);
+    if (rc >= 0) goto out;
+    rc = 0;
+    const char *need[][2] = {{fl.input, "--input X.axd"},
+                             {fl.tokenizer, "--tokenizer TOK"},
+                             {fl.out, "--out Y.axd"},
+                             {fl.secrets, "--secrets FILE.json"}};
+    for (int i = 0; i < 4; i++)
+        if (!need[i][0][0]) {
+            rc = usage_err(SUB, "%s is required", need[i][1]);
+            goto out;
+        }
+    int reps[MAX_REPEATS], nrep;
+    if ((rc = parse_repeats(fl.repeats, reps, &nrep))) goto out;
+    ax_canary_config c = {.input = fl.input,
+                          .tokenizer = fl.tokenizer,
+                          .format = fl.format,
+                          .out = fl.out,
+                          .secrets = fl.secrets,
+                          .repeats = reps,
+                          .n_repeats = nrep,
+                          .per_repeat = (int)fl.per_repeat,
+                          .references = (long)fl.references,
+                          .seed = (uint64_t)fl.seed};
+    ax_canary_result r;
+    AX_CHECK_GOTO(ax_data_canaries(&c, &r), fail);
+    AX_INFO("wrote %s: %ld canaries, %" PRIu64 " insertions, %" PRIu64
+            " tokens added; %s: %ld reference secrets%s of a space of %.0f",
+            fl.out, r.canaries, r.insertions, r.tokens_added, fl.secrets, r.references,
+            r.references_complete ? " (all the rest)" : "", r.space);
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    ax_cfg_free(&canary_table, &fl);
+    return rc;
+}
+
 int ax_cmd_data(int argc, char **argv) {
-    static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train},
-                                      {"encode", cmd_encode},
-                                      {"decode", cmd_decode},
-                                      {"info", cmd_info},
-                                      {"split", cmd_split}};
+    static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train}, {"encode", cmd_encode},
+                                      {"decode", cmd_decode},         {"info", cmd_info},
+                                      {"split", cmd_split},           {"canaries", cmd_canaries}};
     return ax_cli_dispatch("data", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }
