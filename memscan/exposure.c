@@ -1,7 +1,6 @@
 #include "memscan/exposure.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
-#include "lib/core/rng.h"
 #include "lib/dist/grid.h"
 #include "memscan/privacy_metrics.h"
 #include "memscan/score.h"
@@ -10,93 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the format ---- */
-
-static int alphabet(char kind) {
-    return kind == 'd' ? 10 : kind == 'a' ? 26 : 16;
-}
-static char symbol(char kind, int v) {
-    return kind == 'a' ? (char)('a' + v) : (char)(v < 10 ? '0' + v : 'a' + v - 10);
-}
-
-ax_status ax_canary_format_parse(const char *fmt, const char *what, ax_canary_format *out) {
-    memset(out, 0, sizeof *out);
-    out->space = 1;
-    int first = -1, last = -1;
-    const char *p = fmt;
-    while (*p) {
-        if (out->n_parts == AX_FMT_MAX_PARTS)
-            return ax_errorf(AX_ERR_ARG, "%s: format '%s' has more than %d parts", what, fmt,
-                             AX_FMT_MAX_PARTS);
-        int n = 0;
-        char kind = 0;
-        if (p[0] == '{' && (p[1] == 'd' || p[1] == 'a' || p[1] == 'h') && p[2] >= '0' &&
-            p[2] <= '9') {
-            const char *q = p + 2;
-            while (*q >= '0' && *q <= '9' && n <= 64) n = n * 10 + (*q++ - '0');
-            if (*q != '}' || n < 1 || n > 64)
-                return ax_errorf(AX_ERR_ARG,
-                                 "%s: format '%s': a placeholder is {dN}, {aN} or {hN} with N "
-                                 "in 1..64",
-                                 what, fmt);
-            kind = p[1];
-            out->part[out->n_parts] = (ax_canary_part){kind, n, p};
-            for (int i = 0; i < n; i++) out->space *= alphabet(kind);
-            if (first < 0) first = out->n_parts;
-            last = out->n_parts;
-            p = q + 1;
-        } else {
-            const char *q = p + 1;
-            while (*q && *q != '{') q++;
-            out->part[out->n_parts] = (ax_canary_part){0, (int)(q - p), p};
-            p = q;
-        }
-        out->n_parts++;
-    }
-    if (first < 0)
-        return ax_errorf(AX_ERR_ARG, "%s: format '%s' has no placeholder ({dN}, {aN}, {hN})", what,
-                         fmt);
-    /* keep the parts from the first placeholder to the last: the secret */
-    int k = 0;
-    for (int i = first; i <= last; i++) out->part[k++] = out->part[i];
-    out->n_parts = k;
-    for (int i = 0; i < k; i++) out->secret_len += out->part[i].len;
-    return AX_OK;
-}
-
-/* fills the placeholders from the last character backwards with digit(position) */
-static void fill(const ax_canary_format *f, char *out, uint64_t idx, uint64_t seed, uint64_t i,
-                 int random) {
-    int at = f->secret_len, pos = 0;
-    out[at] = 0;
-    for (int k = f->n_parts - 1; k >= 0; k--) {
-        char kind = f->part[k].kind;
-        at -= f->part[k].len;
-        if (!kind) {
-            memcpy(out + at, f->part[k].lit, (size_t)f->part[k].len);
-            continue;
-        }
-        int a = alphabet(kind);
-        for (int j = f->part[k].len - 1; j >= 0; j--, pos++) {
-            int v;
-            if (random) {
-                v = (int)ax_rng_below(seed, 3, i * 4096 + (uint64_t)pos, (uint64_t)a);
-            } else {
-                v = (int)(idx % (uint64_t)a);
-                idx /= (uint64_t)a;
-            }
-            out[at + j] = symbol(kind, v);
-        }
-    }
-}
-
-void ax_canary_format_nth(const ax_canary_format *f, uint64_t idx, char *out) {
-    fill(f, out, idx, 0, 0, 0);
-}
-void ax_canary_format_random(const ax_canary_format *f, uint64_t seed, uint64_t i, char *out) {
-    fill(f, out, 0, seed, i, 1);
-}
 
 /* ---- the secrets file ---- */
 
@@ -217,7 +129,7 @@ void ax_canary_set_free(ax_canary_set *s) {
 
 struct ax_exposure_plan {
     ax_canary_format f;
-    char *format; /* f's literals point into it */
+    int secret_len; /* bytes of a secret */
     int exact, T, split;
     long n_items, cap, n_tok, tok_cap;
     int32_t *tok;   /* every item's sequence: end-of-text, prefix and candidate tokens */
@@ -231,7 +143,7 @@ struct ax_exposure_plan {
 
 void ax_exposure_plan_free(ax_exposure_plan *p) {
     if (!p) return;
-    free(p->format), free(p->tok), free(p->tok_off), free(p->from), free(p->group), free(p->ref);
+    free(p->tok), free(p->tok_off), free(p->from), free(p->group), free(p->ref);
     free(p->item_of);
     free(p);
 }
@@ -349,27 +261,36 @@ ax_status ax_exposure_plan_build(const ax_canary_set *s, const ax_tokenizer_t *t
     char *cand = NULL;
     int *grp = NULL, n_groups = 0;
     ax_status st;
-    if (!p || !(p->format = dup_str(s->format)) || !(grp = malloc(sizeof(int) * (size_t)s->n)) ||
+    if (!p || !(grp = malloc(sizeof(int) * (size_t)s->n)) ||
         !(p->item_of = malloc(sizeof(long) * (size_t)s->n))) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    AX_CHECK_GOTO(ax_canary_format_parse(p->format, "canaries", &p->f), fail);
+    if (ax_canary_format_parse(s->format, &p->f) != AX_OK) {
+        ax_error_clear(); /* its message names --format, of another command */
+        st = ax_errorf(AX_ERR_CORRUPT,
+                       "the canaries' format '%s' is not a canary format; pass the secrets file "
+                       "`axmem data canaries` wrote",
+                       s->format);
+        goto fail;
+    }
     if (fabs(p->f.space - s->space) > 0.5 + 1e-9 * s->space) {
         st = ax_errorf(AX_ERR_CORRUPT,
                        "the canaries' format '%s' forms %.0f strings but the file says space %.0f",
                        s->format, p->f.space, s->space);
         goto fail;
     }
-    if (!(cand = malloc((size_t)p->f.secret_len + 1))) {
+    if (!(cand = malloc(AX_CANARY_MAX_TEXT))) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory");
         goto fail;
     }
+    ax_canary_secret_nth(&p->f, 0, cand);
+    p->secret_len = (int)strlen(cand);
     p->exact = p->f.space <= c->exact_max;
     AX_CHECK_GOTO(pick_scheme(p, s, tok), fail);
     for (int k = 0; k < s->n; k++) { /* canaries with the same prefix share their candidates */
         const ax_canary *ck = &s->c[k];
-        if ((int)strlen(ck->secret) != p->f.secret_len) {
+        if ((int)strlen(ck->secret) != p->secret_len) {
             st = ax_errorf(AX_ERR_CORRUPT, "canary %d's secret is not of the format '%s'", ck->id,
                            s->format);
             goto fail;
@@ -387,7 +308,7 @@ ax_status ax_exposure_plan_build(const ax_canary_set *s, const ax_tokenizer_t *t
         long start = p->n_items;
         if (p->exact) {
             for (uint64_t idx = 0; idx < (uint64_t)p->f.space; idx++) {
-                ax_canary_format_nth(&p->f, idx, cand);
+                ax_canary_secret_nth(&p->f, idx, cand);
                 for (int k = 0; k < s->n; k++)
                     if (grp[k] == gi && !strcmp(cand, s->c[k].secret)) p->item_of[k] = p->n_items;
                 AX_CHECK_GOTO(add_item(p, tok, c0, gi, cand, 1), fail);
@@ -395,7 +316,7 @@ ax_status ax_exposure_plan_build(const ax_canary_set *s, const ax_tokenizer_t *t
         } else {
             int n_rand = c->candidates > 0 || s->n_refs ? c->candidates : 1000;
             for (int r = 0; r < s->n_refs; r++) {
-                if ((int)strlen(s->refs[r]) != p->f.secret_len) {
+                if ((int)strlen(s->refs[r]) != p->secret_len) {
                     st = ax_errorf(AX_ERR_CORRUPT, "reference %d is not of the format '%s'", r,
                                    s->format);
                     goto fail;
@@ -403,7 +324,7 @@ ax_status ax_exposure_plan_build(const ax_canary_set *s, const ax_tokenizer_t *t
                 AX_CHECK_GOTO(add_item(p, tok, c0, gi, s->refs[r], 1), fail);
             }
             for (int r = 0; r < n_rand; r++) {
-                ax_canary_format_random(&p->f, c->seed, (uint64_t)r, cand);
+                ax_canary_secret_random(&p->f, c->seed, 7, (uint64_t)r, cand);
                 int inserted = 0; /* a candidate that is a canary's secret is no reference */
                 for (int k = 0; k < s->n; k++) inserted |= !strcmp(cand, s->c[k].secret);
                 if (!inserted) AX_CHECK_GOTO(add_item(p, tok, c0, gi, cand, 1), fail);

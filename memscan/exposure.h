@@ -7,6 +7,7 @@
  * prefix reproduce the secret? */
 #pragma once
 #include <stdint.h>
+#include "data/canary.h"
 #include "data/tokenizer.h"
 #include "lib/core/status.h"
 #include "lib/model/model.h"
@@ -31,31 +32,7 @@ typedef struct {
 ax_status ax_canary_set_load(const char *path, ax_canary_set *out);
 void ax_canary_set_free(ax_canary_set *s);
 
-/* ---- the format mini-language: literal text and {dN} (N digits), {aN} (N lowercase letters),
- * {hN} (N lowercase hex digits). The secret runs from the first placeholder to the end of the
- * last (literals between them included); the text before it is the prefix. ---- */
-#define AX_FMT_MAX_PARTS 16
-typedef struct {
-    char kind; /* 'd', 'a', 'h', or 0 for literal text */
-    int len;   /* placeholder: characters; literal: bytes */
-    const char *lit;
-} ax_canary_part;
-typedef struct {
-    int n_parts;
-    ax_canary_part part[AX_FMT_MAX_PARTS];
-    double space;   /* product of the placeholders' alphabet sizes ^ lengths */
-    int secret_len; /* bytes of a secret */
-} ax_canary_format;
-
-/* Parses fmt (borrowed: literals point into it). AX_ERR_ARG naming `what` when malformed or
- * without a placeholder. */
-ax_status ax_canary_format_parse(const char *fmt, const char *what, ax_canary_format *out);
-/* Candidate number idx in [0, space) into out[secret_len + 1] (NUL-terminated); idx 0 is all
- * zeros / 'a's, the last placeholder's last character varies fastest. */
-void ax_canary_format_nth(const ax_canary_format *f, uint64_t idx, char *out);
-
-/* A random candidate (each character drawn independently; seed, i) into out[secret_len + 1]. */
-void ax_canary_format_random(const ax_canary_format *f, uint64_t seed, uint64_t i, char *out);
+/* The format mini-language (placeholders, prefix, secret, space) is data/canary.h's. */
 
 /* ---- scoring ---- */
 typedef struct {

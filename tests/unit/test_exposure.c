@@ -1,7 +1,7 @@
-/* memscan exposure: the format mini-language (space, enumeration, random candidates, errors),
- * the secrets file reader, and the driver on a tiny model against brute force: every
- * candidate's log-likelihood by full forwards, the exact rank and exposure of each canary, the
- * greedy continuation by full forwards, and the fitted estimate for a space above --exact-max. */
+/* memscan exposure: the secrets file reader, and the driver on a tiny model against brute force:
+ * every candidate's log-likelihood by full forwards, the exact rank and exposure of each canary,
+ * the greedy continuation by full forwards, and the fitted estimate for a space above --exact-max.
+ */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,40 +20,6 @@
 TestSuite(exposure, .init = ts_quiet, .fini = ts_cleanup, .timeout = 120);
 
 #define VOCAB 300
-
-Test(exposure, format_space_and_enumeration) {
-    ax_canary_format f;
-    char s[64];
-    cr_assert_eq(ax_canary_format_parse("my PIN is {d3}", "t", &f), AX_OK, "%s", ax_error_msg());
-    cr_expect_eq(f.space, 1000);
-    cr_expect_eq(f.secret_len, 3);
-    ax_canary_format_nth(&f, 0, s);
-    cr_expect_str_eq(s, "000");
-    ax_canary_format_nth(&f, 123, s);
-    cr_expect_str_eq(s, "123");
-    ax_canary_format_nth(&f, 999, s);
-    cr_expect_str_eq(s, "999");
-    /* literals between placeholders belong to the secret; text after the last does not */
-    cr_assert_eq(ax_canary_format_parse("key {a2}-{h1} end", "t", &f), AX_OK);
-    cr_expect_eq(f.space, 26 * 26 * 16);
-    cr_expect_eq(f.secret_len, 4);
-    ax_canary_format_nth(&f, 0, s);
-    cr_expect_str_eq(s, "aa-0");
-    ax_canary_format_nth(&f, 16 + 15, s);
-    cr_expect_str_eq(s, "ab-f");
-    ax_canary_format_nth(&f, 26 * 26 * 16 - 1, s);
-    cr_expect_str_eq(s, "zz-f");
-    for (int i = 0; i < 50; i++) {
-        ax_canary_format_random(&f, 3, (uint64_t)i, s);
-        cr_expect(strlen(s) == 4 && s[0] >= 'a' && s[0] <= 'z' && s[1] >= 'a' && s[1] <= 'z' &&
-                      s[2] == '-' && strchr("0123456789abcdef", s[3]),
-                  "%s", s);
-    }
-    cr_expect_eq(ax_canary_format_parse("no placeholder", "F", &f), AX_ERR_ARG);
-    cr_expect(strstr(ax_error_msg(), "F: format") != NULL, "%s", ax_error_msg());
-    cr_expect_eq(ax_canary_format_parse("x {d0}", "F", &f), AX_ERR_ARG);
-    cr_expect_eq(ax_canary_format_parse("x {d3", "F", &f), AX_ERR_ARG);
-}
 
 static ax_model_t *tiny(int B, int T) {
     ax_model_config c = {.n_layers = 2,
