@@ -114,7 +114,7 @@ Test(exposure, exact_rank_and_greedy_against_brute_force) {
     ax_exposure_result r;
     cr_assert_eq(ax_exposure_run(m, &cs, p, &c, &r), AX_OK, "%s", ax_error_msg());
     double all[100];
-    char cand[3];
+    char cand[16];
     for (int i = 0; i < 100; i++) {
         snprintf(cand, sizeof cand, "%02d", i);
         all[i] = brute_loglik(m1, T, "pin ", cand);
