@@ -16,24 +16,6 @@ static void read_logits(ax_model_t *m, int B, int T, float *host, int *v0, int *
     memcpy(host, ax_model_logits(m), sizeof(float) * (size_t)B * T * *Vl);
 }
 
-void ax_score_row_ref(const float *l, int V, int t, double *logp, double *mu, double *sigma) {
-    double mx = -INFINITY, z = 0;
-    for (int v = 0; v < V; v++) mx = l[v] > mx ? l[v] : mx;
-    for (int v = 0; v < V; v++) z += exp(l[v] - mx);
-    double lz = mx + log(z), m1 = 0, m2 = 0;
-    for (int v = 0; v < V; v++) {
-        double lp = l[v] - lz, p = exp(lp);
-        m1 += p * lp;
-    }
-    for (int v = 0; v < V; v++) {
-        double lp = l[v] - lz, p = exp(lp);
-        m2 += p * (lp - m1) * (lp - m1);
-    }
-    *logp = l[t] - lz;
-    *mu = m1;
-    *sigma = sqrt(m2);
-}
-
 void ax_score_result_free(ax_score_result *r) {
     free(r->off), free(r->logp), free(r->mu), free(r->sigma);
     memset(r, 0, sizeof *r);

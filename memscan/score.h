@@ -5,7 +5,8 @@
  *   sigma = sqrt(Var_{z~p}[log p(z)])
  * over the FULL vocabulary (min-k%++, Zhang et al. 2024). The vocabulary is split over Y, so
  * like the loss these take a row max and then sums over the Y ranks; the sequences are spread
- * over the batch ranks and every rank ends with every sequence's scores. */
+ * over the batch ranks and every rank ends with every sequence's scores. (One full row at a
+ * time: ax_token_logp_stats in memscan/privacy_metrics.h, the tests' reference.) */
 #pragma once
 #include <stdint.h>
 #include "lib/core/status.h"
@@ -32,7 +33,3 @@ typedef struct {
 ax_status ax_score_seqs(ax_model_t *m, int n, const int32_t *const *tok, const int *len,
                         const ax_score_opts *o, ax_score_result *out);
 void ax_score_result_free(ax_score_result *r);
-
-/* The three numbers from the full logit row l[V] and target t, in float64: the reference the
- * grid computation is tested against (and a helper for tests). */
-void ax_score_row_ref(const float *l, int V, int t, double *logp, double *mu, double *sigma);

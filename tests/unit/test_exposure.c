@@ -65,7 +65,7 @@ static double brute_loglik(ax_model_t *m1, int T, const char *prefix, const char
     double a = 0;
     for (int t = np; t < n - 1; t++) {
         double lp, mu, sd;
-        ax_score_row_ref(ax_model_logits(m1) + (size_t)t * Vl, VOCAB, seq[t + 1], &lp, &mu, &sd);
+        ax_token_logp_stats(ax_model_logits(m1) + (size_t)t * Vl, VOCAB, seq[t + 1], &lp, &mu, &sd);
         a += lp;
     }
     return a;

@@ -1,7 +1,8 @@
 /* Per-token scores (memscan/score.h) against brute force: every target's log p, and the mean
  * and standard deviation of log p over the full next-token distribution, recomputed in float64
  * from the full logit row of a one-sequence forward; sequences of several lengths, batched
- * with padding. The reference itself is checked on hand-worked rows. */
+ * with padding (the reference, ax_token_logp_stats, is checked on hand-worked rows in
+ * test_privacy_metrics.c). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "lib/core/rng.h"
 #include "lib/model/model.h"
+#include "memscan/privacy_metrics.h"
 #include "memscan/score.h"
 #include "tests/unit/test_suite_files.h"
 
@@ -33,21 +35,6 @@ static ax_model_t *tiny_model(int B, int T) {
     for (int64_t i = 0; i < ax_model_n_params(m); i++) p[i] *= 4.0f;
     ax_model_params_updated(m);
     return m;
-}
-
-Test(memscan_score, reference_hand_worked) {
-    float uni[4] = {0.5f, 0.5f, 0.5f, 0.5f};
-    double lp, mu, sd;
-    ax_score_row_ref(uni, 4, 2, &lp, &mu, &sd);
-    cr_expect(fabs(lp + log(4)) < 1e-12 && fabs(mu + log(4)) < 1e-12 && fabs(sd) < 1e-12);
-    /* p = (2/3, 1/3): log p = (log 2/3, log 1/3); mean and spread of those two values */
-    float two[2] = {(float)log(2.0), 0.0f};
-    ax_score_row_ref(two, 2, 1, &lp, &mu, &sd);
-    double a = log(2.0 / 3), b = log(1.0 / 3), m = (2 * a + b) / 3;
-    cr_expect(fabs(lp - b) < 1e-7, "%g", lp);
-    cr_expect(fabs(mu - m) < 1e-7, "%g vs %g", mu, m);
-    double v = (2 * (a - m) * (a - m) + (b - m) * (b - m)) / 3;
-    cr_expect(fabs(sd - sqrt(v)) < 1e-7, "%g vs %g", sd, sqrt(v));
 }
 
 static void check(int batch, int want_dist) {
@@ -83,8 +70,8 @@ static void check(int batch, int want_dist) {
         cr_assert_eq(valid, VOCAB);
         for (int t = 0; t < len[i] - 1; t++) {
             double lp, mu, sd;
-            ax_score_row_ref(ax_model_logits(m1) + (size_t)t * Vl, VOCAB, seqs[i][t + 1], &lp, &mu,
-                             &sd);
+            ax_token_logp_stats(ax_model_logits(m1) + (size_t)t * Vl, VOCAB, seqs[i][t + 1], &lp,
+                                &mu, &sd);
             long at = r.off[i] + t;
             double e = fabs(lp - r.logp[at]);
             if (want_dist) {

@@ -15,6 +15,7 @@
 #include "lib/core/rng.h"
 #include "lib/model/model.h"
 #include "memscan/mia.h"
+#include "memscan/privacy_metrics.h"
 #include "memscan/score.h"
 #include "tests/unit/test_suite_files.h"
 
@@ -51,8 +52,8 @@ static void brute_logp(ax_model_t *m1, const int32_t *seq, int len, double *lp, 
     int v0, valid, Vl;
     ax_model_vocab_slice(m1, &v0, &valid, &Vl);
     for (int t = 0; t < len - 1; t++)
-        ax_score_row_ref(ax_model_logits(m1) + (size_t)t * Vl, VOCAB, seq[t + 1], &lp[t], &mu[t],
-                         &sd[t]);
+        ax_token_logp_stats(ax_model_logits(m1) + (size_t)t * Vl, VOCAB, seq[t + 1], &lp[t], &mu[t],
+                            &sd[t]);
 }
 
 /* greedy continuation by full forwards: seq[1..n) after seq[0] (end-of-text), bytes only */
