@@ -35,7 +35,7 @@ static const ax_cfg_entry entries[] = {
      "the secrets file `axmem data canaries` wrote (required)"},
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
      "tokenizer of the canaries (default: the one the secrets file names)"},
-    {"exact-max", AX_CFG_FLOAT, F(exact_max), "100000", 1, 1e8,
+    {"exact-max", AX_CFG_FLOAT, F(exact_max), "100000", 1, 1e7,
      "rank exactly among every string of the format when there are at most this many"},
     {"candidates", AX_CFG_INT, F(candidates), "0", 0, 1e7,
      "larger spaces: random candidates besides the file's references (1000 when it has none)"},
@@ -219,6 +219,12 @@ static ax_status run_exposure(exposure_flags *fl) {
                             .progress = 1};
     AX_CHECK_GOTO(ax_exposure_plan_build(&cs, tok, &c, &plan), out);
     int T = ax_exposure_plan_T(plan);
+    if ((int64_t)c.batch * T > (1 << 28)) {
+        st = ax_errorf(AX_ERR_ARG,
+                       "--batch %d x %d positions per forward is too many; lower --batch", c.batch,
+                       T);
+        goto out;
+    }
     AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, fl->device, c.batch * T, T, &mm), out);
     if (ax_tokenizer_vocab_size(tok) > mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,

@@ -218,6 +218,11 @@ static ax_status run_mia(mia_flags *fl) {
                                      "axmem memscan mia --help");
     if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
     int T = (int)fl->tokens_per_doc, B = (int)fl->batch;
+    if ((int64_t)B * T > (1 << 28))
+        return ax_errorf(AX_ERR_ARG,
+                         "--batch %d x --tokens-per-doc %d positions per forward is too many; "
+                         "lower --batch",
+                         B, T);
     AX_CHECK_GOTO(ax_axd_open(fl->members, 1, &mem), out);
     AX_CHECK_GOTO(ax_axd_open(fl->nonmembers, 1, &non), out);
     if (fl->tokenizer[0]) {
