@@ -291,6 +291,13 @@ static void secrets_json(ax_jw *w, const ax_canary_config *c, const ax_canary_fo
     ax_jw_obj_end(w);
 }
 
+/* 1 if the token's first byte continues a UTF-8 character (10xxxxxx) */
+static int starts_mid_char(const ax_tokenizer_t *tok, int32_t id) {
+    size_t len;
+    const uint8_t *b = ax_tokenizer_token_bytes(tok, id, &len);
+    return len && (b[0] & 0xC0) == 0x80;
+}
+
 /* leading tokens whose bytes lie wholly inside the first prefix_len bytes */
 static int count_prefix_tokens(const ax_tokenizer_t *tok, const int32_t *t, size_t n,
                                int prefix_len) {
@@ -397,7 +404,11 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
         for (int rep = 0; rep < cs[i].repeats; rep++, k++) {
             uint64_t d = ax_rng_below(c->seed, 3, (uint64_t)k, nd);
             uint64_t len = off[d + 1] - off[d]; /* gaps 0..len-1: before the end-of-text */
-            ins[k] = (insertion){d, ax_rng_below(c->seed, 4, (uint64_t)k, len ? len : 1), 0, i};
+            uint64_t g = ax_rng_below(c->seed, 4, (uint64_t)k, len ? len : 1);
+            /* never between the bytes of one UTF-8 character: move past a token that starts
+             * with a continuation byte (the end-of-text, last, has no bytes) */
+            while (g + 1 < len && starts_mid_char(tok, (int32_t)ax_axd_token(ds, off[d] + g))) g++;
+            ins[k] = (insertion){d, g, 0, i};
             order[k] = k;
         }
     g_ins = ins;
