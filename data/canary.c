@@ -204,12 +204,13 @@ typedef struct {
     long canary;
 } insertion;
 
-static const insertion *g_ins; /* qsort has no context argument: the array being sorted */
-static int cmp_ins(const void *a, const void *b) {
-    const insertion *x = &g_ins[*(const long *)a], *y = &g_ins[*(const long *)b];
+/* insertion order: by document, gap, then number (qsort_r: the array is the context) */
+static int cmp_ins(const void *a, const void *b, void *ctx) {
+    const insertion *all = ctx;
+    long i = *(const long *)a, j = *(const long *)b;
+    const insertion *x = &all[i], *y = &all[j];
     if (x->doc != y->doc) return x->doc < y->doc ? -1 : 1;
     if (x->gap != y->gap) return x->gap < y->gap ? -1 : 1;
-    long i = *(const long *)a, j = *(const long *)b;
     return i < j ? -1 : i > j;
 }
 
@@ -411,8 +412,7 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
             ins[k] = (insertion){d, g, 0, i};
             order[k] = k;
         }
-    g_ins = ins;
-    qsort(order, (size_t)n_ins, sizeof *order, cmp_ins);
+    qsort_r(order, (size_t)n_ins, sizeof *order, cmp_ins, ins);
     AX_CHECK_GOTO(ax_axd_writer_create(c->out, ax_axd_vocab_size(ds), &w), fail);
     ax_axd_writer_set_tokenizer(w, ax_axd_tokenizer_checksum(ds));
     size_t in_cap = 0, out_cap = 0;
