@@ -204,12 +204,13 @@ typedef struct {
     long canary;
 } insertion;
 
-static const insertion *g_ins; /* qsort has no context argument: the array being sorted */
-static int cmp_ins(const void *a, const void *b) {
-    const insertion *x = &g_ins[*(const long *)a], *y = &g_ins[*(const long *)b];
+/* insertion order: by document, gap, then number (qsort_r: the array is the context) */
+static int cmp_ins(const void *a, const void *b, void *ctx) {
+    const insertion *all = ctx;
+    long i = *(const long *)a, j = *(const long *)b;
+    const insertion *x = &all[i], *y = &all[j];
     if (x->doc != y->doc) return x->doc < y->doc ? -1 : 1;
     if (x->gap != y->gap) return x->gap < y->gap ? -1 : 1;
-    long i = *(const long *)a, j = *(const long *)b;
     return i < j ? -1 : i > j;
 }
 
@@ -289,6 +290,13 @@ static void secrets_json(ax_jw *w, const ax_canary_config *c, const ax_canary_fo
     for (long i = 0; i < nr; i++) ax_jw_str(w, refs[i]);
     ax_jw_arr_end(w);
     ax_jw_obj_end(w);
+}
+
+/* 1 if the token's first byte continues a UTF-8 character (10xxxxxx) */
+static int starts_mid_char(const ax_tokenizer_t *tok, int32_t id) {
+    size_t len;
+    const uint8_t *b = ax_tokenizer_token_bytes(tok, id, &len);
+    return len && (b[0] & 0xC0) == 0x80;
 }
 
 /* leading tokens whose bytes lie wholly inside the first prefix_len bytes */
@@ -397,11 +405,14 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
         for (int rep = 0; rep < cs[i].repeats; rep++, k++) {
             uint64_t d = ax_rng_below(c->seed, 3, (uint64_t)k, nd);
             uint64_t len = off[d + 1] - off[d]; /* gaps 0..len-1: before the end-of-text */
-            ins[k] = (insertion){d, ax_rng_below(c->seed, 4, (uint64_t)k, len ? len : 1), 0, i};
+            uint64_t g = ax_rng_below(c->seed, 4, (uint64_t)k, len ? len : 1);
+            /* never between the bytes of one UTF-8 character: move past a token that starts
+             * with a continuation byte (the end-of-text, last, has no bytes) */
+            while (g + 1 < len && starts_mid_char(tok, (int32_t)ax_axd_token(ds, off[d] + g))) g++;
+            ins[k] = (insertion){d, g, 0, i};
             order[k] = k;
         }
-    g_ins = ins;
-    qsort(order, (size_t)n_ins, sizeof *order, cmp_ins);
+    qsort_r(order, (size_t)n_ins, sizeof *order, cmp_ins, ins);
     AX_CHECK_GOTO(ax_axd_writer_create(c->out, ax_axd_vocab_size(ds), &w), fail);
     ax_axd_writer_set_tokenizer(w, ax_axd_tokenizer_checksum(ds));
     size_t in_cap = 0, out_cap = 0;

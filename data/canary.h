@@ -73,8 +73,9 @@ typedef struct {
 
 /* Plants the canaries: each canary's text, tokenized once, is inserted `repeats` times, each
  * at a uniformly drawn document and a uniformly drawn gap between its tokens (before its
- * end-of-text at the latest), so a canary never lands inside another one (two at one gap
- * follow each other). Writes c->out (atomically, 0600, the input's tokenizer identity) and
+ * end-of-text at the latest; a gap inside a UTF-8 character moves to the next gap after it),
+ * so a canary never lands inside another one (two at one gap follow each other) nor splits a
+ * character. Writes c->out (atomically, 0600, the input's tokenizer identity) and
  * c->secrets (atomically, 0600). Refuses an output that is the input, or the same file for
  * both outputs; the tokenizer must be the dataset's. Nothing is written on failure. */
 ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r);

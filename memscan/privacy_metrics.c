@@ -183,6 +183,11 @@ double ax_zlib_score(double mean_loss, size_t zlib_bytes) {
     return -mean_loss / (double)zlib_bytes;
 }
 
+double ax_ref_ratio_score(double mean_loss, double ref_mean_loss) {
+    if (!(ref_mean_loss > 0)) return NAN;
+    return -mean_loss / ref_mean_loss;
+}
+
 void ax_token_logp_stats(const float *logits, long V, int32_t target, double *logp, double *mu,
                          double *sigma) {
     double mx = -INFINITY;

@@ -7,7 +7,9 @@
  *    for score >= threshold. (Negate a loss before passing it: -loss is a score.)
  *  - mem[nm] are the members' scores, non[nn] the non-members'; the arrays are not modified.
  *  - log-probabilities are natural logs (nats); exposure is in bits.
- *  - functions returning double return NAN when the statistic is undefined (an empty side). */
+ *  - scores must not be NaN: a caller drops (and counts) documents it could not score.
+ *  - functions returning double return NAN when the statistic is undefined (an empty side) or
+ *    their scratch allocation fails. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +57,11 @@ ax_status ax_zlib_bytes(const void *text, size_t len, size_t *out);
  * compressibility suggests has a low ratio, so the SCORE is its negation: -loss / zlib_bytes.
  * NAN if zlib_bytes is 0. */
 double ax_zlib_score(double mean_loss, size_t zlib_bytes);
+
+/* The reference-model attack (Carlini et al. 2021): the ratio of the target model's mean loss
+ * to a reference model's on the same document; text the target finds much easier than the
+ * reference does is likely a member, so the SCORE is -loss / ref_loss. NAN if ref_loss <= 0. */
+double ax_ref_ratio_score(double mean_loss, double ref_mean_loss);
 
 /* Per-position statistics of one next-token distribution, from a row of raw logits[V]
  * (log-softmax in double): logp = log p(target); mu = E_z[log p(z)], sigma = sqrt(Var_z[log

@@ -62,7 +62,11 @@ typedef struct {
     char txt[256], tok[256], in[256], out[256], sec[256];
 } files;
 
-static void make_dataset(files *p, const char *tag) {
+static const char *PLAIN[] = {"alpha", "beta",  "gamma", "delta", "river", "stone",
+                              "light", "north", "quiet", "field", "my",    "is"};
+
+/* 30 one-line documents of words[n] (12 words), a tokenizer of `vocab` ids trained on them */
+static void make_dataset_of(files *p, const char *tag, const char *const *words, int vocab) {
     char b[64];
 #define TMP(field, ext)                                                                            \
     snprintf(b, sizeof b, "%s.%s", tag, ext);                                                      \
@@ -73,8 +77,6 @@ static void make_dataset(files *p, const char *tag) {
     TMP(out, "out.axd");
     TMP(sec, "secrets.json");
 #undef TMP
-    static const char *words[] = {"alpha", "beta",  "gamma", "delta", "river", "stone",
-                                  "light", "north", "quiet", "field", "my",    "is"};
     char text[1 << 15];
     size_t len = 0;
     for (int d = 0; d < 30; d++) {
@@ -87,11 +89,15 @@ static void make_dataset(files *p, const char *tag) {
     cr_assert(td_write(p->txt, text, len));
     const char *in[] = {p->txt};
     ax_data_tokenizer_result tr;
-    cr_assert_eq(ax_data_tokenizer_train(in, 1, 1, 300, 0, p->tok, &tr), AX_OK, "%s",
+    cr_assert_eq(ax_data_tokenizer_train(in, 1, 1, (uint64_t)vocab, 0, p->tok, &tr), AX_OK, "%s",
                  ax_error_msg());
     ax_data_encode_result er;
     cr_assert_eq(ax_data_encode(p->tok, in, 1, 1, 1, p->in, &er), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(er.docs, 30);
+}
+
+static void make_dataset(files *p, const char *tag) {
+    make_dataset_of(p, tag, PLAIN, 300);
 }
 
 static void rm_files(const files *p) {
@@ -348,5 +354,58 @@ Test(canary, bad_requests_write_nothing) {
     cr_assert_neq(ax_data_canaries(&c, &r), AX_OK);
     ax_error_clear();
     cr_assert(!ax_path_exists(p.out) && !ax_path_exists(p.sec), "a failed run left a file");
+    rm_files(&p);
+}
+
+Test(canary, never_splits_a_utf8_character) {
+    /* few merges: most multi-byte characters stay split over byte tokens, so half the gaps of
+     * this text fall inside a character */
+    static const char *WIDE[] = {"\xc3\xa9t\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac",
+                                 "na\xc3\xafve",      "\xce\xbb\xce\xbc",
+                                 "\xf0\x9f\x99\x82",  "caf\xc3\xa9",
+                                 "\xe2\x82\xac",      "\xc3\xbc\xc3\xb6",
+                                 "\xe3\x81\x82",      "x",
+                                 "\xd0\xb4\xd0\xb0",  "\xc3\xb8"};
+    files p;
+    make_dataset_of(&p, "utf8", WIDE, 262);
+    ax_canary_config c = config(&p, "pin {d3}", 10);
+    static const int five[] = {5};
+    c.repeats = five;
+    c.n_repeats = 1;
+    c.per_repeat = 40; /* 200 insertions */
+    ax_canary_result r;
+    cr_assert_eq(ax_data_canaries(&c, &r), AX_OK, "%s", ax_error_msg());
+    ax_tokenizer_t *tok;
+    cr_assert_eq(ax_tokenizer_load(p.tok, &tok), AX_OK);
+    docs_t out = load_docs(p.out), in = load_docs(p.in);
+    /* the input has gaps inside characters (else this test proves nothing) */
+    long inside = 0;
+    for (uint64_t d = 0; d < in.nd; d++)
+        for (uint64_t i = 0; i < in.len[d]; i++) {
+            size_t n;
+            const uint8_t *b = ax_tokenizer_token_bytes(tok, in.doc[d][i], &n);
+            inside += n && (b[0] & 0xC0) == 0x80;
+        }
+    cr_assert(inside > 100, "only %ld gaps inside characters", inside);
+    ax_json *j = load_secrets(p.sec);
+    const ax_json *cans = ax_json_get(j, "canaries");
+    long checked = 0;
+    for (size_t i = 0; i < cans->n; i++) {
+        size_t nw = ax_json_get(cans->items[i], "tokens")->n;
+        const ax_json *at = ax_json_get(cans->items[i], "inserted");
+        for (size_t k = 0; k < at->n; k++, checked++) {
+            uint64_t d = (uint64_t)ax_json_get(at->items[k], "doc")->num,
+                     pos = (uint64_t)ax_json_get(at->items[k], "token_pos")->num;
+            /* what follows the canary (another canary, text or end-of-text) starts a character */
+            size_t n;
+            const uint8_t *b = ax_tokenizer_token_bytes(tok, out.doc[d][pos + nw], &n);
+            cr_assert(!n || (b[0] & 0xC0) != 0x80, "canary %zu copy %zu splits a character", i, k);
+        }
+    }
+    cr_assert_eq(checked, 200);
+    ax_json_free(j);
+    free_docs(&in);
+    free_docs(&out);
+    ax_tokenizer_free(tok);
     rm_files(&p);
 }

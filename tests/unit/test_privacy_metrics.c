@@ -194,6 +194,10 @@ Test(privacy_metrics, zlib_lengths_from_the_deflate_format) {
     /* the score: -loss / bytes */
     cr_assert_float_eq(ax_zlib_score(2.0, 8), -0.25, 1e-15);
     cr_assert(isnan(ax_zlib_score(2.0, 0)));
+    /* the reference ratio: -loss / ref_loss; lower target loss than reference -> higher */
+    cr_assert_float_eq(ax_ref_ratio_score(1.0, 4.0), -0.25, 1e-15);
+    cr_assert(ax_ref_ratio_score(1.0, 4.0) > ax_ref_ratio_score(3.0, 4.0));
+    cr_assert(isnan(ax_ref_ratio_score(1.0, 0)));
 }
 
 /* Logit table, vocab 3, softmax by hand:
