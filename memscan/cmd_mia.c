@@ -60,8 +60,9 @@ static const ax_cfg_table table = {
     .summary =
         "Membership inference: can an attacker tell training documents from unseen ones by the\n"
         "model's scores? Per document: loss, zlib ratio, min-k% prob, min-k%++ (full next-token\n"
-        "distribution) and, with --ref-ckpt, the loss ratio to a reference model; each oriented\n"
-        "so higher = member. Per score: ROC AUC with a bootstrap 95% interval, TPR at 0.1% and\n"
+        "distribution) and, with --ref-ckpt, the loss difference and ratio to a reference model;\n"
+        "each oriented so higher = member. Per score: ROC AUC with a bootstrap 95% interval, TPR "
+        "at 0.1% and\n"
         "1% FPR, and the ROC curve. Documents are read after an end-of-text token, as training\n"
         "sequences read them.",
     .entries = entries,

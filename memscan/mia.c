@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ax_mia_names[AX_MIA_N] = {"loss", "zlib", "min_k", "min_k_pp", "ref"};
+const char *const ax_mia_names[AX_MIA_N] = {"loss",     "zlib", "min_k",
+                                            "min_k_pp", "ref",  "ref_ratio"};
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -59,6 +60,7 @@ static ax_status doc_scores(ax_mia_doc *d, const int32_t *toks, const float *lp,
         for (int t = 0; t < n; t++) r += ref_lp[t];
         d->ref_loss = -r / n;
         d->score[AX_MIA_REF] = d->ref_loss - d->loss;
+        d->score[AX_MIA_REF_RATIO] = ax_ref_ratio_score(d->loss, d->ref_loss);
     }
     if (tok) {
         uint8_t *text = NULL;
@@ -132,7 +134,7 @@ ax_status ax_mia_score(ax_model_t *m, ax_model_t *ref, const ax_axd_t *mem, cons
     }
     out->has[AX_MIA_LOSS] = out->has[AX_MIA_MIN_K] = out->has[AX_MIA_MIN_K_PP] = 1;
     out->has[AX_MIA_ZLIB] = tok != NULL;
-    out->has[AX_MIA_REF] = ref != NULL;
+    out->has[AX_MIA_REF] = out->has[AX_MIA_REF_RATIO] = ref != NULL;
 done:
     free(dm), free(dn), free(buf), free(len), free(ptr), free(tmp);
     ax_score_result_free(&sr), ax_score_result_free(&rr);

@@ -5,7 +5,8 @@
  *   zlib      -(mean token loss / zlib bytes of the decoded text)  (Carlini et al. 2021)
  *   min_k     mean of the lowest k% token log-probabilities         (Shi et al. 2024)
  *   min_k_pp  the same over (log p - mu) / sigma of each position    (Zhang et al. 2024)
- *   ref       reference model's loss - the model's loss             (Carlini et al. 2021)
+ *   ref       reference model's loss - the model's loss: the per-token log likelihood ratio
+ *   ref_ratio -(the model's loss / the reference model's loss)   (Carlini et al. 2021)
  * A document is scored on its first T tokens, read after an end-of-text (training sequences
  * put one before every document: `--packing doc` explicitly, packed ones after the previous
  * document's). */
@@ -23,9 +24,11 @@ typedef enum {
     AX_MIA_MIN_K,
     AX_MIA_MIN_K_PP,
     AX_MIA_REF,
+    AX_MIA_REF_RATIO,
     AX_MIA_N
 } ax_mia_kind;
-extern const char *const ax_mia_names[AX_MIA_N]; /* "loss", "zlib", "min_k", "min_k_pp", "ref" */
+extern const char
+    *const ax_mia_names[AX_MIA_N]; /* "loss", "zlib", "min_k", "min_k_pp", "ref", "ref_ratio" */
 
 typedef struct {
     int max_docs;  /* per set; 0: every document (a seeded random subset when fewer) */

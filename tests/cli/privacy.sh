@@ -73,7 +73,7 @@ nm = sum(r["member"] for r in rows); nn = len(rows) - nm
 need(j["counts"]["members"] == nm == j["members"]["scored_docs"] > 0, "member count")
 need(j["counts"]["nonmembers"] == nn == j["nonmembers"]["scored_docs"] > 0, "non-member count")
 need(j["samples"]["lines"] == len(rows), "samples block")
-need(set(j["metrics"]) == {"loss", "zlib", "min_k", "min_k_pp", "ref"}, "scores: %s" % list(j["metrics"]))
+need(set(j["metrics"]) == {"loss", "zlib", "min_k", "min_k_pp", "ref", "ref_ratio"}, "scores: %s" % list(j["metrics"]))
 for k, m in j["metrics"].items():
     lo, hi = m["auc_ci95"]
     need(0 <= lo <= m["auc"] <= hi <= 1, f"{k}: AUC {m['auc']} in [{lo}, {hi}]")

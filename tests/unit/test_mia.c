@@ -137,6 +137,7 @@ Test(mia, scores_match_brute_force_and_separate) {
         cr_expect(fabs(d->loss - loss) < 1e-4, "doc %d: loss %g vs %g", i, d->loss, loss);
         cr_expect(fabs(d->score[AX_MIA_LOSS] + loss) < 1e-4);
         cr_expect(fabs(d->score[AX_MIA_REF] - (rloss - loss)) < 1e-4);
+        cr_expect(fabs(d->score[AX_MIA_REF_RATIO] + loss / rloss) < 1e-4);
         cr_expect(fabs(d->score[AX_MIA_MIN_K] - ax_min_k_prob(lp, d->n_tokens, 0.25)) < 1e-4);
         cr_expect(fabs(d->score[AX_MIA_MIN_K_PP] - ax_min_k_pp(lp, mu, sd, d->n_tokens, 0.25)) <
                   1e-3);
@@ -171,7 +172,8 @@ Test(mia, scores_match_brute_force_and_separate) {
     cr_assert_eq(ax_mia_score(m, NULL, dm, dn, NULL, &c, &b), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(a.n_mem, 5);
     cr_assert_eq(a.n_non, 5);
-    cr_expect(!a.has[AX_MIA_ZLIB] && !a.has[AX_MIA_REF] && isnan(a.d[0].score[AX_MIA_REF]));
+    cr_expect(!a.has[AX_MIA_ZLIB] && !a.has[AX_MIA_REF] && isnan(a.d[0].score[AX_MIA_REF]) &&
+              !a.has[AX_MIA_REF_RATIO]);
     for (int i = 0; i < a.n; i++) {
         cr_expect_eq(a.d[i].doc, b.d[i].doc);
         cr_expect_eq(a.d[i].score[AX_MIA_LOSS], b.d[i].score[AX_MIA_LOSS]);
