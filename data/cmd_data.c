@@ -1,12 +1,17 @@
-/* `axmem data`: tokenizer-train, encode, decode, info. Each subcommand's flags are a config
- * table (lib/core/config.h); usage errors exit 2, runtime failures 1, each with one line on stderr.
+/* `axmem data`: tokenizer-train, encode, decode, info, split, canaries. Each subcommand's flags are
+ * a config table (lib/core/config.h); usage errors exit 2, runtime failures 1, each with one line
+ * on stderr.
  */
 #include "lib/core/cliargs.h"
 #include "lib/core/config.h"
 #include "cli/commands.h"
 #include "data/axd.h"
+#include "data/canary.h"
 #include "data/encode.h"
+#include "data/split.h"
 #include "data/tokenizer.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
 #include "lib/core/log.h"
 #include "lib/core/status.h"
 
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *TOP_HELP =
     "usage: axmem data SUBCOMMAND [flags]   (axmem data SUBCOMMAND --help)\n\n"
@@ -24,7 +30,9 @@ static const char *TOP_HELP =
     "  tokenizer-train  learn a BPE vocabulary from text/JSONL files\n"
     "  encode           tokenize text/JSONL files into a .axd dataset\n"
     "  decode           print the text of a dataset's documents or of token ids\n"
-    "  info             describe a .axd dataset (docs, tokens, vocab, checksum)\n\n"
+    "  info             describe a .axd dataset (docs, tokens, vocab, checksum)\n"
+    "  split            member / held-out split with an n-gram overlap rule (privacy attacks)\n"
+    "  canaries         plant random secrets at chosen repeat counts (privacy attacks)\n\n"
     "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
     "document; any other file is one document (or one per non-empty line with --split-lines).\n";
 
@@ -126,6 +134,79 @@ static const ax_cfg_table info_table = {
     .entries = info_entries,
     .n = (int)(sizeof info_entries / sizeof info_entries[0]),
     .positional = &info_path,
+};
+
+typedef struct {
+    char input[AX_CFG_STR_MAX], out_train[AX_CFG_STR_MAX], out_holdout[AX_CFG_STR_MAX];
+    char summary[AX_CFG_STR_MAX], max_memory[AX_CFG_STR_MAX];
+    double holdout;
+    int64_t seed, ngram;
+} split_flags;
+
+static const ax_cfg_entry split_entries[] = {
+    {"input", AX_CFG_STR, offsetof(split_flags, input), "", 1, 0,
+     "dataset (.axd) to split (required)"},
+    {"holdout", AX_CFG_FLOAT, offsetof(split_flags, holdout), "0.1", 0, 1,
+     "fraction of documents drawn at random into the held-out set, in (0, 1)"},
+#define SPLIT_F(field) offsetof(split_flags, field)
+    AX_CFG_SEED_ENTRY(SPLIT_F, "0", "seed of the random draw (same seed, same split)"),
+#undef SPLIT_F
+    /* 13: the contamination rule of GPT-3 (Brown et al. 2020) and the benchmarks that followed */
+    {"ngram", AX_CFG_INT, offsetof(split_flags, ngram), "13", 1, 1 << 20,
+     "drop held-out documents sharing a run of >= N tokens with the training set"},
+    {"out-train", AX_CFG_STR, offsetof(split_flags, out_train), "", 1, 0,
+     "training (member) dataset to write (required)"},
+    {"out-holdout", AX_CFG_STR, offsetof(split_flags, out_holdout), "", 1, 0,
+     "held-out (non-member) dataset to write (required)"},
+    {"summary", AX_CFG_STR, offsetof(split_flags, summary), "", 1, 0,
+     "also write the JSON summary to this file (it is always printed)"},
+    {"max-memory", AX_CFG_STR, offsetof(split_flags, max_memory), "8G", 1, 0,
+     "bound on the n-gram set (16-32 bytes per training token; suffix K, M, G)"},
+};
+static const ax_cfg_table split_table = {
+    .usage = "axmem data split --input X.axd --holdout F --out-train A.axd --out-holdout B.axd "
+             "[flags]",
+    .summary = "Draws round(F x documents) documents at random (seeded) into a held-out set and "
+               "keeps the\nrest for training; drops held-out documents that share a run of >= "
+               "--ngram tokens with\nthe training set. Prints a JSON summary (counts, dropped "
+               "documents and why).",
+    .entries = split_entries,
+    .n = (int)(sizeof split_entries / sizeof split_entries[0]),
+};
+
+typedef struct {
+    char input[AX_CFG_STR_MAX], tokenizer[AX_CFG_STR_MAX], format[AX_CFG_STR_MAX];
+    char repeats[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], secrets[AX_CFG_STR_MAX];
+    int64_t per_repeat, references, seed;
+} canary_flags;
+
+#define CANARY_F(field) offsetof(canary_flags, field)
+static const ax_cfg_entry canary_entries[] = {
+    {"input", AX_CFG_STR, CANARY_F(input), "", 1, 0, "dataset (.axd) to plant in (required)"},
+    {"tokenizer", AX_CFG_STR, CANARY_F(tokenizer), "", 1, 0,
+     "the tokenizer the dataset was encoded with (required)"},
+    {"format", AX_CFG_STR, CANARY_F(format), "my PIN is {d6}", 1, 0,
+     "canary text: literal text and {dN} digits, {aN} letters, {hN} hex (the secret)"},
+    {"repeats", AX_CFG_STR, CANARY_F(repeats), "1,2,4,8,16,32", 1, 0,
+     "comma-separated repeat counts: each canary is inserted that many times"},
+    {"per-repeat", AX_CFG_INT, CANARY_F(per_repeat), "4", 1, 100000, "canaries per repeat count"},
+    {"references", AX_CFG_INT, CANARY_F(references), "1000", 0, 1e7,
+     "never-inserted secrets of the same format (all the rest when the space is smaller)"},
+    AX_CFG_SEED_ENTRY(CANARY_F, "0", "draws the secrets, documents and positions"),
+    {"out", AX_CFG_STR, CANARY_F(out), "", 1, 0, "dataset to write, canaries planted (required)"},
+    {"secrets", AX_CFG_STR, CANARY_F(secrets), "", 1, 0,
+     "secrets file to write (JSON, mode 0600) for `axmem memscan exposure` (required)"},
+};
+#undef CANARY_F
+static const ax_cfg_table canary_table = {
+    .usage = "axmem data canaries --input X.axd --tokenizer TOK --out Y.axd --secrets S.json "
+             "[flags]",
+    .summary = "Inserts random secrets of --format (e.g. \"my PIN is {d6}\") into a dataset, "
+               "--per-repeat of them\nfor each of --repeats, each copy at a random token position "
+               "of a random document, and\nwrites them with --references never-inserted secrets "
+               "of the same format to --secrets\n(owner-only). The input is never modified.",
+    .entries = canary_entries,
+    .n = (int)(sizeof canary_entries / sizeof canary_entries[0]),
 };
 
 /* ---- small argument helpers ---- */
@@ -407,10 +488,142 @@ out:
     return rc;
 }
 
+/* ---------------------------------------------------------------- split */
+
+/* prints the JSON object (and a newline) to stdout and, with a path, writes it there
+ * atomically: temp file beside it, fsync, rename */
+static ax_status emit_json(const ax_jw *w, const char *path, int private_mode) {
+    const char *text = ax_jw_text(w);
+    if (!text) return ax_errorf(AX_ERR_NOMEM, "out of memory writing the summary");
+    if (printf("%s\n", text) < 0 || fflush(stdout) != 0)
+        return ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
+    if (!path || !path[0]) return AX_OK;
+    char tmp[AX_CFG_STR_MAX + 64];
+    int fd;
+    AX_CHECK(ax_create_temp(path, private_mode, tmp, sizeof tmp, &fd));
+    ax_status st = ax_write_all(fd, text, strlen(text), tmp);
+    if (st == AX_OK) st = ax_write_all(fd, "\n", 1, tmp);
+    if (st == AX_OK && fsync(fd) != 0)
+        st = ax_errorf(AX_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+    close(fd);
+    if (st == AX_OK) st = ax_rename_durable(tmp, path);
+    if (st != AX_OK) unlink(tmp);
+    return st;
+}
+
+static int cmd_split(int argc, char **argv) {
+    static const char *SUB = "split";
+    split_flags fl;
+    ax_status st = AX_OK;
+    ax_jw w;
+    ax_jw_init(&w);
+    int rc = parse_flags(SUB, &split_table, &fl, argc, argv, NULL);
+    if (rc >= 0) goto out;
+    rc = 0;
+    const char *need[][2] = {{fl.input, "--input X.axd"},
+                             {fl.out_train, "--out-train A.axd"},
+                             {fl.out_holdout, "--out-holdout B.axd"}};
+    for (int i = 0; i < 3; i++)
+        if (!need[i][0][0]) {
+            rc = usage_err(SUB, "%s is required", need[i][1]);
+            goto out;
+        }
+    ax_split_config c = {.holdout = fl.holdout, .seed = (uint64_t)fl.seed, .ngram = (int)fl.ngram};
+    if (ax_parse_size(fl.max_memory, &c.max_memory) != 1 || c.max_memory == 0) {
+        rc = usage_err(SUB, "--max-memory '%s' is not a positive size (e.g. 8G)", fl.max_memory);
+        goto out;
+    }
+    if (fl.summary[0] &&
+        (ax_data_same_file(fl.summary, fl.input) || ax_data_same_file(fl.summary, fl.out_train) ||
+         ax_data_same_file(fl.summary, fl.out_holdout))) {
+        rc = usage_err(SUB, "--summary %s must not be one of the datasets", fl.summary);
+        goto out;
+    }
+    ax_split_result r;
+    AX_CHECK_GOTO(ax_data_split(fl.input, fl.out_train, fl.out_holdout, &c, &r), fail);
+    ax_split_result_json(&r, &c, &w);
+    AX_CHECK_GOTO(emit_json(&w, fl.summary, 0), fail);
+    AX_INFO("wrote %s (%" PRIu64 " docs) and %s (%" PRIu64 " docs; %" PRIu64
+            " drawn documents dropped for a shared %d-gram)",
+            fl.out_train, r.train_docs, fl.out_holdout, r.holdout_docs, r.dropped_docs, c.ngram);
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    ax_jw_free(&w);
+    ax_cfg_free(&split_table, &fl);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- canaries */
+
+enum { MAX_REPEATS = 64 };
+
+/* "1,2,4": 0 and the counts, or 2 after a usage message */
+static int parse_repeats(const char *s, int *out, int *n) {
+    *n = 0;
+    for (const char *p = s;;) {
+        size_t len = strcspn(p, ",");
+        char one[32];
+        int64_t v = 0;
+        snprintf(one, sizeof one, "%.*s", (int)(len < 31 ? len : 31), p);
+        if (len == 0 || len > 30 || ax_parse_i64(one, &v) != 1 || v < 1 || v > 1000000 ||
+            *n == MAX_REPEATS)
+            return usage_err("canaries",
+                             "--repeats '%s' is not a list of up to 64 counts in 1..1000000, "
+                             "e.g. 1,2,4,8",
+                             s);
+        out[(*n)++] = (int)v;
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
+static int cmd_canaries(int argc, char **argv) {
+    static const char *SUB = "canaries";
+    canary_flags fl;
+    ax_status st = AX_OK;
+    int rc = parse_flags(SUB, &canary_table, &fl, argc, argv, NULL);
+    if (rc >= 0) goto out;
+    rc = 0;
+    const char *need[][2] = {{fl.input, "--input X.axd"},
+                             {fl.tokenizer, "--tokenizer TOK"},
+                             {fl.out, "--out Y.axd"},
+                             {fl.secrets, "--secrets FILE.json"}};
+    for (int i = 0; i < 4; i++)
+        if (!need[i][0][0]) {
+            rc = usage_err(SUB, "%s is required", need[i][1]);
+            goto out;
+        }
+    int reps[MAX_REPEATS], nrep;
+    if ((rc = parse_repeats(fl.repeats, reps, &nrep))) goto out;
+    ax_canary_config c = {.input = fl.input,
+                          .tokenizer = fl.tokenizer,
+                          .format = fl.format,
+                          .out = fl.out,
+                          .secrets = fl.secrets,
+                          .repeats = reps,
+                          .n_repeats = nrep,
+                          .per_repeat = (int)fl.per_repeat,
+                          .references = (long)fl.references,
+                          .seed = (uint64_t)fl.seed};
+    ax_canary_result r;
+    AX_CHECK_GOTO(ax_data_canaries(&c, &r), fail);
+    AX_INFO("wrote %s: %ld canaries, %" PRIu64 " insertions, %" PRIu64
+            " tokens added; %s: %ld reference secrets%s of a space of %.0f",
+            fl.out, r.canaries, r.insertions, r.tokens_added, fl.secrets, r.references,
+            r.references_complete ? " (all the rest)" : "", r.space);
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    ax_cfg_free(&canary_table, &fl);
+    return rc;
+}
+
 int ax_cmd_data(int argc, char **argv) {
-    static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train},
-                                      {"encode", cmd_encode},
-                                      {"decode", cmd_decode},
-                                      {"info", cmd_info}};
+    static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train}, {"encode", cmd_encode},
+                                      {"decode", cmd_decode},         {"info", cmd_info},
+                                      {"split", cmd_split},           {"canaries", cmd_canaries}};
     return ax_cli_dispatch("data", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }

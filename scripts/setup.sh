@@ -3,7 +3,7 @@
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
-PKGS="build-essential scons pkg-config libopenmpi-dev openmpi-bin libxxhash-dev libzstd-dev
+PKGS="build-essential scons pkg-config libopenmpi-dev openmpi-bin libxxhash-dev libzstd-dev zlib1g-dev
       libdnnl-dev libcriterion-dev python3 clang-format git clang libclang-rt-14-dev"
 # clang + libclang-rt-14-dev: the libFuzzer targets (scons fuzz=yes, tests/fuzz/run.sh)
 missing=""

@@ -265,5 +265,52 @@ expect_fail "probe --device cuda says how to get it" 1 "built without CUDA; rebu
 expect_fail "generate --device lists its words" 2 "use cpu or cuda" \
   "$AX" memscan generate --ckpt "$T/run" --index x.idx --device tpu
 
+# ---- privacy-attack data (issue 11): member/held-out split and canaries
+expect_fail "split: --out-holdout is required" 2 "--out-holdout B.axd is required" \
+  "$AX" data split --input "$T/kjv.axd" --out-train "$T/sp.tr.axd"
+expect_fail "split: --holdout must be a fraction" 2 "--holdout" \
+  "$AX" data split --input "$T/kjv.axd" --holdout 1.5 --out-train "$T/sp.tr.axd" --out-holdout "$T/sp.ho.axd"
+expect_fail "split: never over its input" 2 "must not be the input" \
+  "$AX" data split --input "$T/kjv.axd" --out-train "$T/kjv.axd" --out-holdout "$T/sp.ho.axd"
+"$AX" data split --input "$T/kjv.axd" --holdout 0.2 --seed 3 --ngram 32 --out-train "$T/sp.tr.axd" \
+  --out-holdout "$T/sp.ho.axd" --summary "$T/sp.json" >"$T/sp.out" 2>"$T/err" && ok "split runs" || bad "split runs"
+python3 - "$T/sp.out" "$T/sp.json" <<'PY' 2>"$T/err" && ok "split: summary adds up, printed and written" || bad "split: summary adds up, printed and written"
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+assert a == b, "printed and written summaries differ"
+assert a["train"]["docs"] + a["holdout"]["drawn_docs"] == a["input"]["docs"]
+assert a["holdout"]["docs"] + a["dropped"]["docs"] == a["holdout"]["drawn_docs"]
+assert a["holdout"]["drawn_docs"] == round(0.2 * a["input"]["docs"])
+assert a["train"]["tokens"] + a["holdout"]["tokens"] + a["dropped"]["tokens"] == a["input"]["tokens"]
+PY
+[ "$(stat -c %a "$T/sp.tr.axd")" = 600 ] && [ "$(stat -c %a "$T/sp.ho.axd")" = 600 ] \
+  && ok "split: both datasets mode 0600" || bad "split: both datasets mode 0600"
+expect_fail "canaries: --secrets is required" 2 "--secrets FILE.json is required" \
+  "$AX" data canaries --input "$T/kjv.axd" --tokenizer "$T/tok" --out "$T/can.axd"
+expect_fail "canaries: bad --format named" 2 "--format \"\{x3\}\"" \
+  "$AX" data canaries --input "$T/kjv.axd" --tokenizer "$T/tok" --out "$T/can.axd" --secrets "$T/can.json" --format "{x3}"
+expect_fail "canaries: bad --repeats named" 2 "--repeats '1,0'" \
+  "$AX" data canaries --input "$T/kjv.axd" --tokenizer "$T/tok" --out "$T/can.axd" --secrets "$T/can.json" --repeats 1,0
+expect_fail "canaries: never over its input" 2 "must not be the input" \
+  "$AX" data canaries --input "$T/kjv.axd" --tokenizer "$T/tok" --out "$T/kjv.axd" --secrets "$T/can.json"
+[ ! -e "$T/can.axd" ] && [ ! -e "$T/can.json" ] && ok "canaries: refused runs write nothing" \
+  || bad "canaries: refused runs write nothing"
+"$AX" data canaries --input "$T/kjv.axd" --tokenizer "$T/tok" --format "my PIN is {d4}" --repeats 1,4 \
+  --per-repeat 2 --references 20 --seed 5 --out "$T/can.axd" --secrets "$T/can.json" 2>"$T/err" \
+  && ok "canaries runs" || bad "canaries runs"
+[ "$(stat -c %a "$T/can.axd")" = 600 ] && [ "$(stat -c %a "$T/can.json")" = 600 ] \
+  && ok "canaries: dataset and secrets mode 0600" || bad "canaries: dataset and secrets mode 0600"
+# every canary's text, decoded from the planted dataset, occurs exactly `repeats` times
+"$AX" data decode --tokenizer "$T/tok" --data "$T/can.axd" >"$T/can.txt" 2>"$T/err"
+python3 - "$T/can.json" "$T/can.txt" <<'PY' 2>"$T/err" && ok "canaries: each secret planted repeats times, references never" || bad "canaries: each secret planted repeats times, references never"
+import json, sys
+s = json.load(open(sys.argv[1])); text = open(sys.argv[2], encoding="utf-8", errors="replace").read()
+assert s["version"] == 1 and s["space"] == 10000 and len(s["canaries"]) == 4 and len(s["references"]) == 20
+for c in s["canaries"]:
+    assert text.count(c["prefix"] + c["secret"]) == c["repeats"] == len(c["inserted"]), c
+for r in s["references"]:
+    assert text.count("my PIN is " + r) == 0, r
+PY
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
