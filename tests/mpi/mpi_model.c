@@ -137,7 +137,11 @@ static void run(ax_grid_t *g, int overlap) {
             ax_model_forward(par, in + off, tg + off, mask + off, bl, (float)(1 / n_sup), 1);
         if (step == 0) /* the residual stream entering each layer: rows of my batch, cols of my x */
             for (int l = 0; l <= c.n_layers; l++) {
-                const float *rr = ax_model_residual(ref, l), *rp = ax_model_residual(par, l);
+                float *rr = malloc(sizeof(float) * B * T * c.dim),
+                      *rp = malloc(sizeof(float) * B * T * Cx);
+                EXPECT(rr && rp && !ax_model_read_residual(ref, l, rr) &&
+                           !ax_model_read_residual(par, l, rp),
+                       "read the residual: %s", ax_error_msg());
                 double worst = 0, scale = max_abs(rr, (long)B * T * c.dim);
                 for (int i = 0; i < bl * T; i++)
                     for (int k = 0; k < Cx; k++)
@@ -146,6 +150,7 @@ static void run(ax_grid_t *g, int overlap) {
                 EXPECT(worst <= 1e-5 * scale,
                        "overlap=%d layer %d forward output differs: %g (scale %g)", overlap, l,
                        worst, scale);
+                free(rr), free(rp);
             }
         ax_model_backward(par);
         EXPECT(ax_model_status(par) == AX_OK, "collective failed: %s", ax_error_msg());
@@ -157,14 +162,17 @@ static void run(ax_grid_t *g, int overlap) {
             const ax_tensor_info *ts = ax_model_tensors(ref);
             for (int i = 0; i < ax_model_n_tensors(ref); i++) {
                 float *gl = malloc((size_t)ts[i].numel * sizeof(float));
-                ax_model_gather_tensor(par, i, ax_model_grads(par), gl);
-                const float *gr = ax_model_grads(ref) + ts[i].offset;
+                float *gr = malloc((size_t)ts[i].numel * sizeof(float));
+                ax_model_gather_tensor(par, i, ax_model_slab(par, AX_SLAB_GRADS), gl);
+                /* the serial model's slab is the global layout */
+                EXPECT(!ax_model_read_grads(ref, gr, ts[i].offset, ts[i].numel), "read: %s",
+                       ax_error_msg());
                 double worst = 0, scale = max_abs(gr, (long)ts[i].numel);
                 for (long k = 0; k < ts[i].numel; k++) worst = fmax(worst, fabs(gl[k] - gr[k]));
                 EXPECT(worst <= 1e-4 * scale + 1e-9,
                        "overlap=%d gradient of %s differs: %g (scale %g)", overlap, ts[i].name,
                        worst, scale);
-                free(gl);
+                free(gl), free(gr);
             }
         }
         double gn_ref = 0, gn_par = 0;

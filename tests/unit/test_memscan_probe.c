@@ -37,9 +37,12 @@ static ax_model_t *tiny_model(int T) {
     cr_assert_eq(ax_model_create(&c, 1, T, &m), AX_OK, "%s", ax_error_msg());
     ax_model_init(m, 11);
     /* larger weights than the init's: logits far from uniform, so greedy choices are clear */
-    float *p = ax_model_params(m);
-    for (int64_t i = 0; i < ax_model_n_params(m); i++) p[i] *= 4.0f;
-    ax_model_params_updated(m);
+    int64_t n = ax_model_n_local(m);
+    float *p = malloc(sizeof *p * (size_t)n);
+    cr_assert_eq(ax_model_read_params(m, p, 0, n), AX_OK);
+    for (int64_t i = 0; i < n; i++) p[i] *= 4.0f;
+    cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
+    free(p);
     return m;
 }
 
@@ -53,7 +56,9 @@ static int32_t full_argmax(ax_model_t *m, int T, const int32_t *seq, int len, fl
     int v0, valid, Vl;
     ax_model_vocab_slice(m, &v0, &valid, &Vl);
     cr_assert_eq(v0, 0);
-    const float *lg = ax_model_logits(m) + (size_t)(len - 1) * Vl;
+    float *all = malloc(sizeof *all * (size_t)T * (size_t)Vl); /* [1, T, Vl] */
+    cr_assert_eq(ax_model_read_logits(m, all), AX_OK);
+    const float *lg = all + (size_t)(len - 1) * Vl;
     int best = 0;
     float second = -INFINITY;
     for (int v = 1; v < valid; v++)
@@ -61,7 +66,7 @@ static int32_t full_argmax(ax_model_t *m, int T, const int32_t *seq, int len, fl
     for (int v = 0; v < valid; v++)
         if (v != best && lg[v] > second) second = lg[v];
     *gap = lg[best] - second;
-    free(in), free(tg), free(mask);
+    free(in), free(tg), free(mask), free(all);
     return best;
 }
 
