@@ -77,6 +77,33 @@ static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl) {
                    got.calls[k][a], want.bytes[k][a], want.calls[k][a]);
 }
 
+/* Parameters written through ax_model_write_params reach the next forward on every grid (with
+ * Gz > 1 the blocks gathered over Z must be refreshed): the same elementwise change on both
+ * models (their layouts differ) keeps the losses equal. */
+static void check_write_params(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
+    ax_model_t *ms[2] = {ref, par};
+    for (int k = 0; k < 2; k++) {
+        int64_t n = ax_model_n_local(ms[k]);
+        float *p = malloc(sizeof(float) * (size_t)n);
+        EXPECT(p && !ax_model_read_params(ms[k], p, 0, n), "read params: %s", ax_error_msg());
+        for (int64_t i = 0; p && i < n; i++) p[i] *= 1.5f;
+        EXPECT(p && !ax_model_write_params(ms[k], p, 0, n), "write params: %s", ax_error_msg());
+        free(p);
+    }
+    int32_t in[B * T], tg[B * T];
+    uint8_t mask[B * T];
+    batch(99, in, tg, mask);
+    double n_sup = 0;
+    for (int i = 0; i < B * T; i++) n_sup += mask[i];
+    double lr_ = ax_model_forward(ref, in, tg, mask, B, 1.0f, 0) / n_sup;
+    long off = (long)bc * bl * T;
+    double lp = ax_model_forward(par, in + off, tg + off, mask + off, bl, 1.0f, 0);
+    ax_allreduce_sum_f64(ax_model_grid(par), AX_AXIS_BATCH, &lp, 1);
+    lp /= n_sup;
+    EXPECT(fabs(lp - lr_) <= 1e-4 * fabs(lr_), "after write_params: loss %.8f vs single-rank %.8f",
+           lp, lr_);
+}
+
 /* KV-cached decoding on the grid: the same logits and greedy tokens as the serial model */
 static void check_decode(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
     int V = cfg().vocab, P = 6;
@@ -180,7 +207,8 @@ static void run(ax_grid_t *g, int overlap) {
         EXPECT(ax_optim_step(opar, par, 1e-2, &gn_par) == AX_OK, "step: %s", ax_error_msg());
         if (step == 1) check_volume(g, &c, bl);
     }
-    check_decode(ref, par, bl, bc);
+    check_decode(ref, par, bl, bc); /* gathers the blocks over Z: the next check needs that */
+    check_write_params(ref, par, bl, bc);
     ax_optim_free(oref), ax_optim_free(opar);
     ax_model_free(ref), ax_model_free(par);
 }
