@@ -113,7 +113,8 @@ ax_status ax_model_status(const ax_model_t *m);
 
 /* ---- inspection of the last forward (tests, tools; copies through the backend) ----
  * B is the last forward's batch; each returns AX_ERR_ARG before any forward, otherwise
- * ax_ctx_status of the copy. */
+ * ax_ctx_status of the copy. Decoding reuses layer 0's buffers as scratch: read the residual
+ * stream before decoding. */
 /* host[B, T, Vl] <- the logits of the last forward without want_grad: this rank's vocabulary
  * slice, columns for global ids [v0, v0 + valid) (see ax_model_vocab_slice). */
 ax_status ax_model_read_logits(const ax_model_t *m, float *host);
