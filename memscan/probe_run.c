@@ -233,6 +233,9 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
     if (!fl->ckpt[0] || !fl->data[0])
         return ax_errorf(AX_ERR_ARG,
                          "--ckpt and --data are required; see axmem memscan probe --help");
+    if (strcmp(fl->offset, "start") && strcmp(fl->offset, "random")) /* set in code: anything */
+        return ax_errorf(AX_ERR_ARG, "--offset '%s' is not a choice; use start or random",
+                         fl->offset);
     if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
     AX_CHECK_GOTO(ax_axd_open(fl->data, 1, &ds), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);

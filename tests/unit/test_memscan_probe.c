@@ -283,6 +283,11 @@ Test(memscan_probe, library_calls_return_what_they_write) {
     snprintf(po.ckpt, sizeof po.ckpt, "%s", run);
     snprintf(po.data, sizeof po.data, "%s", data);
     snprintf(po.out, sizeof po.out, "%s", scan);
+    snprintf(po.offset, sizeof po.offset, "middle"); /* the table would refuse it; so does run */
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "use start or random"), "%s", ax_error_msg());
+    ax_error_clear();
+    snprintf(po.offset, sizeof po.offset, "start");
     po.samples = 6, po.prefix = 8, po.suffix = 8, po.batch = 4;
     cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_OK, "%s", ax_error_msg());
     cr_assert(ps.written);
