@@ -115,7 +115,9 @@ static ax_status write_manifest_and_blobs(run_state *r, long step, float *const 
  * every rank takes part in gathering each tensor, rank 0 writes. */
 static ax_status write_checkpoint(run_state *r, long step) {
     int64_t n = ax_model_n_params(r->model);
-    float *local[3] = {ax_model_params(r->model), ax_optim_m(r->optim), ax_optim_v(r->optim)};
+    const ax_slab *local[3] = {ax_model_slab(r->model, AX_SLAB_PARAMS),
+                               ax_optim_slab(r->optim, AX_OPTIM_M),
+                               ax_optim_slab(r->optim, AX_OPTIM_V)};
     float *global[3] = {NULL, NULL, NULL};
     ax_status st = AX_OK;
     if (r->rank0)
@@ -178,9 +180,9 @@ static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
                          r->cfg->data, path, (unsigned long long)ax_axd_checksum(r->ds),
                          (unsigned long long)ds_sum);
     if (r->val_ds) AX_CHECK(check_val_data(r, ck));
-    AX_CHECK(ax_model_load_blob(r->model, ck, "params", ax_model_params(r->model)));
-    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_m", ax_optim_m(r->optim)));
-    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_v", ax_optim_v(r->optim)));
+    AX_CHECK(ax_model_load_blob(r->model, ck, "params", ax_model_slab(r->model, AX_SLAB_PARAMS)));
+    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_m", ax_optim_slab(r->optim, AX_OPTIM_M)));
+    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_v", ax_optim_slab(r->optim, AX_OPTIM_V)));
     ax_optim_set_t_steps(r->optim, (long)optim_t);
     return AX_OK;
 }

@@ -328,11 +328,32 @@ int64_t ax_model_n_params(const ax_model_t *m) {
 int64_t ax_model_n_local(const ax_model_t *m) {
     return m->n_local;
 }
-float *ax_model_params(ax_model_t *m) {
-    return m->params;
+ax_slab *ax_model_slab(ax_model_t *m, ax_model_slab_id which) {
+    return (ax_slab *)(which == AX_SLAB_GRADS ? m->grads : m->params);
 }
-float *ax_model_grads(ax_model_t *m) {
-    return m->grads;
+
+/* [off, off + n) within a slab of n_local floats; names the caller for the message */
+static ax_status slab_range(const ax_model_t *m, const char *fn, int64_t off, int64_t n) {
+    if (off >= 0 && n >= 0 && off <= m->n_local && n <= m->n_local - off) return AX_OK;
+    return ax_errorf(AX_ERR_ARG, "%s: range [%lld, +%lld) leaves the local slab of %lld floats", fn,
+                     (long long)off, (long long)n, (long long)m->n_local);
+}
+
+ax_status ax_model_read_params(const ax_model_t *m, float *host, int64_t off, int64_t n) {
+    AX_CHECK(slab_range(m, "ax_model_read_params", off, n));
+    ax_copy(m->ctx, host, m->params + off, (size_t)n * sizeof(float), AX_COPY_D2H);
+    return ax_ctx_status(m->ctx);
+}
+ax_status ax_model_read_grads(const ax_model_t *m, float *host, int64_t off, int64_t n) {
+    AX_CHECK(slab_range(m, "ax_model_read_grads", off, n));
+    ax_copy(m->ctx, host, m->grads + off, (size_t)n * sizeof(float), AX_COPY_D2H);
+    return ax_ctx_status(m->ctx);
+}
+ax_status ax_model_write_params(ax_model_t *m, const float *host, int64_t off, int64_t n) {
+    AX_CHECK(slab_range(m, "ax_model_write_params", off, n));
+    ax_copy(m->ctx, m->params + off, host, (size_t)n * sizeof(float), AX_COPY_H2D);
+    m->stale = 1; /* the blocks gathered over Z hold the old values */
+    return ax_ctx_status(m->ctx);
 }
 int ax_model_n_tensors(const ax_model_t *m) {
     return m->n_tensors;
@@ -343,17 +364,28 @@ const ax_tensor_info *ax_model_tensors(const ax_model_t *m) {
 int ax_model_tensor_decays(const ax_model_t *m, int i) {
     return m->info[i].ndim == 2;
 }
-const float *ax_model_logits(const ax_model_t *m) {
-    return m->logits;
+/* An activation of the last forward, n floats per sequence, copied to the host. */
+static ax_status read_act(const ax_model_t *m, const char *fn, const float *act, int64_t per_seq,
+                          float *host) {
+    if (m->cur_B < 1) return ax_errorf(AX_ERR_ARG, "%s: no forward has run on this model yet", fn);
+    ax_copy(m->ctx, host, act, (size_t)(m->cur_B * per_seq) * sizeof(float), AX_COPY_D2H);
+    return ax_ctx_status(m->ctx);
 }
-const float *ax_model_losses(const ax_model_t *m) {
-    return m->losses;
+ax_status ax_model_read_logits(const ax_model_t *m, float *host) {
+    return read_act(m, "ax_model_read_logits", m->logits, (int64_t)m->T * m->Vl, host);
+}
+ax_status ax_model_read_losses(const ax_model_t *m, float *host) {
+    return read_act(m, "ax_model_read_losses", m->losses, m->T, host);
+}
+ax_status ax_model_read_residual(const ax_model_t *m, int l, float *host) {
+    if (l < 0 || l > m->cfg.n_layers)
+        return ax_errorf(AX_ERR_ARG, "ax_model_read_residual: layer %d is outside [0, %d]", l,
+                         m->cfg.n_layers);
+    const float *res = l < m->cfg.n_layers ? m->acts[l].res : m->res_final;
+    return read_act(m, "ax_model_read_residual", res, (int64_t)m->T * m->Cx, host);
 }
 ax_status ax_model_status(const ax_model_t *m) {
     return m->status != AX_OK ? m->status : ax_ctx_status(m->ctx);
-}
-void ax_model_params_updated(ax_model_t *m) {
-    m->stale = 1;
 }
 
 void ax_model_local_range(const ax_model_t *m, int i, int64_t *offset, int64_t *count) {
@@ -418,7 +450,8 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
     m->stale = 1;
 }
 
-ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float *global_out) {
+ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *slab, float *global_out) {
+    const float *local = (const float *)slab; /* backend memory: only ops and copies touch it */
     tp_tensor *p = &m->tp[i];
     int64_t numel = m->info[i].numel;
     int gz = m->dims[AX_AXIS_Z];
@@ -452,7 +485,8 @@ done:
     return st;
 }
 
-void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *local) {
+void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, ax_slab *slab) {
+    float *local = (float *)slab;
     tp_tensor *p = &m->tp[i];
     int64_t b0 = (int64_t)m->z * p->shard_n;
     size_t bytes = (size_t)p->shard_n * sizeof(float);
@@ -469,8 +503,4 @@ void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *l
     }
     ax_unmap(m->ctx, local + p->shard_off, dst, bytes, AX_MAP_WRITE);
     m->stale = 1;
-}
-
-const float *ax_model_residual(const ax_model_t *m, int l) {
-    return l < m->cfg.n_layers ? m->acts[l].res : m->res_final;
 }

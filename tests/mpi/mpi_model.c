@@ -77,6 +77,33 @@ static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl) {
                    got.calls[k][a], want.bytes[k][a], want.calls[k][a]);
 }
 
+/* Parameters written through ax_model_write_params reach the next forward on every grid (with
+ * Gz > 1 the blocks gathered over Z must be refreshed): the same elementwise change on both
+ * models (their layouts differ) keeps the losses equal. */
+static void check_write_params(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
+    ax_model_t *ms[2] = {ref, par};
+    for (int k = 0; k < 2; k++) {
+        int64_t n = ax_model_n_local(ms[k]);
+        float *p = malloc(sizeof(float) * (size_t)n);
+        EXPECT(p && !ax_model_read_params(ms[k], p, 0, n), "read params: %s", ax_error_msg());
+        for (int64_t i = 0; p && i < n; i++) p[i] *= 1.5f;
+        EXPECT(p && !ax_model_write_params(ms[k], p, 0, n), "write params: %s", ax_error_msg());
+        free(p);
+    }
+    int32_t in[B * T], tg[B * T];
+    uint8_t mask[B * T];
+    batch(99, in, tg, mask);
+    double n_sup = 0;
+    for (int i = 0; i < B * T; i++) n_sup += mask[i];
+    double lr_ = ax_model_forward(ref, in, tg, mask, B, 1.0f, 0) / n_sup;
+    long off = (long)bc * bl * T;
+    double lp = ax_model_forward(par, in + off, tg + off, mask + off, bl, 1.0f, 0);
+    ax_allreduce_sum_f64(ax_model_grid(par), AX_AXIS_BATCH, &lp, 1);
+    lp /= n_sup;
+    EXPECT(fabs(lp - lr_) <= 1e-4 * fabs(lr_), "after write_params: loss %.8f vs single-rank %.8f",
+           lp, lr_);
+}
+
 /* KV-cached decoding on the grid: the same logits and greedy tokens as the serial model */
 static void check_decode(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
     int V = cfg().vocab, P = 6;
@@ -137,7 +164,11 @@ static void run(ax_grid_t *g, int overlap) {
             ax_model_forward(par, in + off, tg + off, mask + off, bl, (float)(1 / n_sup), 1);
         if (step == 0) /* the residual stream entering each layer: rows of my batch, cols of my x */
             for (int l = 0; l <= c.n_layers; l++) {
-                const float *rr = ax_model_residual(ref, l), *rp = ax_model_residual(par, l);
+                float *rr = malloc(sizeof(float) * B * T * c.dim),
+                      *rp = malloc(sizeof(float) * B * T * Cx);
+                EXPECT(rr && rp && !ax_model_read_residual(ref, l, rr) &&
+                           !ax_model_read_residual(par, l, rp),
+                       "read the residual: %s", ax_error_msg());
                 double worst = 0, scale = max_abs(rr, (long)B * T * c.dim);
                 for (int i = 0; i < bl * T; i++)
                     for (int k = 0; k < Cx; k++)
@@ -146,6 +177,7 @@ static void run(ax_grid_t *g, int overlap) {
                 EXPECT(worst <= 1e-5 * scale,
                        "overlap=%d layer %d forward output differs: %g (scale %g)", overlap, l,
                        worst, scale);
+                free(rr), free(rp);
             }
         ax_model_backward(par);
         EXPECT(ax_model_status(par) == AX_OK, "collective failed: %s", ax_error_msg());
@@ -157,14 +189,17 @@ static void run(ax_grid_t *g, int overlap) {
             const ax_tensor_info *ts = ax_model_tensors(ref);
             for (int i = 0; i < ax_model_n_tensors(ref); i++) {
                 float *gl = malloc((size_t)ts[i].numel * sizeof(float));
-                ax_model_gather_tensor(par, i, ax_model_grads(par), gl);
-                const float *gr = ax_model_grads(ref) + ts[i].offset;
+                float *gr = malloc((size_t)ts[i].numel * sizeof(float));
+                ax_model_gather_tensor(par, i, ax_model_slab(par, AX_SLAB_GRADS), gl);
+                /* the serial model's slab is the global layout */
+                EXPECT(!ax_model_read_grads(ref, gr, ts[i].offset, ts[i].numel), "read: %s",
+                       ax_error_msg());
                 double worst = 0, scale = max_abs(gr, (long)ts[i].numel);
                 for (long k = 0; k < ts[i].numel; k++) worst = fmax(worst, fabs(gl[k] - gr[k]));
                 EXPECT(worst <= 1e-4 * scale + 1e-9,
                        "overlap=%d gradient of %s differs: %g (scale %g)", overlap, ts[i].name,
                        worst, scale);
-                free(gl);
+                free(gl), free(gr);
             }
         }
         double gn_ref = 0, gn_par = 0;
@@ -172,7 +207,8 @@ static void run(ax_grid_t *g, int overlap) {
         EXPECT(ax_optim_step(opar, par, 1e-2, &gn_par) == AX_OK, "step: %s", ax_error_msg());
         if (step == 1) check_volume(g, &c, bl);
     }
-    check_decode(ref, par, bl, bc);
+    check_decode(ref, par, bl, bc); /* gathers the blocks over Z: the next check needs that */
+    check_write_params(ref, par, bl, bc);
     ax_optim_free(oref), ax_optim_free(opar);
     ax_model_free(ref), ax_model_free(par);
 }
