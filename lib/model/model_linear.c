@@ -15,9 +15,10 @@ void tp_gather_begin(ax_model_t *m, int t) {
     if (dimz(m) == 1) return; /* full is the slab itself */
     const float *shard = m->params + p->shard_off;
     if (m->overlap)
-        tp_note(m, ax_iallgather(m->grid, AX_AXIS_Z, shard, p->shard_n, p->full, &p->gather));
+        tp_note(m, ax_coll_iallgather(m->grid, AX_AXIS_Z, shard, p->shard_n, p->full, AX_DT_F32,
+                                      &p->gather));
     else
-        tp_note(m, ax_allgather(m->grid, AX_AXIS_Z, shard, p->shard_n, p->full));
+        tp_note(m, ax_coll_allgather(m->grid, AX_AXIS_Z, shard, p->shard_n, p->full, AX_DT_F32));
 }
 
 void tp_gather_end(ax_model_t *m, int t) {
@@ -37,7 +38,8 @@ static ax_axis in_axis(const tp_tensor *p) {
 void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N) {
     tp_tensor *p = &m->tp[t];
     ax_matmul_forward(m->ctx, out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
-    tp_note(m, ax_allreduce_sum(m->grid, out_axis(p), out, (long)N * p->rows_l));
+    tp_note(
+        m, ax_coll_allreduce(m->grid, out_axis(p), out, (long)N * p->rows_l, AX_DT_F32, AX_OP_SUM));
 }
 
 /* rows of dW per GEMM chunk while an all-reduce is in flight: small enough to poll MPI often,
@@ -61,12 +63,12 @@ void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, con
     ax_axis axis = in_axis(p);
     ax_matmul_backward(m->ctx, din, NULL, dout, in, p->full, N, k, n);
     if (!m->overlap || ax_grid_size(m->grid) == 1) {
-        tp_note(m, ax_allreduce_sum(m->grid, axis, din, (long)N * k));
+        tp_note(m, ax_coll_allreduce(m->grid, axis, din, (long)N * k, AX_DT_F32, AX_OP_SUM));
         ax_matmul_backward(m->ctx, NULL, p->gfull, dout, in, p->full, N, k, n);
         return;
     }
     ax_req req = {0};
-    tp_note(m, ax_iallreduce_sum(m->grid, axis, din, (long)N * k, &req));
+    tp_note(m, ax_coll_iallreduce(m->grid, axis, din, (long)N * k, AX_DT_F32, AX_OP_SUM, &req));
     for (int r0 = 0; r0 < n; r0 += DW_CHUNK_ROWS) { /* OAR: dW in chunks, MPI polled between */
         int rows = n - r0 < DW_CHUNK_ROWS ? n - r0 : DW_CHUNK_ROWS;
         ax_gemm(m->ctx, 'T', 'N', rows, k, N, 1.0f, dout + r0, n, in, k, 1.0f,
@@ -82,10 +84,11 @@ void tp_grad_sync_begin(ax_model_t *m, int t) {
     if (dimz(m) == 1) return; /* gfull is the slab itself */
     float *shard = m->grads + p->shard_off;
     if (m->overlap)
-        tp_note(m,
-                ax_ireduce_scatter(m->grid, AX_AXIS_Z, p->gfull, shard, p->shard_n, &p->scatter));
+        tp_note(m, ax_coll_ireduce_scatter(m->grid, AX_AXIS_Z, p->gfull, shard, p->shard_n,
+                                           AX_DT_F32, AX_OP_SUM, &p->scatter));
     else
-        tp_note(m, ax_reduce_scatter(m->grid, AX_AXIS_Z, p->gfull, shard, p->shard_n));
+        tp_note(m, ax_coll_reduce_scatter(m->grid, AX_AXIS_Z, p->gfull, shard, p->shard_n,
+                                          AX_DT_F32, AX_OP_SUM));
 }
 
 void tp_grad_sync_end(ax_model_t *m, int t) {
@@ -95,7 +98,7 @@ void tp_grad_sync_end(ax_model_t *m, int t) {
 void tp_rmsnorm_forward(ax_model_t *m, int t, float *out, float *rstd, const float *in, int N) {
     float *ss = m->rowstat;
     ax_rmsnorm_sumsq(m->ctx, ss, in, N, m->Cx);
-    tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_X, ss, N));
+    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_X, ss, N, AX_DT_F32, AX_OP_SUM));
     ax_rmsnorm_apply(m->ctx, out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim,
                      m->cfg.norm_eps);
 }
@@ -105,7 +108,7 @@ void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, co
     float *dot = m->rowstat;
     const float *w = m->tp[t].full;
     ax_rmsnorm_backward_dot(m->ctx, dot, dout, in, w, N, m->Cx);
-    tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_X, dot, N));
+    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_X, dot, N, AX_DT_F32, AX_OP_SUM));
     ax_rmsnorm_backward_apply(m->ctx, din, m->tp[t].gfull, dout, in, w, rstd, dot, N, m->Cx,
                               m->cfg.dim);
 }

@@ -115,7 +115,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     double *d = malloc(sizeof(double) * (n + 1));
 
     for (long i = 0; i < n; i++) a[i] = val(rank, i);
-    OK(ax_allreduce_sum(g, axis, a, n));
+    OK(ax_coll_allreduce(g, axis, a, n, AX_DT_F32, AX_OP_SUM));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
     for (long i = 0; i < n; i++) {
         float want = 0;
@@ -127,7 +127,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     }
 
     for (long i = 0; i < n; i++) a[i] = sval(rank, i);
-    OK(ax_allreduce_max(g, axis, a, n));
+    OK(ax_coll_allreduce(g, axis, a, n, AX_DT_F32, AX_OP_MAX));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
     for (long i = 0; i < n; i++) {
         float want = -1e30f;
@@ -142,7 +142,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     }
 
     for (long i = 0; i < n; i++) d[i] = 0.5 * val(rank, i);
-    OK(ax_allreduce_sum_f64(g, axis, d, n));
+    OK(ax_coll_allreduce(g, axis, d, n, AX_DT_F64, AX_OP_SUM));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 8);
     for (long i = 0; i < n; i++) {
         double want = 0;
@@ -153,7 +153,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
         }
     }
     for (long i = 0; i < n; i++) d[i] = sval(rank, i);
-    OK(ax_allreduce_max_f64(g, axis, d, n));
+    OK(ax_coll_allreduce(g, axis, d, n, AX_DT_F64, AX_OP_MAX));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 8);
     for (long i = 0; i < n; i++) {
         double want = -1e300;
@@ -172,7 +172,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
         for (long i = 0; i < p * n; i++) big[i] = -7;
         float *src = inplace ? big + (long)me * n : a;
         for (long i = 0; i < n; i++) src[i] = val(rank, i);
-        OK(ax_allgather(g, axis, src, n, big));
+        OK(ax_coll_allgather(g, axis, src, n, big, AX_DT_F32));
         expect(AX_COMM_ALLGATHER, axis, p, n, 4);
         for (int j = 0; j < p; j++) {
             int m = member(g, dims, axis, j);
@@ -189,7 +189,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     for (int j = 0; j < p; j++)
         for (long i = 0; i < n; i++) big[j * n + i] = rsval(rank, j, i);
     for (long i = 0; i < n; i++) a[i] = -7;
-    OK(ax_reduce_scatter(g, axis, big, a, n));
+    OK(ax_coll_reduce_scatter(g, axis, big, a, n, AX_DT_F32, AX_OP_SUM));
     expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
     for (long i = 0; i < n; i++) {
         float want = 0;
@@ -202,7 +202,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
 
     for (int root = 0; root < p; root++) {
         for (long i = 0; i < n; i++) a[i] = val(rank, i);
-        OK(ax_bcast(g, axis, a, n, root));
+        OK(ax_coll_bcast(g, axis, a, n, AX_DT_F32, root));
         expect(AX_COMM_BCAST, axis, p, n, 4);
         int m = member(g, dims, axis, root);
         for (long i = 0; i < n; i++)
@@ -214,7 +214,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     }
     char msg[32];
     snprintf(msg, sizeof msg, "from %d", rank);
-    OK(ax_bcast_bytes(g, axis, msg, sizeof msg, p - 1));
+    OK(ax_coll_bcast(g, axis, msg, sizeof msg, AX_DT_U8, p - 1));
     expect(AX_COMM_BCAST, axis, p, sizeof msg, 1);
     char want_msg[32];
     snprintf(want_msg, sizeof want_msg, "from %d", member(g, dims, axis, p - 1));
@@ -237,9 +237,9 @@ static void check_nonblocking(ax_grid_t *g, const int dims[4], ax_axis axis, lon
     for (int j = 0; j < p; j++)
         for (long i = 0; i < n; i++) rs_send[j * n + i] = rsval(rank, j, i);
     ax_req r[3];
-    OK(ax_iallreduce_sum(g, axis, ar, n, &r[0]));
-    OK(ax_iallgather(g, axis, ag_send, n, ag, &r[1]));
-    OK(ax_ireduce_scatter(g, axis, rs_send, rs, n, &r[2]));
+    OK(ax_coll_iallreduce(g, axis, ar, n, AX_DT_F32, AX_OP_SUM, &r[0]));
+    OK(ax_coll_iallgather(g, axis, ag_send, n, ag, AX_DT_F32, &r[1]));
+    OK(ax_coll_ireduce_scatter(g, axis, rs_send, rs, n, AX_DT_F32, AX_OP_SUM, &r[2]));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
     expect(AX_COMM_ALLGATHER, axis, p, n, 4);
     expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
@@ -559,9 +559,10 @@ static void check_cross_axis(ax_grid_t *g, const int dims[4], long n) {
     for (long i = 0; i < pz * n; i++) zs[i] = val(rank, i);
     for (long i = 0; i < n; i++) xg[ax_grid_coord(g, AX_AXIS_Z) * n + i] = sval(rank, i);
     ax_req r[3];
-    OK(ax_iallreduce_sum(g, AX_AXIS_Y, y, n, &r[0]));
-    OK(ax_ireduce_scatter(g, AX_AXIS_Z, zs, zr, n, &r[1]));
-    OK(ax_iallgather(g, AX_AXIS_Z, xg + ax_grid_coord(g, AX_AXIS_Z) * n, n, xg, &r[2]));
+    OK(ax_coll_iallreduce(g, AX_AXIS_Y, y, n, AX_DT_F32, AX_OP_SUM, &r[0]));
+    OK(ax_coll_ireduce_scatter(g, AX_AXIS_Z, zs, zr, n, AX_DT_F32, AX_OP_SUM, &r[1]));
+    OK(ax_coll_iallgather(g, AX_AXIS_Z, xg + ax_grid_coord(g, AX_AXIS_Z) * n, n, xg, AX_DT_F32,
+                          &r[2]));
     expect(AX_COMM_ALLREDUCE, AX_AXIS_Y, py, n, 4);
     expect(AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, pz, n, 4);
     expect(AX_COMM_ALLGATHER, AX_AXIS_Z, pz, n, 4);
@@ -603,10 +604,10 @@ static void check_two_rings(ax_grid_t *g, const int dims[4], ax_axis axis, long 
             s2[j * n + i] = -rsval(rank, j, i + 5);
         }
     ax_req a, b;
-    OK(ax_ireduce_scatter(g, axis, s1, r1, n, &a));
+    OK(ax_coll_ireduce_scatter(g, axis, s1, r1, n, AX_DT_F32, AX_OP_SUM, &a));
     if (rank % 2 == 0)
         for (int k = 0; k < 200; k++) ax_test(&a);
-    OK(ax_ireduce_scatter(g, axis, s2, r2, n, &b));
+    OK(ax_coll_ireduce_scatter(g, axis, s2, r2, n, AX_DT_F32, AX_OP_SUM, &b));
     expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
     expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
     if (rank % 3 == 0)
@@ -636,7 +637,8 @@ static void check_two_rings(ax_grid_t *g, const int dims[4], ax_axis axis, long 
 static void check_errors(ax_grid_t *g, const int dims[4]) {
     float a[4] = {0};
     ax_error_clear();
-    ax_status s = ax_bcast(g, AX_AXIS_X, a, 4, dims[1]); /* root out of range: local, no hang */
+    ax_status s = ax_coll_bcast(g, AX_AXIS_X, a, 4, AX_DT_F32,
+                                dims[1]); /* root out of range: local, no hang */
     CHECK(s == AX_ERR_ARG && strstr(ax_error_msg(), "root"), "bad root -> %s: %s", ax_status_str(s),
           ax_error_msg());
     expect(AX_COMM_BCAST, AX_AXIS_X, dims[1], 4, 4); /* counted before validation */

@@ -149,7 +149,7 @@ static void run(ax_grid_t *g, int overlap) {
             }
         ax_model_backward(par);
         EXPECT(ax_model_status(par) == AX_OK, "collective failed: %s", ax_error_msg());
-        ax_allreduce_sum_f64(g, AX_AXIS_BATCH, &lp, 1);
+        ax_coll_allreduce(g, AX_AXIS_BATCH, &lp, 1, AX_DT_F64, AX_OP_SUM);
         lp /= n_sup;
         EXPECT(fabs(lp - lr_) <= 1e-4 * fabs(lr_),
                "overlap=%d step %d loss %.8f vs single-rank %.8f", overlap, step, lp, lr_);
@@ -193,7 +193,7 @@ int main(int argc, char **argv) {
     run(g, 1);
     run(g, 0);
     double bad = failures;
-    ax_allreduce_sum_f64(g, AX_AXIS_WORLD, &bad, 1);
+    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
     if (ax_grid_rank(g) == 0) printf("mpi_model %s: %s\n", spec, bad ? "FAILED" : "ok");
     ax_grid_free(g);
     ax_mpi_stop();
