@@ -274,6 +274,7 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
         }
     }
     if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
+    if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
     ax_rope_table(ctx, m->rope_cos, m->rope_sin, T, c->dim / c->n_heads, c->rope_theta);
     m->stale = 1;
     *out = m;
@@ -308,6 +309,7 @@ void ax_model_free(ax_model_t *m) {
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
     ax_host_free(ctx, m->kcache), ax_host_free(ctx, m->vcache), ax_host_free(ctx, m->dec_best);
+    ax_overlap_free(m->ov);
     ax_grid_free(m->own_grid);
     ax_host_free(ctx, m);
     ax_ctx_free(ctx);

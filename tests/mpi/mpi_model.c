@@ -170,7 +170,19 @@ static void run(ax_grid_t *g, int overlap) {
         double gn_ref = 0, gn_par = 0;
         EXPECT(ax_optim_step(oref, ref, 1e-2, &gn_ref) == AX_OK, "step: %s", ax_error_msg());
         EXPECT(ax_optim_step(opar, par, 1e-2, &gn_par) == AX_OK, "step: %s", ax_error_msg());
-        if (step == 1) check_volume(g, &c, bl);
+        if (step == 1) {
+            check_volume(g, &c, bl);
+            /* the overlap is engaged: with a tensor-parallel axis the dX all-reduces (and Z's
+             * reduce-scatters) are still in flight between dW chunks, so the progress step runs;
+             * with overlap off every collective is blocking and it never does */
+            ax_comm_stats st;
+            ax_comm_stats_get(g, &st);
+            int tp = ax_grid_size(g) > ax_grid_dim(g, AX_AXIS_DATA);
+            if (overlap && tp)
+                EXPECT(st.test_s > 0, "overlap on, grid %s: no progress between dW chunks",
+                       ax_grid_spec(g));
+            if (!overlap) EXPECT(st.test_s == 0, "overlap off: %g s of progress calls", st.test_s);
+        }
     }
     check_decode(ref, par, bl, bc);
     ax_optim_free(oref), ax_optim_free(opar);
