@@ -85,6 +85,10 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     return loss;
 }
 
+void ax_model_clear_status(ax_model_t *m) {
+    m->status = AX_OK;
+}
+
 static void zero(ax_model_t *m, float *p, long n) {
     ax_zero(m->ctx, p, (size_t)n * sizeof(float));
 }
