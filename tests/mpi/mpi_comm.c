@@ -15,6 +15,7 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/grid_mpi.h"
 #include "lib/dist/mpienv.h"
+#include "lib/dist/overlap.h"
 
 static int g_fail, g_rank;
 static double g_expect_bytes[AX_COMM_KINDS][AX_AXIS_COUNT];
@@ -673,6 +674,55 @@ static void check_stats(ax_grid_t *g) {
     if (ax_grid_size(g) > 1) CHECK(s.wait_s_total > 0, "wait time is counted");
 }
 
+/* lib/dist/overlap.h on a real grid: overlap is on, so an all-reduce and a reduce-scatter stay
+ * in flight across a chunked compute (which gets ceil(n / chunk) contiguous calls, with
+ * progress between them) and are right after the wait; the world axis spans every rank. */
+static long g_chunks, g_next;
+static void chunk_fn(void *arg, long b, long e) {
+    (void)arg;
+    CHECK(b == g_next && e > b, "chunk [%ld, %ld) after %ld", b, e, g_next);
+    g_next = e;
+    g_chunks++;
+}
+
+static void check_overlap(ax_grid_t *g) {
+    int p = ax_grid_size(g), me = ax_grid_rank(g);
+    ax_overlap *ov = NULL;
+    OK(ax_overlap_create(g, 1, 2, &ov));
+    if (!ov) return;
+    CHECK(ax_overlap_enabled(ov) == (p > 1), "overlap enabled %d on %d ranks",
+          ax_overlap_enabled(ov), p);
+    enum { n = 1000 };
+    float *ar = malloc(n * sizeof *ar), *rs = malloc((size_t)p * n * sizeof *rs),
+          *out = malloc(n * sizeof *out);
+    for (long i = 0; i < n; i++) ar[i] = (float)(me + 1);
+    for (long i = 0; i < (long)p * n; i++) rs[i] = (float)(i / n + me);
+    OK(ax_overlap_allreduce(ov, 0, AX_AXIS_WORLD, ar, n, AX_DT_F32, AX_OP_SUM));
+    OK(ax_overlap_reduce_scatter(ov, 1, AX_AXIS_WORLD, rs, out, n, AX_DT_F32, AX_OP_SUM));
+    g_chunks = g_next = 0;
+    ax_overlap_compute(ov, 1000, 256, chunk_fn, NULL);
+    CHECK(g_chunks == (p > 1 ? 4 : 1) && g_next == 1000, "%ld chunks up to %ld", g_chunks, g_next);
+    OK(ax_overlap_wait_all(ov));
+    CHECK(ax_overlap_in_flight(ov) == 0, "slots left in flight");
+    float want_ar = (float)p * (p + 1) / 2, want_rs = (float)p * me + (float)p * (p - 1) / 2;
+    for (long i = 0; i < n; i++) {
+        CHECK(ar[i] == want_ar, "overlap allreduce[%ld] = %g, want %g", i, ar[i], want_ar);
+        CHECK(out[i] == want_rs, "overlap reduce-scatter[%ld] = %g, want %g", i, out[i], want_rs);
+        if (ar[i] != want_ar || out[i] != want_rs) break;
+    }
+    /* a failure injected on every rank fails the issue everywhere and leaves no slot busy */
+    ax_comm_inject_failure(g, AX_COMM_ALLREDUCE, AX_AXIS_WORLD, 0);
+    ax_status st = ax_overlap_allreduce(ov, 0, AX_AXIS_WORLD, ar, n, AX_DT_F32, AX_OP_SUM);
+    CHECK(st == AX_ERR_MPI && strstr(ax_error_msg(), "over the world axis failed"),
+          "injected failure: %d %s", (int)st, ax_error_msg());
+    ax_error_clear();
+    CHECK(ax_overlap_in_flight(ov) == 0, "a failed issue left a slot busy");
+    OK(ax_overlap_allreduce(ov, 0, AX_AXIS_WORLD, ar, n, AX_DT_F32, AX_OP_SUM));
+    OK(ax_overlap_wait(ov, 0));
+    ax_overlap_free(ov);
+    free(ar), free(rs), free(out);
+}
+
 int main(int argc, char **argv) {
     const char *spec = "1x1x1x1";
     for (int i = 1; i < argc; i++) {
@@ -715,6 +765,7 @@ int main(int argc, char **argv) {
     for (int a = 0; a < AX_AXIS_COUNT; a++) check_two_rings(g, dims, (ax_axis)a, 30001);
     check_errors(g, dims);
     check_stats(g);
+    check_overlap(g);
 
     /* create/free repeatedly: communicators are released */
     for (int i = 0; i < 3; i++) {

@@ -8,6 +8,7 @@
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "lib/dist/grid_mpi.h"
+#include "lib/dist/overlap.h"
 #include "lib/core/json.h"
 #include "lib/dist/mpienv.h"
 
@@ -301,5 +302,47 @@ Test(grid, typed_serial_and_world) {
     cr_assert_str_eq(ax_comm_kind_name(AX_COMM_SEND), "send");
     cr_assert_eq(ax_comm_volume(AX_COMM_ALLTOALL, 4, 10, 8), 240.0);
     cr_assert_eq(ax_comm_volume(AX_COMM_SEND, 4, 10, 8), 80.0);
+    ax_grid_free(g);
+}
+
+static void record_range(void *arg, long b, long e) {
+    long *calls = arg;
+    calls[0]++;
+    calls[1] = b;
+    calls[2] = e;
+}
+
+/* lib/dist/overlap.h on a serial grid: overlap is off (nothing to overlap with), so an issue is
+ * the blocking collective and a compute runs in one piece; slots are checked. */
+Test(grid, overlap_slots) {
+    ax_grid_t *g = NULL;
+    cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
+    ax_overlap *ov = NULL;
+    cr_assert_eq(ax_overlap_create(g, 1, 3, &ov), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_overlap_enabled(ov), 0);
+    float a[4] = {1, 2, 3, 4}, b[4] = {0};
+    cr_assert_eq(ax_overlap_allgather(ov, 1, AX_AXIS_Z, a, 4, b, AX_DT_F32), AX_OK);
+    cr_assert_eq(b[3], 4.0f); /* complete at issue */
+    cr_assert_eq(ax_overlap_in_flight(ov), 1);
+    cr_assert_eq(ax_overlap_allreduce(ov, 1, AX_AXIS_X, a, 4, AX_DT_F32, AX_OP_SUM),
+                 AX_ERR_INTERNAL); /* slot 1 was not waited for */
+    cr_assert_eq(ax_overlap_allreduce(ov, 3, AX_AXIS_X, a, 4, AX_DT_F32, AX_OP_SUM),
+                 AX_ERR_INTERNAL); /* no slot 3 */
+    cr_assert_eq(ax_overlap_wait(ov, 1), AX_OK);
+    cr_assert_eq(ax_overlap_in_flight(ov), 0);
+    cr_assert_eq(ax_overlap_wait(ov, 2), AX_OK); /* never issued */
+    long calls[3] = {0, -1, -1};
+    ax_overlap_compute(ov, 5, 2, record_range, calls);
+    cr_assert(calls[0] == 1 && calls[1] == 0 && calls[2] == 5, "%ld calls, last [%ld, %ld)",
+              calls[0], calls[1], calls[2]);
+    /* a failed issue leaves the slot free and nothing in flight */
+    ax_comm_inject_failure(g, AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, 0);
+    cr_assert_eq(ax_overlap_reduce_scatter(ov, 0, AX_AXIS_Z, a, b, 4, AX_DT_F32, AX_OP_SUM),
+                 AX_ERR_MPI);
+    cr_assert_eq(ax_overlap_in_flight(ov), 0);
+    cr_assert_eq(ax_overlap_reduce_scatter(ov, 0, AX_AXIS_Z, a, b, 4, AX_DT_F32, AX_OP_SUM), AX_OK);
+    cr_assert_eq(ax_overlap_wait_all(ov), AX_OK);
+    cr_assert_eq(ax_overlap_in_flight(ov), 0);
+    ax_overlap_free(ov);
     ax_grid_free(g);
 }
