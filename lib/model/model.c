@@ -274,6 +274,7 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
         }
     }
     if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
+    if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
     ax_rope_table(ctx, m->rope_cos, m->rope_sin, T, c->dim / c->n_heads, c->rope_theta);
     m->stale = 1;
     *out = m;
@@ -308,6 +309,7 @@ void ax_model_free(ax_model_t *m) {
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
     ax_host_free(ctx, m->kcache), ax_host_free(ctx, m->vcache), ax_host_free(ctx, m->dec_best);
+    ax_overlap_free(m->ov);
     ax_grid_free(m->own_grid);
     ax_host_free(ctx, m);
     ax_ctx_free(ctx);
@@ -418,7 +420,7 @@ ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
         for (int i = 0; i < m->n_tensors; i++)
             if (owns_replica(m, i))
                 s += ax_sum_squares(m->ctx, m->grads + m->tp[i].shard_off, (long)m->tp[i].shard_n);
-    AX_CHECK(ax_allreduce_sum_f64(m->grid, AX_AXIS_WORLD, &s, 1));
+    AX_CHECK(ax_coll_allreduce(m->grid, AX_AXIS_WORLD, &s, 1, AX_DT_F64, AX_OP_SUM));
     *out = s;
     return AX_OK;
 }
@@ -461,7 +463,9 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *slab, floa
         st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
         goto done;
     }
-    AX_CHECK_GOTO(ax_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block), done);
+    AX_CHECK_GOTO(
+        ax_coll_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block, AX_DT_F32),
+        done);
     /* exactly one rank writes each global element; the rest add zeros, so the sum is exact */
     if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i)) {
         size_t bb = (size_t)(p->shard_n * gz) * sizeof(float), gb = (size_t)numel * sizeof(float);
@@ -477,7 +481,8 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *slab, floa
         if (hg) ax_unmap(m->ctx, global, hg, gb, AX_MAP_WRITE);
         if (st != AX_OK) goto done;
     }
-    AX_CHECK_GOTO(ax_allreduce_sum(m->grid, AX_AXIS_WORLD, global, (long)numel), done);
+    AX_CHECK_GOTO(
+        ax_coll_allreduce(m->grid, AX_AXIS_WORLD, global, (long)numel, AX_DT_F32, AX_OP_SUM), done);
     if (global_out) ax_copy(m->ctx, global_out, global, (size_t)numel * sizeof(float), AX_COPY_D2H);
 done:
     ax_dev_free(m->ctx, block);

@@ -110,6 +110,9 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro);
 /* First communication or op failure seen (collectives and ops inside forward/backward cannot
  * return one; see ax_ctx_status); AX_OK if none. */
 ax_status ax_model_status(const ax_model_t *m);
+/* Forgets a collective failure that ax_model_status has reported, so a caller that handled it
+ * (a retried step, a test) can go on with the next step; the message is ax_error_clear's. */
+void ax_model_clear_status(ax_model_t *m);
 
 /* ---- inspection of the last forward (tests, tools; copies through the backend) ----
  * B is the last forward's batch; each returns AX_ERR_ARG before any forward, otherwise

@@ -2,6 +2,8 @@
  * the serial reference on the whole global batch (the models are tiny). For 10 steps, with
  * overlap on and off, the losses must agree (relative difference < 1e-4); at the first step
  * the residual stream entering every layer and every parameter's gradient must agree too.
+ * Then a collective made to fail during a step (test hook) must fail the step and leave the
+ * parameters alone.
  * Usage: mpirun -np N mpi_model --grid DxXxYxZ. Verdict reduced over all ranks. */
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
@@ -181,7 +183,7 @@ static void run(ax_grid_t *g, int overlap) {
             }
         ax_model_backward(par);
         EXPECT(ax_model_status(par) == AX_OK, "collective failed: %s", ax_error_msg());
-        ax_allreduce_sum_f64(g, AX_AXIS_BATCH, &lp, 1);
+        ax_coll_allreduce(g, AX_AXIS_BATCH, &lp, 1, AX_DT_F64, AX_OP_SUM);
         lp /= n_sup;
         EXPECT(fabs(lp - lr_) <= 1e-4 * fabs(lr_),
                "overlap=%d step %d loss %.8f vs single-rank %.8f", overlap, step, lp, lr_);
@@ -205,12 +207,89 @@ static void run(ax_grid_t *g, int overlap) {
         double gn_ref = 0, gn_par = 0;
         EXPECT(ax_optim_step(oref, ref, 1e-2, &gn_ref) == AX_OK, "step: %s", ax_error_msg());
         EXPECT(ax_optim_step(opar, par, 1e-2, &gn_par) == AX_OK, "step: %s", ax_error_msg());
-        if (step == 1) check_volume(g, &c, bl);
+        if (step == 1) {
+            check_volume(g, &c, bl);
+            /* the overlap is engaged: with a tensor-parallel axis the dX all-reduces (and Z's
+             * reduce-scatters) are still in flight between dW chunks, so the progress step runs;
+             * with overlap off every collective is blocking and it never does */
+            ax_comm_stats st;
+            ax_comm_stats_get(g, &st);
+            int tp = ax_grid_size(g) > ax_grid_dim(g, AX_AXIS_DATA);
+            if (overlap && tp)
+                EXPECT(st.test_s > 0, "overlap on, grid %s: no progress between dW chunks",
+                       ax_grid_spec(g));
+            if (!overlap) EXPECT(st.test_s == 0, "overlap off: %g s of progress calls", st.test_s);
+        }
     }
     check_decode(ref, par, bl, bc); /* gathers the blocks over Z: the next check needs that */
     check_write_params(ref, par, bl, bc);
     ax_optim_free(oref), ax_optim_free(opar);
     ax_model_free(ref), ax_model_free(par);
+}
+
+/* One step of the model side of train/train.c's train_step. */
+static ax_status train_step(ax_model_t *m, ax_optim_t *o, const int32_t *in, const int32_t *tg,
+                            const uint8_t *mask, int bl) {
+    ax_model_zero_grad(m);
+    ax_model_forward(m, in, tg, mask, bl, 1.0f / (float)(B * T), 1);
+    ax_model_backward(m);
+    AX_CHECK(ax_model_status(m));
+    double gnorm = 0;
+    AX_CHECK(ax_optim_step(o, m, 1e-2, &gnorm));
+    return ax_model_status(m);
+}
+
+/* A collective that fails on every rank during a step (ax_comm_inject_failure) makes the step
+ * return the error on every rank with the parameters untouched, and the next step works: the
+ * data-parallel gradient all-reduce (blocking), the gradient-norm all-reduce, and with Z > 1 a
+ * non-blocking ZeRO reduce-scatter in flight behind the backward (overlap on). */
+static void failing_steps(ax_grid_t *g) {
+    ax_model_config c = cfg();
+    int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts, bc = ax_grid_coord(g, AX_AXIS_BATCH);
+    ax_model_t *m = NULL;
+    ax_optim_t *o = NULL;
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    if (ax_model_create_on(g, &c, bl, T, 1, &m) || ax_optim_create(m, &oc, &o)) {
+        EXPECT(0, "setup: %s", ax_error_msg());
+        return;
+    }
+    ax_model_init(m, 9);
+    int32_t in[B * T], tg[B * T];
+    uint8_t mask[B * T];
+    batch(0, in, tg, mask);
+    long off = (long)bc * bl * T;
+    size_t bytes = (size_t)ax_model_n_local(m) * sizeof(float);
+    float *before = malloc(bytes);
+    struct {
+        ax_comm_kind kind;
+        ax_axis axis;
+        const char *want;
+    } cases[] = {
+        {AX_COMM_ALLREDUCE, AX_AXIS_DATA, "allreduce(sum, f32) over the data axis failed"},
+        {AX_COMM_ALLREDUCE, AX_AXIS_WORLD, "allreduce(sum, f64) over the world axis failed"},
+        {AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, "reduce-scatter over the z axis failed"},
+    };
+    for (int k = 0; k < 3; k++) {
+        if (cases[k].axis == AX_AXIS_Z && ax_grid_dim(g, AX_AXIS_Z) == 1) continue;
+        memcpy(before, ax_model_params(m), bytes);
+        ax_comm_inject_failure(g, cases[k].kind, cases[k].axis, 0);
+        ax_status st = train_step(m, o, in + off, tg + off, mask + off, bl);
+        ax_comm_inject_failure(NULL, cases[k].kind, cases[k].axis, -1);
+        EXPECT(st == AX_ERR_MPI, "%s: a failed collective returned %d", cases[k].want, (int)st);
+        EXPECT(st == AX_OK || strstr(ax_error_msg(), cases[k].want), "message '%s' lacks '%s'",
+               ax_error_msg(), cases[k].want);
+        EXPECT(!memcmp(before, ax_model_params(m), bytes), "%s: the failed step changed parameters",
+               cases[k].want);
+        ax_model_clear_status(m); /* handled: the model and the message forget it */
+        ax_error_clear();
+        st = train_step(m, o, in + off, tg + off, mask + off, bl);
+        EXPECT(st == AX_OK, "the step after '%s': %s", cases[k].want, ax_error_msg());
+        EXPECT(memcmp(before, ax_model_params(m), bytes), "the step after '%s' changed nothing",
+               cases[k].want);
+    }
+    free(before);
+    ax_optim_free(o);
+    ax_model_free(m);
 }
 
 int main(int argc, char **argv) {
@@ -228,8 +307,9 @@ int main(int argc, char **argv) {
     }
     run(g, 1);
     run(g, 0);
+    failing_steps(g);
     double bad = failures;
-    ax_allreduce_sum_f64(g, AX_AXIS_WORLD, &bad, 1);
+    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
     if (ax_grid_rank(g) == 0) printf("mpi_model %s: %s\n", spec, bad ? "FAILED" : "ok");
     ax_grid_free(g);
     ax_mpi_stop();
