@@ -38,7 +38,7 @@ static void die(const char *what) {
 
 /* slowest rank's time: a collective is done when the last rank is */
 static double slowest(ax_grid_t *g, double t) {
-    TRY(ax_allreduce_max_f64(g, AX_AXIS_WORLD, &t, 1));
+    TRY(ax_coll_allreduce(g, AX_AXIS_WORLD, &t, 1, AX_DT_F64, AX_OP_MAX));
     return t;
 }
 
@@ -55,13 +55,13 @@ static double time_op(ax_grid_t *g, op_t op, long n, int reps, float *a, float *
             memcpy(b, a, sizeof(float) * n);
             break;
         case OP_ALLREDUCE:
-            TRY(ax_allreduce_sum(g, AX_AXIS_WORLD, a, n));
+            TRY(ax_coll_allreduce(g, AX_AXIS_WORLD, a, n, AX_DT_F32, AX_OP_SUM));
             break;
         case OP_ALLGATHER:
-            TRY(ax_allgather(g, AX_AXIS_WORLD, a, n, b));
+            TRY(ax_coll_allgather(g, AX_AXIS_WORLD, a, n, b, AX_DT_F32));
             break;
         case OP_REDUCE_SCATTER:
-            TRY(ax_reduce_scatter(g, AX_AXIS_WORLD, b, a, n));
+            TRY(ax_coll_reduce_scatter(g, AX_AXIS_WORLD, b, a, n, AX_DT_F32, AX_OP_SUM));
             break;
         case OP_MPI_RS: /* what lib/comm's ring replaces */
             MPI_Reduce_scatter_block(b, a, (int)n, MPI_FLOAT, MPI_SUM,
@@ -92,10 +92,12 @@ static double overlap_run(ax_grid_t *g, int mode, float *buf, long n, int chunks
     TRY(ax_barrier(g, AX_AXIS_WORLD));
     double t0 = ax_now();
     ax_req req = {0};
-    if (mode != 1 && !g_rs) TRY(ax_iallreduce_sum(g, AX_AXIS_WORLD, buf, n, &req));
+    if (mode != 1 && !g_rs)
+        TRY(ax_coll_iallreduce(g, AX_AXIS_WORLD, buf, n, AX_DT_F32, AX_OP_SUM, &req));
     if (mode != 1 && g_rs) {
         long blk = n / ax_grid_size(g);
-        TRY(ax_ireduce_scatter(g, AX_AXIS_WORLD, buf, buf + n, blk, &req));
+        TRY(ax_coll_ireduce_scatter(g, AX_AXIS_WORLD, buf, buf + n, blk, AX_DT_F32, AX_OP_SUM,
+                                    &req));
     }
     if (mode != 0)
         for (int c = 0; c < chunks; c++) {
@@ -177,7 +179,7 @@ int main(int argc, char **argv) {
         double t_comm = overlap_median(g, 0, a, n, chunks, 1, x, r3);
         double t_8 = overlap_median(g, 1, a, n, chunks, 8, x, r3);
         double it_d = 8.0 * t_comm / t_8 + 0.5; /* ranks must agree on the calibration */
-        TRY(ax_allreduce_max_f64(g, AX_AXIS_WORLD, &it_d, 1));
+        TRY(ax_coll_allreduce(g, AX_AXIS_WORLD, &it_d, 1, AX_DT_F64, AX_OP_MAX));
         int iters = it_d < 1 ? 1 : (int)it_d;
         double t_comp = overlap_median(g, 1, a, n, chunks, iters, x, r3);
         double t_nopoll = overlap_median(g, 2, a, n, chunks, iters, x, r3);

@@ -1,6 +1,6 @@
 /* `axmem demo`: the main job end to end on the bundled corpus, through the library calls the
- * commands make (data/encode.h, memscan/index.h, train/train.h, reports/report.h; probe and
- * generate still through their command entry point): train a tokenizer, build a "memorization set"
+ * commands make (data/encode.h, memscan/index.h, train/train.h, memscan/probe_run.h,
+ * memscan/generate_run.h, reports/report.h): train a tokenizer, build a "memorization set"
  * (the goldfish paper's extreme setting: a few dozen documents seen for many epochs) and a held-out
  * set, train a baseline and a goldfish model, index the training set, probe both models for
  * extractable memorization, and write a summary a person can read. */
@@ -12,7 +12,9 @@
 #include "lib/core/json.h"
 #include "lib/core/log.h"
 #include "lib/core/stop.h"
+#include "memscan/generate_run.h"
 #include "memscan/index.h"
+#include "memscan/probe_run.h"
 #include "reports/report.h"
 #include "train/train.h"
 
@@ -25,18 +27,15 @@
 typedef struct {
     char out[AX_CFG_STR_MAX], corpus[AX_CFG_STR_MAX];
     int64_t steps_n, vocab_n, docs_n;
-    char steps[32], docs[32]; /* the numbers as text, for the summary and the probe's argv */
+    char steps[32], docs[32]; /* the numbers as text, for the summary */
 } demo_args;
 
-static int run(const char *what, int (*fn)(int, char **), char **argv) {
-    int argc = 0;
-    while (argv[argc]) argc++;
-    AX_INFO("demo: %s", what);
-    ax_error_clear(); /* each step is a command of its own: an earlier message is not its cause */
-    int rc = fn(argc, argv);
-    if (rc) fprintf(stderr, "axmem demo: step '%s' failed (exit %d)\n", what, rc);
-    return rc;
-}
+/* What the summary reports of one model: its scans' numbers and its final held-out loss. */
+typedef struct {
+    ax_ms_probe_summary probe;
+    ax_ms_generate_summary gen;
+    double val_loss; /* -1: none logged */
+} demo_scores;
 
 #define F(field) offsetof(demo_args, field)
 static const ax_cfg_entry entries[] = {
@@ -124,54 +123,27 @@ static ax_status subset(const char *corpus, long first, long n, size_t chars, co
     return st;
 }
 
-/* exact-match mean and interval, token accuracy of a probe.json; val_loss of a run */
-static int read_scan(const char *run, double v[6]) {
-    char path[1100];
-    char *text = NULL;
-    size_t len;
-    ax_json *j = NULL;
-    snprintf(path, sizeof path, "%s/probe.json", run);
-    if (ax_read_file(path, &text, &len) || ax_json_parse(text, len, path, &j)) return 0;
-    const ax_json *m = ax_json_get(j, "metrics"), *em = ax_json_get(m, "exact_match_rate");
-    const ax_json *ta = ax_json_get(m, "token_accuracy"), *ci = ax_json_get(em, "ci95");
-    /* typed reads: a scan file without these fields is "cannot read", never a NULL read */
-    int ok = ci && ci->type == AX_JSON_ARR && ci->n == 2 && ci->items[0]->type == AX_JSON_NUM &&
-             ci->items[1]->type == AX_JSON_NUM &&
-             ax_json_get_num(em, "mean", path, &v[0]) == AX_OK &&
-             ax_json_get_num(ta, "mean", path, &v[3]) == AX_OK;
-    if (ok) v[1] = ci->items[0]->num, v[2] = ci->items[1]->num;
-    ax_json_free(j);
-    free(text);
-    /* the last metrics line holds the final validation loss */
+/* The final validation loss of a run: its metrics.jsonl's last line, read with the JSON parser;
+ * -1 when there is none (the summary shows it, it is not a failure). */
+static double read_val_loss(const char *run) {
+    char path[1100], line[1 << 14], last[1 << 14] = "";
     snprintf(path, sizeof path, "%s/metrics.jsonl", run);
     FILE *f = fopen(path, "r");
-    char line[1 << 14], last[1 << 14] = "";
     while (f && fgets(line, sizeof line, f)) memcpy(last, line, sizeof line);
     if (f) fclose(f);
-    v[4] = -1;
+    double v = -1;
+    ax_json *j = NULL;
     if (last[0] && ax_json_parse(last, strlen(last), path, &j) == AX_OK) {
         const ax_json *vl = ax_json_get(j, "val_loss");
-        if (vl && vl->type == AX_JSON_NUM) v[4] = vl->num;
+        if (vl && vl->type == AX_JSON_NUM) v = vl->num;
         ax_json_free(j);
     }
-    ax_error_clear(); /* a missing value shows as -1 in the summary, not as a failure */
-    snprintf(path, sizeof path, "%s/regurgitation.json", run);
-    v[5] = -1;
-    if (ax_read_file(path, &text, &len) == AX_OK && ax_json_parse(text, len, path, &j) == AX_OK) {
-        const ax_json *ml = ax_json_get(ax_json_get(j, "metrics"), "mean_longest_span");
-        if (ml) v[5] = ml->num;
-        ax_json_free(j);
-    }
-    free(text);
-    return ok;
+    ax_error_clear();
+    return v;
 }
 
-static int summarize(const demo_args *a, const char *base, const char *gold) {
-    double b[6], g[6];
-    if (!read_scan(base, b) || !read_scan(gold, g)) {
-        fprintf(stderr, "axmem demo: cannot read the scans in %s and %s\n", base, gold);
-        return 1;
-    }
+static int summarize(const demo_args *a, const char *base, const char *gold,
+                     const demo_scores sc[2]) {
     char path[1100];
     snprintf(path, sizeof path, "%s/summary.md", a->out);
     FILE *f = ax_fopen_private(path); /* 0600, like every file that may quote training text */
@@ -179,6 +151,7 @@ static int summarize(const demo_args *a, const char *base, const char *gold) {
         fprintf(stderr, "axmem demo: %s\n", ax_error_msg());
         return 1;
     }
+    static const char *names[2] = {"baseline", "goldfish hash:k=4,h=13"};
     for (int pass = 0; pass < 2; pass++) {
         FILE *o = pass ? stdout : f;
         fprintf(o,
@@ -193,11 +166,12 @@ static int summarize(const demo_args *a, const char *base, const char *gold) {
                 "| held-out loss |\n"
                 "|---|---|---|---|---|\n",
                 a->docs, a->corpus, a->steps);
-        fprintf(o, "| baseline | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n", 100 * b[0],
-                100 * b[1], 100 * b[2], b[3], b[5], b[4]);
-        fprintf(o,
-                "| goldfish hash:k=4,h=13 | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n\n",
-                100 * g[0], 100 * g[1], 100 * g[2], g[3], g[5], g[4]);
+        for (int i = 0; i < 2; i++) {
+            const ax_ms_ci *em = &sc[i].probe.exact_match;
+            fprintf(o, "| %s | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n%s", names[i],
+                    100 * em->mean, 100 * em->lo, 100 * em->hi, sc[i].probe.token_accuracy.mean,
+                    sc[i].gen.mean_longest_span, sc[i].val_loss, i ? "\n" : "");
+        }
         fprintf(o,
                 "Details: probe.json (probe) and regurgitation.json (free generations) in %s and "
                 "%s; per sample in probe.samples.jsonl and regurgitation.samples.jsonl; training "
@@ -288,6 +262,47 @@ static ax_status demo_train(const demo_args *a, const char *data, const char *va
     return AX_OK;
 }
 
+/* `axmem memscan probe`'s defaults and: a 32-token prefix of every training document, a
+ * 32-token greedy continuation */
+static ax_status demo_probe(const demo_args *a, const char *run, const char *data, const char *tok,
+                            ax_ms_probe_summary *sum) {
+    AX_INFO("demo: probe %s", run);
+    ax_error_clear();
+    ax_ms_probe_opts o;
+    AX_CHECK(ax_cfg_set_defaults(&ax_ms_probe_table, &o));
+    char out[1100];
+    snprintf(out, sizeof out, "%s/probe.json", run); /* samples: probe.samples.jsonl */
+    const char *text[][2] = {{"ckpt", run}, {"data", data}, {"tokenizer", tok}, {"out", out}};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        AX_CHECK(ax_cfg_set(&ax_ms_probe_table, &o, text[i][0], text[i][1], NULL));
+    o.samples = a->docs_n;
+    o.prefix = 32;
+    o.suffix = 32;
+    AX_CHECK(ax_ms_probe_run(&o, sum));
+    ax_ms_probe_print(&o, sum, stdout); /* the line `axmem memscan probe` prints */
+    return AX_OK;
+}
+
+/* `axmem memscan generate`'s defaults and: 32 generations of 96 tokens at temperature 0.7 */
+static ax_status demo_generate(const char *run, const char *index, const char *tok,
+                               ax_ms_generate_summary *sum) {
+    AX_INFO("demo: regurgitation scan of %s", run);
+    ax_error_clear();
+    ax_ms_generate_opts o;
+    AX_CHECK(ax_cfg_set_defaults(&ax_ms_generate_table, &o));
+    char out[1100];
+    snprintf(out, sizeof out, "%s/regurgitation.json", run); /* + regurgitation.samples.jsonl */
+    const char *text[][2] = {{"ckpt", run}, {"index", index}, {"tokenizer", tok}, {"out", out}};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        AX_CHECK(ax_cfg_set(&ax_ms_generate_table, &o, text[i][0], text[i][1], NULL));
+    o.samples = 32;
+    o.length = 96;
+    o.temperature = 0.7;
+    AX_CHECK(ax_ms_generate_run(&o, sum));
+    ax_ms_generate_print(sum, stdout);
+    return AX_OK;
+}
+
 int ax_cmd_demo(int argc, char **argv) {
     ax_error_clear();
     demo_args a;
@@ -315,45 +330,20 @@ int ax_cmd_demo(int argc, char **argv) {
         (rc = step("index the training set", demo_index(memo_axd, index))))
         return rc;
     const char *runs[2] = {base, gold}, *specs[2] = {"none", "hash:k=4,h=13"};
+    demo_scores sc[2];
     for (int i = 0; i < 2; i++) {
         if (ax_path_exists(runs[i])) ax_rm_rf(runs[i]); /* the demo always starts fresh */
-        char scan[1100], gen[1100]; /* samples: probe.samples.jsonl, regurgitation.samples.jsonl */
-        snprintf(scan, sizeof scan, "%s/probe.json", runs[i]);
-        snprintf(gen, sizeof gen, "%s/regurgitation.json", runs[i]);
-        /* clang-format off: one flag and its value per line */
-        char *probe_argv[] = {"memscan",   "probe",        "--ckpt",      (char *)runs[i],
-                              "--data",    memo_axd,       "--tokenizer", tok,
-                              "--samples", (char *)a.docs, "--prefix",    "32",
-                              "--suffix",  "32",           "--out",       scan,
-                              NULL};
-        char *gen_argv[] = {"memscan",
-                            "generate",
-                            "--ckpt",
-                            (char *)runs[i],
-                            "--index",
-                            index,
-                            "--tokenizer",
-                            tok,
-                            "--samples",
-                            "32",
-                            "--length",
-                            "96",
-                            "--temperature",
-                            "0.7",
-                            "--out",
-                            gen,
-                            NULL};
-        /* clang-format on */
         const char *what[3][2] = {
             {"train the baseline model", "train the goldfish model"},
             {"probe the baseline model", "probe the goldfish model"},
             {"regurgitation scan (baseline)", "regurgitation scan (goldfish)"}};
         if ((rc = step(what[0][i], demo_train(&a, memo_axd, held_axd, tok, runs[i], specs[i]))) ||
-            (rc = run(what[1][i], ax_cmd_memscan, probe_argv)) ||
-            (rc = run(what[2][i], ax_cmd_memscan, gen_argv)))
+            (rc = step(what[1][i], demo_probe(&a, runs[i], memo_axd, tok, &sc[i].probe))) ||
+            (rc = step(what[2][i], demo_generate(runs[i], index, tok, &sc[i].gen))))
             return rc;
+        sc[i].val_loss = read_val_loss(runs[i]);
     }
-    if ((rc = summarize(&a, base, gold))) return rc;
+    if ((rc = summarize(&a, base, gold, sc))) return rc;
     char idx_json[1100], report_dir[1100];
     snprintf(idx_json, sizeof idx_json, "%s.json", index);
     snprintf(report_dir, sizeof report_dir, "%s/report", a.out);

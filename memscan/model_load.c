@@ -38,7 +38,8 @@ ax_status ax_ms_model_open(const char *dir, const char *grid_spec, const char *d
     AX_CHECK_GOTO(
         ax_model_create_dev(out->grid, &out->cfg, (batch + T - 1) / T, T, 1, device, &out->model),
         fail);
-    AX_CHECK_GOTO(ax_model_load_blob(out->model, out->ck, "params", ax_model_params(out->model)),
+    AX_CHECK_GOTO(ax_model_load_blob(out->model, out->ck, "params",
+                                     ax_model_slab(out->model, AX_SLAB_PARAMS)),
                   fail);
     return AX_OK;
 fail:

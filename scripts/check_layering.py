@@ -5,7 +5,9 @@ Usage: scripts/check_layering.py [ROOT]        exit 1 and one line per violation
        scripts/check_layering.py --self-test   plants a wrong include in a copy, expects a failure
 
 The link order in SConscript catches calls that reach up a layer; this catches includes,
-which the linker never sees (a header-only dependency, a macro, a struct layout)."""
+which the linker never sees (a header-only dependency, a macro, a struct layout). It also
+checks that the model layer (lib/model) allocates, copies, multiplies and communicates only
+through lib/backend and lib/dist/comm.h, and that comm.h holds no MPI type."""
 import os
 import re
 import shutil
@@ -29,6 +31,16 @@ ALLOWED = {
 # every command folder declares its entry point in the dispatcher's list
 ALWAYS = {'cli/commands.h'}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# The model layer touches memory, BLAS and MPI only through lib/backend and lib/dist's typed
+# collectives (docs/DESIGN.md "Backend and execution context"), so a device backend can
+# replace them: no libc allocation or copy, no ax_sgemm, no MPI call, type or header there.
+MODEL_DIR = 'lib/model'
+MODEL_RAW = re.compile(r'\b(aligned_alloc|malloc|calloc|realloc|free|memcpy|memmove|memset|'
+                       r'ax_sgemm|MPI_\w+)\b|<mpi\.h>|grid_mpi\.h')
+COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
+# the collective API is backend-neutral: no MPI type in its header (only comm.c sees MPI)
+COMM_HEADER = 'lib/dist/comm.h'
+MPI_TYPE = re.compile(r'\bMPI_\w+\b|<mpi\.h>|grid_mpi\.h')
 
 
 def folder_of(path):
@@ -58,6 +70,26 @@ def check(root):
     return bad
 
 
+def banned(root, rel, pattern, why):
+    text = open(os.path.join(root, rel), encoding='utf-8', errors='replace').read()
+    code = COMMENT.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text)  # keeps the lines
+    return [f'{rel}:{code.count(chr(10), 0, m.start()) + 1}: uses {m.group(0)}; {why}'
+            for m in pattern.finditer(code)]
+
+
+def check_model_raw(root):
+    bad = []
+    d = os.path.join(root, MODEL_DIR)
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if name.endswith(('.c', '.h')):
+            bad += banned(root, f'{MODEL_DIR}/{name}', MODEL_RAW,
+                          'the model layer goes through lib/backend (ax_dev_alloc, ax_copy, '
+                          'ops) and lib/dist/comm.h')
+    if os.path.isfile(os.path.join(root, COMM_HEADER)):
+        bad += banned(root, COMM_HEADER, MPI_TYPE, 'MPI types belong in lib/dist/grid_mpi.h')
+    return bad
+
+
 def self_test(root):
     tmp = tempfile.mkdtemp(prefix='axmem-layering.')
     try:
@@ -65,9 +97,16 @@ def self_test(root):
             shutil.copytree(os.path.join(root, layer), os.path.join(tmp, layer),
                             dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns('*.o', '*.a'))
-        if check(tmp):
+        if check(tmp) or check_model_raw(tmp):
             print('self-test: the clean copy already fails')
             return 1
+        with open(os.path.join(tmp, 'lib/model/model.c'), 'a') as f:
+            f.write('\n/* memcpy in a comment is fine */\nstatic void f(void *d) { memcpy(d, d, 0); }\n')
+        bad = check_model_raw(tmp)
+        if not (len(bad) == 1 and 'lib/model/model.c' in bad[0] and 'memcpy' in bad[0]):
+            print('self-test: a planted memcpy in lib/model was not reported as expected:', bad)
+            return 1
+        print('self-test: a planted memcpy in lib/model is caught')
         with open(os.path.join(tmp, 'lib/core/log.c'), 'a') as f:
             f.write('\n#include "memscan/index.h"\n')
         bad = check(tmp)
@@ -87,11 +126,11 @@ def main():
         return self_test(root)
     if args:
         root = args[0]
-    bad = check(root)
+    bad = check(root) + check_model_raw(root)
     for line in bad:
         print('layering:', line)
     if not bad:
-        print('layering: every include respects the layers')
+        print('layering: every include respects the layers; lib/model uses no libc memory, BLAS or MPI; comm.h no MPI type')
     return 1 if bad else 0
 
 

@@ -67,7 +67,8 @@ static void run_free(run_state *r) {
 static ax_status agree(ax_grid_t *g, ax_status st) {
     if (!g) return st;
     double bad = st != AX_OK;
-    if (ax_allreduce_max_f64(g, AX_AXIS_WORLD, &bad, 1) != AX_OK) return AX_ERR_MPI;
+    if (ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_MAX) != AX_OK)
+        return AX_ERR_MPI;
     if (bad && st == AX_OK)
         st = ax_errorf(AX_ERR_MPI, "another rank failed (its message is above)");
     return st;
@@ -115,7 +116,9 @@ static ax_status write_manifest_and_blobs(run_state *r, long step, float *const 
  * every rank takes part in gathering each tensor, rank 0 writes. */
 static ax_status write_checkpoint(run_state *r, long step) {
     int64_t n = ax_model_n_params(r->model);
-    float *local[3] = {ax_model_params(r->model), ax_optim_m(r->optim), ax_optim_v(r->optim)};
+    const ax_slab *local[3] = {ax_model_slab(r->model, AX_SLAB_PARAMS),
+                               ax_optim_slab(r->optim, AX_OPTIM_M),
+                               ax_optim_slab(r->optim, AX_OPTIM_V)};
     float *global[3] = {NULL, NULL, NULL};
     ax_status st = AX_OK;
     if (r->rank0)
@@ -178,9 +181,9 @@ static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
                          r->cfg->data, path, (unsigned long long)ax_axd_checksum(r->ds),
                          (unsigned long long)ds_sum);
     if (r->val_ds) AX_CHECK(check_val_data(r, ck));
-    AX_CHECK(ax_model_load_blob(r->model, ck, "params", ax_model_params(r->model)));
-    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_m", ax_optim_m(r->optim)));
-    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_v", ax_optim_v(r->optim)));
+    AX_CHECK(ax_model_load_blob(r->model, ck, "params", ax_model_slab(r->model, AX_SLAB_PARAMS)));
+    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_m", ax_optim_slab(r->optim, AX_OPTIM_M)));
+    AX_CHECK(ax_model_load_blob(r->model, ck, "adam_v", ax_optim_slab(r->optim, AX_OPTIM_V)));
     ax_optim_set_t_steps(r->optim, (long)optim_t);
     return AX_OK;
 }
@@ -327,7 +330,7 @@ static ax_status validate(run_state *r, double *out) {
             sums[1] += (double)r->mb_local * T;
         }
     AX_CHECK(ax_model_status(r->model));
-    AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, sums, 2));
+    AX_CHECK(ax_coll_allreduce(r->grid, AX_AXIS_BATCH, sums, 2, AX_DT_F64, AX_OP_SUM));
     *out = sums[0] / sums[1];
     return AX_OK;
 }
@@ -371,7 +374,7 @@ static ax_status train_step(run_state *r, long step, double lr, double *loss, do
     for (int mb = 0; mb < n_micro; mb++)
         counts[0] += (double)fill_micro_batch(r, step, mb, &counts[2]);
     double sums[2] = {counts[0], counts[2]};
-    AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, sums, 2));
+    AX_CHECK(ax_coll_allreduce(r->grid, AX_AXIS_BATCH, sums, 2, AX_DT_F64, AX_OP_SUM));
     counts[0] = sums[0];
     float dscale = counts[0] > 0 ? (float)(1.0 / counts[0]) : 0.0f;
     for (int mb = 0; mb < n_micro; mb++) {
@@ -382,7 +385,7 @@ static ax_status train_step(run_state *r, long step, double lr, double *loss, do
         ax_model_backward_ex(r->model, mb == n_micro - 1);
     }
     AX_CHECK(ax_model_status(r->model));
-    AX_CHECK(ax_allreduce_sum_f64(r->grid, AX_AXIS_BATCH, &counts[1], 1));
+    AX_CHECK(ax_coll_allreduce(r->grid, AX_AXIS_BATCH, &counts[1], 1, AX_DT_F64, AX_OP_SUM));
     AX_CHECK(ax_optim_step(r->optim, r->model, lr, gnorm));
     AX_CHECK(ax_model_status(r->model));
     *loss = counts[0] > 0 ? counts[1] / counts[0] : 0.0;
@@ -447,7 +450,7 @@ static ax_status should_stop(run_state *r, long step, long first, double t_start
      * after --exit-after-minutes (ranks' clocks differ slightly: the max makes them agree) */
     double v[2] = {ax_stop_requested() ? 1.0 + ax_stop_signal() : 0.0,
                    m > 0 && ax_now() - t_start + slowest_s > m * 60.0};
-    AX_CHECK(ax_allreduce_max_f64(r->grid, AX_AXIS_WORLD, v, 2));
+    AX_CHECK(ax_coll_allreduce(r->grid, AX_AXIS_WORLD, v, 2, AX_DT_F64, AX_OP_MAX));
     if (v[0] > 0) {
         res->stop = AX_TRAIN_STOP_SIGNAL;
         res->stop_signal = (int)v[0] - 1;

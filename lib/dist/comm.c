@@ -1,7 +1,8 @@
-/* The collectives of lib/dist/comm.h: validation and accounting, the local combine (shared by
- * every transport and by the tests' references), and the MPI transport. */
-#include "lib/dist/comm.h"
-#include "lib/dist/grid_mpi.h"
+/* The backend-neutral front end of lib/dist/comm.h: argument checks, the size-1 shortcuts,
+ * traffic accounting, the stall watchdog's marks, the test-only failure hook, element types and
+ * the local combine (shared by every transport and by the tests' references). What moves the
+ * bytes is the grid's transport (lib/dist/comm_transport.h; MPI: lib/dist/comm_mpi.c). */
+#include "lib/dist/comm_transport.h"
 #include "lib/core/stop.h"
 #include "lib/core/timer.h"
 
@@ -9,20 +10,6 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-
-/* defined in lib/dist/grid.c: the grid owns its counters */
-ax_comm_stats *ax_grid_stats_(ax_grid_t *g);
-int ax_grid_next_tag_(ax_grid_t *g, ax_axis axis);
-
-/* the request's transport handles are MPI requests */
-_Static_assert(2 * sizeof(MPI_Request) <= sizeof(((ax_req *)0)->handle),
-               "ax_req.handle must hold two MPI_Request");
-static MPI_Request *handles(ax_req *q) {
-    return (MPI_Request *)(void *)q->handle;
-}
-
-/* tags of ax_coll_send/recv sit above the ring tags (1..32000 from ax_grid_next_tag_) */
-#define P2P_TAG_BASE 32256
 
 const char *ax_comm_kind_name(ax_comm_kind kind) {
     static const char *names[AX_COMM_KINDS] = {"allreduce", "allgather", "reduce_scatter",
@@ -107,7 +94,7 @@ static float bf16_op(ax_redop op, uint16_t x, uint16_t y) {
     return op == AX_OP_SUM ? fx + fy : op == AX_OP_MAX ? MAX(fx, fy) : MIN(fx, fy);
 }
 
-static void combine(ax_dtype t, ax_redop op, void *out, const void *a, const void *b, long n) {
+void ax_comm_combine_(ax_dtype t, ax_redop op, void *out, const void *a, const void *b, long n) {
     switch (t) {
     case AX_DT_F32:
         COMBINE_OPS(float);
@@ -136,77 +123,45 @@ static void combine(ax_dtype t, ax_redop op, void *out, const void *a, const voi
 }
 
 void ax_reduce_local(ax_dtype t, ax_redop op, void *acc, const void *in, long n) {
-    combine(t, op, acc, acc, in, n);
+    ax_comm_combine_(t, op, acc, acc, in, n);
 }
 
-/* ---- MPI types ---- */
+/* ---- test-only failure injection ---- */
 
-static MPI_Datatype mpi_type(ax_dtype t) {
-    switch (t) {
-    case AX_DT_F32:
-        return MPI_FLOAT;
-    case AX_DT_F64:
-        return MPI_DOUBLE;
-    case AX_DT_BF16:
-        return MPI_UINT16_T;
-    case AX_DT_I32:
-        return MPI_INT32_T;
-    case AX_DT_U64:
-        return MPI_UINT64_T;
-    default:
-        return MPI_UINT8_T;
-    }
-}
+/* One armed failure at a time (main thread only, like every collective). */
+static struct {
+    int armed, skip;
+    const ax_grid_t *g; /* NULL: any grid */
+    int kind;
+    ax_axis axis;
+} inject;
 
-/* bf16 has no MPI reduction: user ops over uint16_t that combine in f32 (commutative) */
-static void bf16_user(void *in, void *inout, int *len, MPI_Datatype *dt, ax_redop op) {
-    (void)dt;
-    combine(AX_DT_BF16, op, inout, in, inout, *len);
-}
-static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
-    bf16_user(in, inout, len, dt, AX_OP_SUM);
-}
-static void bf16_max(void *in, void *inout, int *len, MPI_Datatype *dt) {
-    bf16_user(in, inout, len, dt, AX_OP_MAX);
-}
-static void bf16_min(void *in, void *inout, int *len, MPI_Datatype *dt) {
-    bf16_user(in, inout, len, dt, AX_OP_MIN);
+void ax_comm_inject_failure(const ax_grid_t *g, ax_comm_kind kind, ax_axis axis,
+                            int after_n_calls) {
+    inject.armed = after_n_calls >= 0;
+    inject.skip = after_n_calls;
+    inject.g = g;
+    inject.kind = kind;
+    inject.axis = axis;
 }
 
-/* The MPI op; bf16 ops are created on first use (main thread only: MPI_THREAD_FUNNELED) and
- * live until MPI_Finalize. */
-static int mpi_op(ax_dtype t, ax_redop op, MPI_Op *out) {
-    if (t != AX_DT_BF16) {
-        *out = op == AX_OP_SUM ? MPI_SUM : op == AX_OP_MAX ? MPI_MAX : MPI_MIN;
-        return MPI_SUCCESS;
-    }
-    static MPI_Op made[AX_OP_COUNT];
-    static int have[AX_OP_COUNT];
-    static MPI_User_function *fn[AX_OP_COUNT] = {bf16_sum, bf16_max, bf16_min};
-    if (!have[op]) {
-        int rc = MPI_Op_create(fn[op], 1, &made[op]);
-        if (rc != MPI_SUCCESS) return rc;
-        have[op] = 1;
-    }
-    *out = made[op];
-    return MPI_SUCCESS;
+static ax_status injected(const ax_grid_t *g, ax_axis axis, int kind, const char *op) {
+    if (!inject.armed || kind != inject.kind || axis != inject.axis || (inject.g && inject.g != g))
+        return AX_OK;
+    if (inject.skip-- > 0) return AX_OK;
+    inject.armed = 0;
+    return ax_errorf(AX_ERR_MPI,
+                     "%s over the %s axis failed: injected failure (ax_comm_inject_failure, a "
+                     "test hook)",
+                     op, ax_axis_name(axis));
 }
 
 /* ---- helpers ---- */
 
-static ax_status mpi_fail(const char *op, ax_axis axis, int rc) {
-    char msg[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    return ax_errorf(AX_ERR_MPI,
-                     "%s over the %s axis failed: %s; check that every rank issues the same "
-                     "collectives in the same order with the same sizes",
-                     op, ax_axis_name(axis), msg);
-}
-
-/* Validates the call and returns the axis size in *p. */
-static ax_status check(ax_grid_t *g, ax_axis axis, const char *op, long n, ax_dtype t, ax_redop rop,
-                       int *p) {
+/* Validates the call, applies the failure hook (before any size-1 shortcut, so it fires on a
+ * serial grid too) and returns the axis size in *p. kind: an ax_comm_kind, -1 for a barrier. */
+static ax_status check(ax_grid_t *g, ax_axis axis, const char *op, int kind, long n, ax_dtype t,
+                       ax_redop rop, int *p) {
     if (!g)
         return ax_errorf(AX_ERR_ARG, "%s: no grid (pass the ax_grid_t from ax_grid_create)", op);
     if ((int)axis < 0 || (int)axis >= AX_AXIS_COUNT)
@@ -221,10 +176,14 @@ static ax_status check(ax_grid_t *g, ax_axis axis, const char *op, long n, ax_dt
         return ax_errorf(AX_ERR_ARG, "%s over %s: negative count %ld", op, ax_axis_name(axis), n);
     if (n > INT_MAX)
         return ax_errorf(AX_ERR_UNSUPPORTED,
-                         "%s over %s: %ld elements exceed MPI's int count; split the buffer", op,
-                         ax_axis_name(axis), n);
+                         "%s over %s: %ld elements exceed the transport's int count; split the "
+                         "buffer",
+                         op, ax_axis_name(axis), n);
     *p = ax_grid_dim(g, axis);
-    return AX_OK;
+    if (*p > 1 && !ax_grid_transport_(g))
+        return ax_errorf(AX_ERR_INTERNAL, "%s over %s: %d ranks but the grid has no transport", op,
+                         ax_axis_name(axis), *p);
+    return injected(g, axis, kind, op);
 }
 
 static void count(ax_grid_t *g, ax_axis axis, ax_comm_kind kind, double bytes) {
@@ -236,13 +195,17 @@ static void count(ax_grid_t *g, ax_axis axis, ax_comm_kind kind, double bytes) {
 /* Validates the call, counts it (ax_comm_volume) and returns the axis size in *p. */
 static ax_status begin(ax_grid_t *g, ax_axis axis, const char *op, ax_comm_kind kind, long n,
                        ax_dtype t, ax_redop rop, int *p) {
-    AX_CHECK(check(g, axis, op, n, t, rop, p));
-    if ((int)kind >= 0 && kind < AX_COMM_KINDS)
-        count(g, axis, kind, ax_comm_volume(kind, *p, n, ax_dtype_size(t)));
+    AX_CHECK(check(g, axis, op, kind, n, t, rop, p));
+    count(g, axis, kind, ax_comm_volume(kind, *p, n, ax_dtype_size(t)));
     return AX_OK;
 }
 
-/* Marks a blocking wait for the stalled-rank watchdog (lib/core/stop.h); returns the start time. */
+static const ax_transport *tr(const ax_grid_t *g) {
+    return ax_grid_transport_(g);
+}
+
+/* Marks a blocking wait for the stalled-rank watchdog (lib/core/stop.h); returns the start
+ * time. */
 static double wait_begin(const char *op, ax_axis axis) {
     ax_stall_begin(op, ax_axis_name(axis));
     return ax_now();
@@ -255,10 +218,10 @@ static void add_wait(ax_grid_t *g, int axis, double dt) {
     s->wait_s_total += dt;
 }
 
-/* ends a blocking MPI call started with wait_begin */
-static ax_status waited(ax_grid_t *g, ax_axis axis, double t0, int rc, const char *name) {
+/* ends a blocking transport call started with wait_begin */
+static ax_status waited(ax_grid_t *g, ax_axis axis, double t0, ax_status st) {
     add_wait(g, axis, ax_now() - t0);
-    return rc == MPI_SUCCESS ? AX_OK : mpi_fail(name, axis, rc);
+    return st;
 }
 
 static void req_init(ax_req *req, ax_grid_t *g, ax_axis axis, ax_comm_kind kind, ax_dtype t,
@@ -320,19 +283,8 @@ ax_status ax_coll_allreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dt
     int p = 1;
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, t, op, &p));
     if (p == 1 || n == 0) return AX_OK;
-    MPI_Op mop;
-    int rc = mpi_op(t, op, &mop);
-    if (rc != MPI_SUCCESS) return mpi_fail(name, axis, rc);
     double t0 = wait_begin(name, axis);
-    rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, mpi_type(t), mop, ax_grid_mpi_comm(g, axis));
-    return waited(g, axis, t0, rc, name);
-}
-
-/* MPI_IN_PLACE when the caller's block already sits at its slot in recv (ZeRO shards). */
-static const void *gather_src(ax_grid_t *g, ax_axis axis, const void *send, long n, void *recv,
-                              ax_dtype t) {
-    const char *slot = (const char *)recv + (long)ax_grid_coord(g, axis) * n * ax_dtype_size(t);
-    return (const void *)slot == send ? MPI_IN_PLACE : send;
+    return waited(g, axis, t0, tr(g)->allreduce(g, axis, name, buf, n, t, op));
 }
 
 ax_status ax_coll_allgather(ax_grid_t *g, ax_axis axis, const void *send, long n_per_rank,
@@ -345,10 +297,7 @@ ax_status ax_coll_allgather(ax_grid_t *g, ax_axis axis, const void *send, long n
         return AX_OK;
     }
     double t0 = wait_begin(name, axis);
-    int rc =
-        MPI_Allgather(gather_src(g, axis, send, n_per_rank, recv, t), (int)n_per_rank, mpi_type(t),
-                      recv, (int)n_per_rank, mpi_type(t), ax_grid_mpi_comm(g, axis));
-    return waited(g, axis, t0, rc, name);
+    return waited(g, axis, t0, tr(g)->allgather(g, axis, name, send, n_per_rank, recv, t));
 }
 
 ax_status ax_coll_reduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, void *recv,
@@ -367,8 +316,7 @@ ax_status ax_coll_bcast(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype 
                          ax_axis_name(axis), root_coord, p - 1);
     if (p == 1 || n == 0) return AX_OK;
     double t0 = wait_begin(name, axis);
-    int rc = MPI_Bcast(buf, (int)n, mpi_type(t), root_coord, ax_grid_mpi_comm(g, axis));
-    return waited(g, axis, t0, rc, name);
+    return waited(g, axis, t0, tr(g)->bcast(g, axis, name, buf, n, t, root_coord));
 }
 
 ax_status ax_coll_alltoall(ax_grid_t *g, ax_axis axis, const void *send, long n_per_rank,
@@ -381,9 +329,7 @@ ax_status ax_coll_alltoall(ax_grid_t *g, ax_axis axis, const void *send, long n_
         return AX_OK;
     }
     double t0 = wait_begin(name, axis);
-    int rc = MPI_Alltoall(send, (int)n_per_rank, mpi_type(t), recv, (int)n_per_rank, mpi_type(t),
-                          ax_grid_mpi_comm(g, axis));
-    return waited(g, axis, t0, rc, name);
+    return waited(g, axis, t0, tr(g)->alltoall(g, axis, name, send, n_per_rank, recv, t));
 }
 
 ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const int *scounts,
@@ -391,7 +337,7 @@ ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const 
                             ax_dtype t) {
     const char *name = name_of(N_ALLTOALLV, AX_OP_SUM, t);
     int p = 1;
-    AX_CHECK(check(g, axis, name, 0, t, AX_OP_SUM, &p));
+    AX_CHECK(check(g, axis, name, AX_COMM_ALLTOALL, 0, t, AX_OP_SUM, &p));
     int me = ax_grid_coord(g, axis), e = ax_dtype_size(t);
     double sent = 0;
     for (int r = 0; r < p; r++) {
@@ -410,14 +356,14 @@ ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const 
         return AX_OK;
     }
     double t0 = wait_begin(name, axis);
-    int rc = MPI_Alltoallv(send, scounts, sdispls, mpi_type(t), recv, rcounts, rdispls, mpi_type(t),
-                           ax_grid_mpi_comm(g, axis));
-    return waited(g, axis, t0, rc, name);
+    return waited(
+        g, axis, t0,
+        tr(g)->alltoallv(g, axis, name, send, scounts, sdispls, recv, rcounts, rdispls, t));
 }
 
 static ax_status p2p_check(ax_grid_t *g, ax_axis axis, const char *name, long n, ax_dtype t,
                            int peer, int tag, int *p) {
-    AX_CHECK(check(g, axis, name, n, t, AX_OP_SUM, p));
+    AX_CHECK(check(g, axis, name, AX_COMM_SEND, n, t, AX_OP_SUM, p));
     if (peer < 0 || peer >= *p || peer == ax_grid_coord(g, axis))
         return ax_errorf(AX_ERR_ARG, "%s over %s: peer coordinate %d is not another rank of 0..%d",
                          name, ax_axis_name(axis), peer, *p - 1);
@@ -434,9 +380,7 @@ ax_status ax_coll_send(ax_grid_t *g, ax_axis axis, const void *buf, long n, ax_d
     AX_CHECK(p2p_check(g, axis, name, n, t, peer, tag, &p));
     count(g, axis, AX_COMM_SEND, ax_comm_volume(AX_COMM_SEND, p, n, ax_dtype_size(t)));
     double t0 = wait_begin(name, axis);
-    int rc =
-        MPI_Send(buf, (int)n, mpi_type(t), peer, P2P_TAG_BASE + tag, ax_grid_mpi_comm(g, axis));
-    return waited(g, axis, t0, rc, name);
+    return waited(g, axis, t0, tr(g)->send(g, axis, name, buf, n, t, peer, tag));
 }
 
 ax_status ax_coll_recv(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, int peer,
@@ -445,25 +389,15 @@ ax_status ax_coll_recv(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t
     int p = 1;
     AX_CHECK(p2p_check(g, axis, name, n, t, peer, tag, &p));
     double t0 = wait_begin(name, axis);
-    MPI_Status status;
-    int rc = MPI_Recv(buf, (int)n, mpi_type(t), peer, P2P_TAG_BASE + tag, ax_grid_mpi_comm(g, axis),
-                      &status);
-    AX_CHECK(waited(g, axis, t0, rc, name));
-    int got = 0;
-    MPI_Get_count(&status, mpi_type(t), &got);
-    if (got != (int)n)
-        return ax_errorf(AX_ERR_MPI, "%s over %s: coordinate %d sent %d elements, expected %ld",
-                         name, ax_axis_name(axis), peer, got, n);
-    return AX_OK;
+    return waited(g, axis, t0, tr(g)->recv(g, axis, name, buf, n, t, peer, tag));
 }
 
 ax_status ax_barrier(ax_grid_t *g, ax_axis axis) {
     int p = 1;
-    AX_CHECK(check(g, axis, "barrier", 0, AX_DT_U8, AX_OP_SUM, &p));
+    AX_CHECK(check(g, axis, "barrier", -1, 0, AX_DT_U8, AX_OP_SUM, &p));
     if (p == 1) return AX_OK;
     double t0 = wait_begin("barrier", axis);
-    int rc = MPI_Barrier(ax_grid_mpi_comm(g, axis));
-    return waited(g, axis, t0, rc, "barrier");
+    return waited(g, axis, t0, tr(g)->barrier(g, axis));
 }
 
 ax_status ax_coll_agree(ax_grid_t *g, ax_axis axis, ax_status st, const char *what) {
@@ -475,43 +409,7 @@ ax_status ax_coll_agree(ax_grid_t *g, ax_axis axis, ax_status st, const char *wh
     return (ax_status)v;
 }
 
-/* ---- float32 wrappers ---- */
-
-ax_status ax_allreduce_sum(ax_grid_t *g, ax_axis axis, float *buf, long n) {
-    return ax_coll_allreduce(g, axis, buf, n, AX_DT_F32, AX_OP_SUM);
-}
-ax_status ax_allreduce_max(ax_grid_t *g, ax_axis axis, float *buf, long n) {
-    return ax_coll_allreduce(g, axis, buf, n, AX_DT_F32, AX_OP_MAX);
-}
-ax_status ax_allreduce_sum_f64(ax_grid_t *g, ax_axis axis, double *buf, long n) {
-    return ax_coll_allreduce(g, axis, buf, n, AX_DT_F64, AX_OP_SUM);
-}
-ax_status ax_allreduce_max_f64(ax_grid_t *g, ax_axis axis, double *buf, long n) {
-    return ax_coll_allreduce(g, axis, buf, n, AX_DT_F64, AX_OP_MAX);
-}
-ax_status ax_allgather(ax_grid_t *g, ax_axis axis, const float *send, long n_per_rank,
-                       float *recv) {
-    return ax_coll_allgather(g, axis, send, n_per_rank, recv, AX_DT_F32);
-}
-ax_status ax_reduce_scatter(ax_grid_t *g, ax_axis axis, const float *send, float *recv,
-                            long n_per_rank) {
-    return ax_coll_reduce_scatter(g, axis, send, recv, n_per_rank, AX_DT_F32, AX_OP_SUM);
-}
-ax_status ax_bcast(ax_grid_t *g, ax_axis axis, float *buf, long n, int root_coord) {
-    return ax_coll_bcast(g, axis, buf, n, AX_DT_F32, root_coord);
-}
-ax_status ax_bcast_bytes(ax_grid_t *g, ax_axis axis, void *buf, long nbytes, int root_coord) {
-    return ax_coll_bcast(g, axis, buf, nbytes, AX_DT_U8, root_coord);
-}
-
 /* ---- non-blocking ---- */
-
-static ax_status issued(ax_req *req, int rc, const char *name) {
-    if (rc != MPI_SUCCESS) return mpi_fail(name, (ax_axis)req->axis, rc);
-    req->nh = 1;
-    req->active = 1;
-    return AX_OK;
-}
 
 ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, ax_redop op,
                              ax_req *req) {
@@ -520,12 +418,7 @@ ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_d
     req_init(req, g, axis, AX_COMM_ALLREDUCE, t, op);
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, t, op, &p));
     if (p == 1 || n == 0) return AX_OK;
-    MPI_Op mop;
-    int rc = mpi_op(t, op, &mop);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, mpi_type(t), mop, ax_grid_mpi_comm(g, axis),
-                            &handles(req)[0]);
-    return issued(req, rc, name);
+    return tr(g)->iallreduce(req, name, buf, n);
 }
 
 ax_status ax_coll_iallgather(ax_grid_t *g, ax_axis axis, const void *send, long n_per_rank,
@@ -538,73 +431,7 @@ ax_status ax_coll_iallgather(ax_grid_t *g, ax_axis axis, const void *send, long 
         copy_local(recv, send, n_per_rank, t);
         return AX_OK;
     }
-    return issued(req,
-                  MPI_Iallgather(gather_src(g, axis, send, n_per_rank, recv, t), (int)n_per_rank,
-                                 mpi_type(t), recv, (int)n_per_rank, mpi_type(t),
-                                 ax_grid_mpi_comm(g, axis), &handles(req)[0]),
-                  name);
-}
-
-/* Ring reduce-scatter: p-1 steps. At step s a rank sends its running partial (kept in recv)
- * to coord+1 and receives one from coord-1 into tmp, then recv = tmp (op) own block.
- * Rank r starts with block r-1 and each step moves one block down, so after p-1 steps recv
- * holds block r reduced over all p ranks. Hand-written because Open MPI 4.1's
- * reduce_scatter_block was ~5x slower than this on 2 ranks; and its steps advance inside
- * ax_req_progress, which is where a polling compute loop gives it progress. */
-static long rs_block(const ax_req *q, int step) { /* block received at `step` */
-    return ((q->coord - 2 - step) % q->p + 2L * q->p) % q->p;
-}
-
-static ax_status rs_post(ax_req *q) {
-    MPI_Comm comm = ax_grid_mpi_comm(q->g, (ax_axis)q->axis);
-    MPI_Datatype type = mpi_type((ax_dtype)q->dtype);
-    int prev = (q->coord + q->p - 1) % q->p, next = (q->coord + 1) % q->p;
-    MPI_Request *h = handles(q);
-    int rc = MPI_Irecv(q->tmp, (int)q->n, type, prev, q->tag, comm, &h[0]);
-    if (rc == MPI_SUCCESS) {
-        rc = MPI_Isend(q->recv, (int)q->n, type, next, q->tag, comm, &h[1]);
-        q->nh = rc == MPI_SUCCESS ? 2 : 1;
-        if (rc != MPI_SUCCESS) MPI_Cancel(&h[0]);
-    }
-    return rc == MPI_SUCCESS ? AX_OK : mpi_fail("reduce-scatter", (ax_axis)q->axis, rc);
-}
-
-static void rs_finish(ax_req *q, ax_status err) {
-    free(q->tmp);
-    q->tmp = NULL;
-    q->nh = 0;
-    q->active = 0;
-    if (q->err == AX_OK) q->err = err;
-}
-
-/* Completes finished steps and posts the next; blocking: MPI_Waitall instead of Testall.
- * Returns 1 when the whole reduce-scatter is done (or failed). */
-static int rs_advance(ax_req *q, int blocking) {
-    long e = ax_dtype_size((ax_dtype)q->dtype);
-    while (q->active) {
-        int flag = 1, rc;
-        if (blocking)
-            rc = MPI_Waitall(q->nh, handles(q), MPI_STATUSES_IGNORE);
-        else
-            rc = MPI_Testall(q->nh, handles(q), &flag, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS) {
-            rs_finish(q, mpi_fail("reduce-scatter", (ax_axis)q->axis, rc));
-            return 1;
-        }
-        if (!flag) return 0;
-        const char *own = (const char *)q->send + rs_block(q, q->step) * q->n * e;
-        combine((ax_dtype)q->dtype, (ax_redop)q->op, q->recv, q->tmp, own, q->n);
-        if (++q->step == q->p - 1) {
-            rs_finish(q, AX_OK);
-            return 1;
-        }
-        ax_status st = rs_post(q);
-        if (st != AX_OK) {
-            rs_finish(q, st);
-            return 1;
-        }
-    }
-    return 1;
+    return tr(g)->iallgather(req, name, send, n_per_rank, recv);
 }
 
 ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, void *recv,
@@ -616,35 +443,7 @@ ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, 
         copy_local(recv, send, n_per_rank, t);
         return AX_OK;
     }
-    size_t bytes = (size_t)n_per_rank * (size_t)ax_dtype_size(t);
-    req->p = p;
-    req->coord = ax_grid_coord(g, axis);
-    req->tag = ax_grid_next_tag_(g, axis);
-    req->n = n_per_rank;
-    req->send = send;
-    req->recv = recv;
-    req->tmp = malloc(bytes);
-    if (!req->tmp)
-        return ax_errorf(AX_ERR_NOMEM, "reduce-scatter over %s: no memory for a %ld-element buffer",
-                         ax_axis_name(axis), n_per_rank);
-    /* step 0 sends this rank's own contribution to block coord-1 */
-    memcpy(recv, (const char *)send + (size_t)((req->coord + p - 1) % p) * bytes, bytes);
-    req->active = 1;
-    ax_status st = rs_post(req);
-    if (st != AX_OK) rs_finish(req, st);
-    return st;
-}
-
-ax_status ax_iallreduce_sum(ax_grid_t *g, ax_axis axis, float *buf, long n, ax_req *req) {
-    return ax_coll_iallreduce(g, axis, buf, n, AX_DT_F32, AX_OP_SUM, req);
-}
-ax_status ax_iallgather(ax_grid_t *g, ax_axis axis, const float *send, long n_per_rank, float *recv,
-                        ax_req *req) {
-    return ax_coll_iallgather(g, axis, send, n_per_rank, recv, AX_DT_F32, req);
-}
-ax_status ax_ireduce_scatter(ax_grid_t *g, ax_axis axis, const float *send, float *recv,
-                             long n_per_rank, ax_req *req) {
-    return ax_coll_ireduce_scatter(g, axis, send, recv, n_per_rank, AX_DT_F32, AX_OP_SUM, req);
+    return tr(g)->ireduce_scatter(req, "reduce-scatter", send, recv, n_per_rank);
 }
 
 static const char *req_name(const ax_req *req) {
@@ -654,17 +453,7 @@ static const char *req_name(const ax_req *req) {
 ax_status ax_req_progress(ax_req *req) {
     if (!req->active) return req->err;
     double t0 = ax_now();
-    if (req->kind == AX_COMM_REDUCE_SCATTER) {
-        rs_advance(req, 0);
-    } else {
-        int done = 0;
-        int rc = MPI_Test(&handles(req)[0], &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) {
-            req->err = mpi_fail(req_name(req), (ax_axis)req->axis, rc);
-            done = 1;
-        }
-        if (done) req->active = 0;
-    }
+    tr(req->g)->progress(req);
     ax_grid_stats_(req->g)->test_s += ax_now() - t0;
     return req->err;
 }
@@ -677,13 +466,7 @@ int ax_test(ax_req *req) {
 ax_status ax_wait(ax_req *req) {
     if (!req->active) return req->err;
     double t0 = wait_begin(req_name(req), (ax_axis)req->axis);
-    if (req->kind == AX_COMM_REDUCE_SCATTER) {
-        rs_advance(req, 1);
-    } else {
-        int rc = MPI_Wait(&handles(req)[0], MPI_STATUS_IGNORE);
-        req->active = 0;
-        if (rc != MPI_SUCCESS) req->err = mpi_fail(req_name(req), (ax_axis)req->axis, rc);
-    }
+    tr(req->g)->wait(req);
     add_wait(req->g, req->axis, ax_now() - t0);
     return req->err;
 }

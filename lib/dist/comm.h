@@ -1,15 +1,16 @@
 /* Collectives along one axis of the 4D grid (lib/dist/grid.h), with traffic accounting.
  *
  * Typed and backend-neutral: every call names its element type (ax_dtype) and, when it reduces,
- * the reduction (ax_redop); no MPI type appears here (the MPI transport is lib/dist/comm.c,
- * its communicators lib/dist/grid_mpi.h), so an NCCL transport can sit behind the same calls.
- * The float-only names (ax_allreduce_sum, ax_allgather, ...) are thin wrappers kept for the
- * model code. Counts are elements. Collectives are issued
+ * the reduction (ax_redop); no MPI type appears here. lib/dist/comm.c is the front end (checks,
+ * size-1 shortcuts, accounting); the bytes move through the grid's transport, a table of
+ * functions (lib/dist/comm_transport.h; MPI: lib/dist/comm_mpi.c), so an NCCL transport can sit
+ * behind the same calls. Counts are elements. Collectives are issued
  * by the main thread only (MPI funneled thread level), outside OpenMP parallel regions. On an axis
  * of size 1 (and on every axis of a serial grid) a collective is a local copy or a no-op and
- * never calls MPI. MPI failures return AX_ERR_MPI with a message naming the collective and
- * the axis. Blocking calls and ax_wait mark their wait for the stalled-rank watchdog
- * (lib/core/stop.h), so a rank that stops progressing fails the job instead of hanging it.
+ * never reaches the transport. Transport failures return AX_ERR_MPI with a message naming the
+ * collective and the axis. Blocking calls and ax_wait mark their wait for the stalled-rank
+ * watchdog (lib/core/stop.h), so a rank that stops progressing fails the job instead of hanging it.
+ * Overlapping collectives with compute: lib/dist/overlap.h.
  *
  * ---- Performance model: bytes sent per rank (the one definition) ----
  * p = ranks along the axis, e = element size in bytes. Ring algorithms:
@@ -103,22 +104,21 @@ ax_status ax_barrier(ax_grid_t *g, ax_axis axis);
  * fine but sees another's failure gets "WHAT: another rank failed (see its message)". */
 ax_status ax_coll_agree(ax_grid_t *g, ax_axis axis, ax_status st, const char *what);
 
-/* ---- blocking, float32 (the model code's names; wrappers over the typed calls) ---- */
-ax_status ax_allreduce_sum(ax_grid_t *g, ax_axis axis, float *buf, long n);
-ax_status ax_allreduce_max(ax_grid_t *g, ax_axis axis, float *buf, long n);
-ax_status ax_allreduce_sum_f64(ax_grid_t *g, ax_axis axis, double *buf, long n);
-ax_status ax_allreduce_max_f64(ax_grid_t *g, ax_axis axis, double *buf, long n);
-ax_status ax_allgather(ax_grid_t *g, ax_axis axis, const float *send, long n_per_rank, float *recv);
-ax_status ax_reduce_scatter(ax_grid_t *g, ax_axis axis, const float *send, float *recv,
-                            long n_per_rank);
-ax_status ax_bcast(ax_grid_t *g, ax_axis axis, float *buf, long n, int root_coord);
-ax_status ax_bcast_bytes(ax_grid_t *g, ax_axis axis, void *buf, long nbytes, int root_coord);
+/* ---- test only: failure injection ----
+ * Makes the (after_n_calls+1)-th call of `kind` over `axis` on grid g (NULL: on any grid) fail
+ * with AX_ERR_MPI and "<collective> over the <axis> axis failed: injected failure ...", before
+ * any size-1 shortcut, so the error paths above a collective can be tested on a serial grid.
+ * Fires once, then disarms; after_n_calls < 0 disarms. One armed failure at a time (process
+ * wide, main thread only). Non-blocking calls fail at issue; point to point (send and recv)
+ * matches AX_COMM_SEND; barriers never fail. Never called outside tests. */
+void ax_comm_inject_failure(const ax_grid_t *g, ax_comm_kind kind, ax_axis axis, int after_n_calls);
 
 /* ---- non-blocking ----
  * Issue, compute, then ax_wait. Buffers must stay untouched until the request completes.
  * The MPI transport progresses a request only inside a call into it, so a compute loop that
- * wants overlap calls ax_req_progress (or ax_test) between chunks; a transport that progresses
- * on its own (NCCL streams) makes that call cheap. A zero-initialised ax_req is a valid,
+ * wants overlap calls ax_req_progress (or ax_test) between chunks (lib/dist/overlap.h does
+ * this for the model); a transport that progresses on its own (NCCL streams) makes that call
+ * cheap. A zero-initialised ax_req is a valid,
  * already complete request. On a serial grid / size-1 axis the request completes at issue.
  * Complete every issued request with ax_wait (or ax_test returning 1): a reduce-scatter holds a
  * scratch buffer until then. The layout is opaque: read only `active`. */
@@ -128,7 +128,8 @@ typedef struct {
     ax_status err;  /* failure seen while progressing, reported by ax_wait */
     ax_grid_t *g;   /* whose stats the wait time goes to */
     int dtype, op;  /* ax_dtype, ax_redop */
-    /* ring reduce-scatter state (lib/dist/comm.c): step of p-1, peer ranks, tag */
+    /* transport state (MPI's ring reduce-scatter, lib/dist/comm_mpi.c): step of p-1, peer
+     * ranks, tag */
     int step, p, coord, tag, nh;
     long n;
     const void *send;
@@ -142,11 +143,6 @@ ax_status ax_coll_iallgather(ax_grid_t *g, ax_axis axis, const void *send, long 
                              void *recv, ax_dtype t, ax_req *req);
 ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, void *recv,
                                   long n_per_rank, ax_dtype t, ax_redop op, ax_req *req);
-ax_status ax_iallreduce_sum(ax_grid_t *g, ax_axis axis, float *buf, long n, ax_req *req);
-ax_status ax_iallgather(ax_grid_t *g, ax_axis axis, const float *send, long n_per_rank, float *recv,
-                        ax_req *req);
-ax_status ax_ireduce_scatter(ax_grid_t *g, ax_axis axis, const float *send, float *recv,
-                             long n_per_rank, ax_req *req);
 /* Gives the transport a chance to move the request along (MPI: tests it, posts the next ring
  * step); never blocks. Returns the request's failure, if any (AX_OK while in flight). */
 ax_status ax_req_progress(ax_req *req);

@@ -1,5 +1,5 @@
 #include "lib/dist/grid.h"
-#include "lib/dist/comm.h"
+#include "lib/dist/comm_transport.h"
 #include "lib/dist/grid_mpi.h"
 #include "lib/dist/mpienv.h"
 
@@ -22,8 +22,8 @@ struct ax_grid {
     char spec[64];
 };
 
-/* Not public: lib/dist/comm.c updates the counters of the grid it communicates on. */
-ax_comm_stats *ax_grid_stats_(ax_grid_t *g);
+/* Not public (lib/dist/comm_transport.h): lib/dist/comm.c updates the counters of the grid it
+ * communicates on. */
 ax_comm_stats *ax_grid_stats_(ax_grid_t *g) {
     return &g->stats;
 }
@@ -31,9 +31,14 @@ ax_comm_stats *ax_grid_stats_(ax_grid_t *g) {
 /* Not public: a message tag for the next ring collective on `axis`. Every rank issues
  * collectives in the same order, so the sequence agrees across ranks, and requests in flight
  * together never match each other's messages. */
-int ax_grid_next_tag_(ax_grid_t *g, ax_axis axis);
 int ax_grid_next_tag_(ax_grid_t *g, ax_axis axis) {
     return 1 + (int)(g->tag_seq[axis]++ % 32000u); /* MPI guarantees tags up to 32767 */
+}
+
+/* Not public: the transport that moves this grid's bytes; MPI for every grid with
+ * communicators (an NCCL transport would be chosen here, per grid). */
+const ax_transport *ax_grid_transport_(const ax_grid_t *g) {
+    return g->mpi ? ax_transport_mpi() : NULL;
 }
 
 ax_status ax_grid_parse(const char *spec, int dims[4]) {

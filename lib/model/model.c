@@ -274,6 +274,7 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
         }
     }
     if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
+    if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
     ax_rope_table(ctx, m->rope_cos, m->rope_sin, T, c->dim / c->n_heads, c->rope_theta);
     m->stale = 1;
     *out = m;
@@ -308,6 +309,7 @@ void ax_model_free(ax_model_t *m) {
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
     ax_host_free(ctx, m->kcache), ax_host_free(ctx, m->vcache), ax_host_free(ctx, m->dec_best);
+    ax_overlap_free(m->ov);
     ax_grid_free(m->own_grid);
     ax_host_free(ctx, m);
     ax_ctx_free(ctx);
@@ -328,11 +330,32 @@ int64_t ax_model_n_params(const ax_model_t *m) {
 int64_t ax_model_n_local(const ax_model_t *m) {
     return m->n_local;
 }
-float *ax_model_params(ax_model_t *m) {
-    return m->params;
+ax_slab *ax_model_slab(ax_model_t *m, ax_model_slab_id which) {
+    return (ax_slab *)(which == AX_SLAB_GRADS ? m->grads : m->params);
 }
-float *ax_model_grads(ax_model_t *m) {
-    return m->grads;
+
+/* [off, off + n) within a slab of n_local floats; names the caller for the message */
+static ax_status slab_range(const ax_model_t *m, const char *fn, int64_t off, int64_t n) {
+    if (off >= 0 && n >= 0 && off <= m->n_local && n <= m->n_local - off) return AX_OK;
+    return ax_errorf(AX_ERR_ARG, "%s: range [%lld, +%lld) leaves the local slab of %lld floats", fn,
+                     (long long)off, (long long)n, (long long)m->n_local);
+}
+
+ax_status ax_model_read_params(const ax_model_t *m, float *host, int64_t off, int64_t n) {
+    AX_CHECK(slab_range(m, "ax_model_read_params", off, n));
+    ax_copy(m->ctx, host, m->params + off, (size_t)n * sizeof(float), AX_COPY_D2H);
+    return ax_ctx_status(m->ctx);
+}
+ax_status ax_model_read_grads(const ax_model_t *m, float *host, int64_t off, int64_t n) {
+    AX_CHECK(slab_range(m, "ax_model_read_grads", off, n));
+    ax_copy(m->ctx, host, m->grads + off, (size_t)n * sizeof(float), AX_COPY_D2H);
+    return ax_ctx_status(m->ctx);
+}
+ax_status ax_model_write_params(ax_model_t *m, const float *host, int64_t off, int64_t n) {
+    AX_CHECK(slab_range(m, "ax_model_write_params", off, n));
+    ax_copy(m->ctx, m->params + off, host, (size_t)n * sizeof(float), AX_COPY_H2D);
+    m->stale = 1; /* the blocks gathered over Z hold the old values */
+    return ax_ctx_status(m->ctx);
 }
 int ax_model_n_tensors(const ax_model_t *m) {
     return m->n_tensors;
@@ -343,17 +366,28 @@ const ax_tensor_info *ax_model_tensors(const ax_model_t *m) {
 int ax_model_tensor_decays(const ax_model_t *m, int i) {
     return m->info[i].ndim == 2;
 }
-const float *ax_model_logits(const ax_model_t *m) {
-    return m->logits;
+/* An activation of the last forward, n floats per sequence, copied to the host. */
+static ax_status read_act(const ax_model_t *m, const char *fn, const float *act, int64_t per_seq,
+                          float *host) {
+    if (m->cur_B < 1) return ax_errorf(AX_ERR_ARG, "%s: no forward has run on this model yet", fn);
+    ax_copy(m->ctx, host, act, (size_t)(m->cur_B * per_seq) * sizeof(float), AX_COPY_D2H);
+    return ax_ctx_status(m->ctx);
 }
-const float *ax_model_losses(const ax_model_t *m) {
-    return m->losses;
+ax_status ax_model_read_logits(const ax_model_t *m, float *host) {
+    return read_act(m, "ax_model_read_logits", m->logits, (int64_t)m->T * m->Vl, host);
+}
+ax_status ax_model_read_losses(const ax_model_t *m, float *host) {
+    return read_act(m, "ax_model_read_losses", m->losses, m->T, host);
+}
+ax_status ax_model_read_residual(const ax_model_t *m, int l, float *host) {
+    if (l < 0 || l > m->cfg.n_layers)
+        return ax_errorf(AX_ERR_ARG, "ax_model_read_residual: layer %d is outside [0, %d]", l,
+                         m->cfg.n_layers);
+    const float *res = l < m->cfg.n_layers ? m->acts[l].res : m->res_final;
+    return read_act(m, "ax_model_read_residual", res, (int64_t)m->T * m->Cx, host);
 }
 ax_status ax_model_status(const ax_model_t *m) {
     return m->status != AX_OK ? m->status : ax_ctx_status(m->ctx);
-}
-void ax_model_params_updated(ax_model_t *m) {
-    m->stale = 1;
 }
 
 void ax_model_local_range(const ax_model_t *m, int i, int64_t *offset, int64_t *count) {
@@ -386,7 +420,7 @@ ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
         for (int i = 0; i < m->n_tensors; i++)
             if (owns_replica(m, i))
                 s += ax_sum_squares(m->ctx, m->grads + m->tp[i].shard_off, (long)m->tp[i].shard_n);
-    AX_CHECK(ax_allreduce_sum_f64(m->grid, AX_AXIS_WORLD, &s, 1));
+    AX_CHECK(ax_coll_allreduce(m->grid, AX_AXIS_WORLD, &s, 1, AX_DT_F64, AX_OP_SUM));
     *out = s;
     return AX_OK;
 }
@@ -418,7 +452,8 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
     m->stale = 1;
 }
 
-ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float *global_out) {
+ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *slab, float *global_out) {
+    const float *local = (const float *)slab; /* backend memory: only ops and copies touch it */
     tp_tensor *p = &m->tp[i];
     int64_t numel = m->info[i].numel;
     int gz = m->dims[AX_AXIS_Z];
@@ -428,7 +463,9 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float
         st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
         goto done;
     }
-    AX_CHECK_GOTO(ax_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block), done);
+    AX_CHECK_GOTO(
+        ax_coll_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block, AX_DT_F32),
+        done);
     /* exactly one rank writes each global element; the rest add zeros, so the sum is exact */
     if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i)) {
         size_t bb = (size_t)(p->shard_n * gz) * sizeof(float), gb = (size_t)numel * sizeof(float);
@@ -444,7 +481,8 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float
         if (hg) ax_unmap(m->ctx, global, hg, gb, AX_MAP_WRITE);
         if (st != AX_OK) goto done;
     }
-    AX_CHECK_GOTO(ax_allreduce_sum(m->grid, AX_AXIS_WORLD, global, (long)numel), done);
+    AX_CHECK_GOTO(
+        ax_coll_allreduce(m->grid, AX_AXIS_WORLD, global, (long)numel, AX_DT_F32, AX_OP_SUM), done);
     if (global_out) ax_copy(m->ctx, global_out, global, (size_t)numel * sizeof(float), AX_COPY_D2H);
 done:
     ax_dev_free(m->ctx, block);
@@ -452,7 +490,8 @@ done:
     return st;
 }
 
-void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *local) {
+void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, ax_slab *slab) {
+    float *local = (float *)slab;
     tp_tensor *p = &m->tp[i];
     int64_t b0 = (int64_t)m->z * p->shard_n;
     size_t bytes = (size_t)p->shard_n * sizeof(float);
@@ -469,8 +508,4 @@ void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *l
     }
     ax_unmap(m->ctx, local + p->shard_off, dst, bytes, AX_MAP_WRITE);
     m->stale = 1;
-}
-
-const float *ax_model_residual(const ax_model_t *m, int l) {
-    return l < m->cfg.n_layers ? m->acts[l].res : m->res_final;
 }

@@ -63,11 +63,26 @@ struct ax_ctx *ax_model_ctx(const ax_model_t *m);
  * (seed, stream i, index j), so weights depend only on the seed and the global shape. */
 void ax_model_init(ax_model_t *m, uint64_t seed);
 
-/* ---- the local slabs ---- */
+/* ---- the local slabs ----
+ * Parameters, gradients and the optimizer's moments live in the backend's memory (a GPU's, with
+ * a device backend), which host code never dereferences. Host code copies through the backend
+ * with the read/write functions below (one-time or inspection work: initialisation tweaks,
+ * tests; never per step), and names a whole slab to the checkpoint functions with an opaque
+ * ax_slab handle, which only lib/model turns back into memory. */
+typedef struct ax_slab ax_slab;
+typedef enum { AX_SLAB_PARAMS, AX_SLAB_GRADS } ax_model_slab_id;
 int64_t ax_model_n_params(const ax_model_t *m); /* global parameter count */
 int64_t ax_model_n_local(const ax_model_t *m);  /* floats in this rank's slabs */
-float *ax_model_params(ax_model_t *m);
-float *ax_model_grads(ax_model_t *m);
+/* The handle of this rank's parameter or gradient slab [n_local]. */
+ax_slab *ax_model_slab(ax_model_t *m, ax_model_slab_id which);
+/* host[0, n) <- the parameter / gradient slab's [off, off + n), in the local layout (on
+ * 1x1x1x1 the global one; tensor i at ax_model_local_range). AX_ERR_ARG when the range leaves
+ * [0, n_local); otherwise ax_ctx_status of the copy. */
+ax_status ax_model_read_params(const ax_model_t *m, float *host, int64_t off, int64_t n);
+ax_status ax_model_read_grads(const ax_model_t *m, float *host, int64_t off, int64_t n);
+/* The parameter slab's [off, off + n) <- host[0, n); the blocks gathered over Z are refreshed
+ * before the next forward (what every change of the parameters needs). */
+ax_status ax_model_write_params(ax_model_t *m, const float *host, int64_t off, int64_t n);
 int ax_model_n_tensors(const ax_model_t *m);
 /* global tensor table (names, global shapes, offsets in the checkpoint blobs) */
 const ax_tensor_info *ax_model_tensors(const ax_model_t *m);
@@ -75,8 +90,6 @@ const ax_tensor_info *ax_model_tensors(const ax_model_t *m);
 void ax_model_local_range(const ax_model_t *m, int i, int64_t *offset, int64_t *count);
 /* weight decay applies to matrices only (not norms) */
 int ax_model_tensor_decays(const ax_model_t *m, int i);
-/* Call after the parameters change (optimizer step, load): gathered blocks are refreshed. */
-void ax_model_params_updated(ax_model_t *m);
 
 void ax_model_zero_grad(ax_model_t *m);
 /* Sum of squared gradients of the GLOBAL model (collective; replicas counted once). */
@@ -97,16 +110,23 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro);
 /* First communication or op failure seen (collectives and ops inside forward/backward cannot
  * return one; see ax_ctx_status); AX_OK if none. */
 ax_status ax_model_status(const ax_model_t *m);
+/* Forgets a collective failure that ax_model_status has reported, so a caller that handled it
+ * (a retried step, a test) can go on with the next step; the message is ax_error_clear's. */
+void ax_model_clear_status(ax_model_t *m);
 
-/* Logits of the last forward without want_grad: this rank's [B, T, Vl] vocabulary slice,
- * columns for global ids [v0, v0 + valid) (see ax_model_vocab_slice). */
-const float *ax_model_logits(const ax_model_t *m);
+/* ---- inspection of the last forward (tests, tools; copies through the backend) ----
+ * B is the last forward's batch; each returns AX_ERR_ARG before any forward, otherwise
+ * ax_ctx_status of the copy. Decoding reuses layer 0's buffers as scratch: read the residual
+ * stream before decoding. */
+/* host[B, T, Vl] <- the logits of the last forward without want_grad: this rank's vocabulary
+ * slice, columns for global ids [v0, v0 + valid) (see ax_model_vocab_slice). */
+ax_status ax_model_read_logits(const ax_model_t *m, float *host);
 void ax_model_vocab_slice(const ax_model_t *m, int *v0, int *valid, int *Vl);
-/* For tests and inspection: the residual stream of the last forward entering layer l
- * (l = n_layers: the last layer's output), this rank's [B, T, C/Gx] slice. */
-const float *ax_model_residual(const ax_model_t *m, int l);
-/* Per-target losses of the last forward: [B, T] (0 where mask is 0). */
-const float *ax_model_losses(const ax_model_t *m);
+/* host[B, T, C/Gx] <- the residual stream entering layer l (l = n_layers: the last layer's
+ * output), this rank's slice; AX_ERR_ARG for l outside [0, n_layers]. */
+ax_status ax_model_read_residual(const ax_model_t *m, int l, float *host);
+/* host[B, T] <- the per-target losses of the last forward (0 where mask is 0). */
+ax_status ax_model_read_losses(const ax_model_t *m, float *host);
 
 /* ---- KV-cached decoding (lib/model/model_decode.c); collective over the grid ----
  * Up to B sequences per rank (B <= the allocated batch x T), positions 0..T-1. Feed the prompt
@@ -115,15 +135,15 @@ const float *ax_model_losses(const ax_model_t *m);
  * ax_model_vocab_slice) for the next token. */
 ax_status ax_model_decode_begin(ax_model_t *m, int B);
 void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos);
-const float *ax_model_decode_logits(const ax_model_t *m);
 /* Greedy choice over the whole vocabulary (all Y ranks): out[B], ties to the lowest id. */
 ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out);
 /* The full logits [B, V] of the last decode step on every rank (all-gathered over Y). */
 ax_status ax_model_decode_full_logits(ax_model_t *m, float *out);
 
 /* ---- checkpoints in the global layout (any grid writes, any grid reads) ----
- * Gathers this rank's slab `local` (params, or an optimizer moment with the same layout)
- * into the global tensor i [numel] on rank 0 (other ranks may pass NULL). Collective. */
-ax_status ax_model_gather_tensor(ax_model_t *m, int i, const float *local, float *global_out);
-/* Copies this rank's shard of global tensor i (all numel values) into the slab `local`. */
-void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, float *local);
+ * Gathers this rank's slab `local` (ax_model_slab, or an optimizer moment: ax_optim_slab)
+ * into the global tensor i, host global_out[numel], on rank 0 (other ranks may pass NULL).
+ * Collective. */
+ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *local, float *global_out);
+/* Copies this rank's shard of global tensor i (host global[numel]) into the slab `local`. */
+void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, ax_slab *local);

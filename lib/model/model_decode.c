@@ -54,7 +54,7 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
     ax_copy(m->ctx, m->inputs_copy, tokens, (size_t)B * sizeof(int32_t), AX_COPY_H2D);
     ax_embedding_shard_forward(m->ctx, x, m->inputs_copy, m->tp[m->t_wte].full, B, Cx, m->v0,
                                m->vvalid);
-    tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_Y, x, (long)B * Cx));
+    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, x, (long)B * Cx, AX_DT_F32, AX_OP_SUM));
     const float *cos_t = m->rope_cos + (long)pos * (D / 2),
                 *sin_t = m->rope_sin + (long)pos * (D / 2);
     for (int l = 0; l < c->n_layers; l++) {
@@ -93,9 +93,9 @@ ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out) {
     if (m->dims[AX_AXIS_Y] > 1) {
         /* two passes: the max value, then the lowest id holding it */
         for (int b = 0; b < B; b++) mx[b] = best[2 * b];
-        AX_CHECK(ax_allreduce_max_f64(m->grid, AX_AXIS_Y, mx, B));
+        AX_CHECK(ax_coll_allreduce(m->grid, AX_AXIS_Y, mx, B, AX_DT_F64, AX_OP_MAX));
         for (int b = 0; b < B; b++) mx[b] = best[2 * b] == mx[b] ? best[2 * b + 1] : -INFINITY;
-        AX_CHECK(ax_allreduce_max_f64(m->grid, AX_AXIS_Y, mx, B));
+        AX_CHECK(ax_coll_allreduce(m->grid, AX_AXIS_Y, mx, B, AX_DT_F64, AX_OP_MAX));
         for (int b = 0; b < B; b++) best[2 * b + 1] = mx[b];
     }
     for (int b = 0; b < B; b++) out[b] = (int32_t)(-best[2 * b + 1]);
@@ -104,7 +104,8 @@ ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out) {
 
 ax_status ax_model_decode_full_logits(ax_model_t *m, float *out) {
     int B = m->dec_B, Vl = m->Vl, V = m->cfg.vocab, gy = m->dims[AX_AXIS_Y];
-    AX_CHECK(ax_allgather(m->grid, AX_AXIS_Y, m->dec_logits, (long)B * Vl, m->dec_all));
+    AX_CHECK(
+        ax_coll_allgather(m->grid, AX_AXIS_Y, m->dec_logits, (long)B * Vl, m->dec_all, AX_DT_F32));
     /* dec_all = gy blocks of [B, Vl]: interleave into rows of the global vocabulary (out is
      * host memory: a device backend's copy_rows writes across) */
     for (int y = 0; y < gy; y++) {

@@ -2,6 +2,7 @@
 #pragma once
 #include "lib/backend/backend.h"
 #include "lib/dist/comm.h"
+#include "lib/dist/overlap.h"
 #include "lib/model/model.h"
 
 /* How a global tensor is split (docs/DESIGN.md "The 4D grid"). */
@@ -22,8 +23,6 @@ typedef struct {
     int64_t shard_off;      /* offset of the shard in the local slabs */
     float *full;            /* gathered block [rows_l, cols_l] (= the slab when Gz == 1) */
     float *gfull;           /* gradient block, reduce-scattered into the slab (Gz > 1) */
-    ax_req gather;          /* in-flight all-gather of `full` (overlap) */
-    ax_req scatter;         /* in-flight reduce-scatter of `gfull` (overlap) */
 } tp_tensor;
 
 /* per-layer tensor slots, in slab order */
@@ -51,6 +50,7 @@ struct ax_model {
     int dims[4], x, y, z;
     int B, T, cur_B;
     int overlap;
+    ax_overlap *ov;   /* in-flight collectives: slots OV_OAR, ov_gather(t), ov_scatter(t) */
     ax_status status; /* first collective failure */
     /* sizes on this rank */
     int Cx, Cy, Hy, Fy, Vp, Vl, v0, vvalid;
@@ -87,6 +87,19 @@ struct ax_model {
 
 static inline int LT(const ax_model_t *m, int l, int slot) {
     return m->t_layer0 + l * L_COUNT + slot;
+}
+
+/* Overlap slots (lib/dist/overlap.h): the dX all-reduce behind the dW GEMM (OAR), and per
+ * tensor its weight all-gather (OAG) and gradient reduce-scatter (ORS). */
+enum { OV_OAR = 0 };
+static inline int ov_gather(int t) {
+    return 1 + 2 * t;
+}
+static inline int ov_scatter(int t) {
+    return 2 + 2 * t;
+}
+static inline int ov_slots(int n_tensors) {
+    return 1 + 2 * n_tensors;
 }
 
 /* record the first failure of a collective issued where no status can be returned */

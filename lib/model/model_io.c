@@ -70,7 +70,7 @@ ax_status ax_model_config_from_ckpt(const ax_ckpt_t *ck, ax_model_config *out) {
     return AX_OK;
 }
 
-ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blob, float *local) {
+ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blob, ax_slab *local) {
     const char *path = ax_ckpt_path(ck);
     int n_t = ax_model_n_tensors(m);
     const ax_tensor_info *ts = ax_model_tensors(m);
@@ -98,7 +98,7 @@ ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blo
     ax_status st = ax_ckpt_read_blob(ck, blob, 0, n, global);
     for (int i = 0; st == AX_OK && i < n_t; i++)
         ax_model_scatter_tensor(m, i, global + ts[i].offset, local);
-    ax_host_free(ax_model_ctx(m), global);
-    ax_model_params_updated(m);
+    if (st == AX_OK) st = ax_model_status(m); /* a shard that could not be written */
+    ax_host_free(ax_model_ctx(m), global);    /* scatter marked the gathered blocks stale */
     return st;
 }

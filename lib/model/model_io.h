@@ -12,5 +12,6 @@
 
 ax_status ax_model_config_from_ckpt(const ax_ckpt_t *ck, ax_model_config *out);
 /* Checks the tensor table matches the model, reads global blob `blob` ("params", "adam_m",
- * "adam_v") and scatters this rank's shards into `local` (a slab with the model's layout). */
-ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blob, float *local);
+ * "adam_v") and scatters this rank's shards into the slab `local` (ax_model_slab(m,
+ * AX_SLAB_PARAMS), or a moment: ax_optim_slab). */
+ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blob, ax_slab *local);

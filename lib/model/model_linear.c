@@ -1,8 +1,9 @@
 /* The tensor-parallel layers (AxoNN): weight gathers over Z, GEMMs on the local block, the
  * all-reduces over X or Y, gradient reduce-scatters over Z, and the RMSNorm over a hidden
- * dimension split across X. With overlap on, the dX all-reduce runs behind the dW GEMM (OAR),
- * gathers are issued a layer ahead (OAG) and gradient reduce-scatters run behind earlier
- * layers' backward (ORS). */
+ * dimension split across X. The overlapped collectives go through the model's ax_overlap
+ * (lib/dist/overlap.h): the dX all-reduce runs behind the dW GEMM (OAR), gathers are issued a
+ * layer ahead (OAG, model_step.c) and gradient reduce-scatters run behind earlier layers'
+ * backward (ORS); with overlap off the same calls are blocking. */
 #include "lib/model/model_internal.h"
 #include "lib/backend/ops.h"
 
@@ -13,15 +14,12 @@ static int dimz(const ax_model_t *m) {
 void tp_gather_begin(ax_model_t *m, int t) {
     tp_tensor *p = &m->tp[t];
     if (dimz(m) == 1) return; /* full is the slab itself */
-    const float *shard = m->params + p->shard_off;
-    if (m->overlap)
-        tp_note(m, ax_iallgather(m->grid, AX_AXIS_Z, shard, p->shard_n, p->full, &p->gather));
-    else
-        tp_note(m, ax_allgather(m->grid, AX_AXIS_Z, shard, p->shard_n, p->full));
+    tp_note(m, ax_overlap_allgather(m->ov, ov_gather(t), AX_AXIS_Z, m->params + p->shard_off,
+                                    p->shard_n, p->full, AX_DT_F32));
 }
 
 void tp_gather_end(ax_model_t *m, int t) {
-    tp_note(m, ax_wait(&m->tp[t].gather));
+    tp_note(m, ax_overlap_wait(m->ov, ov_gather(t)));
 }
 
 /* normal and vocabulary layers reduce their output over X, transposed ones over Y; the input
@@ -33,69 +31,67 @@ static ax_axis in_axis(const tp_tensor *p) {
     return p->kind == TP_TRANSPOSED ? AX_AXIS_X : AX_AXIS_Y;
 }
 
+static void allreduce_sum(ax_model_t *m, ax_axis axis, float *buf, long n) {
+    tp_note(m, ax_coll_allreduce(m->grid, axis, buf, n, AX_DT_F32, AX_OP_SUM));
+}
+
 /* out[N, rows_l] = in[N, cols_l] W^T, summed over the input axis's ranks */
 void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N) {
     tp_tensor *p = &m->tp[t];
     ax_matmul_forward(m->ctx, out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
-    tp_note(m, ax_allreduce_sum(m->grid, out_axis(p), out, (long)N * p->rows_l));
+    allreduce_sum(m, out_axis(p), out, (long)N * p->rows_l);
 }
 
-/* rows of dW per GEMM chunk while an all-reduce is in flight: small enough to poll MPI often,
- * large enough to keep the GEMM efficient */
+/* rows of dW per GEMM chunk while an all-reduce is in flight: small enough to give the
+ * transport progress often, large enough to keep the GEMM efficient */
 #define DW_CHUNK_ROWS 256
 
-/* Progress every in-flight weight gather and gradient reduce-scatter: Open MPI (and the ring
- * reduce-scatter in comm.c) only move data inside MPI calls. */
-static void poll_inflight(ax_model_t *m) {
-    for (int i = 0; i < m->n_tensors; i++) {
-        if (m->tp[i].gather.active) ax_test(&m->tp[i].gather);
-        if (m->tp[i].scatter.active) ax_test(&m->tp[i].scatter);
-    }
+typedef struct {
+    ax_model_t *m;
+    tp_tensor *p;
+    const float *dout, *in;
+    int N;
+} dw_job;
+
+/* gfull rows [r0, r1) += dout[:, r0:r1]^T in */
+static void dw_rows(void *arg, long r0, long r1) {
+    const dw_job *j = arg;
+    int n = (int)j->p->rows_l, k = (int)j->p->cols_l;
+    ax_gemm(j->m->ctx, 'T', 'N', (int)(r1 - r0), k, j->N, 1.0f, j->dout + r0, n, j->in, k, 1.0f,
+            j->p->gfull + r0 * k, k);
 }
 
-/* din[N, cols_l] (zeroed by the caller) += dout W, then all-reduced; gfull += dout^T in */
+/* din[N, cols_l] (zeroed by the caller) += dout W, then all-reduced; gfull += dout^T in.
+ * OAR: the all-reduce of din runs while dW is computed in chunks, with progress for it and
+ * for every other in-flight gather and reduce-scatter (ORS) between chunks. */
 void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
                         int N) {
     tp_tensor *p = &m->tp[t];
     int n = (int)p->rows_l, k = (int)p->cols_l;
-    ax_axis axis = in_axis(p);
     ax_matmul_backward(m->ctx, din, NULL, dout, in, p->full, N, k, n);
-    if (!m->overlap || ax_grid_size(m->grid) == 1) {
-        tp_note(m, ax_allreduce_sum(m->grid, axis, din, (long)N * k));
-        ax_matmul_backward(m->ctx, NULL, p->gfull, dout, in, p->full, N, k, n);
-        return;
-    }
-    ax_req req = {0};
-    tp_note(m, ax_iallreduce_sum(m->grid, axis, din, (long)N * k, &req));
-    for (int r0 = 0; r0 < n; r0 += DW_CHUNK_ROWS) { /* OAR: dW in chunks, MPI polled between */
-        int rows = n - r0 < DW_CHUNK_ROWS ? n - r0 : DW_CHUNK_ROWS;
-        ax_gemm(m->ctx, 'T', 'N', rows, k, N, 1.0f, dout + r0, n, in, k, 1.0f,
-                p->gfull + (long)r0 * k, k);
-        ax_test(&req);
-        poll_inflight(m); /* ORS: earlier layers' reduce-scatters move meanwhile */
-    }
-    tp_note(m, ax_wait(&req));
+    tp_note(
+        m, ax_overlap_allreduce(m->ov, OV_OAR, in_axis(p), din, (long)N * k, AX_DT_F32, AX_OP_SUM));
+    dw_job job = {m, p, dout, in, N};
+    ax_overlap_compute(m->ov, n, DW_CHUNK_ROWS, dw_rows, &job);
+    tp_note(m, ax_overlap_wait(m->ov, OV_OAR));
 }
 
 void tp_grad_sync_begin(ax_model_t *m, int t) {
     tp_tensor *p = &m->tp[t];
     if (dimz(m) == 1) return; /* gfull is the slab itself */
-    float *shard = m->grads + p->shard_off;
-    if (m->overlap)
-        tp_note(m,
-                ax_ireduce_scatter(m->grid, AX_AXIS_Z, p->gfull, shard, p->shard_n, &p->scatter));
-    else
-        tp_note(m, ax_reduce_scatter(m->grid, AX_AXIS_Z, p->gfull, shard, p->shard_n));
+    tp_note(m,
+            ax_overlap_reduce_scatter(m->ov, ov_scatter(t), AX_AXIS_Z, p->gfull,
+                                      m->grads + p->shard_off, p->shard_n, AX_DT_F32, AX_OP_SUM));
 }
 
 void tp_grad_sync_end(ax_model_t *m, int t) {
-    tp_note(m, ax_wait(&m->tp[t].scatter));
+    tp_note(m, ax_overlap_wait(m->ov, ov_scatter(t)));
 }
 
 void tp_rmsnorm_forward(ax_model_t *m, int t, float *out, float *rstd, const float *in, int N) {
     float *ss = m->rowstat;
     ax_rmsnorm_sumsq(m->ctx, ss, in, N, m->Cx);
-    tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_X, ss, N));
+    allreduce_sum(m, AX_AXIS_X, ss, N);
     ax_rmsnorm_apply(m->ctx, out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim,
                      m->cfg.norm_eps);
 }
@@ -105,7 +101,7 @@ void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, co
     float *dot = m->rowstat;
     const float *w = m->tp[t].full;
     ax_rmsnorm_backward_dot(m->ctx, dot, dout, in, w, N, m->Cx);
-    tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_X, dot, N));
+    allreduce_sum(m, AX_AXIS_X, dot, N);
     ax_rmsnorm_backward_apply(m->ctx, din, m->tp[t].gfull, dout, in, w, rstd, dot, N, m->Cx,
                               m->cfg.dim);
 }

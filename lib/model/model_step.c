@@ -48,7 +48,8 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     /* vocabulary-parallel embedding: each Y rank adds the rows it owns */
     ax_embedding_shard_forward(m->ctx, m->acts[0].res, m->inputs_copy, W(m, m->t_wte), N, Cx, m->v0,
                                m->vvalid);
-    tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_Y, m->acts[0].res, (long)N * Cx));
+    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, m->acts[0].res, (long)N * Cx, AX_DT_F32,
+                                 AX_OP_SUM));
     for (int l = 0; l < L; l++) {
         layer_acts *a = &m->acts[l];
         float *res_out = l + 1 < L ? m->acts[l + 1].res : m->res_final;
@@ -75,13 +76,17 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     /* vocabulary-parallel cross-entropy: row max, then {sum exp, target logit}, over Y */
     float *rowmax = m->rowstat, *stats = m->rowstat + N;
     ax_ce_rowmax(m->ctx, rowmax, m->logits, N, m->Vl, m->vvalid);
-    tp_note(m, ax_allreduce_max(m->grid, AX_AXIS_Y, rowmax, N));
+    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, rowmax, N, AX_DT_F32, AX_OP_MAX));
     ax_ce_partial(m->ctx, stats, m->logits, rowmax, targets, mask, N, m->Vl, m->vvalid, m->v0);
-    tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_Y, stats, 2L * N));
+    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, stats, 2L * N, AX_DT_F32, AX_OP_SUM));
     double loss = ax_ce_finish(m->ctx, m->losses, want_grad ? m->logits : NULL, m->logits, rowmax,
                                stats, targets, mask, dscale, N, m->Vl, m->vvalid, m->v0);
     m->have_grad_logits = want_grad;
     return loss;
+}
+
+void ax_model_clear_status(ax_model_t *m) {
+    m->status = AX_OK;
 }
 
 static void zero(ax_model_t *m, float *p, long n) {
@@ -150,5 +155,6 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
     if (m->t_head != m->t_wte) tp_grad_sync_end(m, m->t_head);
     tp_grad_sync_end(m, m->t_wte);
     /* data parallel: the replicas' gradients summed once per step */
-    tp_note(m, ax_allreduce_sum(m->grid, AX_AXIS_DATA, m->grads, (long)m->n_local));
+    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_DATA, m->grads, (long)m->n_local, AX_DT_F32,
+                                 AX_OP_SUM));
 }

@@ -1,5 +1,6 @@
 #include "lib/model/optim.h"
 #include "lib/backend/ops.h"
+#include "lib/model/model_internal.h"
 
 #include <math.h>
 
@@ -49,11 +50,23 @@ void ax_optim_free(ax_optim_t *o) {
     ax_host_free(o->ctx, o);
 }
 
-float *ax_optim_m(ax_optim_t *o) {
-    return o->m;
+ax_slab *ax_optim_slab(ax_optim_t *o, ax_optim_moment which) {
+    return (ax_slab *)(which == AX_OPTIM_V ? o->v : o->m);
 }
-float *ax_optim_v(ax_optim_t *o) {
-    return o->v;
+
+static ax_status read_moment(const ax_optim_t *o, const char *fn, const float *mom, float *host,
+                             int64_t off, int64_t n) {
+    if (!(off >= 0 && n >= 0 && off <= o->n && n <= o->n - off))
+        return ax_errorf(AX_ERR_ARG, "%s: range [%lld, +%lld) leaves the moment of %lld floats", fn,
+                         (long long)off, (long long)n, (long long)o->n);
+    ax_copy(o->ctx, host, mom + off, (size_t)n * sizeof(float), AX_COPY_D2H);
+    return ax_ctx_status(o->ctx);
+}
+ax_status ax_optim_read_m(const ax_optim_t *o, float *host, int64_t off, int64_t n) {
+    return read_moment(o, "ax_optim_read_m", o->m, host, off, n);
+}
+ax_status ax_optim_read_v(const ax_optim_t *o, float *host, int64_t off, int64_t n) {
+    return read_moment(o, "ax_optim_read_v", o->v, host, off, n);
 }
 long ax_optim_t_steps(const ax_optim_t *o) {
     return o->t;
@@ -63,7 +76,7 @@ void ax_optim_set_t_steps(ax_optim_t *o, long t) {
 }
 
 ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gnorm) {
-    float *p = ax_model_params(model), *g = ax_model_grads(model);
+    float *p = model->params, *g = model->grads; /* the slabs, on the optimizer's backend */
     double sumsq = 0;
     AX_CHECK(ax_model_grad_sumsq(model, &sumsq)); /* before any update: ranks stay equal */
     double norm = sqrt(sumsq);
@@ -77,7 +90,7 @@ ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gno
         ax_adamw_update(o->ctx, p + off, g + off, o->m + off, o->v + off, (long)n, (float)lr,
                         o->cfg.beta1, o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
     }
-    ax_model_params_updated(model);
+    model->stale = 1; /* the blocks gathered over Z hold the old values */
     *gnorm = norm;
     return AX_OK;
 }

@@ -24,8 +24,14 @@ typedef struct ax_optim ax_optim_t;
 /* AdamW moments for the model's local slabs, on the model's backend (the model outlives it) */
 ax_status ax_optim_create(ax_model_t *model, const ax_adamw_config *cfg, ax_optim_t **out);
 void ax_optim_free(ax_optim_t *o);
-float *ax_optim_m(ax_optim_t *o);
-float *ax_optim_v(ax_optim_t *o);
+/* The moments live in the model's backend memory (lib/model/model.h "the local slabs"): the
+ * handle of moment m or v [n_local] for the checkpoint functions (ax_model_gather_tensor,
+ * ax_model_load_blob), and copies to the host of their [off, off + n) (AX_ERR_ARG when the
+ * range leaves [0, n_local); tensor i at ax_model_local_range). */
+typedef enum { AX_OPTIM_M, AX_OPTIM_V } ax_optim_moment;
+ax_slab *ax_optim_slab(ax_optim_t *o, ax_optim_moment which);
+ax_status ax_optim_read_m(const ax_optim_t *o, float *host, int64_t off, int64_t n);
+ax_status ax_optim_read_v(const ax_optim_t *o, float *host, int64_t off, int64_t n);
 long ax_optim_t_steps(const ax_optim_t *o);       /* updates applied so far */
 void ax_optim_set_t_steps(ax_optim_t *o, long t); /* after loading moments from a checkpoint */
 /* One update of this rank's parameter shards from their gradients; *gnorm: the global

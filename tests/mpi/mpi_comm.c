@@ -15,6 +15,7 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/grid_mpi.h"
 #include "lib/dist/mpienv.h"
+#include "lib/dist/overlap.h"
 
 static int g_fail, g_rank;
 static double g_expect_bytes[AX_COMM_KINDS][AX_AXIS_COUNT];
@@ -115,7 +116,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     double *d = malloc(sizeof(double) * (n + 1));
 
     for (long i = 0; i < n; i++) a[i] = val(rank, i);
-    OK(ax_allreduce_sum(g, axis, a, n));
+    OK(ax_coll_allreduce(g, axis, a, n, AX_DT_F32, AX_OP_SUM));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
     for (long i = 0; i < n; i++) {
         float want = 0;
@@ -127,7 +128,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     }
 
     for (long i = 0; i < n; i++) a[i] = sval(rank, i);
-    OK(ax_allreduce_max(g, axis, a, n));
+    OK(ax_coll_allreduce(g, axis, a, n, AX_DT_F32, AX_OP_MAX));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
     for (long i = 0; i < n; i++) {
         float want = -1e30f;
@@ -142,7 +143,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     }
 
     for (long i = 0; i < n; i++) d[i] = 0.5 * val(rank, i);
-    OK(ax_allreduce_sum_f64(g, axis, d, n));
+    OK(ax_coll_allreduce(g, axis, d, n, AX_DT_F64, AX_OP_SUM));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 8);
     for (long i = 0; i < n; i++) {
         double want = 0;
@@ -153,7 +154,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
         }
     }
     for (long i = 0; i < n; i++) d[i] = sval(rank, i);
-    OK(ax_allreduce_max_f64(g, axis, d, n));
+    OK(ax_coll_allreduce(g, axis, d, n, AX_DT_F64, AX_OP_MAX));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 8);
     for (long i = 0; i < n; i++) {
         double want = -1e300;
@@ -172,7 +173,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
         for (long i = 0; i < p * n; i++) big[i] = -7;
         float *src = inplace ? big + (long)me * n : a;
         for (long i = 0; i < n; i++) src[i] = val(rank, i);
-        OK(ax_allgather(g, axis, src, n, big));
+        OK(ax_coll_allgather(g, axis, src, n, big, AX_DT_F32));
         expect(AX_COMM_ALLGATHER, axis, p, n, 4);
         for (int j = 0; j < p; j++) {
             int m = member(g, dims, axis, j);
@@ -189,7 +190,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     for (int j = 0; j < p; j++)
         for (long i = 0; i < n; i++) big[j * n + i] = rsval(rank, j, i);
     for (long i = 0; i < n; i++) a[i] = -7;
-    OK(ax_reduce_scatter(g, axis, big, a, n));
+    OK(ax_coll_reduce_scatter(g, axis, big, a, n, AX_DT_F32, AX_OP_SUM));
     expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
     for (long i = 0; i < n; i++) {
         float want = 0;
@@ -202,7 +203,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
 
     for (int root = 0; root < p; root++) {
         for (long i = 0; i < n; i++) a[i] = val(rank, i);
-        OK(ax_bcast(g, axis, a, n, root));
+        OK(ax_coll_bcast(g, axis, a, n, AX_DT_F32, root));
         expect(AX_COMM_BCAST, axis, p, n, 4);
         int m = member(g, dims, axis, root);
         for (long i = 0; i < n; i++)
@@ -214,7 +215,7 @@ static void check_blocking(ax_grid_t *g, const int dims[4], ax_axis axis, long n
     }
     char msg[32];
     snprintf(msg, sizeof msg, "from %d", rank);
-    OK(ax_bcast_bytes(g, axis, msg, sizeof msg, p - 1));
+    OK(ax_coll_bcast(g, axis, msg, sizeof msg, AX_DT_U8, p - 1));
     expect(AX_COMM_BCAST, axis, p, sizeof msg, 1);
     char want_msg[32];
     snprintf(want_msg, sizeof want_msg, "from %d", member(g, dims, axis, p - 1));
@@ -237,9 +238,9 @@ static void check_nonblocking(ax_grid_t *g, const int dims[4], ax_axis axis, lon
     for (int j = 0; j < p; j++)
         for (long i = 0; i < n; i++) rs_send[j * n + i] = rsval(rank, j, i);
     ax_req r[3];
-    OK(ax_iallreduce_sum(g, axis, ar, n, &r[0]));
-    OK(ax_iallgather(g, axis, ag_send, n, ag, &r[1]));
-    OK(ax_ireduce_scatter(g, axis, rs_send, rs, n, &r[2]));
+    OK(ax_coll_iallreduce(g, axis, ar, n, AX_DT_F32, AX_OP_SUM, &r[0]));
+    OK(ax_coll_iallgather(g, axis, ag_send, n, ag, AX_DT_F32, &r[1]));
+    OK(ax_coll_ireduce_scatter(g, axis, rs_send, rs, n, AX_DT_F32, AX_OP_SUM, &r[2]));
     expect(AX_COMM_ALLREDUCE, axis, p, n, 4);
     expect(AX_COMM_ALLGATHER, axis, p, n, 4);
     expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
@@ -559,9 +560,10 @@ static void check_cross_axis(ax_grid_t *g, const int dims[4], long n) {
     for (long i = 0; i < pz * n; i++) zs[i] = val(rank, i);
     for (long i = 0; i < n; i++) xg[ax_grid_coord(g, AX_AXIS_Z) * n + i] = sval(rank, i);
     ax_req r[3];
-    OK(ax_iallreduce_sum(g, AX_AXIS_Y, y, n, &r[0]));
-    OK(ax_ireduce_scatter(g, AX_AXIS_Z, zs, zr, n, &r[1]));
-    OK(ax_iallgather(g, AX_AXIS_Z, xg + ax_grid_coord(g, AX_AXIS_Z) * n, n, xg, &r[2]));
+    OK(ax_coll_iallreduce(g, AX_AXIS_Y, y, n, AX_DT_F32, AX_OP_SUM, &r[0]));
+    OK(ax_coll_ireduce_scatter(g, AX_AXIS_Z, zs, zr, n, AX_DT_F32, AX_OP_SUM, &r[1]));
+    OK(ax_coll_iallgather(g, AX_AXIS_Z, xg + ax_grid_coord(g, AX_AXIS_Z) * n, n, xg, AX_DT_F32,
+                          &r[2]));
     expect(AX_COMM_ALLREDUCE, AX_AXIS_Y, py, n, 4);
     expect(AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, pz, n, 4);
     expect(AX_COMM_ALLGATHER, AX_AXIS_Z, pz, n, 4);
@@ -603,10 +605,10 @@ static void check_two_rings(ax_grid_t *g, const int dims[4], ax_axis axis, long 
             s2[j * n + i] = -rsval(rank, j, i + 5);
         }
     ax_req a, b;
-    OK(ax_ireduce_scatter(g, axis, s1, r1, n, &a));
+    OK(ax_coll_ireduce_scatter(g, axis, s1, r1, n, AX_DT_F32, AX_OP_SUM, &a));
     if (rank % 2 == 0)
         for (int k = 0; k < 200; k++) ax_test(&a);
-    OK(ax_ireduce_scatter(g, axis, s2, r2, n, &b));
+    OK(ax_coll_ireduce_scatter(g, axis, s2, r2, n, AX_DT_F32, AX_OP_SUM, &b));
     expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
     expect(AX_COMM_REDUCE_SCATTER, axis, p, n, 4);
     if (rank % 3 == 0)
@@ -636,7 +638,8 @@ static void check_two_rings(ax_grid_t *g, const int dims[4], ax_axis axis, long 
 static void check_errors(ax_grid_t *g, const int dims[4]) {
     float a[4] = {0};
     ax_error_clear();
-    ax_status s = ax_bcast(g, AX_AXIS_X, a, 4, dims[1]); /* root out of range: local, no hang */
+    ax_status s = ax_coll_bcast(g, AX_AXIS_X, a, 4, AX_DT_F32,
+                                dims[1]); /* root out of range: local, no hang */
     CHECK(s == AX_ERR_ARG && strstr(ax_error_msg(), "root"), "bad root -> %s: %s", ax_status_str(s),
           ax_error_msg());
     expect(AX_COMM_BCAST, AX_AXIS_X, dims[1], 4, 4); /* counted before validation */
@@ -669,6 +672,55 @@ static void check_stats(ax_grid_t *g) {
         }
     CHECK(s.wait_s_total >= 0 && s.test_s >= 0, "times");
     if (ax_grid_size(g) > 1) CHECK(s.wait_s_total > 0, "wait time is counted");
+}
+
+/* lib/dist/overlap.h on a real grid: overlap is on, so an all-reduce and a reduce-scatter stay
+ * in flight across a chunked compute (which gets ceil(n / chunk) contiguous calls, with
+ * progress between them) and are right after the wait; the world axis spans every rank. */
+static long g_chunks, g_next;
+static void chunk_fn(void *arg, long b, long e) {
+    (void)arg;
+    CHECK(b == g_next && e > b, "chunk [%ld, %ld) after %ld", b, e, g_next);
+    g_next = e;
+    g_chunks++;
+}
+
+static void check_overlap(ax_grid_t *g) {
+    int p = ax_grid_size(g), me = ax_grid_rank(g);
+    ax_overlap *ov = NULL;
+    OK(ax_overlap_create(g, 1, 2, &ov));
+    if (!ov) return;
+    CHECK(ax_overlap_enabled(ov) == (p > 1), "overlap enabled %d on %d ranks",
+          ax_overlap_enabled(ov), p);
+    enum { n = 1000 };
+    float *ar = malloc(n * sizeof *ar), *rs = malloc((size_t)p * n * sizeof *rs),
+          *out = malloc(n * sizeof *out);
+    for (long i = 0; i < n; i++) ar[i] = (float)(me + 1);
+    for (long i = 0; i < (long)p * n; i++) rs[i] = (float)(i / n + me);
+    OK(ax_overlap_allreduce(ov, 0, AX_AXIS_WORLD, ar, n, AX_DT_F32, AX_OP_SUM));
+    OK(ax_overlap_reduce_scatter(ov, 1, AX_AXIS_WORLD, rs, out, n, AX_DT_F32, AX_OP_SUM));
+    g_chunks = g_next = 0;
+    ax_overlap_compute(ov, 1000, 256, chunk_fn, NULL);
+    CHECK(g_chunks == (p > 1 ? 4 : 1) && g_next == 1000, "%ld chunks up to %ld", g_chunks, g_next);
+    OK(ax_overlap_wait_all(ov));
+    CHECK(ax_overlap_in_flight(ov) == 0, "slots left in flight");
+    float want_ar = (float)p * (p + 1) / 2, want_rs = (float)p * me + (float)p * (p - 1) / 2;
+    for (long i = 0; i < n; i++) {
+        CHECK(ar[i] == want_ar, "overlap allreduce[%ld] = %g, want %g", i, ar[i], want_ar);
+        CHECK(out[i] == want_rs, "overlap reduce-scatter[%ld] = %g, want %g", i, out[i], want_rs);
+        if (ar[i] != want_ar || out[i] != want_rs) break;
+    }
+    /* a failure injected on every rank fails the issue everywhere and leaves no slot busy */
+    ax_comm_inject_failure(g, AX_COMM_ALLREDUCE, AX_AXIS_WORLD, 0);
+    ax_status st = ax_overlap_allreduce(ov, 0, AX_AXIS_WORLD, ar, n, AX_DT_F32, AX_OP_SUM);
+    CHECK(st == AX_ERR_MPI && strstr(ax_error_msg(), "over the world axis failed"),
+          "injected failure: %d %s", (int)st, ax_error_msg());
+    ax_error_clear();
+    CHECK(ax_overlap_in_flight(ov) == 0, "a failed issue left a slot busy");
+    OK(ax_overlap_allreduce(ov, 0, AX_AXIS_WORLD, ar, n, AX_DT_F32, AX_OP_SUM));
+    OK(ax_overlap_wait(ov, 0));
+    ax_overlap_free(ov);
+    free(ar), free(rs), free(out);
 }
 
 int main(int argc, char **argv) {
@@ -713,6 +765,7 @@ int main(int argc, char **argv) {
     for (int a = 0; a < AX_AXIS_COUNT; a++) check_two_rings(g, dims, (ax_axis)a, 30001);
     check_errors(g, dims);
     check_stats(g);
+    check_overlap(g);
 
     /* create/free repeatedly: communicators are released */
     for (int i = 0; i < 3; i++) {

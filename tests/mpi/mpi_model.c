@@ -2,6 +2,8 @@
  * the serial reference on the whole global batch (the models are tiny). For 10 steps, with
  * overlap on and off, the losses must agree (relative difference < 1e-4); at the first step
  * the residual stream entering every layer and every parameter's gradient must agree too.
+ * Then a collective made to fail during a step (test hook) must fail the step and leave the
+ * parameters alone.
  * Usage: mpirun -np N mpi_model --grid DxXxYxZ. Verdict reduced over all ranks. */
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
@@ -77,6 +79,33 @@ static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl) {
                    got.calls[k][a], want.bytes[k][a], want.calls[k][a]);
 }
 
+/* Parameters written through ax_model_write_params reach the next forward on every grid (with
+ * Gz > 1 the blocks gathered over Z must be refreshed): the same elementwise change on both
+ * models (their layouts differ) keeps the losses equal. */
+static void check_write_params(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
+    ax_model_t *ms[2] = {ref, par};
+    for (int k = 0; k < 2; k++) {
+        int64_t n = ax_model_n_local(ms[k]);
+        float *p = malloc(sizeof(float) * (size_t)n);
+        EXPECT(p && !ax_model_read_params(ms[k], p, 0, n), "read params: %s", ax_error_msg());
+        for (int64_t i = 0; p && i < n; i++) p[i] *= 1.5f;
+        EXPECT(p && !ax_model_write_params(ms[k], p, 0, n), "write params: %s", ax_error_msg());
+        free(p);
+    }
+    int32_t in[B * T], tg[B * T];
+    uint8_t mask[B * T];
+    batch(99, in, tg, mask);
+    double n_sup = 0;
+    for (int i = 0; i < B * T; i++) n_sup += mask[i];
+    double lr_ = ax_model_forward(ref, in, tg, mask, B, 1.0f, 0) / n_sup;
+    long off = (long)bc * bl * T;
+    double lp = ax_model_forward(par, in + off, tg + off, mask + off, bl, 1.0f, 0);
+    ax_allreduce_sum_f64(ax_model_grid(par), AX_AXIS_BATCH, &lp, 1);
+    lp /= n_sup;
+    EXPECT(fabs(lp - lr_) <= 1e-4 * fabs(lr_), "after write_params: loss %.8f vs single-rank %.8f",
+           lp, lr_);
+}
+
 /* KV-cached decoding on the grid: the same logits and greedy tokens as the serial model */
 static void check_decode(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
     int V = cfg().vocab, P = 6;
@@ -137,7 +166,11 @@ static void run(ax_grid_t *g, int overlap) {
             ax_model_forward(par, in + off, tg + off, mask + off, bl, (float)(1 / n_sup), 1);
         if (step == 0) /* the residual stream entering each layer: rows of my batch, cols of my x */
             for (int l = 0; l <= c.n_layers; l++) {
-                const float *rr = ax_model_residual(ref, l), *rp = ax_model_residual(par, l);
+                float *rr = malloc(sizeof(float) * B * T * c.dim),
+                      *rp = malloc(sizeof(float) * B * T * Cx);
+                EXPECT(rr && rp && !ax_model_read_residual(ref, l, rr) &&
+                           !ax_model_read_residual(par, l, rp),
+                       "read the residual: %s", ax_error_msg());
                 double worst = 0, scale = max_abs(rr, (long)B * T * c.dim);
                 for (int i = 0; i < bl * T; i++)
                     for (int k = 0; k < Cx; k++)
@@ -146,10 +179,11 @@ static void run(ax_grid_t *g, int overlap) {
                 EXPECT(worst <= 1e-5 * scale,
                        "overlap=%d layer %d forward output differs: %g (scale %g)", overlap, l,
                        worst, scale);
+                free(rr), free(rp);
             }
         ax_model_backward(par);
         EXPECT(ax_model_status(par) == AX_OK, "collective failed: %s", ax_error_msg());
-        ax_allreduce_sum_f64(g, AX_AXIS_BATCH, &lp, 1);
+        ax_coll_allreduce(g, AX_AXIS_BATCH, &lp, 1, AX_DT_F64, AX_OP_SUM);
         lp /= n_sup;
         EXPECT(fabs(lp - lr_) <= 1e-4 * fabs(lr_),
                "overlap=%d step %d loss %.8f vs single-rank %.8f", overlap, step, lp, lr_);
@@ -157,24 +191,105 @@ static void run(ax_grid_t *g, int overlap) {
             const ax_tensor_info *ts = ax_model_tensors(ref);
             for (int i = 0; i < ax_model_n_tensors(ref); i++) {
                 float *gl = malloc((size_t)ts[i].numel * sizeof(float));
-                ax_model_gather_tensor(par, i, ax_model_grads(par), gl);
-                const float *gr = ax_model_grads(ref) + ts[i].offset;
+                float *gr = malloc((size_t)ts[i].numel * sizeof(float));
+                ax_model_gather_tensor(par, i, ax_model_slab(par, AX_SLAB_GRADS), gl);
+                /* the serial model's slab is the global layout */
+                EXPECT(!ax_model_read_grads(ref, gr, ts[i].offset, ts[i].numel), "read: %s",
+                       ax_error_msg());
                 double worst = 0, scale = max_abs(gr, (long)ts[i].numel);
                 for (long k = 0; k < ts[i].numel; k++) worst = fmax(worst, fabs(gl[k] - gr[k]));
                 EXPECT(worst <= 1e-4 * scale + 1e-9,
                        "overlap=%d gradient of %s differs: %g (scale %g)", overlap, ts[i].name,
                        worst, scale);
-                free(gl);
+                free(gl), free(gr);
             }
         }
         double gn_ref = 0, gn_par = 0;
         EXPECT(ax_optim_step(oref, ref, 1e-2, &gn_ref) == AX_OK, "step: %s", ax_error_msg());
         EXPECT(ax_optim_step(opar, par, 1e-2, &gn_par) == AX_OK, "step: %s", ax_error_msg());
-        if (step == 1) check_volume(g, &c, bl);
+        if (step == 1) {
+            check_volume(g, &c, bl);
+            /* the overlap is engaged: with a tensor-parallel axis the dX all-reduces (and Z's
+             * reduce-scatters) are still in flight between dW chunks, so the progress step runs;
+             * with overlap off every collective is blocking and it never does */
+            ax_comm_stats st;
+            ax_comm_stats_get(g, &st);
+            int tp = ax_grid_size(g) > ax_grid_dim(g, AX_AXIS_DATA);
+            if (overlap && tp)
+                EXPECT(st.test_s > 0, "overlap on, grid %s: no progress between dW chunks",
+                       ax_grid_spec(g));
+            if (!overlap) EXPECT(st.test_s == 0, "overlap off: %g s of progress calls", st.test_s);
+        }
     }
-    check_decode(ref, par, bl, bc);
+    check_decode(ref, par, bl, bc); /* gathers the blocks over Z: the next check needs that */
+    check_write_params(ref, par, bl, bc);
     ax_optim_free(oref), ax_optim_free(opar);
     ax_model_free(ref), ax_model_free(par);
+}
+
+/* One step of the model side of train/train.c's train_step. */
+static ax_status train_step(ax_model_t *m, ax_optim_t *o, const int32_t *in, const int32_t *tg,
+                            const uint8_t *mask, int bl) {
+    ax_model_zero_grad(m);
+    ax_model_forward(m, in, tg, mask, bl, 1.0f / (float)(B * T), 1);
+    ax_model_backward(m);
+    AX_CHECK(ax_model_status(m));
+    double gnorm = 0;
+    AX_CHECK(ax_optim_step(o, m, 1e-2, &gnorm));
+    return ax_model_status(m);
+}
+
+/* A collective that fails on every rank during a step (ax_comm_inject_failure) makes the step
+ * return the error on every rank with the parameters untouched, and the next step works: the
+ * data-parallel gradient all-reduce (blocking), the gradient-norm all-reduce, and with Z > 1 a
+ * non-blocking ZeRO reduce-scatter in flight behind the backward (overlap on). */
+static void failing_steps(ax_grid_t *g) {
+    ax_model_config c = cfg();
+    int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts, bc = ax_grid_coord(g, AX_AXIS_BATCH);
+    ax_model_t *m = NULL;
+    ax_optim_t *o = NULL;
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    if (ax_model_create_on(g, &c, bl, T, 1, &m) || ax_optim_create(m, &oc, &o)) {
+        EXPECT(0, "setup: %s", ax_error_msg());
+        return;
+    }
+    ax_model_init(m, 9);
+    int32_t in[B * T], tg[B * T];
+    uint8_t mask[B * T];
+    batch(0, in, tg, mask);
+    long off = (long)bc * bl * T;
+    size_t bytes = (size_t)ax_model_n_local(m) * sizeof(float);
+    float *before = malloc(bytes);
+    struct {
+        ax_comm_kind kind;
+        ax_axis axis;
+        const char *want;
+    } cases[] = {
+        {AX_COMM_ALLREDUCE, AX_AXIS_DATA, "allreduce(sum, f32) over the data axis failed"},
+        {AX_COMM_ALLREDUCE, AX_AXIS_WORLD, "allreduce(sum, f64) over the world axis failed"},
+        {AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, "reduce-scatter over the z axis failed"},
+    };
+    for (int k = 0; k < 3; k++) {
+        if (cases[k].axis == AX_AXIS_Z && ax_grid_dim(g, AX_AXIS_Z) == 1) continue;
+        memcpy(before, ax_model_params(m), bytes);
+        ax_comm_inject_failure(g, cases[k].kind, cases[k].axis, 0);
+        ax_status st = train_step(m, o, in + off, tg + off, mask + off, bl);
+        ax_comm_inject_failure(NULL, cases[k].kind, cases[k].axis, -1);
+        EXPECT(st == AX_ERR_MPI, "%s: a failed collective returned %d", cases[k].want, (int)st);
+        EXPECT(st == AX_OK || strstr(ax_error_msg(), cases[k].want), "message '%s' lacks '%s'",
+               ax_error_msg(), cases[k].want);
+        EXPECT(!memcmp(before, ax_model_params(m), bytes), "%s: the failed step changed parameters",
+               cases[k].want);
+        ax_model_clear_status(m); /* handled: the model and the message forget it */
+        ax_error_clear();
+        st = train_step(m, o, in + off, tg + off, mask + off, bl);
+        EXPECT(st == AX_OK, "the step after '%s': %s", cases[k].want, ax_error_msg());
+        EXPECT(memcmp(before, ax_model_params(m), bytes), "the step after '%s' changed nothing",
+               cases[k].want);
+    }
+    free(before);
+    ax_optim_free(o);
+    ax_model_free(m);
 }
 
 int main(int argc, char **argv) {
@@ -192,8 +307,9 @@ int main(int argc, char **argv) {
     }
     run(g, 1);
     run(g, 0);
+    failing_steps(g);
     double bad = failures;
-    ax_allreduce_sum_f64(g, AX_AXIS_WORLD, &bad, 1);
+    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
     if (ax_grid_rank(g) == 0) printf("mpi_model %s: %s\n", spec, bad ? "FAILED" : "ok");
     ax_grid_free(g);
     ax_mpi_stop();

@@ -8,6 +8,7 @@
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "lib/dist/grid_mpi.h"
+#include "lib/dist/overlap.h"
 #include "lib/core/json.h"
 #include "lib/dist/mpienv.h"
 
@@ -109,33 +110,33 @@ Test(grid, serial_collectives_are_copies) {
     memcpy(ref, a, sizeof a);
     for (int ax = 0; ax < AX_AXIS_COUNT; ax++) {
         ax_axis axis = (ax_axis)ax;
-        cr_assert_eq(ax_allreduce_sum(g, axis, a, 5), AX_OK);
-        cr_assert_eq(ax_allreduce_max(g, axis, a, 5), AX_OK);
+        cr_assert_eq(ax_coll_allreduce(g, axis, a, 5, AX_DT_F32, AX_OP_SUM), AX_OK);
+        cr_assert_eq(ax_coll_allreduce(g, axis, a, 5, AX_DT_F32, AX_OP_MAX), AX_OK);
         cr_assert_arr_eq(a, ref, sizeof a);
         memset(b, 0, sizeof b);
-        cr_assert_eq(ax_allgather(g, axis, a, 5, b), AX_OK);
+        cr_assert_eq(ax_coll_allgather(g, axis, a, 5, b, AX_DT_F32), AX_OK);
         cr_assert_arr_eq(b, ref, sizeof b);
         memset(b, 0, sizeof b);
-        cr_assert_eq(ax_reduce_scatter(g, axis, a, b, 5), AX_OK);
+        cr_assert_eq(ax_coll_reduce_scatter(g, axis, a, b, 5, AX_DT_F32, AX_OP_SUM), AX_OK);
         cr_assert_arr_eq(b, ref, sizeof b);
-        cr_assert_eq(ax_bcast(g, axis, a, 5, 0), AX_OK);
+        cr_assert_eq(ax_coll_bcast(g, axis, a, 5, AX_DT_F32, 0), AX_OK);
         cr_assert_arr_eq(a, ref, sizeof a);
         cr_assert_eq(ax_barrier(g, axis), AX_OK);
         double d[2] = {1.5, 2.5};
-        cr_assert_eq(ax_allreduce_sum_f64(g, axis, d, 2), AX_OK);
+        cr_assert_eq(ax_coll_allreduce(g, axis, d, 2, AX_DT_F64, AX_OP_SUM), AX_OK);
         cr_assert(d[0] == 1.5 && d[1] == 2.5);
 
         ax_req r;
         memset(b, 0, sizeof b);
-        cr_assert_eq(ax_iallgather(g, axis, a, 5, b, &r), AX_OK);
+        cr_assert_eq(ax_coll_iallgather(g, axis, a, 5, b, AX_DT_F32, &r), AX_OK);
         cr_assert_eq(ax_test(&r), 1, "serial requests complete at issue");
         cr_assert_eq(ax_wait(&r), AX_OK);
         cr_assert_arr_eq(b, ref, sizeof b);
         memset(b, 0, sizeof b);
-        cr_assert_eq(ax_ireduce_scatter(g, axis, a, b, 5, &r), AX_OK);
+        cr_assert_eq(ax_coll_ireduce_scatter(g, axis, a, b, 5, AX_DT_F32, AX_OP_SUM, &r), AX_OK);
         cr_assert_eq(ax_wait(&r), AX_OK);
         cr_assert_arr_eq(b, ref, sizeof b);
-        cr_assert_eq(ax_iallreduce_sum(g, axis, a, 5, &r), AX_OK);
+        cr_assert_eq(ax_coll_iallreduce(g, axis, a, 5, AX_DT_F32, AX_OP_SUM, &r), AX_OK);
         cr_assert_eq(ax_test(&r), 1);
         cr_assert_eq(ax_wait(&r), AX_OK);
         cr_assert_arr_eq(a, ref, sizeof a);
@@ -145,12 +146,12 @@ Test(grid, serial_collectives_are_copies) {
     cr_assert_eq(ax_wait(&zero), AX_OK);
 
     ax_error_clear();
-    cr_assert_eq(ax_bcast(g, AX_AXIS_X, a, 5, 1), AX_ERR_ARG);
+    cr_assert_eq(ax_coll_bcast(g, AX_AXIS_X, a, 5, AX_DT_F32, 1), AX_ERR_ARG);
     cr_assert(strstr(ax_error_msg(), "root"), "%s", ax_error_msg());
     ax_error_clear();
-    cr_assert_eq(ax_allreduce_sum(g, AX_AXIS_X, a, -1), AX_ERR_ARG);
+    cr_assert_eq(ax_coll_allreduce(g, AX_AXIS_X, a, -1, AX_DT_F32, AX_OP_SUM), AX_ERR_ARG);
     ax_error_clear();
-    cr_assert_eq(ax_allreduce_sum(g, (ax_axis)17, a, 1), AX_ERR_ARG);
+    cr_assert_eq(ax_coll_allreduce(g, (ax_axis)17, a, 1, AX_DT_F32, AX_OP_SUM), AX_ERR_ARG);
     ax_error_clear();
     cr_assert(ax_grid_mpi_comm(g, AX_AXIS_WORLD) == MPI_COMM_NULL);
     ax_grid_free(g);
@@ -179,14 +180,14 @@ Test(grid, stats_on_serial_grid) {
     cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
     float a[8] = {0}, b[8];
     ax_req r;
-    cr_assert_eq(ax_allreduce_sum(g, AX_AXIS_X, a, 8), AX_OK);
-    cr_assert_eq(ax_allreduce_sum(g, AX_AXIS_X, a, 8), AX_OK);
-    cr_assert_eq(ax_iallreduce_sum(g, AX_AXIS_DATA, a, 8, &r), AX_OK);
+    cr_assert_eq(ax_coll_allreduce(g, AX_AXIS_X, a, 8, AX_DT_F32, AX_OP_SUM), AX_OK);
+    cr_assert_eq(ax_coll_allreduce(g, AX_AXIS_X, a, 8, AX_DT_F32, AX_OP_SUM), AX_OK);
+    cr_assert_eq(ax_coll_iallreduce(g, AX_AXIS_DATA, a, 8, AX_DT_F32, AX_OP_SUM, &r), AX_OK);
     cr_assert_eq(ax_wait(&r), AX_OK);
-    cr_assert_eq(ax_allgather(g, AX_AXIS_Z, a, 8, b), AX_OK);
-    cr_assert_eq(ax_ireduce_scatter(g, AX_AXIS_Z, a, b, 8, &r), AX_OK);
+    cr_assert_eq(ax_coll_allgather(g, AX_AXIS_Z, a, 8, b, AX_DT_F32), AX_OK);
+    cr_assert_eq(ax_coll_ireduce_scatter(g, AX_AXIS_Z, a, b, 8, AX_DT_F32, AX_OP_SUM, &r), AX_OK);
     cr_assert_eq(ax_wait(&r), AX_OK);
-    cr_assert_eq(ax_bcast(g, AX_AXIS_Y, a, 8, 0), AX_OK);
+    cr_assert_eq(ax_coll_bcast(g, AX_AXIS_Y, a, 8, AX_DT_F32, 0), AX_OK);
     ax_comm_stats s;
     ax_comm_stats_get(g, &s);
     cr_assert_eq(s.calls[AX_COMM_ALLREDUCE][AX_AXIS_X], 2);
@@ -301,5 +302,47 @@ Test(grid, typed_serial_and_world) {
     cr_assert_str_eq(ax_comm_kind_name(AX_COMM_SEND), "send");
     cr_assert_eq(ax_comm_volume(AX_COMM_ALLTOALL, 4, 10, 8), 240.0);
     cr_assert_eq(ax_comm_volume(AX_COMM_SEND, 4, 10, 8), 80.0);
+    ax_grid_free(g);
+}
+
+static void record_range(void *arg, long b, long e) {
+    long *calls = arg;
+    calls[0]++;
+    calls[1] = b;
+    calls[2] = e;
+}
+
+/* lib/dist/overlap.h on a serial grid: overlap is off (nothing to overlap with), so an issue is
+ * the blocking collective and a compute runs in one piece; slots are checked. */
+Test(grid, overlap_slots) {
+    ax_grid_t *g = NULL;
+    cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
+    ax_overlap *ov = NULL;
+    cr_assert_eq(ax_overlap_create(g, 1, 3, &ov), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_overlap_enabled(ov), 0);
+    float a[4] = {1, 2, 3, 4}, b[4] = {0};
+    cr_assert_eq(ax_overlap_allgather(ov, 1, AX_AXIS_Z, a, 4, b, AX_DT_F32), AX_OK);
+    cr_assert_eq(b[3], 4.0f); /* complete at issue */
+    cr_assert_eq(ax_overlap_in_flight(ov), 1);
+    cr_assert_eq(ax_overlap_allreduce(ov, 1, AX_AXIS_X, a, 4, AX_DT_F32, AX_OP_SUM),
+                 AX_ERR_INTERNAL); /* slot 1 was not waited for */
+    cr_assert_eq(ax_overlap_allreduce(ov, 3, AX_AXIS_X, a, 4, AX_DT_F32, AX_OP_SUM),
+                 AX_ERR_INTERNAL); /* no slot 3 */
+    cr_assert_eq(ax_overlap_wait(ov, 1), AX_OK);
+    cr_assert_eq(ax_overlap_in_flight(ov), 0);
+    cr_assert_eq(ax_overlap_wait(ov, 2), AX_OK); /* never issued */
+    long calls[3] = {0, -1, -1};
+    ax_overlap_compute(ov, 5, 2, record_range, calls);
+    cr_assert(calls[0] == 1 && calls[1] == 0 && calls[2] == 5, "%ld calls, last [%ld, %ld)",
+              calls[0], calls[1], calls[2]);
+    /* a failed issue leaves the slot free and nothing in flight */
+    ax_comm_inject_failure(g, AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, 0);
+    cr_assert_eq(ax_overlap_reduce_scatter(ov, 0, AX_AXIS_Z, a, b, 4, AX_DT_F32, AX_OP_SUM),
+                 AX_ERR_MPI);
+    cr_assert_eq(ax_overlap_in_flight(ov), 0);
+    cr_assert_eq(ax_overlap_reduce_scatter(ov, 0, AX_AXIS_Z, a, b, 4, AX_DT_F32, AX_OP_SUM), AX_OK);
+    cr_assert_eq(ax_overlap_wait_all(ov), AX_OK);
+    cr_assert_eq(ax_overlap_in_flight(ov), 0);
+    ax_overlap_free(ov);
     ax_grid_free(g);
 }

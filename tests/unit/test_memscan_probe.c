@@ -14,10 +14,16 @@
 
 #include "data/axd.h"
 #include "data/tokenizer.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
 #include "lib/core/log.h"
 #include "lib/model/model.h"
 #include "lib/core/rng.h"
+#include "memscan/generate_run.h"
+#include "memscan/index.h"
 #include "memscan/probe.h"
+#include "memscan/probe_run.h"
+#include "train/train.h"
 #include "tests/unit/test_suite_files.h"
 
 TestSuite(memscan_probe, .init = ts_quiet, .fini = ts_cleanup, .timeout = 120);
@@ -37,9 +43,12 @@ static ax_model_t *tiny_model(int T) {
     cr_assert_eq(ax_model_create(&c, 1, T, &m), AX_OK, "%s", ax_error_msg());
     ax_model_init(m, 11);
     /* larger weights than the init's: logits far from uniform, so greedy choices are clear */
-    float *p = ax_model_params(m);
-    for (int64_t i = 0; i < ax_model_n_params(m); i++) p[i] *= 4.0f;
-    ax_model_params_updated(m);
+    int64_t n = ax_model_n_local(m);
+    float *p = malloc(sizeof *p * (size_t)n);
+    cr_assert_eq(ax_model_read_params(m, p, 0, n), AX_OK);
+    for (int64_t i = 0; i < n; i++) p[i] *= 4.0f;
+    cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
+    free(p);
     return m;
 }
 
@@ -53,7 +62,9 @@ static int32_t full_argmax(ax_model_t *m, int T, const int32_t *seq, int len, fl
     int v0, valid, Vl;
     ax_model_vocab_slice(m, &v0, &valid, &Vl);
     cr_assert_eq(v0, 0);
-    const float *lg = ax_model_logits(m) + (size_t)(len - 1) * Vl;
+    float *all = malloc(sizeof *all * (size_t)T * (size_t)Vl); /* [1, T, Vl] */
+    cr_assert_eq(ax_model_read_logits(m, all), AX_OK);
+    const float *lg = all + (size_t)(len - 1) * Vl;
     int best = 0;
     float second = -INFINITY;
     for (int v = 1; v < valid; v++)
@@ -61,7 +72,7 @@ static int32_t full_argmax(ax_model_t *m, int T, const int32_t *seq, int len, fl
     for (int v = 0; v < valid; v++)
         if (v != best && lg[v] > second) second = lg[v];
     *gap = lg[best] - second;
-    free(in), free(tg), free(mask);
+    free(in), free(tg), free(mask), free(all);
     return best;
 }
 
@@ -208,4 +219,128 @@ Test(memscan_probe, prefix_equals_suffix) {
 Test(memscan_probe, one_token_prompt) {
     check_probe(1, 5, 0, 0);
     check_probe(1, 5, 1, 0);
+}
+
+/* ---- the command's library calls: ax_ms_probe_run and ax_ms_generate_run ---- */
+
+/* a number at a path of a JSON file ("metrics/token_accuracy/mean"; "/0", "/1": array items) */
+static double json_num(const char *path, const char *keys) {
+    char *text = NULL;
+    size_t len;
+    ax_json *j = NULL;
+    cr_assert_eq(ax_read_file(path, &text, &len), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_json_parse(text, len, path, &j), AX_OK, "%s", ax_error_msg());
+    const ax_json *v = j;
+    char k[128];
+    snprintf(k, sizeof k, "%s", keys);
+    for (char *save = NULL, *t = strtok_r(k, "/", &save); t; t = strtok_r(NULL, "/", &save))
+        v = v && v->type == AX_JSON_ARR ? ((size_t)atoi(t) < v->n ? v->items[atoi(t)] : NULL)
+                                        : ax_json_get(v, t);
+    cr_assert(v && v->type == AX_JSON_NUM, "%s: no number at %s", path, keys);
+    double x = v->num;
+    ax_json_free(j);
+    free(text);
+    return x;
+}
+
+/* A run directory with a checkpoint of a tiny model trained 2 steps on 12 documents of 40
+ * tokens over an 8-token alphabet (so generations often repeat training tokens). */
+static void make_run(const char *data, const char *run) {
+    ax_axd_writer_t *w = NULL;
+    cr_assert_eq(ax_axd_writer_create(data, VOCAB, &w), AX_OK, "%s", ax_error_msg());
+    for (int d = 0; d < 12; d++) {
+        int32_t doc[40];
+        for (int i = 0; i < 40; i++) doc[i] = (int32_t)ax_rng_below(8, (uint64_t)d, (uint64_t)i, 8);
+        cr_assert_eq(ax_axd_writer_add_doc(w, doc, 40), AX_OK);
+    }
+    cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
+    ax_train_config c;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &c), AX_OK);
+    snprintf(c.data, sizeof c.data, "%s", data);
+    snprintf(c.out, sizeof c.out, "%s", run);
+    c.layers = 1, c.dim = 16, c.heads = 2, c.ffn = 24;
+    c.seq_len = 32, c.batch = 2, c.steps = 2, c.warmup = 1, c.threads = 1;
+    ax_train_result r;
+    cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
+}
+
+Test(memscan_probe, library_calls_return_what_they_write) {
+    char data[128], run[128], scan[160], idx[128], gscan[160];
+    int pid = (int)getpid();
+    snprintf(data, sizeof data, "/tmp/axmem_test_%d_lib.axd", pid);
+    snprintf(run, sizeof run, "/tmp/axmem_test_%d_librun", pid);
+    snprintf(scan, sizeof scan, "/tmp/axmem_test_%d_p.json", pid);
+    snprintf(idx, sizeof idx, "/tmp/axmem_test_%d_lib.idx", pid);
+    snprintf(gscan, sizeof gscan, "/tmp/axmem_test_%d_g.json", pid);
+    make_run(data, run);
+
+    ax_ms_probe_opts po;
+    ax_ms_probe_summary ps;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_probe_table, &po), AX_OK);
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_ERR_ARG); /* no --ckpt, no --data */
+    cr_assert(strstr(ax_error_msg(), "--ckpt and --data are required"), "%s", ax_error_msg());
+    ax_error_clear();
+    snprintf(po.ckpt, sizeof po.ckpt, "%s", run);
+    snprintf(po.data, sizeof po.data, "%s", data);
+    snprintf(po.out, sizeof po.out, "%s", scan);
+    snprintf(po.offset, sizeof po.offset, "middle"); /* the table would refuse it; so does run */
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "use start or random"), "%s", ax_error_msg());
+    ax_error_clear();
+    snprintf(po.offset, sizeof po.offset, "start");
+    po.samples = 6, po.prefix = 8, po.suffix = 8, po.batch = 4;
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_OK, "%s", ax_error_msg());
+    cr_assert(ps.written);
+    cr_assert_eq(ps.samples, 6);
+    cr_assert_str_eq(ps.scan, scan);
+    cr_assert(ax_path_exists(ps.samples_path), "%s", ps.samples_path);
+    /* the summary holds the numbers of the file, exactly (the writer's numbers read back) */
+    cr_assert_eq(ps.exact_match.mean, json_num(scan, "metrics/exact_match_rate/mean"));
+    cr_assert_eq(ps.exact_match.lo, json_num(scan, "metrics/exact_match_rate/ci95/0"));
+    cr_assert_eq(ps.exact_match.hi, json_num(scan, "metrics/exact_match_rate/ci95/1"));
+    cr_assert_eq(ps.token_accuracy.mean, json_num(scan, "metrics/token_accuracy/mean"));
+    cr_assert_eq(ps.token_accuracy.hi, json_num(scan, "metrics/token_accuracy/ci95/1"));
+    cr_assert_eq(ps.rouge_l.lo, json_num(scan, "metrics/rouge_l/ci95/0"));
+    cr_assert_eq(ps.matched_prefix_mean, json_num(scan, "metrics/matched_prefix_mean"));
+    cr_assert(ps.exact_match.lo <= ps.exact_match.mean && ps.exact_match.mean <= ps.exact_match.hi);
+    cr_assert(ps.exact_match.hi > 0.3, "6 samples leave a wide interval: %g", ps.exact_match.hi);
+
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *ix = NULL;
+    ax_memscan_build_opts bo;
+    ax_memscan_build_opts_default(&bo);
+    bo.n = 1; /* one-token windows: generations hold spans, so the numbers are not all zero */
+    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_build(ds, &bo, &ix), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save(ix, idx, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(ix);
+    ax_axd_free(ds);
+    ax_ms_generate_opts go;
+    ax_ms_generate_summary gs;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_generate_table, &go), AX_OK);
+    snprintf(go.ckpt, sizeof go.ckpt, "%s", run);
+    snprintf(go.index, sizeof go.index, "%s", idx);
+    snprintf(go.out, sizeof go.out, "%s", gscan);
+    go.samples = 6, go.length = 16, go.batch = 4;
+    cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_OK, "%s", ax_error_msg());
+    cr_assert(gs.written);
+    cr_assert_eq(gs.samples, 6);
+    cr_assert_eq(gs.length, 16);
+    cr_assert_eq(gs.n, 1);
+    cr_assert(ax_path_exists(gs.samples_path), "%s", gs.samples_path);
+    cr_assert_eq((double)gs.with_span / 6, json_num(gscan, "metrics/frac_with_verbatim_span"));
+    cr_assert_eq(gs.mean_longest_span, json_num(gscan, "metrics/mean_longest_span"));
+    cr_assert_eq((double)gs.max_longest_span, json_num(gscan, "metrics/max_longest_span"));
+    static const char *hk[4] = {"none", "n..2n-1", "2n..4n-1", ">=4n"};
+    long total = 0;
+    for (int k = 0; k < 4; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "tables/longest_span_hist/%s", hk[k]);
+        cr_assert_eq((double)gs.longest_span_hist[k], json_num(gscan, key), "%s", key);
+        total += gs.longest_span_hist[k];
+    }
+    cr_assert_eq(total, 6);
+    cr_assert_eq(gs.with_span, 6 - gs.longest_span_hist[0]);
+    cr_assert(gs.with_span > 0, "no generation repeats a training token");
+    ax_rm_rf(run);
 }

@@ -42,9 +42,11 @@ static void check_directional(int tie) {
     cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK);
     ax_model_init(m, 42);
     /* larger weights than the 0.02 init make the function less flat, so FD has signal */
-    float *p = ax_model_params(m);
-    int64_t n = ax_model_n_params(m);
+    int64_t n = ax_model_n_params(m); /* = n_local on one rank */
+    float *p = malloc((size_t)n * sizeof *p);
+    cr_assert_eq(ax_model_read_params(m, p, 0, n), AX_OK);
     for (int64_t i = 0; i < n; i++) p[i] *= 3.0f;
+    cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
     int32_t in[16], tg[16];
     uint8_t mask[16];
     make_batch(N, c.vocab, in, tg, mask, 5);
@@ -56,7 +58,7 @@ static void check_directional(int tie) {
     ax_model_backward(m);
     float *g = malloc((size_t)n * sizeof *g), *p0 = malloc((size_t)n * sizeof *p0);
     float *d = malloc((size_t)n * sizeof *d);
-    memcpy(g, ax_model_grads(m), (size_t)n * sizeof *g);
+    cr_assert_eq(ax_model_read_grads(m, g, 0, n), AX_OK);
     memcpy(p0, p, (size_t)n * sizeof *p0);
     for (int trial = 0; trial < 4; trial++) {
         double dot = 0;
@@ -66,15 +68,17 @@ static void check_directional(int tie) {
         }
         double eps = 3e-4, lp, lm;
         for (int64_t i = 0; i < n; i++) p[i] = p0[i] + (float)eps * d[i];
+        cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
         lp = loss_at(m, in, tg, mask, B, n_sup);
         for (int64_t i = 0; i < n; i++) p[i] = p0[i] - (float)eps * d[i];
+        cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
         lm = loss_at(m, in, tg, mask, B, n_sup);
-        memcpy(p, p0, (size_t)n * sizeof *p);
+        cr_assert_eq(ax_model_write_params(m, p0, 0, n), AX_OK);
         double fd = (lp - lm) / (2 * eps);
         cr_assert(fabs(fd - dot) <= 2e-2 * fabs(dot) + 1e-3,
                   "tie=%d trial %d: finite difference %.6g vs backward %.6g", tie, trial, fd, dot);
     }
-    free(g), free(p0), free(d);
+    free(g), free(p0), free(d), free(p);
     ax_model_free(m);
 }
 
@@ -123,9 +127,13 @@ Test(model, same_seed_same_weights_and_shape_checks) {
     cr_assert_eq(ax_model_create(&c, 3, 4, &b), AX_OK); /* different batch, same weights */
     ax_model_init(a, 7);
     ax_model_init(b, 7);
-    cr_assert_eq(ax_model_n_params(a), ax_model_config_n_params(&c));
-    cr_assert(!memcmp(ax_model_params(a), ax_model_params(b),
-                      (size_t)ax_model_n_params(a) * sizeof(float)));
+    int64_t n = ax_model_n_params(a);
+    cr_assert_eq(n, ax_model_config_n_params(&c));
+    float *pa = malloc((size_t)n * sizeof *pa), *pb = malloc((size_t)n * sizeof *pb);
+    cr_assert_eq(ax_model_read_params(a, pa, 0, n), AX_OK);
+    cr_assert_eq(ax_model_read_params(b, pb, 0, n), AX_OK);
+    cr_assert(!memcmp(pa, pb, (size_t)n * sizeof(float)));
+    free(pa), free(pb);
     ax_model_free(a);
     ax_model_free(b);
     c.n_heads = 3;
@@ -183,7 +191,7 @@ Test(model, kv_cached_decoding_matches_forward) {
     make_batch(B * T, c.vocab, in, tg, mask, 6);
     ax_model_forward(m, in, tg, mask, B, 1.0f, 0);
     float *ref = malloc(sizeof(float) * (size_t)B * T * c.vocab);
-    memcpy(ref, ax_model_logits(m), sizeof(float) * (size_t)B * T * c.vocab);
+    cr_assert_eq(ax_model_read_logits(m, ref), AX_OK); /* [B, T, V]: one rank holds all */
     cr_assert_eq(ax_model_decode_begin(m, B), AX_OK);
     float *full = malloc(sizeof(float) * (size_t)B * c.vocab);
     for (int pos = 0; pos < T; pos++) {
@@ -206,5 +214,127 @@ Test(model, kv_cached_decoding_matches_forward) {
         }
     }
     free(ref), free(full);
+    ax_model_free(m);
+}
+
+/* The slabs live in backend memory: host code copies through ax_model_read/write_*, which check
+ * their ranges, and what they read is what the model computes with. */
+Test(model, slab_and_activation_copies) {
+    ax_model_config c = tiny_cfg(1);
+    int B = 2, T = 8, N = B * T;
+    ax_model_t *m = NULL;
+    cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK);
+    ax_model_init(m, 4);
+    int64_t n = ax_model_n_local(m);
+    float *p = malloc((size_t)n * sizeof *p), *q = malloc((size_t)n * sizeof *q);
+    cr_assert_eq(ax_model_read_params(m, p, 0, n), AX_OK);
+    /* a sub-range written lands there and nowhere else */
+    int64_t off, cnt;
+    ax_model_local_range(m, 1, &off, &cnt); /* layers.0.attn_norm: initialised to 1 */
+    for (int64_t i = 0; i < cnt; i++) cr_assert_eq(p[off + i], 1.0f);
+    float *w = malloc((size_t)cnt * sizeof *w);
+    for (int64_t i = 0; i < cnt; i++) w[i] = 0.5f + (float)i;
+    cr_assert_eq(ax_model_write_params(m, w, off, cnt), AX_OK);
+    cr_assert_eq(ax_model_read_params(m, q, 0, n), AX_OK);
+    for (int64_t i = 0; i < n; i++)
+        cr_assert_eq(q[i], i >= off && i < off + cnt ? w[i - off] : p[i], "element %lld",
+                     (long long)i);
+    /* ranges outside the slab are refused with a message naming the call */
+    cr_assert_eq(ax_model_read_params(m, q, n - 1, 2), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "ax_model_read_params"), "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_model_write_params(m, q, -1, 1), AX_ERR_ARG);
+    ax_error_clear();
+    cr_assert_eq(ax_model_read_grads(m, q, 0, n + 1), AX_ERR_ARG);
+    ax_error_clear();
+    /* activations exist only after a forward */
+    float *lg = malloc(sizeof(float) * (size_t)N * c.vocab), losses[16];
+    float *res = malloc(sizeof(float) * (size_t)N * c.dim);
+    cr_assert_eq(ax_model_read_logits(m, lg), AX_ERR_ARG);
+    ax_error_clear();
+    int32_t in[16], tg[16];
+    uint8_t mask[16];
+    make_batch(N, c.vocab, in, tg, mask, 9);
+    double sum = ax_model_forward(m, in, tg, mask, B, 1.0f, 0);
+    /* the per-target losses add up to the returned sum, 0 where the target is dropped, and each
+     * is -log softmax of its logits row */
+    cr_assert_eq(ax_model_read_losses(m, losses), AX_OK);
+    cr_assert_eq(ax_model_read_logits(m, lg), AX_OK);
+    double total = 0;
+    for (int i = 0; i < N; i++) {
+        total += losses[i];
+        if (!mask[i]) {
+            cr_assert_eq(losses[i], 0.0f, "row %d is dropped", i);
+            continue;
+        }
+        const float *row = lg + (size_t)i * c.vocab;
+        double mx = row[0], z = 0;
+        for (int v = 1; v < c.vocab; v++) mx = fmax(mx, row[v]);
+        for (int v = 0; v < c.vocab; v++) z += exp(row[v] - mx);
+        double want = log(z) + mx - row[tg[i]];
+        cr_assert(fabs(losses[i] - want) <= 1e-4 * fabs(want), "row %d: %g vs %g", i, losses[i],
+                  want);
+    }
+    cr_assert(fabs(total - sum) <= 1e-5 * fabs(sum), "losses add to %g, forward said %g", total,
+              sum);
+    /* the residual entering layer 0 is the embedding of the inputs (wte rows, tied) */
+    cr_assert_eq(ax_model_read_residual(m, 0, res), AX_OK);
+    ax_model_local_range(m, 0, &off, &cnt); /* wte [V, C] */
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < c.dim; k++)
+            cr_assert_eq(res[(size_t)i * c.dim + k], q[off + (int64_t)in[i] * c.dim + k]);
+    cr_assert_eq(ax_model_read_residual(m, c.n_layers, res), AX_OK);
+    cr_assert_eq(ax_model_read_residual(m, c.n_layers + 1, res), AX_ERR_ARG);
+    ax_error_clear();
+    free(p), free(q), free(w), free(lg), free(res);
+    ax_model_free(m);
+}
+
+/* One AdamW step from zero moments: m = (1 - b1) g, v = (1 - b2) g^2 (read through the
+ * backend), and every parameter moves by lr * g / (|g| + eps) (bias-corrected, t = 1). */
+Test(optim, moments_after_one_step) {
+    ax_model_config c = tiny_cfg(0);
+    int B = 2, T = 8, N = B * T;
+    ax_model_t *m = NULL;
+    ax_optim_t *o = NULL;
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.0f, 0.0f}; /* no decay, no clipping */
+    cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK);
+    cr_assert_eq(ax_optim_create(m, &oc, &o), AX_OK);
+    ax_model_init(m, 6);
+    int32_t in[16], tg[16];
+    uint8_t mask[16];
+    make_batch(N, c.vocab, in, tg, mask, 10);
+    ax_model_zero_grad(m);
+    ax_model_forward(m, in, tg, mask, B, 1.0f / N, 1);
+    ax_model_backward(m);
+    int64_t n = ax_model_n_local(m);
+    float *g = malloc((size_t)n * sizeof *g), *p0 = malloc((size_t)n * sizeof *p0);
+    float *p1 = malloc((size_t)n * sizeof *p1), *mm = malloc((size_t)n * sizeof *mm);
+    float *vv = malloc((size_t)n * sizeof *vv);
+    cr_assert_eq(ax_model_read_grads(m, g, 0, n), AX_OK);
+    cr_assert_eq(ax_model_read_params(m, p0, 0, n), AX_OK);
+    double gn;
+    cr_assert_eq(ax_optim_step(o, m, 1e-3, &gn), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_optim_read_m(o, mm, 0, n), AX_OK);
+    cr_assert_eq(ax_optim_read_v(o, vv, 0, n), AX_OK);
+    cr_assert_eq(ax_model_read_params(m, p1, 0, n), AX_OK);
+    int64_t moved = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float wm = 0.1f * g[i], wv = 0.05f * g[i] * g[i];
+        cr_assert(fabsf(mm[i] - wm) <= 1e-6f * fabsf(wm), "m[%lld] %g vs %g", (long long)i, mm[i],
+                  wm);
+        cr_assert(fabsf(vv[i] - wv) <= 1e-5f * fabsf(wv) + 1e-30f, "v[%lld] %g vs %g", (long long)i,
+                  vv[i], wv);
+        double step = 1e-3 * g[i] / (fabs(g[i]) + 1e-8);
+        cr_assert(fabs((p0[i] - p1[i]) - step) <= 1e-3 * fabs(step) + 1e-7, "p[%lld] moved %g, %g",
+                  (long long)i, p0[i] - p1[i], step);
+        moved += g[i] != 0;
+    }
+    cr_assert(moved > n / 2, "only %lld of %lld gradients are non-zero", (long long)moved,
+              (long long)n);
+    cr_assert_eq(ax_optim_read_m(o, mm, 1, n), AX_ERR_ARG);
+    ax_error_clear();
+    free(g), free(p0), free(p1), free(mm), free(vv);
+    ax_optim_free(o);
     ax_model_free(m);
 }

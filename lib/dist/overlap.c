@@ -1,0 +1,131 @@
+/* The overlap machinery of lib/dist/overlap.h: request slots, progress between compute chunks. */
+#include "lib/dist/overlap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct ax_overlap {
+    ax_grid_t *g;
+    int enabled;
+    int n_slots;
+    int issued; /* slots issued and not yet waited for (in flight or complete) */
+    ax_req *req;
+    unsigned char *used; /* slot issued and not yet waited for */
+};
+
+ax_status ax_overlap_create(ax_grid_t *g, int enabled, int n_slots, ax_overlap **out) {
+    *out = NULL;
+    if (!g || n_slots < 1)
+        return ax_errorf(AX_ERR_ARG, "overlap: needs a grid and at least one slot (got %d)",
+                         n_slots);
+    ax_overlap *ov = calloc(1, sizeof *ov);
+    if (ov) ov->req = calloc((size_t)n_slots, sizeof *ov->req);
+    if (ov) ov->used = calloc((size_t)n_slots, 1);
+    if (!ov || !ov->req || !ov->used) {
+        ax_overlap_free(ov);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory for %d overlap slots", n_slots);
+    }
+    ov->g = g;
+    ov->enabled = enabled && ax_grid_size(g) > 1;
+    ov->n_slots = n_slots;
+    *out = ov;
+    return AX_OK;
+}
+
+void ax_overlap_free(ax_overlap *ov) {
+    if (!ov) return;
+    free(ov->req);
+    free(ov->used);
+    free(ov);
+}
+
+int ax_overlap_enabled(const ax_overlap *ov) {
+    return ov->enabled;
+}
+
+int ax_overlap_in_flight(const ax_overlap *ov) {
+    return ov->issued;
+}
+
+/* Claims a free slot for an issue. */
+static ax_status claim(ax_overlap *ov, int slot, const char *what, ax_axis axis) {
+    if (slot < 0 || slot >= ov->n_slots)
+        return ax_errorf(AX_ERR_INTERNAL, "overlap: %s over %s into slot %d of 0..%d", what,
+                         ax_axis_name(axis), slot, ov->n_slots - 1);
+    if (ov->used[slot])
+        return ax_errorf(AX_ERR_INTERNAL,
+                         "overlap: %s over %s into slot %d, which was not waited for", what,
+                         ax_axis_name(axis), slot);
+    memset(&ov->req[slot], 0, sizeof ov->req[slot]);
+    return AX_OK;
+}
+
+/* Records an issued slot; a failed issue leaves the slot free. */
+static ax_status issued(ax_overlap *ov, int slot, ax_status st) {
+    if (st == AX_OK) {
+        ov->used[slot] = 1;
+        ov->issued++;
+    }
+    return st;
+}
+
+ax_status ax_overlap_allreduce(ax_overlap *ov, int slot, ax_axis axis, void *buf, long n,
+                               ax_dtype t, ax_redop op) {
+    AX_CHECK(claim(ov, slot, "allreduce", axis));
+    if (!ov->enabled) return issued(ov, slot, ax_coll_allreduce(ov->g, axis, buf, n, t, op));
+    return issued(ov, slot, ax_coll_iallreduce(ov->g, axis, buf, n, t, op, &ov->req[slot]));
+}
+
+ax_status ax_overlap_allgather(ax_overlap *ov, int slot, ax_axis axis, const void *send,
+                               long n_per_rank, void *recv, ax_dtype t) {
+    AX_CHECK(claim(ov, slot, "allgather", axis));
+    if (!ov->enabled)
+        return issued(ov, slot, ax_coll_allgather(ov->g, axis, send, n_per_rank, recv, t));
+    return issued(ov, slot,
+                  ax_coll_iallgather(ov->g, axis, send, n_per_rank, recv, t, &ov->req[slot]));
+}
+
+ax_status ax_overlap_reduce_scatter(ax_overlap *ov, int slot, ax_axis axis, const void *send,
+                                    void *recv, long n_per_rank, ax_dtype t, ax_redop op) {
+    AX_CHECK(claim(ov, slot, "reduce-scatter", axis));
+    if (!ov->enabled)
+        return issued(ov, slot, ax_coll_reduce_scatter(ov->g, axis, send, recv, n_per_rank, t, op));
+    return issued(
+        ov, slot,
+        ax_coll_ireduce_scatter(ov->g, axis, send, recv, n_per_rank, t, op, &ov->req[slot]));
+}
+
+void ax_overlap_progress(ax_overlap *ov) {
+    if (!ov->issued) return;
+    for (int i = 0; i < ov->n_slots; i++)
+        if (ov->req[i].active) ax_req_progress(&ov->req[i]);
+}
+
+ax_status ax_overlap_wait(ax_overlap *ov, int slot) {
+    if (slot < 0 || slot >= ov->n_slots || !ov->used[slot]) return AX_OK;
+    ax_status st = ax_wait(&ov->req[slot]);
+    ov->used[slot] = 0;
+    ov->issued--;
+    memset(&ov->req[slot], 0, sizeof ov->req[slot]);
+    return st;
+}
+
+ax_status ax_overlap_wait_all(ax_overlap *ov) {
+    ax_status first = AX_OK;
+    for (int i = 0; i < ov->n_slots && ov->issued; i++) {
+        ax_status st = ax_overlap_wait(ov, i);
+        if (first == AX_OK) first = st;
+    }
+    return first;
+}
+
+void ax_overlap_compute(ax_overlap *ov, long n, long chunk, ax_overlap_fn fn, void *arg) {
+    if (!ov->enabled || chunk <= 0) {
+        fn(arg, 0, n);
+        return;
+    }
+    for (long b = 0; b < n; b += chunk) {
+        fn(arg, b, n - b < chunk ? n : b + chunk);
+        ax_overlap_progress(ov);
+    }
+}

@@ -1,0 +1,233 @@
+/* `axmem memscan generate` as a library call (memscan/generate_run.h): the settings table, the
+ * run, and the scan writer (regurgitation.json in schema axmem-scan v1 +
+ * regurgitation.samples.jsonl, published together by memscan/scan_out.h). */
+#include "memscan/generate_run.h"
+#include "data/axd.h"
+#include "data/tokenizer.h"
+#include "lib/core/json.h"
+#include "memscan/generate.h"
+#include "memscan/index.h"
+#include "memscan/model_load.h"
+
+#include <omp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define F(field) offsetof(ax_ms_generate_opts, field)
+static const ax_cfg_entry entries[] = {
+    AX_CFG_CKPT_ENTRY(F),
+    {"index", AX_CFG_STR, F(index), "", 1, 0, "training-set index from `axmem memscan index`"},
+    {"data", AX_CFG_STR, F(data), "", 1, 0,
+     "the indexed dataset (.axd; default: the path stored in the index)"},
+    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, "optional: adds text to the samples file"},
+    {"samples", AX_CFG_INT, F(samples), "64", 1, 1e8, "generations"},
+    {"length", AX_CFG_INT, F(length), "128", 2, 1e5, "tokens per generation"},
+    {"temperature", AX_CFG_FLOAT, F(temperature), "1.0", 0, 100,
+     "sampling temperature (0 = greedy)"},
+    {"top-k", AX_CFG_INT, F(top_k), "40", 0, 1e7, "sample among the k likeliest tokens (0 = all)"},
+    AX_CFG_SEED_ENTRY(F, "0", "sampling seed (same seed, same generations)"),
+    {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
+    {"max-sources", AX_CFG_INT, F(max_sources), "8", 0, 1e6,
+     "documents listed per span (all are counted)"},
+    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
+    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
+    AX_CFG_THREADS_ENTRY(F),
+    AX_CFG_OUT_ENTRY(F, "regurgitation.json",
+                     "results (schema axmem-scan v1); replaced together with the samples file"),
+    {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
+     "per-generation results, mode 0600 (default: --out's name with .samples.jsonl for .json, "
+     "e.g. regurgitation.samples.jsonl)"},
+};
+#undef F
+
+const ax_cfg_table ax_ms_generate_table = {
+    .usage = "axmem memscan generate --ckpt DIR --index INDEX [flags]",
+    .summary =
+        "Regurgitation scan: sample free generations (temperature / top-k, seeded, KV\n"
+        "cache) and report every verbatim span of >= n training tokens (n = the index's\n"
+        "window), maximal against every occurrence in the training data, with how many\n"
+        "documents hold it and up to --max-sources of them, the longest span per generation,\n"
+        "and the fraction of generations that contain one.",
+    .entries = entries,
+    .n = (int)(sizeof entries / sizeof entries[0]),
+};
+
+/* Spans of every generation -> the samples file; returns the aggregate numbers. */
+static ax_status scan_all(const ax_ms_generate_opts *fl, const ax_memscan_index_t *idx,
+                          const int32_t *gen, const ax_tokenizer_t *tok, ax_ms_scan_out *so,
+                          long *with_span, double *mean_longest, long *max_longest, long *hist) {
+    ax_status st = AX_OK;
+    long L = fl->length, n = ax_memscan_index_info(idx)->n;
+    *with_span = 0, *mean_longest = 0, *max_longest = 0;
+    for (long i = 0; st == AX_OK && i < fl->samples; i++) {
+        const int32_t *g = gen + i * L;
+        ax_memscan_span *spans = NULL;
+        size_t ns = 0;
+        AX_CHECK_GOTO(
+            ax_memscan_find_spans(idx, g, (size_t)L, (size_t)fl->max_sources, &spans, &ns), done);
+        long longest = ns ? (long)spans[0].len : 0; /* longest first */
+        *with_span += ns > 0;
+        *mean_longest += (double)longest;
+        if (longest > *max_longest) *max_longest = longest;
+        hist[longest == 0 ? 0 : longest < 2 * n ? 1 : longest < 4 * n ? 2 : 3]++;
+        ax_jw w;
+        ax_jw_init(&w);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "i"), ax_jw_int(&w, i);
+        ax_jw_key(&w, "longest_span"), ax_jw_int(&w, longest);
+        ax_jw_key(&w, "spans");
+        ax_jw_arr_begin(&w);
+        for (size_t k = 0; k < ns; k++) {
+            ax_jw_obj_begin(&w);
+            ax_jw_key(&w, "start"), ax_jw_uint(&w, spans[k].start);
+            ax_jw_key(&w, "len"), ax_jw_uint(&w, spans[k].len);
+            ax_jw_key(&w, "doc"), ax_jw_uint(&w, spans[k].doc);
+            ax_jw_key(&w, "doc_offset"), ax_jw_uint(&w, spans[k].doc_off);
+            ax_jw_key(&w, "occurrences"), ax_jw_uint(&w, spans[k].occurrences);
+            ax_jw_key(&w, "sources"), ax_jw_uint(&w, spans[k].docs);
+            ax_jw_key(&w, "docs");
+            ax_jw_arr_begin(&w);
+            for (size_t d = 0; d < spans[k].n_sources; d++) {
+                ax_jw_obj_begin(&w);
+                ax_jw_key(&w, "doc"), ax_jw_uint(&w, spans[k].sources[d].doc);
+                ax_jw_key(&w, "offset"), ax_jw_uint(&w, spans[k].sources[d].doc_off);
+                ax_jw_obj_end(&w);
+            }
+            ax_jw_arr_end(&w);
+            ax_jw_key(&w, "window_count_max"), ax_jw_uint(&w, spans[k].count_max);
+            ax_ms_text_field(&w, "text", tok, g + spans[k].start, spans[k].len);
+            ax_jw_obj_end(&w);
+        }
+        ax_jw_arr_end(&w);
+        ax_jw_key(&w, "tokens");
+        ax_jw_arr_begin(&w);
+        for (long k = 0; k < L; k++) ax_jw_int(&w, g[k]);
+        ax_jw_arr_end(&w);
+        ax_ms_text_field(&w, "text", tok, g, (size_t)L);
+        ax_jw_obj_end(&w);
+        st = ax_ms_scan_out_line(so, &w);
+        ax_jw_free(&w);
+        free(spans);
+    }
+done:
+    *mean_longest /= (double)fl->samples;
+    return st;
+}
+
+static ax_status write_scan(const ax_ms_generate_opts *fl, const ax_ms_model *mm,
+                            const ax_memscan_index_t *idx, ax_ms_scan_out *so, long with_span,
+                            double mean_longest, long max_longest, const long *hist) {
+    const ax_memscan_info *in = ax_memscan_index_info(idx);
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_ms_scan_header(&w, "regurgitation-scan", mm->ck, in->ds_path, in->ds_checksum, in->ds_docs,
+                      in->ds_tokens);
+    ax_jw_key(&w, "config");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "index"), ax_jw_str(&w, fl->index);
+    ax_jw_key(&w, "n"), ax_jw_int(&w, in->n);
+    ax_jw_key(&w, "max_sources"), ax_jw_int(&w, fl->max_sources);
+    ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
+    ax_jw_key(&w, "length"), ax_jw_int(&w, fl->length);
+    ax_jw_key(&w, "temperature"), ax_jw_num(&w, fl->temperature);
+    ax_jw_key(&w, "top_k"), ax_jw_int(&w, fl->top_k);
+    ax_jw_key(&w, "seed"), ax_jw_int(&w, fl->seed);
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "metrics");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "frac_with_verbatim_span"),
+        ax_jw_num(&w, (double)with_span / (double)fl->samples);
+    ax_jw_key(&w, "mean_longest_span"), ax_jw_num(&w, mean_longest);
+    ax_jw_key(&w, "max_longest_span"), ax_jw_int(&w, max_longest);
+    ax_jw_obj_end(&w);
+    ax_jw_key(&w, "tables");
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "longest_span_hist");
+    ax_jw_obj_begin(&w);
+    static const char *labels[4] = {"none", "n..2n-1", "2n..4n-1", ">=4n"};
+    for (int k = 0; k < 4; k++) ax_jw_key(&w, labels[k]), ax_jw_int(&w, hist[k]);
+    ax_jw_obj_end(&w);
+    ax_jw_obj_end(&w);
+    ax_ms_scan_out_record(so, &w);
+    ax_jw_obj_end(&w);
+    ax_status st = ax_ms_scan_out_commit(so, &w);
+    ax_jw_free(&w);
+    return st;
+}
+
+ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summary *sum) {
+    memset(sum, 0, sizeof *sum);
+    if (!fl->ckpt[0] || !fl->index[0])
+        return ax_errorf(AX_ERR_ARG,
+                         "--ckpt and --index are required; see axmem memscan generate --help");
+    if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
+    ax_ms_model mm = {0};
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *idx = NULL;
+    ax_tokenizer_t *tok = NULL;
+    int32_t *gen = NULL;
+    ax_ms_scan_out so = {0};
+    ax_status st = AX_OK;
+    ax_memscan_info info;
+    AX_CHECK_GOTO(ax_memscan_index_read_info(fl->index, 0, &info), out);
+    AX_CHECK_GOTO(ax_axd_open(fl->data[0] ? fl->data : info.ds_path, 1, &ds), out);
+    AX_CHECK_GOTO(ax_memscan_index_load(fl->index, ds, &idx), out);
+    if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
+    if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
+    AX_CHECK_GOTO(
+        ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch, (int)fl->length, &mm),
+        out);
+    if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
+        st = ax_errorf(AX_ERR_MISMATCH,
+                       "the indexed dataset has vocabulary %u but the model %d; "
+                       "scan against the model's training data",
+                       ax_axd_vocab_size(ds), mm.cfg.vocab);
+        goto out;
+    }
+    gen = malloc(sizeof(int32_t) * (size_t)(fl->samples * fl->length));
+    if (!gen) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory for the generations");
+        goto out;
+    }
+    ax_generate_config gc = {.samples = (int)fl->samples,
+                             .length = (int)fl->length,
+                             .batch = (int)fl->batch,
+                             .temperature = fl->temperature,
+                             .top_k = (int)fl->top_k,
+                             .seed = (uint64_t)fl->seed,
+                             .start_token = AX_TOK_EOT};
+    AX_CHECK_GOTO(ax_generate(mm.model, &gc, gen), out);
+    if (ax_grid_rank(mm.grid) == 0) {
+        AX_CHECK_GOTO(ax_ms_scan_out_open(&so, fl->out, fl->samples_out), out);
+        AX_CHECK_GOTO(scan_all(fl, idx, gen, tok, &so, &sum->with_span, &sum->mean_longest_span,
+                               &sum->max_longest_span, sum->longest_span_hist),
+                      out);
+        AX_CHECK_GOTO(write_scan(fl, &mm, idx, &so, sum->with_span, sum->mean_longest_span,
+                                 sum->max_longest_span, sum->longest_span_hist),
+                      out);
+        sum->written = 1;
+        sum->samples = (long)fl->samples, sum->length = (long)fl->length;
+        sum->n = ax_memscan_index_info(idx)->n;
+        snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
+        snprintf(sum->samples_path, sizeof sum->samples_path, "%s", so.samples);
+    }
+out:
+    ax_ms_scan_out_close(&so);
+    free(gen);
+    ax_ms_model_close(&mm);
+    ax_tokenizer_free(tok);
+    ax_memscan_index_free(idx);
+    ax_axd_free(ds);
+    return st;
+}
+
+void ax_ms_generate_print(const ax_ms_generate_summary *s, FILE *f) {
+    if (!s->written) return;
+    fprintf(f,
+            "generate: %ld generations of %ld tokens: %.1f%% contain a verbatim span of >= %u "
+            "training tokens; longest %ld (mean %.1f); wrote %s and %s\n",
+            s->samples, s->length, 100.0 * (double)s->with_span / (double)s->samples, s->n,
+            s->max_longest_span, s->mean_longest_span, s->scan, s->samples_path);
+}

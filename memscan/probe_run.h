@@ -1,0 +1,52 @@
+/* `axmem memscan probe` as a library call: load a checkpoint onto a grid, probe it on its
+ * training data (memscan/probe.h), count each probed window's duplicates in an index, and
+ * publish probe.json with its samples file (memscan/scan_out.h). The command
+ * (memscan/cmd_probe.c) parses its flags into the options and prints the summary; `axmem demo`
+ * fills the options itself. */
+#pragma once
+#include <stdint.h>
+#include <stdio.h>
+#include "lib/core/config.h"
+#include "lib/core/status.h"
+#include "memscan/scan_out.h"
+
+/* The command's settings; ax_ms_probe_table (name, type, default, range, help of each) drives
+ * the flags, --help and the defaults: fill with ax_cfg_set_defaults, then set fields. */
+typedef struct {
+    char ckpt[AX_CFG_STR_MAX];        /* run or step directory (required) */
+    char data[AX_CFG_STR_MAX];        /* the training dataset .axd (required) */
+    char tokenizer[AX_CFG_STR_MAX];   /* optional: decoded text in the samples file */
+    char out[AX_CFG_STR_MAX];         /* the scan JSON */
+    char samples_out[AX_CFG_STR_MAX]; /* "": named after out (ax_ms_samples_path) */
+    char offset[AX_CFG_STR_MAX];      /* "start" | "random": where prefixes start */
+    char grid[AX_CFG_STR_MAX];        /* DxXxYxZ */
+    char index[AX_CFG_STR_MAX];       /* optional: duplication counts of the probed windows */
+    char device[AX_CFG_STR_MAX];      /* "cpu" | "cuda" */
+    int64_t samples, prefix, suffix, batch, seed;
+    int64_t threads; /* OpenMP threads, 0 = leave as is */
+} ax_ms_probe_opts;
+
+extern const ax_cfg_table ax_ms_probe_table;
+
+/* An estimate and its 95% interval, as written in the scan JSON's metrics. */
+typedef struct {
+    double mean, lo, hi;
+} ax_ms_ci;
+
+typedef struct {
+    int written;             /* 1 on the rank that wrote the files (rank 0); 0 elsewhere */
+    int samples;             /* probes */
+    ax_ms_ci exact_match;    /* exact (Clopper-Pearson) interval */
+    ax_ms_ci token_accuracy; /* bootstrap interval */
+    ax_ms_ci rouge_l;        /* bootstrap interval */
+    double matched_prefix_mean;
+    char scan[AX_MS_PATH_MAX], samples_path[AX_MS_PATH_MAX]; /* the files written */
+} ax_ms_probe_summary;
+
+/* Runs the probe and writes the scan. Collective over the grid (every rank calls it; rank 0
+ * writes). Errors name the flag or file: AX_ERR_ARG for settings (the command exits 2), others
+ * for data, checkpoints and I/O (exit 1). */
+ax_status ax_ms_probe_run(const ax_ms_probe_opts *o, ax_ms_probe_summary *out);
+/* The command's headline line (exact match with its interval, token accuracy, the files) on f;
+ * nothing where the summary was not written (ranks other than 0). */
+void ax_ms_probe_print(const ax_ms_probe_opts *o, const ax_ms_probe_summary *s, FILE *f);
