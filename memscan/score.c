@@ -9,11 +9,10 @@
 #include <string.h>
 
 /* The one place that reads the model's logits: this rank's [B, T, Vl] vocabulary slice of the
- * last forward, columns for global ids [v0, v0 + valid). (When the model's accessors become
- * copy functions, only this changes.) */
-static void read_logits(ax_model_t *m, int B, int T, float *host, int *v0, int *valid, int *Vl) {
+ * last forward, columns for global ids [v0, v0 + valid), copied through the backend. */
+static ax_status read_logits(ax_model_t *m, float *host, int *v0, int *valid, int *Vl) {
     ax_model_vocab_slice(m, v0, valid, Vl);
-    memcpy(host, ax_model_logits(m), sizeof(float) * (size_t)B * T * *Vl);
+    return ax_model_read_logits(m, host);
 }
 
 void ax_score_result_free(ax_score_result *r) {
@@ -36,7 +35,7 @@ static ax_status row_stats(ax_grid_t *g, const float *lg, int N, int Vl, int val
         for (int v = 0; v < valid; v++) mx = l[v] > mx ? l[v] : mx;
         rowmax[r] = mx;
     }
-    AX_CHECK(ax_allreduce_max(g, AX_AXIS_Y, rowmax, N));
+    AX_CHECK(ax_coll_allreduce(g, AX_AXIS_Y, rowmax, N, AX_DT_F32, AX_OP_MAX));
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < N; r++) {
         double s0 = 0, s1 = 0, s2 = 0, dt = 0;
@@ -53,7 +52,7 @@ static ax_status row_stats(ax_grid_t *g, const float *lg, int N, int Vl, int val
         double *s = st + 4 * (size_t)r;
         s[0] = s0, s[1] = s1, s[2] = s2, s[3] = dt;
     }
-    AX_CHECK(ax_allreduce_sum_f64(g, AX_AXIS_Y, st, 4L * N));
+    AX_CHECK(ax_coll_allreduce(g, AX_AXIS_Y, st, 4L * N, AX_DT_F64, AX_OP_SUM));
     for (int r = 0; r < N; r++) {
         const double *s = st + 4 * (size_t)r;
         if (!mask[r]) {
@@ -132,13 +131,13 @@ ax_status ax_score_seqs(ax_model_t *m, int n, const int32_t *const *tok, const i
         }
         ax_model_forward(m, in, tg, mask, B, 1.0f, 0);
         AX_CHECK_GOTO(ax_model_status(m), done);
-        read_logits(m, B, T, lg, &v0, &valid, &Vl);
+        AX_CHECK_GOTO(read_logits(m, lg, &v0, &valid, &Vl), done);
         /* mine: [k][N] (logp, then mu and sigma) */
         AX_CHECK_GOTO(row_stats(g, lg, N, Vl, valid, v0, tg, mask, rowmax, sums, mine, mine + N,
                                 mine + 2 * (size_t)N),
                       done);
         /* logp first in `mine`: without mu and sigma only it travels */
-        AX_CHECK_GOTO(ax_allgather(g, AX_AXIS_BATCH, mine, (long)k * N, all), done);
+        AX_CHECK_GOTO(ax_coll_allgather(g, AX_AXIS_BATCH, mine, (long)k * N, all, AX_DT_F32), done);
         for (int q = 0; q < parts; q++)
             for (int j = 0; j < B; j++) {
                 int i = r0 + q * B + j;

@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { T = 16, NS = 11, BATCH = 2, V = 301 };
@@ -32,9 +33,12 @@ static ax_model_config cfg(void) {
 }
 
 static void scale(ax_model_t *m) { /* peaked distributions (sigma well above 0) */
-    float *p = ax_model_params(m);
-    for (int64_t i = 0; i < ax_model_n_local(m); i++) p[i] *= 4.0f;
-    ax_model_params_updated(m);
+    int64_t n = ax_model_n_local(m);
+    float *p = malloc(sizeof *p * (size_t)n);
+    if (!p || ax_model_read_params(m, p, 0, n) != AX_OK) ax_mpi_abort(1);
+    for (int64_t i = 0; i < n; i++) p[i] *= 4.0f;
+    if (ax_model_write_params(m, p, 0, n) != AX_OK) ax_mpi_abort(1);
+    free(p);
 }
 
 int main(int argc, char **argv) {
@@ -91,8 +95,8 @@ int main(int argc, char **argv) {
         }
         ax_score_result_free(&a), ax_score_result_free(&b);
     }
-    ax_allreduce_sum_f64(g, AX_AXIS_WORLD, &bad, 1);
-    ax_allreduce_max_f64(g, AX_AXIS_WORLD, &worst, 1);
+    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
+    ax_coll_allreduce(g, AX_AXIS_WORLD, &worst, 1, AX_DT_F64, AX_OP_MAX);
     if (ax_grid_rank(g) == 0)
         printf("mpi_score %s: %s (largest difference from 1 rank %.2g)\n", spec,
                bad ? "FAILED" : "ok", worst);
