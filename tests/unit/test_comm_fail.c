@@ -83,20 +83,26 @@ typedef struct {
 
 static snapshot snap(const rig *r) {
     snapshot s;
-    s.bytes = (size_t)ax_model_n_local(r->m) * sizeof(float);
+    long n = ax_model_n_local(r->m);
+    s.bytes = (size_t)n * sizeof(float);
     s.p = malloc(s.bytes), s.m = malloc(s.bytes), s.v = malloc(s.bytes);
     cr_assert(s.p && s.m && s.v);
-    memcpy(s.p, ax_model_params(r->m), s.bytes);
-    memcpy(s.m, ax_optim_m(r->o), s.bytes);
-    memcpy(s.v, ax_optim_v(r->o), s.bytes);
+    cr_assert_eq(ax_model_read_params(r->m, s.p, 0, n), AX_OK);
+    cr_assert_eq(ax_optim_read_m(r->o, s.m, 0, n), AX_OK);
+    cr_assert_eq(ax_optim_read_v(r->o, s.v, 0, n), AX_OK);
     s.t = ax_optim_t_steps(r->o);
     return s;
 }
 
+static void unsnap(snapshot *s);
+
+/* the optimizer's state now equals the snapshot, bit for bit */
 static int same(const rig *r, const snapshot *s) {
-    return !memcmp(s->p, ax_model_params(r->m), s->bytes) &&
-           !memcmp(s->m, ax_optim_m(r->o), s->bytes) && !memcmp(s->v, ax_optim_v(r->o), s->bytes) &&
-           s->t == ax_optim_t_steps(r->o);
+    snapshot now = snap(r);
+    int eq = !memcmp(s->p, now.p, s->bytes) && !memcmp(s->m, now.m, s->bytes) &&
+             !memcmp(s->v, now.v, s->bytes) && s->t == now.t;
+    unsnap(&now);
+    return eq;
 }
 
 static void unsnap(snapshot *s) {
