@@ -31,7 +31,9 @@ static const char *TOP_HELP =
     "  lookup    is this passage in the training data? longest verbatim span, sources\n"
     "  info      describe an index: dataset, window length, duplication histogram\n"
     "  generate  regurgitation scan: free generations slid over the index, verbatim spans\n"
-    "  probe     extractable memorization of a checkpoint: prefix -> greedy suffix, exact match\n";
+    "  probe     extractable memorization of a checkpoint: prefix -> greedy suffix, exact match\n"
+    "  mia       membership inference: member vs non-member documents, ROC AUC per score\n"
+    "  exposure  canary exposure: rank of each inserted secret among its format's candidates\n";
 
 typedef struct {
     char data[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], round_windows[AX_CFG_STR_MAX];
@@ -265,7 +267,9 @@ int ax_cmd_memscan(int argc, char **argv) {
                                       {"lookup", ax_ms_cmd_lookup},
                                       {"info", cmd_info},
                                       {"generate", ax_ms_cmd_generate},
-                                      {"probe", ax_ms_cmd_probe}};
+                                      {"probe", ax_ms_cmd_probe},
+                                      {"mia", ax_ms_cmd_mia},
+                                      {"exposure", ax_ms_cmd_exposure}};
     return ax_cli_dispatch("memscan", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc,
                            argv);
 }

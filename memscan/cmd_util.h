@@ -15,3 +15,5 @@ int ax_ms_cli_parse(const char *sub, const ax_cfg_table *t, void *fl, int argc, 
 int ax_ms_cmd_lookup(int argc, char **argv);   /* memscan/cmd_lookup.c */
 int ax_ms_cmd_probe(int argc, char **argv);    /* memscan/cmd_probe.c */
 int ax_ms_cmd_generate(int argc, char **argv); /* memscan/cmd_generate.c */
+int ax_ms_cmd_mia(int argc, char **argv);      /* memscan/cmd_mia.c */
+int ax_ms_cmd_exposure(int argc, char **argv); /* memscan/cmd_exposure.c */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# memscan index under MPI: the driver checks every result against a brute-force reference, on
-# 1, 2 and 4 ranks, with full hashes and with hashes masked to 3 bits (collisions everywhere).
+# memscan under MPI: per-token scores on grids against 1 rank (mpi_score); the index driver
+# checks every result against a brute-force reference, on 1, 2 and 4 ranks, with full hashes
+# and with hashes masked to 3 bits (collisions everywhere).
 # usage: tests/mpi/memscan.sh [BUILD_DIR]   (default build)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,6 +16,12 @@ for np in 1 2 4; do
   for bits in 64 3; do
     mpirun --oversubscribe -np "$np" "$DRIVER" --bits "$bits" --dir "$T/np$np-b$bits" || fail=1
   done
+done
+
+# per-token scores (memscan mia, exposure) on grids equal the single-rank ones
+for grid in 2x1x2x1 1x2x1x2; do
+  np=$(( ${grid//x/*} ))
+  mpirun --oversubscribe -np "$np" "$B/tests/mpi/mpi_score" --grid "$grid" || fail=1
 done
 
 # the CLI under mpirun: the index written by 3 ranks matches the serial one

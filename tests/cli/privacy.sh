@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# memscan mia and exposure end to end on the bundled corpus: 96 short documents split into
+# members and held-out non-members (`axmem data split`), canaries {d3} planted at repeat counts
+# 1, 4 and 16 (`axmem data canaries`), a tiny model trained for ~13 epochs on the members and a
+# reference model on the held-out set. Checks the outputs' structure and value ranges, that the
+# membership attack separates the sets (loss AUC >= 0.8, interval above 0.5), that exposure
+# rises with the repeat count, and that 4 ranks on 2x1x2x1 give the single-rank scores.
+# Usage: tests/cli/privacy.sh [path/to/axmem]   (~30 s on 2 cores)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+AX=$(realpath "${1:-build/bin/axmem}")
+T=$(mktemp -d /tmp/axmem-privacy.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -s "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
+run() { # run NAME CMD...: must succeed
+  local name=$1; shift
+  if "$@" >"$T/out" 2>"$T/err"; then ok "$name"; else bad "$name"; fi
+}
+expect_fail() { # NAME EXIT_CODE PATTERN CMD...
+  local name=$1 code=$2 pat=$3; shift 3
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
+    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
+}
+
+python3 - "$T" <<'PY'
+import json, sys
+lines = open("data/corpus/kjv.jsonl").readlines()
+with open(f"{sys.argv[1]}/all.jsonl", "w") as f:
+    for l in lines[200:296]:
+        f.write(json.dumps({"text": json.loads(l)["text"][:300]}) + "\n")
+PY
+run "data: tokenizer, encode, split, canaries" bash -c "
+  '$AX' data tokenizer-train --input '$T/all.jsonl' --vocab-size 512 --out '$T/tok' &&
+  '$AX' data encode --tokenizer '$T/tok' --input '$T/all.jsonl' --out '$T/all.axd' &&
+  '$AX' data split --input '$T/all.axd' --holdout 0.5 --seed 1 --out-train '$T/train.axd' \
+    --out-holdout '$T/held.axd' &&
+  '$AX' data canaries --input '$T/train.axd' --tokenizer '$T/tok' --format 'my PIN is {d3}' \
+    --repeats 1,4,16 --per-repeat 2 --references 100 --seed 3 --out '$T/can.axd' \
+    --secrets '$T/secrets.json'"
+TRAIN=(--model tiny --packing doc --seq-len 96 --batch 8 --lr 3e-3 --warmup 10 --weight-decay 0
+       --log-every 1000)
+run "train: members with canaries (~13 epochs)" "$AX" train --data "$T/can.axd" "${TRAIN[@]}" \
+  --steps 100 --out "$T/run"
+run "train: reference model on the held-out set" "$AX" train --data "$T/held.axd" "${TRAIN[@]}" \
+  --steps 30 --out "$T/ref"
+
+# ---- membership inference
+MIA=(--ckpt "$T/run" --members "$T/train.axd" --nonmembers "$T/held.axd" --tokens-per-doc 96
+     --bootstrap 200)
+run "mia runs" "$AX" memscan mia "${MIA[@]}" --tokenizer "$T/tok" --ref-ckpt "$T/ref" \
+  --out "$T/mia"
+python3 - "$T" <<'PY' && ok "mia prints the AUCs it wrote, one line per score" || bad "mia summary lines"
+import json, re, sys
+t = sys.argv[1]
+m = json.load(open(f"{t}/mia/mia.json"))["metrics"]
+got = dict(re.findall(r"^  (\w+) +AUC ([0-9.]+)", open(f"{t}/out").read(), re.M))
+sys.exit(0 if set(got) == set(m) and all(abs(float(got[k]) - m[k]["auc"]) <= 5e-4 for k in m) else 1)
+PY
+run "mia on 2x1x2x1 (4 ranks)" mpirun --oversubscribe -np 4 "$AX" memscan mia "${MIA[@]}" \
+  --tokenizer "$T/tok" --ref-ckpt "$T/ref" --grid 2x1x2x1 --out "$T/mia4"
+python3 - "$T" <<'PY' && ok "mia.json and samples: structure, ranges, AUC, grid = 1 rank" || bad "mia outputs"
+import json, os, stat, sys
+t = sys.argv[1]
+j = json.load(open(f"{t}/mia/mia.json"))
+rows = [json.loads(l) for l in open(f"{t}/mia/mia.samples.jsonl")]
+rows4 = [json.loads(l) for l in open(f"{t}/mia4/mia.samples.jsonl")]
+errs = []
+def need(c, what):
+    if not c: errs.append(what)
+need(j["schema"] == "axmem-scan" and j["kind"] == "membership-inference", "header")
+need(stat.S_IMODE(os.stat(f"{t}/mia/mia.samples.jsonl").st_mode) == 0o600, "samples mode 0600")
+nm = sum(r["member"] for r in rows); nn = len(rows) - nm
+need(j["counts"]["members"] == nm == j["members"]["scored_docs"] > 0, "member count")
+need(j["counts"]["nonmembers"] == nn == j["nonmembers"]["scored_docs"] > 0, "non-member count")
+need(j["samples"]["lines"] == len(rows), "samples block")
+need(set(j["metrics"]) == {"loss", "zlib", "min_k", "min_k_pp", "ref", "ref_ratio"}, "scores: %s" % list(j["metrics"]))
+for k, m in j["metrics"].items():
+    lo, hi = m["auc_ci95"]
+    need(0 <= lo <= m["auc"] <= hi <= 1, f"{k}: AUC {m['auc']} in [{lo}, {hi}]")
+    need(all(0 <= m[x] <= 1 for x in ("tpr_at_fpr_0.001", "tpr_at_fpr_0.01")), f"{k}: TPRs")
+    roc = m["roc"]
+    need(roc[0] == [0, 0] and roc[-1] == [1, 1] and 2 <= len(roc) <= 500, f"{k}: ROC ends")
+    need(all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(roc, roc[1:])), f"{k}: ROC monotone")
+for r in rows:
+    need(not any("text" in key for key in r), "no text in the samples")
+    need(set(r["scores"]) == set(j["metrics"]) and 0 < r["tokens"] <= 96, "sample fields")
+# trained ~13 epochs on the members: the loss attack separates them
+auc, lo = j["metrics"]["loss"]["auc"], j["metrics"]["loss"]["auc_ci95"][0]
+print(f"     loss AUC {auc:.3f} (lower 95% bound {lo:.3f}); min-k%++ AUC {j['metrics']['min_k_pp']['auc']:.3f}")
+need(auc >= 0.8 and lo > 0.5, "loss AUC well above 0.5")
+need(len(rows4) == len(rows), "same documents on 4 ranks")
+worst = max(abs(a["scores"][k] - b["scores"][k]) for a, b in zip(rows, rows4) for k in a["scores"])
+need(all(a["doc"] == b["doc"] and a["member"] == b["member"] for a, b in zip(rows, rows4)), "same docs")
+need(worst <= 1e-4, f"4-rank scores differ by {worst}")
+for e in errs: print("     " + e)
+sys.exit(1 if errs else 0)
+PY
+
+# ---- canary exposure
+run "exposure runs (exact: 1000 candidates)" "$AX" memscan exposure --ckpt "$T/run" \
+  --canaries "$T/secrets.json" --out "$T/exp"
+cat "$T/out" | sed 's/^/     /'
+run "exposure estimated (--exact-max 100: the 100 references)" "$AX" memscan exposure \
+  --ckpt "$T/run" --canaries "$T/secrets.json" --exact-max 100 --out "$T/expe"
+run "exposure on 2x1x2x1 (4 ranks)" mpirun --oversubscribe -np 4 "$AX" memscan exposure \
+  --ckpt "$T/run" --canaries "$T/secrets.json" --grid 2x1x2x1 --out "$T/exp4"
+python3 - "$T" <<'PY' && ok "exposure.json and samples: structure, ranges, rises with repeats" || bad "exposure outputs"
+import json, math, os, stat, sys
+t = sys.argv[1]
+errs = []
+def need(c, what):
+    if not c: errs.append(what)
+sec = json.load(open(f"{t}/secrets.json"))
+for d, method, ncand in (("exp", "exact", 1000), ("expe", "estimate", 100)):
+    j = json.load(open(f"{t}/{d}/exposure.json"))
+    rows = [json.loads(l) for l in open(f"{t}/{d}/exposure.samples.jsonl")]
+    need(stat.S_IMODE(os.stat(f"{t}/{d}/exposure.samples.jsonl").st_mode) == 0o600, "samples 0600")
+    need(j["kind"] == "canary-exposure" and j["config"]["method"] == method, f"{d}: method")
+    need(j["config"]["candidates"] == ncand and j["config"]["space"] == 1000, f"{d}: candidates")
+    need(abs(j["max_exposure"] - math.log2(1000)) < 1e-9, "max exposure")
+    need(len(rows) == len(sec["canaries"]) == j["overall"]["canaries"] == 6, f"{d}: canaries")
+    need({r["secret"] for r in rows} == {c["secret"] for c in sec["canaries"]}, "secrets")
+    need([b["repeats"] for b in j["by_repeats"]] == [1, 4, 16], f"{d}: repeat buckets")
+    for b in j["by_repeats"] + [j["overall"]]:
+        need(0 <= b["exposure_min"] <= b["exposure_median"] <= b["exposure_max"] <= math.log2(1000) + 1e-9, f"{d}: exposure range {b}")
+        need(0 <= b["extracted_share"] <= 1, "extracted share")
+    for r in rows:
+        need((r["rank"] is None) == (method == "estimate"), "rank only when exact")
+        need(r["loglik"] < 0 and isinstance(r["extracted"], bool), "row fields")
+    def strings(v):
+        if isinstance(v, str): yield v
+        elif isinstance(v, dict): yield from (x for w in list(v) + list(v.values()) for x in strings(w))
+        elif isinstance(v, list): yield from (x for w in v for x in strings(w))
+    secrets = {c["secret"] for c in sec["canaries"]}
+    need(not any(s in secrets for s in strings(j)), "no secret in exposure.json")
+    by = {b["repeats"]: b["exposure_mean"] for b in j["by_repeats"]}
+    print(f"     {method}: mean exposure by repeats " + ", ".join(f"{k}: {v:.2f}" for k, v in by.items()))
+    need(by[16] > by[1] + 1, f"{d}: exposure rises with repeats")
+a = [json.loads(l) for l in open(f"{t}/exp/exposure.samples.jsonl")]
+b = [json.loads(l) for l in open(f"{t}/exp4/exposure.samples.jsonl")]
+need(all(abs(x["loglik"] - y["loglik"]) < 1e-3 and x["generated"] == y["generated"] for x, y in zip(a, b)), "4 ranks = 1 rank")
+for e in errs: print("     " + e)
+sys.exit(1 if errs else 0)
+PY
+
+# ---- bad input: one clear line
+expect_fail "mia needs --members" 2 "--members" "$AX" memscan mia --ckpt "$T/run" \
+  --nonmembers "$T/held.axd" --out "$T/x"
+expect_fail "mia: missing dataset named" 1 "nope.axd" "$AX" memscan mia --ckpt "$T/run" \
+  --members "$T/nope.axd" --nonmembers "$T/held.axd" --out "$T/x"
+expect_fail "exposure: missing secrets file named" 1 "nope.json" "$AX" memscan exposure \
+  --ckpt "$T/run" --canaries "$T/nope.json" --out "$T/x"
+echo '{"format":"my PIN is {d3}","space":1000,"canaries":[]}' >"$T/empty.json"
+expect_fail "exposure: no canaries" 1 "canaries" "$AX" memscan exposure --ckpt "$T/run" \
+  --canaries "$T/empty.json" --out "$T/x"
+echo "privacy: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

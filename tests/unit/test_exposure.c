@@ -1,0 +1,208 @@
+/* memscan exposure: the secrets file reader, and the driver on a tiny model against brute force:
+ * every candidate's log-likelihood by full forwards, the exact rank and exposure of each canary,
+ * the greedy continuation by full forwards, and the fitted estimate for a space above --exact-max.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data/tokenizer.h"
+#include "lib/core/fsutil.h"
+#include "lib/model/model.h"
+#include "memscan/exposure.h"
+#include "memscan/privacy_metrics.h"
+#include "memscan/score.h"
+#include "tests/unit/test_suite_files.h"
+
+TestSuite(exposure, .init = ts_quiet, .fini = ts_cleanup, .timeout = 120);
+
+#define VOCAB 300
+
+/* the last forward's logits [1, T, Vl] (a copy through the backend) */
+static float logit_buf[64 * 512];
+static const float *logits(ax_model_t *m) {
+    cr_assert_eq(ax_model_read_logits(m, logit_buf), AX_OK, "%s", ax_error_msg());
+    return logit_buf;
+}
+
+static ax_model_t *tiny(int B, int T) {
+    ax_model_config c = {.n_layers = 2,
+                         .dim = 16,
+                         .n_heads = 2,
+                         .ffn = 24,
+                         .vocab = VOCAB,
+                         .tie_embeddings = 0,
+                         .rope_theta = 10000.0f,
+                         .norm_eps = 1e-5f};
+    ax_model_t *m = NULL;
+    cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK, "%s", ax_error_msg());
+    ax_model_init(m, 23);
+    /* peaked distributions (sigma far from 0) */
+    int64_t n = ax_model_n_local(m);
+    float *p = malloc(sizeof *p * (size_t)n);
+    cr_assert_eq(ax_model_read_params(m, p, 0, n), AX_OK);
+    for (int64_t i = 0; i < n; i++) p[i] *= 4.0f;
+    cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
+    free(p);
+    return m;
+}
+
+static ax_tokenizer_t *byte_tokenizer(void) {
+    ax_bpe_trainer_t *tr = NULL;
+    ax_tokenizer_t *tok = NULL;
+    cr_assert_eq(ax_bpe_trainer_create(&tr), AX_OK);
+    cr_assert_eq(ax_bpe_trainer_add(tr, (const uint8_t *)"ab", 2), AX_OK);
+    cr_assert_eq(ax_bpe_trainer_train(tr, 257, NULL, &tok), AX_OK, "%s", ax_error_msg());
+    ax_bpe_trainer_free(tr);
+    return tok;
+}
+
+/* log p(s's bytes | end-of-text, prefix bytes) by one full forward */
+static double brute_loglik(ax_model_t *m1, int T, const char *prefix, const char *s) {
+    int32_t in[64] = {0}, tg[64] = {0}, seq[64];
+    uint8_t mask[64] = {0};
+    int np = (int)strlen(prefix), n = 1 + np + (int)strlen(s);
+    seq[0] = AX_TOK_EOT;
+    for (int i = 0; i < np; i++) seq[1 + i] = (uint8_t)prefix[i];
+    for (int i = 0; s[i]; i++) seq[1 + np + i] = (uint8_t)s[i];
+    memcpy(in, seq, sizeof(int32_t) * (size_t)(n - 1));
+    (void)T;
+    ax_model_forward(m1, in, tg, mask, 1, 1.0f, 0);
+    int v0, valid, Vl;
+    ax_model_vocab_slice(m1, &v0, &valid, &Vl);
+    double a = 0;
+    for (int t = np; t < n - 1; t++) {
+        double lp, mu, sd;
+        ax_token_logp_stats(logits(m1) + (size_t)t * Vl, VOCAB, seq[t + 1], &lp, &mu, &sd);
+        a += lp;
+    }
+    return a;
+}
+
+static void write_canaries(const char *path, const char *fmt, double space,
+                           const char *const *secrets, int n, const char *prefix) {
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f,
+            "{\"version\":1,\"format\":\"%s\",\"space\":%.0f,\"seed\":1,\"tokenizer\":\"\","
+            "\"dataset\":\"\",\"canaries\":[",
+            fmt, space);
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "%s{\"id\":%d,\"prefix\":\"%s\",\"secret\":\"%s\",\"repeats\":%d,\"tokens\":[",
+                k ? "," : "", k, prefix, secrets[k], 1 << k);
+        int first = 1;
+        for (const char *p = prefix; *p; p++) fprintf(f, "%s%d", first ? "" : ",", *p), first = 0;
+        for (const char *p = secrets[k]; *p; p++) fprintf(f, ",%d", *p);
+        fprintf(f, "],\"prefix_tokens\":%d,\"inserted\":[]}", (int)strlen(prefix));
+    }
+    fprintf(f, "],\"references\":[\"00\",\"11\",\"22\",\"33\",\"44\",\"55\"]}");
+    fclose(f);
+}
+
+Test(exposure, exact_rank_and_greedy_against_brute_force) {
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/axmem_test_%d_canaries.json", (int)getpid());
+    const char *secrets[3] = {"42", "07", "99"};
+    write_canaries(path, "pin {d2}", 100, secrets, 3, "pin ");
+    ax_canary_set cs;
+    cr_assert_eq(ax_canary_set_load(path, &cs), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(cs.n, 3);
+    cr_assert_eq(cs.n_refs, 6);
+    cr_expect_eq(cs.c[2].repeats, 4);
+    cr_expect_eq(cs.c[1].prefix_tokens, 4);
+    ax_tokenizer_t *tok = byte_tokenizer();
+    ax_exposure_config c = {.exact_max = 1000, .batch = 7, .seed = 1};
+    ax_exposure_plan *p = NULL;
+    cr_assert_eq(ax_exposure_plan_build(&cs, tok, &c, &p), AX_OK, "%s", ax_error_msg());
+    cr_assert(ax_exposure_plan_exact(p));
+    cr_expect_eq(ax_exposure_plan_candidates(p), 100);
+    int T = ax_exposure_plan_T(p);
+    cr_expect_eq(T, 6); /* "pin " + 2 digits */
+    ax_model_t *m = tiny(c.batch, T), *m1 = tiny(1, T);
+    ax_exposure_result r;
+    cr_assert_eq(ax_exposure_run(m, &cs, p, &c, &r), AX_OK, "%s", ax_error_msg());
+    double all[100];
+    char cand[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(cand, sizeof cand, "%02d", i);
+        all[i] = brute_loglik(m1, T, "pin ", cand);
+    }
+    for (int k = 0; k < 3; k++) {
+        int me = atoi(secrets[k]);
+        cr_expect(fabs(r.r[k].loglik - all[me]) < 1e-4, "%g vs %g", r.r[k].loglik, all[me]);
+        int above = 0;
+        for (int i = 0; i < 100; i++) above += i != me && all[i] > all[me];
+        cr_expect_eq(r.r[k].rank, 1 + above, "canary %d rank %g vs %d", k, r.r[k].rank, 1 + above);
+        cr_expect(fabs(r.r[k].exposure - (log2(100) - log2(1 + above))) < 1e-9);
+        /* greedy by full forwards from end-of-text + prefix */
+        int32_t seq[8] = {AX_TOK_EOT, 'p', 'i', 'n', ' '};
+        for (int j = 0; j < 2; j++) {
+            int32_t in[8] = {0}, tg[8] = {0};
+            uint8_t mask[8] = {0};
+            memcpy(in, seq, sizeof(int32_t) * (size_t)(5 + j));
+            ax_model_forward(m1, in, tg, mask, 1, 1.0f, 0);
+            int v0, valid, Vl;
+            ax_model_vocab_slice(m1, &v0, &valid, &Vl);
+            const float *l = logits(m1) + (size_t)(4 + j) * Vl;
+            int best = 0;
+            for (int v = 1; v < VOCAB; v++) best = l[v] > l[best] ? v : best;
+            seq[5 + j] = best;
+        }
+        cr_assert_eq(r.r[k].n_generated, 2);
+        cr_expect(r.r[k].generated[0] == seq[5] && r.r[k].generated[1] == seq[6]);
+        cr_expect_eq(r.r[k].extracted, seq[5] == secrets[k][0] && seq[6] == secrets[k][1]);
+    }
+    ax_exposure_result_free(&r);
+    ax_exposure_plan_free(p);
+
+    /* above --exact-max: the 6 references + 20 random candidates, a normal fitted to them */
+    c.exact_max = 10, c.candidates = 20;
+    cr_assert_eq(ax_exposure_plan_build(&cs, tok, &c, &p), AX_OK, "%s", ax_error_msg());
+    cr_assert(!ax_exposure_plan_exact(p));
+    long nc = ax_exposure_plan_candidates(p);
+    cr_expect(nc >= 20 && nc <= 26, "%ld", nc);
+    cr_assert_eq(ax_exposure_run(m, &cs, p, &c, &r), AX_OK, "%s", ax_error_msg());
+    for (int k = 0; k < 3; k++) {
+        cr_expect(isfinite(r.r[k].exposure) && r.r[k].exposure >= 0 &&
+                      r.r[k].exposure <= log2(100) + 1e-9,
+                  "%g", r.r[k].exposure);
+        cr_expect(fabs(r.r[k].loglik - all[atoi(secrets[k])]) < 1e-4);
+    }
+    ax_exposure_result_free(&r);
+    ax_exposure_plan_free(p);
+    ax_model_free(m), ax_model_free(m1);
+    ax_tokenizer_free(tok);
+    ax_canary_set_free(&cs);
+}
+
+Test(exposure, bad_files_are_named) {
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/axmem_test_%d_bad.json", (int)getpid());
+    ax_canary_set cs;
+    cr_assert_eq(ax_write_file(path, "{\"format\":\"x {d2}\",\"space\":100}", 31), AX_OK);
+    cr_expect_eq(ax_canary_set_load(path, &cs), AX_ERR_CORRUPT);
+    cr_expect(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "canaries"), "%s",
+              ax_error_msg());
+    /* a secret that is not of the format, and the wrong space */
+    ax_error_clear();
+    const char *bad[1] = {"4x"};
+    write_canaries(path, "pin {d2}", 100, bad, 1, "pin ");
+    cr_assert_eq(ax_canary_set_load(path, &cs), AX_OK, "%s", ax_error_msg());
+    ax_tokenizer_t *tok = byte_tokenizer();
+    ax_exposure_config c = {.exact_max = 1000, .batch = 2};
+    ax_exposure_plan *p = NULL;
+    cr_expect_eq(ax_exposure_plan_build(&cs, tok, &c, &p), AX_ERR_CORRUPT);
+    cr_expect(strstr(ax_error_msg(), "not of the format") != NULL, "%s", ax_error_msg());
+    ax_canary_set_free(&cs);
+    ax_error_clear();
+    const char *ok[1] = {"42"};
+    write_canaries(path, "pin {d2}", 1000, ok, 1, "pin ");
+    cr_assert_eq(ax_canary_set_load(path, &cs), AX_OK);
+    cr_expect_eq(ax_exposure_plan_build(&cs, tok, &c, &p), AX_ERR_CORRUPT);
+    cr_expect(strstr(ax_error_msg(), "space") != NULL, "%s", ax_error_msg());
+    ax_canary_set_free(&cs);
+    ax_tokenizer_free(tok);
+}
