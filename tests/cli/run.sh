@@ -252,7 +252,7 @@ umask 022
 # ---- choice flags list their words; the manifest stores the RMSNorm epsilon
 expect_fail "choice flag lists its words" 2 "--packing 'docs' is not allowed: use packed or doc" \
   "$AX" train --data x.axd --packing docs
-expect_fail "probe --offset lists its words" 2 "use start or random" \
+expect_fail "probe --offset lists its words" 2 "use start, random or deep" \
   "$AX" memscan probe --ckpt x --data x.axd --offset middle
 "$AX" train --help 2>&1 | grep -q -- "--packing packed|doc .*(packed or doc; default: packed)" \
   && ok "train --help shows the choice words" || bad "train --help shows the choice words"

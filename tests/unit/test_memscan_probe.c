@@ -285,7 +285,7 @@ Test(memscan_probe, library_calls_return_what_they_write) {
     snprintf(po.out, sizeof po.out, "%s", scan);
     snprintf(po.offset, sizeof po.offset, "middle"); /* the table would refuse it; so does run */
     cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_ERR_ARG);
-    cr_assert(strstr(ax_error_msg(), "use start or random"), "%s", ax_error_msg());
+    cr_assert(strstr(ax_error_msg(), "use start, random or deep"), "%s", ax_error_msg());
     ax_error_clear();
     snprintf(po.offset, sizeof po.offset, "start");
     po.samples = 6, po.prefix = 8, po.suffix = 8, po.batch = 4;
