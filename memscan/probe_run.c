@@ -269,6 +269,7 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
     stat_json(&w, "token_accuracy", acc, n, (uint64_t)fl->seed + 2, &sum->token_accuracy);
     stat_json(&w, "rouge_l", rl, n, (uint64_t)fl->seed + 3, &sum->rouge_l);
     sum->samples = n;
+    sum->prefix = ps->lens[0];
     sum->matched_prefix_mean = n ? mp / n : 0;
     ax_jw_key(&w, "matched_prefix_mean"), ax_jw_num(&w, sum->matched_prefix_mean);
     if (D > 0) {
@@ -548,7 +549,7 @@ void ax_ms_probe_print(const ax_ms_probe_opts *o, const ax_ms_probe_summary *s, 
     fprintf(f,
             "probe: %d samples, prefix %lld, suffix %lld: exact match %.1f%% (95%% CI "
             "%.1f-%.1f%%), token accuracy %.3f; wrote %s and %s\n",
-            s->samples, (long long)o->prefix, (long long)o->suffix, 100 * s->exact_match.mean,
+            s->samples, (long long)s->prefix, (long long)o->suffix, 100 * s->exact_match.mean,
             100 * s->exact_match.lo, 100 * s->exact_match.hi, s->token_accuracy.mean, s->scan,
             s->samples_path);
     if (s->draws > 0)

@@ -42,6 +42,7 @@ typedef struct {
 typedef struct {
     int written;             /* 1 on the rank that wrote the files (rank 0); 0 elsewhere */
     int samples;             /* probes */
+    int prefix;              /* their prefix length (the first of --prefix-lengths) */
     ax_ms_ci exact_match;    /* exact (Clopper-Pearson) interval */
     ax_ms_ci token_accuracy; /* bootstrap interval */
     ax_ms_ci rouge_l;        /* bootstrap interval */
