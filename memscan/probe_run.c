@@ -432,10 +432,31 @@ static ax_status parse_lengths(const ax_ms_probe_opts *fl, int *lens, int *n) {
     }
 }
 
-/* The training loss mask of each probe's suffix: target at document position q = offset + P + k
- * hashed from the h document tokens before it (goldfish/goldfish.h), kept when q < h. */
-static ax_status goldfish_drops(const ax_goldfish *gf, const ax_axd_t *ds, const ax_probe_result *r,
+/* How the audited run trained: its goldfish mask, packing and sequence length. */
+typedef struct {
+    ax_goldfish gf;
+    int docs;   /* --packing doc: window = end-of-text + the document's first T tokens */
+    uint64_t T; /* --seq-len */
+} gf_run;
+
+/* The training loss mask of each probe's suffix (goldfish/goldfish.h), for the target at
+ * document position q = offset + P + k. hash: hashed from the h document tokens before it,
+ * kept when q < h. static: dropped when (i + 1) % k == 0 for i its index among its window's
+ * targets: q itself with --packing doc (window = end-of-text + document), and (t - 1) mod T
+ * for packed windows [w T, w T + T] of the token stream, t = its index in the stream. */
+static ax_status goldfish_drops(const gf_run *run, const ax_axd_t *ds, const ax_probe_result *r,
                                 int P, int S, uint8_t *dropped) {
+    const ax_goldfish *gf = &run->gf;
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    if (gf->strategy == AX_GOLDFISH_STATIC) {
+        for (int i = 0; i < r->n; i++)
+            for (int k = 0; k < S; k++) {
+                uint64_t q = r->s[i].offset + (uint64_t)P + (uint64_t)k, t = off[r->s[i].doc] + q;
+                uint64_t idx = run->docs ? q : (t - 1) % run->T;
+                dropped[(size_t)i * S + k] = (!run->docs || q < run->T) && (idx + 1) % gf->k == 0;
+            }
+        return AX_OK;
+    }
     int h = ax_goldfish_context(gf);
     int32_t *buf = malloc(sizeof(int32_t) * (size_t)(h + S));
     uint32_t *pos = malloc(sizeof(uint32_t) * (size_t)S);
@@ -444,7 +465,6 @@ static ax_status goldfish_drops(const ax_goldfish *gf, const ax_axd_t *ds, const
         free(buf), free(pos), free(keep);
         return ax_errorf(AX_ERR_NOMEM, "out of memory for the goldfish audit");
     }
-    const uint64_t *off = ax_axd_doc_offsets(ds);
     for (int i = 0; i < r->n; i++) {
         const ax_probe_sample *s = &r->s[i];
         uint64_t q0 = s->offset + (uint64_t)P, have = q0 < (uint64_t)h ? q0 : (uint64_t)h;
@@ -502,13 +522,19 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
     const char *packing = "packed", *gspec = "none";
     if (tc && ax_json_get(tc, "packing"))
         AX_CHECK_GOTO(ax_json_get_str(tc, "packing", ax_ckpt_path(mm.ck), &packing), out);
-    /* a hash-goldfish run's mask is a function of the tokens: audit it (static depends on
-     * where the training windows fell, which the probe does not reconstruct) */
+    /* a goldfish run: recompute its loss mask on the probed suffixes (goldfish_drops) */
     if (tc && ax_json_get(tc, "goldfish"))
         AX_CHECK_GOTO(ax_json_get_str(tc, "goldfish", ax_ckpt_path(mm.ck), &gspec), out);
-    ax_goldfish gf;
-    AX_CHECK_GOTO(ax_goldfish_parse(gspec, &gf), out);
-    if (gf.strategy == AX_GOLDFISH_HASH) ax_goldfish_format(&gf, ps.goldfish, sizeof ps.goldfish);
+    gf_run gr = {.docs = !strcmp(packing, "doc")};
+    AX_CHECK_GOTO(ax_goldfish_parse(gspec, &gr.gf), out);
+    if (gr.gf.strategy == AX_GOLDFISH_STATIC) { /* the window layout needs --seq-len */
+        double T = 0;
+        if (tc && ax_json_get(tc, "seq-len"))
+            AX_CHECK_GOTO(ax_json_get_num(tc, "seq-len", ax_ckpt_path(mm.ck), &T), out);
+        gr.T = T >= 1 ? (uint64_t)T : 0;
+    }
+    if (gr.gf.strategy == AX_GOLDFISH_HASH || (gr.gf.strategy == AX_GOLDFISH_STATIC && gr.T))
+        ax_goldfish_format(&gr.gf, ps.goldfish, sizeof ps.goldfish);
     for (int l = 0; l < ps.n_len; l++) {
         ax_probe_config pc = {.prefix = ps.lens[l],
                               .suffix = (int)fl->suffix,
@@ -531,7 +557,7 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
                 goto out;
             }
             AX_CHECK_GOTO(
-                goldfish_drops(&gf, ds, &ps.res[l], ps.lens[l], (int)fl->suffix, ps.dropped[l]),
+                goldfish_drops(&gr, ds, &ps.res[l], ps.lens[l], (int)fl->suffix, ps.dropped[l]),
                 out);
         }
     }

@@ -15,7 +15,9 @@
 #include <xxhash.h>
 
 #include "data/axd.h"
+#include "data/loader.h"
 #include "data/tokenizer.h"
+#include "goldfish/goldfish.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/log.h"
@@ -734,6 +736,74 @@ Test(memscan_probe, goldfish_audit_and_prefix_lengths) {
     cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_ERR_ARG);
     cr_assert(strstr(ax_error_msg(), "--top-p"), "%s", ax_error_msg());
     ax_error_clear();
+    ax_axd_free(ds);
+    ax_rm_rf(run);
+}
+
+/* A static-goldfish run (packed windows): the dropped suffix positions in the samples file are
+ * those of the training loop's own masks, rebuilt here window by window through the loader. */
+Test(memscan_probe, goldfish_audit_static_matches_training_windows) {
+    char data[128], run[128], scan[160];
+    int pid = (int)getpid(), T = 32;
+    snprintf(data, sizeof data, "/tmp/axmem_test_%d_gfs.axd", pid);
+    snprintf(run, sizeof run, "/tmp/axmem_test_%d_gfsrun", pid);
+    snprintf(scan, sizeof scan, "/tmp/axmem_test_%d_gfs.json", pid);
+    make_run_gf(data, run, "static:k=3");
+    ax_ms_probe_opts po;
+    ax_ms_probe_summary ps;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_probe_table, &po), AX_OK);
+    snprintf(po.ckpt, sizeof po.ckpt, "%s", run);
+    snprintf(po.data, sizeof po.data, "%s", data);
+    snprintf(po.out, sizeof po.out, "%s", scan);
+    snprintf(po.offset, sizeof po.offset, "random");
+    po.samples = 12, po.prefix = 5, po.suffix = 10, po.batch = 4;
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_OK, "%s", ax_error_msg());
+    cr_assert(ps.audited);
+    /* the training masks over the token stream: window g's target i is stream token start+1+i */
+    ax_axd_t *ds = NULL;
+    ax_loader_t *ld = NULL;
+    ax_goldfish gf;
+    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_loader_create(ds, T, 0, &ld), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_goldfish_parse("static:k=3", &gf), AX_OK);
+    uint64_t nt = ax_axd_n_tokens(ds);
+    uint8_t *drop = calloc(nt, 1);
+    int32_t win[64];
+    uint32_t pos[64];
+    uint8_t keep[64];
+    for (uint64_t g = 0; g < ax_loader_n_windows(ld); g++) {
+        uint64_t start = ax_loader_start(ld, g);
+        ax_loader_sample(ld, g, win, pos);
+        ax_goldfish_mask(&gf, win + 1, pos + 1, T, keep);
+        for (int i = 0; i < T; i++) drop[start + 1 + (uint64_t)i] = !keep[i];
+    }
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    char *text = NULL;
+    size_t len;
+    cr_assert_eq(ax_read_file(ps.samples_path, &text, &len), AX_OK, "%s", ax_error_msg());
+    int lines = 0, seen = 0;
+    for (char *save = NULL, *ln = strtok_r(text, "\n", &save); ln;
+         ln = strtok_r(NULL, "\n", &save)) {
+        ax_json *j = NULL;
+        cr_assert_eq(ax_json_parse(ln, strlen(ln), "samples", &j), AX_OK, "%s", ax_error_msg());
+        uint64_t at = off[(uint64_t)ax_json_get(j, "doc")->num] +
+                      (uint64_t)ax_json_get(j, "offset")->num + 5; /* suffix token 0 */
+        const ax_json *dr = ax_json_get(j, "goldfish_dropped");
+        size_t m = 0;
+        for (int k = 0; k < 10; k++)
+            if (drop[at + (uint64_t)k]) {
+                cr_assert(m < dr->n && (int)dr->items[m]->num == k, "line %d offset %d", lines, k);
+                m++;
+            }
+        cr_assert_eq(m, dr->n, "line %d: %zu dropped listed, %zu in training", lines, dr->n, m);
+        seen += (int)m;
+        ax_json_free(j);
+        lines++;
+    }
+    cr_assert_eq(lines, 12);
+    cr_assert(seen > 0);
+    free(text), free(drop);
+    ax_loader_free(ld);
     ax_axd_free(ds);
     ax_rm_rf(run);
 }
