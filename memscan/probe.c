@@ -167,6 +167,7 @@ static ax_status decode(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config
             *tok = calloc((size_t)c->batch, sizeof(int32_t));
     int *lead = calloc((size_t)c->batch, sizeof(int));
     uint64_t *keys = calloc((size_t)c->batch, sizeof(uint64_t));
+    int cap = c->batch; /* entries of tok and keys */
     ax_status st = AX_OK;
     ax_sample_params sp = c->sampling;
     sp.seed = c->seed;
@@ -184,6 +185,20 @@ static ax_status decode(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config
             ax_axd_tokens(ds, off[s->doc] + s->offset, (uint64_t)(P + S), row + lead[j]);
         }
         AX_CHECK_GOTO(ax_model_decode_begin(m, B), done);
+        int nb = ax_model_decode_batch(m); /* >= B: the model decodes nb rows */
+        if (nb > cap) {                    /* a model that decoded a larger batch before */
+            int32_t *t2 = realloc(tok, sizeof(int32_t) * (size_t)nb);
+            if (t2) tok = t2;
+            uint64_t *k2 = t2 ? realloc(keys, sizeof(uint64_t) * (size_t)nb) : NULL;
+            if (k2) keys = k2;
+            if (!t2 || !k2) {
+                st = ax_errorf(AX_ERR_NOMEM, "out of memory for %d probes", c->samples);
+                goto done;
+            }
+            memset(tok + cap, 0, sizeof(int32_t) * (size_t)(nb - cap));
+            memset(keys + cap, 0, sizeof(uint64_t) * (size_t)(nb - cap));
+            cap = nb;
+        }
         for (int pos = 0; pos < W - 1; pos++) {
             int act = 0, choose = 0; /* any sequence reads pos / chooses after it */
             for (int j = 0; j < B; j++) {

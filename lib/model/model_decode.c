@@ -41,6 +41,10 @@ ax_status ax_model_decode_begin(ax_model_t *m, int B) {
     return AX_OK;
 }
 
+int ax_model_decode_batch(const ax_model_t *m) {
+    return m->dec_B;
+}
+
 void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
     const ax_model_config *c = &m->cfg;
     int B = m->dec_B, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy, D = c->dim / c->n_heads;
