@@ -110,8 +110,7 @@ ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out) {
 /* the reduction of lib/model/sample.h over the vocabulary's Y shards */
 static ax_status reduce_y(void *ctx, double *buf, int n, int is_max) {
     ax_model_t *m = ctx;
-    return is_max ? ax_allreduce_max_f64(m->grid, AX_AXIS_Y, buf, n)
-                  : ax_allreduce_sum_f64(m->grid, AX_AXIS_Y, buf, n);
+    return ax_coll_allreduce(m->grid, AX_AXIS_Y, buf, n, AX_DT_F64, is_max ? AX_OP_MAX : AX_OP_SUM);
 }
 
 ax_status ax_model_decode_sample(ax_model_t *m, const ax_sample_params *p, const uint64_t *keys,
