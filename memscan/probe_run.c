@@ -348,6 +348,9 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
             ax_jw_key(&w, "samples"), ax_jw_int(&w, q->n);
             ax_jw_key(&w, "eligible_docs"), ax_jw_int(&w, q->eligible_docs);
             ax_jw_key(&w, "exact_match_rate"), ax_jw_num(&w, q->n ? (double)k / q->n : 0.0);
+            sum->lengths[l] = ps->lens[l];
+            sum->exact_by_length[l] = q->n ? (double)k / q->n : 0.0;
+            sum->n_lengths = l + 1;
             ax_jw_key(&w, "exact_match_ci95");
             ax_jw_arr_begin(&w);
             ax_jw_num(&w, lo), ax_jw_num(&w, hi);
@@ -440,7 +443,8 @@ typedef struct {
 } gf_run;
 
 /* The training loss mask of each probe's suffix (goldfish/goldfish.h), for the target at
- * document position q = offset + P + k. hash: hashed from the h document tokens before it,
+ * document position q = offset + P + k (with --packing doc, only q < T was ever a target:
+ * later positions are never marked). hash: hashed from the h document tokens before it,
  * kept when q < h. static: dropped when (i + 1) % k == 0 for i its index among its window's
  * targets: q itself with --packing doc (window = end-of-text + document), and (t - 1) mod T
  * for packed windows [w T, w T + T] of the token stream, t = its index in the stream. */
@@ -471,7 +475,8 @@ static ax_status goldfish_drops(const gf_run *run, const ax_axd_t *ds, const ax_
         ax_axd_tokens(ds, off[s->doc] + q0 - have, have + (uint64_t)S, buf + h - have);
         for (int k = 0; k < S; k++) pos[k] = (uint32_t)(q0 + (uint64_t)k);
         ax_goldfish_mask(gf, buf + h, pos, S, keep);
-        for (int k = 0; k < S; k++) dropped[(size_t)i * S + k] = !keep[k];
+        for (int k = 0; k < S; k++) /* a doc-packed run never trained past --seq-len */
+            dropped[(size_t)i * S + k] = !keep[k] && (!run->docs || q0 + (uint64_t)k < run->T);
     }
     free(buf), free(pos), free(keep);
     return AX_OK;
@@ -527,14 +532,13 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
         AX_CHECK_GOTO(ax_json_get_str(tc, "goldfish", ax_ckpt_path(mm.ck), &gspec), out);
     gf_run gr = {.docs = !strcmp(packing, "doc")};
     AX_CHECK_GOTO(ax_goldfish_parse(gspec, &gr.gf), out);
-    if (gr.gf.strategy == AX_GOLDFISH_STATIC) { /* the window layout needs --seq-len */
+    if (gr.gf.strategy != AX_GOLDFISH_NONE) { /* the window layout needs --seq-len */
         double T = 0;
         if (tc && ax_json_get(tc, "seq-len"))
             AX_CHECK_GOTO(ax_json_get_num(tc, "seq-len", ax_ckpt_path(mm.ck), &T), out);
         gr.T = T >= 1 ? (uint64_t)T : 0;
+        if (gr.T) ax_goldfish_format(&gr.gf, ps.goldfish, sizeof ps.goldfish);
     }
-    if (gr.gf.strategy == AX_GOLDFISH_HASH || (gr.gf.strategy == AX_GOLDFISH_STATIC && gr.T))
-        ax_goldfish_format(&gr.gf, ps.goldfish, sizeof ps.goldfish);
     for (int l = 0; l < ps.n_len; l++) {
         ax_probe_config pc = {.prefix = ps.lens[l],
                               .suffix = (int)fl->suffix,
@@ -578,6 +582,12 @@ void ax_ms_probe_print(const ax_ms_probe_opts *o, const ax_ms_probe_summary *s, 
             s->samples, (long long)s->prefix, (long long)o->suffix, 100 * s->exact_match.mean,
             100 * s->exact_match.lo, 100 * s->exact_match.hi, s->token_accuracy.mean, s->scan,
             s->samples_path);
+    if (s->n_lengths > 0) {
+        fprintf(f, "probe: exact match by prefix length:");
+        for (int l = 0; l < s->n_lengths; l++)
+            fprintf(f, "%s %d: %.1f%%", l ? "," : "", s->lengths[l], 100 * s->exact_by_length[l]);
+        fprintf(f, "\n");
+    }
     if (s->draws > 0)
         fprintf(f,
                 "probe: sampled %d continuations per prefix: mean per-draw extraction %.2f%%, "

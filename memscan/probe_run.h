@@ -40,9 +40,12 @@ typedef struct {
 } ax_ms_ci;
 
 typedef struct {
-    int written;             /* 1 on the rank that wrote the files (rank 0); 0 elsewhere */
-    int samples;             /* probes */
-    int prefix;              /* their prefix length (the first of --prefix-lengths) */
+    int written;   /* 1 on the rank that wrote the files (rank 0); 0 elsewhere */
+    int samples;   /* probes */
+    int prefix;    /* their prefix length (the first of --prefix-lengths) */
+    int n_lengths; /* with --prefix-lengths: each length and its exact-match rate */
+    int lengths[AX_MS_PROBE_MAX_LENGTHS];
+    double exact_by_length[AX_MS_PROBE_MAX_LENGTHS];
     ax_ms_ci exact_match;    /* exact (Clopper-Pearson) interval */
     ax_ms_ci token_accuracy; /* bootstrap interval */
     ax_ms_ci rouge_l;        /* bootstrap interval */

@@ -413,6 +413,18 @@ Test(memscan_probe, gumbel_sampler_matches_the_truncated_softmax) {
                       "case %zu id %d: drawn %.4f, softmax %.4f", c, v, f, prob[v]);
         }
     }
+    /* ties at the top-k threshold are all kept: k = 2 over {1, 1, 1, 0.5, ...} keeps three */
+    const float tied[V] = {1.0f, 0.5f, 1.0f, 0.0f, 1.0f, -1.0f};
+    ax_sample_params k2 = {1.0, 2, 1.0, 12};
+    for (int b = 0; b < M; b++) memcpy(x + (size_t)b * V, tied, sizeof tied);
+    cr_assert_eq(ax_sample_rows(x, M, V, V, 0, V, &k2, keys, NULL, NULL, work, out), AX_OK);
+    long tc[V] = {0};
+    for (int b = 0; b < M; b++) tc[out[b]]++;
+    for (int v = 0; v < V; v++)
+        if (tied[v] == 1.0f)
+            cr_assert(fabs((double)tc[v] / M - 1.0 / 3) < 5 * sqrt(2.0 / 9 / M), "id %d", v);
+        else
+            cr_assert_eq(tc[v], 0, "id %d below the threshold drawn", v);
     /* the settings are checked */
     ax_sample_params bad = {0.0, 0, 1.0, 0};
     cr_assert_eq(ax_sample_rows(x, 1, V, V, 0, V, &bad, keys, NULL, NULL, work, out), AX_ERR_ARG);
