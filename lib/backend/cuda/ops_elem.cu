@@ -232,14 +232,17 @@ extern "C" void ax_cuda_kv_append(ax_ctx *ctx, float *kc, float *vc, const float
     ax_cuda_launched("kv_append");
 }
 
+// cudaMemcpyDefault: the direction from the pointers (unified addressing), because the model
+// also copies device rows into host memory with this op (lib/model/model_decode.c,
+// ax_model_decode_full_logits); a copy into pageable host memory has completed on return.
 extern "C" void ax_cuda_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src,
                                   long ld_src, long rows, long cols) {
     if (rows <= 0 || cols <= 0) return;
-    cudaError_t e = rows == 1 ? cudaMemcpyAsync(dst, src, sizeof(float) * cols,
-                                                cudaMemcpyDeviceToDevice, AX_STREAM(ctx))
-                              : cudaMemcpy2DAsync(dst, sizeof(float) * ld_dst, src,
-                                                  sizeof(float) * ld_src, sizeof(float) * cols,
-                                                  rows, cudaMemcpyDeviceToDevice, AX_STREAM(ctx));
+    cudaError_t e =
+        rows == 1
+            ? cudaMemcpyAsync(dst, src, sizeof(float) * cols, cudaMemcpyDefault, AX_STREAM(ctx))
+            : cudaMemcpy2DAsync(dst, sizeof(float) * ld_dst, src, sizeof(float) * ld_src,
+                                sizeof(float) * cols, rows, cudaMemcpyDefault, AX_STREAM(ctx));
     if (e != cudaSuccess)
         ax_cuda_fail("copy_rows (cudaMemcpy2DAsync, %ld x %ld): %s", rows, cols,
                      cudaGetErrorString(e));
