@@ -55,6 +55,9 @@ step build-asan scons -Q -j"$JOBS" mode=asan build-asan/tests/unit_tests
 step unit-release env OMP_NUM_THREADS=1 build/tests/unit_tests -j2
 step unit-asan env OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 build-asan/tests/unit_tests -j2
 step_or_skip cuda-ops cuda_ops
+# the same comparison with the CUDA kernels' sources on a CPU emulator (no GPU, no nvcc needed):
+# checks their logic in CI; the GPU machine's bench/device_check.sh checks the device
+step cuda-emu bash tests/cuda/emu/run.sh build --quick
 step mpi bash tests/mpi/run.sh
 step mpi-memscan bash tests/mpi/memscan.sh build
 step mpi-train bash tests/mpi/train.sh build/bin/axmem

@@ -188,7 +188,7 @@ __global__ void argmax_kernel(double *best, const float *x, int Vl, int valid, i
     sv[threadIdx.x] = v;
     si[threadIdx.x] = idx;
     __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
         if (threadIdx.x < s) {
             float ov = sv[threadIdx.x + s];
             int oi = si[threadIdx.x + s];
