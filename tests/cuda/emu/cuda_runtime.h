@@ -52,7 +52,9 @@ struct ax_emu_state {
 };
 inline ax_emu_state *ax_emu_cur;
 
-inline void *ax_emu_smem() { return ax_emu_cur->smem.data(); }
+inline void *ax_emu_smem() {
+    return ax_emu_cur->smem.data();
+}
 inline void ax_emu_wait(ax_emu_barrier *b) {
     ax_emu_state *st = ax_emu_cur;
     if (++b->arrived == b->size) { // the last one releases the others and goes on
@@ -65,7 +67,9 @@ inline void ax_emu_wait(ax_emu_barrier *b) {
     me.gen = b->gen;
     swapcontext(&me.ctx, &st->sched);
 }
-inline void __syncthreads() { ax_emu_wait(&ax_emu_cur->block); }
+inline void __syncthreads() {
+    ax_emu_wait(&ax_emu_cur->block);
+}
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
     (void)mask;
     ax_emu_wait(&ax_emu_cur->warps[threadIdx.x / 32]);
@@ -88,8 +92,12 @@ template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lanemask) {
     (void)mask;
     return ax_emu_shfl(v, (int)(threadIdx.x % 32) ^ lanemask);
 }
-inline int min(int a, int b) { return a < b ? a : b; }
-inline int max(int a, int b) { return a > b ? a : b; }
+inline int min(int a, int b) {
+    return a < b ? a : b;
+}
+inline int max(int a, int b) {
+    return a > b ? a : b;
+}
 
 inline void ax_emu_entry() {
     ax_emu_state *st = ax_emu_cur;
@@ -106,8 +114,9 @@ void ax_emu_launch(dim3 g, dim3 b, size_t shmem, void (*k)(P...),
     unsigned nt = b.x * b.y * b.z;
     if (nt == 0 || nt > 1024 || b.y != 1 || b.z != 1 || g.z != 1 || g.x == 0 || g.y == 0 ||
         g.y > 65535 || shmem > 48 * 1024 || (nt % 32 && nt > 32)) {
-        fprintf(stderr, "emu: bad launch configuration grid (%u,%u,%u) block (%u,%u,%u) shmem %zu\n",
-                g.x, g.y, g.z, b.x, b.y, b.z, shmem);
+        fprintf(stderr,
+                "emu: bad launch configuration grid (%u,%u,%u) block (%u,%u,%u) shmem %zu\n", g.x,
+                g.y, g.z, b.x, b.y, b.z, shmem);
         abort(); // the real launch would fail: the test must see it
     }
     static const bool trace = getenv("AX_EMU_TRACE") != nullptr;
@@ -152,8 +161,10 @@ void ax_emu_launch(dim3 g, dim3 b, size_t shmem, void (*k)(P...),
                 }
                 if (!left) break;
                 if (!progressed) {
-                    fprintf(stderr, "emu: deadlock in block (%u,%u): a barrier or shuffle that "
-                                    "not every thread reaches\n", bx, by);
+                    fprintf(stderr,
+                            "emu: deadlock in block (%u,%u): a barrier or shuffle that "
+                            "not every thread reaches\n",
+                            bx, by);
                     abort();
                 }
             }

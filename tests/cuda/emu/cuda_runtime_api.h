@@ -9,8 +9,12 @@
 #include <string.h>
 
 typedef int cudaError_t;
-enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-       cudaErrorNotReady = 600 };
+enum {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorNotReady = 600
+};
 typedef void *cudaStream_t;
 enum cudaMemcpyKind {
     cudaMemcpyHostToHost = 0,
@@ -31,12 +35,16 @@ static inline const char *cudaGetErrorString(cudaError_t e) {
 static inline const char *cudaGetErrorName(cudaError_t e) {
     return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulated";
 }
-static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+static inline cudaError_t cudaGetLastError(void) {
+    return cudaSuccess;
+}
 static inline cudaError_t cudaGetDeviceCount(int *n) {
     *n = 1;
     return cudaSuccess;
 }
-static inline cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+static inline cudaError_t cudaSetDevice(int d) {
+    return d == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}
 static inline cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) {
     (void)d;
     memset(p, 0, sizeof *p);
