@@ -39,6 +39,7 @@ static inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta,
     if (m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? m : k) ||
         ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m)
         return CUBLAS_STATUS_INVALID_VALUE;
+    ax_emu_open(); /* a device operation: device memory reachable */
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             double s = 0.0;
@@ -50,5 +51,6 @@ static inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta,
             float *c = &C[i + (long)j * ldc];
             *c = (float)(*alpha * s) + (*beta == 0.0f ? 0.0f : *beta * *c);
         }
+    ax_emu_close();
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -132,6 +132,7 @@ void ax_emu_launch(dim3 g, dim3 b, size_t shmem, void (*k)(P...),
     for (auto &f : st.f) f.stack.resize(128 * 1024);
     st.body = [&]() { k(a...); };
     ax_emu_cur = &st;
+    ax_emu_open(); // device memory is reachable while the kernel runs
     blockDim = b;
     gridDim = g;
     for (unsigned by = 0; by < g.y; by++)
@@ -169,6 +170,7 @@ void ax_emu_launch(dim3 g, dim3 b, size_t shmem, void (*k)(P...),
                 }
             }
         }
+    ax_emu_close();
     ax_emu_cur = nullptr;
     if (trace)
         fprintf(stderr, "emu: grid (%u,%u) x %u threads: %.1f ms\n", g.x, g.y, nt,

@@ -52,36 +52,50 @@ static inline cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int 
     p->major = 9;
     return cudaSuccess;
 }
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* emu_mem.c: page-granular device memory, PROT_NONE outside device operations when
+ * AX_EMU_GUARD=1 (host code touching device memory then faults where it does so) */
+cudaError_t ax_emu_malloc(void **p, size_t n);
+cudaError_t ax_emu_free(void *p);
+void ax_emu_open(void);
+void ax_emu_close(void);
+#ifdef __cplusplus
+}
+#endif
+
 static inline cudaError_t cudaMalloc(void **p, size_t n) {
-    /* poison: the backend must zero what it promises zeroed */
-    *p = aligned_alloc(256, (n + 255) / 256 * 256);
-    if (*p) memset(*p, 0xA5, n);
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+    return ax_emu_malloc(p, n);
 }
 static inline cudaError_t cudaFree(void *p) {
-    free(p);
-    return cudaSuccess;
+    return ax_emu_free(p);
 }
 static inline cudaError_t cudaMemset(void *p, int v, size_t n) {
+    ax_emu_open();
     memset(p, v, n);
+    ax_emu_close();
     return cudaSuccess;
 }
 static inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
     (void)s;
-    memset(p, v, n);
-    return cudaSuccess;
+    return cudaMemset(p, v, n);
 }
 static inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k,
                                           cudaStream_t st) {
     (void)k, (void)st;
+    ax_emu_open();
     memmove(d, s, n);
+    ax_emu_close();
     return cudaSuccess;
 }
 static inline cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w,
                                             size_t h, enum cudaMemcpyKind k, cudaStream_t st) {
     (void)k, (void)st;
     if (dp < w || sp < w) return cudaErrorInvalidValue; /* as the real one */
+    ax_emu_open();
     for (size_t r = 0; r < h; r++) memmove((char *)d + r * dp, (const char *)s + r * sp, w);
+    ax_emu_close();
     return cudaSuccess;
 }
 static inline cudaError_t cudaStreamCreate(cudaStream_t *s) {
