@@ -124,31 +124,37 @@ PY
 }
 
 # ---- 3. 20 training steps, GPU fp32 vs CPU ----
+# The losses are compared from metrics.jsonl (written every step) even when the run fails
+# afterwards (the final checkpoint): the exit is judged as a comparison of its own.
 echo "=== 3. train 20 steps: --device $GPU_DEV (fp32) vs --device cpu"
 SMALL=(--data "$T/kjv.axd" --model tiny --seq-len 64 --batch 8 --lr 3e-3 --warmup 5 --steps 20
        --seed 7 --log-every 5)
-gpu_train_ok=0
 timeout 120 "$AX" train "${SMALL[@]}" --device cpu --out "$T/cpu" 2>"$T/cpu.err" ||
-  { tail -5 "$T/cpu.err"; }
-if timeout 120 "$AX" train "${SMALL[@]}" --device "$GPU_DEV" --out "$T/gpu" 2>"$T/gpu.err"; then
-  gpu_train_ok=1
-  if [ -s "$T/cpu/metrics.jsonl" ] && losses_close "$T/cpu/metrics.jsonl" "$T/gpu/metrics.jsonl" 1e-4; then
+  { tail -5 "$T/cpu.err"; echo "device_check: the CPU reference run failed"; }
+timeout 180 "$AX" train "${SMALL[@]}" --device "$GPU_DEV" --out "$T/gpu" 2>"$T/gpu.err"
+rc=$?
+if [ $rc -eq 0 ]; then
+  result PASS "train --device $GPU_DEV: 20 steps and the final checkpoint, exit 0"
+else
+  tail -5 "$T/gpu.err"
+  result FAIL "train --device $GPU_DEV: 20 steps and the final checkpoint" "exit $rc"
+fi
+if [ -s "$T/gpu/metrics.jsonl" ] && [ -s "$T/cpu/metrics.jsonl" ]; then
+  if losses_close "$T/cpu/metrics.jsonl" "$T/gpu/metrics.jsonl" 1e-4; then
     result PASS "train 20 steps GPU fp32 vs CPU (loss < 1e-4 relative)"
   else
     result FAIL "train 20 steps GPU fp32 vs CPU (loss < 1e-4 relative)"
   fi
 else
-  rc=$?
-  tail -5 "$T/gpu.err"
-  result FAIL "train 20 steps GPU fp32 vs CPU" "--device $GPU_DEV training exited $rc"
+  result FAIL "train 20 steps GPU fp32 vs CPU" "no metrics.jsonl from one of the runs"
 fi
 result "NOT RUN" "--comm mpi, 2 ranks on one GPU, --grid 1x2x1x1 vs 1 rank" "--comm mpi not implemented yet"
 result "NOT RUN" "--comm mpi, 2 ranks on one GPU, --grid 1x1x1x2 vs 1 rank" "--comm mpi not implemented yet"
 result "NOT RUN" "train bf16 (--precision bf16)" "bf16 not implemented yet"
 
-# ---- 4. probe one checkpoint on GPU and CPU ----
+# ---- 4. probe one checkpoint (the CPU run's) on GPU and CPU ----
 echo "=== 4. probe the CPU-trained checkpoint on --device $GPU_DEV and on --device cpu"
-if [ "$gpu_train_ok" -eq 1 ] && [ -d "$T/cpu/ckpt" ]; then
+if [ -d "$T/cpu/ckpt" ]; then
   PROBE=(--ckpt "$T/cpu" --data "$T/kjv.axd" --samples 32 --prefix 16 --suffix 16 --seed 3)
   if timeout 120 "$AX" memscan probe "${PROBE[@]}" --device cpu --out "$T/pc.json" >/dev/null 2>"$T/pc.err" &&
      timeout 120 "$AX" memscan probe "${PROBE[@]}" --device "$GPU_DEV" --out "$T/pg.json" >/dev/null 2>"$T/pg.err"; then
@@ -179,7 +185,7 @@ PY
     result FAIL "probe GPU vs CPU" "a probe run failed"
   fi
 else
-  result "NOT RUN" "probe GPU vs CPU per-sample results" "--device $GPU_DEV training did not work end to end"
+  result "NOT RUN" "probe GPU vs CPU per-sample results" "the CPU run left no checkpoint"
 fi
 
 # ---- 5. step time of a larger model on the GPU ----
@@ -191,26 +197,25 @@ else
   # for bf16. Override with DC_BIG="--layers ... --steps N".
   read -r -a BIG <<<"${DC_BIG:---layers 24 --dim 1024 --heads 16 --ffn 2816 --seq-len 1024 --batch 8 --vocab 32768 --steps 12}"
 fi
-if [ "$gpu_train_ok" -eq 1 ]; then
-  if timeout 240 "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --warmup 2 --log-every 1 \
-       --device "$GPU_DEV" --out "$T/big" 2>"$T/big.err"; then
-    python3 - "$T/big/metrics.jsonl" "$PEAK_FP32" <<'PY'
+echo "  shape: ${BIG[*]}"
+timeout 240 "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --warmup 2 --log-every 1 \
+  --device "$GPU_DEV" --out "$T/big" 2>"$T/big.err"
+rc=$?
+[ $rc -ne 0 ] && { tail -3 "$T/big.err"; echo "  (the run exited $rc; timing from the steps it logged)"; }
+if [ -s "$T/big/metrics.jsonl" ] && [ "$(wc -l <"$T/big/metrics.jsonl")" -ge 3 ]; then
+  python3 - "$T/big/metrics.jsonl" "$PEAK_FP32" <<'PY'
 import json, statistics, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
 peak = float(sys.argv[2])
-steady = r[2:] if len(r) > 3 else r  # the first steps include allocation and warm-up
+steady = r[2:]  # the first steps include allocation and warm-up
 tps = statistics.median(x["tokens_per_s"] for x in steady)
 fps = statistics.median(x["flops_per_s"] for x in steady)
 print(f"  {len(steady)} steady steps: {tps:,.0f} tokens/s, {fps / 1e12:.2f} TFLOP/s model FLOPs")
 print(f"  MFU {100 * fps / peak:.1f}% of the fp32 dense peak {peak / 1e12:.0f} TFLOP/s (no tensor cores)")
 PY
-    result PASS "timing fp32 (reported above; a benchmark, not a comparison)"
-  else
-    tail -5 "$T/big.err"
-    result FAIL "timing fp32" "the training run failed"
-  fi
+  result PASS "timing fp32 measured (above; a benchmark, not a comparison)"
 else
-  result "NOT RUN" "timing fp32" "--device $GPU_DEV training did not work end to end"
+  result FAIL "timing fp32" "fewer than 3 steps logged"
 fi
 result "NOT RUN" "timing ~1B model bf16, MFU vs 989 TFLOP/s" "bf16 not implemented yet"
 
