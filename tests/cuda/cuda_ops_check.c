@@ -422,6 +422,7 @@ int main(int argc, char **argv) {
     t_embedding(300, 33, 11, 5, 6);
     t_rmsnorm(19, 77);
     t_rmsnorm(64, 512);
+    t_rmsnorm(600, 96); /* dweight in three row chunks, the last one partial */
     t_rope(2, 37, 3, 16);
     t_rope(1, 9, 2, 64);
     t_attention(2, 37, 48, 3);  /* D = 16 */

@@ -1,6 +1,6 @@
 // RMSNorm, full and hidden-sharded (sumsq / apply / backward_dot / backward_apply; the caller
-// all-reduces between the halves). One block per row for the row reductions; dweight is one
-// thread per column walking the rows in order (deterministic, no atomics).
+// all-reduces between the halves). One block per row for the row reductions; dweight sums
+// chunks of rows per column, then the chunks in order (deterministic, no atomics).
 #include "lib/backend/cuda/kernels.cuh"
 
 #define NT 256
@@ -55,7 +55,7 @@ __global__ void rms_bwd_dx_kernel(float *dinp, const float *dout, const float *i
     for (int c = threadIdx.x; c < C; c += blockDim.x) dx[c] += r * w[c] * dy[c] - x[c] * k;
 }
 
-// dweight[c] += sum_rows dy x r, rows in order
+// dweight[c] += sum_rows dy x r, rows in order (one thread per column)
 __global__ void rms_bwd_dw_kernel(float *dweight, const float *dout, const float *inp,
                                   const float *rstd, int N, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -63,6 +63,43 @@ __global__ void rms_bwd_dw_kernel(float *dweight, const float *dout, const float
     float acc = 0.0f;
     for (int i = 0; i < N; i++) acc += dout[(long)i * C + c] * inp[(long)i * C + c] * rstd[i];
     dweight[c] += acc;
+}
+
+// The same in two deterministic stages when N is large (one thread walking all N rows leaves
+// the GPU idle): part[k, c] = the sum over rows [k*DW_ROWS, (k+1)*DW_ROWS), then the chunks
+// summed in order per column.
+#define DW_ROWS 256
+__global__ void rms_dw_partial_kernel(float *part, const float *dout, const float *inp,
+                                      const float *rstd, int N, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int i0 = blockIdx.y * DW_ROWS, i1 = min(i0 + DW_ROWS, N);
+    float acc = 0.0f;
+    for (int i = i0; i < i1; i++) acc += dout[(long)i * C + c] * inp[(long)i * C + c] * rstd[i];
+    part[(long)blockIdx.y * C + c] = acc;
+}
+__global__ void rms_dw_sum_kernel(float *dweight, const float *part, int nchunk, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float acc = 0.0f;
+    for (int k = 0; k < nchunk; k++) acc += part[(long)k * C + c];
+    dweight[c] += acc;
+}
+
+static void dweight_sum(ax_ctx *ctx, float *dweight, const float *dout, const float *inp,
+                        const float *rstd, int N, int C) {
+    int nchunk = (N + DW_ROWS - 1) / DW_ROWS;
+    unsigned cb = (unsigned)((C + 127) / 128);
+    float *part = nchunk > 1 && nchunk <= 65535
+                      ? (float *)ax_ctx_scratch(ctx, sizeof(float) * (size_t)nchunk * C)
+                      : NULL;
+    if (!part) { /* one chunk, or no workspace: the single pass (same sum, less parallel) */
+        rms_bwd_dw_kernel<<<cb, 128, 0, AX_STREAM(ctx)>>>(dweight, dout, inp, rstd, N, C);
+        return;
+    }
+    rms_dw_partial_kernel<<<dim3(cb, nchunk), 128, 0, AX_STREAM(ctx)>>>(part, dout, inp, rstd, N,
+                                                                        C);
+    rms_dw_sum_kernel<<<cb, 128, 0, AX_STREAM(ctx)>>>(dweight, part, nchunk, C);
 }
 
 static int threads_for(int C) {
@@ -86,9 +123,7 @@ static void backward(ax_ctx *ctx, float *dinp, float *dweight, const float *dout
     if (dinp)
         rms_bwd_dx_kernel<<<N, threads_for(C), 0, AX_STREAM(ctx)>>>(dinp, dout, inp, weight, rstd,
                                                                     dot, C, C_total);
-    if (dweight)
-        rms_bwd_dw_kernel<<<(C + 127) / 128, 128, 0, AX_STREAM(ctx)>>>(dweight, dout, inp, rstd, N,
-                                                                       C);
+    if (dweight) dweight_sum(ctx, dweight, dout, inp, rstd, N, C);
     ax_cuda_launched(op);
 }
 
