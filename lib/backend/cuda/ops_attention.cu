@@ -219,7 +219,11 @@ __global__ void attn_bwd_dkv_kernel(float *dqkv, const float *dout, const float 
     }
 }
 
-static int shape_ok(int C, int H, const char *op) {
+static int shape_ok(int B, int C, int H, const char *op) {
+    if ((long)B * H > 65535) { /* gridDim.y */
+        ax_cuda_fail("%s: B*H = %d*%d exceeds the kernel's 65535 (sequence, head) pairs", op, B, H);
+        return 0;
+    }
     if (H <= 0 || C % H || C / H > DMAX || C / H < 1) {
         ax_cuda_fail("%s: head dim C/H = %d/%d is not supported by the CUDA kernel (needs an "
                      "integer <= %d)",
@@ -232,7 +236,7 @@ static int shape_ok(int C, int H, const char *op) {
 // out[B,T,C]; att: lse in its first B*H*T floats (see the top of this file)
 extern "C" void ax_cuda_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv,
                                           int B, int T, int C, int H) {
-    if (B <= 0 || T <= 0 || !shape_ok(C, H, "attention_forward")) return;
+    if (B <= 0 || T <= 0 || !shape_ok(B, C, H, "attention_forward")) return;
     int D = C / H;
     dim3 grid((T + NW - 1) / NW, B * H);
     size_t sh = sizeof(float) * ((size_t)TILE * (D + 1) + (size_t)TILE * D + (size_t)NW * D);
@@ -245,7 +249,7 @@ extern "C" void ax_cuda_attention_forward(ax_ctx *ctx, float *out, float *att, c
 extern "C" void ax_cuda_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
                                            const float *dout, const float *qkv, const float *att,
                                            int B, int T, int C, int H) {
-    if (B <= 0 || T <= 0 || !shape_ok(C, H, "attention_backward")) return;
+    if (B <= 0 || T <= 0 || !shape_ok(B, C, H, "attention_backward")) return;
     int D = C / H;
     float scale = 1.0f / sqrtf((float)D);
     dim3 grid((T + NW - 1) / NW, B * H);
