@@ -131,8 +131,8 @@ ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m) {
                          "damaged: rerun memscan mia",
                          path, metrics->n, AX_REP_MIA_SCORES);
     for (size_t k = 0; k < metrics->n; k++) {
+        m->n_score++; /* first: a half-read score is freed with the rest */
         AX_CHECK(parse_score(metrics->items[k], metrics->keys[k], path, &m->score[k]));
-        m->n_score++;
     }
     if (m->ref_ckpt == NULL)
         for (int k = 0; k < m->n_score; k++)
@@ -265,13 +265,13 @@ static ax_status canary_line(const ax_json *row, const char *what, void *ctx) {
                          "belong together: rerun memscan exposure",
                          what, (long long)k->repeats, e->file);
     c->sum[at] += k->exposure;
+    e->n_canary++; /* before the copies: freed with the rest if one fails */
     if (c->keep_secrets) {
         const ax_json *g = ax_json_get(row, "generated_text");
         if (!(k->secret = strdup(secret))) return ax_rep_nomem();
         if (g && g->type == AX_JSON_STR && !(k->generated_text = strdup(g->str)))
             return ax_rep_nomem();
     }
-    e->n_canary++;
     return AX_OK;
 }
 
