@@ -3,7 +3,7 @@
 #pragma once
 #include "reports/model.h"
 
-#define AX_REP_NCOLS 11
+#define AX_REP_NCOLS 13
 #define AX_REP_CELL 256
 extern const char *const ax_rep_cols[AX_REP_NCOLS];
 void ax_rep_summary_cells(const ax_rep_run *run, char cells[AX_REP_NCOLS][AX_REP_CELL]);

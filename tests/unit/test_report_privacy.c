@@ -206,6 +206,8 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
     cr_assert(strstr(html, ">16</text>") == NULL, "x ticks stop near the largest repeat count");
     cr_assert(strstr(html, ">4</text>") && strstr(html, ">2</text>"), "powers of 2 on x");
     cr_assert_eq(count(html, "<circle"), 4, "one marker per canary");
+    /* the summary table's columns for them */
+    cr_assert(strstr(md, "| 0.750 (loss) | 8.75 of 9.97 bits (x4) |"), "%s", md);
     /* the headline names both */
     cr_assert(strstr(html, "Membership inference AUC (0.5 = chance, strongest score): base 0.75 "
                            "(loss)."),
