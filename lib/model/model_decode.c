@@ -139,8 +139,11 @@ ax_status ax_model_decode_sample(ax_model_t *m, const ax_sample_params *p, const
 
 ax_status ax_model_decode_full_logits(ax_model_t *m, float *out) {
     int B = m->dec_B, Vl = m->Vl, V = m->cfg.vocab, gy = m->dims[AX_AXIS_Y];
-    AX_CHECK(
-        ax_coll_allgather(m->grid, AX_AXIS_Y, m->dec_logits, (long)B * Vl, m->dec_all, AX_DT_F32));
+    if (gy == 1) /* a device copy: a size-1 collective would copy on the host */
+        ax_copy(m->ctx, m->dec_all, m->dec_logits, (size_t)B * Vl * sizeof(float), AX_COPY_D2D);
+    else
+        AX_CHECK(ax_coll_allgather(m->grid, AX_AXIS_Y, m->dec_logits, (long)B * Vl, m->dec_all,
+                                   AX_DT_F32));
     /* dec_all = gy blocks of [B, Vl]: interleave into rows of the global vocabulary (out is
      * host memory: a device backend's copy_rows writes across) */
     for (int y = 0; y < gy; y++) {
