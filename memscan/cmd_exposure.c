@@ -10,6 +10,7 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/mpienv.h"
 #include "memscan/cmd_util.h"
+#include "memscan/over_steps.h"
 #include "memscan/exposure.h"
 #include "memscan/model_load.h"
 #include "memscan/scan_out.h"
@@ -245,6 +246,9 @@ out:
 }
 
 int ax_ms_cmd_exposure(int argc, char **argv) {
+    int over =
+        ax_ms_over_steps(&ax_ms_steps_exposure, ax_ms_cmd_exposure, argc, argv); /* --all-steps */
+    if (over >= 0) return over;
     exposure_flags fl;
     int rc = ax_ms_cli_parse("exposure", &table, &fl, argc, argv);
     if (rc >= 0) return rc;

@@ -10,6 +10,7 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/mpienv.h"
 #include "memscan/cmd_util.h"
+#include "memscan/over_steps.h"
 #include "memscan/mia.h"
 #include "memscan/model_load.h"
 #include "memscan/scan_out.h"
@@ -262,6 +263,8 @@ out:
 }
 
 int ax_ms_cmd_mia(int argc, char **argv) {
+    int over = ax_ms_over_steps(&ax_ms_steps_mia, ax_ms_cmd_mia, argc, argv); /* --all-steps */
+    if (over >= 0) return over;
     mia_flags fl;
     int rc = ax_ms_cli_parse("mia", &table, &fl, argc, argv);
     if (rc >= 0) return rc;
