@@ -479,8 +479,8 @@ int ax_ms_over_steps(const ax_ms_steps_kind *k, int (*cmd)(int, char **), int ar
     steps_args a;
     int rc = split_args(k->name, argc, argv, &a);
     if (rc == 0 && a.help) {
-        depth++;
-        rc = cmd(argc, argv);
+        depth++; /* without the loop's flags, which the command does not know */
+        rc = cmd(a.argc, a.argv);
         depth--;
         if (ax_mpi_world_rank() == 0) print_help();
     } else if (rc == 0 && !a.all && !a.list) {
