@@ -119,6 +119,8 @@ for r in sc:
 steps = [r["step"] for r in rs]
 for r in sc: assert steps.index(r["step"]) < rs.index(r)
 PY
+cp "$T/rs/scans/step-000006/probe.json" "$T/rs/scans/step-000006/probe.samples.jsonl" "$T/rs/"
+run "report reads a metrics.jsonl holding scan records" "$AX" report --run a="$T/rs" --out "$T/rep"
 printf 'samples = 8\nbogus = 1\n' >"$T/bad.cfg"
 expect_fail "train: unknown key in --scan-config, before training" 2 "bogus" \
   "$AX" train "${TRAIN[@]}" --scan-every 2 --scan-config "$T/bad.cfg" --out "$T/rb"
