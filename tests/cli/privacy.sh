@@ -55,7 +55,13 @@ MIA=(--ckpt "$T/run" --members "$T/train.axd" --nonmembers "$T/held.axd" --token
      --bootstrap 200)
 run "mia runs" "$AX" memscan mia "${MIA[@]}" --tokenizer "$T/tok" --ref-ckpt "$T/ref" \
   --out "$T/mia"
-grep -q "loss .*AUC" "$T/out" && ok "mia prints an AUC line per score" || bad "mia prints AUC lines"
+python3 - "$T" <<'PY' && ok "mia prints the AUCs it wrote, one line per score" || bad "mia summary lines"
+import json, re, sys
+t = sys.argv[1]
+m = json.load(open(f"{t}/mia/mia.json"))["metrics"]
+got = dict(re.findall(r"^  (\w+) +AUC ([0-9.]+)", open(f"{t}/out").read(), re.M))
+sys.exit(0 if set(got) == set(m) and all(abs(float(got[k]) - m[k]["auc"]) <= 5e-4 for k in m) else 1)
+PY
 run "mia on 2x1x2x1 (4 ranks)" mpirun --oversubscribe -np 4 "$AX" memscan mia "${MIA[@]}" \
   --tokenizer "$T/tok" --ref-ckpt "$T/ref" --grid 2x1x2x1 --out "$T/mia4"
 python3 - "$T" <<'PY' && ok "mia.json and samples: structure, ranges, AUC, grid = 1 rank" || bad "mia outputs"
