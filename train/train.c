@@ -410,17 +410,18 @@ static ax_status run_scan(run_state *r, long step) {
  * step), so the warning compares with it; *missing = the resumed step is a scan step without
  * its record (the run stopped between the checkpoint and the scan). */
 static ax_status restore_scans(run_state *r, long first, int *missing) {
-    char *text = NULL, key[96];
-    size_t len = 0;
+    char key[96], *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    FILE *f = NULL;
     *missing = 0;
     snprintf(key, sizeof key, "%s_hi", r->hook->rate_key);
-    if (ax_path_exists(r->metrics_path)) AX_CHECK(ax_read_file(r->metrics_path, &text, &len));
-    for (char *line = text, *end; line && *line; line = end ? end + 1 : NULL) {
-        end = strchr(line, '\n');
+    if (ax_path_exists(r->metrics_path)) /* line by line: a long run's log can be big */
+        AX_CHECK(ax_fopen_regular(r->metrics_path, "it is the run's training log", &f));
+    while (f && (n = getline(&line, &cap, f)) > 0) {
         if (!strstr(line, "\"scan\"")) continue;
         ax_json *j = NULL;
-        if (ax_json_parse(line, end ? (size_t)(end - line) : strlen(line), r->metrics_path, &j) ==
-            AX_OK) {
+        if (ax_json_parse(line, (size_t)n, r->metrics_path, &j) == AX_OK) {
             const ax_json *sc = ax_json_get(j, "scan"), *st = ax_json_get(j, "step"),
                           *hi = ax_json_get(j, key);
             if (sc && sc->type == AX_JSON_STR && !strcmp(sc->str, r->hook->name) && st &&
@@ -430,7 +431,8 @@ static ax_status restore_scans(run_state *r, long first, int *missing) {
         ax_error_clear(); /* a line that is not a record is not this run's concern */
         ax_json_free(j);
     }
-    free(text);
+    free(line);
+    if (f) fclose(f);
     *missing = first > 0 && first % r->cfg->scan_every == 0 && r->scan_prev_step != first;
     return AX_OK;
 }
