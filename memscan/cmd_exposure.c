@@ -8,8 +8,7 @@
 #include <stdio.h>
 
 int ax_ms_cmd_exposure(int argc, char **argv) {
-    int over =
-        ax_ms_over_steps(&ax_ms_steps_exposure, ax_ms_cmd_exposure, argc, argv); /* --all-steps */
+    int over = ax_ms_over_steps(&ax_ms_steps_exposure, argc, argv); /* --all-steps */
     if (over >= 0) return over;
     ax_ms_exposure_opts fl;
     ax_ms_exposure_summary sum;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 int ax_ms_cmd_mia(int argc, char **argv) {
-    int over = ax_ms_over_steps(&ax_ms_steps_mia, ax_ms_cmd_mia, argc, argv); /* --all-steps */
+    int over = ax_ms_over_steps(&ax_ms_steps_mia, argc, argv); /* --all-steps */
     if (over >= 0) return over;
     ax_ms_mia_opts fl;
     ax_ms_mia_summary sum;

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 int ax_ms_cmd_probe(int argc, char **argv) {
-    int over = ax_ms_over_steps(&ax_ms_steps_probe, ax_ms_cmd_probe, argc, argv); /* --all-steps */
+    int over = ax_ms_over_steps(&ax_ms_steps_probe, argc, argv); /* --all-steps */
     if (over >= 0) return over;
     ax_ms_probe_opts fl;
     ax_ms_probe_summary sum;

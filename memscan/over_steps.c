@@ -6,6 +6,7 @@
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "lib/dist/mpienv.h"
+#include "memscan/cmd_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -217,40 +218,23 @@ void ax_ms_curve_free(ax_ms_curve *c) {
 
 /* ---- the loop ---- */
 
-static int depth; /* > 0 while the loop runs the command: its own calls go straight through */
-
 typedef struct {
     int all, help;
-    const char *list, *ckpt, *out, *samples_out;
-    int argc; /* the other arguments, argv[0] first */
+    const char *list;
+    int argc; /* the other arguments, argv[0] first: the scan's own flags */
     char **argv;
 } steps_args;
 
-/* value of "--name V" / "--name=V" at argv[*i]; NULL when argv[*i] is not that flag */
-static const char *flag_value(int argc, char **argv, int *i, const char *name, int *missing) {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, "--", 2) || strncmp(a + 2, name, n)) return NULL;
-    if (a[2 + n] == '=') return a + 3 + n;
-    if (a[2 + n]) return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-/* Takes --all-steps, --steps, --ckpt, --out, --samples-out out of argv (the loop sets the last
- * three per step); the rest is kept for the command. 0, or 2 after a usage message. */
+/* Takes --all-steps and --steps out of argv (the scans' tables do not know them); the rest is
+ * the scan's. 0, or 2 after a usage message. */
 static int split_args(const char *sub, int argc, char **argv, steps_args *a) {
     memset(a, 0, sizeof *a);
-    a->argv = calloc((size_t)argc + 8, sizeof(char *));
+    a->argv = calloc((size_t)argc + 1, sizeof(char *));
     if (!a->argv) return 1;
     a->argv[a->argc++] = argv[0];
     int rest = 0;
     for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *v;
-        int missing = 0;
+        const char *s = argv[i];
         if (rest || !strcmp(s, "--")) {
             rest = 1;
             a->argv[a->argc++] = argv[i];
@@ -258,18 +242,16 @@ static int split_args(const char *sub, int argc, char **argv, steps_args *a) {
             a->all = 1;
         } else if (!strcmp(s, "--no-all-steps") || !strcmp(s, "--all-steps=false")) {
             a->all = 0;
-        } else if ((v = flag_value(argc, argv, &i, "steps", &missing))) {
-            a->list = v;
-        } else if ((v = flag_value(argc, argv, &i, "ckpt", &missing))) {
-            a->ckpt = v;
-        } else if ((v = flag_value(argc, argv, &i, "out", &missing))) {
-            a->out = v;
-        } else if ((v = flag_value(argc, argv, &i, "samples-out", &missing))) {
-            a->samples_out = v;
-        } else if (missing) {
-            if (ax_mpi_world_rank() == 0)
-                fprintf(stderr, "axmem memscan %s: %s needs a value\n", sub, s);
-            return 2;
+        } else if (!strncmp(s, "--steps=", 8)) {
+            a->list = s + 8;
+        } else if (!strcmp(s, "--steps")) {
+            if (i + 1 >= argc) {
+                if (ax_mpi_world_rank() == 0)
+                    fprintf(stderr, "axmem memscan %s: --steps needs a value (e.g. 100,200)\n",
+                            sub);
+                return 2;
+            }
+            a->list = argv[++i];
         } else {
             if (!strcmp(s, "--help") || !strcmp(s, "-h")) a->help = 1;
             a->argv[a->argc++] = argv[i];
@@ -326,9 +308,15 @@ static const char *base_of(const char *p) {
     return strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
 }
 
+/* a text setting of the scan's options, by its flag name ("" when the table has none) */
+static const char *opt_text(const ax_ms_steps_kind *k, const void *o, const char *name) {
+    const ax_cfg_entry *e = ax_cfg_find(k->table, name);
+    return e && ax_cfg_is_text(e->type) ? (const char *)o + e->offset : "";
+}
+
 /* where step s writes: its --out (and --samples-out), the scan JSON, and that name relative to
  * the curve's folder; AX_ERR_ARG when a path gets too long */
-static ax_status step_paths(const ax_ms_steps_kind *k, const steps_args *a, const char *out,
+static ax_status step_paths(const ax_ms_steps_kind *k, const char *out, const char *samples_out,
                             const ax_ms_step *s, char *step_out, char *step_samples, char *scan,
                             char *rel) {
     char dir[AX_MS_PATH_MAX], name[64];
@@ -345,9 +333,9 @@ static ax_status step_paths(const ax_ms_steps_kind *k, const steps_args *a, cons
         bad |= path_fmt(rel, "%s/%s", name, base_of(out));
     }
     step_samples[0] = 0;
-    if (a->samples_out) {
-        ax_dirname(a->samples_out, dir, sizeof dir);
-        bad |= path_fmt(step_samples, "%s/%s/%s", dir, name, base_of(a->samples_out));
+    if (samples_out[0]) {
+        ax_dirname(samples_out, dir, sizeof dir);
+        bad |= path_fmt(step_samples, "%s/%s/%s", dir, name, base_of(samples_out));
     }
     if (bad) return ax_errorf(AX_ERR_ARG, "--out %s makes paths too long; use a shorter one", out);
     return AX_OK;
@@ -402,107 +390,109 @@ static int check_steps(const char *sub, const ax_ms_step *steps, int n, char *ok
     return good;
 }
 
-static int run_loop(const ax_ms_steps_kind *k, int (*cmd)(int, char **), const steps_args *a,
-                    const char *out) {
-    const char *sub = k->name;
-    int rank0 = ax_mpi_world_rank() == 0, rc = 0, n = 0, done = 0;
+/* One step: the scan's options with --ckpt, --out (and --samples-out) of this step, the
+ * library call, its headline print, and (rank 0) the curve point. */
+static ax_status run_step(const ax_ms_steps_kind *k, const void *base, void *o, void *sum,
+                          const ax_ms_step *s, const char *out, ax_ms_curve *curve) {
+    char step_out[AX_MS_PATH_MAX], step_samples[AX_MS_PATH_MAX], scan[AX_MS_PATH_MAX],
+        rel[AX_MS_PATH_MAX], dir[AX_MS_PATH_MAX];
+    int rank0 = ax_mpi_world_rank() == 0;
+    ax_status st =
+        step_paths(k, out, opt_text(k, base, "samples-out"), s, step_out, step_samples, scan, rel);
+    memcpy(o, base, k->opts_size); /* text and numbers only: the scans have no list settings */
+    if (st == AX_OK) st = ax_cfg_set(k->table, o, "ckpt", s->path, NULL);
+    if (st == AX_OK) st = ax_cfg_set(k->table, o, "out", step_out, NULL);
+    if (st == AX_OK && step_samples[0])
+        st = ax_cfg_set(k->table, o, "samples-out", step_samples, NULL);
+    if (st == AX_OK && rank0) { /* the scans write into existing folders */
+        ax_dirname(scan, dir, sizeof dir);
+        st = ax_mkdir_p(dir);
+        if (st == AX_OK && step_samples[0]) {
+            ax_dirname(step_samples, dir, sizeof dir);
+            st = ax_mkdir_p(dir);
+        }
+    }
+    AX_CHECK(agree(st));
+    memset(sum, 0, k->summary_size);
+    AX_CHECK(k->run(o, sum));
+    if (rank0) k->print(o, sum, stdout);
+    if (rank0) st = add_point(k, curve, s, scan, rel);
+    if (rank0 && st == AX_OK) st = ax_ms_curve_write(curve);
+    return agree(st);
+}
+
+static int run_loop(const ax_ms_steps_kind *k, const steps_args *a, const void *base) {
+    const char *sub = k->name, *run = opt_text(k, base, "ckpt"), *out = opt_text(k, base, "out");
+    int rank0 = ax_mpi_world_rank() == 0, n = 0, done = 0, at = 0;
     ax_ms_step *steps = NULL;
     ax_ms_curve *curve = NULL;
     char cpath[AX_MS_PATH_MAX], *ok = NULL;
-    ax_status st = ax_ms_steps_list(a->ckpt, a->list, &steps, &n);
-    if (st != AX_OK) return fail(sub, st);
-    st = curve_path(k, out, cpath);
-    if (st == AX_OK) st = ax_ms_curve_new(cpath, sub, a->ckpt, &curve);
-    ok = calloc((size_t)n, 1);
-    if (st == AX_OK && !ok) st = ax_errorf(AX_ERR_NOMEM, "out of memory");
-    if (st != AX_OK) goto out;
-    int good = check_steps(sub, steps, n, ok, curve), at = 0;
-    char **argv = malloc(sizeof(char *) * (size_t)(a->argc + 8));
-    char step_out[AX_MS_PATH_MAX], step_samples[AX_MS_PATH_MAX], scan[AX_MS_PATH_MAX],
-        rel[AX_MS_PATH_MAX], dir[AX_MS_PATH_MAX];
-    if (!argv) st = ax_errorf(AX_ERR_NOMEM, "out of memory");
-    for (int i = 0; st == AX_OK && rc == 0 && i < n; i++) {
-        if (!ok[i]) continue;
-        const ax_ms_step *s = &steps[i];
-        st = step_paths(k, a, out, s, step_out, step_samples, scan, rel);
-        if (st == AX_OK && rank0) {
-            ax_dirname(k->out_is_dir ? scan : step_out, dir, sizeof dir);
-            st = ax_mkdir_p(dir);
-            if (st == AX_OK && step_samples[0]) {
-                ax_dirname(step_samples, dir, sizeof dir);
-                st = ax_mkdir_p(dir);
-            }
-            fprintf(stderr, "axmem memscan %s: step %ld (%d of %d): %s\n", sub, s->step, ++at, good,
-                    s->path);
-        }
-        if ((st = agree(st)) != AX_OK) break;
-        int m = 0;
-        for (int j = 0; j < a->argc; j++) argv[m++] = a->argv[j];
-        argv[m++] = "--ckpt", argv[m++] = (char *)s->path;
-        argv[m++] = "--out", argv[m++] = step_out;
-        if (step_samples[0]) argv[m++] = "--samples-out", argv[m++] = step_samples;
-        argv[m] = NULL;
-        depth++;
-        rc = cmd(m, argv);
-        depth--;
-        if (rc != 0) {
-            if (rank0)
-                fprintf(stderr,
-                        "axmem memscan %s: stopped at step %ld (the scan failed, exit %d); %s "
-                        "holds the %d steps before it\n",
-                        sub, s->step, rc, cpath, done);
-            break;
-        }
-        if (rank0) st = add_point(k, curve, s, scan, rel);
-        if (rank0 && st == AX_OK) st = ax_ms_curve_write(curve);
-        st = agree(st);
-        done += st == AX_OK;
+    void *o = NULL, *sum = NULL;
+    ax_status st = AX_OK;
+    if (a->all && a->list)
+        return fail(sub, ax_errorf(AX_ERR_ARG, "give --all-steps or --steps LIST, not both"));
+    if (!run[0])
+        return fail(sub, ax_errorf(AX_ERR_ARG,
+                                   "--%s needs --ckpt RUN_DIR (the run whose "
+                                   "checkpoints to scan)",
+                                   a->all ? "all-steps" : "steps"));
+    if (!out[0])
+        return fail(sub,
+                    ax_errorf(AX_ERR_ARG, "--out is required; see axmem memscan %s --help", sub));
+    AX_CHECK_GOTO(ax_ms_steps_list(run, a->list, &steps, &n), out);
+    AX_CHECK_GOTO(curve_path(k, out, cpath), out);
+    AX_CHECK_GOTO(ax_ms_curve_new(cpath, sub, run, &curve), out);
+    ok = calloc((size_t)n, 1), o = malloc(k->opts_size), sum = malloc(k->summary_size);
+    if (!ok || !o || !sum) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+        goto out;
     }
-    free(argv);
-    if (st == AX_OK && rank0 && (rc != 0 || !done)) st = ax_ms_curve_write(curve);
-    if (st == AX_OK && rc == 0 && !done)
-        st = ax_errorf(AX_ERR_IO, "no checkpoint of %s could be scanned (reasons above)", a->ckpt);
-    if (st == AX_OK && rc == 0 && rank0)
+    int good = check_steps(sub, steps, n, ok, curve);
+    for (int i = 0; st == AX_OK && i < n; i++) {
+        if (!ok[i]) continue;
+        if (rank0)
+            fprintf(stderr, "axmem memscan %s: step %ld (%d of %d): %s\n", sub, steps[i].step, ++at,
+                    good, steps[i].path);
+        st = run_step(k, base, o, sum, &steps[i], out, curve);
+        if (st == AX_OK) {
+            done++;
+        } else if (rank0) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", ax_error_msg());
+            ax_error_clear(); /* the step's message, then where the curve stands */
+            ax_errorf(st, "%s (at step %ld; %s holds the %d steps before it)", msg, steps[i].step,
+                      cpath, done);
+        }
+    }
+    if (rank0 && (st != AX_OK || !done)) ax_ms_curve_write(curve); /* the skips, at least */
+    if (st == AX_OK && !done)
+        st = ax_errorf(AX_ERR_IO, "no checkpoint of %s could be scanned (reasons above)", run);
+    if (st == AX_OK && rank0)
         fprintf(stderr, "axmem memscan %s: wrote %s: %d step%s%s\n", sub, cpath, done,
                 done == 1 ? "" : "s",
                 n - good ? " (some checkpoints were skipped: see its \"skipped\" list)" : "");
 out:
-    free(ok);
-    free(steps);
+    free(ok), free(o), free(sum), free(steps);
     ax_ms_curve_free(curve);
-    if (rc != 0) return rc;
     return st == AX_OK ? 0 : fail(sub, st);
 }
 
-int ax_ms_over_steps(const ax_ms_steps_kind *k, int (*cmd)(int, char **), int argc, char **argv) {
-    if (depth > 0) return -1;
+int ax_ms_over_steps(const ax_ms_steps_kind *k, int argc, char **argv) {
     steps_args a;
     int rc = split_args(k->name, argc, argv, &a);
-    if (rc == 0 && a.help) {
-        depth++; /* without the loop's flags, which the command does not know */
-        rc = cmd(a.argc, a.argv);
-        depth--;
-        if (ax_mpi_world_rank() == 0) print_help();
-    } else if (rc == 0 && !a.all && !a.list) {
-        rc = -1;
+    void *base = NULL;
+    if (rc == 0 && !a.all && !a.list && !a.help) {
+        rc = -1; /* one checkpoint: the command as it was */
+    } else if (rc == 0 && !(base = malloc(k->opts_size))) {
+        rc = 1;
     } else if (rc == 0) {
-        const char *out = a.out ? a.out : k->default_out;
         ax_error_clear();
-        if (a.all && a.list)
-            rc = fail(k->name, ax_errorf(AX_ERR_ARG, "give --all-steps or --steps LIST, not both"));
-        else if (!a.ckpt)
-            rc = fail(k->name, ax_errorf(AX_ERR_ARG,
-                                         "--%s needs --ckpt RUN_DIR on the command "
-                                         "line (the run whose checkpoints to scan)",
-                                         a.all ? "all-steps" : "steps"));
-        else if (!out[0])
-            rc = fail(k->name, ax_errorf(AX_ERR_ARG,
-                                         "--out is required; see axmem memscan %s "
-                                         "--help",
-                                         k->name));
-        else
-            rc = run_loop(k, cmd, &a, out);
+        rc = ax_ms_cli_parse(k->name, k->table, base, a.argc, a.argv); /* prints --help */
+        if (rc == 0 && ax_mpi_world_rank() == 0) print_help();
+        if (rc < 0) rc = run_loop(k, &a, base);
+        ax_cfg_free(k->table, base);
     }
+    free(base);
     free(a.argv);
     return rc;
 }

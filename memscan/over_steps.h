@@ -2,21 +2,23 @@
  * every checkpoint of a run, or on a list of its steps, and one curve file of the scan's headline
  * metrics versus step.
  *
- * `memscan KIND --ckpt RUN_DIR --all-steps [flags]` (or `--steps 100,200`) runs the command
- * once per checkpoint with --ckpt set to the step directory and --out moved into a folder per
- * step, then reads back the scan JSON it wrote (rank 0) and adds that step's point to the
- * curve, rewritten atomically after every step (a long scan stopped half-way keeps a curve of
- * the steps done):
+ * `memscan KIND --ckpt RUN_DIR --all-steps [flags]` (or `--steps 100,200`) parses the scan's flags
+ * with its table, then calls its library entry point once per checkpoint with --ckpt set to the
+ * step directory and --out moved into a folder per step, reads back the scan JSON it wrote
+ * (rank 0) and adds that step's point to the curve, rewritten atomically after every step (a
+ * long scan stopped half-way keeps a curve of the steps done):
  *   probe (--out probe.json):  DIR/step-NNNNNN/probe.json ...,  DIR/probe.curve.json
  *   mia, exposure (--out DIR): DIR/step-NNNNNN/mia.json ...,    DIR/mia.curve.json
- * The loop goes through the command itself, so every flag means what it means for one
- * checkpoint, and the three kinds share this one implementation. A checkpoint that cannot be
- * opened (no manifest, a missing or truncated shard) is skipped: a line on stderr and an entry in
- * the curve's "skipped" list. A scan that fails on a checkpoint that opened stops the loop with
- * the command's exit code (a setting or the disk, which would fail every step); the curve keeps
- * the steps done. Collective under mpirun: every rank runs the loop, rank 0 writes. */
+ * Every flag means what it means for one checkpoint, and the three kinds share this one loop. A
+ * checkpoint that cannot be opened (no manifest, a missing or truncated shard) is skipped: a line
+ * on stderr and an entry in the curve's "skipped" list. A scan that fails on a checkpoint that
+ * opened stops the loop with the command's exit code (a setting or the disk, which would fail every
+ * step); the curve keeps the steps done. Collective under mpirun: every rank runs the loop, rank 0
+ * writes. */
 #pragma once
 #include <stddef.h>
+#include <stdio.h>
+#include "lib/core/config.h"
 #include "lib/core/json.h"
 #include "lib/core/status.h"
 #include "memscan/scan_out.h"
@@ -46,12 +48,16 @@ ax_status ax_ms_curve_skip(ax_ms_curve *c, long step, const char *ckpt, const ch
 ax_status ax_ms_curve_write(const ax_ms_curve *c); /* temp + rename */
 void ax_ms_curve_free(ax_ms_curve *c);
 
-/* A scan command the loop can drive. */
+/* A scan the loop can drive: its library entry point (memscan/probe_run.h, mia_run.h,
+ * exposure_run.h) and settings table. */
 typedef struct {
-    const char *name;        /* the subcommand: "probe", "mia", "exposure" */
-    int out_is_dir;          /* --out names a folder (mia, exposure) or the scan JSON (probe) */
-    const char *default_out; /* --out when not given; "" = required */
-    const char *scan_file;   /* out_is_dir: the scan JSON's name in the folder ("mia.json") */
+    const char *name;          /* the subcommand: "probe", "mia", "exposure" */
+    int out_is_dir;            /* --out names a folder (mia, exposure) or the scan JSON (probe) */
+    const char *scan_file;     /* out_is_dir: the scan JSON's name in the folder ("mia.json") */
+    const ax_cfg_table *table; /* its settings; it has --ckpt and --out (and --samples-out) */
+    size_t opts_size, summary_size;
+    ax_status (*run)(const void *opts, void *summary);             /* collective; rank 0 writes */
+    void (*print)(const void *opts, const void *summary, FILE *f); /* the headline (rank 0) */
     /* Writes the headline metrics of scan JSON `scan` as members of the open object w;
      * `what` names the file in errors. */
     ax_status (*point)(const ax_json *scan, const char *what, ax_jw *w);
@@ -59,7 +65,7 @@ typedef struct {
 
 extern const ax_ms_steps_kind ax_ms_steps_probe, ax_ms_steps_mia, ax_ms_steps_exposure;
 
-/* The command's first line: -1 when argv asks for neither --all-steps nor --steps (the command
- * goes on with one checkpoint), else the loop's exit code (0; 1 failure; 2 usage). With --help
- * it runs cmd's own help and adds these two flags. Calls made by the loop itself return -1. */
-int ax_ms_over_steps(const ax_ms_steps_kind *k, int (*cmd)(int, char **), int argc, char **argv);
+/* The command's first line: -1 when argv has none of --all-steps, --steps, --help (the command
+ * goes on with one checkpoint), else the exit code (0; 1 failure; 2 usage): the scan's --help
+ * with these two flags added, or the loop. */
+int ax_ms_over_steps(const ax_ms_steps_kind *k, int argc, char **argv);

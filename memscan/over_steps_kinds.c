@@ -1,7 +1,10 @@
 /* The scans `--all-steps` drives (memscan/over_steps.h), and the headline metrics each puts on
- * its curve: read back from the scan JSON the command wrote, so a curve point holds exactly the
+ * its curve: read back from the scan JSON the scan wrote, so a curve point holds exactly the
  * numbers of that step's scan file. */
 #include "memscan/over_steps.h"
+#include "memscan/exposure_run.h"
+#include "memscan/mia_run.h"
+#include "memscan/probe_run.h"
 
 #include <string.h>
 
@@ -87,6 +90,51 @@ static ax_status exposure_point(const ax_json *scan, const char *what, ax_jw *w)
     return AX_OK;
 }
 
-const ax_ms_steps_kind ax_ms_steps_probe = {"probe", 0, "probe.json", NULL, probe_point};
-const ax_ms_steps_kind ax_ms_steps_mia = {"mia", 1, "", "mia.json", mia_point};
-const ax_ms_steps_kind ax_ms_steps_exposure = {"exposure", 1, "", "exposure.json", exposure_point};
+/* the library entry points, with the loop's untyped signature */
+static ax_status probe_run(const void *o, void *s) {
+    return ax_ms_probe_run(o, s);
+}
+static void probe_print(const void *o, const void *s, FILE *f) {
+    ax_ms_probe_print(o, s, f);
+}
+static ax_status mia_run(const void *o, void *s) {
+    return ax_ms_mia_run(o, s);
+}
+static void mia_print(const void *o, const void *s, FILE *f) {
+    ax_ms_mia_print(o, s, f);
+}
+static ax_status exposure_run(const void *o, void *s) {
+    return ax_ms_exposure_run(o, s);
+}
+static void exposure_print(const void *o, const void *s, FILE *f) {
+    (void)o;
+    ax_ms_exposure_print(s, f);
+}
+
+const ax_ms_steps_kind ax_ms_steps_probe = {"probe",
+                                            0,
+                                            NULL,
+                                            &ax_ms_probe_table,
+                                            sizeof(ax_ms_probe_opts),
+                                            sizeof(ax_ms_probe_summary),
+                                            probe_run,
+                                            probe_print,
+                                            probe_point};
+const ax_ms_steps_kind ax_ms_steps_mia = {"mia",
+                                          1,
+                                          "mia.json",
+                                          &ax_ms_mia_table,
+                                          sizeof(ax_ms_mia_opts),
+                                          sizeof(ax_ms_mia_summary),
+                                          mia_run,
+                                          mia_print,
+                                          mia_point};
+const ax_ms_steps_kind ax_ms_steps_exposure = {"exposure",
+                                               1,
+                                               "exposure.json",
+                                               &ax_ms_exposure_table,
+                                               sizeof(ax_ms_exposure_opts),
+                                               sizeof(ax_ms_exposure_summary),
+                                               exposure_run,
+                                               exposure_print,
+                                               exposure_point};

@@ -201,8 +201,18 @@ Test(over_steps, probe_all_steps_writes_one_point_per_step_and_skips_a_damaged_o
               ax_json_get(sk->items[0], "reason")->str);
     ax_json_free(j);
 
+    /* a scan that fails on a checkpoint that opened stops the loop and says where */
+    char nope[160];
+    snprintf(nope, sizeof nope, "%s.nope", data);
+    args[3] = nope, args[n] = "--all-steps";
+    cr_assert_eq(probe(n + 1, args), 1);
+    cr_assert(strstr(ax_error_msg(), "nope") && strstr(ax_error_msg(), "at step 2;"), "%s",
+              ax_error_msg());
+    ax_error_clear();
+    args[3] = data;
+
     /* usage: a missing step, both flags, no --ckpt */
-    args[n + 1] = "3";
+    args[n] = "--steps", args[n + 1] = "3";
     cr_assert_eq(probe(n + 2, args), 2);
     cr_assert(strstr(ax_error_msg(), "no checkpoint step-000003"), "%s", ax_error_msg());
     args[n] = "--all-steps", args[n + 1] = "--steps", args[n + 2] = "2";
