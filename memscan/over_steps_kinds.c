@@ -111,30 +111,12 @@ static void exposure_print(const void *o, const void *s, FILE *f) {
     ax_ms_exposure_print(s, f);
 }
 
-const ax_ms_steps_kind ax_ms_steps_probe = {"probe",
-                                            0,
-                                            NULL,
-                                            &ax_ms_probe_table,
-                                            sizeof(ax_ms_probe_opts),
-                                            sizeof(ax_ms_probe_summary),
-                                            probe_run,
-                                            probe_print,
-                                            probe_point};
-const ax_ms_steps_kind ax_ms_steps_mia = {"mia",
-                                          1,
-                                          "mia.json",
-                                          &ax_ms_mia_table,
-                                          sizeof(ax_ms_mia_opts),
-                                          sizeof(ax_ms_mia_summary),
-                                          mia_run,
-                                          mia_print,
-                                          mia_point};
-const ax_ms_steps_kind ax_ms_steps_exposure = {"exposure",
-                                               1,
-                                               "exposure.json",
-                                               &ax_ms_exposure_table,
-                                               sizeof(ax_ms_exposure_opts),
-                                               sizeof(ax_ms_exposure_summary),
-                                               exposure_run,
-                                               exposure_print,
-                                               exposure_point};
+#define KIND(kind, dir, file)                                                                      \
+    {                                                                                              \
+        .name = #kind, .out_is_dir = dir, .scan_file = file, .table = &ax_ms_##kind##_table,       \
+        .opts_size = sizeof(ax_ms_##kind##_opts), .summary_size = sizeof(ax_ms_##kind##_summary),  \
+        .run = kind##_run, .print = kind##_print, .point = kind##_point                            \
+    }
+const ax_ms_steps_kind ax_ms_steps_probe = KIND(probe, 0, NULL);
+const ax_ms_steps_kind ax_ms_steps_mia = KIND(mia, 1, "mia.json");
+const ax_ms_steps_kind ax_ms_steps_exposure = KIND(exposure, 1, "exposure.json");
