@@ -31,6 +31,15 @@ static ax_status probe_prepare(void *ctx, const ax_train_config *cfg) {
     if (!was_set) return ax_errorf(AX_ERR_NOMEM, "out of memory");
     ax_status st = ax_cfg_set_defaults(&ax_ms_probe_table, o);
     if (st == AX_OK) st = ax_cfg_load_file(&ax_ms_probe_table, o, cfg->scan_config, was_set);
+    if (st != AX_OK) { /* say which flag named the file, and what it should hold */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", ax_error_msg());
+        ax_error_clear();
+        st = ax_errorf(st == AX_ERR_IO ? AX_ERR_ARG : st,
+                       "--scan-config: %s (it holds `axmem memscan probe` settings: samples, "
+                       "prefix, suffix, offset, seed, batch, data, index, tokenizer)",
+                       msg);
+    }
     for (size_t i = 0; st == AX_OK && i < sizeof run_owned / sizeof run_owned[0]; i++) {
         const ax_cfg_entry *e = ax_cfg_find(&ax_ms_probe_table, run_owned[i]);
         if (e && was_set[e - ax_ms_probe_table.entries])
