@@ -121,6 +121,22 @@ for r in sc: assert steps.index(r["step"]) < rs.index(r)
 PY
 cp "$T/rs/scans/step-000006/probe.json" "$T/rs/scans/step-000006/probe.samples.jsonl" "$T/rs/"
 run "report reads a metrics.jsonl holding scan records" "$AX" report --run a="$T/rs" --out "$T/rep"
+# a run that memorizes 4 short documents: extraction jumps between scans, and training says so
+head -n 4 data/corpus/kjv.jsonl | python3 -c '
+import json, sys
+for l in sys.stdin: print(json.dumps({"text": json.loads(l)["text"][:120]}))' >"$T/few.jsonl"
+"$AX" data encode --tokenizer "$T/tok" --input "$T/few.jsonl" --out "$T/few.axd" 2>/dev/null
+printf 'samples = 4\nprefix = 8\nsuffix = 16\n' >"$T/few.cfg"
+run "train --scan-every on a memorizing run" "$AX" train --data "$T/few.axd" --layers 1 --dim 64 \
+  --heads 2 --ffn 96 --seq-len 48 --batch 4 --packing doc --steps 80 --warmup 2 --lr 1e-2 \
+  --weight-decay 0 --log-every 1000 --scan-every 20 --scan-config "$T/few.cfg" --out "$T/rw"
+grep -q "warn: step [0-9]*: extraction rising: exact_match" "$T/err" && python3 -c '
+import json, sys
+sc = [json.loads(l) for l in open(sys.argv[1]) if "\"scan\"" in l]
+assert [r["step"] for r in sc] == [20, 40, 60, 80] and not sc[0]["extraction_rising"], sc
+assert any(r["extraction_rising"] for r in sc) and sc[-1]["exact_match"] > sc[0]["exact_match_hi"], sc' \
+  "$T/rw/metrics.jsonl" 2>>"$T/err" && ok "train --scan-every: 'extraction rising' when exact match jumps" \
+  || bad "train --scan-every: 'extraction rising' when exact match jumps"
 printf 'samples = 8\nbogus = 1\n' >"$T/bad.cfg"
 expect_fail "train: unknown key in --scan-config, before training" 2 "bogus" \
   "$AX" train "${TRAIN[@]}" --scan-every 2 --scan-config "$T/bad.cfg" --out "$T/rb"
