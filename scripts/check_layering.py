@@ -25,7 +25,8 @@ ALLOWED = {
     'data': ['lib/core'],
     'goldfish': ['lib/core', 'data'],
     'train': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish'],
-    'memscan': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data'],
+    # goldfish: the probe's audit recomputes a run's loss mask from the tokens
+    'memscan': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish'],
     'reports': ['lib/core'],
 }
 # every command folder declares its entry point in the dispatcher's list

@@ -252,7 +252,7 @@ umask 022
 # ---- choice flags list their words; the manifest stores the RMSNorm epsilon
 expect_fail "choice flag lists its words" 2 "--packing 'docs' is not allowed: use packed or doc" \
   "$AX" train --data x.axd --packing docs
-expect_fail "probe --offset lists its words" 2 "use start or random" \
+expect_fail "probe --offset lists its words" 2 "use start, random or deep" \
   "$AX" memscan probe --ckpt x --data x.axd --offset middle
 "$AX" train --help 2>&1 | grep -q -- "--packing packed|doc .*(packed or doc; default: packed)" \
   && ok "train --help shows the choice words" || bad "train --help shows the choice words"
@@ -310,6 +310,52 @@ for c in s["canaries"]:
     assert text.count(c["prefix"] + c["secret"]) == c["repeats"] == len(c["inserted"]), c
 for r in s["references"]:
     assert text.count("my PIN is " + r) == 0, r
+PY
+
+# ---- memscan probe: sampled continuations, prefix lengths, deep offsets, goldfish audit
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 6 --prefix-lengths 8,16 --suffix 8 \
+  --samples-per-prefix 4 --temperature 0.8 --top-k 20 --top-p 0.9 --offset deep \
+  --out "$T/pd.json" >"$T/pd.out" 2>"$T/err" && grep -q "sampled 4 continuations per prefix" "$T/pd.out" \
+  && ok "probe: draws, two prefix lengths, deep offsets" || bad "probe: draws, two prefix lengths, deep offsets"
+python3 - "$T/pd.json" "$T/pd.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: p_hat, any-match and discoverable rates add up" || bad "probe: p_hat, any-match and discoverable rates add up"
+import json, sys
+j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
+c, m, t = j["config"], j["metrics"], j["tables"]
+assert c["prefix_lengths"] == [8, 16] and c["samples_per_prefix"] == 4 and c["offset"] == "deep"
+assert len(rows) == 12 and [r["prefix"] for r in rows] == [8] * 6 + [16] * 6
+for r in rows:
+    assert r["p_hat"] == r["sampled_exact"] / 4 and r["offset"] >= r["prefix"] + 8, r
+first = rows[:6]
+assert abs(m["sampled_p_hat"]["mean"] - sum(r["p_hat"] for r in first) / 6) < 1e-12
+assert m["sampled_any_match_rate"]["mean"] == sum(r["sampled_exact"] > 0 for r in first) / 6
+for d in t["discoverable"]:
+    want = sum(1 - (1 - r["p_hat"]) ** d["n"] >= d["p"] for r in first) / 6
+    assert d["rate"] == want, d
+assert [b["prefix"] for b in t["by_prefix_length"]] == [8, 16]
+PY
+python3 - "$T/p.json" "$T/p.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: no sampling or audit fields without their flags" || bad "probe: no sampling or audit fields without their flags"
+import json, sys
+j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
+assert sorted(j["config"]) == sorted(["prefix", "suffix", "samples", "offset", "prompt_eot", "seed", "eligible_docs"]), j["config"]
+assert sorted(j["metrics"]) == sorted(["exact_match_rate", "token_accuracy", "rouge_l", "matched_prefix_mean"]), j["metrics"]
+assert all(set(r) <= {"i", "doc", "offset", "exact", "matched_prefix", "token_accuracy", "rouge_l", "duplicates", "truth", "generated", "truth_text", "generated_text"} for r in rows)
+PY
+expect_fail "probe: bad --prefix-lengths named" 2 "--prefix-lengths '8,,16'" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --prefix-lengths 8,,16
+expect_fail "probe: --top-p out of range" 2 "--top-p" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples-per-prefix 2 --top-p 1.5
+"$AX" train "${TRAIN[@]}" --steps 10 --goldfish hash:k=4,h=13 --out "$T/gfrun" >/dev/null 2>&1
+"$AX" memscan probe --ckpt "$T/gfrun" --data "$T/kjv.axd" --samples 6 --prefix 8 --suffix 16 \
+  --out "$T/gf.json" >"$T/gf.out" 2>"$T/err" && grep -q "goldfish audit" "$T/gf.out" &&
+python3 - "$T/gf.json" "$T/gf.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: goldfish audit of a hash-goldfish run" || bad "probe: goldfish audit of a hash-goldfish run"
+import json, sys
+j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
+g = j["metrics"]["goldfish_divergence"]
+assert j["config"]["goldfish"] == "hash:k=4,h=13,seed=0"
+div = [r for r in rows if not r["exact"]]
+assert g["diverged"] == len(div) and all(r["first_divergence"] == r["matched_prefix"] for r in div)
+assert g["on_dropped"] == sum(r["first_divergence"] in r["goldfish_dropped"] for r in div)
+assert all(0 <= k < 16 for r in rows for k in r["goldfish_dropped"])
 PY
 
 echo "cli: $pass passed, $fail failed"
