@@ -45,7 +45,8 @@ static ax_status need_obj(const ax_json *scan, const char *key, const char *what
 }
 
 /* probe: every metric (exact-match rate, token accuracy, RougeL, each {mean, ci95}; the mean
- * matched prefix; whatever else the probe reports) and the number of probes */
+ * matched prefix; the sampled-extraction rates; whatever else the probe reports), the number of
+ * probes, and the rows by prefix length when several were probed */
 static ax_status probe_point(const ax_json *scan, const char *what, ax_jw *w) {
     const ax_json *m, *cfg = ax_json_get(scan, "config");
     AX_CHECK(need_obj(scan, "metrics", what, &m));
@@ -54,6 +55,9 @@ static ax_status probe_point(const ax_json *scan, const char *what, ax_jw *w) {
     if (cfg && ax_json_get(cfg, "samples"))
         ax_jw_key(w, "samples"), put(w, ax_json_get(cfg, "samples"));
     for (size_t i = 0; i < m->n; i++) ax_jw_key(w, m->keys[i]), put(w, m->items[i]);
+    /* --prefix-lengths: one row per length (extraction versus prefix length, per step) */
+    const ax_json *t = ax_json_get(scan, "tables"), *bp = ax_json_get(t, "by_prefix_length");
+    if (bp && bp->type == AX_JSON_ARR) ax_jw_key(w, "by_prefix_length"), put(w, bp);
     return AX_OK;
 }
 

@@ -75,6 +75,18 @@ for p in e["points"]:
     assert p["by_repeats"] == s["by_repeats"] and [r["repeats"] for r in p["by_repeats"]] == [1, 8]
     assert all("exposure_mean" in r and "extracted_share" in r for r in p["by_repeats"])
 PY
+run "probe --all-steps with sampled draws and two prefix lengths" "$AX" memscan probe \
+  --ckpt "$T/run" --steps 2,6 "${PROBE[@]}" --prefix-lengths 4,8 --samples-per-prefix 2 \
+  --out "$T/scans_pl/probe.json"
+python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert [p["step"] for p in c["points"]] == [2, 6], c
+for p in c["points"]:
+    assert [r["prefix"] for r in p["by_prefix_length"]] == [4, 8], p
+    assert 0 <= p["sampled_any_match_rate"]["mean"] <= 1, p' "$T/scans_pl/probe.curve.json" \
+  2>"$T/err" && ok "probe curve: sampled extraction and rows by prefix length per step" \
+  || bad "probe curve: sampled extraction and rows by prefix length per step"
 cp -r "$T/run" "$T/dmg"
 truncate -s 100 "$T/dmg/ckpt/step-000004/params.000.zst"
 run "probe --all-steps with a damaged checkpoint still scans the others" "$AX" memscan probe \
