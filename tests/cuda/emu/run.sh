@@ -56,7 +56,7 @@ gcc -std=c11 "${CFLAGS[@]}" -c tests/cuda/cuda_ops_check.c -o "$E/cuda_ops_check
 EMU_BACKEND=("$E"/backend_cuda.c.o "$E"/gemm.c.o "$E"/backend.c.o "$E"/emu_mem.c.o "$E"/ops_*.o
              "$B"/lib/backend/cpu/*.o)
 g++ -fopenmp -o "$E/cuda_ops_check" "$E/cuda_ops_check.o" "${EMU_BACKEND[@]}" \
-  "$B/lib/libaxmem_core.a" -ldnnl -lxxhash -lzstd -lm
+  "$B/lib/libaxmem_core.a" -ldnnl -lxxhash -lzstd -lz -lm
 # the CLI on the emulated device too, for end-to-end runs by hand (AX_EMU_GUARD=1 makes host
 # code that touches device memory fault where it does):
 #   AX_EMU_GUARD=1 build/cuda-emu/axmem train ... --device cuda
@@ -64,6 +64,6 @@ rm -f "$E/libaxmem_backend_emu.a"
 ar rcs "$E/libaxmem_backend_emu.a" "${EMU_BACKEND[@]}"
 g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{train,memscan,reports,goldfish,data,model,ckpt}.a \
   "$E/libaxmem_backend_emu.a" "$B"/lib/libaxmem_{dist,core}.a $(mpicc --showme:link) \
-  -ldnnl -lxxhash -lzstd -lm
+  -ldnnl -lxxhash -lzstd -lz -lm
 echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1)"
 AX_EMU_GUARD=1 OMP_NUM_THREADS=1 "$E/cuda_ops_check" "$@"
