@@ -58,6 +58,9 @@ step_or_skip cuda-ops cuda_ops
 # the same comparison with the CUDA kernels' sources on a CPU emulator (no GPU, no nvcc needed):
 # checks their logic in CI; the GPU machine's bench/device_check.sh checks the device
 step cuda-emu bash tests/cuda/emu/run.sh build --quick
+# train, probe and generate with --device cuda on the emulator (guarded device memory: host code
+# touching it faults) against --device cpu
+step cuda-emu-e2e bash tests/cuda/emu/e2e.sh build
 step mpi bash tests/mpi/run.sh
 step mpi-memscan bash tests/mpi/memscan.sh build
 step mpi-train bash tests/mpi/train.sh build/bin/axmem

@@ -16,15 +16,16 @@ T=$(mktemp -d /tmp/axmem-emu-e2e.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=1
 fails=0
-emu() { # runs the emulated CLI with guarded device memory; a crash shows its backtrace
-  if command -v gdb >/dev/null; then
-    AX_EMU_GUARD=1 gdb -q -batch -return-child-result -ex run -ex bt --args "$E" "$@" \
-      >"$T/gdb.log" 2>&1
-    local rc=$?
-    grep -q "received signal" "$T/gdb.log" && { grep -E "signal|^#" "$T/gdb.log" | head -12; }
-    return $rc
-  fi
+emu() { # runs the emulated CLI with guarded device memory; a crash reruns it under gdb (if
+  # installed) for the backtrace that names the line (gdb's own exit code is not the child's
+  # when a batch command such as `bt` finds no stack, so it is never the verdict)
   AX_EMU_GUARD=1 "$E" "$@"
+  local rc=$?
+  if [ "$rc" -ge 128 ] && command -v gdb >/dev/null; then
+    AX_EMU_GUARD=1 gdb -q -batch -ex run -ex bt --args "$E" "$@" >"$T/gdb.log" 2>&1
+    grep -E "signal|^#" "$T/gdb.log" | head -12
+  fi
+  return $rc
 }
 check() { if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi; }
 
