@@ -69,7 +69,7 @@ ax_status ax_megatron_idx_parse(const uint8_t *p, size_t n, uint64_t bin_size, c
     if (eb == 0)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: unknown dtype code %u (known: 1 u8, 2 i8, 3 i16, 4 i32, 5 i64, "
-                         "6 f64, 7 f32, 8 u16); " REMAKE,
+                         "6, 7 floats, 8 u16); " REMAKE,
                          path, code);
     if (eb < 0)
         return ax_errorf(AX_ERR_MISMATCH,
