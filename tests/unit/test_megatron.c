@@ -280,3 +280,46 @@ Test(megatron, missing_files_named, .init = quiet) {
     free(p.idx);
     free(p.bin);
 }
+
+/* .axd version 3 exists only for another end-of-text: default datasets stay version 2 (older
+ * builds read them, checksums unchanged), and an id outside the vocabulary is refused */
+Test(megatron, axd_records_a_foreign_eot, .init = quiet) {
+    char path[256];
+    td_tmp(path, sizeof path, "v.axd");
+    int32_t doc[] = {5, 0, 7};
+    for (int k = 0; k < 3; k++) {
+        ax_axd_writer_t *w;
+        cr_assert_eq(ax_axd_writer_create(path, 300, &w), AX_OK, "%s", ax_error_msg());
+        if (k == 1) cr_assert_eq(ax_axd_writer_set_eot(w, 0), AX_OK);
+        if (k == 2) {
+            ax_error_clear();
+            cr_assert_eq(ax_axd_writer_set_eot(w, 300), AX_ERR_ARG);
+            cr_assert(strstr(ax_error_msg(), "outside the vocabulary"), "%s", ax_error_msg());
+        }
+        cr_assert_eq(ax_axd_writer_add_doc(w, doc, 3), AX_OK);
+        cr_assert_eq(ax_axd_writer_add_doc(w, doc, 2), AX_OK); /* ends with 0 */
+        cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
+        size_t n;
+        uint8_t *b = td_read(path, &n);
+        uint32_t ver, eot_field;
+        memcpy(&ver, b + 8, 4);
+        memcpy(&eot_field, b + 20, 4);
+        free(b);
+        ax_axd_t *d;
+        cr_assert_eq(ax_axd_open(path, AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+        if (k == 1) {
+            cr_assert_eq(ver, 3);
+            cr_assert_eq(eot_field, 0);
+            cr_assert_eq(ax_axd_eot(d), 0);
+            /* 5 0 7 + EOT 0, then 5 0 (already ends with 0: not doubled) */
+            cr_assert_eq(ax_axd_n_tokens(d), 6);
+        } else {
+            cr_assert_eq(ver, 2);
+            cr_assert_eq(eot_field, 0);
+            cr_assert_eq(ax_axd_eot(d), AX_TOK_EOT);
+            cr_assert_eq(ax_axd_n_tokens(d), 7);
+        }
+        ax_axd_free(d);
+    }
+    unlink(path);
+}
