@@ -11,6 +11,7 @@
 
 #include "data/axd.h"
 #include "data/megatron.h"
+#include "data/split.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/log.h"
@@ -322,4 +323,33 @@ Test(megatron, axd_records_a_foreign_eot, .init = quiet) {
         ax_axd_free(d);
     }
     unlink(path);
+}
+
+/* datasets derived from an imported one keep its end-of-text: a split adds no 256s */
+Test(megatron, split_keeps_the_imported_eot, .init = quiet) {
+    char prefix[4200], in[256], a[256], b[256];
+    prefix_of(prefix, sizeof prefix, "pythia_u16");
+    td_tmp(in, sizeof in, "imp.axd");
+    td_tmp(a, sizeof a, "a.axd");
+    td_tmp(b, sizeof b, "b.axd");
+    ax_megatron_options o = {50304, 0};
+    ax_megatron_result r;
+    cr_assert_eq(ax_megatron_import(prefix, in, &o, &r), AX_OK, "%s", ax_error_msg());
+    ax_split_config c = {.holdout = 0.3, .seed = 1, .ngram = 13};
+    ax_split_result sr;
+    cr_assert_eq(ax_data_split(in, a, b, &c, &sr), AX_OK, "%s", ax_error_msg());
+    uint64_t tokens = 0;
+    const char *outs[] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        ax_axd_t *d;
+        cr_assert_eq(ax_axd_open(outs[i], AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ax_axd_eot(d), 0);
+        cr_assert_eq(ax_axd_vocab_size(d), 50304);
+        tokens += ax_axd_n_tokens(d);
+        ax_axd_free(d);
+    }
+    cr_assert_eq(tokens + sr.dropped_tokens, r.tokens, "no end-of-text added or lost");
+    unlink(in);
+    unlink(a);
+    unlink(b);
 }
