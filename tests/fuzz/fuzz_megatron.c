@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(path, sizeof path, "%s.bin", prefix);
     fz_write(path, bin, bin_len);
     snprintf(out, sizeof out, "%s.axd", prefix);
-    ax_megatron_options o = {0, -1};
+    ax_megatron_options o = {0, size & 1 ? -1 : 0}; /* inferred or given end-of-text */
     ax_megatron_result r;
     st = ax_megatron_import(prefix, out, &o, &r);
     fz_note("import", st);
