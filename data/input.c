@@ -269,6 +269,11 @@ static ax_status next_line(ax_input_t *in, const char **line, size_t *len, int *
     *none = 0;
     *line = NULL;
     *len = 0;
+    if (!in->lb) {
+        if (!(in->lb = malloc(LINE0)))
+            return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
+        in->lcap = LINE0;
+    }
     for (;;) {
         uint8_t *s = in->lb + in->lstart;
         size_t avail = in->llen - in->lstart;
@@ -298,7 +303,7 @@ static ax_status next_line(ax_input_t *in, const char **line, size_t *len, int *
             in->lstart = 0;
         }
         if (in->llen == in->lcap) {
-            size_t nc = in->lcap ? 2 * in->lcap : LINE0;
+            size_t nc = 2 * in->lcap;
             uint8_t *nb = realloc(in->lb, nc);
             if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
             in->lb = nb;
