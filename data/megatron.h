@@ -5,7 +5,7 @@
  *    0  char[9]  "MMIDIDX\0\0"
  *    9  u64      version (1)
  *   17  u8       dtype of the tokens in .bin: 1 u8, 2 i8, 3 i16, 4 i32, 5 i64, 6 f64, 7 f32
- *                (Megatron-LM core; older forks swap 6 and 7),
+ *                (Megatron-LM core; GPT-NeoX's copy swaps 6 and 7),
  *                8 u16 (floats are never token ids: rejected)
  *   18  u64      n_seq: number of sequences
  *   26  u64      n_doc_idx: entries of doc_idx (number of documents + 1)
