@@ -50,7 +50,7 @@ typedef struct {
 
 static const ax_cfg_entry train_entries[] = {
     {"input", AX_CFG_STRLIST, offsetof(train_flags, input), "", 1, 0,
-     "text or .jsonl files (required)"},
+     "text or .jsonl files, optionally .zst or .gz compressed (required)"},
     {"out", AX_CFG_STR, offsetof(train_flags, out), "", 1, 0, "tokenizer file to write (required)"},
     {"vocab-size", AX_CFG_INT, offsetof(train_flags, vocab_size), "4096", AX_TOK_FIRST_MERGE,
      1 << 22, "vocabulary size including bytes and end-of-text"},
