@@ -391,6 +391,7 @@ for name, path in (("pythia_u16", sys.argv[2]), ("gpt2_i32", sys.argv[3])):
     assert docs == e["axd_docs"], name
 PY
 "$AX" data info "$T/py.axd" 2>/dev/null | grep -q "^end-of-text: 0" && ok "data info shows an imported end-of-text" || bad "data info shows an imported end-of-text"
+"$AX" memscan index --data "$T/py.axd" --n 4 --out "$T/py.idx" >/dev/null 2>"$T/err" && ok "memscan index of an imported dataset" || bad "memscan index of an imported dataset"
 expect_fail "import-megatron: end-of-text not inferable" 2 "pass --eot ID" \
   "$AX" data import-megatron --prefix "$MF/gpt2_i32" --out "$T/g3.axd"
 cp "$MF/pythia_u16.idx" "$T/cut.idx" && head -c 100 "$MF/pythia_u16.bin" >"$T/cut.bin"
