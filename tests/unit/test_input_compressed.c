@@ -143,6 +143,24 @@ Test(input_compressed, same_axd_from_plain_zst_gz, .init = quiet, .timeout = 120
         cr_assert_eq(encode_checksum(tok, forms[i], out, &d1), want, "%s differs", forms[i]);
         cr_assert_eq(d1, d0);
     }
+    /* several files of different kinds in one run: each decoder starts afresh per file */
+    {
+        const char *mixed[] = {zst3, gz, plain, zst, gz3},
+                   *same[] = {plain, plain, plain, plain, plain};
+        ax_data_encode_result r;
+        uint64_t h[2];
+        for (int k = 0; k < 2; k++) {
+            cr_assert_eq(ax_data_encode(tok, k ? same : mixed, 5, 0, 1, out, &r), AX_OK, "%s",
+                         ax_error_msg());
+            cr_assert_eq(r.docs, 5 * 400);
+            ax_axd_t *d;
+            cr_assert_eq(ax_axd_open(out, AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+            h[k] = ax_axd_checksum(d);
+            ax_axd_free(d);
+        }
+        cr_assert_eq(h[0], h[1]);
+        unlink(out);
+    }
     /* progress counts compressed bytes: all of them by the end */
     ax_input_t *in;
     cr_assert_eq(ax_input_open(&forms[0], 1, 0, &in), AX_OK);
