@@ -359,5 +359,47 @@ assert g["on_dropped"] == sum(r["first_divergence"] in r["goldfish_dropped"] for
 assert all(0 <= k < 16 for r in rows for k in r["goldfish_dropped"])
 PY
 
+# ---- data: compressed corpora and Megatron/GPT-NeoX indexed datasets (issue 13)
+if command -v zstd >/dev/null && command -v gzip >/dev/null; then
+  zstd -q -c "$T/kjv.jsonl" >"$T/kjv.jsonl.zst" && gzip -c "$T/kjv.jsonl" >"$T/kjv.jsonl.gz"
+  for z in zst gz; do
+    "$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.jsonl.$z" --out "$T/kjv_$z.axd" 2>"$T/err" &&
+      cmp -s "$T/kjv.axd" "$T/kjv_$z.axd" && ok "encode .jsonl.$z: the same dataset as .jsonl" ||
+      bad "encode .jsonl.$z: the same dataset as .jsonl"
+  done
+  head -c 3000 "$T/kjv.jsonl.zst" >"$T/cut.jsonl.zst"
+  expect_fail "encode: truncated .jsonl.zst named" 1 "cut.jsonl.zst: truncated zstd stream" \
+    "$AX" data encode --tokenizer "$T/tok" --input "$T/cut.jsonl.zst" --out "$T/cut.axd"
+  [ ! -e "$T/cut.axd" ] && ok "encode: nothing written for a truncated stream" || bad "encode: nothing written for a truncated stream"
+else
+  echo "skip compressed-input checks (the zstd and gzip tools are not installed)"
+fi
+MF=tests/fixtures/megatron
+"$AX" data import-megatron --prefix "$MF/pythia_u16" --out "$T/py.axd" 2>"$T/err" &&
+"$AX" data import-megatron --prefix "$MF/gpt2_i32" --eot 50256 --vocab-size 50257 --out "$T/g2.axd" 2>>"$T/err" &&
+python3 - "$MF/expected.json" "$T/py.axd" "$T/g2.axd" <<'PY' 2>>"$T/err" && ok "import-megatron: fixture ids and boundaries (read back independently)" || bad "import-megatron: fixture ids and boundaries (read back independently)"
+import json, struct, sys
+exp = json.load(open(sys.argv[1]))
+for name, path in (("pythia_u16", sys.argv[2]), ("gpt2_i32", sys.argv[3])):
+    b = open(path, "rb").read()
+    assert b[:8] == b"AXMEMAXD", path
+    ver, vocab, width, eot, nd, nt = struct.unpack_from("<IIIIQQ", b, 8)
+    e = exp[name]
+    assert ver == 3 and eot == e["eot"] and vocab == e["vocab"] and width == 2, (ver, eot, vocab)
+    off = struct.unpack_from("<%dQ" % (nd + 1), b, 64)
+    toks = struct.unpack_from("<%dH" % nt, b, 64 + 8 * (nd + 1))
+    docs = [list(toks[off[i]:off[i + 1]]) for i in range(nd)]
+    assert docs == e["axd_docs"], name
+PY
+"$AX" data info "$T/py.axd" 2>/dev/null | grep -q "^end-of-text: 0" && ok "data info shows an imported end-of-text" || bad "data info shows an imported end-of-text"
+"$AX" memscan index --data "$T/py.axd" --n 4 --out "$T/py.idx" >/dev/null 2>"$T/err" && ok "memscan index of an imported dataset" || bad "memscan index of an imported dataset"
+expect_fail "import-megatron: end-of-text not inferable" 2 "pass --eot ID" \
+  "$AX" data import-megatron --prefix "$MF/gpt2_i32" --out "$T/g3.axd"
+cp "$MF/pythia_u16.idx" "$T/cut.idx" && head -c 100 "$MF/pythia_u16.bin" >"$T/cut.bin"
+expect_fail "import-megatron: .idx not matching its .bin" 1 "cut.idx: .*does not match its .bin" \
+  "$AX" data import-megatron --prefix "$T/cut" --out "$T/cut.axd"
+expect_fail "import-megatron: missing pair named" 1 "nope.bin" \
+  "$AX" data import-megatron --prefix "$T/nope" --out "$T/n.axd"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
