@@ -181,7 +181,7 @@ static ax_status decode(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config
             const ax_probe_sample *s = &smp[probes[(b0 + j) / D]];
             int32_t *row = win + (size_t)j * W;
             lead[j] = c->lead_eot && s->offset == 0;
-            if (lead[j]) row[0] = AX_TOK_EOT;
+            if (lead[j]) row[0] = (int32_t)ax_axd_eot(ds);
             ax_axd_tokens(ds, off[s->doc] + s->offset, (uint64_t)(P + S), row + lead[j]);
         }
         AX_CHECK_GOTO(ax_model_decode_begin(m, B), done);
