@@ -49,6 +49,7 @@ struct ax_axd {
     size_t size;
     uint32_t vocab, width;
     uint64_t n_docs, n_tokens, checksum, tok_checksum;
+    int32_t eot;   /* the end-of-text id (header offset 20 holds eot + 1; 0 = AX_TOK_EOT) */
     size_t header; /* 56 (version 1) or 64 */
     const uint64_t *offsets;
     const uint8_t *tokens;
@@ -147,10 +148,13 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
     d->n_tokens = get64(m + 32);
     d->checksum = get64(m + 40);
     uint32_t want_width = d->vocab <= 65536 ? 2 : 4;
-    if (d->vocab < AX_TOK_FIRST_MERGE || d->width != want_width || get32(m + 20) != 0)
-        return ax_errorf(AX_ERR_CORRUPT,
-                         "%s: inconsistent header (vocab %u, token width %u); " REBUILD, path,
-                         d->vocab, d->width);
+    uint32_t eot1 = get32(m + 20);
+    if (d->vocab < AX_TOK_FIRST_MERGE || d->width != want_width || eot1 > d->vocab)
+        return ax_errorf(
+            AX_ERR_CORRUPT,
+            "%s: inconsistent header (vocab %u, token width %u, end-of-text %u); " REBUILD, path,
+            d->vocab, d->width, eot1);
+    d->eot = eot1 ? (int32_t)(eot1 - 1) : AX_TOK_EOT;
     /* expected size, with overflow checks: header + 8 (n_docs + 1) + width n_tokens */
     uint64_t lim = UINT64_MAX / 16;
     if (d->n_docs >= lim || d->n_tokens >= lim)
@@ -271,7 +275,15 @@ ax_status ax_axd_check_tokenizer(const ax_axd_t *d, const ax_tokenizer_t *tok,
                          "with (%016llx): same vocabulary size, different merges; pass the "
                          "tokenizer the dataset was encoded with",
                          tok_path, (unsigned long long)have, d->path, (unsigned long long)want);
+    if (ax_tokenizer_eot(tok) != d->eot)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "tokenizer %s ends documents with token %d but dataset %s with %d; pass "
+                         "the tokenizer the dataset was encoded with",
+                         tok_path, ax_tokenizer_eot(tok), d->path, d->eot);
     return AX_OK;
+}
+int32_t ax_axd_eot(const ax_axd_t *d) {
+    return d->eot;
 }
 const char *ax_axd_path(const ax_axd_t *d) {
     return d->path;
@@ -322,6 +334,7 @@ struct ax_axd_writer {
     FILE *tok; /* side file: the token stream */
     uint32_t vocab, width;
     uint64_t tok_checksum;
+    int32_t eot;
     uint64_t *offsets;
     size_t n_docs, cap;
     uint64_t n_tokens;
@@ -361,6 +374,7 @@ ax_status ax_axd_writer_create(const char *path, uint32_t vocab_size, ax_axd_wri
     snprintf(w->partial, n, "%s.partial", path);
     snprintf(w->side, n, "%s.partial.tokens", path);
     w->vocab = vocab_size;
+    w->eot = AX_TOK_EOT;
     w->width = vocab_size <= 65536 ? 2 : 4;
     w->offsets[0] = 0;
     /* the spill and the dataset hold training text: owner-only (0600) whatever the umask */
@@ -384,8 +398,16 @@ void ax_axd_writer_set_tokenizer(ax_axd_writer_t *w, uint64_t tokenizer_checksum
     w->tok_checksum = tokenizer_checksum;
 }
 
+ax_status ax_axd_writer_set_eot(ax_axd_writer_t *w, int32_t eot) {
+    if (eot < 0 || (uint32_t)eot >= w->vocab)
+        return ax_errorf(AX_ERR_ARG, "%s: end-of-text id %d is outside the vocabulary [0, %u)",
+                         w->path, eot, w->vocab);
+    w->eot = eot;
+    return AX_OK;
+}
+
 ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_t n) {
-    int add_eot = n == 0 || tokens[n - 1] != AX_TOK_EOT;
+    int add_eot = n == 0 || tokens[n - 1] != w->eot;
     size_t total = n + (size_t)add_eot;
     if (w->n_docs + 2 > w->cap) {
         uint64_t *no = realloc(w->offsets, 2 * w->cap * sizeof *no);
@@ -401,7 +423,7 @@ ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_
         w->conv_cap = nc;
     }
     for (size_t i = 0; i < total; i++) {
-        int32_t t = i < n ? tokens[i] : AX_TOK_EOT;
+        int32_t t = i < n ? tokens[i] : w->eot;
         if (t < 0 || (uint32_t)t >= w->vocab)
             return ax_errorf(AX_ERR_ARG,
                              "%s: token %d in document %zu is outside the "
@@ -474,7 +496,8 @@ ax_status ax_axd_writer_close(ax_axd_writer_t *w) {
     put32(hdr + 8, AXD_VERSION);
     put32(hdr + 12, w->vocab);
     put32(hdr + 16, w->width);
-    put32(hdr + 20, 0);
+    /* 0 for axmem's 256, so such files stay byte-identical to those written before */
+    put32(hdr + 20, w->eot == AX_TOK_EOT ? 0 : (uint32_t)w->eot + 1);
     put64(hdr + 24, w->n_docs);
     put64(hdr + 32, w->n_tokens);
     put64(hdr + 40, XXH3_64bits_digest(hs));

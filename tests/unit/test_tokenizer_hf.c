@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/axd.h"
 #include "data/hf_pretok.h"
 #include "data/tok_internal.h"
 #include "data/tokenizer.h"
@@ -281,4 +282,44 @@ Test(tokenizer_hf, refusals) {
     expect_refused("{" BL ",\"model\":{\"type\":\"BPE\"," VOC ",\"merges\":[]}}", "end-of-text");
     expect_refused("{" ADDED "," BL ",\"model\":{\"type\":\"BPE\"," VOC ",\"merges\":[", "JSON");
     expect_refused("{\"model\": 3", "");
+}
+
+/* datasets record a tokenizer.json's end-of-text id; axmem's 256 leaves the header as before */
+Test(tokenizer_hf, axd_records_eot) {
+    ax_tokenizer_t *t;
+    cr_assert_eq(ax_tokenizer_load(FIX "gpt2.json", &t), AX_OK, "%s", ax_error_msg());
+    int32_t eot = ax_tokenizer_eot(t);
+    cr_assert_eq(eot, 0);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/axmem_test_%d_eot.axd", (int)getpid());
+    for (int pass = 0; pass < 2; pass++) {
+        ax_axd_writer_t *w;
+        cr_assert_eq(ax_axd_writer_create(path, (uint32_t)ax_tokenizer_vocab_size(t), &w), AX_OK);
+        ax_axd_writer_set_tokenizer(w, ax_tokenizer_checksum(t));
+        if (pass == 0) cr_assert_eq(ax_axd_writer_set_eot(w, eot), AX_OK);
+        cr_assert_eq(ax_axd_writer_set_eot(w, ax_tokenizer_vocab_size(t)), AX_ERR_ARG);
+        int32_t *ids;
+        size_t m;
+        cr_assert_eq(ax_tokenizer_encode(t, (const uint8_t *)"one doc", 7, &ids, &m), AX_OK);
+        cr_assert_eq(ax_axd_writer_add_doc(w, ids, m), AX_OK);
+        cr_assert_eq(ax_axd_writer_add_doc(w, ids, m), AX_OK);
+        free(ids);
+        cr_assert_eq(ax_axd_writer_close(w), AX_OK);
+        ax_axd_t *d;
+        cr_assert_eq(ax_axd_open(path, AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+        int32_t want = pass == 0 ? eot : AX_TOK_EOT;
+        cr_assert_eq(ax_axd_eot(d), want);
+        cr_assert_eq(ax_axd_n_tokens(d), 2 * (m + 1));
+        cr_assert_eq(ax_axd_token(d, m), (uint32_t)want);
+        cr_assert_eq(ax_axd_token(d, 2 * m + 1), (uint32_t)want);
+        /* a dataset ending documents with 256 was not encoded with this tokenizer */
+        ax_error_clear();
+        cr_assert_eq(ax_axd_check_tokenizer(d, t, "gpt2.json"),
+                     pass == 0 ? AX_OK : AX_ERR_MISMATCH);
+        if (pass)
+            cr_assert(strstr(ax_error_msg(), "ends documents with token 0"), "%s", ax_error_msg());
+        ax_axd_free(d);
+    }
+    unlink(path);
+    ax_tokenizer_free(t);
 }
