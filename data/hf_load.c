@@ -51,6 +51,19 @@ static long bytelevel_decode(const uint32_t u2b[324], const char *s, size_t len,
     return (long)o;
 }
 
+/* the byte of a "<0xNN>" byte-fallback token (hex digits upper case), else -1 */
+static int byte_token(const uint8_t *s, size_t l) {
+    if (l != 6 || memcmp(s, "<0x", 3) || s[5] != '>') return -1;
+    int v = 0;
+    for (int k = 3; k < 5; k++) {
+        int c = s[k];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = 16 * v + d;
+    }
+    return v;
+}
+
 /* ---- string map ---- */
 static int strmap_init(ax_hf_strmap *m, size_t n) {
     uint64_t cap = 16;
@@ -540,15 +553,13 @@ static ax_status load(ctx *c, const ax_json *root, const uint8_t *bytes, size_t 
             t->tok_off[i] = o;
             const uint8_t *s = disp[i];
             size_t l = dlen[i];
-            unsigned bv;
-            char tail;
+            int bv;
             if (!s) {
                 /* an id no string names: decodes to nothing */
             } else if (is_added[i] || h->bytelevel) {
                 memcpy(t->tok_bytes + o, s, l);
                 o += l;
-            } else if (h->byte_fallback && l == 6 &&
-                       sscanf((const char *)s, "<0x%2X%c", &bv, &tail) == 2 && tail == '>') {
+            } else if (h->byte_fallback && (bv = byte_token(s, l)) >= 0) {
                 t->tok_bytes[o++] = (uint8_t)bv;
             } else {
                 for (size_t q = 0; q < l;) {
