@@ -43,6 +43,11 @@ TEXTS = [
     "a",
     "\n",
     "'s 'S 'll 'LL 'Ve",
+    "<|endoftext|><|endoftext|>x<s></s>\t<unk>",
+    "combining: cafe\u0301 n\u0303 \u0928\u093f\u0930 skin \U0001F44D\U0001F3FD flags \U0001F1EF\U0001F1F5",
+    "x''s ' ''  !!! ?!... ---->>> (a) [b] {c} \\ / 1,234.56 0x1F 12ab34 ab12cd",
+    "\r\r\n\n  \t x\u00a0\u00a0y \u2028z\u0085w\x0b\x0cv",
+    "a" * 300 + " " + "ab" * 150 + " " + "the " * 40 + "\u4e2d" * 50,
 ]
 
 GPT2_RE = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
