@@ -11,6 +11,7 @@
 
 #include "data/axd.h"
 #include "data/hf_pretok.h"
+#include "data/split.h"
 #include "data/tok_internal.h"
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
@@ -321,5 +322,46 @@ Test(tokenizer_hf, axd_records_eot) {
         ax_axd_free(d);
     }
     unlink(path);
+    ax_tokenizer_free(t);
+}
+
+/* data split re-appends each document's end-of-text: it must be the input's, not 256 */
+Test(tokenizer_hf, split_keeps_eot) {
+    ax_tokenizer_t *t;
+    cr_assert_eq(ax_tokenizer_load(FIX "llama3.json", &t), AX_OK, "%s", ax_error_msg());
+    char in[64], a[64], b[64];
+    snprintf(in, sizeof in, "/tmp/axmem_test_%d_in.axd", (int)getpid());
+    snprintf(a, sizeof a, "/tmp/axmem_test_%d_a.axd", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/axmem_test_%d_b.axd", (int)getpid());
+    ax_axd_writer_t *w;
+    cr_assert_eq(ax_axd_writer_create(in, (uint32_t)ax_tokenizer_vocab_size(t), &w), AX_OK);
+    cr_assert_eq(ax_axd_writer_set_eot(w, ax_tokenizer_eot(t)), AX_OK);
+    for (int d = 0; d < 40; d++) {
+        char text[64];
+        snprintf(text, sizeof text, "document number %d says %d things", d, d * 7919);
+        int32_t *ids;
+        size_t m;
+        cr_assert_eq(ax_tokenizer_encode(t, (const uint8_t *)text, strlen(text), &ids, &m), AX_OK);
+        cr_assert_eq(ax_axd_writer_add_doc(w, ids, m), AX_OK);
+        free(ids);
+    }
+    cr_assert_eq(ax_axd_writer_close(w), AX_OK);
+    ax_split_config c = {.holdout = 0.25, .seed = 1, .ngram = 50};
+    ax_split_result r;
+    cr_assert_eq(ax_data_split(in, a, b, &c, &r), AX_OK, "%s", ax_error_msg());
+    const char *outs[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        ax_axd_t *d;
+        cr_assert_eq(ax_axd_open(outs[k], AX_AXD_VERIFY, &d), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ax_axd_eot(d), ax_tokenizer_eot(t));
+        cr_assert_gt(ax_axd_n_docs(d), 0);
+        const uint64_t *off = ax_axd_doc_offsets(d);
+        for (uint64_t i = 0; i < ax_axd_n_docs(d); i++)
+            cr_assert_eq(ax_axd_token(d, off[i + 1] - 1), (uint32_t)ax_tokenizer_eot(t));
+        ax_axd_free(d);
+    }
+    unlink(in);
+    unlink(a);
+    unlink(b);
     ax_tokenizer_free(t);
 }
