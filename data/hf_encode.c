@@ -1,5 +1,6 @@
 /* Encoding with a tokenizer.json: added tokens, normalizer, pre-tokenizer, BPE by rank
  * (data/hf_tok.h has the pipeline), with a per-thread cache of piece -> ids. */
+#include "data/hf_nfc.h"
 #include "data/hf_pretok.h"
 #include "data/hf_tok.h"
 #include "data/tok_internal.h"
@@ -223,12 +224,26 @@ static const uint8_t *normalize(const ax_hf *h, ax_hf_cache *c, const uint8_t *s
     for (int k = 0; k < h->n_norm; k++) {
         const ax_hf_norm_op *op = &h->norm[k];
         vec *dst = bufs[which];
-        size_t bound =
-            op->prepend ? n + op->a_len : n + (n / (op->a_len ? op->a_len : 1) + 1) * op->b_len;
+        if (op->kind == AX_HF_NORM_NFC) {
+            if (ax_hf_nfc_trivial(cur, n)) continue;
+            uint8_t *nb;
+            size_t nl;
+            if (!ax_hf_nfc(cur, n, &nb, &nl)) return NULL;
+            free(dst->p); /* take the result as this buffer */
+            dst->p = nb;
+            dst->cap = nl + 1;
+            cur = nb;
+            n = nl;
+            which ^= 1;
+            continue;
+        }
+        size_t bound = op->kind == AX_HF_NORM_PREPEND
+                           ? n + op->a_len
+                           : n + (n / (op->a_len ? op->a_len : 1) + 1) * op->b_len;
         if (!vec_fit(dst, bound + 1, 1)) return NULL;
         uint8_t *d = dst->p;
         size_t o = 0;
-        if (op->prepend) {
+        if (op->kind == AX_HF_NORM_PREPEND) {
             if (n) {
                 memcpy(d, op->a, op->a_len);
                 memcpy(d + op->a_len, cur, n);

@@ -145,13 +145,13 @@ static ax_status unsupported(const ctx *c, const char *what, const char *name) {
                      name ? name : "(no type)");
 }
 
-static ax_status add_norm(ctx *c, int prepend, const char *a, const char *b) {
+static ax_status add_norm(ctx *c, int kind, const char *a, const char *b) {
     ax_hf *h = c->h;
     ax_hf_norm_op *n = realloc(h->norm, (size_t)(h->n_norm + 1) * sizeof *n);
     if (!n) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", c->path);
     h->norm = n;
     ax_hf_norm_op *op = &n[h->n_norm++];
-    *op = (ax_hf_norm_op){prepend, strdup(a), strdup(b ? b : ""), strlen(a), b ? strlen(b) : 0};
+    *op = (ax_hf_norm_op){kind, strdup(a), strdup(b ? b : ""), strlen(a), b ? strlen(b) : 0};
     if (!op->a || !op->b) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", c->path);
     return AX_OK;
 }
@@ -170,11 +170,12 @@ static ax_status parse_normalizer(ctx *c, const ax_json *n, int depth) {
         for (size_t i = 0; i < l->n; i++) AX_CHECK(parse_normalizer(c, l->items[i], 1));
         return AX_OK;
     }
+    if (!strcmp(t, "NFC")) return add_norm(c, AX_HF_NORM_NFC, "", NULL);
     if (!strcmp(t, "Prepend")) {
         const char *p = str_of(n, "prepend");
         if (!p)
             return ax_errorf(AX_ERR_CORRUPT, "%s: Prepend normalizer without \"prepend\"", c->path);
-        return add_norm(c, 1, p, NULL);
+        return add_norm(c, AX_HF_NORM_PREPEND, p, NULL);
     }
     if (!strcmp(t, "Replace")) {
         const ax_json *pat = ax_json_get(n, "pattern");
@@ -184,7 +185,7 @@ static ax_status parse_normalizer(ctx *c, const ax_json *n, int depth) {
             return ax_errorf(AX_ERR_CORRUPT,
                              "%s: Replace normalizer without \"pattern\"/\"content\"", c->path);
         if (!s || !*s) return unsupported(c, "normalizer", "Replace with a Regex pattern");
-        return add_norm(c, 0, s, content);
+        return add_norm(c, AX_HF_NORM_REPLACE, s, content);
     }
     return unsupported(c, "normalizer", t);
 }
@@ -289,8 +290,11 @@ static ax_status load(ctx *c, const ax_json *root, const uint8_t *bytes, size_t 
     AX_CHECK(parse_normalizer(c, ax_json_get(root, "normalizer"), 0));
     int seen_split = 0;
     AX_CHECK(parse_pretok(c, ax_json_get(root, "pre_tokenizer"), 0, &seen_split));
-    if (h->bytelevel && (h->n_norm || h->byte_fallback))
-        return unsupported(c, "combination", "ByteLevel with a normalizer or byte_fallback");
+    int only_nfc = 1;
+    for (int i = 0; i < h->n_norm; i++) only_nfc &= h->norm[i].kind == AX_HF_NORM_NFC;
+    if (h->bytelevel && (!only_nfc || h->byte_fallback))
+        return unsupported(c, "combination",
+                           "ByteLevel with a Prepend/Replace normalizer or byte_fallback");
     if (h->regex && !h->bytelevel)
         return unsupported(c, "pre_tokenizer", "a Split regex without ByteLevel");
 
@@ -325,7 +329,9 @@ static ax_status load(ctx *c, const ax_json *root, const uint8_t *bytes, size_t 
                              path, i);
         if (is_true(a, "lstrip") || is_true(a, "rstrip") || is_true(a, "single_word"))
             return unsupported(c, "added token option (lstrip/rstrip/single_word)", content);
-        if (is_true(a, "normalized") && h->n_norm)
+        /* matched on the raw text: the same as after NFC for contents NFC keeps (all of
+         * GPT-NeoX's), not after Prepend/Replace */
+        if (is_true(a, "normalized") && !only_nfc)
             return unsupported(c, "added token matched after normalization", content);
         if (id > max_id) max_id = id;
         total += strlen(content);
@@ -352,12 +358,14 @@ static ax_status load(ctx *c, const ax_json *root, const uint8_t *bytes, size_t 
     /* space stand-in of Metaspace / the Replace normalizer, shown as a space */
     const char *sp_rep = h->meta ? h->meta_rep : NULL;
     for (int i = 0; i < h->n_norm; i++)
-        if (!h->norm[i].prepend && !strcmp(h->norm[i].a, " ")) sp_rep = h->norm[i].b;
+        if (h->norm[i].kind == AX_HF_NORM_REPLACE && !strcmp(h->norm[i].a, " "))
+            sp_rep = h->norm[i].b;
     h->strip_lead_space = 0;
     if (sp_rep) {
         if (h->meta && h->meta_prepend != AX_HF_META_NEVER) h->strip_lead_space = 1;
         for (int i = 0; i < h->n_norm; i++)
-            if (h->norm[i].prepend && !strcmp(h->norm[i].a, sp_rep)) h->strip_lead_space = 1;
+            if (h->norm[i].kind == AX_HF_NORM_PREPEND && !strcmp(h->norm[i].a, sp_rep))
+                h->strip_lead_space = 1;
     }
     size_t sp_len = sp_rep ? strlen(sp_rep) : 0;
     size_t ao = 0;

@@ -1,7 +1,7 @@
 /* Internals of the Hugging Face tokenizer.json kind of ax_tokenizer_t (BPE models only):
  * what hf_load.c reads from the JSON and hf_encode.c applies. The pipeline per text:
  *   1. added tokens (special or not) are cut out first, leftmost-longest;
- *   2. each remaining segment is normalized (Prepend / Replace string ops, in order);
+ *   2. each remaining segment is normalized (NFC, Prepend, Replace string ops, in order);
  *   3. pre-tokenized: a Split / ByteLevel regex (GPT-2 or Llama-3, data/hf_pretok.h), with
  *      ByteLevel's optional prefix space, or Metaspace (spaces -> replacement, prepend
  *      always / first segment / never, optional split before each replacement);
@@ -17,8 +17,9 @@
 
 enum { AX_HF_META_NEVER = 0, AX_HF_META_ALWAYS = 1, AX_HF_META_FIRST = 2 };
 
+enum { AX_HF_NORM_REPLACE = 0, AX_HF_NORM_PREPEND = 1, AX_HF_NORM_NFC = 2 };
 typedef struct {
-    int prepend; /* 1: prepend `a` when non-empty; 0: replace every `a` by `b` */
+    int kind; /* AX_HF_NORM_*: prepend `a` when non-empty; replace every `a` by `b`; NFC */
     char *a, *b;
     size_t a_len, b_len;
 } ax_hf_norm_op;

@@ -6,6 +6,8 @@ Trains tiny BPE tokenizers with the `tokenizers` library (pip install tokenizers
 bundled text, no downloads:
   gpt2.json      byte-level BPE, ByteLevel pre-tokenizer (GPT-2 / GPT-NeoX regex)
   gpt2_prefix.json  the same model with add_prefix_space = true
+  neox.json      GPT-NeoX / Pythia style: byte-level BPE behind an NFC normalizer, with an
+                 added (normalized, not special) run-of-spaces token
   llama3.json    byte-level BPE behind a Split pre-tokenizer with the Llama-3 regex,
                  ignore_merges = true
   llama2.json    byte-fallback BPE with the Llama-2 (SentencePiece-converted) normalizer:
@@ -19,7 +21,7 @@ import json
 import os
 import sys
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "tokenizers")
 
@@ -47,6 +49,8 @@ TEXTS = [
     "combining: cafe\u0301 n\u0303 \u0928\u093f\u0930 skin \U0001F44D\U0001F3FD flags \U0001F1EF\U0001F1F5",
     "x''s ' ''  !!! ?!... ---->>> (a) [b] {c} \\ / 1,234.56 0x1F 12ab34 ab12cd",
     "\r\r\n\n  \t x\u00a0\u00a0y \u2028z\u0085w\x0b\x0cv",
+    "NFC: cafe\u0301 A\u030a \u212b \u1100\u1161\u11a8 \uac00\u11a8 \u0344 a\u0328\u0301 a\u0301\u0328 "
+    "\u0b47\u0b3e \u1e0b\u0323 q\u0307\u0323 \u00c5\u0301 \u0958 e\u0301\u0301 \u2126 x          y",
     "a" * 300 + " " + "ab" * 150 + " " + "the " * 40 + "\u4e2d" * 50,
 ]
 
@@ -67,6 +71,18 @@ def bytelevel(specials, vocab_size=420):
 
 def gpt2():
     return bytelevel(["<|endoftext|>", "<|pad|>"])
+
+
+def neox():
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tr = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>", "<|padding|>"],
+                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([TRAIN], tr)
+    tok.add_tokens([AddedToken("        ", normalized=True)])
+    return tok
 
 
 def llama3():
@@ -116,7 +132,7 @@ def main():
     g = gpt2()
     gp = Tokenizer.from_str(g.to_str())
     gp.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-    toks = {"gpt2": g, "gpt2_prefix": gp, "llama3": llama3(), "llama2": llama2(False),
+    toks = {"gpt2": g, "gpt2_prefix": gp, "neox": neox(), "llama3": llama3(), "llama2": llama2(False),
             "llama2_meta": llama2(True)}
     for name, tok in toks.items():
         with open(os.path.join(OUT, name + ".json"), "w", encoding="utf-8") as f:

@@ -134,6 +134,9 @@ static void check_fixture(const char *name, int check_decode, int32_t want_eot) 
 Test(tokenizer_hf, gpt2_bytelevel) {
     check_fixture("gpt2", 1, 0);
 }
+Test(tokenizer_hf, neox_nfc) {
+    check_fixture("neox", 1, 0);
+}
 Test(tokenizer_hf, gpt2_add_prefix_space) {
     check_fixture("gpt2_prefix", 1, 0);
 }
