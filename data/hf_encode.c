@@ -318,8 +318,9 @@ static int encode_segment(const ax_hf *h, ax_hf_cache *c, const uint8_t *seg, si
     }
     if (!h->regex) return bpe_piece(h, c, s, m, out);
     for (size_t i = 0; i < m;) {
-        size_t j =
-            h->regex == AX_HF_RE_GPT2 ? ax_hf_match_gpt2(s, m, i) : ax_hf_match_llama3(s, m, i);
+        size_t j = h->regex == AX_HF_RE_GPT2
+                       ? ax_hf_match_gpt2(s, m, i)
+                       : ax_hf_match_llama3(s, m, i, h->regex == AX_HF_RE_QWEN2 ? 1 : 3);
         if (!bpe_piece(h, c, s + i, j - i, out)) return 0;
         i = j;
     }

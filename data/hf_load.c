@@ -217,6 +217,8 @@ static ax_status parse_pretok(ctx *c, const ax_json *p, int depth, int *seen_spl
             h->regex = AX_HF_RE_GPT2;
         else if (!strcmp(re, ax_hf_re_llama3))
             h->regex = AX_HF_RE_LLAMA3;
+        else if (!strcmp(re, ax_hf_re_qwen2))
+            h->regex = AX_HF_RE_QWEN2;
         else
             return unsupported(c, "Split pre_tokenizer regex", re);
         if (!beh || strcmp(beh, "Isolated") || is_true(p, "invert"))

@@ -7,6 +7,9 @@ const char ax_hf_re_llama3[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+const char ax_hf_re_qwen2[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+                              "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 int ax_hf_ucls(uint32_t cp) {
     if (cp < 0x80) { /* fast path */
         if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') return 1;
@@ -133,7 +136,7 @@ static inline int is_crlf(uint8_t b) {
     return b == '\r' || b == '\n';
 }
 
-size_t ax_hf_match_llama3(const uint8_t *p, size_t n, size_t i) {
+size_t ax_hf_match_llama3(const uint8_t *p, size_t n, size_t i, int max_digits) {
     if (p[i] == '\'') {
         size_t e = contraction(p, n, i, 1);
         if (e) return e;
@@ -149,7 +152,7 @@ size_t ax_hf_match_llama3(const uint8_t *p, size_t n, size_t i) {
     /* \p{N}{1,3} */
     if (c == C_NUMBER) {
         size_t j = i + l;
-        for (int k = 1; k < 3 && j < n && cls_at(p, n, j, &l) == C_NUMBER; k++) j += l;
+        for (int k = 1; k < max_digits && j < n && cls_at(p, n, j, &l) == C_NUMBER; k++) j += l;
         return j;
     }
     /* ' ?[^\s\p{L}\p{N}]+[\r\n]*' */

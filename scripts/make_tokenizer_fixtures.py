@@ -10,6 +10,7 @@ bundled text, no downloads:
                  added (normalized, not special) run-of-spaces token
   llama3.json    byte-level BPE behind a Split pre-tokenizer with the Llama-3 regex,
                  ignore_merges = true
+  qwen2.json     the Qwen2 variant: NFC + Split with Llama-3's regex but single digits
   llama2.json    byte-fallback BPE with the Llama-2 (SentencePiece-converted) normalizer:
                  Prepend("▁") + Replace(" ", "▁"), <0xNN> byte tokens
   llama2_meta.json  the same model with the newer Metaspace pre-tokenizer instead
@@ -85,13 +86,19 @@ def neox():
     return tok
 
 
-def llama3():
-    tok = Tokenizer(models.BPE(ignore_merges=True))
+QWEN2_RE = LLAMA3_RE.replace(r"\p{N}{1,3}", r"\p{N}")
+
+
+def llama3(qwen=False):
+    tok = Tokenizer(models.BPE(ignore_merges=not qwen))
+    if qwen:
+        tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(LLAMA3_RE), behavior="isolated", invert=False),
+        pre_tokenizers.Split(Regex(QWEN2_RE if qwen else LLAMA3_RE), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    tr = trainers.BpeTrainer(vocab_size=440, special_tokens=["<|begin_of_text|>", "<|end_of_text|>"],
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] if qwen else ["<|begin_of_text|>", "<|end_of_text|>"]
+    tr = trainers.BpeTrainer(vocab_size=440, special_tokens=specials,
                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator([TRAIN], tr)
     return tok
@@ -132,7 +139,7 @@ def main():
     g = gpt2()
     gp = Tokenizer.from_str(g.to_str())
     gp.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-    toks = {"gpt2": g, "gpt2_prefix": gp, "neox": neox(), "llama3": llama3(), "llama2": llama2(False),
+    toks = {"gpt2": g, "gpt2_prefix": gp, "neox": neox(), "llama3": llama3(), "qwen2": llama3(True), "llama2": llama2(False),
             "llama2_meta": llama2(True)}
     for name, tok in toks.items():
         with open(os.path.join(OUT, name + ".json"), "w", encoding="utf-8") as f:

@@ -31,8 +31,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
             ax_bpe_trainer_free(tr);
         }
         /* tokenizer.json seeds: the committed fixtures of each kind */
-        const char *hf[] = {"gpt2", "neox", "llama3", "llama2", "llama2_meta"};
-        for (int k = 0; k < 5; k++) {
+        const char *hf[] = {"gpt2", "neox", "llama3", "qwen2", "llama2", "llama2_meta"};
+        for (int k = 0; k < 6; k++) {
             char src[256], name[64];
             snprintf(src, sizeof src, "tests/fixtures/tokenizers/%s.json", hf[k]);
             snprintf(name, sizeof name, "%s.json", hf[k]);

@@ -143,6 +143,9 @@ Test(tokenizer_hf, gpt2_add_prefix_space) {
 Test(tokenizer_hf, llama3_split_regex) {
     check_fixture("llama3", 1, 1);
 }
+Test(tokenizer_hf, qwen2_nfc_single_digits) {
+    check_fixture("qwen2", 1, 0);
+}
 Test(tokenizer_hf, llama2_byte_fallback) {
     check_fixture("llama2", 1, 2);
 }
@@ -193,13 +196,15 @@ Test(tokenizer_hf, regex_pieces) {
         {AX_HF_RE_LLAMA3, "x \n\n  \ny", {"x", " \n\n  \n", "y"}},
         {AX_HF_RE_LLAMA3, "WE'LL ,\n", {"WE", "'LL", " ,\n"}},
         {AX_HF_RE_LLAMA3, "\tword", {"\tword"}},
+        {AX_HF_RE_QWEN2, "x1234", {"x", "1", "2", "3", "4"}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         const uint8_t *p = (const uint8_t *)cases[c].s;
         size_t n = strlen(cases[c].s), i = 0, k = 0;
         while (i < n) {
-            size_t j = cases[c].re == AX_HF_RE_GPT2 ? ax_hf_match_gpt2(p, n, i)
-                                                    : ax_hf_match_llama3(p, n, i);
+            size_t j = cases[c].re == AX_HF_RE_GPT2
+                           ? ax_hf_match_gpt2(p, n, i)
+                           : ax_hf_match_llama3(p, n, i, cases[c].re == AX_HF_RE_QWEN2 ? 1 : 3);
             const char *want = cases[c].pieces[k++];
             cr_assert_not_null(want, "case %zu: extra piece at %zu", c, i);
             cr_assert(j - i == strlen(want) && !memcmp(p + i, want, j - i),
