@@ -268,17 +268,30 @@ static const uint8_t *normalize(const ax_hf *h, ax_hf_cache *c, const uint8_t *s
     return cur;
 }
 
-static int encode_segment(const ax_hf *h, ax_hf_cache *c, const uint8_t *seg, size_t n,
-                          int at_start, vec *out) {
-    if (!n) return 1;
-    size_t m;
-    const uint8_t *s = normalize(h, c, seg, n, &m);
-    if (!s) return 0;
+/* the longest added token of the given pass (normalized or not) at p[i], or NULL */
+static const ax_hf_added *added_at(const ax_hf *h, const uint8_t *p, size_t n, size_t i,
+                                   int normalized) {
+    for (int k = h->first_added[p[i]]; k < h->first_added[p[i] + 1]; k++) {
+        const ax_hf_added *a = &h->added[k];
+        if (a->normalized == normalized && a->len <= n - i && !memcmp(p + i, a->bytes, a->len))
+            return a; /* longest first */
+    }
+    return NULL;
+}
+
+static int in_vec(const vec *v, const uint8_t *s) {
+    return v->p && s >= (const uint8_t *)v->p && s < (const uint8_t *)v->p + v->cap;
+}
+
+/* pre-tokenizes normalized text and applies BPE to each piece */
+static int pretok_bpe(const ax_hf *h, ax_hf_cache *c, const uint8_t *s, size_t m, int at_start,
+                      vec *out) {
+    if (!m) return 1;
     if (h->meta) {
         /* spaces -> replacement, maybe prepend one, maybe split before each replacement */
         const char *r = h->meta_rep;
         size_t rl = h->meta_rep_len;
-        vec *dst = s == c->norm.p ? &c->norm2 : &c->norm;
+        vec *dst = in_vec(&c->norm, s) ? &c->norm2 : &c->norm;
         if (!vec_fit(dst, m * rl + rl + 1, 1)) return 0;
         uint8_t *d = dst->p;
         size_t o = 0;
@@ -308,7 +321,7 @@ static int encode_segment(const ax_hf *h, ax_hf_cache *c, const uint8_t *seg, si
         return bpe_piece(h, c, d + st, o - st, out);
     }
     if (h->bytelevel && h->prefix_space && s[0] != ' ') {
-        vec *dst = s == c->norm.p ? &c->norm2 : &c->norm;
+        vec *dst = in_vec(&c->norm, s) ? &c->norm2 : &c->norm;
         if (!vec_fit(dst, m + 1, 1)) return 0;
         uint8_t *d = dst->p;
         d[0] = ' ';
@@ -327,6 +340,30 @@ static int encode_segment(const ax_hf *h, ax_hf_cache *c, const uint8_t *seg, si
     return 1;
 }
 
+/* one segment between the first pass's added tokens: normalize, cut out the normalized added
+ * tokens (Metaspace's "first" is the piece at offset 0 of the whole text) */
+static int encode_segment(const ax_hf *h, ax_hf_cache *c, const uint8_t *seg, size_t n,
+                          int at_start, vec *out) {
+    if (!n) return 1;
+    size_t m;
+    const uint8_t *s = normalize(h, c, seg, n, &m);
+    if (!s) return 0;
+    if (!h->n_added_normalized) return pretok_bpe(h, c, s, m, at_start, out);
+    size_t g = 0;
+    for (size_t i = 0; i < m;) {
+        const ax_hf_added *hit = added_at(h, s, m, i, 1);
+        if (!hit) {
+            i++;
+            continue;
+        }
+        if (!pretok_bpe(h, c, s + g, i - g, at_start && g == 0, out) || !push_ids(out, &hit->id, 1))
+            return 0;
+        i += hit->len;
+        g = i;
+    }
+    return pretok_bpe(h, c, s + g, m - g, at_start && g == 0, out);
+}
+
 ax_status ax_hf_encode(const ax_tokenizer_t *t, ax_hf_cache *c, const uint8_t *p, size_t n,
                        int32_t **out, size_t *n_out) {
     *out = NULL;
@@ -336,14 +373,7 @@ ax_status ax_hf_encode(const ax_tokenizer_t *t, ax_hf_cache *c, const uint8_t *p
     int ok = vec_fit(&o, n + 16, sizeof(int32_t));
     size_t seg = 0;
     for (size_t i = 0; i < n && ok;) {
-        const ax_hf_added *hit = NULL;
-        for (int k = h->first_added[p[i]]; k < h->first_added[p[i] + 1]; k++) {
-            const ax_hf_added *a = &h->added[k];
-            if (a->len <= n - i && !memcmp(p + i, a->bytes, a->len)) {
-                hit = a; /* longest first */
-                break;
-            }
-        }
+        const ax_hf_added *hit = added_at(h, p, n, i, 0);
         if (!hit) {
             i++;
             continue;

@@ -1,6 +1,7 @@
 /* Reading a Hugging Face tokenizer.json (BPE models) into an ax_tokenizer_t: the supported
  * normalizers, pre-tokenizers and model options are listed in data/hf_tok.h; anything else is
  * refused with a message naming the file and the component. */
+#include "data/hf_nfc.h"
 #include "data/hf_pretok.h"
 #include "data/hf_tok.h"
 #include "data/tok_internal.h"
@@ -331,8 +332,8 @@ static ax_status load(ctx *c, const ax_json *root, const uint8_t *bytes, size_t 
                              path, i);
         if (is_true(a, "lstrip") || is_true(a, "rstrip") || is_true(a, "single_word"))
             return unsupported(c, "added token option (lstrip/rstrip/single_word)", content);
-        /* matched on the raw text: the same as after NFC for contents NFC keeps (all of
-         * GPT-NeoX's), not after Prepend/Replace */
+        /* matched after normalization: NFC is supported (GPT-NeoX's run-of-spaces tokens),
+         * Prepend/Replace would have to apply to the token's content as well */
         if (is_true(a, "normalized") && !only_nfc)
             return unsupported(c, "added token matched after normalization", content);
         if (id > max_id) max_id = id;
@@ -500,6 +501,19 @@ static ax_status load(ctx *c, const ax_json *root, const uint8_t *bytes, size_t 
         memcpy(e->bytes, c1->str, c1->str_len);
         e->len = c1->str_len;
         e->id = (int32_t)ax_json_get(a, "id")->num;
+        e->normalized = is_true(a, "normalized");
+        h->n_added_normalized += e->normalized;
+        if (e->normalized && h->n_norm && !ax_hf_nfc_trivial((const uint8_t *)e->bytes, e->len)) {
+            uint8_t *nb; /* matched against NFC text: match the NFC form */
+            size_t nl;
+            if (!ax_hf_nfc((const uint8_t *)e->bytes, e->len, &nb, &nl)) {
+                st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+                goto fail;
+            }
+            free(e->bytes);
+            e->bytes = (char *)nb;
+            e->len = nl;
+        }
     }
     for (int i = 1; i < h->n_added; i++) /* insertion sort: few entries */
         for (int j = i; j > 0; j--) {

@@ -1,7 +1,10 @@
 /* Internals of the Hugging Face tokenizer.json kind of ax_tokenizer_t (BPE models only):
  * what hf_load.c reads from the JSON and hf_encode.c applies. The pipeline per text:
- *   1. added tokens (special or not) are cut out first, leftmost-longest;
- *   2. each remaining segment is normalized (NFC, Prepend, Replace string ops, in order);
+ *   1. added tokens (special or not) not marked "normalized" are cut out first,
+ *      leftmost-longest;
+ *   2. each remaining segment is normalized (NFC, Prepend, Replace string ops, in order) and
+ *      the "normalized" added tokens are cut out of it the same way (allowed with no
+ *      normalizer or NFC only);
  *   3. pre-tokenized: a Split / ByteLevel regex (GPT-2 or Llama-3, data/hf_pretok.h), with
  *      ByteLevel's optional prefix space, or Metaspace (spaces -> replacement, prepend
  *      always / first segment / never, optional split before each replacement);
@@ -25,9 +28,10 @@ typedef struct {
 } ax_hf_norm_op;
 
 typedef struct {
-    char *bytes;
+    char *bytes; /* the content (NFC-normalized for a normalized token under NFC) */
     size_t len;
     int32_t id;
+    int normalized; /* matched in the normalized segments, after the others (second pass) */
 } ax_hf_added;
 
 /* string -> id, open addressing over XXH3; keys point into `strs` */
@@ -65,7 +69,7 @@ typedef struct ax_hf {
     uint64_t mmask;
     /* added tokens, by first byte for matching */
     ax_hf_added *added;
-    int n_added;
+    int n_added, n_added_normalized;
     int32_t first_added[257]; /* added[first_added[c] .. first_added[c+1]) start with byte c */
     uint8_t *arena;           /* strings the maps point into */
 } ax_hf;

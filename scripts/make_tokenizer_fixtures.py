@@ -6,8 +6,8 @@ Trains tiny BPE tokenizers with the `tokenizers` library (pip install tokenizers
 bundled text, no downloads:
   gpt2.json      byte-level BPE, ByteLevel pre-tokenizer (GPT-2 / GPT-NeoX regex)
   gpt2_prefix.json  the same model with add_prefix_space = true
-  neox.json      GPT-NeoX / Pythia style: byte-level BPE behind an NFC normalizer, with an
-                 added (normalized, not special) run-of-spaces token
+  neox.json      GPT-NeoX / Pythia style: byte-level BPE behind an NFC normalizer, with
+                 added (normalized, not special) tokens: a run of spaces, two more
   llama3.json    byte-level BPE behind a Split pre-tokenizer with the Llama-3 regex,
                  ignore_merges = true
   qwen2.json     the Qwen2 variant: NFC + Split with Llama-3's regex but single digits
@@ -51,7 +51,7 @@ TEXTS = [
     "x''s ' ''  !!! ?!... ---->>> (a) [b] {c} \\ / 1,234.56 0x1F 12ab34 ab12cd",
     "\r\r\n\n  \t x\u00a0\u00a0y \u2028z\u0085w\x0b\x0cv",
     "NFC: cafe\u0301 A\u030a \u212b \u1100\u1161\u11a8 \uac00\u11a8 \u0344 a\u0328\u0301 a\u0301\u0328 "
-    "\u0b47\u0b3e \u1e0b\u0323 q\u0307\u0323 \u00c5\u0301 \u0958 e\u0301\u0301 \u2126 x          y",
+    "\u0b47\u0b3e \u1e0b\u0323 q\u0307\u0323 \u00c5\u0301 \u0958 e\u0301\u0301 \u2126 x          y caf\u00e9! cafe\u0301! end<x",
     "a" * 300 + " " + "ab" * 150 + " " + "the " * 40 + "\u4e2d" * 50,
 ]
 
@@ -82,7 +82,10 @@ def neox():
     tr = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>", "<|padding|>"],
                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator([TRAIN], tr)
-    tok.add_tokens([AddedToken("        ", normalized=True)])
+    # normalized tokens are matched after the others, in NFC text: "end<" never wins over
+    # "<|endoftext|>" although it starts first; "e\u0301!" is matched in its NFC form
+    tok.add_tokens([AddedToken("        ", normalized=True), AddedToken("end<", normalized=True),
+                    AddedToken("e\u0301!", normalized=True)])
     return tok
 
 

@@ -103,7 +103,12 @@ static void check_fixture(const char *name, int check_decode, int32_t want_eot) 
         uint8_t *back;
         size_t bn;
         cr_assert_eq(ax_tokenizer_decode(t, ids, m, &back, &bn), AX_OK);
-        if (dec)
+        /* the library's decode replaces bytes that are not UTF-8 with U+FFFD (lossy); ours
+         * keeps the bytes. Its ByteLevel decoder also maps a non-special added token's text
+         * through the byte table (neox's "é!" comes out as byte 0xE9 + "!", hence U+FFFD);
+         * ours shows the text. Such texts are compared on ids only. */
+        int lossy = dec && memmem(dtxt[i], dlen[i], "\xEF\xBF\xBD", 3) != NULL;
+        if (dec && !lossy)
             cr_assert(bn == dlen[i] && !memcmp(back, dtxt[i], bn),
                       "%s text %zu: decode differs from the library's: [%.*s] vs [%.*s]", name, i,
                       (int)bn, back, (int)dlen[i], dtxt[i]);
