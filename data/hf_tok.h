@@ -74,6 +74,25 @@ typedef struct ax_hf {
     uint8_t *arena;           /* strings the maps point into */
 } ax_hf;
 
+/* ---- building (hf_vocab.c), called in this order by hf_load.c ---- */
+struct ax_json;
+typedef struct {
+    const uint8_t **disp; /* [V] what each id decodes to before the transforms below */
+    uint32_t *dlen;
+    const char *sp_rep; /* the space stand-in ("▁"), shown as a space; NULL if none */
+    uint32_t u2b[324];  /* GPT-2's unicode-to-byte table (256 = not a byte) */
+} ax_hf_strings;
+void ax_hf_strings_free(ax_hf_strings *s);
+/* vocab keys and the string map; the space stand-in and decode's leading-space rule */
+ax_status ax_hf_read_vocab(ax_hf *h, const struct ax_json *vocab, int V, size_t total,
+                           const char *path, ax_hf_strings *s);
+ax_status ax_hf_read_merges(ax_hf *h, const struct ax_json *merges, size_t total,
+                            const ax_hf_strings *s, const char *path);
+/* unk_token (NULL: none) and the 256 byte tokens */
+ax_status ax_hf_read_unk_bytes(ax_hf *h, const char *unk, const char *path);
+/* t->tok_off/tok_len/tok_bytes: the bytes each id decodes to (after the added tokens are read) */
+ax_status ax_hf_token_bytes(const ax_hf *h, ax_tokenizer_t *t, ax_hf_strings *s, const char *path);
+
 /* Parses tokenizer.json bytes into a tokenizer (hf set, token bytes filled, checksum = XXH3
  * of the bytes). `path` names the file in errors, each of which names the unsupported or
  * malformed component. */
@@ -91,14 +110,16 @@ ax_status ax_hf_encode(const ax_tokenizer_t *t, ax_hf_cache *c, const uint8_t *p
 static inline uint64_t ax_hf_pair_key(int32_t a, int32_t b) {
     return (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
 }
+static inline uint64_t ax_hf_pair_hash(uint64_t key) {
+    uint64_t x = key ^ (key >> 29);
+    x *= 0xbf58476d1ce4e5b9ULL;
+    return x ^ (x >> 32);
+}
 int32_t ax_hf_strmap_get(const ax_hf_strmap *m, const uint8_t *s, size_t n);
 /* rank of merging (a, b) (UINT32_MAX if none) and the merged id */
 static inline uint32_t ax_hf_merge_lookup(const ax_hf *h, int32_t a, int32_t b, int32_t *nw) {
     uint64_t key = ax_hf_pair_key(a, b);
-    uint64_t x = key ^ (key >> 29);
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 32;
-    for (uint64_t i = x & h->mmask;; i = (i + 1) & h->mmask) {
+    for (uint64_t i = ax_hf_pair_hash(key) & h->mmask;; i = (i + 1) & h->mmask) {
         if (h->mkeys[i] == key) {
             *nw = h->mnew[i];
             return h->mrank[i];
