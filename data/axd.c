@@ -263,7 +263,6 @@ uint64_t ax_axd_tokenizer_checksum(const ax_axd_t *d) {
 uint32_t ax_axd_eot(const ax_axd_t *d) {
     return d->eot;
 }
-
 ax_status ax_axd_check_tokenizer(const ax_axd_t *d, const ax_tokenizer_t *tok,
                                  const char *tok_path) {
     uint64_t want = d->tok_checksum, have = ax_tokenizer_checksum(tok);
@@ -278,6 +277,11 @@ ax_status ax_axd_check_tokenizer(const ax_axd_t *d, const ax_tokenizer_t *tok,
                          "with (%016llx): same vocabulary size, different merges; pass the "
                          "tokenizer the dataset was encoded with",
                          tok_path, (unsigned long long)have, d->path, (unsigned long long)want);
+    if ((uint32_t)ax_tokenizer_eot(tok) != d->eot)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "tokenizer %s ends documents with token %d but dataset %s with %u; pass "
+                         "the tokenizer the dataset was encoded with",
+                         tok_path, ax_tokenizer_eot(tok), d->path, d->eot);
     return AX_OK;
 }
 const char *ax_axd_path(const ax_axd_t *d) {

@@ -52,8 +52,8 @@ uint64_t ax_axd_n_tokens(const ax_axd_t *d);
 uint64_t ax_axd_checksum(const ax_axd_t *d);           /* payload XXH3: the dataset's identity */
 uint64_t ax_axd_tokenizer_checksum(const ax_axd_t *d); /* encoder's identity; 0 = unknown (v1) */
 uint32_t ax_axd_eot(const ax_axd_t *d); /* the id that ends every document (AX_TOK_EOT unless v3) */
-/* The tokenizer must be the one the dataset was encoded with: same vocabulary size and, when
- * the dataset records it, the same identity. Errors name both files. */
+/* The tokenizer must be the one the dataset was encoded with: same vocabulary size and
+ * end-of-text id and, when the dataset records it, the same identity. Errors name both files. */
 ax_status ax_axd_check_tokenizer(const ax_axd_t *d, const ax_tokenizer_t *tok,
                                  const char *tok_path);
 const char *ax_axd_path(const ax_axd_t *d);            /* as passed to ax_axd_open (for messages) */

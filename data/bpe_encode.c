@@ -2,6 +2,7 @@
  * rank-ordered merge application. Big inputs are cut at safe chunk boundaries into blocks
  * encoded by OpenMP threads, each with its own cache, and concatenated in order, so the
  * output never depends on the thread count. */
+#include "data/hf_tok.h"
 #include "data/pretok.h"
 #include "data/tok_internal.h"
 #include "lib/core/status.h"
@@ -160,7 +161,8 @@ struct ax_tok_encoder {
     const ax_tokenizer_t *t;
     int n_threads;
     size_t block;
-    cache **caches; /* per thread, created on first use */
+    cache **caches;          /* per thread, created on first use */
+    ax_hf_cache **hf_caches; /* the same for a tokenizer.json */
 };
 
 ax_status ax_tok_encoder_create(const ax_tokenizer_t *t, int n_threads, ax_tok_encoder_t **out) {
@@ -168,7 +170,9 @@ ax_status ax_tok_encoder_create(const ax_tokenizer_t *t, int n_threads, ax_tok_e
     ax_tok_encoder_t *e = calloc(1, sizeof *e);
     if (n_threads <= 0) n_threads = omp_get_max_threads();
     if (e) e->caches = calloc((size_t)n_threads, sizeof *e->caches);
-    if (!e || !e->caches) {
+    if (e) e->hf_caches = calloc((size_t)n_threads, sizeof *e->hf_caches);
+    if (!e || !e->caches || !e->hf_caches) {
+        if (e) free(e->caches);
         free(e);
         return ax_errorf(AX_ERR_NOMEM, "out of memory creating the encoder");
     }
@@ -181,8 +185,12 @@ ax_status ax_tok_encoder_create(const ax_tokenizer_t *t, int n_threads, ax_tok_e
 
 void ax_tok_encoder_free(ax_tok_encoder_t *e) {
     if (!e) return;
-    for (int i = 0; i < e->n_threads; i++) cache_free(e->caches[i]);
+    for (int i = 0; i < e->n_threads; i++) {
+        cache_free(e->caches[i]);
+        ax_hf_cache_free(e->hf_caches[i]);
+    }
     free(e->caches);
+    free(e->hf_caches);
     free(e);
 }
 
@@ -196,12 +204,37 @@ typedef struct {
     size_t n_out;
 } item;
 
+/* A tokenizer.json: documents in parallel, each encoded whole by one thread (its
+ * pre-tokenizers have no safe-split rule here, so a long document is not cut). */
+static ax_status encode_many_hf(ax_tok_encoder_t *e, size_t n_segs, const uint8_t *const *segs,
+                                const size_t *lens, int32_t **outs, size_t *n_outs) {
+    int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->n_threads) if (n_segs > 1)
+    for (size_t s = 0; s < n_segs; s++) {
+        int tid = omp_get_thread_num();
+        if (!e->hf_caches[tid]) e->hf_caches[tid] = ax_hf_cache_create();
+        if (!e->hf_caches[tid] || ax_hf_encode(e->t, e->hf_caches[tid], segs[s], lens[s], &outs[s],
+                                               &n_outs[s]) != AX_OK) {
+#pragma omp atomic write
+            failed = 1;
+        }
+    }
+    if (!failed) return AX_OK;
+    for (size_t s = 0; s < n_segs; s++) {
+        free(outs[s]);
+        outs[s] = NULL;
+        n_outs[s] = 0;
+    }
+    return ax_errorf(AX_ERR_NOMEM, "out of memory encoding");
+}
+
 ax_status ax_tok_encoder_encode_many(ax_tok_encoder_t *e, size_t n_segs, const uint8_t *const *segs,
                                      const size_t *lens, int32_t **outs, size_t *n_outs) {
     for (size_t s = 0; s < n_segs; s++) {
         outs[s] = NULL;
         n_outs[s] = 0;
     }
+    if (e->t->hf) return encode_many_hf(e, n_segs, segs, lens, outs, n_outs);
     /* cut every segment into blocks at safe chunk boundaries (serial, cheap) */
     size_t n_items = 0, cap = n_segs + 16;
     item *items = malloc(cap * sizeof *items);

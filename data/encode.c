@@ -176,6 +176,7 @@ ax_status ax_data_encode(const char *tok_path, const char *const *inputs, int n_
     AX_CHECK_GOTO(ax_tok_encoder_create(tok, threads, &enc), fail);
     AX_CHECK_GOTO(ax_axd_writer_create(out_path, (uint32_t)ax_tokenizer_vocab_size(tok), &w), fail);
     ax_axd_writer_set_tokenizer(w, ax_tokenizer_checksum(tok));
+    AX_CHECK_GOTO(ax_axd_writer_set_eot(w, ax_tokenizer_eot(tok)), fail);
     ax_data_progress pr;
     ax_data_progress_init(&pr, "encode", ax_input_bytes_total(in));
     uint64_t docs = 0, tokens = 0, text = 0;

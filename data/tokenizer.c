@@ -1,5 +1,6 @@
 /* The in-memory tokenizer: merge table, pair lookup, token bytes, decoding, and the
  * rank-ordered merge application shared by the encoder. */
+#include "data/hf_tok.h"
 #include "data/tok_internal.h"
 #include "lib/core/status.h"
 
@@ -16,6 +17,7 @@ ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *w
     if (!t) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory building the tokenizer", what);
     int V = AX_TOK_FIRST_MERGE + n_merges;
     t->vocab_size = V;
+    t->eot = AX_TOK_EOT;
     t->n_merges = n_merges;
     uint64_t cap = 16;
     while (cap < 2 * (uint64_t)n_merges + 2) cap <<= 1;
@@ -96,6 +98,7 @@ nomem:
 
 void ax_tokenizer_free(ax_tokenizer_t *t) {
     if (!t) return;
+    ax_hf_free(t->hf);
     free(t->merges);
     free(t->pair_keys);
     free(t->pair_vals);
@@ -110,6 +113,12 @@ int ax_tokenizer_vocab_size(const ax_tokenizer_t *t) {
 }
 uint64_t ax_tokenizer_checksum(const ax_tokenizer_t *t) {
     return t->checksum;
+}
+int32_t ax_tokenizer_eot(const ax_tokenizer_t *t) {
+    return t->eot;
+}
+int ax_tokenizer_is_hf(const ax_tokenizer_t *t) {
+    return t->hf != NULL;
 }
 int ax_tokenizer_n_merges(const ax_tokenizer_t *t) {
     return t->n_merges;
@@ -148,6 +157,10 @@ ax_status ax_tokenizer_decode(const ax_tokenizer_t *t, const int32_t *ids, size_
     for (size_t i = 0; i < n; i++) {
         memcpy(buf + o, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]]);
         o += t->tok_len[ids[i]];
+    }
+    /* the "▁" a Metaspace tokenizer prepends on encode is not part of the text */
+    if (t->hf && t->hf->strip_lead_space && total && buf[0] == ' ') {
+        memmove(buf, buf + 1, --total);
     }
     *out = buf;
     *n_out = total;

@@ -1,6 +1,11 @@
-/* Byte-level BPE tokenizer, trained and applied in C.
- * Ids 0..255 are the raw bytes, AX_TOK_EOT (256) ends every document, merges follow from 257.
- * Any byte string round-trips exactly: decode(encode(x)) == x. */
+/* Tokenizers, two kinds behind one API:
+ *  - axmem's own byte-level BPE, trained and applied in C. Ids 0..255 are the raw bytes,
+ *    AX_TOK_EOT (256) ends every document, merges follow from 257. Any byte string
+ *    round-trips exactly: decode(encode(x)) == x.
+ *  - a Hugging Face tokenizer.json (BPE: GPT-2, GPT-NeoX/Pythia, Llama-2, Llama-3 styles),
+ *    detected by content; encoding gives the ids the `tokenizers` library gives with
+ *    add_special_tokens=False (no BOS/EOS added); its end-of-text id is the file's
+ *    (ax_tokenizer_eot). See data/hf_tok.h. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -11,21 +16,31 @@
 
 typedef struct ax_tokenizer ax_tokenizer_t;
 
+/* Loads either kind; the file's content decides (axmem magic, else JSON). */
 ax_status ax_tokenizer_load(const char *path, ax_tokenizer_t **out);
 void ax_tokenizer_free(ax_tokenizer_t *t);
 int ax_tokenizer_vocab_size(const ax_tokenizer_t *t);
+/* The id that ends every document: AX_TOK_EOT for axmem tokenizers; for tokenizer.json the
+ * special token <|endoftext|> (GPT-2 50256, GPT-NeoX 0), <|end_of_text|> (Llama-3), </s>
+ * (Llama-2) or <eos>, the first present (a file with none is refused at load). */
+int32_t ax_tokenizer_eot(const ax_tokenizer_t *t);
+/* 1 for a Hugging Face tokenizer.json (no merge list, cannot be saved) */
+int ax_tokenizer_is_hf(const ax_tokenizer_t *t);
 uint64_t ax_tokenizer_checksum(const ax_tokenizer_t *t); /* identity, stored in datasets' users */
 /* Encode n bytes; *out is malloc'd (caller frees), *n_out its length. No EOT is added. */
 ax_status ax_tokenizer_encode(const ax_tokenizer_t *t, const uint8_t *bytes, size_t n,
                               int32_t **out, size_t *n_out);
-/* The bytes of one token (EOT -> empty), and a whole decode into a malloc'd buffer. */
+/* The bytes of one token (axmem EOT -> empty; a tokenizer.json's added tokens -> their text,
+ * <0xNN> -> the byte, the Metaspace "▁" -> a space), and a whole decode into a malloc'd
+ * buffer (for tokenizer.json with a prepended "▁", one leading space is dropped, as the
+ * library's decoder does). */
 const uint8_t *ax_tokenizer_token_bytes(const ax_tokenizer_t *t, int32_t id, size_t *len);
 ax_status ax_tokenizer_decode(const ax_tokenizer_t *t, const int32_t *ids, size_t n, uint8_t **out,
                               size_t *n_out);
 
 /* ---- additions: saving, training, parallel encoding ---- */
 
-/* Writes the binary tokenizer file (magic, version, vocab size, merges, XXH3) via
+/* Writes the binary tokenizer file (axmem kind only) (magic, version, vocab size, merges, XXH3) via
  * path.partial + fsync + rename. */
 ax_status ax_tokenizer_save(const ax_tokenizer_t *t, const char *path);
 /* merge i (0-based) joins ids (*a, *b) into AX_TOK_FIRST_MERGE + i */

@@ -6,6 +6,7 @@
  *  20  u32     reserved (0)
  *  24  u32[n_merges][2] merges (merge i joins the pair into id 257 + i)
  *  ..  u64     XXH3_64 of all preceding bytes: the tokenizer's identity */
+#include "data/hf_tok.h"
 #include "data/tok_internal.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/status.h"
@@ -57,6 +58,11 @@ uint64_t ax_tok_compute_checksum(const ax_tokenizer_t *t) {
 }
 
 ax_status ax_tokenizer_save(const ax_tokenizer_t *t, const char *path) {
+    if (t->hf)
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: a Hugging Face tokenizer cannot be saved as an axmem tokenizer; "
+                         "pass its tokenizer.json wherever a tokenizer is asked for",
+                         path);
     size_t n;
     uint8_t *b = serialise(t, &n);
     if (!b) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory writing the tokenizer", path);
@@ -79,14 +85,17 @@ ax_status ax_tokenizer_save(const ax_tokenizer_t *t, const char *path) {
 
 #define RETRAIN "re-run `axmem data tokenizer-train` to rebuild it"
 
-/* the largest valid file: every size check below happens before anything is allocated */
-#define TOK_MAX_FILE (TOK_HEADER + 8 * (size_t)(AX_TOK_MAX_VOCAB - AX_TOK_FIRST_MERGE) + 8)
+/* the largest file read: a tokenizer.json (Llama-3's is 9 MB); an axmem file is checked
+ * against its header before anything is built from it */
+#define TOK_MAX_FILE ((size_t)512 << 20)
 
 ax_status ax_tokenizer_load(const char *path, ax_tokenizer_t **out) {
     *out = NULL;
     int fd;
-    AX_CHECK(
-        ax_open_regular(path, "pass the file written by `axmem data tokenizer-train --out`", &fd));
+    AX_CHECK(ax_open_regular(path,
+                             "pass the file written by `axmem data tokenizer-train --out` or a "
+                             "Hugging Face tokenizer.json",
+                             &fd));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         close(fd);
@@ -95,8 +104,9 @@ ax_status ax_tokenizer_load(const char *path, ax_tokenizer_t **out) {
     if ((uint64_t)sb.st_size > TOK_MAX_FILE) {
         close(fd);
         return ax_errorf(AX_ERR_CORRUPT,
-                         "%s: %lld bytes is bigger than any tokenizer file (at most %zu): not an "
-                         "axmem tokenizer; pass the file written by `axmem data tokenizer-train`",
+                         "%s: %lld bytes is bigger than any tokenizer file (at most %zu): not a "
+                         "tokenizer; pass the file written by `axmem data tokenizer-train` or a "
+                         "Hugging Face tokenizer.json",
                          path, (long long)sb.st_size, TOK_MAX_FILE);
     }
     size_t size = (size_t)sb.st_size, got = 0;
@@ -124,10 +134,15 @@ ax_status ax_tokenizer_load(const char *path, ax_tokenizer_t **out) {
 ax_status ax_tok_load_bytes(const uint8_t *b, size_t size, const char *path, ax_tokenizer_t **out) {
     *out = NULL;
     ax_status st = AX_OK;
+    /* a JSON object (after optional whitespace) is a Hugging Face tokenizer.json */
+    size_t ws = 0;
+    while (ws < size && (b[ws] == ' ' || b[ws] == '\t' || b[ws] == '\n' || b[ws] == '\r')) ws++;
+    if (ws < size && b[ws] == '{') return ax_hf_load_bytes(b, size, path, out);
     if (size == 0 || memcmp(b, TOK_MAGIC, size < 8 ? size : 8) != 0)
         return ax_errorf(AX_ERR_CORRUPT,
-                         "%s: not an axmem tokenizer file (bad magic); pass the file written by "
-                         "`axmem data tokenizer-train --out`",
+                         "%s: not an axmem tokenizer file (bad magic) nor a tokenizer.json; "
+                         "pass the file written by `axmem data tokenizer-train --out` or a "
+                         "Hugging Face tokenizer.json",
                          path);
     if (size < TOK_HEADER + 8)
         return ax_errorf(AX_ERR_CORRUPT, "%s: truncated tokenizer file (%zu bytes); " RETRAIN, path,
