@@ -23,13 +23,13 @@ uint64_t ax_ms_get64(const uint8_t *p) {
     return v;
 }
 
-int ax_ms_header_encode(const ax_memscan_info *in, uint8_t **buf, size_t *len) {
+int ax_ms_header_encode(const ax_memscan_info *in, uint32_t version, uint8_t **buf, size_t *len) {
     size_t L = strlen(in->ds_path);
     size_t n = AX_MS_HEADER_FIXED + L + 8;
     uint8_t *h = calloc(1, n);
     if (!h) return -1;
     memcpy(h, AX_MS_MAGIC, 8);
-    ax_ms_put32(h + 8, AX_MS_VERSION);
+    ax_ms_put32(h + 8, version);
     ax_ms_put32(h + 12, in->n);
     ax_ms_put32(h + 16, in->hash_bits);
     ax_ms_put32(h + 20, in->vocab);
@@ -56,7 +56,7 @@ static ax_status truncated(const char *path, const char *what) {
                      path, what);
 }
 
-ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in) {
+ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in, uint32_t *version_out) {
     uint8_t h[AX_MS_HEADER_FIXED + sizeof in->ds_path + 8];
     size_t got = fread(h, 1, AX_MS_HEADER_FIXED, f);
     if (got < 8 || memcmp(h, AX_MS_MAGIC, 8) != 0)
@@ -71,11 +71,12 @@ ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in) {
                          "%s: memscan index format version 1 has no occurrence lists (its spans "
                          "would only be lower bounds) and no tokenizer identity; " AX_MS_REBUILD,
                          path);
-    if (version != AX_MS_VERSION)
+    if (version != AX_MS_VERSION && version != AX_MS_VERSION_V2)
         return ax_errorf(AX_ERR_MISMATCH,
-                         "%s: memscan index format version %u, this build reads version %u; "
-                         "" AX_MS_REBUILD,
-                         path, version, AX_MS_VERSION);
+                         "%s: memscan index format version %u, this build reads versions %u and "
+                         "%u; " AX_MS_REBUILD,
+                         path, version, AX_MS_VERSION_V2, AX_MS_VERSION);
+    *version_out = version;
     uint32_t L = ax_ms_get32(h + 120);
     if (L >= sizeof in->ds_path)
         return ax_errorf(AX_ERR_CORRUPT,
