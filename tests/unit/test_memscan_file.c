@@ -493,3 +493,32 @@ Test(memscan_file, v3_damage_named) {
     free(d);
     ax_axd_free(ds);
 }
+
+/* an index with no windows (every document shorter than n) saves, verifies and answers */
+Test(memscan_file, v3_empty_index) {
+    ax_axd_t *ds = make_ds("empty.axd", CORPUS);
+    char path[256];
+    tmp(path, sizeof path, "empty.idx");
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    o.n = 1000; /* documents are at most 300 tokens */
+    ax_memscan_index_t *idx;
+    cr_assert_eq(ax_memscan_index_build(ds, &o, &idx), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_info(idx)->n_distinct, 0);
+    cr_assert_eq(ax_memscan_index_save(idx, path, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+    ax_memscan_info in;
+    cr_assert_eq(ax_memscan_index_read_info(path, 1, &in), AX_OK, "%s", ax_error_msg());
+    for (int lazy = 0; lazy < 2; lazy++) {
+        ax_status st =
+            lazy ? ax_memscan_index_open(path, ds, &idx) : ax_memscan_index_load(path, ds, &idx);
+        cr_assert_eq(st, AX_OK, "%s", ax_error_msg());
+        int32_t w[1000] = {0};
+        uint32_t c;
+        uint64_t f;
+        cr_assert_eq(ax_memscan_index_lookup(idx, w, &c, &f), 0);
+        cr_assert_eq(ax_memscan_index_check(idx), AX_OK);
+        ax_memscan_index_free(idx);
+    }
+    ax_axd_free(ds);
+}
