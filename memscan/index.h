@@ -114,6 +114,20 @@ void ax_memscan_build_opts_default(ax_memscan_build_opts *o);
  * otherwise. */
 ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts *o,
                                  ax_memscan_index_t **out);
+/* Builds the index of ds and writes it to path (version 3, and path.json) holding about
+ * mem_limit bytes of memory (plus the dataset pages the kernel keeps mapped): windows are
+ * hashed once and spilled to path.spill in hash partitions, each partition is counted alone
+ * and the lists merged (memscan/index_spill.c). One process only (not collective); temporary
+ * files next to path take ~16 bytes per window plus the index's size. The file is the same,
+ * byte for byte, as ax_memscan_index_build + ax_memscan_index_save write. */
+ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                                         uint64_t mem_limit, const char *path,
+                                         ax_memscan_info *info_out);
+/* Windows of n tokens in ds (inside documents): what a build counts. */
+uint64_t ax_memscan_windows_of(const ax_axd_t *ds, int n);
+/* Bytes per window an in-memory build and save can take at most (table, lists, save order). */
+#define AX_MEMSCAN_BYTES_PER_WINDOW 48
+
 /* Writes the index to path (via path.partial + fsync + rename) and path.json. Collective:
  * rank 0 writes while the other ranks stream their shards to it block by block. `stop`
  * (may be NULL) is polled between blocks; on Ctrl-C no output file is left. */

@@ -70,7 +70,21 @@ ax_status ax_ms_collect_fill(void *ctx, const ax_ms_key *keys, const uint64_t *v
 void ax_ms_collect_sort(ax_ms_collect *c);
 void ax_ms_collect_free(ax_ms_collect *c);
 
+int ax_ms_ent_cmp(const void *x, const void *y); /* by key, then val */
+
 /* Writes a version-3 index (path via path.partial, and path.json) from collected, sorted
  * entries and lists in ascending order of first occurrence. */
 ax_status ax_ms_v3_write(const ax_memscan_info *in, const ax_ms_collect *c, const ax_ms_occ *o,
                          const char *path, volatile int *stop);
+
+/* The same from any source: `sections` writes the bytes from the directory to the end of the
+ * positions (each section at its layout offset: ax_ms_vw_pad to it, then ax_ms_vw_put); the
+ * writer hashes the pages and adds the header, section table and page sums. */
+typedef struct ax_ms_vwriter ax_ms_vwriter;
+typedef ax_status (*ax_ms_sections_fn)(void *ctx, ax_ms_vwriter *w);
+ax_status ax_ms_v3_write_with(const ax_memscan_info *in, ax_ms_sections_fn sections, void *ctx,
+                              const char *path, volatile int *stop);
+void ax_ms_vw_put(ax_ms_vwriter *w, const void *data, size_t n);
+void ax_ms_vw_pad(ax_ms_vwriter *w, uint64_t to);
+ax_status ax_ms_vw_status(const ax_ms_vwriter *w);
+const ax_ms_v3_layout *ax_ms_vw_layout(const ax_ms_vwriter *w);

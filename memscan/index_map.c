@@ -39,12 +39,16 @@ static uint64_t align(uint64_t a) {
     return (a + AX_MS_V3_ALIGN - 1) / AX_MS_V3_ALIGN * AX_MS_V3_ALIGN;
 }
 
+uint32_t ax_ms_v3_part_bits(uint64_t distinct) {
+    uint32_t b = 0;
+    while (b < AX_MS_V3_PART_BITS_MAX && (distinct >> b) > AX_MS_V3_PART_ENTRIES) b++;
+    return b;
+}
+
 void ax_ms_v3_layout_plan(ax_ms_v3_layout *l, uint64_t hdr_len, uint64_t distinct,
                           uint64_t n_groups, uint64_t n_pos) {
     memset(l, 0, sizeof *l);
-    while (l->part_bits < AX_MS_V3_PART_BITS_MAX &&
-           (distinct >> l->part_bits) > AX_MS_V3_PART_ENTRIES)
-        l->part_bits++;
+    l->part_bits = ax_ms_v3_part_bits(distinct);
     l->page_bits = AX_MS_V3_PAGE_BITS;
     l->n_groups = n_groups;
     l->n_pos = n_pos;

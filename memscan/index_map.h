@@ -33,6 +33,7 @@ typedef struct {
  * after a header of hdr_len bytes. */
 void ax_ms_v3_layout_plan(ax_ms_v3_layout *l, uint64_t hdr_len, uint64_t distinct,
                           uint64_t n_groups, uint64_t n_pos);
+uint32_t ax_ms_v3_part_bits(uint64_t distinct);
 void ax_ms_v3_ext_encode(const ax_ms_v3_layout *l, uint8_t out[AX_MS_V3_EXT]);
 /* the partition of a tag: its top part_bits bits */
 static inline uint64_t ax_ms_v3_part(uint32_t tag, uint32_t part_bits) {

@@ -71,20 +71,24 @@ ax_status ax_ms_collect_fill(void *ctx, const ax_ms_key *keys, const uint64_t *v
     return AX_OK;
 }
 
-static int by_key(const void *x, const void *y) {
+/* by key, then value: entries sharing a key (colliding hashes) come out in one order
+ * whatever built them, so two builds of the same data write the same bytes */
+int ax_ms_ent_cmp(const void *x, const void *y) {
     const ax_ms_ent *p = x, *q = y;
-    return (p->key > q->key) - (p->key < q->key);
+    if (p->key != q->key) return p->key < q->key ? -1 : 1;
+    return (p->val > q->val) - (p->val < q->val);
 }
 
 void ax_ms_collect_sort(ax_ms_collect *c) {
     uint64_t P = 1ULL << c->part_bits;
     for (uint64_t p = 0; p < P; p++)
         if (c->dir[p + 1] - c->dir[p] > 1)
-            qsort(c->ent + c->dir[p], (size_t)(c->dir[p + 1] - c->dir[p]), sizeof *c->ent, by_key);
+            qsort(c->ent + c->dir[p], (size_t)(c->dir[p + 1] - c->dir[p]), sizeof *c->ent,
+                  ax_ms_ent_cmp);
 }
 
 /* A sequential writer that hashes the bytes of [l->off_dir, l->off_sums) page by page. */
-typedef struct {
+struct ax_ms_vwriter {
     int fd;
     const char *partial;
     ax_status st;
@@ -93,7 +97,8 @@ typedef struct {
     uint8_t *buf, *page;
     size_t nbuf, pfill;
     uint64_t off, *sums, np;
-} vwriter;
+};
+typedef ax_ms_vwriter vwriter;
 
 #define WBUF (1u << 20)
 
@@ -102,7 +107,7 @@ static void vw_flush(vwriter *w) {
     w->nbuf = 0;
 }
 
-static void vw_put(vwriter *w, const void *data, size_t n) {
+void ax_ms_vw_put(vwriter *w, const void *data, size_t n) {
     if (w->st != AX_OK) return;
     if (w->stop && *w->stop) {
         w->st = ax_errorf(AX_ERR_INTERRUPTED,
@@ -143,7 +148,7 @@ static void vw_put(vwriter *w, const void *data, size_t n) {
 static void vw_pad(vwriter *w, uint64_t to) {
     static const uint8_t zero[AX_MS_V3_ALIGN];
     while (w->st == AX_OK && w->off < to)
-        vw_put(w, zero, to - w->off < sizeof zero ? (size_t)(to - w->off) : sizeof zero);
+        ax_ms_vw_put(w, zero, to - w->off < sizeof zero ? (size_t)(to - w->off) : sizeof zero);
 }
 
 static ax_status write_sidecar(const ax_memscan_info *in, const char *path) {
@@ -154,11 +159,21 @@ static ax_status write_sidecar(const ax_memscan_info *in, const char *path) {
     return st;
 }
 
+ax_status ax_ms_vw_status(const vwriter *w) {
+    return w->st;
+}
+
+/* the in-memory source: collected entries and CSR lists */
+typedef struct {
+    const ax_ms_collect *c;
+    const ax_ms_occ *o;
+} mem_src;
+
 static void write_sections(vwriter *w, const ax_ms_collect *c, const ax_ms_occ *o) {
     const ax_ms_v3_layout *l = w->l;
     uint64_t D = c->n, P = 1ULL << c->part_bits;
     vw_pad(w, l->off_dir);
-    vw_put(w, c->dir, 8 * (size_t)(P + 1));
+    ax_ms_vw_put(w, c->dir, 8 * (size_t)(P + 1));
     enum { CH = 8192 };
     uint8_t stage[8 * CH];
     for (int col = 0; col < 3; col++) {
@@ -174,25 +189,31 @@ static void write_sections(vwriter *w, const ax_ms_collect *c, const ax_ms_occ *
                 else
                     ax_ms_put64(stage + 8 * j, e->val);
             }
-            vw_put(w, stage, k * (col == 0 ? 4 : col == 1 ? 1 : 8));
+            ax_ms_vw_put(w, stage, k * (col == 0 ? 4 : col == 1 ? 1 : 8));
         }
     }
     vw_pad(w, l->off_firsts);
     for (uint64_t g = 0; g < o->n_groups && w->st == AX_OK; g += CH) {
         size_t k = o->n_groups - g < CH ? (size_t)(o->n_groups - g) : CH;
         for (size_t j = 0; j < k; j++) ax_ms_put64(stage + 8 * j, o->pos[o->off[g + j]]);
-        vw_put(w, stage, 8 * k);
+        ax_ms_vw_put(w, stage, 8 * k);
     }
     vw_pad(w, l->off_lstart);
     if (o->off) {
-        vw_put(w, o->off, 8 * (size_t)(o->n_groups + 1));
+        ax_ms_vw_put(w, o->off, 8 * (size_t)(o->n_groups + 1));
     } else {
         uint64_t zero = 0;
-        vw_put(w, &zero, 8);
+        ax_ms_vw_put(w, &zero, 8);
     }
     vw_pad(w, l->off_pos);
-    if (o->n_pos) vw_put(w, o->pos, 8 * (size_t)o->n_pos);
+    if (o->n_pos) ax_ms_vw_put(w, o->pos, 8 * (size_t)o->n_pos);
     vw_pad(w, l->off_sums);
+}
+
+static ax_status mem_sections(void *ctx, ax_ms_vwriter *w) {
+    mem_src *m = ctx;
+    write_sections(w, m->c, m->o);
+    return w->st;
 }
 
 ax_status ax_ms_v3_write(const ax_memscan_info *in, const ax_ms_collect *c, const ax_ms_occ *o,
@@ -204,6 +225,22 @@ ax_status ax_ms_v3_write(const ax_memscan_info *in, const ax_ms_collect *c, cons
                          (unsigned long long)c->n, (unsigned long long)o->n_groups,
                          (unsigned long long)o->n_pos, (unsigned long long)in->n_distinct,
                          (unsigned long long)in->n_dup, (unsigned long long)in->n_dup_pos);
+    if (c->part_bits != ax_ms_v3_part_bits(in->n_distinct))
+        return ax_errorf(AX_ERR_INTERNAL, "memscan index: partitions planned differently");
+    mem_src m = {c, o};
+    return ax_ms_v3_write_with(in, mem_sections, &m, path, stop);
+}
+
+void ax_ms_vw_pad(ax_ms_vwriter *w, uint64_t to) {
+    vw_pad(w, to);
+}
+
+const ax_ms_v3_layout *ax_ms_vw_layout(const ax_ms_vwriter *w) {
+    return w->l;
+}
+
+ax_status ax_ms_v3_write_with(const ax_memscan_info *in, ax_ms_sections_fn sections, void *ctx,
+                              const char *path, volatile int *stop) {
     size_t pl = strlen(path) + 24;
     char *partial = malloc(pl), *jpath = malloc(pl), *jpartial = malloc(pl);
     uint8_t *hbuf = NULL;
@@ -241,13 +278,16 @@ ax_status ax_ms_v3_write(const ax_memscan_info *in, const ax_ms_collect *c, cons
     }
     uint8_t ext[AX_MS_V3_EXT];
     ax_ms_v3_ext_encode(&l, ext); /* rewritten with the page checksums' checksum below */
-    vw_put(&w, hbuf, hlen);
-    vw_put(&w, ext, sizeof ext);
-    write_sections(&w, c, o);
+    ax_ms_vw_put(&w, hbuf, hlen);
+    ax_ms_vw_put(&w, ext, sizeof ext);
+    if (w.st == AX_OK) {
+        ax_status ss = sections(ctx, &w);
+        if (w.st == AX_OK) w.st = ss;
+    }
     if (w.st == AX_OK && w.np != npages)
         w.st = ax_errorf(AX_ERR_INTERNAL, "memscan index: %llu pages hashed, %llu planned",
                          (unsigned long long)w.np, (unsigned long long)npages);
-    vw_put(&w, w.sums, 8 * (size_t)npages);
+    ax_ms_vw_put(&w, w.sums, 8 * (size_t)npages);
     vw_flush(&w);
     if (w.st == AX_OK && w.off != l.file_size)
         w.st = ax_errorf(AX_ERR_INTERNAL, "memscan index: wrote %llu bytes, planned %llu",

@@ -368,5 +368,15 @@ expect_fail "memscan info --verify: damaged v3 table refused, named" 1 "dmg.idx:
 "$AX" memscan info "$T/dmg.idx" >/dev/null 2>"$T/err" && ok "memscan info (header only) opens a damaged-table index" \
   || bad "memscan info (header only) opens a damaged-table index"
 
+# ---- memscan index --mem-limit: spilled to disk, the same file as the in-memory build ----
+"$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/kjv_lim.idx" --mem-limit 1M >"$T/out" 2>"$T/err" \
+  && grep -q "spilling to disk" "$T/out" && cmp -s "$T/kjv.idx" "$T/kjv_lim.idx" \
+  && ok "memscan index --mem-limit 1M: spilled, same bytes as in memory" \
+  || bad "memscan index --mem-limit 1M: spilled, same bytes as in memory"
+ls "$T"/kjv_lim.idx.* 2>/dev/null | grep -qv '\.json$' && bad "memscan index --mem-limit leaves no spill files" \
+  || ok "memscan index --mem-limit leaves no spill files"
+expect_fail "memscan index: bad --mem-limit named" 2 "--mem-limit '12Q'" \
+  "$AX" memscan index --data "$T/kjv.axd" --out "$T/x.idx" --mem-limit 12Q
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

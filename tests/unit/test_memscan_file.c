@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -44,17 +45,21 @@ static ax_axd_t *make_ds(const char *name, ax_memscan_synth_opts o) {
     return ds;
 }
 
-/* builds from ds with hash bits `bits` and saves to path */
-static void build_save(const ax_axd_t *ds, int bits, const char *path) {
+/* builds from ds with hash bits `bits` and window n, and saves to path */
+static void build_save_bits_n(const ax_axd_t *ds, int bits, int n, const char *path) {
     ax_memscan_build_opts o;
     ax_memscan_build_opts_default(&o);
-    o.n = 6;
+    o.n = n;
     o.hash_bits = bits;
     o.round_windows = 500;
     ax_memscan_index_t *idx;
     cr_assert_eq(ax_memscan_index_build(ds, &o, &idx), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(ax_memscan_index_save(idx, path, NULL), AX_OK, "%s", ax_error_msg());
     ax_memscan_index_free(idx);
+}
+
+static void build_save(const ax_axd_t *ds, int bits, const char *path) {
+    build_save_bits_n(ds, bits, 6, path);
 }
 
 static uint8_t *slurp(const char *path, size_t *n) {
@@ -521,4 +526,138 @@ Test(memscan_file, v3_empty_index) {
         ax_memscan_index_free(idx);
     }
     ax_axd_free(ds);
+}
+
+/* the bounded-memory build (hash partitions spilled to disk, counted one at a time, lists
+ * merged) writes the same file, byte for byte, as the in-memory build and save */
+Test(memscan_file, bounded_build_equals_in_memory) {
+    ax_axd_t *ds = make_ds("bnd.axd", CORPUS);
+    char a[256], b[256], ja[300], jb[300];
+    tmp(a, sizeof a, "bnd_mem.idx");
+    tmp(b, sizeof b, "bnd_spill.idx");
+    snprintf(ja, sizeof ja, "%s.json", a);
+    snprintf(jb, sizeof jb, "%s.json", b);
+    for (int bits = 64; bits >= 5; bits -= 59) {
+        build_save_bits_n(ds, bits, 6, a);
+        ax_memscan_build_opts o;
+        ax_memscan_build_opts_default(&o);
+        o.n = 6;
+        o.hash_bits = bits;
+        /* ~24k windows need ~1.5 MB at once: 1 MB makes several partitions */
+        ax_memscan_info in;
+        cr_assert_eq(ax_memscan_index_build_bounded(ds, &o, 1 << 20, b, &in), AX_OK, "%s",
+                     ax_error_msg());
+        size_t na, nb;
+        uint8_t *da = slurp(a, &na), *db = slurp(b, &nb);
+        cr_assert_eq(na, nb, "bits %d", bits);
+        cr_assert_eq(memcmp(da, db, na), 0, "bits %d: the files differ", bits);
+        free(da);
+        free(db);
+        da = slurp(ja, &na);
+        db = slurp(jb, &nb);
+        cr_assert(na == nb && memcmp(da, db, na) == 0, "bits %d: the sidecars differ", bits);
+        free(da);
+        free(db);
+        cr_assert_eq(in.n_distinct, ax_memscan_windows_of(ds, 6) - (in.n_windows - in.n_distinct));
+        char spill[300];
+        snprintf(spill, sizeof spill, "%s.spill", b);
+        cr_assert_not(ax_path_exists(spill));
+    }
+    /* a limit too small for the windows is refused with the size needed */
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    o.n = 6;
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_build_bounded(ds, &o, 1000, b, NULL), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--mem-limit"), "%s", ax_error_msg());
+    ax_axd_free(ds);
+}
+
+/* peak RSS of a child doing fn, above what it had at the fork (KiB) */
+static long child_peak_kib(void (*fn)(const char *, const char *, uint64_t), const char *data,
+                           const char *out, uint64_t limit) {
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        struct rusage r0, r1;
+        getrusage(RUSAGE_SELF, &r0);
+        fn(data, out, limit);
+        getrusage(RUSAGE_SELF, &r1);
+        long d = r1.ru_maxrss - r0.ru_maxrss;
+        _exit(write(fd[1], &d, sizeof d) == sizeof d ? 0 : 1);
+    }
+    close(fd[1]);
+    long d = -1;
+    cr_assert_eq(read(fd[0], &d, sizeof d), (ssize_t)sizeof d);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed");
+    return d;
+}
+
+static void run_bounded(const char *data, const char *out, uint64_t limit) {
+    ax_axd_t *ds;
+    if (ax_axd_open(data, 0, &ds) != AX_OK) _exit(3);
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    if (ax_memscan_index_build_bounded(ds, &o, limit, out, NULL) != AX_OK) _exit(4);
+    ax_axd_free(ds);
+}
+
+static void run_in_memory(const char *data, const char *out, uint64_t limit) {
+    (void)limit;
+    ax_axd_t *ds;
+    if (ax_axd_open(data, 0, &ds) != AX_OK) _exit(3);
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    ax_memscan_index_t *idx;
+    if (ax_memscan_index_build(ds, &o, &idx) != AX_OK ||
+        ax_memscan_index_save(idx, out, NULL) != AX_OK)
+        _exit(4);
+    ax_memscan_index_free(idx);
+    ax_axd_free(ds);
+}
+
+/* Peak RSS of the bounded build stays within the limit plus the stated overhead: the dataset's
+ * mapped pages and 8 MB (stdio buffers, the page being hashed, allocator slack); the in-memory
+ * build of the same data goes well over it, so the limit is what bounds it. */
+Test(memscan_file, bounded_build_peak_rss, .timeout = 120) {
+    ax_memscan_synth_opts so = {.vocab = 50257,
+                                .n_docs = 1500,
+                                .doc_len_min = 500,
+                                .doc_len_max = 1500,
+                                .alphabet = 50000,
+                                .n_passages = 3,
+                                .passage_len = 200,
+                                .copies = 2,
+                                .copies_growth = 4,
+                                .seed = 5};
+    char data[256], a[256], b[256];
+    tmp(data, sizeof data, "rss.axd");
+    tmp(a, sizeof a, "rss_mem.idx");
+    tmp(b, sizeof b, "rss_spill.idx");
+    cr_assert_eq(ax_memscan_synth_write(data, &so, NULL, NULL), AX_OK, "%s", ax_error_msg());
+    struct stat sb;
+    cr_assert_eq(stat(data, &sb), 0);
+    const uint64_t limit = 16u << 20;
+    long kib_limit = (long)(limit >> 10), overhead = (long)(sb.st_size >> 10) + 8192;
+    long mem = child_peak_kib(run_in_memory, data, a, 0);
+    long spill = child_peak_kib(run_bounded, data, b, limit);
+    cr_log_info("peak RSS above the fork: bounded build %ld KiB, in-memory %ld KiB (limit %ld + "
+                "overhead %ld KiB)",
+                spill, mem, kib_limit, overhead);
+    cr_assert_leq(spill, kib_limit + overhead, "bounded build peak %ld KiB > %ld + %ld", spill,
+                  kib_limit, overhead);
+    cr_assert_gt(mem, kib_limit + overhead,
+                 "the in-memory build (%ld KiB) fits the limit: the "
+                 "test would prove nothing",
+                 mem);
+    size_t na, nb;
+    uint8_t *da = slurp(a, &na), *db = slurp(b, &nb);
+    cr_assert(na == nb && memcmp(da, db, na) == 0, "the files differ");
+    free(da);
+    free(db);
 }
