@@ -58,12 +58,23 @@ void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *t
     size_t n = in->n;
     if (len < n) return;
     size_t W = len - n + 1;
-    if (idx->map) { /* a file read in place: its directory entries ahead */
+    if (idx->map) { /* a file read in place: where each tag should lie, LOOKAHEAD ahead */
+        uint64_t ring[LOOKAHEAD];
+        for (size_t i = 0; i < W && i < LOOKAHEAD; i++) {
+            ring[i] = ax_ms_hash(tokens + i, (int)n, in->seed, (int)in->hash_bits);
+            ax_ms_map_prefetch(idx->map, ring[i]);
+        }
         for (size_t i = 0; i < W; i++) {
+            uint64_t h = ring[i % LOOKAHEAD];
+            if (i + LOOKAHEAD < W) {
+                uint64_t ha =
+                    ax_ms_hash(tokens + i + LOOKAHEAD, (int)n, in->seed, (int)in->hash_bits);
+                ring[(i + LOOKAHEAD) % LOOKAHEAD] = ha;
+                ax_ms_map_prefetch(idx->map, ha);
+            }
             counts[i] = 0;
             first[i] = 0;
-            find(idx, ax_ms_hash(tokens + i, (int)n, in->seed, (int)in->hash_bits), tokens + i,
-                 &counts[i], &first[i]);
+            find(idx, h, tokens + i, &counts[i], &first[i]);
         }
         return;
     }

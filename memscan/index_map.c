@@ -146,19 +146,47 @@ static int ensure(const ax_ms_map *m, uint64_t off, uint64_t len) {
 
 #define AT(field, i, size) (m->l.field + (uint64_t)(i) * (size))
 
+/* where `tag` should lie in [s, e): tags are uniform within a partition, so its offset in the
+ * partition's tag range, scaled to the entry count (then a gallop corrects it) */
+static uint64_t guess_at(const ax_ms_map *m, uint64_t p, uint32_t tag, uint64_t s, uint64_t e) {
+    uint32_t shift = 32 - m->l.part_bits;
+    uint64_t base = shift == 32 ? 0 : p << shift;
+    double frac = (double)((uint64_t)tag - base) / (double)(1ULL << shift);
+    uint64_t g = s + (uint64_t)(frac * (double)(e - s));
+    return g < e ? g : e - 1;
+}
+
+/* the first entry of [s, e) whose tag is >= tag: gallop from the guess, then bisect */
+static uint64_t lower_bound(const ax_ms_map *m, uint32_t tag, uint64_t s, uint64_t e, uint64_t g) {
+    const uint32_t *t = m->tags;
+    uint64_t lo, hi, step = 1;
+    if (t[g] < tag) { /* the answer is in (g, e] */
+        uint64_t a = g + 1;
+        while (a + step < e && t[a + step - 1] < tag) a += step, step <<= 1;
+        lo = a;
+        hi = a + step < e ? a + step : e;
+    } else { /* in [s, g] */
+        uint64_t b = g;
+        while (b >= s + step && t[b - step] >= tag) b -= step, step <<= 1;
+        hi = b;
+        lo = b >= s + step ? b - step + 1 : s;
+    }
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (t[mid] < tag)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 int ax_ms_map_find(const ax_ms_map *m, const ax_axd_t *ds, uint32_t n, uint64_t h, const int32_t *w,
                    uint32_t *count, uint64_t *first) {
     ax_ms_key k = ax_ms_key_of(h);
     uint64_t p = ax_ms_v3_part(k.tag, m->l.part_bits), s = m->dir[p], e = m->dir[p + 1];
     if (s == e || !ensure(m, AT(off_tags, s, 4), 4 * (e - s))) return 0;
-    uint64_t lo = s, hi = e;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->tags[mid] < k.tag)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t lo = lower_bound(m, k.tag, s, e, guess_at(m, p, k.tag, s, e));
     int checked = 0;
     for (uint64_t i = lo; i < e && m->tags[i] == k.tag; i++) {
         if (!checked) {
@@ -180,8 +208,12 @@ int ax_ms_map_find(const ax_ms_map *m, const ax_axd_t *ds, uint32_t n, uint64_t 
 }
 
 void ax_ms_map_prefetch(const ax_ms_map *m, uint64_t h) {
-    uint64_t p = ax_ms_v3_part((uint32_t)(h >> 32), m->l.part_bits);
-    __builtin_prefetch(&m->dir[p]);
+    uint32_t tag = (uint32_t)(h >> 32);
+    uint64_t p = ax_ms_v3_part(tag, m->l.part_bits), s = m->dir[p], e = m->dir[p + 1];
+    if (s == e) return;
+    uint64_t g = guess_at(m, p, tag, s, e);
+    __builtin_prefetch(&m->tags[g]);
+    __builtin_prefetch(&m->vals[g]);
 }
 
 /* list g: [a, b) of pos, ascending, starting at first, every window inside the dataset */

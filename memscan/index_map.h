@@ -54,7 +54,7 @@ size_t ax_ms_map_occ_bytes(const ax_ms_map *m);
 /* The entry of the window with hash h, confirmed against ds: 1 with its count and first. */
 int ax_ms_map_find(const ax_ms_map *m, const ax_axd_t *ds, uint32_t n, uint64_t h, const int32_t *w,
                    uint32_t *count, uint64_t *first);
-/* Hint: the directory entry and first tags of h's partition. */
+/* Hint: the tags and values where h should lie in its partition. */
 void ax_ms_map_prefetch(const ax_ms_map *m, uint64_t h);
 /* The occurrence list of the window first seen at `first` (ascending, checked); 0 if none. */
 uint64_t ax_ms_map_occ(const ax_ms_map *m, const ax_axd_t *ds, uint32_t n, uint64_t first,
