@@ -123,6 +123,12 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
 ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_build_opts *o,
                                          uint64_t mem_limit, const char *path,
                                          ax_memscan_info *info_out);
+/* Rewrites a version-2 index file as version 3 at path (and path.json) in about mem_limit
+ * bytes, without the dataset (the same bytes a version-3 save of that index writes). Rank 0
+ * uses it after a distributed save; also an upgrade path for existing files. Checks every
+ * version-2 checksum on the way; the input is left as it is. */
+ax_status ax_memscan_index_upgrade(const char *v2_path, const char *path, uint64_t mem_limit,
+                                   volatile int *stop);
 /* Windows of n tokens in ds (inside documents): what a build counts. */
 uint64_t ax_memscan_windows_of(const ax_axd_t *ds, int n);
 /* Bytes per window an in-memory build and save can take at most (table, lists, save order). */

@@ -221,7 +221,10 @@ static ax_status read_block(FILE *f, const char *path, uint64_t blk, ax_ms_block
 
 /* The occurrence-list stream: in->n_dup lists holding in->n_dup_pos positions. */
 static ax_status read_lists(FILE *f, const char *path, const ax_memscan_info *in,
-                            ax_ms_block_buf *b, uint64_t *blk, ax_ms_occ *occ) {
+                            ax_ms_block_buf *b, uint64_t *blk, ax_ms_occ *occ, ax_ms_list_fn lfn,
+                            void *lctx) {
+    uint64_t *lb = NULL; /* the current list, for lfn */
+    size_t lb_cap = 0;
     uint64_t total = in->n_dup + in->n_dup_pos, got = 0;
     uint64_t g = 0, k_pos = 0;       /* lists started, positions read */
     uint64_t m = 0, j = 0, prev = 0; /* the current list: length, positions read, last one */
@@ -248,6 +251,15 @@ static ax_status read_lists(FILE *f, const char *path, const ax_memscan_info *in
                 }
                 if (occ) occ->off[g] = k_pos;
                 g++, m = v, j = 0;
+                if (lfn && v > lb_cap) {
+                    uint64_t *nb = realloc(lb, sizeof *lb * (size_t)v);
+                    if (!nb) {
+                        st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory for a list", path);
+                        break;
+                    }
+                    lb = nb;
+                    lb_cap = (size_t)v;
+                }
                 continue;
             }
             /* the first position absolute, then differences (ascending: each >= 1) */
@@ -257,11 +269,14 @@ static ax_status read_lists(FILE *f, const char *path, const ax_memscan_info *in
                 break;
             }
             if (occ) occ->pos[k_pos] = p;
+            if (lfn) lb[j] = p;
             k_pos++, j++, prev = p;
+            if (lfn && j == m && (st = lfn(lctx, lb, m)) != AX_OK) break;
         }
         got += k;
         (*blk)++;
     }
+    free(lb);
     if (st == AX_OK && (g != in->n_dup || k_pos != in->n_dup_pos || j != m))
         st = ax_errorf(AX_ERR_CORRUPT,
                        "%s: occurrence lists disagree with the header: the index is corrupt; "
@@ -281,6 +296,12 @@ static ax_status read_lists(FILE *f, const char *path, const ax_memscan_info *in
 
 ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in, ax_ms_entry_fn fn,
                             void *ctx, ax_ms_occ *occ) {
+    return ax_ms_blocks_read_ex(f, path, in, fn, ctx, occ, NULL, NULL);
+}
+
+ax_status ax_ms_blocks_read_ex(FILE *f, const char *path, const ax_memscan_info *in,
+                               ax_ms_entry_fn fn, void *ctx, ax_ms_occ *occ, ax_ms_list_fn lfn,
+                               void *lctx) {
     ax_ms_block_buf b;
     memset(&b, 0, sizeof b);
     b.zctx = ZSTD_createDCtx();
@@ -330,7 +351,7 @@ ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in
                        path);
         goto done;
     }
-    if ((st = read_lists(f, path, in, &b, &blk, occ)) != AX_OK) goto done;
+    if ((st = read_lists(f, path, in, &b, &blk, occ, lfn, lctx)) != AX_OK) goto done;
     uint8_t tr[AX_MS_TRAILER_BYTES];
     if (fread(tr, 1, sizeof tr, f) != sizeof tr) {
         st = truncated(path, "the trailer");

@@ -57,6 +57,11 @@ typedef ax_status (*ax_ms_entry_fn)(void *ctx, const ax_ms_key *keys, const uint
                                     size_t k);
 ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in, ax_ms_entry_fn fn,
                             void *ctx, ax_ms_occ *occ);
+/* The same, also calling lfn on each occurrence list (positions ascending) as it is read. */
+typedef ax_status (*ax_ms_list_fn)(void *ctx, const uint64_t *pos, uint64_t m);
+ax_status ax_ms_blocks_read_ex(FILE *f, const char *path, const ax_memscan_info *in,
+                               ax_ms_entry_fn fn, void *ctx, ax_ms_occ *occ, ax_ms_list_fn lfn,
+                               void *lctx);
 
 void ax_ms_put32(uint8_t *p, uint32_t v);
 void ax_ms_put64(uint8_t *p, uint64_t v);

@@ -273,33 +273,12 @@ static ax_status save_local(const ax_memscan_index_t *idx, const char *path, vol
     return st;
 }
 
-/* rank 0 after a distributed save: the version-2 stream the ranks wrote -> version 3 (two
- * passes over it: count per partition, then place) */
-static ax_status convert_v2(const char *tmp, const char *path, volatile int *stop) {
-    FILE *f = fopen(tmp, "rb");
-    if (!f) return ax_errorf(AX_ERR_IO, "%s: cannot reopen: %s", tmp, strerror(errno));
-    setvbuf(f, NULL, _IOFBF, 1 << 20);
-    ax_memscan_info in;
-    uint32_t ver;
-    ax_ms_collect c;
-    memset(&c, 0, sizeof c);
-    ax_ms_occ occ;
-    memset(&occ, 0, sizeof occ);
-    ax_status st = ax_ms_header_read(f, tmp, &in, &ver);
-    long at = ftell(f);
-    if (st == AX_OK) st = ax_ms_collect_init(&c, in.n_distinct);
-    if (st == AX_OK) st = ax_ms_blocks_read(f, tmp, &in, ax_ms_collect_count, &c, NULL);
-    if (st == AX_OK) st = ax_ms_collect_place(&c);
-    if (st == AX_OK && fseek(f, at, SEEK_SET) != 0)
-        st = ax_errorf(AX_ERR_IO, "%s: cannot seek: %s", tmp, strerror(errno));
-    if (st == AX_OK) st = ax_ms_blocks_read(f, tmp, &in, ax_ms_collect_fill, &c, &occ);
-    fclose(f);
-    if (st == AX_OK) ax_ms_collect_sort(&c);
-    if (st == AX_OK) st = ax_ms_occ_sort_groups(&occ);
-    if (st == AX_OK) st = ax_ms_v3_write(&in, &c, &occ, path, stop);
-    ax_ms_occ_free(&occ);
-    ax_ms_collect_free(&c);
-    return st;
+/* memory for rank 0's reordering: 1 GiB, or a quarter of the machine when that is less */
+static uint64_t convert_limit(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t q = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : (1ULL << 30);
+    uint64_t lim = q < (1ULL << 30) ? q : (1ULL << 30);
+    return lim < (64u << 20) ? (64u << 20) : lim;
 }
 
 ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
@@ -323,7 +302,8 @@ ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
     ax_status st;
     st = save_impl(idx, tmp, stop, g, 0);
     if (ax_grid_coord(g, AX_AXIS_WORLD) == 0) {
-        if (st == AX_OK) st = convert_v2(tmp, path, stop);
+        /* reordered in bounded memory: rank 0 also holds its own shard now */
+        if (st == AX_OK) st = ax_memscan_index_upgrade(tmp, path, convert_limit(), stop);
         unlink(tmp);
     }
     /* everyone returns rank 0's verdict (it did the writing) */

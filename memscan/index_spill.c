@@ -56,13 +56,28 @@ typedef struct {
     char *paths[5]; /* spill, tags, exts, vals, lists */
     ax_memscan_info info;
     uint64_t n_dup, n_dup_pos, max_pairs;
+    int entries;               /* converting: the spill holds (key, val) entries, not pairs */
+    uint64_t n_runs, runs_cap; /* list runs, each ascending by first occurrence */
+    uint64_t last_first;
+    uint8_t *lbuf; /* converting: list-file write buffer */
+    size_t lfill;
 } spill;
 
-static uint64_t part_of(const spill *s, uint64_t h) {
-    return s->kb ? h >> (64 - s->kb) : 0;
+static ax_status flush_part_fwd(spill *s, uint64_t k);
+
+/* a pair's partition: the hash's top kb bits (= the tag's); an entry's: its tag's */
+static uint64_t part_of(const spill *s, uint64_t x) {
+    if (!s->kb) return 0;
+    return s->entries ? x >> (38 - s->kb) : x >> (64 - s->kb);
 }
 
-static ax_status flush_part(spill *s, uint64_t k) {
+static ax_status spill_put(spill *s, uint64_t a, uint64_t b) {
+    uint64_t k = part_of(s, a);
+    s->buf[k * s->B + s->fill[k]++] = (ax_ms_pair){a, b};
+    return s->fill[k] == s->B ? flush_part_fwd(s, k) : AX_OK;
+}
+
+static ax_status flush_part_fwd(spill *s, uint64_t k) {
     if (!s->fill[k]) return AX_OK;
     part *p = &s->parts[k];
     if (p->n == p->cap) {
@@ -103,14 +118,12 @@ static ax_status spill_pass(spill *s) {
             ax_axd_tokens(ds, a, b - a + (uint64_t)n - 1, tok);
             for (uint64_t i = 0; i < b - a && st == AX_OK; i++) {
                 uint64_t h = ax_ms_hash(tok + i, n, s->o->seed, s->o->hash_bits);
-                uint64_t k = part_of(s, h);
-                s->buf[k * s->B + s->fill[k]++] = (ax_ms_pair){h, a + i};
-                if (s->fill[k] == s->B) st = flush_part(s, k);
+                st = spill_put(s, h, a + i);
             }
             windows += b - a;
         }
     }
-    for (uint64_t k = 0; k < s->K && st == AX_OK; k++) st = flush_part(s, k);
+    for (uint64_t k = 0; k < s->K && st == AX_OK; k++) st = flush_part_fwd(s, k);
     free(tok);
     s->info.n_windows = windows;
     return st;
@@ -122,6 +135,43 @@ static ax_status put_col(spill *s, int c, const void *p, size_t n) {
     return AX_OK;
 }
 
+/* sorts ent[0..d) and appends it to the column files */
+static ax_status write_cols(spill *s, ax_ms_ent *ent, uint64_t d) {
+    qsort(ent, (size_t)d, sizeof *ent, ax_ms_ent_cmp);
+    uint8_t stage[8 * 1024];
+    ax_status st = AX_OK;
+    for (int c = 0; c < 3 && st == AX_OK; c++)
+        for (uint64_t i = 0; i < d && st == AX_OK; i += 1024) {
+            size_t kk = d - i < 1024 ? (size_t)(d - i) : 1024;
+            for (size_t j = 0; j < kk; j++) {
+                const ax_ms_ent *e = &ent[i + j];
+                if (c == 0)
+                    ax_ms_put32(stage + 4 * j, (uint32_t)(e->key >> 6));
+                else if (c == 1)
+                    stage[j] = (uint8_t)(e->key & 63);
+                else
+                    ax_ms_put64(stage + 8 * j, e->val);
+            }
+            st = put_col(s, c, stage, kk * (c == 0 ? 4 : c == 1 ? 1 : 8));
+        }
+    return st;
+}
+
+/* reads partition k's spilled records (16 bytes each) into a malloc'd array */
+static ax_status read_part(spill *s, uint64_t k, void **out) {
+    part *p = &s->parts[k];
+    uint8_t *r = malloc(16 * (size_t)(p->pairs ? p->pairs : 1));
+    *out = r;
+    if (!r) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    for (size_t i = 0, at = 0; i < p->n; i++) {
+        size_t bytes = 16 * (size_t)p->c[i].n;
+        if (pread(s->fd, r + at, bytes, (off_t)p->c[i].off) != (ssize_t)bytes)
+            return ax_errorf(AX_ERR_IO, "%s: read failed: %s", s->paths[0], strerror(errno));
+        at += bytes;
+    }
+    return AX_OK;
+}
+
 /* pass 2 for partition k: count, sort, append columns and the list run */
 static ax_status count_part(spill *s, uint64_t k) {
     part *p = &s->parts[k];
@@ -130,7 +180,7 @@ static ax_status count_part(spill *s, uint64_t k) {
     s->run_off[k] = s->list_off;
     if (!m) return AX_OK;
     int n = s->o->n;
-    ax_ms_pair *pr = malloc(sizeof *pr * (size_t)m);
+    ax_ms_pair *pr = NULL;
     ax_ms_edge *edge = NULL;
     ax_ms_ent *ent = NULL;
     uint64_t n_edge = 0, cap_edge = 0;
@@ -138,13 +188,7 @@ static ax_status count_part(spill *s, uint64_t k) {
     memset(&t, 0, sizeof t);
     ax_ms_occ occ;
     memset(&occ, 0, sizeof occ);
-    ax_status st = pr ? AX_OK : ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
-    for (size_t i = 0, at = 0; i < p->n && st == AX_OK; i++) {
-        size_t bytes = sizeof *pr * (size_t)p->c[i].n;
-        if (pread(s->fd, pr + at, bytes, (off_t)p->c[i].off) != (ssize_t)bytes)
-            st = ax_errorf(AX_ERR_IO, "%s: read failed: %s", s->paths[0], strerror(errno));
-        at += (size_t)p->c[i].n;
-    }
+    ax_status st = read_part(s, k, (void **)&pr);
     if (st == AX_OK) st = ax_ms_table_init(&t, m);
     for (uint64_t i = 0; i < m && st == AX_OK; i++) {
         /* every tag here shares its top kb bits (the partition): shifted out, so the homes
@@ -199,23 +243,8 @@ static ax_status count_part(spill *s, uint64_t k) {
         }
     ax_ms_table_free(&t);
     if (st == AX_OK) {
-        qsort(ent, (size_t)d, sizeof *ent, ax_ms_ent_cmp);
         s->info.n_distinct += d;
-        uint8_t stage[8 * 1024];
-        for (int c = 0; c < 3 && st == AX_OK; c++)
-            for (uint64_t i = 0; i < d && st == AX_OK; i += 1024) {
-                size_t kk = d - i < 1024 ? (size_t)(d - i) : 1024;
-                for (size_t j = 0; j < kk; j++) {
-                    const ax_ms_ent *e = &ent[i + j];
-                    if (c == 0)
-                        ax_ms_put32(stage + 4 * j, (uint32_t)(e->key >> 6));
-                    else if (c == 1)
-                        stage[j] = (uint8_t)(e->key & 63);
-                    else
-                        ax_ms_put64(stage + 8 * j, e->val);
-                }
-                st = put_col(s, c, stage, kk * (c == 0 ? 4 : c == 1 ? 1 : 8));
-            }
+        st = write_cols(s, ent, d);
     }
     free(ent);
     if (st == AX_OK && n_edge) {
@@ -293,14 +322,15 @@ static void heap_down(cursor **h, size_t n, size_t i) {
 /* one pass of the K-way merge by first occurrence: which 0 writes firsts, 1 list starts,
  * 2 positions */
 static ax_status merge_lists(spill *s, ax_ms_vwriter *w, int which) {
-    cursor *cs = calloc((size_t)s->K, sizeof *cs);
-    cursor **heap = calloc((size_t)s->K, sizeof *heap);
-    size_t cap = (size_t)(s->limit / 8 / (8 * s->K));
+    uint64_t R = s->n_runs;
+    cursor *cs = calloc((size_t)(R ? R : 1), sizeof *cs);
+    cursor **heap = calloc((size_t)(R ? R : 1), sizeof *heap);
+    size_t cap = (size_t)(s->limit / 8 / (8 * (R ? R : 1)));
     if (cap < 64) cap = 64;
     if (cap > 8192) cap = 8192;
     ax_status st = cs && heap ? AX_OK : ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
     size_t nh = 0;
-    for (uint64_t k = 0; k < s->K && st == AX_OK; k++) {
+    for (uint64_t k = 0; k < R && st == AX_OK; k++) {
         if (!s->run_groups[k]) continue;
         cursor *c = &cs[k];
         *c =
@@ -332,7 +362,7 @@ static ax_status merge_lists(spill *s, ax_ms_vwriter *w, int which) {
         heap_down(heap, nh, 0);
     }
     if (which == 1) ax_ms_vw_put(w, &acc, 8);
-    for (uint64_t k = 0; cs && k < s->K; k++) free(cs[k].buf);
+    for (uint64_t k = 0; cs && k < R; k++) free(cs[k].buf);
     free(cs);
     free(heap);
     return st != AX_OK ? st : ax_ms_vw_status(w);
@@ -408,6 +438,72 @@ uint64_t ax_memscan_windows_of(const ax_axd_t *ds, int n) {
     return w;
 }
 
+/* K partitions so that `units` records of bytes_per_unit each fit half the limit in one
+ * partition on average; the spill buffers, files and run tables */
+static ax_status spill_setup(spill *s, const char *path, uint64_t units, uint64_t bytes_per_unit,
+                             uint64_t runs_cap) {
+    uint64_t need = units * bytes_per_unit, half = s->limit / 2;
+    s->fd = s->fd_list = -1;
+    while ((1ULL << s->kb) < PARTS_MAX && need / (1ULL << s->kb) > half) s->kb++;
+    s->K = 1ULL << s->kb;
+    if (need / s->K > half || s->limit < (1u << 20))
+        return ax_errorf(AX_ERR_ARG,
+                         "memscan index: --mem-limit %.1f MB is too small for %llu windows (at "
+                         "least %.1f MB); raise it",
+                         (double)s->limit / 1e6, (unsigned long long)units,
+                         (double)(2 * need / PARTS_MAX) / 1e6 + 1.0);
+    s->B = s->limit / 4 / (sizeof(ax_ms_pair) * s->K); /* spill buffers: a quarter */
+    if (s->B < 64) s->B = 64;
+    if (!runs_cap) runs_cap = s->K;
+    s->runs_cap = runs_cap;
+    s->parts = calloc((size_t)s->K, sizeof *s->parts);
+    s->fill = calloc((size_t)s->K, sizeof *s->fill);
+    s->run_off = calloc((size_t)runs_cap, sizeof *s->run_off);
+    s->run_groups = calloc((size_t)runs_cap, sizeof *s->run_groups);
+    s->buf = malloc(sizeof *s->buf * (size_t)(s->K * s->B));
+    const char *suffix[5] = {".spill", ".tags", ".exts", ".vals", ".lists"};
+    int ok = s->parts && s->fill && s->run_off && s->run_groups && s->buf;
+    for (int i = 0; i < 5; i++) {
+        s->paths[i] = malloc(strlen(path) + 16);
+        if (s->paths[i])
+            sprintf(s->paths[i], "%s%s", path, suffix[i]);
+        else
+            ok = 0;
+    }
+    if (!ok) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    s->fd = open(s->paths[0], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    s->fd_list = open(s->paths[4], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    for (int c = 0; c < 3; c++) {
+        int fd = open(s->paths[1 + c], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        s->col[c] = fd >= 0 ? fdopen(fd, "w+") : NULL;
+        if (fd >= 0 && !s->col[c]) close(fd);
+    }
+    if (s->fd < 0 || s->fd_list < 0 || !s->col[0] || !s->col[1] || !s->col[2])
+        return ax_errorf(AX_ERR_IO,
+                         "%s.*: cannot create the spill files: %s; check the directory is "
+                         "writable and has room (about 16 bytes per window)",
+                         path, strerror(errno));
+    return AX_OK;
+}
+
+static void spill_cleanup(spill *s) {
+    free(s->buf);
+    free(s->fill);
+    free(s->lbuf);
+    if (s->fd >= 0) close(s->fd);
+    if (s->fd_list >= 0) close(s->fd_list);
+    for (int c = 0; c < 3; c++)
+        if (s->col[c]) fclose(s->col[c]);
+    for (int i = 0; i < 5; i++) {
+        if (s->paths[i]) unlink(s->paths[i]);
+        free(s->paths[i]);
+    }
+    for (uint64_t k = 0; s->parts && k < s->K; k++) free(s->parts[k].c);
+    free(s->parts);
+    free(s->run_off);
+    free(s->run_groups);
+}
+
 ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_build_opts *o,
                                          uint64_t mem_limit, const char *path,
                                          ax_memscan_info *info_out) {
@@ -416,62 +512,21 @@ ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_bu
     s.ds = ds;
     s.o = o;
     s.limit = mem_limit;
-    s.fd = s.fd_list = -1;
     fill_info(&s.info, ds, o);
     uint64_t W = ax_memscan_windows_of(ds, o->n);
-    /* K: the average partition's working set in half the limit */
-    uint64_t need = W * PEAK_PER_PAIR, half = mem_limit / 2;
-    while ((1ULL << s.kb) < PARTS_MAX && need / (1ULL << s.kb) > half) s.kb++;
-    s.K = 1ULL << s.kb;
-    if (need / s.K > half || mem_limit < (1u << 20))
-        return ax_errorf(AX_ERR_ARG,
-                         "memscan index: --mem-limit %.1f MB is too small for %llu windows (at "
-                         "least %.1f MB); raise it",
-                         (double)mem_limit / 1e6, (unsigned long long)W,
-                         (double)(2 * need / PARTS_MAX) / 1e6 + 1.0);
-    /* spill buffers: a quarter of the limit */
-    s.B = mem_limit / 4 / (sizeof(ax_ms_pair) * s.K);
-    if (s.B < 64) s.B = 64;
-    ax_status st = AX_OK;
-    s.parts = calloc((size_t)s.K, sizeof *s.parts);
-    s.fill = calloc((size_t)s.K, sizeof *s.fill);
-    s.run_off = calloc((size_t)s.K, sizeof *s.run_off);
-    s.run_groups = calloc((size_t)s.K, sizeof *s.run_groups);
-    s.buf = malloc(sizeof *s.buf * (size_t)(s.K * s.B));
-    const char *suffix[5] = {".spill", ".tags", ".exts", ".vals", ".lists"};
-    for (int i = 0; i < 5; i++) {
-        s.paths[i] = malloc(strlen(path) + 16);
-        if (s.paths[i]) sprintf(s.paths[i], "%s%s", path, suffix[i]);
-    }
-    for (int i = 0; i < 5; i++)
-        if (!s.paths[i]) st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
-    if (!s.parts || !s.fill || !s.run_off || !s.run_groups || !s.buf)
-        st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
-    if (st == AX_OK) {
-        s.fd = open(s.paths[0], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        s.fd_list = open(s.paths[4], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        for (int c = 0; c < 3; c++) {
-            int fd = open(s.paths[1 + c], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-            s.col[c] = fd >= 0 ? fdopen(fd, "w+") : NULL;
-            if (fd >= 0 && !s.col[c]) close(fd);
-        }
-        if (s.fd < 0 || s.fd_list < 0 || !s.col[0] || !s.col[1] || !s.col[2])
-            st = ax_errorf(AX_ERR_IO,
-                           "%s.*: cannot create the spill files: %s; check the directory is "
-                           "writable and has room (about 16 bytes per window)",
-                           path, strerror(errno));
-    }
-    AX_INFO("memscan index: %llu windows in %llu partitions within %.0f MB", (unsigned long long)W,
-            (unsigned long long)s.K, (double)mem_limit / 1e6);
+    ax_status st = spill_setup(&s, path, W, PEAK_PER_PAIR, 0);
+    s.n_runs = s.K; /* one run per partition */
+    if (st == AX_OK)
+        AX_INFO("memscan index: %llu windows in %llu partitions within %.0f MB",
+                (unsigned long long)W, (unsigned long long)s.K, (double)mem_limit / 1e6);
     if (st == AX_OK) st = spill_pass(&s);
     free(s.buf);
     s.buf = NULL;
-    free(s.fill);
-    s.fill = NULL;
     for (uint64_t k = 0; k < s.K && st == AX_OK; k++) {
         if (o->stop && *o->stop) st = ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted");
         if (st == AX_OK) st = count_part(&s, k);
     }
+    uint64_t half = mem_limit / 2;
     if (st == AX_OK && s.max_pairs * PEAK_PER_PAIR > half)
         AX_WARN("memscan index: one partition held %llu windows (repeats of one window share a "
                 "partition): about %.0f MB, over half of --mem-limit",
@@ -488,17 +543,84 @@ ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_bu
     sec_ctx sc = {&s, NULL};
     if (st == AX_OK) st = ax_ms_v3_write_with(&s.info, sections, &sc, path, o->stop);
     if (st == AX_OK && info_out) *info_out = s.info;
-    if (s.fd >= 0) close(s.fd);
-    if (s.fd_list >= 0) close(s.fd_list);
-    for (int c = 0; c < 3; c++)
-        if (s.col[c]) fclose(s.col[c]);
-    for (int i = 0; i < 5; i++) {
-        if (s.paths[i]) unlink(s.paths[i]);
-        free(s.paths[i]);
+    spill_cleanup(&s);
+    return st;
+}
+
+/* ---- a version-2 stream (rank 0's after a distributed save) -> version 3, bounded ---- */
+
+#define LBUF (1u << 16)
+#define PEAK_PER_ENTRY 32 /* the entries and qsort's buffer */
+
+static ax_status lflush(spill *s) {
+    ax_status st = s->lfill ? ax_write_all(s->fd_list, s->lbuf, s->lfill, s->paths[4]) : AX_OK;
+    s->lfill = 0;
+    return st;
+}
+
+static ax_status conv_entries(void *ctx, const ax_ms_key *keys, const uint64_t *vals, size_t k) {
+    spill *s = ctx;
+    for (size_t i = 0; i < k; i++)
+        AX_CHECK(spill_put(s, (uint64_t)keys[i].tag << 6 | keys[i].ext, vals[i]));
+    return AX_OK;
+}
+
+/* lists come as each rank's in turn, each rank's ascending: a run starts at every descent */
+static ax_status conv_list(void *ctx, const uint64_t *pos, uint64_t m) {
+    spill *s = ctx;
+    if (!s->n_runs || pos[0] < s->last_first) {
+        if (s->n_runs == s->runs_cap)
+            return ax_errorf(AX_ERR_CORRUPT, "%s: more list runs than building ranks", s->paths[4]);
+        s->run_off[s->n_runs] = s->list_off;
+        s->run_groups[s->n_runs++] = 0;
     }
-    for (uint64_t k = 0; s.parts && k < s.K; k++) free(s.parts[k].c);
-    free(s.parts);
-    free(s.run_off);
-    free(s.run_groups);
+    s->last_first = pos[0];
+    s->run_groups[s->n_runs - 1]++;
+    for (uint64_t i = 0; i <= m; i++) {
+        uint64_t v = i == 0 ? m : pos[i - 1];
+        if (s->lfill + 8 > LBUF) AX_CHECK(lflush(s));
+        memcpy(s->lbuf + s->lfill, &v, 8);
+        s->lfill += 8;
+    }
+    s->list_off += 8 * (m + 1);
+    s->n_dup++;
+    s->n_dup_pos += m;
+    return AX_OK;
+}
+
+ax_status ax_memscan_index_upgrade(const char *tmp, const char *path, uint64_t mem_limit,
+                                   volatile int *stop) {
+    FILE *f = fopen(tmp, "rb");
+    if (!f) return ax_errorf(AX_ERR_IO, "%s: cannot reopen: %s", tmp, strerror(errno));
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    spill s;
+    memset(&s, 0, sizeof s);
+    s.entries = 1;
+    s.limit = mem_limit;
+    s.fd = s.fd_list = -1;
+    uint32_t ver;
+    ax_status st = ax_ms_header_read(f, tmp, &s.info, &ver);
+    if (st == AX_OK)
+        st = spill_setup(&s, path, s.info.n_distinct, PEAK_PER_ENTRY,
+                         (uint64_t)s.info.build_ranks + 1);
+    if (st == AX_OK && !(s.lbuf = malloc(LBUF)))
+        st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    if (st == AX_OK)
+        st = ax_ms_blocks_read_ex(f, tmp, &s.info, conv_entries, &s, NULL, conv_list, &s);
+    fclose(f);
+    for (uint64_t k = 0; k < s.K && st == AX_OK; k++) st = flush_part_fwd(&s, k);
+    if (st == AX_OK) st = lflush(&s);
+    free(s.buf);
+    s.buf = NULL;
+    for (uint64_t k = 0; k < s.K && st == AX_OK; k++) {
+        if (stop && *stop) st = ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted");
+        ax_ms_ent *ent = NULL;
+        if (st == AX_OK && s.parts[k].pairs) st = read_part(&s, k, (void **)&ent);
+        if (st == AX_OK && s.parts[k].pairs) st = write_cols(&s, ent, s.parts[k].pairs);
+        free(ent);
+    }
+    sec_ctx sc = {&s, NULL};
+    if (st == AX_OK) st = ax_ms_v3_write_with(&s.info, sections, &sc, path, stop);
+    spill_cleanup(&s);
     return st;
 }

@@ -62,6 +62,17 @@ static void build_save(const ax_axd_t *ds, int bits, const char *path) {
     build_save_bits_n(ds, bits, 6, path);
 }
 
+static void build_save_v2(const ax_axd_t *ds, int bits, const char *path) {
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    o.n = 6;
+    o.hash_bits = bits;
+    ax_memscan_index_t *idx;
+    cr_assert_eq(ax_memscan_index_build(ds, &o, &idx), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save_v2(idx, path, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+}
+
 static uint8_t *slurp(const char *path, size_t *n) {
     char *d;
     cr_assert_eq(ax_read_file(path, &d, n), AX_OK);
@@ -559,6 +570,19 @@ Test(memscan_file, bounded_build_equals_in_memory) {
         free(da);
         free(db);
         cr_assert_eq(in.n_distinct, ax_memscan_windows_of(ds, 6) - (in.n_windows - in.n_distinct));
+        /* and a version-2 file rewritten as version 3 in bounded memory: the same bytes */
+        char v2[300];
+        snprintf(v2, sizeof v2, "%s.v2", a);
+        ax_memscan_index_t *idx;
+        cr_assert_eq(ax_memscan_index_load(a, ds, &idx), AX_OK);
+        ax_memscan_index_free(idx);
+        build_save_v2(ds, bits, v2);
+        cr_assert_eq(ax_memscan_index_upgrade(v2, b, 1 << 20, NULL), AX_OK, "%s", ax_error_msg());
+        da = slurp(a, &na);
+        db = slurp(b, &nb);
+        cr_assert(na == nb && memcmp(da, db, na) == 0, "bits %d: the upgraded file differs", bits);
+        free(da);
+        free(db);
         char spill[300];
         snprintf(spill, sizeof spill, "%s.spill", b);
         cr_assert_not(ax_path_exists(spill));
