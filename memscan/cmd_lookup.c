@@ -26,11 +26,13 @@ static const ax_cfg_entry lookup_entries[] = {
     {"index", AX_CFG_STR, offsetof(lookup_flags, index), "", 1, 0,
      "index from `axmem memscan index` (required)"},
     {"tokenizer", AX_CFG_STR, offsetof(lookup_flags, tok), "", 1, 0,
-     "tokenizer the dataset was encoded with (required)"},
+     "tokenizer the dataset was encoded with (required, except for a batch of token ids)"},
     {"data", AX_CFG_STR, offsetof(lookup_flags, data), "", 1, 0,
      "the dataset (.axd; empty: the path stored in the index)"},
     {"file", AX_CFG_STR, offsetof(lookup_flags, file), "", 1, 0,
-     "read the passage from F instead of the TEXT argument"},
+     "read the passage from F instead of the TEXT argument; F.jsonl: a batch, one query a "
+     "line ({\"tokens\": [ids]} or {\"text\": \"...\"}, optional \"id\"), one JSON "
+     "answer a line"},
     {"json", AX_CFG_BOOL, offsetof(lookup_flags, json), "false", 1, 0, "one JSON object on stdout"},
     {"max-windows", AX_CFG_INT, offsetof(lookup_flags, max_windows), "50", 0, 9.2e18,
      "list at most N matching windows in text output"},
@@ -40,12 +42,15 @@ static const ax_cfg_entry lookup_entries[] = {
 static const ax_cfg_positional lookup_text = {"TEXT", offsetof(lookup_flags, text), 0, 0,
                                               "the passage (quote it; or --file F)"};
 static const ax_cfg_table lookup_table = {
-    .usage = "axmem memscan lookup --index INDEX --tokenizer TOK [flags]",
+    .usage = "axmem memscan lookup --index INDEX --tokenizer TOK [flags] TEXT\n"
+             "       axmem memscan lookup --index INDEX [--tokenizer TOK] --file QUERIES.jsonl",
     .summary = "Is this passage in the training data? Prints the longest verbatim span of >= n "
                "tokens\nfound (its text and source documents), every maximal such span (longest "
                "first, each\nmatched against every occurrence in the training data, with the "
                "documents holding it),\nand how many times each matching n-token window occurs. "
-               "Every match is checked against\nthe dataset.",
+               "Every match is checked against\nthe dataset. The index is read in place "
+               "(memory-mapped), not loaded; a batch\n(--file QUERIES.jsonl) pays that open "
+               "once for all its queries.",
     .entries = lookup_entries,
     .n = (int)(sizeof lookup_entries / sizeof lookup_entries[0]),
     .positional = &lookup_text,
@@ -55,10 +60,15 @@ static const ax_cfg_table lookup_table = {
 typedef struct {
     lookup_flags fl;
     const char *index, *tok, *data, *file, *text;
-    int json;
+    int json, batch;
     uint64_t max_windows;
     size_t max_sources;
 } lookup_args;
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
 
 static int parse(int argc, char **argv, lookup_args *a) {
     static const char *SUB = "lookup";
@@ -74,8 +84,9 @@ static int parse(int argc, char **argv, lookup_args *a) {
     a->json = f->json;
     a->max_windows = (uint64_t)f->max_windows;
     a->max_sources = (size_t)f->max_sources;
+    a->batch = a->file && ends_with(a->file, ".jsonl");
     if (!a->index) return ax_ms_cli_usage(SUB, "%s", "--index INDEX is required");
-    if (!a->tok) return ax_ms_cli_usage(SUB, "%s", "--tokenizer TOK is required");
+    if (!a->tok && !a->batch) return ax_ms_cli_usage(SUB, "%s", "--tokenizer TOK is required");
     if (!a->text && !a->file)
         return ax_ms_cli_usage(SUB, "%s",
                                "a TEXT argument or --file F is "
@@ -112,7 +123,7 @@ static void put_text(FILE *f, const ax_tokenizer_t *tok, const int32_t *t, size_
 static void jw_text(ax_jw *w, const ax_tokenizer_t *tok, const int32_t *t, size_t len) {
     uint8_t *b = NULL;
     size_t n = 0, off = 0;
-    if (ax_tokenizer_decode(tok, t, len, &b, &n) != AX_OK) {
+    if (!tok || ax_tokenizer_decode(tok, t, len, &b, &n) != AX_OK) {
         ax_jw_null(w);
         return;
     }
@@ -158,10 +169,31 @@ static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *to
     ax_jw_obj_end(w);
 }
 
+/* a batch query's line number and id (echoed as given: a string or an integer) */
+typedef struct {
+    uint64_t line;
+    const ax_json *id;
+} query_tag;
+
+static void jw_query_tag(ax_jw *w, const query_tag *q) {
+    if (!q) return;
+    ax_jw_key(w, "line");
+    ax_jw_uint(w, q->line);
+    int64_t v;
+    if (!q->id) return;
+    ax_jw_key(w, "id");
+    if (q->id->type == AX_JSON_STR)
+        ax_jw_strn(w, q->id->str, q->id->str_len);
+    else if (ax_json_int_in(q->id, INT64_MIN, INT64_MAX, &v))
+        ax_jw_int(w, v);
+    else
+        ax_jw_null(w);
+}
+
 static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
                        const ax_tokenizer_t *tok, const int32_t *t, size_t len,
                        const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
-                       const uint64_t *first, size_t W) {
+                       const uint64_t *first, size_t W, const query_tag *q) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     const ax_axd_t *ds = ax_memscan_index_dataset(idx);
     const uint64_t *off = ax_axd_doc_offsets(ds);
@@ -170,6 +202,7 @@ static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
     ax_jw w;
     ax_jw_init(&w);
     ax_jw_obj_begin(&w);
+    jw_query_tag(&w, q);
     ax_jw_key(&w, "index");
     ax_jw_str(&w, a->index);
     ax_jw_key(&w, "dataset");
@@ -281,6 +314,135 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
     }
 }
 
+/* One batch query (a parsed line) -> tokens: "tokens": [ids < vocab], or "text" encoded with
+ * the tokenizer. Errors say what is wrong with the line. */
+static ax_status query_tokens(const ax_json *q, const ax_tokenizer_t *tok, uint32_t vocab,
+                              int32_t **t, size_t *len) {
+    *t = NULL;
+    *len = 0;
+    if (q->type != AX_JSON_OBJ)
+        return ax_errorf(AX_ERR_ARG, "a query is a JSON object with \"tokens\" or \"text\"");
+    const ax_json *ids = ax_json_get(q, "tokens"), *text = ax_json_get(q, "text");
+    if (!ids == !text)
+        return ax_errorf(AX_ERR_ARG, "give exactly one of \"tokens\" (token ids) and \"text\"");
+    if (text) {
+        if (text->type != AX_JSON_STR) return ax_errorf(AX_ERR_ARG, "\"text\" must be a string");
+        if (!tok)
+            return ax_errorf(AX_ERR_ARG,
+                             "a \"text\" query needs --tokenizer TOK (or give \"tokens\")");
+        return ax_tokenizer_encode(tok, (const uint8_t *)text->str, text->str_len, t, len);
+    }
+    if (ids->type != AX_JSON_ARR)
+        return ax_errorf(AX_ERR_ARG, "\"tokens\" must be an array of token ids");
+    *t = malloc(sizeof **t * (ids->n ? ids->n : 1));
+    if (!*t) return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ids->n; i++) {
+        int64_t v;
+        if (!ax_json_int_in(ids->items[i], 0, (int64_t)vocab - 1, &v)) {
+            free(*t);
+            *t = NULL;
+            return ax_errorf(AX_ERR_ARG,
+                             "\"tokens\"[%zu] is not a token id in [0, %u) (the dataset's "
+                             "vocabulary)",
+                             i, vocab);
+        }
+        (*t)[i] = (int32_t)v;
+    }
+    *len = ids->n;
+    return AX_OK;
+}
+
+static ax_status answer_query(const lookup_args *a, const ax_memscan_index_t *idx,
+                              const ax_tokenizer_t *tok, const char *line, size_t n,
+                              const query_tag *qt_in) {
+    ax_json *q = NULL;
+    int32_t *t = NULL;
+    size_t len = 0, ns = 0, W = 0;
+    ax_memscan_span *sp = NULL;
+    uint32_t *cnt = NULL;
+    uint64_t *first = NULL;
+    query_tag qt = *qt_in;
+    const ax_memscan_info *in = ax_memscan_index_info(idx);
+    ax_status st = ax_json_parse(line, n, "the query", &q);
+    if (st == AX_OK) {
+        qt.id = ax_json_get(q, "id");
+        st = query_tokens(q, tok, in->vocab, &t, &len);
+    }
+    if (st == AX_OK) st = ax_memscan_find_spans(idx, t, len, a->max_sources, &sp, &ns);
+    if (st == AX_OK) {
+        W = len >= in->n ? len - in->n + 1 : 0;
+        cnt = malloc(sizeof *cnt * (W + 1));
+        first = malloc(sizeof *first * (W + 1));
+        if (!cnt || !first) st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+    }
+    if (st == AX_OK) {
+        ax_memscan_index_lookup_all(idx, t, len, cnt, first);
+        print_json(a, idx, tok, t, len, sp, ns, cnt, first, W, &qt);
+    }
+    free(cnt);
+    free(first);
+    free(sp);
+    free(t);
+    ax_json_free(q);
+    return st;
+}
+
+/* --file QUERIES.jsonl: one answer line per query line (blank lines skipped), an error object
+ * {"line": N, "error": "..."} for a bad one; exit 1 if any failed. */
+static int run_batch(const lookup_args *a, const ax_memscan_index_t *idx,
+                     const ax_tokenizer_t *tok) {
+    static const char *SUB = "lookup";
+    FILE *f;
+    ax_status st = ax_fopen_regular(a->file, "pass a file of JSON queries, one a line", &f);
+    if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    uint64_t lineno = 0, n_queries = 0, n_failed = 0;
+    while ((got = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        size_t n = (size_t)got;
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+        size_t k = 0;
+        while (k < n && (line[k] == ' ' || line[k] == '\t')) k++;
+        if (k == n) continue;
+        n_queries++;
+        query_tag qt = {lineno, NULL};
+        ax_error_clear();
+        if (answer_query(a, idx, tok, line, n, &qt) == AX_OK) continue;
+        n_failed++;
+        ax_jw w;
+        ax_jw_init(&w);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "line");
+        ax_jw_uint(&w, lineno);
+        ax_jw_key(&w, "error");
+        char msg[1200];
+        snprintf(msg, sizeof msg, "%s line %llu: %s", a->file, (unsigned long long)lineno,
+                 ax_error_msg());
+        ax_jw_str(&w, msg);
+        ax_jw_obj_end(&w);
+        const char *text = ax_jw_text(&w);
+        if (text) printf("%s\n", text);
+        ax_jw_free(&w);
+    }
+    int read_err = ferror(f);
+    fclose(f);
+    free(line);
+    fflush(stdout);
+    if (read_err) return ax_ms_cli_fail(SUB, ax_errorf(AX_ERR_IO, "%s: read error", a->file));
+    st = ax_memscan_index_check(idx);
+    if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
+    if (n_failed) {
+        fprintf(stderr,
+                "axmem memscan lookup: %llu of %llu queries in %s failed (see their "
+                "\"error\" lines)\n",
+                (unsigned long long)n_failed, (unsigned long long)n_queries, a->file);
+        return 1;
+    }
+    return 0;
+}
+
 int ax_ms_cmd_lookup(int argc, char **argv) {
     static const char *SUB = "lookup";
     lookup_args a;
@@ -313,16 +475,20 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
                        a.index, data);
     }
     if (st != AX_OK) goto fail;
-    AX_CHECK_GOTO(ax_tokenizer_load(a.tok, &tok), fail);
-    AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, a.tok), fail);
-    if (in.tok_checksum && ax_tokenizer_checksum(tok) != in.tok_checksum) {
+    if (a.tok) AX_CHECK_GOTO(ax_tokenizer_load(a.tok, &tok), fail);
+    if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, a.tok), fail);
+    if (tok && in.tok_checksum && ax_tokenizer_checksum(tok) != in.tok_checksum) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "--tokenizer %s (identity %016" PRIx64 ") is not the tokenizer index %s "
                        "was built with (%016" PRIx64 "); pass the tokenizer that encoded %s",
                        a.tok, ax_tokenizer_checksum(tok), a.index, in.tok_checksum, data);
         goto fail;
     }
-    AX_CHECK_GOTO(ax_memscan_index_load(a.index, ds, &idx), fail);
+    AX_CHECK_GOTO(ax_memscan_index_open(a.index, ds, &idx), fail);
+    if (a.batch) {
+        rc = run_batch(&a, idx, tok);
+        goto out;
+    }
     if (a.file) {
         AX_CHECK_GOTO(ax_read_file(a.file, &text, &text_len), fail);
     } else {
@@ -345,9 +511,11 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     }
     ax_memscan_index_lookup_all(idx, t, len, cnt, first);
     if (a.json)
-        print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W);
+        print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W, NULL);
     else
         print_text(&a, idx, tok, t, len, sp, ns, cnt, first, W);
+    /* damage met on the way (pages are verified as lookups touch them) */
+    AX_CHECK_GOTO(ax_memscan_index_check(idx), fail);
     goto out;
 fail:
     rc = ax_ms_cli_fail(SUB, st);

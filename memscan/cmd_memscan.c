@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *TOP_HELP =
     "usage: axmem memscan SUBCOMMAND [flags]   (axmem memscan SUBCOMMAND --help)\n\n"
@@ -36,7 +37,8 @@ static const char *TOP_HELP =
     "  exposure  canary exposure: rank of each inserted secret among its format's candidates\n";
 
 typedef struct {
-    char data[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], round_windows[AX_CFG_STR_MAX];
+    char data[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], round_windows[AX_CFG_STR_MAX],
+        mem_limit[AX_CFG_STR_MAX];
     int64_t n, seed;
 } index_flags;
 
@@ -48,6 +50,10 @@ static const ax_cfg_entry index_entries[] = {
      "window length in tokens"},
     {"seed", AX_CFG_INT, offsetof(index_flags, seed), "0", 0, 9.2e18, "hash seed"},
     /* text, not an int: takes suffixes K, M */
+    {"mem-limit", AX_CFG_STR, offsetof(index_flags, mem_limit), "auto", 1, 0,
+     "memory for the build, e.g. 8G (auto: half the machine's); an index that needs more "
+     "(~48 bytes per window) is built spilling hash partitions to disk next to --out (one "
+     "rank)"},
     {"round-windows", AX_CFG_STR, offsetof(index_flags, round_windows), "1M", 1, 0,
      "windows each rank hashes per exchange round: bounds memory (suffix K, M; 1..64M)"},
 };
@@ -158,6 +164,15 @@ static int cmd_index(int argc, char **argv) {
     o.round_windows = u;
     o.n = (int)fl.n;
     o.seed = (uint64_t)fl.seed;
+    uint64_t mem_limit = 0;
+    int limit_given = strcmp(fl.mem_limit, "auto") != 0;
+    if (limit_given && (ax_parse_size(fl.mem_limit, &mem_limit) != 1 || mem_limit < (1u << 20)))
+        return ax_ms_cli_usage(SUB, "--mem-limit '%s' is not a size of at least 1M (e.g. 8G)",
+                               fl.mem_limit);
+    if (!limit_given) {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        mem_limit = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : UINT64_MAX;
+    }
     const char *data = fl.data, *out = fl.out;
     if (!data[0]) return ax_ms_cli_usage(SUB, "%s", "--data FILE.axd is required");
     if (!out[0]) return ax_ms_cli_usage(SUB, "%s", "--out INDEX is required");
@@ -176,6 +191,32 @@ static int cmd_index(int argc, char **argv) {
         st = ws != AX_OK ? ws : ax_coll_agree(world, AX_AXIS_WORLD, st, "memscan index");
         ax_grid_free(world);
     }
+    if (st == AX_OK && ax_mpi_world_size() == 1 &&
+        ax_memscan_windows_of(ds, o.n) > mem_limit / AX_MEMSCAN_BYTES_PER_WINDOW) {
+        ax_memscan_info bi;
+        st = ax_memscan_index_build_bounded(ds, &o, mem_limit, out, &bi);
+        if (st != AX_OK) {
+            rc = ax_ms_cli_fail(SUB, st);
+            goto done;
+        }
+        struct stat sb;
+        double mb = stat(out, &sb) == 0 ? (double)sb.st_size / 1e6 : 0;
+        printf("memscan index: %s: %" PRIu64 " tokens, %" PRIu64 " docs; %" PRIu64
+               " windows of %u tokens, %" PRIu64 " distinct\n",
+               data, bi.ds_tokens, bi.ds_docs, bi.n_windows, bi.n, bi.n_distinct);
+        printf("built in %.0f MB (--mem-limit), spilling to disk, in %.2f s\n",
+               (double)mem_limit / 1e6, ax_now() - t0);
+        print_hist(stdout, &bi);
+        printf("wrote %s (%.1f MB) and %s.json\n", out, mb, out);
+        goto done;
+    }
+    if (st == AX_OK && limit_given && ax_mpi_world_size() > 1 &&
+        ax_memscan_windows_of(ds, o.n) / (uint64_t)ax_mpi_world_size() >
+            mem_limit / AX_MEMSCAN_BYTES_PER_WINDOW)
+        st = ax_errorf(AX_ERR_UNSUPPORTED,
+                       "--mem-limit %s: a build that spills to disk runs on one rank for now; "
+                       "use more ranks or a larger limit",
+                       fl.mem_limit);
     if (st == AX_OK) st = ax_memscan_index_build(ds, &o, &idx);
     double t_build = ax_now() - t0;
     if (st == AX_OK) st = ax_memscan_index_save(idx, out, o.stop);

@@ -26,6 +26,7 @@ void ax_memscan_index_free(ax_memscan_index_t *idx) {
     if (!idx) return;
     ax_ms_table_free(&idx->t);
     ax_ms_occ_free(&idx->occ);
+    ax_ms_map_free(idx->map);
     free(idx->edge);
     ax_grid_free(idx->grid);
     free(idx);
@@ -45,23 +46,23 @@ const ax_axd_t *ax_memscan_index_dataset(const ax_memscan_index_t *idx) {
     return idx->ds;
 }
 size_t ax_memscan_index_table_bytes(const ax_memscan_index_t *idx) {
-    return ax_ms_table_bytes(&idx->t);
+    return idx->map ? ax_ms_map_table_bytes(idx->map) : ax_ms_table_bytes(&idx->t);
 }
 uint64_t ax_memscan_index_local_entries(const ax_memscan_index_t *idx) {
-    return idx->t.n;
+    return idx->map ? idx->info.n_distinct : idx->t.n;
 }
 
 int ax_memscan_index_shard(const ax_memscan_index_t *idx) {
     return idx->shard_rank;
 }
 uint64_t ax_memscan_index_table_bytes_all(const ax_memscan_index_t *idx) {
-    return idx->table_bytes_all ? idx->table_bytes_all : ax_ms_table_bytes(&idx->t);
+    return idx->table_bytes_all ? idx->table_bytes_all : ax_memscan_index_table_bytes(idx);
 }
 size_t ax_memscan_index_occ_bytes(const ax_memscan_index_t *idx) {
-    return ax_ms_occ_bytes(&idx->occ);
+    return idx->map ? ax_ms_map_occ_bytes(idx->map) : ax_ms_occ_bytes(&idx->occ);
 }
 uint64_t ax_memscan_index_occ_bytes_all(const ax_memscan_index_t *idx) {
-    return idx->occ_bytes_all ? idx->occ_bytes_all : ax_ms_occ_bytes(&idx->occ);
+    return idx->occ_bytes_all ? idx->occ_bytes_all : ax_memscan_index_occ_bytes(idx);
 }
 uint64_t ax_memscan_index_occurrences(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
                                       const uint64_t **list) {

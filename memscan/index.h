@@ -21,9 +21,28 @@
  * positions, and each hash goes to its owner rank (memscan/hash.h: ax_ms_owner) with an
  * all-to-all (lib/dist/comm.h) in rounds of a fixed number of windows per rank; each owner holds
  * its shard of the table and the lists of the windows it owns. Saving writes one file however many
- * ranks built it; loading reads the whole index into one process.
+ * ranks built it (the shards stream to rank 0 as a version-2 file, which rank 0 reorders into
+ * version 3); opening maps the whole index into one process.
  *
- * File (little-endian), version 2:
+ * File (little-endian), version 3 (written; read in place through mmap, memscan/index_map.h):
+ *    0 the version-2 header below, with version 3, then its u64 XXH3 (hdr_len = 144 + L bytes)
+ *  hdr_len: the section table (112 bytes): u32 part_bits (P = 2^part_bits partitions, ~2048
+ *      entries each), u32 page_bits (16), u64 lists G, u64 listed positions NP, u64 offsets of
+ *      dir, tags, exts, vals, firsts, lstart, pos, sums, u64 file size, u64 XXH3 of the sums,
+ *      u64 XXH3 of the 104 bytes before it; every offset is the one the counts imply
+ *      (sections 64-byte aligned, zero padding), so a reader checks equality, not ranges
+ *    dir    u64[P + 1]  partition p (the tag's top part_bits bits) holds entries [dir[p], dir[p+1])
+ *    tags   u32[distinct], exts u8[distinct], vals u64[distinct]: the table's entries in
+ *           ascending (tag, ext) order (tag, ext, val as in memscan/table.h)
+ *    firsts u64[G] ascending: each repeated window's first occurrence
+ *    lstart u64[G + 1]: list g is pos[lstart[g], lstart[g+1]), ascending, starting at firsts[g]
+ *    pos    u64[NP]
+ *    sums   u64[pages]: XXH3 of each 64 KiB page of [dir, sums)
+ * Opening checks the header, the section table, the sums' checksum and the pages holding dir;
+ * other pages are hashed on first touch (all at once: ax_memscan_index_load, `info --verify`).
+ * A lookup is a binary search of one partition's tags; a list is a binary search of firsts.
+ *
+ * Version 2 (still read: loaded into an in-memory table as before; ax_memscan_index_save_v2):
  *    0 char[8] "AXMEMIDX"      8 u32 version (2)       12 u32 n
  *   16 u32 hash_bits (64 = full XXH3)                  20 u32 dataset vocab size
  *   24 u64 hash seed          32 u64 dataset checksum (payload XXH3, ax_axd_checksum)
@@ -95,14 +114,46 @@ void ax_memscan_build_opts_default(ax_memscan_build_opts *o);
  * otherwise. */
 ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts *o,
                                  ax_memscan_index_t **out);
+/* Builds the index of ds and writes it to path (version 3, and path.json) holding about
+ * mem_limit bytes of memory (plus the dataset pages the kernel keeps mapped): windows are
+ * hashed once and spilled to path.spill in hash partitions, each partition is counted alone
+ * and the lists merged (memscan/index_spill.c). One process only (not collective); temporary
+ * files next to path take ~16 bytes per window plus the index's size. The file is the same,
+ * byte for byte, as ax_memscan_index_build + ax_memscan_index_save write. */
+ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                                         uint64_t mem_limit, const char *path,
+                                         ax_memscan_info *info_out);
+/* Rewrites a version-2 index file as version 3 at path (and path.json) in about mem_limit
+ * bytes, without the dataset (the same bytes a version-3 save of that index writes). Rank 0
+ * uses it after a distributed save; also an upgrade path for existing files. Checks every
+ * version-2 checksum on the way; the input is left as it is. */
+ax_status ax_memscan_index_upgrade(const char *v2_path, const char *path, uint64_t mem_limit,
+                                   volatile int *stop);
+/* Windows of n tokens in ds (inside documents): what a build counts. */
+uint64_t ax_memscan_windows_of(const ax_axd_t *ds, int n);
+/* Bytes per window an in-memory build and save can take at most (table, lists, save order). */
+#define AX_MEMSCAN_BYTES_PER_WINDOW 48
+
 /* Writes the index to path (via path.partial + fsync + rename) and path.json. Collective:
  * rank 0 writes while the other ranks stream their shards to it block by block. `stop`
  * (may be NULL) is polled between blocks; on Ctrl-C no output file is left. */
 ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
                                 volatile int *stop);
-/* Reads a whole index into this process (any number of ranks may have built it), checks
- * every checksum and that it was built from ds (a mismatch names both files). */
+/* Opens a saved index for lookups in this process (any number of ranks may have built it) and
+ * checks that it was built from ds (a mismatch names both files). Version 3 is read in place
+ * (mmap; nothing is built), version 2 is loaded into memory. _load checks every checksum and
+ * the file's structure now (one sequential pass over a v3 file); _open checks the header, the
+ * section table and the directory now and every other 64 KiB page on first touch (milliseconds
+ * for any size: for one-shot lookups), so damage found later makes the lookups needing it
+ * answer "absent" and is reported by ax_memscan_index_check. */
 ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out);
+ax_status ax_memscan_index_open(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out);
+/* AX_OK, or AX_ERR_CORRUPT naming the file and the damage a lookup has met (opened v3). */
+ax_status ax_memscan_index_check(const ax_memscan_index_t *idx);
+/* Writes the previous format, version 2 (a whole index built in this process only): for tests
+ * of the version-2 reader and for older readers. */
+ax_status ax_memscan_index_save_v2(const ax_memscan_index_t *idx, const char *path,
+                                   volatile int *stop);
 /* Header only (no dataset needed); verify_blocks = 1 also decompresses and checks every block. */
 ax_status ax_memscan_index_read_info(const char *path, int verify_blocks, ax_memscan_info *info);
 void ax_memscan_index_free(ax_memscan_index_t *idx);

@@ -23,13 +23,13 @@ uint64_t ax_ms_get64(const uint8_t *p) {
     return v;
 }
 
-int ax_ms_header_encode(const ax_memscan_info *in, uint8_t **buf, size_t *len) {
+int ax_ms_header_encode(const ax_memscan_info *in, uint32_t version, uint8_t **buf, size_t *len) {
     size_t L = strlen(in->ds_path);
     size_t n = AX_MS_HEADER_FIXED + L + 8;
     uint8_t *h = calloc(1, n);
     if (!h) return -1;
     memcpy(h, AX_MS_MAGIC, 8);
-    ax_ms_put32(h + 8, AX_MS_VERSION);
+    ax_ms_put32(h + 8, version);
     ax_ms_put32(h + 12, in->n);
     ax_ms_put32(h + 16, in->hash_bits);
     ax_ms_put32(h + 20, in->vocab);
@@ -56,7 +56,7 @@ static ax_status truncated(const char *path, const char *what) {
                      path, what);
 }
 
-ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in) {
+ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in, uint32_t *version_out) {
     uint8_t h[AX_MS_HEADER_FIXED + sizeof in->ds_path + 8];
     size_t got = fread(h, 1, AX_MS_HEADER_FIXED, f);
     if (got < 8 || memcmp(h, AX_MS_MAGIC, 8) != 0)
@@ -71,11 +71,12 @@ ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in) {
                          "%s: memscan index format version 1 has no occurrence lists (its spans "
                          "would only be lower bounds) and no tokenizer identity; " AX_MS_REBUILD,
                          path);
-    if (version != AX_MS_VERSION)
+    if (version != AX_MS_VERSION && version != AX_MS_VERSION_V2)
         return ax_errorf(AX_ERR_MISMATCH,
-                         "%s: memscan index format version %u, this build reads version %u; "
-                         "" AX_MS_REBUILD,
-                         path, version, AX_MS_VERSION);
+                         "%s: memscan index format version %u, this build reads versions %u and "
+                         "%u; " AX_MS_REBUILD,
+                         path, version, AX_MS_VERSION_V2, AX_MS_VERSION);
+    *version_out = version;
     uint32_t L = ax_ms_get32(h + 120);
     if (L >= sizeof in->ds_path)
         return ax_errorf(AX_ERR_CORRUPT,
@@ -220,7 +221,10 @@ static ax_status read_block(FILE *f, const char *path, uint64_t blk, ax_ms_block
 
 /* The occurrence-list stream: in->n_dup lists holding in->n_dup_pos positions. */
 static ax_status read_lists(FILE *f, const char *path, const ax_memscan_info *in,
-                            ax_ms_block_buf *b, uint64_t *blk, ax_ms_occ *occ) {
+                            ax_ms_block_buf *b, uint64_t *blk, ax_ms_occ *occ, ax_ms_list_fn lfn,
+                            void *lctx) {
+    uint64_t *lb = NULL; /* the current list, for lfn */
+    size_t lb_cap = 0;
     uint64_t total = in->n_dup + in->n_dup_pos, got = 0;
     uint64_t g = 0, k_pos = 0;       /* lists started, positions read */
     uint64_t m = 0, j = 0, prev = 0; /* the current list: length, positions read, last one */
@@ -247,6 +251,15 @@ static ax_status read_lists(FILE *f, const char *path, const ax_memscan_info *in
                 }
                 if (occ) occ->off[g] = k_pos;
                 g++, m = v, j = 0;
+                if (lfn && v > lb_cap) {
+                    uint64_t *nb = realloc(lb, sizeof *lb * (size_t)v);
+                    if (!nb) {
+                        st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory for a list", path);
+                        break;
+                    }
+                    lb = nb;
+                    lb_cap = (size_t)v;
+                }
                 continue;
             }
             /* the first position absolute, then differences (ascending: each >= 1) */
@@ -256,11 +269,14 @@ static ax_status read_lists(FILE *f, const char *path, const ax_memscan_info *in
                 break;
             }
             if (occ) occ->pos[k_pos] = p;
+            if (lfn) lb[j] = p;
             k_pos++, j++, prev = p;
+            if (lfn && j == m && (st = lfn(lctx, lb, m)) != AX_OK) break;
         }
         got += k;
         (*blk)++;
     }
+    free(lb);
     if (st == AX_OK && (g != in->n_dup || k_pos != in->n_dup_pos || j != m))
         st = ax_errorf(AX_ERR_CORRUPT,
                        "%s: occurrence lists disagree with the header: the index is corrupt; "
@@ -280,6 +296,12 @@ static ax_status read_lists(FILE *f, const char *path, const ax_memscan_info *in
 
 ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in, ax_ms_entry_fn fn,
                             void *ctx, ax_ms_occ *occ) {
+    return ax_ms_blocks_read_ex(f, path, in, fn, ctx, occ, NULL, NULL);
+}
+
+ax_status ax_ms_blocks_read_ex(FILE *f, const char *path, const ax_memscan_info *in,
+                               ax_ms_entry_fn fn, void *ctx, ax_ms_occ *occ, ax_ms_list_fn lfn,
+                               void *lctx) {
     ax_ms_block_buf b;
     memset(&b, 0, sizeof b);
     b.zctx = ZSTD_createDCtx();
@@ -329,7 +351,7 @@ ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in
                        path);
         goto done;
     }
-    if ((st = read_lists(f, path, in, &b, &blk, occ)) != AX_OK) goto done;
+    if ((st = read_lists(f, path, in, &b, &blk, occ, lfn, lctx)) != AX_OK) goto done;
     uint8_t tr[AX_MS_TRAILER_BYTES];
     if (fread(tr, 1, sizeof tr, f) != sizeof tr) {
         st = truncated(path, "the trailer");

@@ -11,7 +11,8 @@
 
 #define AX_MS_MAGIC "AXMEMIDX"
 #define AX_MS_TRAILER "AXIDXEND"
-#define AX_MS_VERSION 2u
+#define AX_MS_VERSION 3u    /* written */
+#define AX_MS_VERSION_V2 2u /* still read (loaded into memory) */
 #define AX_MS_HEADER_FIXED 136
 #define AX_MS_BLOCK_HEADER 32
 #define AX_MS_TRAILER_BYTES 32
@@ -19,10 +20,10 @@
 #define AX_MS_ENTRY_BYTES 13 /* u32 tag + u8 ext + u64 val */
 #define AX_MS_REBUILD "rebuild it with `axmem memscan index`"
 
-/* header bytes (fixed part + path + checksum) into a malloc'd buffer */
-int ax_ms_header_encode(const ax_memscan_info *in, uint8_t **buf, size_t *len);
-/* reads and checks the header from f; errors name `path` */
-ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in);
+/* header bytes (fixed part + path + checksum) of a file of `version` into a malloc'd buffer */
+int ax_ms_header_encode(const ax_memscan_info *in, uint32_t version, uint8_t **buf, size_t *len);
+/* reads and checks the header from f (version 2 or 3, into *version); errors name `path` */
+ax_status ax_ms_header_read(FILE *f, const char *path, ax_memscan_info *in, uint32_t *version);
 
 /* A block: k entries (keys, vals) -> zstd payload with its header. */
 typedef struct {
@@ -56,6 +57,11 @@ typedef ax_status (*ax_ms_entry_fn)(void *ctx, const ax_ms_key *keys, const uint
                                     size_t k);
 ax_status ax_ms_blocks_read(FILE *f, const char *path, const ax_memscan_info *in, ax_ms_entry_fn fn,
                             void *ctx, ax_ms_occ *occ);
+/* The same, also calling lfn on each occurrence list (positions ascending) as it is read. */
+typedef ax_status (*ax_ms_list_fn)(void *ctx, const uint64_t *pos, uint64_t m);
+ax_status ax_ms_blocks_read_ex(FILE *f, const char *path, const ax_memscan_info *in,
+                               ax_ms_entry_fn fn, void *ctx, ax_ms_occ *occ, ax_ms_list_fn lfn,
+                               void *lctx);
 
 void ax_ms_put32(uint8_t *p, uint32_t v);
 void ax_ms_put64(uint8_t *p, uint64_t v);

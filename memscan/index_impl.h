@@ -1,6 +1,7 @@
 /* memscan index internals shared by the build, file and lookup code. */
 #pragma once
 #include "memscan/index.h"
+#include "memscan/index_map.h"
 #include "memscan/occ.h"
 #include "memscan/table.h"
 #include "lib/dist/grid.h"
@@ -15,6 +16,7 @@ struct ax_memscan_index {
     uint64_t table_bytes_all;   /* over all ranks, after a build (0: use this table's) */
     uint64_t occ_bytes_all;     /* the same for the occurrence lists */
     ax_ms_occ occ;              /* positions of the windows that occur more than once */
+    ax_ms_map *map;             /* a version-3 file read in place (then t and occ are empty) */
     /* build only: merge edges (memscan/occ.h), turned into occ once every pair is counted */
     ax_ms_edge *edge;
     uint64_t n_edge, cap_edge;
@@ -28,6 +30,7 @@ static inline uint64_t ax_ms_index_occ(const ax_memscan_index_t *idx, uint64_t f
         *list = NULL;
         return count;
     }
+    if (idx->map) return ax_ms_map_occ(idx->map, idx->ds, idx->info.n, first, list);
     return ax_ms_occ_find(&idx->occ, first, list);
 }
 
@@ -45,3 +48,43 @@ static inline void ax_ms_occ_info(ax_memscan_info *in) {
 
 /* Fills the histogram, distinct and saturated counts of info from this process's table. */
 void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);
+
+/* Putting entries in version-3 order: count them per partition (pass 1), place, fill (pass
+ * 2, the same entries again), sort each partition by key (tag << 6 | ext). */
+typedef struct {
+    uint64_t key, val;
+} ax_ms_ent;
+
+typedef struct {
+    uint32_t part_bits;
+    uint64_t n;    /* entries expected */
+    uint64_t *dir; /* [2^part_bits + 1]: counts, then starts */
+    uint64_t *cur; /* fill cursors */
+    ax_ms_ent *ent;
+} ax_ms_collect;
+
+ax_status ax_ms_collect_init(ax_ms_collect *c, uint64_t distinct);
+ax_status ax_ms_collect_count(void *ctx, const ax_ms_key *keys, const uint64_t *vals, size_t k);
+ax_status ax_ms_collect_place(ax_ms_collect *c);
+ax_status ax_ms_collect_fill(void *ctx, const ax_ms_key *keys, const uint64_t *vals, size_t k);
+void ax_ms_collect_sort(ax_ms_collect *c);
+void ax_ms_collect_free(ax_ms_collect *c);
+
+int ax_ms_ent_cmp(const void *x, const void *y); /* by key, then val */
+
+/* Writes a version-3 index (path via path.partial, and path.json) from collected, sorted
+ * entries and lists in ascending order of first occurrence. */
+ax_status ax_ms_v3_write(const ax_memscan_info *in, const ax_ms_collect *c, const ax_ms_occ *o,
+                         const char *path, volatile int *stop);
+
+/* The same from any source: `sections` writes the bytes from the directory to the end of the
+ * positions (each section at its layout offset: ax_ms_vw_pad to it, then ax_ms_vw_put); the
+ * writer hashes the pages and adds the header, section table and page sums. */
+typedef struct ax_ms_vwriter ax_ms_vwriter;
+typedef ax_status (*ax_ms_sections_fn)(void *ctx, ax_ms_vwriter *w);
+ax_status ax_ms_v3_write_with(const ax_memscan_info *in, ax_ms_sections_fn sections, void *ctx,
+                              const char *path, volatile int *stop);
+void ax_ms_vw_put(ax_ms_vwriter *w, const void *data, size_t n);
+void ax_ms_vw_pad(ax_ms_vwriter *w, uint64_t to);
+ax_status ax_ms_vw_status(const ax_ms_vwriter *w);
+const ax_ms_v3_layout *ax_ms_vw_layout(const ax_ms_vwriter *w);

@@ -23,8 +23,15 @@ static ax_status open_index(const char *path, FILE **f) {
 ax_status ax_memscan_index_read_info(const char *path, int verify_blocks, ax_memscan_info *info) {
     FILE *f;
     AX_CHECK(open_index(path, &f));
-    ax_status st = ax_ms_header_read(f, path, info);
-    if (st == AX_OK && verify_blocks) st = ax_ms_blocks_read(f, path, info, NULL, NULL, NULL);
+    uint32_t ver = 0;
+    ax_status st = ax_ms_header_read(f, path, info, &ver);
+    if (st == AX_OK && ver == AX_MS_VERSION_V2 && verify_blocks)
+        st = ax_ms_blocks_read(f, path, info, NULL, NULL, NULL);
+    if (st == AX_OK && ver == AX_MS_VERSION) { /* the section table, and everything if asked */
+        ax_ms_map *m = NULL;
+        st = ax_ms_map_open(f, path, info, (uint64_t)ftell(f), verify_blocks, &m);
+        ax_ms_map_free(m);
+    }
     fclose(f);
     return st;
 }
@@ -60,21 +67,28 @@ static ax_status put_block(void *ctx, const ax_ms_key *keys, const uint64_t *val
     return AX_OK;
 }
 
-ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out) {
+static ax_status open_any(const char *path, const ax_axd_t *ds, int verify_all,
+                          ax_memscan_index_t **out) {
     *out = NULL;
     FILE *f;
     AX_CHECK(open_index(path, &f));
     ax_memscan_index_t *idx = calloc(1, sizeof *idx);
+    uint32_t ver = 0;
     ax_status st = idx ? AX_OK : ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
-    if (st == AX_OK) st = ax_ms_header_read(f, path, &idx->info);
+    if (st == AX_OK) st = ax_ms_header_read(f, path, &idx->info, &ver);
     /* Nothing is sized from the header before it is bounded: the header read checks distinct
      * <= windows <= tokens (and so the occurrence lists' windows - hist[0] positions), and
      * check_dataset that those tokens are the dataset's. A 265-byte file claiming 1.4e9
      * distinct windows once made this allocate ~20 GB (tests/fuzz/repro/index-*). */
     if (st == AX_OK) st = check_dataset(path, &idx->info, ds);
-    if (st == AX_OK) st = ax_ms_table_init(&idx->t, idx->info.n_distinct);
-    if (st == AX_OK) st = ax_ms_blocks_read(f, path, &idx->info, put_block, &idx->t, &idx->occ);
-    if (st == AX_OK) st = ax_ms_occ_sort_groups(&idx->occ);
+    if (st == AX_OK && ver == AX_MS_VERSION) {
+        /* read in place: nothing is built (the mapping outlives the stream) */
+        st = ax_ms_map_open(f, path, &idx->info, (uint64_t)ftell(f), verify_all, &idx->map);
+    } else if (st == AX_OK) { /* version 2: loaded into a table, as it was written */
+        st = ax_ms_table_init(&idx->t, idx->info.n_distinct);
+        if (st == AX_OK) st = ax_ms_blocks_read(f, path, &idx->info, put_block, &idx->t, &idx->occ);
+        if (st == AX_OK) st = ax_ms_occ_sort_groups(&idx->occ);
+    }
     fclose(f);
     if (st != AX_OK) {
         ax_memscan_index_free(idx);
@@ -85,4 +99,16 @@ ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan
     idx->shard_size = 1;
     *out = idx;
     return AX_OK;
+}
+
+ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out) {
+    return open_any(path, ds, 1, out);
+}
+
+ax_status ax_memscan_index_open(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out) {
+    return open_any(path, ds, 0, out);
+}
+
+ax_status ax_memscan_index_check(const ax_memscan_index_t *idx) {
+    return idx->map ? ax_ms_map_status(idx->map) : AX_OK;
 }

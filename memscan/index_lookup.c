@@ -9,6 +9,7 @@
 
 static int find(const ax_memscan_index_t *idx, uint64_t h, const int32_t *w, uint32_t *count,
                 uint64_t *first) {
+    if (idx->map) return ax_ms_map_find(idx->map, idx->ds, idx->info.n, h, w, count, first);
     const ax_ms_table *t = &idx->t;
     ax_ms_key k = ax_ms_key_of(h);
     uint64_t b = ax_ms_home(t, k.tag);
@@ -57,6 +58,26 @@ void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *t
     size_t n = in->n;
     if (len < n) return;
     size_t W = len - n + 1;
+    if (idx->map) { /* a file read in place: where each tag should lie, LOOKAHEAD ahead */
+        uint64_t ring[LOOKAHEAD];
+        for (size_t i = 0; i < W && i < LOOKAHEAD; i++) {
+            ring[i] = ax_ms_hash(tokens + i, (int)n, in->seed, (int)in->hash_bits);
+            ax_ms_map_prefetch(idx->map, ring[i]);
+        }
+        for (size_t i = 0; i < W; i++) {
+            uint64_t h = ring[i % LOOKAHEAD];
+            if (i + LOOKAHEAD < W) {
+                uint64_t ha =
+                    ax_ms_hash(tokens + i + LOOKAHEAD, (int)n, in->seed, (int)in->hash_bits);
+                ring[(i + LOOKAHEAD) % LOOKAHEAD] = ha;
+                ax_ms_map_prefetch(idx->map, ha);
+            }
+            counts[i] = 0;
+            first[i] = 0;
+            find(idx, h, tokens + i, &counts[i], &first[i]);
+        }
+        return;
+    }
     /* a ring of hashes computed LOOKAHEAD windows ahead */
     uint64_t ring[LOOKAHEAD];
     for (size_t i = 0; i < W && i < LOOKAHEAD; i++) {

@@ -89,7 +89,7 @@ static void w_put(writer *w, const void *p, size_t n) {
 }
 
 static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, volatile int *stop,
-                           ax_grid_t *g) {
+                           ax_grid_t *g, int sidecar) {
     int P = idx->shard_size, rank = g ? ax_grid_coord(g, AX_AXIS_WORLD) : 0;
     block_src src;
     memset(&src, 0, sizeof src);
@@ -144,7 +144,7 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
     }
     uint8_t *hbuf = NULL;
     size_t hlen = 0;
-    if (w.st == AX_OK && ax_ms_header_encode(&idx->info, &hbuf, &hlen) != 0)
+    if (w.st == AX_OK && ax_ms_header_encode(&idx->info, AX_MS_VERSION_V2, &hbuf, &hlen) != 0)
         w.st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     w_put(&w, hbuf, hlen);
     free(hbuf);
@@ -196,12 +196,12 @@ static ax_status save_impl(const ax_memscan_index_t *idx, const char *path, vola
     st = w.st;
 close:
     if (w.fd >= 0) close(w.fd);
-    if (st == AX_OK) st = write_json(&idx->info, jpartial);
+    if (st == AX_OK && sidecar) st = write_json(&idx->info, jpartial);
     if (st == AX_OK && stop && *stop)
         st = ax_errorf(AX_ERR_INTERRUPTED,
                        "memscan index: interrupted while saving; nothing was written");
     if (st == AX_OK) st = ax_rename_durable(partial, path);
-    if (st == AX_OK) st = ax_rename_durable(jpartial, jpath);
+    if (st == AX_OK && sidecar) st = ax_rename_durable(jpartial, jpath);
     if (st != AX_OK) {
         if (partial) unlink(partial);
         if (jpartial) unlink(jpartial);
@@ -218,17 +218,94 @@ done:
     return st;
 }
 
+/* this process's table entries, a batch at a time */
+static ax_status table_feed(const ax_ms_table *t, ax_ms_entry_fn fn, void *ctx) {
+    enum { B = 2048 };
+    ax_ms_key keys[B];
+    uint64_t vals[B];
+    size_t k = 0;
+    for (uint64_t b = 0; b < t->nb; b++)
+        for (int j = 0; j < AX_MS_BUCKET; j++)
+            if (t->b[b].val[j]) {
+                keys[k] = (ax_ms_key){t->b[b].tag[j], ax_ms_slot_ext(&t->b[b], j)};
+                vals[k] = t->b[b].val[j];
+                if (++k == B) {
+                    AX_CHECK(fn(ctx, keys, vals, k));
+                    k = 0;
+                }
+            }
+    return k ? fn(ctx, keys, vals, k) : AX_OK;
+}
+
+/* a whole index in this process -> version 3 */
+static ax_status save_local(const ax_memscan_index_t *idx, const char *path, volatile int *stop) {
+    ax_ms_collect c;
+    AX_CHECK(ax_ms_collect_init(&c, idx->t.n));
+    ax_ms_occ sorted;
+    memset(&sorted, 0, sizeof sorted);
+    const ax_ms_occ *o = &idx->occ;
+    ax_status st = table_feed(&idx->t, ax_ms_collect_count, &c);
+    if (st == AX_OK) st = ax_ms_collect_place(&c);
+    if (st == AX_OK) st = table_feed(&idx->t, ax_ms_collect_fill, &c);
+    if (st == AX_OK) ax_ms_collect_sort(&c);
+    int in_order = 1; /* lists from the build ascend by first occurrence; a copy otherwise */
+    for (uint64_t g = 1; g < o->n_groups && in_order; g++)
+        in_order = o->pos[o->off[g - 1]] < o->pos[o->off[g]];
+    if (st == AX_OK && !in_order) {
+        sorted.n_groups = o->n_groups;
+        sorted.n_pos = o->n_pos;
+        sorted.off = malloc(sizeof *sorted.off * (size_t)(o->n_groups + 1));
+        sorted.pos = malloc(sizeof *sorted.pos * (size_t)(o->n_pos ? o->n_pos : 1));
+        if (!sorted.off || !sorted.pos) {
+            st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+        } else {
+            memcpy(sorted.off, o->off, sizeof *sorted.off * (size_t)(o->n_groups + 1));
+            memcpy(sorted.pos, o->pos, sizeof *sorted.pos * (size_t)o->n_pos);
+            st = ax_ms_occ_sort_groups(&sorted);
+        }
+        o = &sorted;
+    }
+    ax_ms_occ none;
+    memset(&none, 0, sizeof none);
+    if (st == AX_OK) st = ax_ms_v3_write(&idx->info, &c, o->off ? o : &none, path, stop);
+    ax_ms_occ_free(&sorted);
+    ax_ms_collect_free(&c);
+    return st;
+}
+
+/* memory for rank 0's reordering: 1 GiB, or a quarter of the machine when that is less */
+static uint64_t convert_limit(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t q = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : (1ULL << 30);
+    uint64_t lim = q < (1ULL << 30) ? q : (1ULL << 30);
+    return lim < (64u << 20) ? (64u << 20) : lim;
+}
+
 ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
                                 volatile int *stop) {
+    if (idx->map)
+        return ax_errorf(AX_ERR_ARG,
+                         "memscan index: %s: an index read from a file is saved already", path);
     if (idx->shard_size <= 1) /* a whole index: this process writes it alone */
-        return save_impl(idx, path, stop, NULL);
+        return save_local(idx, path, stop);
     ax_grid_t *g = idx->grid;
     if (!g || ax_grid_dim(g, AX_AXIS_WORLD) != idx->shard_size)
         return ax_errorf(AX_ERR_ARG,
                          "memscan index: saving a shard needs the %d ranks that built "
                          "it",
                          idx->shard_size);
-    ax_status st = save_impl(idx, path, stop, g);
+    /* the shards stream to rank 0 as today (one block of another rank in flight), into a
+     * version-2 file that rank 0 then reorders into version 3 */
+    char tmp[4200]; /* every rank sees the same path, so decides alike */
+    if (snprintf(tmp, sizeof tmp, "%s.v2.partial", path) >= (int)sizeof tmp)
+        return ax_errorf(AX_ERR_ARG, "memscan index: output path too long: %s", path);
+    ax_status st;
+    st = save_impl(idx, tmp, stop, g, 0);
+    if (ax_grid_coord(g, AX_AXIS_WORLD) == 0) {
+        /* reordered in bounded memory: rank 0 also holds its own shard now */
+        if (st == AX_OK) st = ax_memscan_index_upgrade(tmp, path, convert_limit(), stop);
+        unlink(tmp);
+    }
     /* everyone returns rank 0's verdict (it did the writing) */
     int32_t v = (int32_t)st;
     AX_CHECK(ax_coll_bcast(g, AX_AXIS_WORLD, &v, 1, AX_DT_I32, 0));
@@ -238,4 +315,14 @@ ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
                          "message)",
                          path);
     return (ax_status)v;
+}
+
+ax_status ax_memscan_index_save_v2(const ax_memscan_index_t *idx, const char *path,
+                                   volatile int *stop) {
+    if (idx->shard_size > 1 || idx->map)
+        return ax_errorf(AX_ERR_UNSUPPORTED,
+                         "memscan index: %s: version 2 is written only from a whole index built "
+                         "in this process",
+                         path);
+    return save_impl(idx, path, stop, NULL, 1);
 }

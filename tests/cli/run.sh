@@ -401,5 +401,71 @@ expect_fail "import-megatron: .idx not matching its .bin" 1 "cut.idx: .*does not
 expect_fail "import-megatron: missing pair named" 1 "nope.bin" \
   "$AX" data import-megatron --prefix "$T/nope" --out "$T/n.axd"
 
+# ---- memscan lookup: batch mode (--file QUERIES.jsonl) and damaged v3 indexes ----
+# one answer line per query, identical to the single-query --json answer plus its line and id;
+# bad lines get an error object naming the file and line, and the exit status says so
+printf '%s\n' '{"id": "gen", "text": "In the beginning God created the heaven and the earth."}' \
+  '' '{"text": "zq xv not scripture at all, surely"}' >"$T/q_good.jsonl"
+"$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --file "$T/q_good.jsonl" \
+  >"$T/batch.out" 2>"$T/err" && ok "lookup batch runs" || bad "lookup batch runs"
+"$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --json \
+  "In the beginning God created the heaven and the earth." >"$T/single1.json" 2>>"$T/err"
+"$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --json \
+  "zq xv not scripture at all, surely" >"$T/single2.json" 2>>"$T/err"
+python3 - "$T/batch.out" "$T/single1.json" "$T/single2.json" <<'PY' 2>"$T/err" \
+  && ok "lookup batch: answers equal single lookups" || bad "lookup batch: answers equal single lookups"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, lines
+a, b = json.loads(lines[0]), json.loads(lines[1])
+assert a.pop("line") == 1 and a.pop("id") == "gen" and b.pop("line") == 3 and "id" not in b
+assert a == json.load(open(sys.argv[2])) and b == json.load(open(sys.argv[3]))
+assert a["longest"] and a["longest"]["len"] >= 8, a
+PY
+printf '%s\n' '{"tokens": [1, 2, 3]}' 'not json' '{"tokens": [1, 99999999]}' '{"text": "needs a tokenizer"}' \
+  '{"tokens": "1 2"}' >"$T/q_bad.jsonl"
+"$AX" memscan lookup --index "$T/kjv.idx" --file "$T/q_bad.jsonl" >"$T/batch_bad.out" 2>"$T/err"
+rc=$?
+python3 - "$T/batch_bad.out" "$T/q_bad.jsonl" "$rc" <<'PY' 2>"$T/err" \
+  && ok "lookup batch: bad lines answered with errors naming file and line" \
+  || bad "lookup batch: bad lines answered with errors naming file and line"
+import json, sys
+out = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+assert sys.argv[3] == "1", sys.argv[3]
+assert [o["line"] for o in out] == [1, 2, 3, 4, 5], out
+assert "error" not in out[0] and out[0]["tokens"] == 3 and out[0]["longest"] is None
+for o, want in zip(out[1:], ["line 2", "not a token id", "needs --tokenizer", "array of token ids"]):
+    assert sys.argv[2] in o["error"] and want in o["error"], (o, want)
+PY
+expect_fail "lookup batch: a missing queries file is named" 1 "nope.jsonl" \
+  "$AX" memscan lookup --index "$T/kjv.idx" --file "$T/nope.jsonl"
+# a v3 index with a damaged table page: info --verify names the file and the section
+cp "$T/kjv.idx" "$T/dmg.idx"
+python3 - "$T/dmg.idx" <<'PY'
+import struct, sys
+p = sys.argv[1]; d = bytearray(open(p, "rb").read())
+L = struct.unpack_from("<I", d, 120)[0]; ext = 136 + L + 8
+distinct = struct.unpack_from("<Q", d, 56)[0]
+off_dir, off_vals = (struct.unpack_from("<Q", d, ext + 8 + 8 * i)[0] for i in (2, 5))
+at = off_vals + 8 * (distinct - 1) + 2  # the last entry's value: a page past the directory's
+assert at >= off_dir + 65536, (at, off_dir)
+d[at] ^= 0x40
+open(p, "wb").write(d)
+PY
+expect_fail "memscan info --verify: damaged v3 table refused, named" 1 "dmg.idx: page [0-9]+ .*table.* checksum" \
+  "$AX" memscan info --verify "$T/dmg.idx"
+"$AX" memscan info "$T/dmg.idx" >/dev/null 2>"$T/err" && ok "memscan info (header only) opens a damaged-table index" \
+  || bad "memscan info (header only) opens a damaged-table index"
+
+# ---- memscan index --mem-limit: spilled to disk, the same file as the in-memory build ----
+"$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/kjv_lim.idx" --mem-limit 1M >"$T/out" 2>"$T/err" \
+  && grep -q "spilling to disk" "$T/out" && cmp -s "$T/kjv.idx" "$T/kjv_lim.idx" \
+  && ok "memscan index --mem-limit 1M: spilled, same bytes as in memory" \
+  || bad "memscan index --mem-limit 1M: spilled, same bytes as in memory"
+ls "$T"/kjv_lim.idx.* 2>/dev/null | grep -qv '\.json$' && bad "memscan index --mem-limit leaves no spill files" \
+  || ok "memscan index --mem-limit leaves no spill files"
+expect_fail "memscan index: bad --mem-limit named" 2 "--mem-limit '12Q'" \
+  "$AX" memscan index --data "$T/kjv.axd" --out "$T/x.idx" --mem-limit 12Q
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

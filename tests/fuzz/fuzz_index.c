@@ -1,6 +1,7 @@
-/* libFuzzer target: memscan index files (memscan/index_load.c): the header/info read with
- * block verification, and the full load against a small dataset built at start-up (the one
- * the seed index was built from), then lookups through whatever loaded. */
+/* libFuzzer target: memscan index files (memscan/index_load.c, index_map.c): the header/info
+ * read with block verification, the verified load and the lazy in-place open (version 3) against
+ * a small dataset built at start-up (the one the seed indexes were built from), then lookups
+ * through whatever opened. Seeds: the same index as version 3 and as version 2. */
 #include "data/axd.h"
 #include "fuzz_util.h"
 
@@ -57,6 +58,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         if (ax_read_file(seed_idx, &text, &len) != AX_OK) abort();
         fz_write_seed("n4.idx", text, len);
         free(text);
+        char v2[512];
+        fz_path(v2, sizeof v2, "seed-v2.idx");
+        if (ax_memscan_index_build(ds, &o, &idx) != AX_OK ||
+            ax_memscan_index_save_v2(idx, v2, NULL) != AX_OK ||
+            ax_read_file(v2, &text, &len) != AX_OK)
+            abort();
+        ax_memscan_index_free(idx);
+        fz_write_seed("n4-v2.idx", text, len);
+        free(text);
         exit(0);
     }
     return 0;
@@ -73,6 +83,27 @@ static uint64_t get64(const uint8_t *p) {
  * behind them. Table blocks hold 13-byte entries, list blocks 8-byte values: decompressing
  * into room for the larger and hashing what came out fits both. */
 #define HDR_FIXED 136 /* bytes before the dataset path */
+#define V3_EXT 112
+/* version 3: the pages' sums, the sums' checksum, the section table's checksum */
+static void fix_v3(uint8_t *m, size_t size, size_t ext) {
+    if (ext + V3_EXT > size) return;
+    uint32_t page_bits;
+    memcpy(&page_bits, m + ext + 4, 4);
+    uint64_t dir = get64(m + ext + 8 + 8 * 2), sums = get64(m + ext + 8 + 8 * 9);
+    if (page_bits < 12 || page_bits > 24 || dir > sums || sums > size) return;
+    uint64_t ps = 1ULL << page_bits, np = (sums - dir + ps - 1) / ps;
+    if (np > (size - sums) / 8) return;
+    for (uint64_t p = 0; p < np; p++) {
+        uint64_t a = dir + p * ps, b = a + ps < sums ? a + ps : sums;
+        uint64_t h = XXH3_64bits(m + a, (size_t)(b - a));
+        memcpy(m + sums + 8 * p, &h, 8);
+    }
+    uint64_t h = XXH3_64bits(m + sums, (size_t)(8 * np));
+    memcpy(m + ext + V3_EXT - 16, &h, 8);
+    h = XXH3_64bits(m + ext, V3_EXT - 8);
+    memcpy(m + ext + V3_EXT - 8, &h, 8);
+}
+
 static void fix_checksums(uint8_t *m, size_t size) {
     if (size < HDR_FIXED + 8) return;
     uint32_t L;
@@ -81,6 +112,10 @@ static void fix_checksums(uint8_t *m, size_t size) {
     uint64_t h = XXH3_64bits(m, HDR_FIXED + (size_t)L);
     memcpy(m + HDR_FIXED + L, &h, 8);
     size_t pos = HDR_FIXED + 8 + (size_t)L;
+    if (m[8] == 3) {
+        fix_v3(m, size, pos);
+        return;
+    }
     while (pos + 32 <= size && memcmp(m + pos, "AXIDXEND", 8) != 0) {
         uint64_t k = get64(m + pos), c = get64(m + pos + 8);
         if (c > size - pos - 32 || k > (1u << 20)) return;
@@ -103,6 +138,7 @@ static void fix_checksums(uint8_t *m, size_t size) {
 }
 
 static void one(const uint8_t *data, size_t size);
+static void one_lazy(void);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     one(data, size);
@@ -123,6 +159,7 @@ static void one(const uint8_t *data, size_t size) {
     fz_note("info", ax_memscan_index_read_info(idx_path, 1, &info));
     ax_error_clear();
     ax_memscan_index_t *idx = NULL;
+    one_lazy();
     ax_status st = ax_memscan_index_load(idx_path, ds, &idx);
     fz_note("load", st);
     if (st != AX_OK) {
@@ -149,6 +186,31 @@ static void one(const uint8_t *data, size_t size) {
     uint32_t counts[96];
     uint64_t first[96];
     ax_memscan_index_lookup_all(idx, probe_tokens, n_probe, counts, first);
+    ax_memscan_index_free(idx);
+    ax_error_clear();
+}
+
+/* the lazy open: only the header, section table and directory are checked before lookups */
+static void one_lazy(void) {
+    ax_memscan_index_t *idx = NULL;
+    ax_error_clear();
+    ax_status st = ax_memscan_index_open(idx_path, ds, &idx);
+    fz_note("open", st);
+    if (st != AX_OK) {
+        if (idx) abort();
+        return;
+    }
+    ax_memscan_span *sp = NULL;
+    size_t ns = 0;
+    if (ax_memscan_find_spans(idx, probe_tokens, n_probe, 4, &sp, &ns) == AX_OK) {
+        for (size_t k = 0; k < ns; k++)
+            for (size_t i = 0; i < sp[k].len; i++)
+                if (sp[k].pos + sp[k].len > ax_axd_n_tokens(ds) ||
+                    ax_axd_token(ds, sp[k].pos + i) != (uint32_t)probe_tokens[sp[k].start + i])
+                    abort();
+        free(sp);
+    }
+    fz_note("check", ax_memscan_index_check(idx));
     ax_memscan_index_free(idx);
     ax_error_clear();
 }

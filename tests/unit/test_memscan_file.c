@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -44,16 +45,31 @@ static ax_axd_t *make_ds(const char *name, ax_memscan_synth_opts o) {
     return ds;
 }
 
-/* builds from ds with hash bits `bits` and saves to path */
-static void build_save(const ax_axd_t *ds, int bits, const char *path) {
+/* builds from ds with hash bits `bits` and window n, and saves to path */
+static void build_save_bits_n(const ax_axd_t *ds, int bits, int n, const char *path) {
     ax_memscan_build_opts o;
     ax_memscan_build_opts_default(&o);
-    o.n = 6;
+    o.n = n;
     o.hash_bits = bits;
     o.round_windows = 500;
     ax_memscan_index_t *idx;
     cr_assert_eq(ax_memscan_index_build(ds, &o, &idx), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(ax_memscan_index_save(idx, path, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+}
+
+static void build_save(const ax_axd_t *ds, int bits, const char *path) {
+    build_save_bits_n(ds, bits, 6, path);
+}
+
+static void build_save_v2(const ax_axd_t *ds, int bits, const char *path) {
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    o.n = 6;
+    o.hash_bits = bits;
+    ax_memscan_index_t *idx;
+    cr_assert_eq(ax_memscan_index_build(ds, &o, &idx), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save_v2(idx, path, NULL), AX_OK, "%s", ax_error_msg());
     ax_memscan_index_free(idx);
 }
 
@@ -346,4 +362,329 @@ Test(memscan_file, fifo_index_refused, .timeout = 20) {
     cr_assert_eq(ax_memscan_index_load("/tmp", ds, &idx), AX_ERR_IO);
     cr_assert(strstr(ax_error_msg(), "directory"), "%s", ax_error_msg());
     ax_axd_free(ds);
+}
+
+/* the same answers (brute force on planted duplicates, and every span of a passage) from a
+ * version-3 file verified at load, read lazily in place, and a version-2 file loaded */
+Test(memscan_file, v3_in_place_and_v2_loaded_agree) {
+    ax_axd_t *ds = make_ds("v3.axd", CORPUS);
+    char p3[256], p2[256];
+    tmp(p3, sizeof p3, "v3.idx");
+    tmp(p2, sizeof p2, "v2.idx");
+    ax_memscan_brute b;
+    cr_assert_eq(ax_memscan_brute_build(ds, 6, &b), AX_OK);
+    /* a passage: 120 training tokens from the middle, then unseen ones */
+    int32_t q[160];
+    ax_axd_tokens(ds, ax_axd_n_tokens(ds) / 2, 120, q);
+    for (int i = 120; i < 160; i++) q[i] = 999 - i;
+    for (int bits = 64; bits >= 5; bits -= 59) {
+        ax_memscan_build_opts o;
+        ax_memscan_build_opts_default(&o);
+        o.n = 6;
+        o.hash_bits = bits;
+        ax_memscan_index_t *built;
+        cr_assert_eq(ax_memscan_index_build(ds, &o, &built), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ax_memscan_index_save(built, p3, NULL), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ax_memscan_index_save_v2(built, p2, NULL), AX_OK, "%s", ax_error_msg());
+        size_t n3, n2;
+        uint8_t *d3 = slurp(p3, &n3), *d2 = slurp(p2, &n2);
+        cr_assert_eq(d3[8], 3);
+        cr_assert_eq(d2[8], 2);
+        free(d3);
+        free(d2);
+        ax_memscan_span *ref = NULL;
+        size_t n_ref = 0;
+        cr_assert_eq(ax_memscan_find_spans(built, q, 160, 4, &ref, &n_ref), AX_OK);
+        cr_assert_gt(n_ref, 0);
+        for (int mode = 0; mode < 3; mode++) {
+            ax_memscan_index_t *idx;
+            ax_status st = mode == 0   ? ax_memscan_index_load(p3, ds, &idx)
+                           : mode == 1 ? ax_memscan_index_open(p3, ds, &idx)
+                                       : ax_memscan_index_load(p2, ds, &idx);
+            cr_assert_eq(st, AX_OK, "mode %d: %s", mode, ax_error_msg());
+            char why[256];
+            uint64_t bad = ax_memscan_brute_check(idx, &b, why, sizeof why);
+            cr_assert_eq(bad, 0, "bits %d mode %d: %s", bits, mode, why);
+            ax_memscan_span *sp;
+            size_t ns;
+            cr_assert_eq(ax_memscan_find_spans(idx, q, 160, 4, &sp, &ns), AX_OK);
+            cr_assert_eq(ns, n_ref, "mode %d", mode);
+            for (size_t k = 0; k < ns; k++) {
+                cr_assert(sp[k].start == ref[k].start && sp[k].len == ref[k].len &&
+                              sp[k].pos == ref[k].pos && sp[k].occurrences == ref[k].occurrences &&
+                              sp[k].docs == ref[k].docs && sp[k].count_min == ref[k].count_min &&
+                              sp[k].count_max == ref[k].count_max &&
+                              sp[k].n_sources == ref[k].n_sources,
+                          "mode %d span %zu", mode, k);
+                for (size_t j = 0; j < sp[k].n_sources; j++)
+                    cr_assert_eq(sp[k].sources[j].pos, ref[k].sources[j].pos);
+            }
+            free(sp);
+            cr_assert_eq(ax_memscan_index_check(idx), AX_OK);
+            ax_memscan_index_free(idx);
+        }
+        free(ref);
+        ax_memscan_index_free(built);
+    }
+    ax_memscan_brute_free(&b);
+    ax_axd_free(ds);
+}
+
+/* field i (u64) of a v3 file's section table: 0 groups, 1 positions, 2 directory, 3 tags,
+ * 4 exts, 5 vals, 6 firsts, 7 list starts, 8 positions, 9 page checksums, 10 size */
+static uint64_t v3_field(const uint8_t *d, int i) {
+    uint32_t L;
+    memcpy(&L, d + 120, 4);
+    uint64_t v;
+    memcpy(&v, d + 136 + L + 8 + 8 + 8 * i, 8);
+    return v;
+}
+
+/* Damage anywhere in a v3 file is refused by a verified load, naming the file and what is
+ * wrong; damage to a table or list page passes a lazy open and is reported (by
+ * ax_memscan_index_check, and answered as absent) once a lookup touches it. */
+Test(memscan_file, v3_damage_named) {
+    ax_axd_t *ds = make_ds("dmg.axd", CORPUS);
+    char path[256], bad[256];
+    tmp(path, sizeof path, "dmg_good.idx");
+    tmp(bad, sizeof bad, "dmg_bad.idx");
+    build_save(ds, 64, path);
+    size_t n;
+    uint8_t *d = slurp(path, &n);
+    uint32_t L;
+    memcpy(&L, d + 120, 4);
+    uint64_t D, hdr = 136 + L + 8;
+    ax_memscan_info in;
+    cr_assert_eq(ax_memscan_index_read_info(path, 1, &in), AX_OK, "%s", ax_error_msg());
+    D = in.n_distinct;
+    cr_assert_eq(v3_field(d, 10), n);
+    cr_assert_gt(v3_field(d, 5) + 8 * (D / 2), 70000, "the vals page must not hold the directory");
+    struct {
+        uint64_t off;
+        const char *want;
+        int lazy_ok; /* a lazy open succeeds; lookups meet the damage */
+    } cases[] = {
+        {20, "header checksum", 0},
+        {hdr + 12, "section table", 0},
+        {v3_field(d, 2) + 3, "partition directory", 0},
+        {v3_field(d, 5) + 8 * (D / 2) + 2, "table) fails its checksum", 1},
+        {v3_field(d, 8) + 8 * (in.n_dup_pos / 2), "occurrence lists", 1},
+        {v3_field(d, 9) + 1, "page checksums", 0},
+        {n - 3, "page checksums", 0},
+    };
+    ax_memscan_brute b;
+    cr_assert_eq(ax_memscan_brute_build(ds, 6, &b), AX_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        d[cases[i].off] ^= 0x11;
+        spit(bad, d, n);
+        d[cases[i].off] ^= 0x11;
+        ax_memscan_index_t *idx = NULL;
+        ax_error_clear();
+        cr_assert_eq(ax_memscan_index_load(bad, ds, &idx), AX_ERR_CORRUPT, "case %zu", i);
+        cr_assert(strstr(ax_error_msg(), bad) && strstr(ax_error_msg(), cases[i].want),
+                  "case %zu: %s", i, ax_error_msg());
+        cr_assert_null(idx);
+        ax_error_clear();
+        ax_memscan_info hi;
+        cr_assert_eq(ax_memscan_index_read_info(bad, 1, &hi), AX_ERR_CORRUPT, "case %zu", i);
+        cr_assert(strstr(ax_error_msg(), bad) && strstr(ax_error_msg(), cases[i].want),
+                  "case %zu: %s", i, ax_error_msg());
+        ax_error_clear();
+        ax_status st = ax_memscan_index_open(bad, ds, &idx);
+        if (!cases[i].lazy_ok) {
+            cr_assert_eq(st, AX_ERR_CORRUPT, "case %zu", i);
+            continue;
+        }
+        cr_assert_eq(st, AX_OK, "case %zu: %s", i, ax_error_msg());
+        cr_assert_eq(ax_memscan_index_check(idx), AX_OK);
+        char why[256];
+        cr_assert_gt(ax_memscan_brute_check(idx, &b, why, sizeof why), 0, "case %zu", i);
+        ax_error_clear();
+        cr_assert_eq(ax_memscan_index_check(idx), AX_ERR_CORRUPT, "case %zu", i);
+        cr_assert(strstr(ax_error_msg(), bad) && strstr(ax_error_msg(), cases[i].want),
+                  "case %zu: %s", i, ax_error_msg());
+        ax_memscan_index_free(idx);
+    }
+    ax_memscan_brute_free(&b);
+    free(d);
+    ax_axd_free(ds);
+}
+
+/* an index with no windows (every document shorter than n) saves, verifies and answers */
+Test(memscan_file, v3_empty_index) {
+    ax_axd_t *ds = make_ds("empty.axd", CORPUS);
+    char path[256];
+    tmp(path, sizeof path, "empty.idx");
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    o.n = 1000; /* documents are at most 300 tokens */
+    ax_memscan_index_t *idx;
+    cr_assert_eq(ax_memscan_index_build(ds, &o, &idx), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_info(idx)->n_distinct, 0);
+    cr_assert_eq(ax_memscan_index_save(idx, path, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+    ax_memscan_info in;
+    cr_assert_eq(ax_memscan_index_read_info(path, 1, &in), AX_OK, "%s", ax_error_msg());
+    for (int lazy = 0; lazy < 2; lazy++) {
+        ax_status st =
+            lazy ? ax_memscan_index_open(path, ds, &idx) : ax_memscan_index_load(path, ds, &idx);
+        cr_assert_eq(st, AX_OK, "%s", ax_error_msg());
+        int32_t w[1000] = {0};
+        uint32_t c;
+        uint64_t f;
+        cr_assert_eq(ax_memscan_index_lookup(idx, w, &c, &f), 0);
+        cr_assert_eq(ax_memscan_index_check(idx), AX_OK);
+        ax_memscan_index_free(idx);
+    }
+    ax_axd_free(ds);
+}
+
+/* the bounded-memory build (hash partitions spilled to disk, counted one at a time, lists
+ * merged) writes the same file, byte for byte, as the in-memory build and save */
+Test(memscan_file, bounded_build_equals_in_memory) {
+    ax_axd_t *ds = make_ds("bnd.axd", CORPUS);
+    char a[256], b[256], ja[300], jb[300];
+    tmp(a, sizeof a, "bnd_mem.idx");
+    tmp(b, sizeof b, "bnd_spill.idx");
+    snprintf(ja, sizeof ja, "%s.json", a);
+    snprintf(jb, sizeof jb, "%s.json", b);
+    for (int bits = 64; bits >= 5; bits -= 59) {
+        build_save_bits_n(ds, bits, 6, a);
+        ax_memscan_build_opts o;
+        ax_memscan_build_opts_default(&o);
+        o.n = 6;
+        o.hash_bits = bits;
+        /* ~24k windows need ~1.5 MB at once: 1 MB makes several partitions */
+        ax_memscan_info in;
+        cr_assert_eq(ax_memscan_index_build_bounded(ds, &o, 1 << 20, b, &in), AX_OK, "%s",
+                     ax_error_msg());
+        size_t na, nb;
+        uint8_t *da = slurp(a, &na), *db = slurp(b, &nb);
+        cr_assert_eq(na, nb, "bits %d", bits);
+        cr_assert_eq(memcmp(da, db, na), 0, "bits %d: the files differ", bits);
+        free(da);
+        free(db);
+        da = slurp(ja, &na);
+        db = slurp(jb, &nb);
+        cr_assert(na == nb && memcmp(da, db, na) == 0, "bits %d: the sidecars differ", bits);
+        free(da);
+        free(db);
+        cr_assert_eq(in.n_distinct, ax_memscan_windows_of(ds, 6) - (in.n_windows - in.n_distinct));
+        /* and a version-2 file rewritten as version 3 in bounded memory: the same bytes */
+        char v2[300];
+        snprintf(v2, sizeof v2, "%s.v2", a);
+        ax_memscan_index_t *idx;
+        cr_assert_eq(ax_memscan_index_load(a, ds, &idx), AX_OK);
+        ax_memscan_index_free(idx);
+        build_save_v2(ds, bits, v2);
+        cr_assert_eq(ax_memscan_index_upgrade(v2, b, 1 << 20, NULL), AX_OK, "%s", ax_error_msg());
+        da = slurp(a, &na);
+        db = slurp(b, &nb);
+        cr_assert(na == nb && memcmp(da, db, na) == 0, "bits %d: the upgraded file differs", bits);
+        free(da);
+        free(db);
+        char spill[300];
+        snprintf(spill, sizeof spill, "%s.spill", b);
+        cr_assert_not(ax_path_exists(spill));
+    }
+    /* a limit too small for the windows is refused with the size needed */
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    o.n = 6;
+    ax_error_clear();
+    cr_assert_eq(ax_memscan_index_build_bounded(ds, &o, 1000, b, NULL), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--mem-limit"), "%s", ax_error_msg());
+    ax_axd_free(ds);
+}
+
+/* peak RSS of a child doing fn, above what it had at the fork (KiB) */
+static long child_peak_kib(void (*fn)(const char *, const char *, uint64_t), const char *data,
+                           const char *out, uint64_t limit) {
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        struct rusage r0, r1;
+        getrusage(RUSAGE_SELF, &r0);
+        fn(data, out, limit);
+        getrusage(RUSAGE_SELF, &r1);
+        long d = r1.ru_maxrss - r0.ru_maxrss;
+        _exit(write(fd[1], &d, sizeof d) == sizeof d ? 0 : 1);
+    }
+    close(fd[1]);
+    long d = -1;
+    cr_assert_eq(read(fd[0], &d, sizeof d), (ssize_t)sizeof d);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed");
+    return d;
+}
+
+static void run_bounded(const char *data, const char *out, uint64_t limit) {
+    ax_axd_t *ds;
+    if (ax_axd_open(data, 0, &ds) != AX_OK) _exit(3);
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    if (ax_memscan_index_build_bounded(ds, &o, limit, out, NULL) != AX_OK) _exit(4);
+    ax_axd_free(ds);
+}
+
+static void run_in_memory(const char *data, const char *out, uint64_t limit) {
+    (void)limit;
+    ax_axd_t *ds;
+    if (ax_axd_open(data, 0, &ds) != AX_OK) _exit(3);
+    ax_memscan_build_opts o;
+    ax_memscan_build_opts_default(&o);
+    ax_memscan_index_t *idx;
+    if (ax_memscan_index_build(ds, &o, &idx) != AX_OK ||
+        ax_memscan_index_save(idx, out, NULL) != AX_OK)
+        _exit(4);
+    ax_memscan_index_free(idx);
+    ax_axd_free(ds);
+}
+
+/* Peak RSS of the bounded build stays within the limit plus the stated overhead: the dataset's
+ * mapped pages and 8 MB (stdio buffers, the page being hashed, allocator slack); the in-memory
+ * build of the same data goes well over it, so the limit is what bounds it. */
+Test(memscan_file, bounded_build_peak_rss, .timeout = 120) {
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("ASan's shadow memory and quarantine dominate RSS: measured in the release build");
+#endif
+    ax_memscan_synth_opts so = {.vocab = 50257,
+                                .n_docs = 1500,
+                                .doc_len_min = 500,
+                                .doc_len_max = 1500,
+                                .alphabet = 50000,
+                                .n_passages = 3,
+                                .passage_len = 200,
+                                .copies = 2,
+                                .copies_growth = 4,
+                                .seed = 5};
+    char data[256], a[256], b[256];
+    tmp(data, sizeof data, "rss.axd");
+    tmp(a, sizeof a, "rss_mem.idx");
+    tmp(b, sizeof b, "rss_spill.idx");
+    cr_assert_eq(ax_memscan_synth_write(data, &so, NULL, NULL), AX_OK, "%s", ax_error_msg());
+    struct stat sb;
+    cr_assert_eq(stat(data, &sb), 0);
+    const uint64_t limit = 16u << 20;
+    long kib_limit = (long)(limit >> 10), overhead = (long)(sb.st_size >> 10) + 8192;
+    long mem = child_peak_kib(run_in_memory, data, a, 0);
+    long spill = child_peak_kib(run_bounded, data, b, limit);
+    cr_log_info("peak RSS above the fork: bounded build %ld KiB, in-memory %ld KiB (limit %ld + "
+                "overhead %ld KiB)",
+                spill, mem, kib_limit, overhead);
+    cr_assert_leq(spill, kib_limit + overhead, "bounded build peak %ld KiB > %ld + %ld", spill,
+                  kib_limit, overhead);
+    cr_assert_gt(mem, kib_limit + overhead,
+                 "the in-memory build (%ld KiB) fits the limit: the "
+                 "test would prove nothing",
+                 mem);
+    size_t na, nb;
+    uint8_t *da = slurp(a, &na), *db = slurp(b, &nb);
+    cr_assert(na == nb && memcmp(da, db, na) == 0, "the files differ");
+    free(da);
+    free(db);
 }
