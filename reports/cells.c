@@ -11,6 +11,8 @@ const char *const ax_rep_cols[AX_REP_NCOLS] = {"run",
                                                "matched prefix (mean tokens)",
                                                "generations with a verbatim span",
                                                "longest span mean / max",
+                                               "membership AUC (strongest score)",
+                                               "canary exposure at most repeats",
                                                "final loss",
                                                "final val_loss"};
 
@@ -43,10 +45,23 @@ void ax_rep_summary_cells(const ax_rep_run *run, char c[AX_REP_NCOLS][AX_REP_CEL
                  g->frac_span * 100);
         snprintf(c[8], AX_REP_CELL, "%.1f / %lld tokens", g->mean_span, (long long)g->max_span);
     }
+    const ax_rep_mia *m = run->mia;
+    if (m) {
+        int best = 0;
+        for (int k = 1; k < m->n_score; k++)
+            if (m->score[k].auc > m->score[best].auc) best = k;
+        snprintf(c[9], AX_REP_CELL, "%.3f (%s)", m->score[best].auc, m->score[best].name);
+    }
+    const ax_rep_exposure *e = run->exposure;
+    if (e) {
+        const ax_rep_exp_row *top = &e->rows[e->n_rows - 1];
+        snprintf(c[10], AX_REP_CELL, "%.2f of %.2f bits (x%lld)", top->mean, e->max_exposure,
+                 (long long)top->repeats);
+    }
     const ax_rep_train *t = run->train;
     if (t && t->n)
-        snprintf(c[9], AX_REP_CELL, "%.4g (step %g)", t->loss[t->n - 1], t->step[t->n - 1]);
+        snprintf(c[11], AX_REP_CELL, "%.4g (step %g)", t->loss[t->n - 1], t->step[t->n - 1]);
     if (t && t->n_val)
-        snprintf(c[10], AX_REP_CELL, "%.4g (step %g)", t->val_loss[t->n_val - 1],
+        snprintf(c[12], AX_REP_CELL, "%.4g (step %g)", t->val_loss[t->n_val - 1],
                  t->val_step[t->n_val - 1]);
 }

@@ -3,9 +3,24 @@
 #pragma once
 #include "reports/model.h"
 
-#define AX_REP_NCOLS 11
+#define AX_REP_NCOLS 13
 #define AX_REP_CELL 256
 extern const char *const ax_rep_cols[AX_REP_NCOLS];
 void ax_rep_summary_cells(const ax_rep_run *run, char cells[AX_REP_NCOLS][AX_REP_CELL]);
 /* "100.0% (95% CI 100.0-100.0%)"-style text for a rate */
 void ax_rep_fmt_rate(char *dst, size_t n, const ax_rep_stat *s);
+
+/* cells_privacy.c: the membership-inference table (one row per run and score) and the exposure
+ * table (one row per run and repeat count, then the run's "all" row) */
+#define AX_REP_MIA_NCOLS 7
+#define AX_REP_EXP_NCOLS 7
+#define AX_REP_TOP_CANARIES 5
+extern const char *const ax_rep_mia_cols[AX_REP_MIA_NCOLS];
+extern const char *const ax_rep_exp_cols[AX_REP_EXP_NCOLS];
+/* "min_k_pp" -> "min-k%++" etc.; unknown names as they are */
+const char *ax_rep_score_desc(const char *name);
+void ax_rep_mia_cells(const ax_rep_run *run, int score, char c[][AX_REP_CELL]);
+/* row: one of run->exposure->rows, or &run->exposure->overall */
+void ax_rep_exp_cells(const ax_rep_run *run, const ax_rep_exp_row *row, char c[][AX_REP_CELL]);
+/* the indexes of the (up to max) most exposed canaries into idx; -1 on OOM */
+int ax_rep_top_canaries(const ax_rep_exposure *e, int64_t *idx, int max);

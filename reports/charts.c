@@ -176,7 +176,8 @@ int ax_rep_chart_dup(const ax_report *r, ax_rep_buf *b) {
                      .n_cat = x->n_hist,
                      .n_series = 1,
                      .cats = (const char *const *)x->labels,
-                     .v = v};
+                     .v = v,
+                     .logy = ax_rep_spans_decades(v, x->n_hist)};
     ax_svg_bar_chart(b, &c);
     free(v);
     return 1;

@@ -8,3 +8,9 @@ int ax_rep_chart_prefix(const ax_report *r, ax_rep_buf *b); /* matched-prefix hi
 int ax_rep_chart_spans(const ax_report *r, ax_rep_buf *b);  /* longest-span histograms */
 int ax_rep_chart_loss(const ax_report *r, ax_rep_buf *b);   /* loss curves, val points */
 int ax_rep_chart_dup(const ax_report *r, ax_rep_buf *b);    /* index duplication histogram */
+/* charts_privacy.c */
+int ax_rep_chart_roc(const ax_rep_run *run, ax_rep_buf *b);    /* the run's ROC curves, log-log */
+int ax_rep_chart_exposure(const ax_report *r, ax_rep_buf *b);  /* exposure vs repeats, all runs */
+int ax_rep_chart_dup_exact(const ax_report *r, ax_rep_buf *b); /* exact match by duplication */
+/* 1 if the positive values span two orders of magnitude or more (then counts go on a log axis) */
+int ax_rep_spans_decades(const double *v, int n);

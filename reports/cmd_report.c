@@ -14,7 +14,7 @@ typedef struct {
     ax_cfg_strlist run, scan;
     char index[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], title[AX_CFG_STR_MAX];
     int64_t text_chars;
-    int redact;
+    int redact, show_text;
 } report_flags;
 
 #define F(field) offsetof(report_flags, field)
@@ -25,16 +25,19 @@ static const ax_cfg_entry entries[] = {
      "kind), DIR/metrics.jsonl exist (at least one scan), and the samples file each scan "
      "records (checked against its size and XXH3)"},
     {"scan", AX_CFG_STRLIST, F(scan), "", 1, 0,
-     "LABEL=FILE: one scan file of either kind (repeatable; a probe and a regurgitation scan "
-     "with the same LABEL form one run)"},
+     "LABEL=FILE: one scan file of any kind (repeatable; scans of different kinds with the "
+     "same LABEL form one run)"},
     {"index", AX_CFG_STR, F(index), "", 1, 0,
      "INDEX.json sidecar of `memscan index`: adds the training set's duplication histogram"},
     AX_CFG_OUT_ENTRY(F, "", "output directory, created if missing (required)"),
     {"title", AX_CFG_STR, F(title), "", 1, 0,
      "page title (default: \"axmem memorization report: A vs B\")"},
     {"text-chars", AX_CFG_INT, F(text_chars), "80", 0, 100000,
-     "characters of decoded sample text shown in HTML and Markdown (report.json keeps the full "
-     "text); 0 removes text from every output, like --redact"},
+     "characters of decoded sample text shown in HTML and Markdown with --show-text (report.json "
+     "keeps the full text); 0 removes text from every output, like --redact"},
+    {"show-text", AX_CFG_BOOL, F(show_text), "false", 0, 0,
+     "quote memorized training text and canary secrets in HTML and Markdown (and the secrets in "
+     "report.json); without it they show neither, and no output holds a secret"},
     {"redact", AX_CFG_BOOL, F(redact), "false", 0, 0,
      "no training text in any output, report.json included (for sharing a report)"},
 };
@@ -54,9 +57,15 @@ static const ax_cfg_table table = {
         "(exact-match rate with 95% CI, token accuracy, RougeL, matched prefix, exact match by\n"
         "duplication when probed with --index) and its most memorized samples (decoded text\n"
         "only if the probe ran with --tokenizer); the regurgitation scan (generations with a\n"
-        "verbatim training span, longest spans); final loss and val_loss. Charts: exact match\n"
-        "per run with CI whiskers, matched-prefix and longest-span histograms, loss curves,\n"
-        "and the training set's duplication with --index. Scan files must be schema\n"
+        "verbatim training span, longest spans); membership inference (per score: AUC with\n"
+        "its 95% CI, TPR at 0.1% and 1% FPR, ROC curves on log-log axes, runs side by side);\n"
+        "canary exposure by repeat count (mean / median exposure, share extracted by greedy\n"
+        "decoding; chart against a log2 repeat axis with the maximum marked); final loss and\n"
+        "val_loss. Charts: exact match per run with CI whiskers, exact match by duplication\n"
+        "bucket, matched-prefix and longest-span histograms, loss curves, and the training\n"
+        "set's duplication with --index (log-scale counts when they span orders of\n"
+        "magnitude). Memorized text and canary secrets appear in HTML and Markdown only with\n"
+        "--show-text (secrets then in report.json too). Scan files must be schema\n"
         "\"axmem-scan\" version 1; values outside their domain (rates outside [0, 1], counts\n"
         "above their totals, intervals that miss the estimate) are refused, naming the file\n"
         "and field.\n\n"
@@ -95,7 +104,8 @@ static ax_status run(report_flags *fl, int *help) {
                         .out = fl->out,
                         .title = fl->title[0] ? fl->title : NULL,
                         .text_chars = (int)fl->text_chars,
-                        .redact = fl->redact};
+                        .redact = fl->redact,
+                        .show_text = fl->show_text};
     ax_status st = inputs && labels ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
     if (st == AX_OK) st = add_inputs("run", &fl->run, 0, &o, inputs, labels);
     if (st == AX_OK) st = add_inputs("scan", &fl->scan, 1, &o, inputs, labels);

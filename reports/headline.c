@@ -21,6 +21,40 @@ void ax_rep_regurg_counts(const ax_rep_regurg *g, int64_t *hit, int64_t *total) 
     }
 }
 
+/* membership inference: each run's strongest score; exposure: each run's mean at its highest
+ * repeat count, and the canaries greedy decoding reproduced */
+static void privacy_headline(const ax_report *r, ax_rep_buf *b, int empty) {
+    int first = 1;
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_mia *m = r->runs[i].mia;
+        if (!m) continue;
+        int best = 0;
+        for (int k = 1; k < m->n_score; k++)
+            if (m->score[k].auc > m->score[best].auc) best = k;
+        if (first)
+            ax_rep_puts(b, empty ? "Membership inference AUC (0.5 = chance, strongest score):"
+                                 : " Membership inference AUC (0.5 = chance, strongest score):");
+        ax_rep_printf(b, "%s %s %.2f (%s)", first ? "" : ",", r->runs[i].label, m->score[best].auc,
+                      m->score[best].name);
+        first = 0, empty = 0;
+    }
+    if (!first) ax_rep_puts(b, ".");
+    first = 1;
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_exposure *e = r->runs[i].exposure;
+        if (!e) continue;
+        const ax_rep_exp_row *top = &e->rows[e->n_rows - 1];
+        ax_rep_printf(b,
+                      "%s%s %s %.1f of %.1f bits at %lld repeats (%lld/%lld canaries extracted "
+                      "by greedy decoding)",
+                      first && !empty ? " " : "", first ? "Canary exposure:" : ";",
+                      r->runs[i].label, top->mean, e->max_exposure, (long long)top->repeats,
+                      (long long)e->overall.extracted, (long long)e->overall.canaries);
+        first = 0;
+    }
+    if (!first) ax_rep_puts(b, ".");
+}
+
 ax_status ax_rep_summarise(ax_report *r) {
     ax_rep_buf b = {0}, n = {0};
     int first = 1;
@@ -49,6 +83,7 @@ ax_status ax_rep_summarise(ax_report *r) {
         gfirst = 0;
     }
     if (!gfirst) ax_rep_puts(&b, ".");
+    privacy_headline(r, &b, first && gfirst);
     /* runs scanned against different training sets are not comparable */
     const ax_rep_ident *id0 = NULL;
     for (int i = 0; i < r->n_runs; i++) {

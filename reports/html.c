@@ -6,6 +6,7 @@
 #include "reports/model.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static const char *CSS =
     "body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;"
@@ -23,6 +24,8 @@ static const char *CSS =
     ".chart .yl{text-anchor:end}.chart .xl,.chart .al,.chart .bv{text-anchor:middle}"
     ".chart .grid{stroke:#e6e6e6}.chart .axis{stroke:#888}"
     ".chart .ci{stroke:#222;stroke-width:1.5;fill:none}"
+    ".row{display:flex;flex-wrap:wrap;gap:12px}.row .chart{flex:1 1 340px;max-width:540px;"
+    "margin:4px 0}"
     ".muted{color:#666;font-size:.9em}code{font-size:.92em}";
 
 static void esc(ax_rep_buf *b, const char *s) {
@@ -100,9 +103,11 @@ static void probe_section(const ax_report *r, const ax_rep_probe *p, ax_rep_buf 
     int text = 0;
     for (int k = 0; k < p->n_top; k++)
         text |= p->top[k].truth_text != NULL || p->top[k].generated_text != NULL;
-    text = text && r->text_chars > 0;
+    int hidden = text && !r->show_text && r->text_chars > 0;
+    text = text && r->show_text;
     ax_rep_printf(b, "<p>Most memorized probes (of %lld in ", (long long)p->n_sample_rows);
     esc(b, p->samples_file);
+    ax_rep_puts(b, hidden ? "; memorized text not shown: axmem report --show-text shows it" : "");
     ax_rep_puts(b, "):</p><table><tr><th>#</th><th>doc</th><th>offset</th><th>matched "
                    "prefix</th><th>exact</th><th>token acc.</th>");
     if (text)
@@ -169,6 +174,33 @@ static void run_section(const ax_report *r, const ax_rep_run *run, ax_rep_buf *b
     ax_rep_puts(b, "</table>\n");
     if (run->probe) probe_section(r, run->probe, b);
     if (run->regurg) regurg_section(run->regurg, b);
+    if (run->mia) {
+        const ax_rep_mia *m = run->mia;
+        ax_rep_puts(b, "<h3>Membership inference</h3><table>");
+        kv(b, "file", m->file);
+        kv(b, "members", m->id.ds_path);
+        kv(b, "non-members", m->nonmembers_path);
+        ax_rep_printf(b,
+                      "<tr><th>setup</th><td>%lld members, %lld non-members, first %lld tokens "
+                      "of each; %d scores</td></tr>",
+                      (long long)m->members, (long long)m->nonmembers, (long long)m->tokens_per_doc,
+                      m->n_score);
+        if (m->ref_ckpt) kv(b, "reference model", m->ref_ckpt);
+        ax_rep_puts(b, "</table>\n");
+    }
+    if (run->exposure) {
+        const ax_rep_exposure *e = run->exposure;
+        ax_rep_puts(b, "<h3>Canary exposure</h3><table>");
+        kv(b, "file", e->file);
+        kv(b, "canary format", e->format);
+        ax_rep_printf(b,
+                      "<tr><th>setup</th><td>%lld canaries; |R| = %g strings (max exposure "
+                      "%.2f bits); rank %s over %lld candidates</td></tr>",
+                      (long long)e->overall.canaries, e->space, e->max_exposure,
+                      strcmp(e->method, "exact") ? "estimated from a fitted normal" : "exact",
+                      (long long)e->candidates);
+        ax_rep_puts(b, "</table>\n");
+    }
     if (run->train) {
         const ax_rep_train *t = run->train;
         ax_rep_puts(b, "<h3>Training</h3><table>");
@@ -220,10 +252,12 @@ void ax_rep_write_html(const ax_report *r, ax_rep_buf *b) {
     summary_table(r, b);
     ax_rep_puts(b, "<h2>Charts</h2>\n");
     ax_rep_chart_exact(r, b);
+    ax_rep_chart_dup_exact(r, b);
     ax_rep_chart_prefix(r, b);
     ax_rep_chart_spans(r, b);
     ax_rep_chart_loss(r, b);
     ax_rep_chart_dup(r, b);
+    ax_rep_html_privacy(r, b);
     for (int i = 0; i < r->n_runs; i++) run_section(r, &r->runs[i], b);
     if (r->index) index_section(r->index, b);
     ax_rep_puts(

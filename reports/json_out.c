@@ -146,6 +146,9 @@ void ax_rep_write_json(const ax_report *r, ax_jw *w) {
     /* redacted: no sample text anywhere (--redact or --text-chars 0); else top_samples carry
      * the full decoded text the samples file holds */
     ax_jw_key(w, "redacted"), ax_jw_bool(w, r->text_chars == 0);
+    /* --show-text: HTML and Markdown quote memorized text, and canary secrets appear (here
+     * too); without it no output holds a secret */
+    ax_jw_key(w, "show_text"), ax_jw_bool(w, r->show_text);
     if (r->note) ax_jw_key(w, "note"), ax_jw_str(w, r->note);
     ax_jw_key(w, "runs");
     ax_jw_arr_begin(w);
@@ -160,6 +163,10 @@ void ax_rep_write_json(const ax_report *r, ax_jw *w) {
         run->probe ? probe(w, run->probe) : ax_jw_null(w);
         ax_jw_key(w, "regurgitation");
         run->regurg ? regurg(w, run->regurg) : ax_jw_null(w);
+        ax_jw_key(w, "membership_inference");
+        run->mia ? ax_rep_json_mia(w, run->mia) : ax_jw_null(w);
+        ax_jw_key(w, "canary_exposure");
+        run->exposure ? ax_rep_json_exposure(w, run->exposure) : ax_jw_null(w);
         ax_jw_key(w, "training");
         run->train ? train(w, run->train) : ax_jw_null(w);
         ax_jw_obj_end(w);

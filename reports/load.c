@@ -12,161 +12,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCAN_SCHEMA "axmem-scan"
-#define SCAN_VERSION 1
 #define INDEX_SCHEMA "axmem.memscan.index/"
-
-static char *dup_str(const char *s) {
-    return s ? strdup(s) : NULL;
-}
-
-static ax_status nomem(void) {
-    return ax_errorf(AX_ERR_NOMEM, "out of memory reading reports");
-}
-
-static char *join(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-static ax_status read_json(const char *path, ax_json **out) {
-    char *text = NULL;
-    size_t len = 0;
-    AX_CHECK(ax_read_file(path, &text, &len));
-    ax_status st = ax_json_parse(text, len, path, out);
-    free(text);
-    return st;
-}
-
-/* obj.key as an object; missing or wrong type is corrupt input named by path */
-static ax_status get_obj(const ax_json *obj, const char *key, const char *path,
-                         const ax_json **out) {
-    *out = ax_json_get(obj, key);
-    if (!*out || (*out)->type != AX_JSON_OBJ)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: \"%s\" is missing or not an object", path, key);
-    return AX_OK;
-}
-
-static ax_status get_stat(const ax_json *metrics, const char *key, const char *path,
-                          ax_rep_stat *s) {
-    const ax_json *o, *ci;
-    AX_CHECK(get_obj(metrics, key, path, &o));
-    AX_CHECK(ax_json_get_num(o, "mean", path, &s->mean));
-    ci = ax_json_get(o, "ci95");
-    if (!ci || ci->type != AX_JSON_ARR || ci->n != 2 || ci->items[0]->type != AX_JSON_NUM ||
-        ci->items[1]->type != AX_JSON_NUM)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: metrics.%s.ci95 is not [low, high]", path, key);
-    s->lo = ci->items[0]->num, s->hi = ci->items[1]->num;
-    return AX_OK;
-}
 
 /* a rate with its interval: metrics.KEY in [0, 1] */
 static ax_status get_rate(const ax_json *metrics, const char *key, const char *path,
                           ax_rep_stat *s) {
     char field[96];
     snprintf(field, sizeof field, "metrics.%s", key);
-    AX_CHECK(get_stat(metrics, key, path, s));
+    AX_CHECK(ax_rep_get_stat(metrics, key, path, s));
     return ax_rep_check_stat(s, 0, 1, path, field);
-}
-
-/* obj.key as a whole number in [lo, hi]; section names the object in messages */
-static ax_status get_int(const ax_json *obj, const char *section, const char *key, int64_t lo,
-                         int64_t hi, const char *path, int64_t *out) {
-    char field[96];
-    snprintf(field, sizeof field, "%s%s%s", section, section[0] ? "." : "", key);
-    return ax_rep_check_int(ax_json_get(obj, key), lo, hi, path, field, out);
-}
-
-/* the same when present; dflt otherwise */
-static ax_status opt_int(const ax_json *obj, const char *section, const char *key, int64_t lo,
-                         int64_t hi, int64_t dflt, const char *path, int64_t *out) {
-    if (!ax_json_get(obj, key)) {
-        *out = dflt;
-        return AX_OK;
-    }
-    return get_int(obj, section, key, lo, hi, path, out);
-}
-
-/* obj.key as a finite number in [lo, hi] */
-static ax_status get_in(const ax_json *obj, const char *section, const char *key, double lo,
-                        double hi, const char *path, double *out) {
-    char field[96];
-    snprintf(field, sizeof field, "%s%s%s", section, section[0] ? "." : "", key);
-    AX_CHECK(ax_json_get_num(obj, key, path, out));
-    return ax_rep_check_num(*out, lo, hi, path, field);
-}
-
-/* obj.key, when present, must be of type t */
-static ax_status opt_typed(const ax_json *obj, const char *key, ax_json_type t, const char *path,
-                           const char *field, const ax_json **out) {
-    *out = ax_json_get(obj, key);
-    if (*out && (*out)->type != t)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: %s is not %s", path, field,
-                         t == AX_JSON_ARR ? "an array" : "an object");
-    return AX_OK;
-}
-
-static void ident_free(ax_rep_ident *id) {
-    free(id->ckpt_path), free(id->goldfish), free(id->ds_path), free(id->ds_xxh3);
-}
-
-/* checks schema and version, returns the kind and the identity blocks */
-static ax_status scan_header(const ax_json *v, const char *path, const char **kind,
-                             ax_rep_ident *id) {
-    const ax_json *schema = ax_json_get(v, "schema"), *ver = ax_json_get(v, "version");
-    if (!schema || schema->type != AX_JSON_STR || strcmp(schema->str, SCAN_SCHEMA))
-        return ax_errorf(AX_ERR_MISMATCH,
-                         "%s: not an axmem scan file (schema %s%s%s, expected \"%s\"); pass the "
-                         "scan.json or regurgitation.json that axmem memscan wrote",
-                         path, schema && schema->type == AX_JSON_STR ? "\"" : "",
-                         schema && schema->type == AX_JSON_STR ? schema->str : "missing",
-                         schema && schema->type == AX_JSON_STR ? "\"" : "", SCAN_SCHEMA);
-    if (!ver || ver->type != AX_JSON_NUM)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: \"version\" is missing or not a number", path);
-    if (ver->num != SCAN_VERSION)
-        return ax_errorf(AX_ERR_MISMATCH,
-                         "%s: axmem-scan version %g is not supported (this axmem reads version "
-                         "%d); rescan with this axmem or report with the axmem that wrote it",
-                         path, ver->num, SCAN_VERSION);
-    AX_CHECK(ax_json_get_str(v, "kind", path, kind));
-    const ax_json *ck, *ds;
-    const char *s;
-    AX_CHECK(get_obj(v, "checkpoint", path, &ck));
-    AX_CHECK(get_obj(v, "dataset", path, &ds));
-    AX_CHECK(ax_json_get_str(ck, "path", path, &s));
-    id->ckpt_path = dup_str(s);
-    AX_CHECK(get_int(ck, "checkpoint", "step", 0, AX_REP_MAX_COUNT, path, &id->step));
-    const ax_json *gf = ax_json_get(ck, "goldfish");
-    id->goldfish = dup_str(gf && gf->type == AX_JSON_STR ? gf->str : "none");
-    AX_CHECK(ax_json_get_str(ds, "path", path, &s));
-    id->ds_path = dup_str(s);
-    AX_CHECK(ax_json_get_str(ds, "xxh3", path, &s));
-    id->ds_xxh3 = dup_str(s);
-    AX_CHECK(get_int(ds, "dataset", "docs", 0, AX_REP_MAX_COUNT, path, &id->ds_docs));
-    AX_CHECK(get_int(ds, "dataset", "tokens", 0, AX_REP_MAX_COUNT, path, &id->ds_tokens));
-    if (!id->ckpt_path || !id->goldfish || !id->ds_path || !id->ds_xxh3) return nomem();
-    return AX_OK;
 }
 
 static ax_status parse_probe(const ax_json *v, const char *path, ax_rep_probe *p) {
     const ax_json *cfg, *m, *tables = ax_json_get(v, "tables"), *h = NULL, *d = NULL;
-    AX_CHECK(get_obj(v, "config", path, &cfg));
-    AX_CHECK(get_obj(v, "metrics", path, &m));
+    AX_CHECK(ax_rep_get_obj(v, "config", path, &cfg));
+    AX_CHECK(ax_rep_get_obj(v, "metrics", path, &m));
     if (tables && tables->type != AX_JSON_OBJ)
         return ax_errorf(AX_ERR_CORRUPT, "%s: tables is not an object", path);
-    AX_CHECK(get_int(cfg, "config", "prefix", 1, AX_REP_MAX_TOKENS, path, &p->prefix));
-    AX_CHECK(get_int(cfg, "config", "suffix", 1, AX_REP_MAX_TOKENS, path, &p->suffix));
+    AX_CHECK(ax_rep_get_int(cfg, "config", "prefix", 1, AX_REP_MAX_TOKENS, path, &p->prefix));
+    AX_CHECK(ax_rep_get_int(cfg, "config", "suffix", 1, AX_REP_MAX_TOKENS, path, &p->suffix));
     int64_t samples;
-    AX_CHECK(opt_int(cfg, "config", "samples", 0, AX_REP_MAX_COUNT, -1, path, &samples));
+    AX_CHECK(ax_rep_opt_int(cfg, "config", "samples", 0, AX_REP_MAX_COUNT, -1, path, &samples));
     AX_CHECK(get_rate(m, "exact_match_rate", path, &p->exact));
     AX_CHECK(get_rate(m, "token_accuracy", path, &p->tok_acc));
     AX_CHECK(get_rate(m, "rouge_l", path, &p->rouge_l));
-    AX_CHECK(get_in(m, "metrics", "matched_prefix_mean", 0, (double)p->suffix, path, &p->mp_mean));
-    AX_CHECK(opt_typed(tables, "matched_prefix_hist", AX_JSON_ARR, path,
-                       "tables.matched_prefix_hist", &h));
-    AX_CHECK(opt_typed(tables, "by_duplication", AX_JSON_ARR, path, "tables.by_duplication", &d));
+    AX_CHECK(ax_rep_get_in(m, "metrics", "matched_prefix_mean", 0, (double)p->suffix, path,
+                           &p->mp_mean));
+    AX_CHECK(ax_rep_opt_typed(tables, "matched_prefix_hist", AX_JSON_ARR, path,
+                              "tables.matched_prefix_hist", &h));
+    AX_CHECK(
+        ax_rep_opt_typed(tables, "by_duplication", AX_JSON_ARR, path, "tables.by_duplication", &d));
     if (h) { /* probes by matched-prefix length 0..S: the counts behind every rate */
         if (h->n != (size_t)p->suffix + 1)
             return ax_errorf(AX_ERR_CORRUPT,
@@ -174,7 +49,7 @@ static ax_status parse_probe(const ax_json *v, const char *path, ax_rep_probe *p
                              "= %lld; the file was edited or damaged: rerun memscan probe",
                              path, h->n, (long long)p->suffix + 1);
         p->mp_hist = calloc(h->n, sizeof(int64_t));
-        if (!p->mp_hist) return nomem();
+        if (!p->mp_hist) return ax_rep_nomem();
         p->n_mp_hist = (int)h->n;
         for (size_t k = 0; k < h->n; k++) {
             char field[64];
@@ -207,7 +82,7 @@ static ax_status parse_probe(const ax_json *v, const char *path, ax_rep_probe *p
     }
     if (d && d->n) {
         p->dup = calloc(d->n, sizeof *p->dup);
-        if (!p->dup) return nomem();
+        if (!p->dup) return ax_rep_nomem();
         p->n_dup = (int)d->n;
         int64_t total = 0;
         for (size_t k = 0; k < d->n; k++) {
@@ -215,10 +90,11 @@ static ax_status parse_probe(const ax_json *v, const char *path, ax_rep_probe *p
             char sec[64];
             snprintf(sec, sizeof sec, "tables.by_duplication[%zu]", k);
             AX_CHECK(ax_json_get_str(d->items[k], "bucket", path, &b));
-            AX_CHECK(get_int(d->items[k], sec, "samples", 0, p->n, path, &p->dup[k].samples));
-            AX_CHECK(get_in(d->items[k], sec, "exact_match_rate", 0, 1, path,
-                            &p->dup[k].exact_match_rate));
-            if (!(p->dup[k].bucket = strdup(b))) return nomem();
+            AX_CHECK(
+                ax_rep_get_int(d->items[k], sec, "samples", 0, p->n, path, &p->dup[k].samples));
+            AX_CHECK(ax_rep_get_in(d->items[k], sec, "exact_match_rate", 0, 1, path,
+                                   &p->dup[k].exact_match_rate));
+            if (!(p->dup[k].bucket = strdup(b))) return ax_rep_nomem();
             total += p->dup[k].samples;
         }
         AX_CHECK(ax_rep_check_le(total, "the sum of tables.by_duplication[].samples", p->n,
@@ -229,34 +105,35 @@ static ax_status parse_probe(const ax_json *v, const char *path, ax_rep_probe *p
 
 static ax_status parse_regurg(const ax_json *v, const char *path, ax_rep_regurg *g) {
     const ax_json *cfg, *m, *tables = ax_json_get(v, "tables"), *h = NULL;
-    AX_CHECK(get_obj(v, "config", path, &cfg));
-    AX_CHECK(get_obj(v, "metrics", path, &m));
+    AX_CHECK(ax_rep_get_obj(v, "config", path, &cfg));
+    AX_CHECK(ax_rep_get_obj(v, "metrics", path, &m));
     if (tables && tables->type != AX_JSON_OBJ)
         return ax_errorf(AX_ERR_CORRUPT, "%s: tables is not an object", path);
-    AX_CHECK(get_int(cfg, "config", "n", 1, AX_REP_MAX_TOKENS, path, &g->n));
-    AX_CHECK(get_int(cfg, "config", "samples", 0, AX_REP_MAX_COUNT, path, &g->samples));
-    AX_CHECK(get_int(cfg, "config", "length", 1, AX_REP_MAX_TOKENS, path, &g->length));
-    AX_CHECK(get_in(m, "metrics", "frac_with_verbatim_span", 0, 1, path, &g->frac_span));
-    AX_CHECK(get_in(m, "metrics", "mean_longest_span", 0, (double)g->length, path, &g->mean_span));
-    AX_CHECK(get_int(m, "metrics", "max_longest_span", 0, g->length, path, &g->max_span));
+    AX_CHECK(ax_rep_get_int(cfg, "config", "n", 1, AX_REP_MAX_TOKENS, path, &g->n));
+    AX_CHECK(ax_rep_get_int(cfg, "config", "samples", 0, AX_REP_MAX_COUNT, path, &g->samples));
+    AX_CHECK(ax_rep_get_int(cfg, "config", "length", 1, AX_REP_MAX_TOKENS, path, &g->length));
+    AX_CHECK(ax_rep_get_in(m, "metrics", "frac_with_verbatim_span", 0, 1, path, &g->frac_span));
+    AX_CHECK(ax_rep_get_in(m, "metrics", "mean_longest_span", 0, (double)g->length, path,
+                           &g->mean_span));
+    AX_CHECK(ax_rep_get_int(m, "metrics", "max_longest_span", 0, g->length, path, &g->max_span));
     if (g->mean_span > (double)g->max_span + 1e-9)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: metrics.mean_longest_span = %g exceeds metrics.max_longest_span = "
                          "%lld; the file was edited or damaged: rerun memscan generate",
                          path, g->mean_span, (long long)g->max_span);
-    AX_CHECK(
-        opt_typed(tables, "longest_span_hist", AX_JSON_OBJ, path, "tables.longest_span_hist", &h));
+    AX_CHECK(ax_rep_opt_typed(tables, "longest_span_hist", AX_JSON_OBJ, path,
+                              "tables.longest_span_hist", &h));
     if (h && h->n) {
         g->hist_labels = calloc(h->n, sizeof(char *));
         g->hist = calloc(h->n, sizeof(int64_t));
-        if (!g->hist_labels || !g->hist) return nomem();
+        if (!g->hist_labels || !g->hist) return ax_rep_nomem();
         g->n_hist = (int)h->n;
         int64_t total = 0;
         for (size_t k = 0; k < h->n; k++) {
             char field[160];
             snprintf(field, sizeof field, "tables.longest_span_hist.%.100s", h->keys[k]);
             AX_CHECK(ax_rep_check_int(h->items[k], 0, g->samples, path, field, &g->hist[k]));
-            if (!(g->hist_labels[k] = strdup(h->keys[k]))) return nomem();
+            if (!(g->hist_labels[k] = strdup(h->keys[k]))) return ax_rep_nomem();
             total += g->hist[k];
         }
         if (total != g->samples)
@@ -312,11 +189,11 @@ static ax_status take_sample(const ax_json *row, const char *what, const sample_
                          "probe sample of %s; rerun memscan probe (its samples now have their "
                          "own name)",
                          what, c->scan);
-    AX_CHECK(get_int(row, "", "doc", 0, p->id.ds_docs - 1, what, &s.doc));
-    AX_CHECK(get_int(row, "", "offset", 0, p->id.ds_tokens, what, &s.offset));
-    AX_CHECK(get_int(row, "", "matched_prefix", 0, p->suffix, what, &s.matched_prefix));
+    AX_CHECK(ax_rep_get_int(row, "", "doc", 0, p->id.ds_docs - 1, what, &s.doc));
+    AX_CHECK(ax_rep_get_int(row, "", "offset", 0, p->id.ds_tokens, what, &s.offset));
+    AX_CHECK(ax_rep_get_int(row, "", "matched_prefix", 0, p->suffix, what, &s.matched_prefix));
     if (ax_json_get(row, "token_accuracy"))
-        AX_CHECK(get_in(row, "", "token_accuracy", 0, 1, what, &acc));
+        AX_CHECK(ax_rep_get_in(row, "", "token_accuracy", 0, 1, what, &acc));
     s.token_accuracy = acc;
     s.exact = ex && ex->type == AX_JSON_BOOL && ex->num != 0;
     int pos = p->n_top;
@@ -326,7 +203,7 @@ static ax_status take_sample(const ax_json *row, const char *what, const sample_
                *gt = c->keep_text ? opt_text(row, "generated_text") : NULL;
     if ((tt && !(s.truth_text = strdup(tt))) || (gt && !(s.generated_text = strdup(gt)))) {
         sample_free(&s);
-        return nomem();
+        return ax_rep_nomem();
     }
     if (p->n_top == AX_REP_TOP)
         sample_free(&p->top[AX_REP_TOP - 1]);
@@ -335,38 +212,6 @@ static ax_status take_sample(const ax_json *row, const char *what, const sample_
     memmove(&p->top[pos + 1], &p->top[pos], sizeof s * (size_t)(p->n_top - 1 - pos));
     p->top[pos] = s;
     return AX_OK;
-}
-
-typedef ax_status (*line_fn)(const ax_json *row, const char *what, void *ctx);
-
-/* Calls fn on each non-blank line of a JSONL file; errors name "path line N". */
-static ax_status each_jsonl(const char *path, line_fn fn, void *ctx) {
-    FILE *f; /* a regular file only: a FIFO would block the report forever */
-    AX_CHECK(ax_fopen_regular(path, NULL, &f));
-    char *line = NULL, what[1100];
-    size_t cap = 0;
-    ssize_t len;
-    long lineno = 0;
-    ax_status st = AX_OK;
-    while (st == AX_OK && (len = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        size_t k = 0;
-        while (k < (size_t)len &&
-               (line[k] == ' ' || line[k] == '\t' || line[k] == '\n' || line[k] == '\r'))
-            k++;
-        if (k == (size_t)len) continue;
-        snprintf(what, sizeof what, "%s line %ld", path, lineno);
-        ax_json *row = NULL;
-        st = ax_json_parse(line, (size_t)len, what, &row);
-        if (st == AX_OK && row->type != AX_JSON_OBJ)
-            st = ax_errorf(AX_ERR_CORRUPT, "%s: not a JSON object", what);
-        if (st == AX_OK) st = fn(row, what, ctx);
-        ax_json_free(row);
-    }
-    if (st == AX_OK && ferror(f)) st = ax_errorf(AX_ERR_IO, "read error in %s", path);
-    free(line);
-    fclose(f);
-    return st;
 }
 
 static ax_status sample_line(const ax_json *row, const char *what, void *ctx) {
@@ -378,7 +223,7 @@ static ax_status sample_line(const ax_json *row, const char *what, void *ctx) {
 /* reads p->samples_file: the top samples, and one row per probe */
 static ax_status read_probe_samples(ax_rep_probe *p, int keep_text) {
     sample_ctx c = {p, p->file, keep_text};
-    AX_CHECK(each_jsonl(p->samples_file, sample_line, &c));
+    AX_CHECK(ax_rep_each_jsonl(p->samples_file, sample_line, &c));
     if (p->n_sample_rows != p->n)
         return ax_errorf(AX_ERR_MISMATCH,
                          "%s has %lld samples but %s probed %lld documents: they do not belong "
@@ -391,10 +236,10 @@ static ax_status push2(double **a, double **b, int64_t *n, int64_t *cap, double 
     if (*n == *cap) {
         int64_t c = *cap ? *cap * 2 : 256;
         double *na = realloc(*a, sizeof(double) * (size_t)c);
-        if (!na) return nomem();
+        if (!na) return ax_rep_nomem();
         *a = na;
         double *nb = realloc(*b, sizeof(double) * (size_t)c);
-        if (!nb) return nomem();
+        if (!nb) return ax_rep_nomem();
         *b = nb, *cap = c;
     }
     (*a)[*n] = x, (*b)[*n] = y, (*n)++;
@@ -404,8 +249,8 @@ static ax_status push2(double **a, double **b, int64_t *n, int64_t *cap, double 
 static ax_status metrics_line(const ax_json *row, const char *what, void *ctx) {
     ax_rep_train *t = ctx;
     double step, loss;
-    AX_CHECK(get_in(row, "", "step", 0, (double)AX_REP_MAX_COUNT, what, &step));
-    AX_CHECK(get_in(row, "", "loss", -DBL_MAX, DBL_MAX, what, &loss));
+    AX_CHECK(ax_rep_get_in(row, "", "step", 0, (double)AX_REP_MAX_COUNT, what, &step));
+    AX_CHECK(ax_rep_get_in(row, "", "loss", -DBL_MAX, DBL_MAX, what, &loss));
     AX_CHECK(push2(&t->step, &t->loss, &t->n, &t->cap, step, loss));
     const ax_json *vl = ax_json_get(row, "val_loss");
     if (vl && vl->type == AX_JSON_NUM) {
@@ -425,132 +270,198 @@ static int same_ident(const ax_rep_ident *a, const ax_rep_ident *b) {
     return !strcmp(a->ckpt_path, b->ckpt_path) && !strcmp(a->ds_xxh3, b->ds_xxh3);
 }
 
-/* Loads one scan file into the run, by its kind. */
-static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_kind,
-                           int keep_text) {
-    ax_json *v = NULL;
-    ax_rep_ident id = {0};
+enum { KIND_PROBE, KIND_REGURG, KIND_MIA, KIND_EXPOSURE, N_KINDS };
+static const char *const kind_names[N_KINDS] = {"extraction-probe", "regurgitation-scan",
+                                                "membership-inference", "canary-exposure"};
+
+/* keep: what sample text to load (KEEP_TEXT: training text; KEEP_SECRETS: canary secrets) */
+enum { KEEP_TEXT = 1, KEEP_SECRETS = 2 };
+
+static const char *scan_file(const ax_rep_run *run, int kind) {
+    switch (kind) {
+    case KIND_PROBE:
+        return run->probe ? run->probe->file : NULL;
+    case KIND_REGURG:
+        return run->regurg ? run->regurg->file : NULL;
+    case KIND_MIA:
+        return run->mia ? run->mia->file : NULL;
+    default:
+        return run->exposure ? run->exposure->file : NULL;
+    }
+}
+
+/* the scan's samples file, checked against its record; *out NULL when it records none */
+static ax_status verified_samples(const ax_json *v, const char *path, char **out, int64_t *lines) {
     ax_rep_samples_rec rec = {0};
-    const char *kind = NULL;
-    ax_status st;
-    AX_CHECK_GOTO(read_json(path, &v), out);
-    AX_CHECK_GOTO(scan_header(v, path, &kind, &id), out);
-    if (want_kind && strcmp(kind, want_kind)) {
-        st = ax_errorf(AX_ERR_MISMATCH, "%s: kind \"%s\", expected \"%s\" for this file name", path,
-                       kind, want_kind);
-        goto out;
-    }
-    int probe = !strcmp(kind, "extraction-probe");
-    if (!probe && strcmp(kind, "regurgitation-scan")) {
-        st = ax_errorf(AX_ERR_UNSUPPORTED,
-                       "%s: scan kind \"%s\" is not reported (known: extraction-probe, "
-                       "regurgitation-scan)",
-                       path, kind);
-        goto out;
-    }
-    if ((probe && run->probe) || (!probe && run->regurg)) {
-        st = ax_errorf(AX_ERR_ARG,
-                       "run '%s' has two %s scans (%s and %s); remove the stale one, or give each "
-                       "its own label (--scan LABEL=FILE)",
-                       run->label, kind, probe ? run->probe->file : run->regurg->file, path);
-        goto out;
-    }
-    if (probe) {
+    ax_status st = ax_rep_samples_rec_read(v, path, &rec);
+    if (st == AX_OK && rec.path) st = ax_rep_samples_rec_verify(&rec, path);
+    if (st == AX_OK) *out = rec.path, rec.path = NULL;
+    if (lines) *lines = rec.lines;
+    free(rec.path);
+    return st;
+}
+
+/* The one parsed scan v (its header read into id, moved into the run) by kind. */
+static ax_status load_kind(ax_rep_run *run, const ax_json *v, const char *path, int kind,
+                           ax_rep_ident *id, int keep) {
+    switch (kind) {
+    case KIND_PROBE: {
         ax_rep_probe *p = calloc(1, sizeof *p);
-        if (!p || !(p->file = strdup(path))) {
-            free(p);
-            st = nomem();
-            goto out;
-        }
-        run->probe = p, p->id = id;
-        memset(&id, 0, sizeof id);
-        AX_CHECK_GOTO(parse_probe(v, path, p), out);
-        AX_CHECK_GOTO(ax_rep_samples_rec_read(v, path, &rec), out);
-        if (rec.path) {
-            AX_CHECK_GOTO(ax_rep_samples_rec_verify(&rec, path), out);
-            p->samples_file = rec.path, rec.path = NULL;
-            AX_CHECK_GOTO(read_probe_samples(p, keep_text), out);
-        }
-    } else {
-        ax_rep_regurg *g = calloc(1, sizeof *g);
-        if (!g || !(g->file = strdup(path))) {
-            free(g);
-            st = nomem();
-            goto out;
-        }
-        run->regurg = g, g->id = id;
-        memset(&id, 0, sizeof id);
-        AX_CHECK_GOTO(parse_regurg(v, path, g), out);
-        AX_CHECK_GOTO(ax_rep_samples_rec_read(v, path, &rec), out);
-        if (rec.path) { /* not shown in the report, but the scan must be complete */
-            AX_CHECK_GOTO(ax_rep_samples_rec_verify(&rec, path), out);
-            g->samples_file = rec.path, rec.path = NULL;
-        }
+        if (!p || !(p->file = strdup(path))) return free(p), ax_rep_nomem();
+        run->probe = p, p->id = *id, memset(id, 0, sizeof *id);
+        AX_CHECK(parse_probe(v, path, p));
+        AX_CHECK(verified_samples(v, path, &p->samples_file, NULL));
+        return p->samples_file ? read_probe_samples(p, keep & KEEP_TEXT) : AX_OK;
     }
-    if (run->probe && run->regurg && !run->warning &&
-        !same_ident(&run->probe->id, &run->regurg->id)) {
-        char w[2048];
+    case KIND_REGURG: {
+        ax_rep_regurg *g = calloc(1, sizeof *g);
+        if (!g || !(g->file = strdup(path))) return free(g), ax_rep_nomem();
+        run->regurg = g, g->id = *id, memset(id, 0, sizeof *id);
+        AX_CHECK(parse_regurg(v, path, g));
+        /* not shown in the report, but the scan must be complete */
+        return verified_samples(v, path, &g->samples_file, NULL);
+    }
+    case KIND_MIA: {
+        ax_rep_mia *m = calloc(1, sizeof *m);
+        if (!m || !(m->file = strdup(path))) return free(m), ax_rep_nomem();
+        run->mia = m, m->id = *id, memset(id, 0, sizeof *id);
+        AX_CHECK(ax_rep_parse_mia(v, path, m));
+        int64_t lines = 0;
+        AX_CHECK(verified_samples(v, path, &m->samples_file, &lines));
+        if (m->samples_file && lines != m->members + m->nonmembers)
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: samples.lines = %lld but counts.members + counts.nonmembers = "
+                             "%lld; the file was edited or damaged: rerun memscan mia",
+                             path, (long long)lines, (long long)(m->members + m->nonmembers));
+        return AX_OK;
+    }
+    default: {
+        ax_rep_exposure *e = calloc(1, sizeof *e);
+        if (!e || !(e->file = strdup(path))) return free(e), ax_rep_nomem();
+        run->exposure = e, e->id = *id, memset(id, 0, sizeof *id);
+        AX_CHECK(ax_rep_parse_exposure(v, path, e));
+        AX_CHECK(verified_samples(v, path, &e->samples_file, NULL));
+        return e->samples_file ? ax_rep_read_exposure_samples(e, keep & KEEP_SECRETS) : AX_OK;
+    }
+    }
+}
+
+/* the run's scans must name one checkpoint (and the probe and generate scans one dataset) */
+static void check_same_ckpt(ax_rep_run *run) {
+    if (run->warning) return;
+    char w[2048];
+    if (run->probe && run->regurg && !same_ident(&run->probe->id, &run->regurg->id)) {
         snprintf(w, sizeof w,
                  "the probe (%s) and the regurgitation scan (%s) name different checkpoints or "
                  "datasets",
                  run->probe->file, run->regurg->file);
         run->warning = strdup(w);
+        return;
     }
+    const ax_rep_ident *id = ax_rep_run_ident(run);
+    const char *files[2] = {run->mia ? run->mia->file : NULL,
+                            run->exposure ? run->exposure->file : NULL};
+    const ax_rep_ident *ids[2] = {run->mia ? &run->mia->id : NULL,
+                                  run->exposure ? &run->exposure->id : NULL};
+    for (int k = 0; k < 2; k++)
+        if (ids[k] && ids[k] != id && strcmp(ids[k]->ckpt_path, id->ckpt_path)) {
+            snprintf(w, sizeof w, "%s scanned checkpoint %s, the run's other scans %s", files[k],
+                     ids[k]->ckpt_path, id->ckpt_path);
+            run->warning = strdup(w);
+            return;
+        }
+}
+
+/* Loads one scan file into the run, by its kind. */
+static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_kind, int keep) {
+    ax_json *v = NULL;
+    ax_rep_ident id = {0};
+    const char *kind = NULL;
+    ax_status st;
+    AX_CHECK_GOTO(ax_rep_read_json(path, &v), out);
+    AX_CHECK_GOTO(ax_rep_scan_header(v, path, &kind, &id), out);
+    if (want_kind && strcmp(kind, want_kind)) {
+        st = ax_errorf(AX_ERR_MISMATCH, "%s: kind \"%s\", expected \"%s\" for this file name", path,
+                       kind, want_kind);
+        goto out;
+    }
+    int k = 0;
+    while (k < N_KINDS && strcmp(kind, kind_names[k])) k++;
+    if (k == N_KINDS) {
+        st = ax_errorf(AX_ERR_UNSUPPORTED,
+                       "%s: scan kind \"%s\" is not reported (known: extraction-probe, "
+                       "regurgitation-scan, membership-inference, canary-exposure)",
+                       path, kind);
+        goto out;
+    }
+    if (scan_file(run, k)) {
+        st = ax_errorf(AX_ERR_ARG,
+                       "run '%s' has two %s scans (%s and %s); remove the stale one, or give each "
+                       "its own label (--scan LABEL=FILE)",
+                       run->label, kind, scan_file(run, k), path);
+        goto out;
+    }
+    AX_CHECK_GOTO(load_kind(run, v, path, k, &id, keep), out);
+    check_same_ckpt(run);
 out:
-    free(rec.path);
-    ident_free(&id);
+    ax_rep_ident_free(&id);
     ax_json_free(v);
     return st;
 }
 
 /* A run directory: probe.json (memscan probe), regurgitation.json (memscan generate), the
- * older scan.json (either kind, by its "kind"), and metrics.jsonl. A scan's samples are the
- * file it records; a probe that records none (an older axmem) reads samples.jsonl. */
-static ax_status load_dir(ax_rep_run *run, const char *dir, int keep_text) {
+ * older scan.json (either kind, by its "kind"), mia.json (memscan mia), exposure.json (memscan
+ * exposure) and metrics.jsonl. A scan's samples are the file it records; a probe that records
+ * none (an older axmem) reads samples.jsonl. */
+static ax_status load_dir(ax_rep_run *run, const char *dir, int keep) {
     if (!ax_path_exists(dir))
         return ax_errorf(AX_ERR_IO,
                          "run '%s': %s does not exist; pass a directory written by "
-                         "axmem memscan probe/generate",
+                         "axmem memscan probe/generate/mia/exposure",
                          run->label, dir);
-    enum { PROBE, REGURG, LEGACY, SAMPLES, METRICS, N_NAMES };
-    static const char *names[N_NAMES] = {"probe.json", "regurgitation.json", "scan.json",
-                                         "samples.jsonl", "metrics.jsonl"};
-    static const char *kinds[3] = {"extraction-probe", "regurgitation-scan", NULL};
+    enum { PROBE, REGURG, MIA, EXPOSURE, LEGACY, SAMPLES, METRICS, N_NAMES };
+    static const char *names[N_NAMES] = {"probe.json",    "regurgitation.json", "mia.json",
+                                         "exposure.json", "scan.json",          "samples.jsonl",
+                                         "metrics.jsonl"};
+    static const char *kinds[LEGACY + 1] = {"extraction-probe", "regurgitation-scan",
+                                            "membership-inference", "canary-exposure", NULL};
     char *p[N_NAMES];
     ax_status st = AX_OK;
-    int k;
-    for (k = 0; k < N_NAMES; k++) p[k] = join(dir, names[k]);
+    int k, any = 0;
+    for (k = 0; k < N_NAMES; k++) p[k] = ax_rep_join(dir, names[k]);
     for (k = 0; k < N_NAMES; k++)
         if (!p[k]) {
-            st = nomem();
+            st = ax_rep_nomem();
             goto out;
         }
-    if (!ax_path_exists(p[PROBE]) && !ax_path_exists(p[REGURG]) && !ax_path_exists(p[LEGACY])) {
+    for (k = PROBE; k <= LEGACY; k++) any |= ax_path_exists(p[k]);
+    if (!any) {
         st = ax_errorf(AX_ERR_IO,
-                       "run '%s': found none of %s, %s, %s; point --run at a directory where "
-                       "axmem memscan probe/generate wrote its scan, or use --scan LABEL=FILE",
-                       run->label, p[PROBE], p[REGURG], p[LEGACY]);
+                       "run '%s': found none of %s, %s, %s, %s, %s; point --run at a directory "
+                       "where axmem memscan probe/generate/mia/exposure wrote its scan, or use "
+                       "--scan LABEL=FILE",
+                       run->label, p[PROBE], p[REGURG], p[MIA], p[EXPOSURE], p[LEGACY]);
         goto out;
     }
     if (!(run->dir = strdup(dir))) {
-        st = nomem();
+        st = ax_rep_nomem();
         goto out;
     }
     for (k = PROBE; k <= LEGACY; k++)
-        if (ax_path_exists(p[k])) AX_CHECK_GOTO(load_scan(run, p[k], kinds[k], keep_text), out);
+        if (ax_path_exists(p[k])) AX_CHECK_GOTO(load_scan(run, p[k], kinds[k], keep), out);
     if (run->probe && !run->probe->samples_file && ax_path_exists(p[SAMPLES])) {
         run->probe->samples_file = p[SAMPLES], p[SAMPLES] = NULL;
-        AX_CHECK_GOTO(read_probe_samples(run->probe, keep_text), out);
+        AX_CHECK_GOTO(read_probe_samples(run->probe, keep & KEEP_TEXT), out);
     }
     if (ax_path_exists(p[METRICS])) {
         ax_rep_train *t = calloc(1, sizeof *t);
         if (!t || !(t->file = strdup(p[METRICS]))) {
             free(t);
-            st = nomem();
+            st = ax_rep_nomem();
             goto out;
         }
         run->train = t;
-        AX_CHECK_GOTO(each_jsonl(p[METRICS], metrics_line, t), out);
+        AX_CHECK_GOTO(ax_rep_each_jsonl(p[METRICS], metrics_line, t), out);
     }
 out:
     for (k = 0; k < N_NAMES; k++) free(p[k]);
@@ -561,10 +472,10 @@ static ax_status load_index(const char *path, ax_rep_index **out) {
     ax_json *v = NULL;
     ax_status st = AX_OK;
     ax_rep_index *x = calloc(1, sizeof *x);
-    if (!x) return nomem();
+    if (!x) return ax_rep_nomem();
     *out = x;
-    if (!(x->file = strdup(path))) return nomem();
-    AX_CHECK(read_json(path, &v));
+    if (!(x->file = strdup(path))) return ax_rep_nomem();
+    AX_CHECK(ax_rep_read_json(path, &v));
     const ax_json *schema = ax_json_get(v, "schema"), *h;
     if (!schema || schema->type != AX_JSON_STR ||
         strncmp(schema->str, INDEX_SCHEMA, strlen(INDEX_SCHEMA))) {
@@ -581,14 +492,15 @@ static ax_status load_index(const char *path, ax_rep_index **out) {
                        path, schema->str, INDEX_SCHEMA);
         goto out;
     }
-    AX_CHECK_GOTO(get_int(v, "", "n", 1, AX_REP_MAX_TOKENS, path, &x->n), out);
-    AX_CHECK_GOTO(get_int(v, "", "windows", 0, AX_REP_MAX_COUNT, path, &x->windows), out);
-    AX_CHECK_GOTO(get_int(v, "", "distinct_windows", 0, x->windows, path, &x->distinct), out);
-    AX_CHECK_GOTO(get_obj(v, "duplication_histogram", path, &h), out);
+    AX_CHECK_GOTO(ax_rep_get_int(v, "", "n", 1, AX_REP_MAX_TOKENS, path, &x->n), out);
+    AX_CHECK_GOTO(ax_rep_get_int(v, "", "windows", 0, AX_REP_MAX_COUNT, path, &x->windows), out);
+    AX_CHECK_GOTO(ax_rep_get_int(v, "", "distinct_windows", 0, x->windows, path, &x->distinct),
+                  out);
+    AX_CHECK_GOTO(ax_rep_get_obj(v, "duplication_histogram", path, &h), out);
     x->labels = calloc(h->n + 1, sizeof(char *));
     x->counts = calloc(h->n + 1, sizeof(int64_t));
     if (!x->labels || !x->counts) {
-        st = nomem();
+        st = ax_rep_nomem();
         goto out;
     }
     for (size_t k = 0; k < h->n; k++) {
@@ -597,7 +509,7 @@ static ax_status load_index(const char *path, ax_rep_index **out) {
         AX_CHECK_GOTO(ax_rep_check_int(h->items[k], 0, x->distinct, path, field, &x->counts[k]),
                       out);
         if (!(x->labels[k] = strdup(h->keys[k]))) {
-            st = nomem();
+            st = ax_rep_nomem();
             goto out;
         }
         x->n_hist++;
@@ -610,8 +522,11 @@ out:
 ax_status ax_rep_load(const ax_report_opts *o, ax_report *r) {
     memset(r, 0, sizeof *r);
     r->text_chars = o->redact ? 0 : o->text_chars;
+    r->show_text = o->show_text && r->text_chars > 0;
+    /* training text feeds report.json unless redacted; secrets only --show-text reports */
+    int keep = (r->text_chars > 0 ? KEEP_TEXT : 0) | (r->show_text ? KEEP_SECRETS : 0);
     r->runs = calloc((size_t)(o->n_inputs > 0 ? o->n_inputs : 1), sizeof *r->runs);
-    if (!r->runs) return nomem();
+    if (!r->runs) return ax_rep_nomem();
     for (int i = 0; i < o->n_inputs; i++) {
         const ax_report_input *in = &o->inputs[i];
         ax_rep_run *run = find_run(r, in->label);
@@ -623,14 +538,14 @@ ax_status ax_rep_load(const ax_report_opts *o, ax_report *r) {
                              in->label, in->path, in->label);
         if (!run) {
             run = &r->runs[r->n_runs++];
-            if (!(run->label = strdup(in->label))) return nomem();
+            if (!(run->label = strdup(in->label))) return ax_rep_nomem();
         }
         if (in->is_file) {
             if (!ax_path_exists(in->path))
                 return ax_errorf(AX_ERR_IO, "--scan %s=%s: no such file", in->label, in->path);
-            AX_CHECK(load_scan(run, in->path, NULL, r->text_chars > 0));
+            AX_CHECK(load_scan(run, in->path, NULL, keep));
         } else {
-            AX_CHECK(load_dir(run, in->path, r->text_chars > 0));
+            AX_CHECK(load_dir(run, in->path, keep));
         }
     }
     if (o->index) AX_CHECK(load_index(o->index, &r->index));
@@ -638,7 +553,11 @@ ax_status ax_rep_load(const ax_report_opts *o, ax_report *r) {
 }
 
 const ax_rep_ident *ax_rep_run_ident(const ax_rep_run *run) {
-    return run->probe ? &run->probe->id : run->regurg ? &run->regurg->id : NULL;
+    return run->probe      ? &run->probe->id
+           : run->regurg   ? &run->regurg->id
+           : run->mia      ? &run->mia->id
+           : run->exposure ? &run->exposure->id
+                           : NULL;
 }
 
 void ax_rep_free(ax_report *r) {
@@ -646,17 +565,19 @@ void ax_rep_free(ax_report *r) {
         ax_rep_run *run = &r->runs[i];
         if (run->probe) {
             ax_rep_probe *p = run->probe;
-            ident_free(&p->id);
+            ax_rep_ident_free(&p->id);
             for (int k = 0; k < p->n_dup; k++) free(p->dup[k].bucket);
             for (int k = 0; k < p->n_top; k++) sample_free(&p->top[k]);
             free(p->file), free(p->mp_hist), free(p->dup), free(p->samples_file), free(p);
         }
         if (run->regurg) {
             ax_rep_regurg *g = run->regurg;
-            ident_free(&g->id);
+            ax_rep_ident_free(&g->id);
             for (int k = 0; k < g->n_hist; k++) free(g->hist_labels[k]);
             free(g->file), free(g->hist_labels), free(g->hist), free(g->samples_file), free(g);
         }
+        ax_rep_mia_free(run->mia);
+        ax_rep_exposure_free(run->exposure);
         if (run->train) {
             ax_rep_train *t = run->train;
             free(t->file), free(t->step), free(t->loss), free(t->val_step), free(t->val_loss);

@@ -9,12 +9,14 @@ static void top_samples(const ax_report *r, const ax_rep_probe *p, ax_rep_buf *b
     int text = 0;
     for (int k = 0; k < p->n_top; k++)
         text |= p->top[k].truth_text != NULL || p->top[k].generated_text != NULL;
-    text = text && r->text_chars > 0;
+    int hidden = text && !r->show_text && r->text_chars > 0;
+    text = text && r->show_text;
     ax_rep_printf(b,
-                  "\nMost memorized probes (of %lld):\n\n| # | doc | offset | matched prefix | "
+                  "\nMost memorized probes (of %lld%s):\n\n| # | doc | offset | matched prefix | "
                   "exact | token acc. |%s\n|---|---|---|---|---|---|%s\n",
-                  (long long)p->n_sample_rows, text ? " true continuation | model output |" : "",
-                  text ? "---|---|" : "");
+                  (long long)p->n_sample_rows,
+                  hidden ? "; memorized text not shown: --show-text shows it" : "",
+                  text ? " true continuation | model output |" : "", text ? "---|---|" : "");
     for (int k = 0; k < p->n_top; k++) {
         const ax_rep_sample *s = &p->top[k];
         ax_rep_printf(b, "| %d | %lld | %lld | %lld | %s | %.3f |", k + 1, (long long)s->doc,
@@ -72,6 +74,25 @@ static void run_section(const ax_report *r, const ax_rep_run *run, ax_rep_buf *b
         }
         ax_rep_puts(b, "\n");
     }
+    if (run->mia) {
+        const ax_rep_mia *m = run->mia;
+        ax_rep_puts(b, "- membership inference: ");
+        ax_rep_md(b, m->file);
+        ax_rep_printf(b, " (%lld members, %lld non-members, first %lld tokens each",
+                      (long long)m->members, (long long)m->nonmembers,
+                      (long long)m->tokens_per_doc);
+        if (m->ref_ckpt) ax_rep_puts(b, "; reference model "), ax_rep_md(b, m->ref_ckpt);
+        ax_rep_puts(b, ")\n");
+    }
+    if (run->exposure) {
+        const ax_rep_exposure *e = run->exposure;
+        ax_rep_puts(b, "- canary exposure: ");
+        ax_rep_md(b, e->file);
+        ax_rep_printf(b, " (%lld canaries of format \"", (long long)e->overall.canaries);
+        ax_rep_md(b, e->format);
+        ax_rep_printf(b, "\", |R| = %g, rank %s over %lld candidates)\n", e->space, e->method,
+                      (long long)e->candidates);
+    }
     if (p) {
         if (p->n_dup) {
             ax_rep_puts(b, "\nExact match by training-set occurrences of the probed window:\n\n"
@@ -113,6 +134,7 @@ void ax_rep_write_md(const ax_report *r, ax_rep_buf *b) {
         }
         ax_rep_puts(b, "\n");
     }
+    ax_rep_md_privacy(r, b);
     for (int i = 0; i < r->n_runs; i++) run_section(r, &r->runs[i], b);
     if (r->index) {
         const ax_rep_index *x = r->index;

@@ -65,6 +65,52 @@ typedef struct {
     char *samples_file; /* verified against the scan's record; NULL when it records none */
 } ax_rep_regurg;
 
+/* memscan mia (mia.json): one row per score */
+#define AX_REP_MIA_SCORES 8
+typedef struct {
+    char *name;                 /* "loss", "zlib", "min_k", "min_k_pp", "ref" */
+    double auc, auc_lo, auc_hi; /* ROC AUC and its bootstrap 95% interval */
+    double tpr_0_1, tpr_1;      /* TPR at 0.1% and 1% FPR */
+    double *fpr, *tpr;          /* [n_roc]: the ROC curve, (0,0) to (1,1), non-decreasing */
+    int n_roc;
+} ax_rep_mia_score;
+
+typedef struct {
+    char *file;
+    ax_rep_ident id;                  /* checkpoint; dataset = the member set */
+    char *nonmembers_path, *ref_ckpt; /* ref_ckpt: NULL without --ref-ckpt */
+    int64_t members, nonmembers, tokens_per_doc;
+    ax_rep_mia_score score[AX_REP_MIA_SCORES];
+    int n_score;
+    char *samples_file; /* verified against the scan's record */
+} ax_rep_mia;
+
+/* memscan exposure (exposure.json): the table by repeat count, and each canary from the
+ * samples (its secret only when the report shows text) */
+typedef struct {
+    int64_t repeats, canaries, extracted; /* repeats 0: the "overall" row */
+    double mean, median, min, max, extracted_share;
+} ax_rep_exp_row;
+
+typedef struct {
+    int64_t id, repeats;
+    double exposure;
+    int extracted;
+    char *secret, *generated_text; /* NULL unless --show-text */
+} ax_rep_canary;
+
+typedef struct {
+    char *file, *format, *method;
+    ax_rep_ident id;
+    double space, max_exposure; /* |R| and log2 |R| */
+    int64_t candidates;
+    ax_rep_exp_row overall, *rows; /* rows: by repeat count, ascending */
+    int n_rows;
+    ax_rep_canary *canary; /* [n_canary], from the samples file (0: none recorded) */
+    int64_t n_canary;
+    char *samples_file;
+} ax_rep_exposure;
+
 typedef struct {
     char *file;
     int64_t n, cap; /* training steps read */
@@ -75,10 +121,12 @@ typedef struct {
 
 typedef struct {
     char *label, *dir;
-    ax_rep_probe *probe;   /* NULL when the run has no extraction probe */
-    ax_rep_regurg *regurg; /* NULL when it has no regurgitation scan */
-    ax_rep_train *train;   /* NULL without metrics.jsonl */
-    char *warning;         /* e.g. the two scans name different checkpoints */
+    ax_rep_probe *probe;       /* NULL when the run has no extraction probe */
+    ax_rep_regurg *regurg;     /* NULL when it has no regurgitation scan */
+    ax_rep_mia *mia;           /* NULL without a membership-inference scan */
+    ax_rep_exposure *exposure; /* NULL without a canary-exposure scan */
+    ax_rep_train *train;       /* NULL without metrics.jsonl */
+    char *warning;             /* e.g. the two scans name different checkpoints */
 } ax_rep_run;
 
 typedef struct {
@@ -95,6 +143,8 @@ typedef struct {
     int n_runs;
     ax_rep_index *index; /* NULL without --index */
     int text_chars;      /* 0: no sample text in any output (--redact or --text-chars 0) */
+    int show_text;       /* 1: HTML and Markdown quote memorized text and canary secrets
+                            (--show-text); 0: they show none, and no secret is even loaded */
     char *headline;
     char *note; /* runs scanned different datasets, etc.; NULL when none */
 } ax_report;
@@ -102,6 +152,40 @@ typedef struct {
 /* load.c */
 ax_status ax_rep_load(const ax_report_opts *o, ax_report *r);
 void ax_rep_free(ax_report *r);
+/* load_privacy.c: mia.json / exposure.json (kind membership-inference / canary-exposure) and
+ * their samples files; v is the parsed scan, its header already checked */
+ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m);
+ax_status ax_rep_parse_exposure(const ax_json *v, const char *path, ax_rep_exposure *e);
+/* e->samples_file: each canary, checked against the table; secrets kept only if asked */
+ax_status ax_rep_read_exposure_samples(ax_rep_exposure *e, int keep_secrets);
+void ax_rep_mia_free(ax_rep_mia *m);
+void ax_rep_exposure_free(ax_rep_exposure *e);
+/* jsonget.c: getters shared by the loaders; failures name path and field */
+ax_status ax_rep_nomem(void);
+char *ax_rep_join(const char *dir, const char *name); /* "dir/name", malloc'd (NULL: OOM) */
+ax_status ax_rep_read_json(const char *path, ax_json **out);
+ax_status ax_rep_get_obj(const ax_json *obj, const char *key, const char *path,
+                         const ax_json **out);
+/* metrics.KEY = {"mean", "ci95": [lo, hi]} (no domain check) */
+ax_status ax_rep_get_stat(const ax_json *metrics, const char *key, const char *path,
+                          ax_rep_stat *s);
+/* obj.key as a whole number in [lo, hi]; section names the object in messages ("" = top) */
+ax_status ax_rep_get_int(const ax_json *obj, const char *section, const char *key, int64_t lo,
+                         int64_t hi, const char *path, int64_t *out);
+ax_status ax_rep_opt_int(const ax_json *obj, const char *section, const char *key, int64_t lo,
+                         int64_t hi, int64_t dflt, const char *path, int64_t *out);
+/* obj.key as a finite number in [lo, hi] */
+ax_status ax_rep_get_in(const ax_json *obj, const char *section, const char *key, double lo,
+                        double hi, const char *path, double *out);
+ax_status ax_rep_opt_typed(const ax_json *obj, const char *key, ax_json_type t, const char *path,
+                           const char *field, const ax_json **out);
+void ax_rep_ident_free(ax_rep_ident *id);
+/* schema "axmem-scan" v1; the kind and the checkpoint / dataset identity */
+ax_status ax_rep_scan_header(const ax_json *v, const char *path, const char **kind,
+                             ax_rep_ident *id);
+typedef ax_status (*ax_rep_line_fn)(const ax_json *row, const char *what, void *ctx);
+/* fn on each non-blank line of a JSONL file; errors name "path line N" */
+ax_status ax_rep_each_jsonl(const char *path, ax_rep_line_fn fn, void *ctx);
 /* headline.c: the one-paragraph verdict and cross-run notes */
 ax_status ax_rep_summarise(ax_report *r);
 /* check.c: domain checks; failures name path and field and say the file was edited or damaged */
@@ -133,3 +217,8 @@ void ax_rep_regurg_counts(const ax_rep_regurg *g, int64_t *hit, int64_t *total);
 void ax_rep_write_html(const ax_report *r, ax_rep_buf *b);
 void ax_rep_write_md(const ax_report *r, ax_rep_buf *b);
 void ax_rep_write_json(const ax_report *r, ax_jw *w);
+/* their privacy sections (html_privacy.c, markdown_privacy.c; nothing without those scans) */
+void ax_rep_html_privacy(const ax_report *r, ax_rep_buf *b);
+void ax_rep_md_privacy(const ax_report *r, ax_rep_buf *b);
+void ax_rep_json_mia(ax_jw *w, const ax_rep_mia *m);
+void ax_rep_json_exposure(ax_jw *w, const ax_rep_exposure *e);

@@ -18,6 +18,8 @@ typedef struct {
     const char *title; /* NULL: a default title */
     int text_chars;    /* characters of decoded sample text shown; 0: no text in any output */
     int redact;        /* 1: no training text in any output (report.json included) */
+    int show_text;     /* 1: HTML and Markdown quote memorized text and canary secrets (clipped
+                          to text_chars); 0: they quote none, and no output holds a secret */
 } ax_report_opts;
 
 /* Loads every input, then writes out/report.html, report.md and report.json (mode 0600: they

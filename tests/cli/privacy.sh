@@ -159,5 +159,69 @@ expect_fail "exposure: missing secrets file named" 1 "nope.json" "$AX" memscan e
 echo '{"format":"my PIN is {d3}","space":1000,"canaries":[]}' >"$T/empty.json"
 expect_fail "exposure: no canaries" 1 "canaries" "$AX" memscan exposure --ckpt "$T/run" \
   --canaries "$T/empty.json" --out "$T/x"
+
+# ---- axmem report with the privacy scans: two runs side by side (the 1-rank and the 4-rank
+# scans), membership inference and exposure sections, no secret unless --show-text
+run "report: mia + exposure of two runs" "$AX" report --scan "one=$T/mia/mia.json" \
+  --scan "one=$T/exp/exposure.json" --scan "four=$T/mia4/mia.json" \
+  --scan "four=$T/exp4/exposure.json" --out "$T/rep"
+run "report --show-text" "$AX" report --scan "one=$T/mia/mia.json" \
+  --scan "one=$T/exp/exposure.json" --show-text --out "$T/rep-text"
+python3 - "$T" <<'PY' && ok "report: privacy sections, same numbers as the scans, secrets only with --show-text" || bad "report privacy sections"
+import json, os, stat, sys
+t = sys.argv[1]
+errs = []
+def need(c, what):
+    if not c: errs.append(what)
+html = open(f"{t}/rep/report.html").read()
+md = open(f"{t}/rep/report.md").read()
+rep = json.load(open(f"{t}/rep/report.json"))
+for f in ("report.html", "report.md", "report.json"):
+    need(stat.S_IMODE(os.stat(f"{t}/rep/{f}").st_mode) == 0o600, f"{f} mode 0600")
+need('id="mia"' in html and 'id="exposure"' in html, "html sections")
+need(html.count('class="chance"') == 2, "one log-log ROC per run, with the chance line")
+need('<div class="row">' in html and "(log-log)" in html, "ROC charts side by side")
+need(html.count('class="maxline"') == 1 and "log2 scale" in html, "exposure chart, max marked")
+need("## Membership inference" in md and "## Canary exposure" in md, "markdown sections")
+mia = json.load(open(f"{t}/mia/mia.json"))
+exp = json.load(open(f"{t}/exp/exposure.json"))
+runs = {r["label"]: r for r in rep["runs"]}
+m = runs["one"]["membership_inference"]
+need(set(m["scores"]) == set(mia["metrics"]), "report.json scores")
+for k, v in mia["metrics"].items():
+    need(m["scores"][k]["auc"] == v["auc"] and m["scores"][k]["roc"] == v["roc"], f"{k}: AUC, ROC")
+    need(f"| one | " in md and f"{v['auc']:.3f} ({v['auc_ci95'][0]:.3f}-{v['auc_ci95'][1]:.3f})" in md, f"{k}: md row")
+e = runs["one"]["canary_exposure"]
+need([b["repeats"] for b in e["by_repeats"]] == [b["repeats"] for b in exp["by_repeats"]], "repeat rows")
+need(all(abs(a["exposure_mean"] - b["exposure_mean"]) < 1e-12 for a, b in zip(e["by_repeats"], exp["by_repeats"])), "exposure means")
+for b in exp["by_repeats"]:
+    need(f"| one | {b['repeats']} | {b['canaries']} | {b['exposure_mean']:.2f} |" in md, f"md exposure row {b['repeats']}")
+# 3-digit secrets also occur as digits of numbers: look where a report would put them (the
+# unit tests plant a distinctive secret and search every byte)
+secrets = [c["secret"] for c in json.load(open(f"{t}/secrets.json"))["canaries"]]
+def strings(v):
+    if isinstance(v, str): yield v
+    elif isinstance(v, dict): yield from (x for w in list(v) + list(v.values()) for x in strings(w))
+    elif isinstance(v, list): yield from (x for w in v for x in strings(w))
+need(not [s for s in strings(rep) if any(x in s for x in secrets)], "no secret in report.json")
+need(not [s for s in secrets if f'<td class="txt">{s}' in html or f"| {s} |" in md], "no secret in html/md")
+need("<th>secret</th>" not in html and "| secret |" not in md, "no secret column")
+rows = [json.loads(l) for l in open(f"{t}/exp/exposure.samples.jsonl")]
+top = max(rows, key=lambda r: (r["exposure"], r["repeats"], -r["id"]))
+need(f'<td class="txt">{top["secret"]}</td>' in open(f"{t}/rep-text/report.html").read(), "--show-text: the top secret shown")
+need(f'"secret": "{top["secret"]}"' in json.dumps(json.load(open(f"{t}/rep-text/report.json"))), "--show-text: secrets in report.json")
+for e in errs: print("     " + e)
+sys.exit(1 if errs else 0)
+PY
+mkdir -p "$T/miabad" && python3 - "$T" <<'PY'
+import json, shutil, sys
+t = sys.argv[1]
+j = json.load(open(f"{t}/mia/mia.json"))
+j["metrics"]["loss"]["auc"] = 1.5
+j["samples"]["file"] = f"{t}/mia/mia.samples.jsonl"
+json.dump(j, open(f"{t}/miabad/mia.json", "w"))
+PY
+expect_fail "report: an edited AUC is refused, naming file and field" 1 \
+  "miabad/mia.json: metrics.loss.auc = 1.5 is outside" "$AX" report --run "x=$T/miabad" --out "$T/rep-bad"
 echo "privacy: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -112,6 +112,8 @@ static void index_json(void) {
         "\"duplication_histogram\":{\"1\":85,\"2-3\":4,\"4-15\":1,\"16-63\":0,\"64+\":0}}");
 }
 
+static int show_text; /* --show-text for build(); each test runs in its own process */
+
 static ax_status build(ax_report_input *in, int n, int with_index, int text_chars) {
     char out[128], idx[128];
     snprintf(out, sizeof out, "%s/out", root);
@@ -126,7 +128,8 @@ static ax_status build(ax_report_input *in, int n, int with_index, int text_char
                         .n_inputs = n,
                         .index = with_index ? idx : NULL,
                         .out = out,
-                        .text_chars = text_chars};
+                        .text_chars = text_chars,
+                        .show_text = show_text};
     ax_error_clear();
     ax_status st = ax_report_build(&o);
     for (int i = 0; i < n; i++) free(paths[i]);
@@ -209,13 +212,15 @@ Test(report, writes_three_outputs_and_json_round_trips, .init = setup, .fini = t
 }
 
 Test(report, html_has_one_svg_per_chart_and_escapes_text, .init = setup, .fini = teardown) {
+    show_text = 1;
     two_runs();
     ax_report_input in[] = {{"base<b>", "base", 0}, {"goldfish", "gold", 0}};
     cr_assert_eq(build(in, 2, 1, 80), AX_OK, "%s", ax_error_msg());
     char *html = slurp("out/report.html");
-    /* exact-match bars, matched-prefix, longest-span, loss curves, duplication */
-    cr_assert_eq(count(html, "<svg"), 5, "svg count %d", count(html, "<svg"));
-    cr_assert_eq(count(html, "</svg>"), 5);
+    /* exact-match bars, exact match by duplication, matched-prefix, longest-span, loss curves,
+     * duplication */
+    cr_assert_eq(count(html, "<svg"), 6, "svg count %d", count(html, "<svg"));
+    cr_assert_eq(count(html, "</svg>"), 6);
     cr_assert_null(strstr(html, "<script"), "sample text must be escaped");
     cr_assert_null(strstr(html, "<b>"), "labels must be escaped");
     cr_assert(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more"));
@@ -236,6 +241,7 @@ Test(report, text_is_clipped_or_hidden, .init = setup, .fini = teardown) {
     memset(long_text, 'a', 200);
     memcpy(long_text + 80, "ZZZ", 3);
     long_text[200] = 0;
+    show_text = 1;
     probe("r", "none", 4);
     samples("r", long_text);
     ax_report_input in[] = {{"r", "r", 0}};
@@ -248,7 +254,7 @@ Test(report, text_is_clipped_or_hidden, .init = setup, .fini = teardown) {
     cr_assert_eq(build(in2, 1, 0, 0), AX_OK, "%s", ax_error_msg());
     html = slurp("out/report.html");
     cr_assert_null(strstr(html, "aaaa"), "--text-chars 0 hides text");
-    cr_assert_eq(count(html, "<svg"), 2, "only probe charts without other data");
+    cr_assert_eq(count(html, "<svg"), 3, "only probe charts without other data");
     free(html);
 }
 
@@ -447,6 +453,7 @@ Test(report, samples_rows_must_match_the_probe_count, .init = setup, .fini = tea
 }
 
 Test(report, invalid_utf8_in_samples_is_replaced_in_every_output, .init = setup, .fini = teardown) {
+    show_text = 1;
     probe("u", "none", 4);
     samples("u", "cut \xe2\x82 here \xff");
     ax_report_input in[] = {{"u", "u", 0}};
