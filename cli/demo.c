@@ -142,6 +142,11 @@ static int parse(int argc, char **argv, demo_args *a) {
                 a->canary_repeats, DEMO_MAX_REPEATS);
         return 2;
     }
+    ax_canary_format fmt; /* checked before any work, not after the tokenizer */
+    if (a->privacy && ax_canary_format_parse(a->canary_format, &fmt) != AX_OK) {
+        fprintf(stderr, "axmem demo: --canary-format: %s\n", ax_error_msg());
+        return 2;
+    }
     snprintf(a->steps, sizeof a->steps, "%lld", (long long)a->steps_n);
     snprintf(a->docs, sizeof a->docs, "%lld", (long long)a->docs_n);
     return 0;
@@ -551,7 +556,9 @@ int ax_cmd_demo(int argc, char **argv) {
                                .n_inputs = 2,
                                .index = idx_json,
                                .out = report_dir,
-                               .text_chars = 80, /* `axmem report`'s defaults */
+                               /* no training text in any output, report.json included,
+                                * unless --show-text: the probes' text holds the canaries */
+                               .text_chars = a.show_text ? 80 : 0,
                                .show_text = a.show_text};
     AX_INFO("demo: write the report");
     ax_error_clear();

@@ -63,7 +63,7 @@ for run, row in zip(["baseline", "goldfish"], rows):
 PY
   bad "demo: summary rows match probe.json and regurgitation.json"
 # the privacy scans: ranges, the summary's rows, exposure rising with repeats, no secret shown
-python3 - "$D" <<'PY' && ok "demo: mia and exposure in range, in the summary, no secret shown" ||
+python3 - "$D" <<'PY' && ok "demo: mia and exposure in range, in the summary and the report, no secret shown" ||
 import json, math, sys
 d = sys.argv[1]
 errs = []
@@ -103,14 +103,17 @@ for col, run in enumerate(["baseline", "goldfish"]):
     got = rows.get("canaries extracted by greedy decoding at 1,4,16 repeats", ["", ""])[col]
     need(got == want, f"{run}: summary extracted '{got}', exposure.json '{want}'")
 need(sec["references_complete"] and len(sec["canaries"]) == 6, "secrets: 6 canaries, exact")
-for f in ("report/report.html", "report/report.md", "summary.md"):
+for f in ("report/report.html", "report/report.md", "report/report.json", "summary.md"):
     text = open(f"{d}/{f}").read()
     shown = [c["prefix"] + c["secret"] for c in sec["canaries"] if c["prefix"] + c["secret"] in text]
     need(not shown, f"{f} shows canaries {shown}")
+md, html = open(f"{d}/report/report.md").read(), open(f"{d}/report/report.html").read()
+need("## Membership inference" in md and "## Canary exposure" in md, "report.md: privacy sections")
+need("Membership inference" in html and "Canary exposure" in html, "report.html: privacy sections")
 for e in errs: print("     " + e)
 sys.exit(1 if errs else 0)
 PY
-  bad "demo: mia and exposure in range, in the summary, no secret shown"
+  bad "demo: mia and exposure in range, in the summary and the report, no secret shown"
 # the commands with the demo's documented settings give the same samples
 for run in baseline goldfish; do
   "$AX" memscan probe --ckpt "$D/$run" --data "$D/train.axd" --tokenizer "$D/tokenizer.axt" \
@@ -131,6 +134,9 @@ done
 "$AX" demo --canary-repeats 1,x --out "$T/bad" >/dev/null 2>"$T/err"
 [ $? = 2 ] && grep -q -- "--canary-repeats '1,x'" "$T/err" && [ ! -e "$T/bad" ] &&
   ok "demo: a bad --canary-repeats is a usage error" || bad "demo: bad --canary-repeats"
+"$AX" demo --canary-format 'PIN {x3}' --out "$T/bad" >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q -- "--canary-format" "$T/err" && [ ! -e "$T/bad" ] &&
+  ok "demo: a bad --canary-format is a usage error, before any work" || bad "demo: bad --canary-format"
 N="$T/noprivacy"
 "$AX" demo --no-privacy --steps 2 --docs 2 --vocab-size 300 --out "$N" >"$T/out" 2>"$T/err" &&
   [ -s "$N/baseline/probe.json" ] && [ ! -e "$N/secrets.json" ] && [ ! -e "$N/train.axd" ] &&
