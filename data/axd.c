@@ -19,7 +19,7 @@
 #include <xxhash.h>
 
 #define AXD_MAGIC "AXMEMAXD"
-#define AXD_VERSION 2u
+#define AXD_VERSION 3u /* 3 only when the end-of-text id is not AX_TOK_EOT; else 2 */
 #define AXD_HEADER_V1 56
 #define AXD_HEADER 64
 #define REBUILD "re-run `axmem data encode` to rebuild it"
@@ -49,6 +49,7 @@ struct ax_axd {
     size_t size;
     uint32_t vocab, width;
     uint64_t n_docs, n_tokens, checksum, tok_checksum;
+    uint32_t eot;
     size_t header; /* 56 (version 1) or 64 */
     const uint64_t *offsets;
     const uint8_t *tokens;
@@ -128,7 +129,7 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
                          "is %d); " REBUILD,
                          path, size, AXD_HEADER_V1);
     uint32_t version = get32(m + 8);
-    if (version != 1 && version != AXD_VERSION)
+    if (version < 1 || version > AXD_VERSION)
         return ax_errorf(AX_ERR_MISMATCH,
                          "%s: dataset format version %u, this build reads versions 1-%u; " REBUILD,
                          path, version, AXD_VERSION);
@@ -147,10 +148,13 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
     d->n_tokens = get64(m + 32);
     d->checksum = get64(m + 40);
     uint32_t want_width = d->vocab <= 65536 ? 2 : 4;
-    if (d->vocab < AX_TOK_FIRST_MERGE || d->width != want_width || get32(m + 20) != 0)
-        return ax_errorf(AX_ERR_CORRUPT,
-                         "%s: inconsistent header (vocab %u, token width %u); " REBUILD, path,
-                         d->vocab, d->width);
+    d->eot = version == 3 ? get32(m + 20) : AX_TOK_EOT;
+    if (d->vocab < AX_TOK_FIRST_MERGE || d->width != want_width ||
+        (version < 3 && get32(m + 20) != 0) || d->eot >= d->vocab)
+        return ax_errorf(
+            AX_ERR_CORRUPT,
+            "%s: inconsistent header (vocab %u, token width %u, end-of-text %u); " REBUILD, path,
+            d->vocab, d->width, d->eot);
     /* expected size, with overflow checks: header + 8 (n_docs + 1) + width n_tokens */
     uint64_t lim = UINT64_MAX / 16;
     if (d->n_docs >= lim || d->n_tokens >= lim)
@@ -256,6 +260,9 @@ uint64_t ax_axd_checksum(const ax_axd_t *d) {
 uint64_t ax_axd_tokenizer_checksum(const ax_axd_t *d) {
     return d->tok_checksum;
 }
+uint32_t ax_axd_eot(const ax_axd_t *d) {
+    return d->eot;
+}
 
 ax_status ax_axd_check_tokenizer(const ax_axd_t *d, const ax_tokenizer_t *tok,
                                  const char *tok_path) {
@@ -320,7 +327,7 @@ uint64_t ax_axd_doc_of(const ax_axd_t *d, uint64_t i) {
 struct ax_axd_writer {
     char *path, *partial, *side;
     FILE *tok; /* side file: the token stream */
-    uint32_t vocab, width;
+    uint32_t vocab, width, eot;
     uint64_t tok_checksum;
     uint64_t *offsets;
     size_t n_docs, cap;
@@ -362,6 +369,7 @@ ax_status ax_axd_writer_create(const char *path, uint32_t vocab_size, ax_axd_wri
     snprintf(w->side, n, "%s.partial.tokens", path);
     w->vocab = vocab_size;
     w->width = vocab_size <= 65536 ? 2 : 4;
+    w->eot = AX_TOK_EOT;
     w->offsets[0] = 0;
     /* the spill and the dataset hold training text: owner-only (0600) whatever the umask */
     int fd;
@@ -384,8 +392,16 @@ void ax_axd_writer_set_tokenizer(ax_axd_writer_t *w, uint64_t tokenizer_checksum
     w->tok_checksum = tokenizer_checksum;
 }
 
+ax_status ax_axd_writer_set_eot(ax_axd_writer_t *w, uint32_t eot) {
+    if (eot >= w->vocab)
+        return ax_errorf(AX_ERR_ARG, "%s: end-of-text id %u is outside the vocabulary [0, %u)",
+                         w->path, eot, w->vocab);
+    w->eot = eot;
+    return AX_OK;
+}
+
 ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_t n) {
-    int add_eot = n == 0 || tokens[n - 1] != AX_TOK_EOT;
+    int add_eot = n == 0 || tokens[n - 1] != (int32_t)w->eot;
     size_t total = n + (size_t)add_eot;
     if (w->n_docs + 2 > w->cap) {
         uint64_t *no = realloc(w->offsets, 2 * w->cap * sizeof *no);
@@ -401,7 +417,7 @@ ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_
         w->conv_cap = nc;
     }
     for (size_t i = 0; i < total; i++) {
-        int32_t t = i < n ? tokens[i] : AX_TOK_EOT;
+        int32_t t = i < n ? tokens[i] : (int32_t)w->eot;
         if (t < 0 || (uint32_t)t >= w->vocab)
             return ax_errorf(AX_ERR_ARG,
                              "%s: token %d in document %zu is outside the "
@@ -471,10 +487,12 @@ ax_status ax_axd_writer_close(ax_axd_writer_t *w) {
         left -= got;
     }
     memcpy(hdr, AXD_MAGIC, 8);
-    put32(hdr + 8, AXD_VERSION);
+    /* version 2 unless the end-of-text differs, so axmem-encoded files stay readable by
+     * builds that predate version 3 */
+    put32(hdr + 8, w->eot == AX_TOK_EOT ? 2u : AXD_VERSION);
     put32(hdr + 12, w->vocab);
     put32(hdr + 16, w->width);
-    put32(hdr + 20, 0);
+    put32(hdr + 20, w->eot == AX_TOK_EOT ? 0u : w->eot);
     put64(hdr + 24, w->n_docs);
     put64(hdr + 32, w->n_tokens);
     put64(hdr + 40, XXH3_64bits_digest(hs));

@@ -2,10 +2,12 @@
  *
  * Layout (little-endian):
  *   0  char[8]  magic "AXMEMAXD"
- *   8  u32      version (2; version 1 files, without the tokenizer field, still load)
+ *   8  u32      version (2, or 3 when the end-of-text id is not AX_TOK_EOT; version 1 files,
+ *               without the tokenizer field, still load)
  *  12  u32      vocab_size
  *  16  u32      token_width (2 or 4 bytes)
- *  20  u32      reserved (0)
+ *  20  u32      version 3: the end-of-text id that ends every document; versions 1-2: 0
+ *               (their end-of-text is AX_TOK_EOT)
  *  24  u64      n_docs
  *  32  u64      n_tokens
  *  40  u64      XXH3_64 of everything after the header (offsets + tokens)
@@ -13,7 +15,9 @@
  *  56  u64      XXH3_64 of bytes [0, 56) (header checksum)
  *  64  u64[n_docs + 1] doc offsets (token index where each doc starts; last = n_tokens)
  *  ..  tokens (token_width bytes each)
- * Every document ends with the end-of-text token (AX_TOK_EOT) so the stream is contiguous. */
+ * Every document ends with the end-of-text token (ax_axd_eot: AX_TOK_EOT for datasets axmem's
+ * tokenizer encoded; the source's own id for imported ones, e.g. 0 for GPT-NeoX/Pythia data) so
+ * the stream is contiguous. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -47,6 +51,7 @@ uint64_t ax_axd_n_docs(const ax_axd_t *d);
 uint64_t ax_axd_n_tokens(const ax_axd_t *d);
 uint64_t ax_axd_checksum(const ax_axd_t *d);           /* payload XXH3: the dataset's identity */
 uint64_t ax_axd_tokenizer_checksum(const ax_axd_t *d); /* encoder's identity; 0 = unknown (v1) */
+uint32_t ax_axd_eot(const ax_axd_t *d); /* the id that ends every document (AX_TOK_EOT unless v3) */
 /* The tokenizer must be the one the dataset was encoded with: same vocabulary size and, when
  * the dataset records it, the same identity. Errors name both files. */
 ax_status ax_axd_check_tokenizer(const ax_axd_t *d, const ax_tokenizer_t *tok,
@@ -65,7 +70,10 @@ typedef struct ax_axd_writer ax_axd_writer_t;
 ax_status ax_axd_writer_create(const char *path, uint32_t vocab_size, ax_axd_writer_t **out);
 /* records the encoding tokenizer's identity in the header (default 0 = unknown) */
 void ax_axd_writer_set_tokenizer(ax_axd_writer_t *w, uint64_t tokenizer_checksum);
-/* appends tokens and then AX_TOK_EOT if the doc does not already end with it */
+/* The id that ends every document (default AX_TOK_EOT; must be < the vocabulary size). Another id
+ * is recorded in the header (version 3), so imported datasets keep their source's end-of-text. */
+ax_status ax_axd_writer_set_eot(ax_axd_writer_t *w, uint32_t eot);
+/* appends tokens and then the end-of-text id if the doc does not already end with it */
 ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_t n);
 ax_status ax_axd_writer_close(ax_axd_writer_t *w); /* finalises; frees w in all cases */
 void ax_axd_writer_abort(ax_axd_writer_t *w);      /* removes the partial file; frees w */

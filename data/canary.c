@@ -415,6 +415,7 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
     qsort_r(order, (size_t)n_ins, sizeof *order, cmp_ins, ins);
     AX_CHECK_GOTO(ax_axd_writer_create(c->out, ax_axd_vocab_size(ds), &w), fail);
     ax_axd_writer_set_tokenizer(w, ax_axd_tokenizer_checksum(ds));
+    AX_CHECK_GOTO(ax_axd_writer_set_eot(w, ax_axd_eot(ds)), fail); /* an imported set's own */
     size_t in_cap = 0, out_cap = 0;
     long at = 0;
     for (uint64_t d = 0; d < nd; d++) {

@@ -1,6 +1,6 @@
-/* `axmem data`: tokenizer-train, encode, decode, info, split, canaries. Each subcommand's flags are
- * a config table (lib/core/config.h); usage errors exit 2, runtime failures 1, each with one line
- * on stderr.
+/* `axmem data`: tokenizer-train, encode, import-megatron, decode, info, split, canaries. Each
+ * subcommand's flags are a config table (lib/core/config.h); usage errors exit 2, runtime failures
+ * 1, each with one line on stderr.
  */
 #include "lib/core/cliargs.h"
 #include "lib/core/config.h"
@@ -8,6 +8,7 @@
 #include "data/axd.h"
 #include "data/canary.h"
 #include "data/encode.h"
+#include "data/megatron.h"
 #include "data/split.h"
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
@@ -28,13 +29,15 @@ static const char *TOP_HELP =
     "Byte-level BPE tokenizer and .axd token datasets.\n\n"
     "subcommands:\n"
     "  tokenizer-train  learn a BPE vocabulary from text/JSONL files\n"
-    "  encode           tokenize text/JSONL files into a .axd dataset\n"
+    "  encode           tokenize text/JSONL files (.zst/.gz too) into a .axd dataset\n"
+    "  import-megatron  convert a Megatron/GPT-NeoX PATH.bin + PATH.idx to .axd as is\n"
     "  decode           print the text of a dataset's documents or of token ids\n"
     "  info             describe a .axd dataset (docs, tokens, vocab, checksum)\n"
     "  split            member / held-out split with an n-gram overlap rule (privacy attacks)\n"
     "  canaries         plant random secrets at chosen repeat counts (privacy attacks)\n\n"
     "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
-    "document; any other file is one document (or one per non-empty line with --split-lines).\n";
+    "document; any other file is one document (or one per non-empty line with --split-lines).\n"
+    "A .zst or .gz suffix (the Pile's *.jsonl.zst) is decompressed as it is read.\n";
 
 /* ---- flag tables (lib/core/config.h): the same syntax, errors and --help as every command ---- */
 
@@ -47,7 +50,7 @@ typedef struct {
 
 static const ax_cfg_entry train_entries[] = {
     {"input", AX_CFG_STRLIST, offsetof(train_flags, input), "", 1, 0,
-     "text or .jsonl files (required)"},
+     "text or .jsonl files, optionally .zst or .gz compressed (required)"},
     {"out", AX_CFG_STR, offsetof(train_flags, out), "", 1, 0, "tokenizer file to write (required)"},
     {"vocab-size", AX_CFG_INT, offsetof(train_flags, vocab_size), "4096", AX_TOK_FIRST_MERGE,
      1 << 22, "vocabulary size including bytes and end-of-text"},
@@ -76,7 +79,7 @@ static const ax_cfg_entry encode_entries[] = {
     {"tokenizer", AX_CFG_STR, offsetof(encode_flags, tokenizer), "", 1, 0,
      "tokenizer file from `axmem data tokenizer-train` (required)"},
     {"input", AX_CFG_STRLIST, offsetof(encode_flags, input), "", 1, 0,
-     "text or .jsonl files (required)"},
+     "text or .jsonl files, optionally .zst or .gz compressed (required)"},
     {"out", AX_CFG_STR, offsetof(encode_flags, out), "", 1, 0, "dataset to write (required)"},
     {"split-lines", AX_CFG_BOOL, offsetof(encode_flags, split_lines), "false", 1, 0,
      "in non-JSONL files, each non-empty line is a document"},
@@ -209,6 +212,30 @@ static const ax_cfg_table canary_table = {
     .n = (int)(sizeof canary_entries / sizeof canary_entries[0]),
 };
 
+typedef struct {
+    char prefix[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
+    int64_t vocab_size, eot;
+} megatron_flags;
+
+static const ax_cfg_entry megatron_entries[] = {
+    {"prefix", AX_CFG_STR, offsetof(megatron_flags, prefix), "", 1, 0,
+     "PATH of PATH.bin + PATH.idx (required)"},
+    {"out", AX_CFG_STR, offsetof(megatron_flags, out), "", 1, 0, "dataset to write (required)"},
+    {"vocab-size", AX_CFG_INT, offsetof(megatron_flags, vocab_size), "0", 0, 1 << 30,
+     "the model's vocabulary size (0: largest id + 1; Pythia: 50304)"},
+    {"eot", AX_CFG_INT, offsetof(megatron_flags, eot), "-1", -1, 1 << 30,
+     "end-of-text id (-1: the id every document ends with; GPT-NeoX/Pythia: 0)"},
+};
+static const ax_cfg_table megatron_table = {
+    .usage = "axmem data import-megatron --prefix PATH --out X.axd [--vocab-size V] [--eot ID]",
+    .summary = "Converts a Megatron/GPT-NeoX indexed dataset (PATH.bin + PATH.idx, e.g. Pythia's "
+               "pre-tokenized\nPile) to .axd with the same token ids, documents and order: no "
+               "re-tokenizing. Each\ndocument ends with end-of-text (appended only where it is "
+               "missing); the .axd records\nthat id and an unknown tokenizer.",
+    .entries = megatron_entries,
+    .n = (int)(sizeof megatron_entries / sizeof megatron_entries[0]),
+};
+
 /* ---- small argument helpers ---- */
 
 static int usage_err(const char *sub, const char *fmt, const char *arg) {
@@ -304,6 +331,42 @@ fail:
     rc = report_fail(SUB, st);
 out:
     ax_cfg_free(&encode_table, &fl);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- import-megatron */
+
+static int cmd_import_megatron(int argc, char **argv) {
+    static const char *SUB = "import-megatron";
+    megatron_flags fl;
+    ax_status st = AX_OK;
+    int rc = parse_flags(SUB, &megatron_table, &fl, argc, argv, NULL);
+    if (rc >= 0) goto out;
+    rc = 0;
+    if (!fl.prefix[0]) {
+        rc = usage_err(SUB, "%s", "--prefix PATH is required");
+        goto out;
+    }
+    if (!fl.out[0]) {
+        rc = usage_err(SUB, "%s", "--out FILE.axd is required");
+        goto out;
+    }
+    if (fl.vocab_size && fl.vocab_size < AX_TOK_FIRST_MERGE) {
+        rc = usage_err(SUB, "%s", "--vocab-size must be 0 (infer) or at least 257");
+        goto out;
+    }
+    ax_megatron_options o = {(uint32_t)fl.vocab_size, fl.eot};
+    ax_megatron_result r;
+    AX_CHECK_GOTO(ax_megatron_import(fl.prefix, fl.out, &o, &r), fail);
+    AX_INFO("wrote %s: %" PRIu64 " docs, %" PRIu64 " tokens, vocab %u, end-of-text %u%s (appended "
+            "to %" PRIu64 " documents)",
+            fl.out, r.docs, r.tokens, r.vocab, r.eot, r.eot_inferred ? " (inferred)" : "",
+            r.eot_added);
+    goto out;
+fail:
+    rc = report_fail(SUB, st);
+out:
+    ax_cfg_free(&megatron_table, &fl);
     return rc;
 }
 
@@ -454,7 +517,10 @@ static int cmd_info(int argc, char **argv) {
     uint64_t nd = ax_axd_n_docs(d), nt = ax_axd_n_tokens(d);
     const uint64_t *off = ax_axd_doc_offsets(d);
     printf("path:       %s\n", path);
-    printf("format:     axd v%d, %d-byte tokens\n", ax_axd_tokenizer_checksum(d) ? 2 : 1,
+    printf("format:     axd v%d, %d-byte tokens\n",
+           ax_axd_eot(d) != AX_TOK_EOT    ? 3
+           : ax_axd_tokenizer_checksum(d) ? 2
+                                          : 1,
            ax_axd_vocab_size(d) <= 65536 ? 2 : 4);
     printf("vocab:      %u\n", ax_axd_vocab_size(d));
     printf("docs:       %" PRIu64 "\n", nd);
@@ -464,7 +530,8 @@ static int cmd_info(int argc, char **argv) {
     if (ax_axd_tokenizer_checksum(d))
         printf("tokenizer:  %016" PRIx64 "\n", ax_axd_tokenizer_checksum(d));
     else
-        printf("tokenizer:  unknown (written before datasets recorded it)\n");
+        printf("tokenizer:  unknown (imported, or written before datasets recorded it)\n");
+    if (ax_axd_eot(d) != AX_TOK_EOT) printf("end-of-text: %u\n", ax_axd_eot(d));
     if (nd) {
         lens = malloc(nd * sizeof *lens);
         if (!lens) {
@@ -622,8 +689,12 @@ out:
 }
 
 int ax_cmd_data(int argc, char **argv) {
-    static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train}, {"encode", cmd_encode},
-                                      {"decode", cmd_decode},         {"info", cmd_info},
-                                      {"split", cmd_split},           {"canaries", cmd_canaries}};
+    static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train},
+                                      {"encode", cmd_encode},
+                                      {"import-megatron", cmd_import_megatron},
+                                      {"decode", cmd_decode},
+                                      {"info", cmd_info},
+                                      {"split", cmd_split},
+                                      {"canaries", cmd_canaries}};
     return ax_cli_dispatch("data", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }

@@ -5,23 +5,46 @@
 #include "lib/core/status.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#define BLOCK (8u << 20) /* piece size for whole-file documents */
+#include <zlib.h>
+#include <zstd.h>
+
+#define BLOCK (8u << 20)   /* piece size for whole-file documents */
+#define ZIN (128u << 10)   /* compressed bytes read at a time */
+#define LINE0 (256u << 10) /* first size of the line buffer (grows to the longest line) */
+#define REDO "download or compress it again"
+
+typedef enum { SRC_PLAIN, SRC_ZSTD, SRC_GZIP } src_kind;
 
 struct ax_input {
     const char *const *paths;
     int n_paths, split_lines;
-    uint64_t total, done; /* bytes */
+    uint64_t total, done; /* file bytes (compressed bytes for .zst/.gz) */
     int cur;              /* index of the open file, -1 before the first */
     FILE *f;
     int jsonl;
+    src_kind kind;
+    /* decompression: zin[zpos..zlen) read from the file, not yet consumed */
+    uint8_t *zin;
+    size_t zpos, zlen;
+    int zin_eof;       /* the file is read to its end */
+    uint64_t file_off; /* bytes read from this file */
+    ZSTD_DCtx *zd;
+    z_stream gz;
+    int gz_ready; /* inflateInit2 done */
+    int gz_done;  /* the current gzip member ended */
+    int mid;      /* inside a zstd frame or gzip member (its end not seen yet) */
+    int src_eof;  /* the decompressed stream is finished */
+    /* line reader over the (decompressed) stream: lb[lstart..llen) buffered, the first
+     * lscan bytes of it known to hold no newline */
     uint64_t line_no;
-    char *line; /* getline buffer */
-    size_t line_cap;
+    uint8_t *lb;
+    size_t lstart, llen, lcap, lscan;
     ax_json *doc; /* JSONL: the record whose text was last returned */
     /* whole-file mode: buf[0..len) read so far, piece handed out up to `cut` */
     uint8_t *buf;
@@ -30,9 +53,9 @@ struct ax_input {
     char what[1100];
 };
 
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
+static int ends_with_n(const char *s, size_t a, const char *suf) {
+    size_t b = strlen(suf);
+    return a >= b && !memcmp(s + a - b, suf, b);
 }
 
 ax_status ax_input_open(const char *const *paths, int n_paths, int split_lines, ax_input_t **out) {
@@ -42,7 +65,7 @@ ax_status ax_input_open(const char *const *paths, int n_paths, int split_lines, 
     for (int i = 0; i < n_paths; i++) {
         struct stat sb;
         FILE *f;
-        AX_CHECK(ax_fopen_regular(paths[i], "pass text or .jsonl files", &f));
+        AX_CHECK(ax_fopen_regular(paths[i], "pass text or .jsonl files (or .zst/.gz of them)", &f));
         if (fstat(fileno(f), &sb) != 0) {
             fclose(f);
             return ax_errorf(AX_ERR_IO, "%s: cannot read input: %s", paths[i], strerror(errno));
@@ -61,10 +84,19 @@ ax_status ax_input_open(const char *const *paths, int n_paths, int split_lines, 
     return AX_OK;
 }
 
+static void close_file(ax_input_t *in) {
+    if (in->f) fclose(in->f);
+    in->f = NULL;
+    if (in->gz_ready) inflateEnd(&in->gz);
+    in->gz_ready = 0;
+}
+
 void ax_input_free(ax_input_t *in) {
     if (!in) return;
-    if (in->f) fclose(in->f);
-    free(in->line);
+    close_file(in);
+    ZSTD_freeDCtx(in->zd);
+    free(in->zin);
+    free(in->lb);
     free(in->buf);
     ax_json_free(in->doc);
     free(in);
@@ -81,16 +113,207 @@ static ax_status open_next(ax_input_t *in) {
     in->cur++;
     const char *path = in->paths[in->cur];
     /* opened again: it may have been replaced (by a FIFO, say) since ax_input_open */
-    AX_CHECK(ax_fopen_regular(path, "pass text or .jsonl files", &in->f));
-    in->jsonl = ends_with(path, ".jsonl");
+    AX_CHECK(ax_fopen_regular(path, "pass text or .jsonl files (or .zst/.gz of them)", &in->f));
+    size_t n = strlen(path);
+    in->kind = SRC_PLAIN;
+    if (ends_with_n(path, n, ".zst")) {
+        in->kind = SRC_ZSTD;
+        n -= 4;
+    } else if (ends_with_n(path, n, ".gz")) {
+        in->kind = SRC_GZIP;
+        n -= 3;
+    }
+    in->jsonl = ends_with_n(path, n, ".jsonl"); /* judged on the name without the suffix */
     in->line_no = 0;
     in->len = in->cut = 0;
     in->file_eof = 0;
+    in->lstart = in->llen = in->lscan = 0;
+    in->zpos = in->zlen = 0;
+    in->zin_eof = in->mid = in->src_eof = in->gz_done = 0;
+    in->file_off = 0;
+    if (in->kind != SRC_PLAIN && !in->zin && !(in->zin = malloc(ZIN)))
+        return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", path);
+    if (in->kind == SRC_ZSTD) {
+        if (!in->zd && !(in->zd = ZSTD_createDCtx()))
+            return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", path);
+        ZSTD_DCtx_reset(in->zd, ZSTD_reset_session_only);
+    } else if (in->kind == SRC_GZIP) {
+        memset(&in->gz, 0, sizeof in->gz);
+        /* 15 + 16: gzip wrapper only (a .gz file), the largest window */
+        if (inflateInit2(&in->gz, 15 + 16) != Z_OK)
+            return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", path);
+        in->gz_ready = 1;
+    }
     return AX_OK;
 }
 
 static ax_status read_error(ax_input_t *in) {
     return ax_errorf(AX_ERR_IO, "%s: read failed: %s", in->paths[in->cur], strerror(errno));
+}
+
+/* compressed bytes consumed so far: where a decoding error was found */
+static uint64_t z_offset(const ax_input_t *in) {
+    return in->file_off - (uint64_t)(in->zlen - in->zpos);
+}
+
+/* refills zin when it is used up and the file has more */
+static ax_status z_fill(ax_input_t *in) {
+    if (in->zpos < in->zlen || in->zin_eof) return AX_OK;
+    size_t got = fread(in->zin, 1, ZIN, in->f);
+    if (got < ZIN) {
+        if (ferror(in->f)) return read_error(in);
+        in->zin_eof = 1;
+    }
+    in->zpos = 0;
+    in->zlen = got;
+    in->file_off += got;
+    in->done += got;
+    return AX_OK;
+}
+
+/* Up to cap bytes of the decompressed stream into dst; *got = 0 only at its end. Concatenated
+ * zstd frames and gzip members are one stream, as `zstd -d` and `gzip -d` treat them. */
+static ax_status src_read(ax_input_t *in, uint8_t *dst, size_t cap, size_t *got) {
+    *got = 0;
+    const char *path = in->paths[in->cur];
+    if (in->kind == SRC_PLAIN) {
+        size_t k = fread(dst, 1, cap, in->f);
+        if (k < cap && ferror(in->f)) return read_error(in);
+        in->done += k;
+        *got = k;
+        return AX_OK;
+    }
+    for (;;) {
+        AX_CHECK(z_fill(in));
+        size_t out = 0, zpos0 = in->zpos;
+        if (in->kind == SRC_ZSTD) {
+            ZSTD_inBuffer ib = {in->zin, in->zlen, in->zpos};
+            ZSTD_outBuffer ob = {dst, cap, 0};
+            size_t r = ZSTD_decompressStream(in->zd, &ob, &ib);
+            in->zpos = ib.pos;
+            if (ZSTD_isError(r))
+                return ax_errorf(AX_ERR_CORRUPT,
+                                 "%s: corrupt zstd data, detected at compressed byte %" PRIu64
+                                 " (%s): the file is damaged; " REDO,
+                                 path, z_offset(in), ZSTD_getErrorName(r));
+            /* 0: a frame ended and was flushed. A call with no input left and nothing to flush
+             * returns the size of the next frame's header: no news, so mid stays. */
+            if (ib.pos > zpos0 || ob.pos) in->mid = r != 0;
+            out = ob.pos;
+        } else {
+            if (in->gz_done && in->zpos < in->zlen) { /* another member follows */
+                if (inflateReset(&in->gz) != Z_OK)
+                    return ax_errorf(AX_ERR_CORRUPT, "%s: cannot restart inflate", path);
+                in->gz_done = 0;
+            }
+            if (!in->gz_done && in->zpos < in->zlen) {
+                in->gz.next_in = in->zin + in->zpos;
+                in->gz.avail_in = (uInt)(in->zlen - in->zpos);
+                in->gz.next_out = dst;
+                in->gz.avail_out = (uInt)(cap > UINT32_MAX ? UINT32_MAX : cap);
+                uInt before = in->gz.avail_out;
+                int r = inflate(&in->gz, Z_NO_FLUSH);
+                in->zpos = in->zlen - in->gz.avail_in;
+                out = before - in->gz.avail_out;
+                if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+                    return ax_errorf(AX_ERR_CORRUPT,
+                                     "%s: corrupt gzip data, detected at compressed byte %" PRIu64
+                                     " (%s): the file is damaged; " REDO,
+                                     path, z_offset(in),
+                                     in->gz.msg ? in->gz.msg : "inflate failed");
+                in->gz_done = r == Z_STREAM_END;
+                in->mid = !in->gz_done;
+            }
+        }
+        if (out) {
+            *got = out;
+            return AX_OK;
+        }
+        if (in->zpos == zpos0 && in->zpos < in->zlen) /* never expected: no spinning on it */
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: the decoder is stuck at compressed byte %" PRIu64
+                             ": the file is damaged; " REDO,
+                             path, z_offset(in));
+        if (in->zpos == in->zlen && in->zin_eof) {
+            if (in->mid)
+                return ax_errorf(
+                    AX_ERR_CORRUPT,
+                    "%s: truncated %s stream: the file ends inside a %s at byte %" PRIu64
+                    "; the file is incomplete; " REDO,
+                    path, in->kind == SRC_ZSTD ? "zstd" : "gzip",
+                    in->kind == SRC_ZSTD ? "frame" : "member", in->file_off);
+            return AX_OK; /* the end */
+        }
+    }
+}
+
+/* fills dst with want bytes unless the stream ends first (*eof = 1 then) */
+static ax_status src_read_full(ax_input_t *in, uint8_t *dst, size_t want, size_t *got, int *eof) {
+    *got = 0;
+    *eof = 0;
+    while (*got < want) {
+        size_t k;
+        AX_CHECK(src_read(in, dst + *got, want - *got, &k));
+        if (!k) {
+            *eof = 1;
+            break;
+        }
+        *got += k;
+    }
+    return AX_OK;
+}
+
+/* The next line (without its newline) into line and len, valid until the next call; *none = 1 at
+ * the end of the stream. The buffer grows to the longest line, as getline's would. */
+static ax_status next_line(ax_input_t *in, const char **line, size_t *len, int *none) {
+    *none = 0;
+    *line = NULL;
+    *len = 0;
+    if (!in->lb) {
+        if (!(in->lb = malloc(LINE0)))
+            return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
+        in->lcap = LINE0;
+    }
+    for (;;) {
+        uint8_t *s = in->lb + in->lstart;
+        size_t avail = in->llen - in->lstart;
+        uint8_t *nl = avail > in->lscan ? memchr(s + in->lscan, '\n', avail - in->lscan) : NULL;
+        if (nl) {
+            *line = (const char *)s;
+            *len = (size_t)(nl - s);
+            in->lstart += *len + 1;
+            in->lscan = 0;
+            return AX_OK;
+        }
+        in->lscan = avail;
+        if (in->src_eof) {
+            if (!avail) {
+                *none = 1;
+                return AX_OK;
+            }
+            *line = (const char *)s; /* a last line without a newline */
+            *len = avail;
+            in->lstart = in->llen;
+            in->lscan = 0;
+            return AX_OK;
+        }
+        if (in->lstart) { /* drop the lines handed out */
+            memmove(in->lb, s, avail);
+            in->llen = avail;
+            in->lstart = 0;
+        }
+        if (in->llen == in->lcap) {
+            size_t nc = 2 * in->lcap;
+            uint8_t *nb = realloc(in->lb, nc);
+            if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
+            in->lb = nb;
+            in->lcap = nc;
+        }
+        size_t got;
+        AX_CHECK(src_read(in, in->lb + in->llen, in->lcap - in->llen, &got));
+        if (!got) in->src_eof = 1;
+        in->llen += got;
+    }
 }
 
 /* whole-file document: hand out pieces cut at the last safe split of each block */
@@ -109,13 +332,9 @@ static ax_status next_block(ax_input_t *in, const uint8_t **p, size_t *n, int *d
                 in->buf = nb;
                 in->cap = nc;
             }
-            size_t got = fread(in->buf + in->len, 1, BLOCK, in->f);
-            if (got < BLOCK) {
-                if (ferror(in->f)) return read_error(in);
-                in->file_eof = 1;
-            }
+            size_t got;
+            AX_CHECK(src_read_full(in, in->buf + in->len, BLOCK, &got, &in->file_eof));
             in->len += got;
-            in->done += got;
         }
         if (in->file_eof) {
             in->cut = in->len;
@@ -137,13 +356,9 @@ static ax_status next_block(ax_input_t *in, const uint8_t **p, size_t *n, int *d
             in->buf = nb;
             in->cap = nc;
         }
-        size_t got = fread(in->buf + in->len, 1, in->cap - in->len, in->f);
-        if (got == 0) {
-            if (ferror(in->f)) return read_error(in);
-            in->file_eof = 1;
-        }
+        size_t got;
+        AX_CHECK(src_read_full(in, in->buf + in->len, in->cap - in->len, &got, &in->file_eof));
         in->len += got;
-        in->done += got;
     }
     *p = in->buf;
     *n = in->cut;
@@ -173,35 +388,31 @@ ax_status ax_input_next(ax_input_t *in, const uint8_t **p, size_t *n, int *doc_e
         }
         if (!in->jsonl && !in->split_lines) {
             if (in->file_eof && in->cut == in->len) { /* document finished */
-                fclose(in->f);
-                in->f = NULL;
+                close_file(in);
                 continue;
             }
             return next_block(in, p, n, doc_end);
         }
-        errno = 0;
-        ssize_t got = getline(&in->line, &in->line_cap, in->f);
-        if (got < 0) {
-            if (ferror(in->f)) return read_error(in);
-            fclose(in->f);
-            in->f = NULL;
+        const char *line;
+        size_t len;
+        int none;
+        AX_CHECK(next_line(in, &line, &len, &none));
+        if (none) {
+            close_file(in);
             continue;
         }
-        in->done += (uint64_t)got;
         in->line_no++;
-        size_t len = (size_t)got;
-        if (len && in->line[len - 1] == '\n') len--;
         if (!in->jsonl) {
             if (len == 0) continue;
-            *p = (const uint8_t *)in->line;
+            *p = (const uint8_t *)line;
             *n = len;
             *doc_end = 1;
             return AX_OK;
         }
-        if (blank(in->line, len)) continue;
+        if (blank(line, len)) continue;
         snprintf(in->what, sizeof in->what, "%s:%llu", in->paths[in->cur],
                  (unsigned long long)in->line_no);
-        AX_CHECK(ax_json_parse(in->line, len, in->what, &in->doc));
+        AX_CHECK(ax_json_parse(line, len, in->what, &in->doc));
         const ax_json *text = ax_json_get(in->doc, "text");
         if (in->doc->type != AX_JSON_OBJ || !text || text->type != AX_JSON_STR)
             return ax_errorf(AX_ERR_CORRUPT,

@@ -109,7 +109,7 @@ static int doc_sample(const ax_loader_t *l, uint64_t g, int32_t *tokens, uint32_
     uint64_t T = (uint64_t)l->seq_len, d = ax_loader_window(l, g);
     const uint64_t *off = ax_axd_doc_offsets(l->ds);
     uint64_t n = off[d + 1] - off[d] < T ? off[d + 1] - off[d] : T;
-    tokens[0] = AX_TOK_EOT;
+    tokens[0] = (int32_t)ax_axd_eot(l->ds);
     ax_axd_tokens(l->ds, off[d], n, tokens + 1);
     for (uint64_t i = n + 1; i <= T; i++) tokens[i] = 0;
     if (doc_pos)

@@ -144,6 +144,8 @@ ax_status ax_data_split(const char *input, const char *out_train, const char *ou
     AX_CHECK_GOTO(ax_axd_writer_create(out_holdout, ax_axd_vocab_size(ds), &wh), fail);
     ax_axd_writer_set_tokenizer(wt, ax_axd_tokenizer_checksum(ds));
     ax_axd_writer_set_tokenizer(wh, ax_axd_tokenizer_checksum(ds));
+    AX_CHECK_GOTO(ax_axd_writer_set_eot(wt, ax_axd_eot(ds)), fail); /* an imported set's own */
+    AX_CHECK_GOTO(ax_axd_writer_set_eot(wh, ax_axd_eot(ds)), fail);
     /* pass 1: the training documents, written and hashed */
     for (uint64_t d = 0; d < nd; d++) {
         if (held[d]) continue;

@@ -2,11 +2,14 @@
  * is ax_ms_exposure_run (memscan/exposure_run.h); this parses the flags and prints the table by
  * repeat count. */
 #include "memscan/cmd_util.h"
+#include "memscan/over_steps.h"
 #include "memscan/exposure_run.h"
 
 #include <stdio.h>
 
 int ax_ms_cmd_exposure(int argc, char **argv) {
+    int over = ax_ms_over_steps(&ax_ms_steps_exposure, argc, argv); /* --all-steps */
+    if (over >= 0) return over;
     ax_ms_exposure_opts fl;
     ax_ms_exposure_summary sum;
     int rc = ax_ms_cli_parse("exposure", &ax_ms_exposure_table, &fl, argc, argv);

@@ -4,11 +4,14 @@
 #include "lib/core/config.h"
 #include "lib/dist/mpienv.h"
 #include "memscan/cmd_util.h"
+#include "memscan/over_steps.h"
 #include "memscan/probe_run.h"
 
 #include <stdio.h>
 
 int ax_ms_cmd_probe(int argc, char **argv) {
+    int over = ax_ms_over_steps(&ax_ms_steps_probe, argc, argv); /* --all-steps */
+    if (over >= 0) return over;
     ax_ms_probe_opts fl;
     ax_ms_probe_summary sum;
     int help = 0;

@@ -197,7 +197,7 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
                              .temperature = fl->temperature,
                              .top_k = (int)fl->top_k,
                              .seed = (uint64_t)fl->seed,
-                             .start_token = AX_TOK_EOT};
+                             .start_token = (int32_t)ax_axd_eot(ds)};
     AX_CHECK_GOTO(ax_generate(mm.model, &gc, gen), out);
     if (ax_grid_rank(mm.grid) == 0) {
         AX_CHECK_GOTO(ax_ms_scan_out_open(&so, fl->out, fl->samples_out), out);

@@ -50,6 +50,6 @@ void ax_ms_prefetch_tokens(const ax_axd_t *ds, uint64_t pos, uint32_t n) {
 uint64_t ax_ms_doc_text_end(const ax_axd_t *ds, uint64_t d) {
     const uint64_t *off = ax_axd_doc_offsets(ds);
     uint64_t end = off[d + 1];
-    if (end > off[d] && ax_axd_token(ds, end - 1) == AX_TOK_EOT) end--;
+    if (end > off[d] && ax_axd_token(ds, end - 1) == ax_axd_eot(ds)) end--;
     return end;
 }

@@ -112,7 +112,7 @@ ax_status ax_mia_score(ax_model_t *m, ax_model_t *ref, const ax_axd_t *mem, cons
         uint64_t have = off[d->doc + 1] - off[d->doc] - 1;
         d->n_tokens = have < (uint64_t)c->T ? (int)have : c->T;
         int32_t *row = buf + (size_t)i * W;
-        row[0] = AX_TOK_EOT;
+        row[0] = (int32_t)ax_axd_eot(ds);
         ax_axd_tokens(ds, off[d->doc], (uint64_t)d->n_tokens, row + 1);
         ptr[i] = row, len[i] = d->n_tokens + 1;
     }

@@ -104,15 +104,19 @@ static ax_status pick(const ax_axd_t *ds, const ax_probe_config *c, ax_probe_res
     uint64_t *elig = malloc(sizeof(uint64_t) * (size_t)(n_docs ? n_docs : 1));
     if (!elig) return ax_errorf(AX_ERR_NOMEM, "out of memory");
     int ne = 0;
+    /* deep probes start at least P + S tokens in: documents of >= 2 (P + S) tokens */
+    uint64_t least = c->random_offset == AX_PROBE_DEEP ? 2 * need : need;
     for (uint64_t d = 0; d < n_docs; d++)
-        if (off[d + 1] - off[d] >= need + 1) elig[ne++] = d;
+        if (off[d + 1] - off[d] >= least + 1) elig[ne++] = d;
     out->eligible_docs = ne;
     if (!ne) {
         free(elig);
         return ax_errorf(AX_ERR_ARG,
-                         "no document of %s holds %d + %d tokens; use a shorter "
-                         "--prefix/--suffix",
-                         ax_axd_path(ds), c->prefix, c->suffix);
+                         "no document of %s holds %s%d + %d tokens; use a shorter "
+                         "--prefix/--suffix%s",
+                         ax_axd_path(ds), c->random_offset == AX_PROBE_DEEP ? "2 x " : "",
+                         c->prefix, c->suffix,
+                         c->random_offset == AX_PROBE_DEEP ? " or --offset random" : "");
     }
     for (int i = 0; i < out->n; i++) {
         /* without replacement while samples <= eligible docs: a seeded shuffle's prefix */
@@ -122,7 +126,11 @@ static ax_status pick(const ax_axd_t *ds, const ax_probe_config *c, ax_probe_res
         elig[pick_i] = elig[j], elig[j] = t;
         uint64_t d = elig[pick_i], room = off[d + 1] - off[d] - 1 - need;
         out->s[i].doc = d;
-        out->s[i].offset = c->random_offset ? ax_rng_below(c->seed, 2, (uint64_t)i, room + 1) : 0;
+        out->s[i].offset = c->random_offset == AX_PROBE_RANDOM
+                               ? ax_rng_below(c->seed, 2, (uint64_t)i, room + 1)
+                           : c->random_offset == AX_PROBE_DEEP
+                               ? need + ax_rng_below(c->seed, 3, (uint64_t)i, room - need + 1)
+                               : 0;
     }
     free(elig);
     return AX_OK;
@@ -140,26 +148,114 @@ static ax_status score(ax_probe_sample *s, int S) {
     return AX_OK;
 }
 
+uint64_t ax_probe_draw_key(uint64_t seed, int P, int i, int j, int k) {
+    return ax_rng_u64(seed ^ 0x5eedd4a3c0ffee11ULL, ((uint64_t)P << 40) | (uint64_t)i,
+                      ((uint64_t)j << 32) | (uint64_t)k);
+}
+
+/* Decodes n rows of this rank, `batch` at a time, all at the same position: row r continues
+ * probe probes[r / D] (D = draws, 1 for greedy), greedily when c is greedy-only or draw < 0,
+ * else as draw r % D. gen[r * S + k] = its suffix token k. Prompt lengths may differ within a
+ * batch (the end-of-text leads only prefixes at a document start): a sequence with the shorter
+ * prompt finishes a step earlier. Every batch rank decodes the same number of rows. */
+static ax_status decode(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config *c,
+                        const ax_probe_sample *smp, const int *probes, int n, int sampled,
+                        int32_t *gen) {
+    int P = c->prefix, S = c->suffix, W = 1 + P + S, D = sampled ? c->draws : 1;
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    int32_t *win = calloc((size_t)c->batch * W, sizeof(int32_t)),
+            *tok = calloc((size_t)c->batch, sizeof(int32_t));
+    int *lead = calloc((size_t)c->batch, sizeof(int));
+    uint64_t *keys = calloc((size_t)c->batch, sizeof(uint64_t));
+    int cap = c->batch; /* entries of tok and keys */
+    ax_status st = AX_OK;
+    ax_sample_params sp = c->sampling;
+    sp.seed = c->seed;
+    if (!win || !tok || !lead || !keys) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory for %d probes", c->samples);
+        goto done;
+    }
+    for (int b0 = 0; b0 < n; b0 += c->batch) {
+        int B = n - b0 < c->batch ? n - b0 : c->batch;
+        for (int j = 0; j < B; j++) {
+            const ax_probe_sample *s = &smp[probes[(b0 + j) / D]];
+            int32_t *row = win + (size_t)j * W;
+            lead[j] = c->lead_eot && s->offset == 0;
+            if (lead[j]) row[0] = (int32_t)ax_axd_eot(ds);
+            ax_axd_tokens(ds, off[s->doc] + s->offset, (uint64_t)(P + S), row + lead[j]);
+        }
+        AX_CHECK_GOTO(ax_model_decode_begin(m, B), done);
+        int nb = ax_model_decode_batch(m); /* >= B: the model decodes nb rows */
+        if (nb > cap) {                    /* a model that decoded a larger batch before */
+            int32_t *t2 = realloc(tok, sizeof(int32_t) * (size_t)nb);
+            if (t2) tok = t2;
+            uint64_t *k2 = t2 ? realloc(keys, sizeof(uint64_t) * (size_t)nb) : NULL;
+            if (k2) keys = k2;
+            if (!t2 || !k2) {
+                st = ax_errorf(AX_ERR_NOMEM, "out of memory for %d probes", c->samples);
+                goto done;
+            }
+            memset(tok + cap, 0, sizeof(int32_t) * (size_t)(nb - cap));
+            memset(keys + cap, 0, sizeof(uint64_t) * (size_t)(nb - cap));
+            cap = nb;
+        }
+        for (int pos = 0; pos < W - 1; pos++) {
+            int act = 0, choose = 0; /* any sequence reads pos / chooses after it */
+            for (int j = 0; j < B; j++) {
+                int Lp = lead[j] + P; /* prompt length of sequence j */
+                act |= pos < Lp + S - 1;
+                choose |= pos >= Lp - 1;
+                tok[j] = pos < Lp           ? win[(size_t)j * W + pos]
+                         : pos < Lp + S - 1 ? gen[(size_t)(b0 + j) * S + pos - Lp]
+                                            : 0; /* past its end: ignored */
+            }
+            if (!act) break;
+            ax_model_decode_step(m, tok, pos);
+            if (!choose) continue; /* every sequence still reads its prompt */
+            if (sampled) {
+                for (int j = 0; j < B; j++) {
+                    int r = b0 + j, k = pos - (lead[j] + P) + 1;
+                    keys[j] = ax_probe_draw_key(c->seed, P, probes[r / D], r % D, k < 0 ? 0 : k);
+                }
+                AX_CHECK_GOTO(ax_model_decode_sample(m, &sp, keys, tok), done);
+            } else {
+                AX_CHECK_GOTO(ax_model_decode_argmax(m, tok), done);
+            }
+            for (int j = 0; j < B; j++) {
+                int k = pos - (lead[j] + P) + 1; /* index of the suffix token just chosen */
+                if (k >= 0 && k < S) gen[(size_t)(b0 + j) * S + k] = tok[j];
+            }
+        }
+        AX_CHECK_GOTO(ax_model_status(m), done);
+    }
+done:
+    free(win), free(tok), free(lead), free(keys);
+    return st;
+}
+
 ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config *c,
                        ax_probe_result *out) {
     memset(out, 0, sizeof *out);
     /* a sequence: [end-of-text when lead] prefix[P] suffix[S]; the model reads the first
-     * L + P as the prompt and then its own S - 1 greedy choices */
-    int P = c->prefix, S = c->suffix, W = 1 + P + S;
+     * L + P as the prompt and then its own S - 1 choices */
+    int P = c->prefix, S = c->suffix, D = c->draws;
     ax_grid_t *g = ax_model_grid(m);
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), me = ax_grid_coord(g, AX_AXIS_BATCH);
     int per = (c->samples + parts - 1) / parts; /* samples per batch rank (padded) */
+    if (D > 0) AX_CHECK(ax_sample_params_check(&c->sampling));
     out->n = c->samples;
     out->lead_eot = c->lead_eot;
     out->s = calloc((size_t)per * parts, sizeof *out->s);
     out->tokens = calloc((size_t)per * parts * 2 * S, sizeof(int32_t));
-    int32_t *win = calloc((size_t)c->batch * W, sizeof(int32_t)),
-            *tok = calloc((size_t)c->batch, sizeof(int32_t));
-    int *lead = calloc((size_t)c->batch, sizeof(int));
+    int *mine_i = calloc((size_t)per, sizeof(int));
     int32_t *mine = calloc((size_t)per * S, sizeof(int32_t)),
-            *all = calloc((size_t)per * parts * S, sizeof(int32_t));
+            *all = calloc((size_t)per * parts * S, sizeof(int32_t)),
+            *drawn = D > 0 ? calloc((size_t)per * D * S, sizeof(int32_t)) : NULL,
+            *hits = calloc((size_t)per, sizeof(int32_t)),
+            *all_hits = calloc((size_t)per * parts, sizeof(int32_t));
     ax_status st = AX_OK;
-    if (!out->s || !out->tokens || !win || !tok || !lead || !mine || !all) {
+    if (!out->s || !out->tokens || !mine_i || !mine || !all || (D > 0 && !drawn) || !hits ||
+        !all_hits) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory for %d probes", c->samples);
         goto done;
     }
@@ -169,52 +265,32 @@ ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config 
         out->s[i].generated = out->tokens + (size_t)i * 2 * S; /* filled after the gather */
         out->s[i].truth = out->tokens + (size_t)i * 2 * S + S;
     }
-    /* my samples [me*per, me*per + per), decoded `batch` at a time, all at the same position.
-     * Prompt lengths may differ within a batch (the end-of-text leads only prefixes at a
-     * document start): a sequence with the shorter prompt finishes a step earlier. */
-    for (int b0 = 0; b0 < per; b0 += c->batch) {
-        int B = per - b0 < c->batch ? per - b0 : c->batch;
-        for (int j = 0; j < B; j++) {
-            int i = me * per + b0 + j;
-            int src = i < c->samples ? i : 0; /* padding slots repeat sample 0, then are dropped */
-            const ax_probe_sample *s = &out->s[src];
-            int32_t *row = win + (size_t)j * W;
-            lead[j] = c->lead_eot && s->offset == 0;
-            if (lead[j]) row[0] = AX_TOK_EOT;
-            ax_axd_tokens(ds, off[s->doc] + s->offset, (uint64_t)(P + S), row + lead[j]);
+    /* my samples [me*per, me*per + per); padding slots repeat sample 0, then are dropped */
+    for (int r = 0; r < per; r++) mine_i[r] = me * per + r < c->samples ? me * per + r : 0;
+    AX_CHECK_GOTO(decode(m, ds, c, out->s, mine_i, per, 0, mine), done);
+    if (D > 0) { /* the draws: count those reproducing the suffix exactly */
+        AX_CHECK_GOTO(decode(m, ds, c, out->s, mine_i, per * D, 1, drawn), done);
+        int32_t *truth = out->s[0].truth; /* scratch until the truths are filled below */
+        for (int r = 0; r < per; r++) {
+            const ax_probe_sample *s = &out->s[mine_i[r]];
+            ax_axd_tokens(ds, off[s->doc] + s->offset + (uint64_t)P, (uint64_t)S, truth);
+            for (int j = 0; j < D; j++)
+                hits[r] +=
+                    !memcmp(drawn + ((size_t)r * D + j) * S, truth, sizeof(int32_t) * (size_t)S);
         }
-        AX_CHECK_GOTO(ax_model_decode_begin(m, B), done);
-        for (int pos = 0; pos < W - 1; pos++) {
-            int act = 0, choose = 0; /* any sequence reads pos / chooses after it */
-            for (int j = 0; j < B; j++) {
-                int Lp = lead[j] + P; /* prompt length of sequence j */
-                act |= pos < Lp + S - 1;
-                choose |= pos >= Lp - 1;
-                tok[j] = pos < Lp           ? win[(size_t)j * W + pos]
-                         : pos < Lp + S - 1 ? mine[(size_t)(b0 + j) * S + pos - Lp]
-                                            : 0; /* past its end: ignored */
-            }
-            if (!act) break;
-            ax_model_decode_step(m, tok, pos);
-            if (!choose) continue; /* every sequence still reads its prompt */
-            AX_CHECK_GOTO(ax_model_decode_argmax(m, tok), done);
-            for (int j = 0; j < B; j++) {
-                int k = pos - (lead[j] + P) + 1; /* index of the suffix token just chosen */
-                if (k >= 0 && k < S) mine[(size_t)(b0 + j) * S + k] = tok[j];
-            }
-        }
-        AX_CHECK_GOTO(ax_model_status(m), done);
     }
-    /* every batch rank's generations (token ids travel as i32) */
+    /* every batch rank's generations and hit counts (token ids travel as i32) */
     AX_CHECK_GOTO(ax_coll_allgather(g, AX_AXIS_BATCH, mine, (long)per * S, all, AX_DT_I32), done);
+    AX_CHECK_GOTO(ax_coll_allgather(g, AX_AXIS_BATCH, hits, (long)per, all_hits, AX_DT_I32), done);
     for (int i = 0; i < c->samples; i++) {
         ax_probe_sample *s = &out->s[i];
         ax_axd_tokens(ds, off[s->doc] + s->offset + (uint64_t)P, (uint64_t)S, s->truth);
         memcpy(s->generated, all + (size_t)i * S, sizeof(int32_t) * (size_t)S);
+        s->sampled_exact = all_hits[i];
         AX_CHECK_GOTO(score(s, S), done);
     }
 done:
-    free(win), free(tok), free(lead), free(mine), free(all);
+    free(mine_i), free(mine), free(all), free(drawn), free(hits), free(all_hits);
     if (st != AX_OK) ax_probe_result_free(out);
     return st;
 }

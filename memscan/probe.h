@@ -8,14 +8,20 @@
 #include "lib/core/status.h"
 
 typedef struct {
-    int prefix, suffix; /* P, S tokens */
-    int samples;        /* how many (document, offset) probes */
-    int batch;          /* sequences decoded together per rank */
-    uint64_t seed;      /* picks documents and offsets */
-    int random_offset;  /* 0: prefix starts at the document start; 1: anywhere it fits */
-    int lead_eot;       /* prompts of prefixes at a document start begin with end-of-text, as
-                           `--packing doc` training sequences do (model input 1 + P tokens) */
+    int prefix, suffix;        /* P, S tokens */
+    int samples;               /* how many (document, offset) probes */
+    int batch;                 /* sequences decoded together per rank */
+    uint64_t seed;             /* picks documents and offsets */
+    int random_offset;         /* where the prefix starts: AX_PROBE_START (0) the document start;
+                                  AX_PROBE_RANDOM (1) anywhere it fits; AX_PROBE_DEEP (2) at least
+                                  P + S tokens in (documents of >= 2 (P + S) tokens only) */
+    int lead_eot;              /* prompts of prefixes at a document start begin with end-of-text, as
+                                  `--packing doc` training sequences do (model input 1 + P tokens) */
+    int draws;                 /* sampled continuations per probe (0: greedy only) */
+    ax_sample_params sampling; /* their temperature, top-k, top-p (seed: set from `seed`) */
 } ax_probe_config;
+
+enum { AX_PROBE_START = 0, AX_PROBE_RANDOM = 1, AX_PROBE_DEEP = 2 };
 
 typedef struct {
     uint64_t doc, offset;       /* where the prefix starts (token offset within the document) */
@@ -26,6 +32,7 @@ typedef struct {
     uint32_t duplicates;        /* training-set occurrences of the index's n-token window at the
                                    prefix start (0 without --index) */
     int32_t *truth, *generated; /* [S] each, owned by the result set */
+    int sampled_exact;          /* of the config's draws, how many reproduce the suffix exactly */
 } ax_probe_sample;
 
 typedef struct {
@@ -37,12 +44,16 @@ typedef struct {
 } ax_probe_result;
 
 /* Picks the samples (deterministic in seed), spreads them over the grid's batch ranks, decodes
- * greedily and gathers every sample's result on every rank. The model must be allocated
- * with T >= prefix + suffix (the prompt, end-of-text included, plus S - 1 fed-back tokens).
- * Collective. */
+ * greedily and gathers every sample's result on every rank. With draws > 0 each probe is also
+ * continued `draws` times by sampling (lib/model/sample.h), draw j's token at suffix position k
+ * keyed by ax_probe_draw_key: the same seed gives the same draws on every grid. The model must be
+ * allocated with T >= prefix + suffix (the prompt, end-of-text included, plus S - 1 fed-back
+ * tokens). Collective. */
 ax_status ax_probe_run(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config *c,
                        ax_probe_result *out);
 void ax_probe_result_free(ax_probe_result *r);
+/* The sampling key of draw j's suffix token k of probe i at prefix length P. */
+uint64_t ax_probe_draw_key(uint64_t seed, int P, int i, int j, int k);
 
 /* Token-level longest common subsequence F1 (RougeL) of a[na] vs b[nb]. */
 double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb); /* NaN: out of memory */

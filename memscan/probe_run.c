@@ -4,6 +4,7 @@
 #include "memscan/probe_run.h"
 #include "data/axd.h"
 #include "data/tokenizer.h"
+#include "goldfish/goldfish.h"
 #include "lib/ckpt/ckpt.h"
 #include "lib/core/json.h"
 #include "lib/dist/grid.h"
@@ -11,6 +12,7 @@
 #include "memscan/model_load.h"
 #include "memscan/probe.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -26,10 +28,23 @@ static const ax_cfg_entry entries[] = {
     {"samples", AX_CFG_INT, F(samples), "256", 1, 1e8, "number of probes"},
     {"prefix", AX_CFG_INT, F(prefix), "32", 1, 1e5, "prompt length P in tokens"},
     {"suffix", AX_CFG_INT, F(suffix), "32", 1, 1e5, "greedy continuation length S in tokens"},
-    {"offset", AX_CFG_CHOICE, F(offset), "start|random", 1, 0,
-     "where prefixes start in a document"},
+    {"offset", AX_CFG_CHOICE, F(offset), "start|random|deep", 1, 0,
+     "where prefixes start in a document: its start, anywhere, or deep (at least prefix + suffix "
+     "tokens in; documents of twice that only)"},
+    {"prefix-lengths", AX_CFG_STR, F(prefix_lengths), "", 1, 0,
+     "comma-separated prompt lengths probed in one run, e.g. 16,32,64 (replaces --prefix; "
+     "metrics are the first length's, tables.by_prefix_length has one row per length)"},
+    {"samples-per-prefix", AX_CFG_INT, F(samples_per_prefix), "0", 0, 1e6,
+     "also draw N sampled continuations per probe (0: greedy only; --samples counts probes): "
+     "per probe the draws reproducing the suffix, p_hat = matches / N; per scan the share with "
+     "at least one match and (n,p)-discoverable extraction rates"},
+    {"temperature", AX_CFG_FLOAT, F(temperature), "1", 1e-6, 1e6,
+     "softmax temperature of the draws"},
+    {"top-k", AX_CFG_INT, F(top_k), "0", 0, 1e9, "draws keep the k likeliest tokens (0: all)"},
+    {"top-p", AX_CFG_FLOAT, F(top_p), "1", 1e-9, 1,
+     "draws keep the smallest set of likeliest tokens holding mass p (1: all), after --top-k"},
     {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
-    AX_CFG_SEED_ENTRY(F, "0", "picks documents and offsets"),
+    AX_CFG_SEED_ENTRY(F, "0", "picks documents and offsets, and keys the sampled draws"),
     {"index", AX_CFG_STR, F(index), "", 1, 0,
      "optional `memscan index` of --data: each sample's duplication count, and results per "
      "duplication bucket (memorization follows duplication)"},
@@ -52,7 +67,13 @@ const ax_cfg_table ax_ms_probe_table = {
                "matched-prefix length and RougeL, with 95% intervals (exact Clopper-Pearson for\n"
                "the exact-match rate, bootstrap for the means). A checkpoint\n"
                "trained with --packing doc saw end-of-text before every document, so prefixes\n"
-               "at a document start are prompted with it too.",
+               "at a document start are prompted with it too.\n"
+               "With --samples-per-prefix N each probe is also continued N times by sampling\n"
+               "(Gumbel-max over the sharded vocabulary, seeded: the same draws on any grid),\n"
+               "giving the probability that at least one of N samples reproduces the suffix\n"
+               "and (n,p)-discoverable extraction (Hayes et al. 2024). A checkpoint trained\n"
+               "with hash goldfish gets a goldfish audit: which suffix positions the loss\n"
+               "dropped and how often greedy decoding first diverges on one.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -83,47 +104,121 @@ static void rate_ci(const double *x, int n, double *mean, double *lo, double *hi
     ax_clopper_pearson(k, n, lo, hi);
 }
 
-/* one samples line per probe */
-static ax_status write_samples(const ax_ms_probe_opts *fl, const ax_probe_result *r,
+/* Every prefix length's results, and what the goldfish audit found. */
+typedef struct {
+    int n_len, lens[AX_MS_PROBE_MAX_LENGTHS];
+    ax_probe_result res[AX_MS_PROBE_MAX_LENGTHS];
+    uint8_t *dropped[AX_MS_PROBE_MAX_LENGTHS]; /* [n * S]: 1 where training dropped the target */
+    char goldfish[AX_GOLDFISH_SPEC_MAX];       /* the audited spec ("" : no audit) */
+} probe_set;
+
+/* one samples line per probe; the fields after "generated_text" only with their feature */
+static ax_status write_samples(const ax_ms_probe_opts *fl, const probe_set *ps,
                                const ax_tokenizer_t *tok, ax_ms_scan_out *so) {
-    int S = (int)fl->suffix;
+    int S = (int)fl->suffix, D = (int)fl->samples_per_prefix;
     ax_status st = AX_OK;
-    for (int i = 0; st == AX_OK && i < r->n; i++) {
-        const ax_probe_sample *s = &r->s[i];
-        ax_jw w;
-        ax_jw_init(&w);
-        ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "i"), ax_jw_int(&w, i);
-        ax_jw_key(&w, "doc"), ax_jw_uint(&w, s->doc);
-        ax_jw_key(&w, "offset"), ax_jw_uint(&w, s->offset);
-        ax_jw_key(&w, "exact"), ax_jw_bool(&w, s->exact);
-        ax_jw_key(&w, "matched_prefix"), ax_jw_int(&w, s->matched_prefix);
-        ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, s->token_accuracy);
-        ax_jw_key(&w, "rouge_l"), ax_jw_num(&w, s->rouge_l);
-        if (fl->index[0]) ax_jw_key(&w, "duplicates"), ax_jw_uint(&w, s->duplicates);
-        ax_jw_key(&w, "truth");
-        ax_jw_arr_begin(&w);
-        for (int k = 0; k < S; k++) ax_jw_int(&w, s->truth[k]);
-        ax_jw_arr_end(&w);
-        ax_jw_key(&w, "generated");
-        ax_jw_arr_begin(&w);
-        for (int k = 0; k < S; k++) ax_jw_int(&w, s->generated[k]);
-        ax_jw_arr_end(&w);
-        ax_ms_text_field(&w, "truth_text", tok, s->truth, (size_t)S);
-        ax_ms_text_field(&w, "generated_text", tok, s->generated, (size_t)S);
-        ax_jw_obj_end(&w);
-        st = ax_ms_scan_out_line(so, &w);
-        ax_jw_free(&w);
+    for (int l = 0; l < ps->n_len; l++) {
+        const ax_probe_result *r = &ps->res[l];
+        for (int i = 0; st == AX_OK && i < r->n; i++) {
+            const ax_probe_sample *s = &r->s[i];
+            ax_jw w;
+            ax_jw_init(&w);
+            ax_jw_obj_begin(&w);
+            ax_jw_key(&w, "i"), ax_jw_int(&w, i);
+            ax_jw_key(&w, "doc"), ax_jw_uint(&w, s->doc);
+            ax_jw_key(&w, "offset"), ax_jw_uint(&w, s->offset);
+            ax_jw_key(&w, "exact"), ax_jw_bool(&w, s->exact);
+            ax_jw_key(&w, "matched_prefix"), ax_jw_int(&w, s->matched_prefix);
+            ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, s->token_accuracy);
+            ax_jw_key(&w, "rouge_l"), ax_jw_num(&w, s->rouge_l);
+            if (fl->index[0]) ax_jw_key(&w, "duplicates"), ax_jw_uint(&w, s->duplicates);
+            ax_jw_key(&w, "truth");
+            ax_jw_arr_begin(&w);
+            for (int k = 0; k < S; k++) ax_jw_int(&w, s->truth[k]);
+            ax_jw_arr_end(&w);
+            ax_jw_key(&w, "generated");
+            ax_jw_arr_begin(&w);
+            for (int k = 0; k < S; k++) ax_jw_int(&w, s->generated[k]);
+            ax_jw_arr_end(&w);
+            ax_ms_text_field(&w, "truth_text", tok, s->truth, (size_t)S);
+            ax_ms_text_field(&w, "generated_text", tok, s->generated, (size_t)S);
+            if (fl->prefix_lengths[0]) ax_jw_key(&w, "prefix"), ax_jw_int(&w, ps->lens[l]);
+            if (D > 0) {
+                ax_jw_key(&w, "sampled_exact"), ax_jw_int(&w, s->sampled_exact);
+                ax_jw_key(&w, "p_hat"), ax_jw_num(&w, (double)s->sampled_exact / D);
+            }
+            if (ps->dropped[l]) { /* suffix offsets the training loss dropped */
+                const uint8_t *dr = ps->dropped[l] + (size_t)i * S;
+                ax_jw_key(&w, "goldfish_dropped");
+                ax_jw_arr_begin(&w);
+                for (int k = 0; k < S; k++)
+                    if (dr[k]) ax_jw_int(&w, k);
+                ax_jw_arr_end(&w);
+                ax_jw_key(&w, "first_divergence");
+                if (s->exact)
+                    ax_jw_null(&w);
+                else
+                    ax_jw_int(&w, s->matched_prefix);
+            }
+            ax_jw_obj_end(&w);
+            st = ax_ms_scan_out_line(so, &w);
+            ax_jw_free(&w);
+        }
     }
     return st;
 }
 
-/* The samples first, then the scan JSON that records them; both published together. */
+/* (n,p)-discoverable extraction (Hayes et al. 2024): a probe whose per-draw extraction
+ * probability is p_hat is extracted at least once in n draws with probability
+ * 1 - (1 - p_hat)^n; the rate is the share of probes where that reaches the threshold */
+static const int disc_n[] = {1, 10, 100, 1000};
+static const double disc_p[] = {0.1, 0.5, 0.9};
+
+static double discoverable(const ax_probe_result *r, int D, int n, double thr) {
+    long hit = 0;
+    for (int i = 0; i < r->n; i++) {
+        double p = (double)r->s[i].sampled_exact / D;
+        hit += 1.0 - pow(1.0 - p, n) >= thr;
+    }
+    return r->n ? (double)hit / r->n : 0.0;
+}
+
+/* the sampled-extraction numbers of one result: mean p_hat, share with a match in N draws */
+static void sampled_rates(const ax_probe_result *r, int D, double *p_mean, long *any) {
+    double t = 0;
+    *any = 0;
+    for (int i = 0; i < r->n; i++) {
+        t += (double)r->s[i].sampled_exact / D;
+        *any += r->s[i].sampled_exact > 0;
+    }
+    *p_mean = r->n ? t / r->n : 0.0;
+}
+
+/* the goldfish audit of the first length: first divergences on dropped positions */
+static void goldfish_audit(const probe_set *ps, int S, ax_ms_probe_summary *sum) {
+    const ax_probe_result *r = &ps->res[0];
+    long div = 0, on = 0, dropped = 0;
+    for (int i = 0; i < r->n; i++) {
+        if (r->s[i].exact) continue;
+        const uint8_t *dr = ps->dropped[0] + (size_t)i * S;
+        div++;
+        on += dr[r->s[i].matched_prefix];
+        for (int k = 0; k < S; k++) dropped += dr[k];
+    }
+    sum->audited = 1;
+    sum->diverged = div, sum->diverged_on_dropped = on;
+    sum->dropped_fraction = div ? (double)dropped / ((double)div * S) : 0.0;
+}
+
+/* The samples first, then the scan JSON that records them; both published together. The
+ * metrics and the tables other than by_prefix_length are the first prefix length's. */
 static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, const ax_axd_t *ds,
-                               const ax_probe_result *r, const ax_tokenizer_t *tok,
+                               const probe_set *ps, const ax_tokenizer_t *tok,
                                ax_ms_probe_summary *sum) {
-    int n = r->n, S = (int)fl->suffix;
-    double *ex = malloc(sizeof(double) * (size_t)n * 3), *acc = ex + n, *rl = ex + 2 * n;
+    const ax_probe_result *r = &ps->res[0];
+    int n = r->n, S = (int)fl->suffix, D = (int)fl->samples_per_prefix;
+    double *ex = malloc(sizeof(double) * (size_t)n * 4), *acc = ex + n, *rl = ex + 2 * n,
+           *ph = ex + 3 * n;
     long *hist = calloc((size_t)S + 1, sizeof(long));
     if (!ex || !hist) {
         free(ex), free(hist);
@@ -132,25 +227,39 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
     double mp = 0;
     for (int i = 0; i < n; i++) {
         ex[i] = r->s[i].exact, acc[i] = r->s[i].token_accuracy, rl[i] = r->s[i].rouge_l;
+        ph[i] = D > 0 ? (double)r->s[i].sampled_exact / D : 0.0;
         mp += r->s[i].matched_prefix;
         hist[r->s[i].matched_prefix]++;
     }
     ax_ms_scan_out so;
     ax_status st = ax_ms_scan_out_open(&so, fl->out, fl->samples_out);
-    if (st == AX_OK) st = write_samples(fl, r, tok, &so);
+    if (st == AX_OK) st = write_samples(fl, ps, tok, &so);
     ax_jw w;
     ax_jw_init(&w);
     ax_ms_scan_header(&w, "extraction-probe", ck, fl->data, ax_axd_checksum(ds), ax_axd_n_docs(ds),
                       ax_axd_n_tokens(ds));
     ax_jw_key(&w, "config");
     ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "prefix"), ax_jw_int(&w, fl->prefix);
+    ax_jw_key(&w, "prefix"), ax_jw_int(&w, ps->lens[0]);
     ax_jw_key(&w, "suffix"), ax_jw_int(&w, fl->suffix);
     ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
     ax_jw_key(&w, "offset"), ax_jw_str(&w, fl->offset);
     ax_jw_key(&w, "prompt_eot"), ax_jw_bool(&w, r->lead_eot);
     ax_jw_key(&w, "seed"), ax_jw_int(&w, fl->seed);
     ax_jw_key(&w, "eligible_docs"), ax_jw_int(&w, r->eligible_docs);
+    if (fl->prefix_lengths[0]) {
+        ax_jw_key(&w, "prefix_lengths");
+        ax_jw_arr_begin(&w);
+        for (int l = 0; l < ps->n_len; l++) ax_jw_int(&w, ps->lens[l]);
+        ax_jw_arr_end(&w);
+    }
+    if (D > 0) {
+        ax_jw_key(&w, "samples_per_prefix"), ax_jw_int(&w, D);
+        ax_jw_key(&w, "temperature"), ax_jw_num(&w, fl->temperature);
+        ax_jw_key(&w, "top_k"), ax_jw_int(&w, fl->top_k);
+        ax_jw_key(&w, "top_p"), ax_jw_num(&w, fl->top_p);
+    }
+    if (ps->goldfish[0]) ax_jw_key(&w, "goldfish"), ax_jw_str(&w, ps->goldfish);
     ax_jw_obj_end(&w);
     ax_jw_key(&w, "metrics");
     ax_jw_obj_begin(&w);
@@ -160,8 +269,33 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
     stat_json(&w, "token_accuracy", acc, n, (uint64_t)fl->seed + 2, &sum->token_accuracy);
     stat_json(&w, "rouge_l", rl, n, (uint64_t)fl->seed + 3, &sum->rouge_l);
     sum->samples = n;
+    sum->prefix = ps->lens[0];
     sum->matched_prefix_mean = n ? mp / n : 0;
     ax_jw_key(&w, "matched_prefix_mean"), ax_jw_num(&w, sum->matched_prefix_mean);
+    if (D > 0) {
+        ax_ms_ci pc, ac;
+        long any;
+        sampled_rates(r, D, &sum->sampled_p_mean, &any);
+        sum->draws = D;
+        sum->sampled_any_rate = n ? (double)any / n : 0.0;
+        /* p_hat's mean over probes: the per-draw extraction rate (bootstrap over probes) */
+        stat_json(&w, "sampled_p_hat", ph, n, (uint64_t)fl->seed + 4, &pc);
+        /* the share of probes with at least one of the N draws exact: an unbiased estimate of
+         * the mean probability that N draws extract the suffix (exact interval) */
+        ax_clopper_pearson(any, n, &ac.lo, &ac.hi);
+        ci_json(&w, "sampled_any_match_rate", sum->sampled_any_rate, ac.lo, ac.hi);
+    }
+    if (ps->goldfish[0]) {
+        goldfish_audit(ps, S, sum);
+        ax_jw_key(&w, "goldfish_divergence");
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "diverged"), ax_jw_int(&w, sum->diverged);
+        ax_jw_key(&w, "on_dropped"), ax_jw_int(&w, sum->diverged_on_dropped);
+        ax_jw_key(&w, "share_on_dropped");
+        ax_jw_num(&w, sum->diverged ? (double)sum->diverged_on_dropped / sum->diverged : 0.0);
+        ax_jw_key(&w, "dropped_fraction"), ax_jw_num(&w, sum->dropped_fraction);
+        ax_jw_obj_end(&w);
+    }
     ax_jw_obj_end(&w);
     ax_jw_key(&w, "tables");
     ax_jw_obj_begin(&w);
@@ -186,6 +320,55 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
     ax_jw_arr_begin(&w);
     for (int k = 0; k <= S; k++) ax_jw_int(&w, hist[k]);
     ax_jw_arr_end(&w);
+    if (D > 0) {
+        ax_jw_key(&w, "discoverable");
+        ax_jw_arr_begin(&w);
+        for (size_t a = 0; a < sizeof disc_n / sizeof *disc_n; a++)
+            for (size_t b = 0; b < sizeof disc_p / sizeof *disc_p; b++) {
+                ax_jw_obj_begin(&w);
+                ax_jw_key(&w, "n"), ax_jw_int(&w, disc_n[a]);
+                ax_jw_key(&w, "p"), ax_jw_num(&w, disc_p[b]);
+                ax_jw_key(&w, "rate"), ax_jw_num(&w, discoverable(r, D, disc_n[a], disc_p[b]));
+                ax_jw_obj_end(&w);
+            }
+        ax_jw_arr_end(&w);
+    }
+    if (fl->prefix_lengths[0]) {
+        ax_jw_key(&w, "by_prefix_length");
+        ax_jw_arr_begin(&w);
+        for (int l = 0; l < ps->n_len; l++) {
+            const ax_probe_result *q = &ps->res[l];
+            long k = 0;
+            double ta = 0, mpl = 0, lo, hi;
+            for (int i = 0; i < q->n; i++)
+                k += q->s[i].exact, ta += q->s[i].token_accuracy, mpl += q->s[i].matched_prefix;
+            ax_clopper_pearson(k, q->n, &lo, &hi);
+            ax_jw_obj_begin(&w);
+            ax_jw_key(&w, "prefix"), ax_jw_int(&w, ps->lens[l]);
+            ax_jw_key(&w, "samples"), ax_jw_int(&w, q->n);
+            ax_jw_key(&w, "eligible_docs"), ax_jw_int(&w, q->eligible_docs);
+            ax_jw_key(&w, "exact_match_rate"), ax_jw_num(&w, q->n ? (double)k / q->n : 0.0);
+            sum->lengths[l] = ps->lens[l];
+            sum->exact_by_length[l] = q->n ? (double)k / q->n : 0.0;
+            sum->n_lengths = l + 1;
+            ax_jw_key(&w, "exact_match_ci95");
+            ax_jw_arr_begin(&w);
+            ax_jw_num(&w, lo), ax_jw_num(&w, hi);
+            ax_jw_arr_end(&w);
+            ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, q->n ? ta / q->n : 0.0);
+            ax_jw_key(&w, "matched_prefix_mean"), ax_jw_num(&w, q->n ? mpl / q->n : 0.0);
+            if (D > 0) {
+                double pm;
+                long any;
+                sampled_rates(q, D, &pm, &any);
+                ax_jw_key(&w, "sampled_p_hat"), ax_jw_num(&w, pm);
+                ax_jw_key(&w, "sampled_any_match_rate"),
+                    ax_jw_num(&w, q->n ? (double)any / q->n : 0.0);
+            }
+            ax_jw_obj_end(&w);
+        }
+        ax_jw_arr_end(&w);
+    }
     ax_jw_obj_end(&w);
     if (st == AX_OK) ax_ms_scan_out_record(&so, &w);
     ax_jw_obj_end(&w);
@@ -223,25 +406,114 @@ static ax_status count_duplicates(const ax_ms_probe_opts *fl, const ax_axd_t *ds
     return st;
 }
 
+/* --prefix-lengths "16,32,64" into lens (or --prefix alone when empty) */
+static ax_status parse_lengths(const ax_ms_probe_opts *fl, int *lens, int *n) {
+    *n = 0;
+    if (!fl->prefix_lengths[0]) {
+        lens[(*n)++] = (int)fl->prefix;
+        return AX_OK;
+    }
+    const char *p = fl->prefix_lengths;
+    for (;;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 100000 || (*end && *end != ','))
+            return ax_errorf(AX_ERR_ARG,
+                             "--prefix-lengths '%s' is not a list of token counts in "
+                             "[1, 100000]; write e.g. 16,32,64",
+                             fl->prefix_lengths);
+        for (int i = 0; i < *n; i++)
+            if (lens[i] == v)
+                return ax_errorf(AX_ERR_ARG, "--prefix-lengths '%s' lists %ld twice",
+                                 fl->prefix_lengths, v);
+        if (*n == AX_MS_PROBE_MAX_LENGTHS)
+            return ax_errorf(AX_ERR_ARG, "--prefix-lengths '%s' has more than %d lengths",
+                             fl->prefix_lengths, AX_MS_PROBE_MAX_LENGTHS);
+        lens[(*n)++] = (int)v;
+        if (!*end) return AX_OK;
+        p = end + 1;
+    }
+}
+
+/* How the audited run trained: its goldfish mask, packing and sequence length. */
+typedef struct {
+    ax_goldfish gf;
+    int docs;   /* --packing doc: window = end-of-text + the document's first T tokens */
+    uint64_t T; /* --seq-len */
+} gf_run;
+
+/* The training loss mask of each probe's suffix (goldfish/goldfish.h), for the target at
+ * document position q = offset + P + k (with --packing doc, only q < T was ever a target:
+ * later positions are never marked). hash: hashed from the h document tokens before it,
+ * kept when q < h. static: dropped when (i + 1) % k == 0 for i its index among its window's
+ * targets: q itself with --packing doc (window = end-of-text + document), and (t - 1) mod T
+ * for packed windows [w T, w T + T] of the token stream, t = its index in the stream. */
+static ax_status goldfish_drops(const gf_run *run, const ax_axd_t *ds, const ax_probe_result *r,
+                                int P, int S, uint8_t *dropped) {
+    const ax_goldfish *gf = &run->gf;
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    if (gf->strategy == AX_GOLDFISH_STATIC) {
+        for (int i = 0; i < r->n; i++)
+            for (int k = 0; k < S; k++) {
+                uint64_t q = r->s[i].offset + (uint64_t)P + (uint64_t)k, t = off[r->s[i].doc] + q;
+                uint64_t idx = run->docs ? q : (t - 1) % run->T;
+                dropped[(size_t)i * S + k] = (!run->docs || q < run->T) && (idx + 1) % gf->k == 0;
+            }
+        return AX_OK;
+    }
+    int h = ax_goldfish_context(gf);
+    int32_t *buf = malloc(sizeof(int32_t) * (size_t)(h + S));
+    uint32_t *pos = malloc(sizeof(uint32_t) * (size_t)S);
+    uint8_t *keep = malloc((size_t)S);
+    if (!buf || !pos || !keep) {
+        free(buf), free(pos), free(keep);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory for the goldfish audit");
+    }
+    for (int i = 0; i < r->n; i++) {
+        const ax_probe_sample *s = &r->s[i];
+        uint64_t q0 = s->offset + (uint64_t)P, have = q0 < (uint64_t)h ? q0 : (uint64_t)h;
+        ax_axd_tokens(ds, off[s->doc] + q0 - have, have + (uint64_t)S, buf + h - have);
+        for (int k = 0; k < S; k++) pos[k] = (uint32_t)(q0 + (uint64_t)k);
+        ax_goldfish_mask(gf, buf + h, pos, S, keep);
+        for (int k = 0; k < S; k++) /* a doc-packed run never trained past --seq-len */
+            dropped[(size_t)i * S + k] = !keep[k] && (!run->docs || q0 + (uint64_t)k < run->T);
+    }
+    free(buf), free(pos), free(keep);
+    return AX_OK;
+}
+
 ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) {
     memset(sum, 0, sizeof *sum);
     ax_ms_model mm = {0};
     ax_axd_t *ds = NULL;
     ax_tokenizer_t *tok = NULL;
-    ax_probe_result res = {0};
+    probe_set ps;
+    memset(&ps, 0, sizeof ps);
     ax_status st = AX_OK;
     if (!fl->ckpt[0] || !fl->data[0])
         return ax_errorf(AX_ERR_ARG,
                          "--ckpt and --data are required; see axmem memscan probe --help");
-    if (strcmp(fl->offset, "start") && strcmp(fl->offset, "random")) /* set in code: anything */
-        return ax_errorf(AX_ERR_ARG, "--offset '%s' is not a choice; use start or random",
+    if (strcmp(fl->offset, "start") && strcmp(fl->offset, "random") &&
+        strcmp(fl->offset, "deep")) /* set in code: anything */
+        return ax_errorf(AX_ERR_ARG, "--offset '%s' is not a choice; use start, random or deep",
                          fl->offset);
+    AX_CHECK(parse_lengths(fl, ps.lens, &ps.n_len));
+    ax_sample_params sp = {.temperature = fl->temperature,
+                           .top_k = fl->top_k > 1e9 ? (int)1e9 : (int)fl->top_k,
+                           .top_p = fl->top_p,
+                           .seed = (uint64_t)fl->seed};
+    if (fl->samples_per_prefix < 0 || fl->samples_per_prefix > 1000000)
+        return ax_errorf(AX_ERR_ARG, "--samples-per-prefix %lld must be in [0, 1000000]",
+                         (long long)fl->samples_per_prefix);
+    if (fl->samples_per_prefix > 0) AX_CHECK(ax_sample_params_check(&sp));
+    int maxP = 0;
+    for (int l = 0; l < ps.n_len; l++) maxP = ps.lens[l] > maxP ? ps.lens[l] : maxP;
     if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
     AX_CHECK_GOTO(ax_axd_open(fl->data, 1, &ds), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
     AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch,
-                                   (int)(fl->prefix + fl->suffix), &mm),
+                                   (int)(maxP + fl->suffix), &mm),
                   out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
@@ -252,22 +524,50 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
     }
     /* `--packing doc` training put end-of-text before every document: prompt the same way */
     const ax_json *tc = ax_ckpt_config(mm.ck);
-    const char *packing = "packed";
+    const char *packing = "packed", *gspec = "none";
     if (tc && ax_json_get(tc, "packing"))
         AX_CHECK_GOTO(ax_json_get_str(tc, "packing", ax_ckpt_path(mm.ck), &packing), out);
-    ax_probe_config pc = {.prefix = (int)fl->prefix,
-                          .suffix = (int)fl->suffix,
-                          .samples = (int)fl->samples,
-                          .batch = (int)fl->batch,
-                          .seed = (uint64_t)fl->seed,
-                          .random_offset = !strcmp(fl->offset, "random"),
-                          .lead_eot = !strcmp(packing, "doc")};
-    AX_CHECK_GOTO(ax_probe_run(mm.model, ds, &pc, &res), out);
-    if (fl->index[0] && ax_grid_rank(mm.grid) == 0)
-        AX_CHECK_GOTO(count_duplicates(fl, ds, &res), out);
-    if (ax_grid_rank(mm.grid) == 0) st = write_outputs(fl, mm.ck, ds, &res, tok, sum);
+    /* a goldfish run: recompute its loss mask on the probed suffixes (goldfish_drops) */
+    if (tc && ax_json_get(tc, "goldfish"))
+        AX_CHECK_GOTO(ax_json_get_str(tc, "goldfish", ax_ckpt_path(mm.ck), &gspec), out);
+    gf_run gr = {.docs = !strcmp(packing, "doc")};
+    AX_CHECK_GOTO(ax_goldfish_parse(gspec, &gr.gf), out);
+    if (gr.gf.strategy != AX_GOLDFISH_NONE) { /* the window layout needs --seq-len */
+        double T = 0;
+        if (tc && ax_json_get(tc, "seq-len"))
+            AX_CHECK_GOTO(ax_json_get_num(tc, "seq-len", ax_ckpt_path(mm.ck), &T), out);
+        gr.T = T >= 1 ? (uint64_t)T : 0;
+        if (gr.T) ax_goldfish_format(&gr.gf, ps.goldfish, sizeof ps.goldfish);
+    }
+    for (int l = 0; l < ps.n_len; l++) {
+        ax_probe_config pc = {.prefix = ps.lens[l],
+                              .suffix = (int)fl->suffix,
+                              .samples = (int)fl->samples,
+                              .batch = (int)fl->batch,
+                              .seed = (uint64_t)fl->seed,
+                              .random_offset = !strcmp(fl->offset, "random") ? AX_PROBE_RANDOM
+                                               : !strcmp(fl->offset, "deep") ? AX_PROBE_DEEP
+                                                                             : AX_PROBE_START,
+                              .lead_eot = !strcmp(packing, "doc"),
+                              .draws = (int)fl->samples_per_prefix,
+                              .sampling = sp};
+        AX_CHECK_GOTO(ax_probe_run(mm.model, ds, &pc, &ps.res[l]), out);
+        if (ax_grid_rank(mm.grid) != 0) continue;
+        if (fl->index[0]) AX_CHECK_GOTO(count_duplicates(fl, ds, &ps.res[l]), out);
+        if (ps.goldfish[0]) {
+            ps.dropped[l] = malloc((size_t)ps.res[l].n * (size_t)fl->suffix + 1);
+            if (!ps.dropped[l]) {
+                st = ax_errorf(AX_ERR_NOMEM, "out of memory for the goldfish audit");
+                goto out;
+            }
+            AX_CHECK_GOTO(
+                goldfish_drops(&gr, ds, &ps.res[l], ps.lens[l], (int)fl->suffix, ps.dropped[l]),
+                out);
+        }
+    }
+    if (ax_grid_rank(mm.grid) == 0) st = write_outputs(fl, mm.ck, ds, &ps, tok, sum);
 out:
-    ax_probe_result_free(&res);
+    for (int l = 0; l < ps.n_len; l++) ax_probe_result_free(&ps.res[l]), free(ps.dropped[l]);
     ax_ms_model_close(&mm);
     ax_tokenizer_free(tok);
     ax_axd_free(ds);
@@ -279,7 +579,25 @@ void ax_ms_probe_print(const ax_ms_probe_opts *o, const ax_ms_probe_summary *s, 
     fprintf(f,
             "probe: %d samples, prefix %lld, suffix %lld: exact match %.1f%% (95%% CI "
             "%.1f-%.1f%%), token accuracy %.3f; wrote %s and %s\n",
-            s->samples, (long long)o->prefix, (long long)o->suffix, 100 * s->exact_match.mean,
+            s->samples, (long long)s->prefix, (long long)o->suffix, 100 * s->exact_match.mean,
             100 * s->exact_match.lo, 100 * s->exact_match.hi, s->token_accuracy.mean, s->scan,
             s->samples_path);
+    if (s->n_lengths > 0) {
+        fprintf(f, "probe: exact match by prefix length:");
+        for (int l = 0; l < s->n_lengths; l++)
+            fprintf(f, "%s %d: %.1f%%", l ? "," : "", s->lengths[l], 100 * s->exact_by_length[l]);
+        fprintf(f, "\n");
+    }
+    if (s->draws > 0)
+        fprintf(f,
+                "probe: sampled %d continuations per prefix: mean per-draw extraction %.2f%%, "
+                "at least one of %d exact in %.1f%% of probes\n",
+                s->draws, 100 * s->sampled_p_mean, s->draws, 100 * s->sampled_any_rate);
+    if (s->audited)
+        fprintf(f,
+                "probe: goldfish audit: %ld of %ld first divergences on dropped positions "
+                "(%.1f%%; %.1f%% of their suffix positions were dropped)\n",
+                s->diverged_on_dropped, s->diverged,
+                s->diverged ? 100.0 * (double)s->diverged_on_dropped / (double)s->diverged : 0.0,
+                100 * s->dropped_fraction);
 }

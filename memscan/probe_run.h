@@ -23,8 +23,14 @@ typedef struct {
     char index[AX_CFG_STR_MAX];       /* optional: duplication counts of the probed windows */
     char device[AX_CFG_STR_MAX];      /* "cpu" | "cuda" */
     int64_t samples, prefix, suffix, batch, seed;
-    int64_t threads; /* OpenMP threads, 0 = leave as is */
+    int64_t threads;                     /* OpenMP threads, 0 = leave as is */
+    char prefix_lengths[AX_CFG_STR_MAX]; /* "16,32,64": several P in one run ("": --prefix) */
+    int64_t samples_per_prefix;          /* sampled continuations per probe (0: greedy only) */
+    double temperature, top_p;           /* their softmax temperature and nucleus */
+    int64_t top_k;                       /* and top-k (0: no limit) */
 } ax_ms_probe_opts;
+
+#define AX_MS_PROBE_MAX_LENGTHS 16 /* --prefix-lengths entries */
 
 extern const ax_cfg_table ax_ms_probe_table;
 
@@ -34,12 +40,26 @@ typedef struct {
 } ax_ms_ci;
 
 typedef struct {
-    int written;             /* 1 on the rank that wrote the files (rank 0); 0 elsewhere */
-    int samples;             /* probes */
+    int written;   /* 1 on the rank that wrote the files (rank 0); 0 elsewhere */
+    int samples;   /* probes */
+    int prefix;    /* their prefix length (the first of --prefix-lengths) */
+    int n_lengths; /* with --prefix-lengths: each length and its exact-match rate */
+    int lengths[AX_MS_PROBE_MAX_LENGTHS];
+    double exact_by_length[AX_MS_PROBE_MAX_LENGTHS];
     ax_ms_ci exact_match;    /* exact (Clopper-Pearson) interval */
     ax_ms_ci token_accuracy; /* bootstrap interval */
     ax_ms_ci rouge_l;        /* bootstrap interval */
     double matched_prefix_mean;
+    /* with --samples-per-prefix N (draws = N; else 0): the mean share of draws reproducing the
+     * suffix (p_hat), and the share of probes where at least one of the N did */
+    int draws;
+    double sampled_p_mean, sampled_any_rate;
+    /* goldfish audit (hash-goldfish checkpoints; audited = 0 otherwise): probes whose greedy
+     * continuation diverged, how many of those first diverged on a dropped position, and the
+     * dropped fraction of their suffix positions (the share expected if uniform) */
+    int audited;
+    long diverged, diverged_on_dropped;
+    double dropped_fraction;
     char scan[AX_MS_PATH_MAX], samples_path[AX_MS_PATH_MAX]; /* the files written */
 } ax_ms_probe_summary;
 

@@ -249,6 +249,7 @@ static ax_status push2(double **a, double **b, int64_t *n, int64_t *cap, double 
 static ax_status metrics_line(const ax_json *row, const char *what, void *ctx) {
     ax_rep_train *t = ctx;
     double step, loss;
+    if (ax_json_get(row, "scan")) return AX_OK; /* a scan record of train --scan-every */
     AX_CHECK(ax_rep_get_in(row, "", "step", 0, (double)AX_REP_MAX_COUNT, what, &step));
     AX_CHECK(ax_rep_get_in(row, "", "loss", -DBL_MAX, DBL_MAX, what, &loss));
     AX_CHECK(push2(&t->step, &t->loss, &t->n, &t->cap, step, loss));

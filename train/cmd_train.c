@@ -59,6 +59,10 @@ static void resume_command(const char *out, char *buf, size_t cap) {
 }
 
 int ax_cmd_train(int argc, char **argv) {
+    return ax_train_cmd(argc, argv, NULL);
+}
+
+int ax_train_cmd(int argc, char **argv, const ax_train_scan_hook *hook) {
     ax_error_clear(); /* run in-process too (tests): an earlier message is not this command's */
     ax_stop_catch();  /* from here on a stop signal ends training cleanly, with a checkpoint */
     ax_train_config cfg;
@@ -77,7 +81,7 @@ int ax_cmd_train(int argc, char **argv) {
         goto done;
     }
     ax_train_result res;
-    st = ax_train_run(&cfg, was_set, &res);
+    st = ax_train_run_scan(&cfg, was_set, hook, &res);
     if (st != AX_OK) {
         fprintf(stderr, "axmem train: %s\n",
                 ax_error_msg()[0] ? ax_error_msg() : ax_status_str(st));

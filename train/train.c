@@ -49,6 +49,9 @@ typedef struct {
     uint8_t *mask;     /* [mb_local, T] */
     char ckpt_dir[AX_CFG_STR_MAX + 16];
     char metrics_path[AX_CFG_STR_MAX + 16];
+    const ax_train_scan_hook *hook; /* NULL unless --scan-every runs scans */
+    long scan_prev_step;            /* rank 0: the latest scan's step (-1: none yet) */
+    double scan_prev_hi;            /* and the upper bound of its headline rate */
 } run_state;
 
 static void run_free(run_state *r) {
@@ -363,6 +366,77 @@ static ax_status append_metrics(run_state *r, long step, double loss, double lr,
     return st;
 }
 
+/* ---- scans inside training (train/train.h) ---- */
+
+static ax_status append_line(run_state *r, const char *text) {
+    FILE *f = fopen(r->metrics_path, "a");
+    ax_status st = AX_OK;
+    if (!f || !text || fprintf(f, "%s\n", text) < 0 || fclose(f) != 0)
+        st = ax_errorf(AX_ERR_IO, "cannot append to %s: %s", r->metrics_path, strerror(errno));
+    return st;
+}
+
+/* The scan of the checkpoint just written at `step`: collective; rank 0 logs the record and
+ * warns when the rate rose above the previous scan's upper bound. */
+static ax_status run_scan(run_state *r, long step) {
+    const ax_train_scan_hook *h = r->hook;
+    char ckpt[AX_CFG_STR_MAX + 64];
+    snprintf(ckpt, sizeof ckpt, "%s/step-%06ld", r->ckpt_dir, step);
+    ax_train_scan_point p = {step, ckpt, r->cfg->out, r->grid, r->cfg->device};
+    double rate = 0, lo = 0, hi = 0;
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "step"), ax_jw_int(&w, step);
+    ax_jw_key(&w, "scan"), ax_jw_str(&w, h->name);
+    ax_status st = agree(r->grid, h->scan(h->ctx, &p, &w, &rate, &lo, &hi));
+    if (st == AX_OK && r->rank0) {
+        int rising = r->scan_prev_step >= 0 && rate > r->scan_prev_hi;
+        ax_jw_key(&w, "extraction_rising"), ax_jw_bool(&w, rising);
+        ax_jw_obj_end(&w);
+        st = append_line(r, ax_jw_text(&w));
+        if (rising)
+            AX_WARN("step %ld: extraction rising: %s %.4g is above the upper bound %.4g of the "
+                    "95%% interval at the previous scan (step %ld); see %s",
+                    step, h->rate_key, rate, r->scan_prev_hi, r->scan_prev_step, r->metrics_path);
+        r->scan_prev_step = step, r->scan_prev_hi = hi;
+    }
+    ax_jw_free(&w);
+    (void)lo;
+    return agree(r->grid, st);
+}
+
+/* After a resume (rank 0): the latest scan record in metrics.jsonl (already cut at the resumed
+ * step), so the warning compares with it; *missing = the resumed step is a scan step without
+ * its record (the run stopped between the checkpoint and the scan). */
+static ax_status restore_scans(run_state *r, long first, int *missing) {
+    char key[96], *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    FILE *f = NULL;
+    *missing = 0;
+    snprintf(key, sizeof key, "%s_hi", r->hook->rate_key);
+    if (ax_path_exists(r->metrics_path)) /* line by line: a long run's log can be big */
+        AX_CHECK(ax_fopen_regular(r->metrics_path, "it is the run's training log", &f));
+    while (f && (n = getline(&line, &cap, f)) > 0) {
+        if (!strstr(line, "\"scan\"")) continue;
+        ax_json *j = NULL;
+        if (ax_json_parse(line, (size_t)n, r->metrics_path, &j) == AX_OK) {
+            const ax_json *sc = ax_json_get(j, "scan"), *st = ax_json_get(j, "step"),
+                          *hi = ax_json_get(j, key);
+            if (sc && sc->type == AX_JSON_STR && !strcmp(sc->str, r->hook->name) && st &&
+                st->type == AX_JSON_NUM && hi && hi->type == AX_JSON_NUM)
+                r->scan_prev_step = (long)st->num, r->scan_prev_hi = hi->num;
+        }
+        ax_error_clear(); /* a line that is not a record is not this run's concern */
+        ax_json_free(j);
+    }
+    free(line);
+    if (f) fclose(f);
+    *missing = first > 0 && first % r->cfg->scan_every == 0 && r->scan_prev_step != first;
+    return AX_OK;
+}
+
 /* One optimizer step over all micro-batches. Returns the global mean loss and grad norm. */
 static ax_status train_step(run_state *r, long step, double lr, double *loss, double *gnorm,
                             double *supervised, double *real) {
@@ -463,7 +537,12 @@ static ax_status should_stop(run_state *r, long step, long first, double t_start
 }
 
 ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_result *res) {
-    run_state r = {.cfg = cfg, .was_set = was_set};
+    return ax_train_run_scan(cfg, was_set, NULL, res);
+}
+
+ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
+                            const ax_train_scan_hook *hook, ax_train_result *res) {
+    run_state r = {.cfg = cfg, .was_set = was_set, .scan_prev_step = -1};
     ax_ckpt_t *ck = NULL;
     ax_status st = AX_OK;
     double t_start = ax_now();
@@ -475,7 +554,12 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
     AX_CHECK_GOTO(prepare(&r, &ck, was_set, &res->first_step), out);
     if (ax_train_flag_set(was_set, "stall-timeout")) ax_stall_set_timeout(cfg->stall_timeout);
     if (cfg->threads > 0) omp_set_num_threads((int)cfg->threads);
-    st = open_inputs(&r);
+    if (cfg->scan_every > 0 && !hook)
+        st = ax_errorf(AX_ERR_ARG, "--scan-every needs a scanner: run it with `axmem train` "
+                                   "(library callers pass one to ax_train_run_scan)");
+    r.hook = cfg->scan_every > 0 ? hook : NULL;
+    if (st == AX_OK && r.hook) st = r.hook->prepare(r.hook->ctx, cfg); /* before any model */
+    if (st == AX_OK) st = open_inputs(&r);
     if (st == AX_OK) st = build(&r);
     AX_CHECK_GOTO(agree(r.grid, st), out);
     if (ck)
@@ -485,6 +569,15 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
     if (st == AX_OK) st = start_files(&r, ck, res->first_step);
     AX_CHECK_GOTO(agree(r.grid, st), out);
     if (ck && r.rank0) AX_INFO("resumed from %s at step %ld", ax_ckpt_path(ck), res->first_step);
+    if (ck && r.hook) { /* the previous scan, and the one a crash may have lost */
+        double missing = 0;
+        int m = 0;
+        if (r.rank0) st = restore_scans(&r, res->first_step, &m), missing = m;
+        AX_CHECK_GOTO(agree(r.grid, st), out);
+        AX_CHECK_GOTO(ax_coll_allreduce(r.grid, AX_AXIS_WORLD, &missing, 1, AX_DT_F64, AX_OP_MAX),
+                      out);
+        if (missing > 0) AX_CHECK_GOTO(run_scan(&r, res->first_step), out);
+    }
     ax_model_config mc = *ax_model_config_of(r.model);
     if (r.rank0)
         AX_INFO("model: %d layers, dim %d, %d heads, ffn %d, vocab %d: %.2fM parameters; "
@@ -519,8 +612,12 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
         if (r.rank0)
             ax_progress_update(&prog, step + 1, loss, (double)tokens / dt,
                                step + 1 == cfg->steps || (step + 1) % cfg->log_every == 0);
-        if (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0 && step + 1 < cfg->steps)
+        /* a scan step is a checkpoint step: the scan reads the checkpoint */
+        int scan = r.hook && (step + 1) % cfg->scan_every == 0;
+        if ((scan || (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0)) &&
+            step + 1 < cfg->steps)
             AX_CHECK_GOTO(write_checkpoint(&r, saved = step + 1), out);
+        if (scan && step + 1 < cfg->steps) AX_CHECK_GOTO(run_scan(&r, step + 1), out);
         if (ax_now() - t0 > slowest) slowest = ax_now() - t0; /* with validation, checkpoint */
     }
     if (r.rank0) ax_progress_end(&prog);
@@ -537,6 +634,8 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
                 write ? "writing a checkpoint" : "stopping after the checkpoint", step);
     }
     if (write) AX_CHECK_GOTO(write_checkpoint(&r, step), out);
+    if (r.hook && !res->interrupted && step > res->first_step && step % cfg->scan_every == 0)
+        AX_CHECK_GOTO(run_scan(&r, step), out); /* the last step's, after its checkpoint */
 out:
     ax_ckpt_free(ck);
     run_free(&r);

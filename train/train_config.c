@@ -78,6 +78,13 @@ static const ax_cfg_entry entries[] = {
     {"stall-timeout", AX_CFG_FLOAT, F(stall_timeout), "600", 0, 1e9,
      "multi-rank runs: fail the job when a rank waits longer than this many seconds in one "
      "collective (another rank stalled or died; 0 = off)"},
+    {"scan-every", AX_CFG_INT, F(scan_every), "0", 0, 1e12,
+     "every N steps write a checkpoint and probe it for memorized training text on the "
+     "training ranks; a record in metrics.jsonl, a warning when extraction rises (0 = off)"},
+    {"scan-config", AX_CFG_STR, F(scan_config), "", 1, 0,
+     "the probe's settings for --scan-every: `name = value` lines or a JSON object of `axmem "
+     "memscan probe` flags (samples, prefix, suffix, offset, seed, batch, data, index, "
+     "tokenizer); checked before training starts"},
 };
 #undef F
 
@@ -156,6 +163,11 @@ ax_status ax_train_config_check(const ax_train_config *c) {
     if (mb > c->batch || c->batch % mb)
         return ax_errorf(AX_ERR_ARG, "--micro-batch %lld must divide --batch %lld", (long long)mb,
                          (long long)c->batch);
+    if (c->scan_every > 0 && !c->scan_config[0])
+        return ax_errorf(AX_ERR_ARG,
+                         "--scan-every %lld needs --scan-config FILE (the probe's "
+                         "settings; see README \"Memorization over training\")",
+                         (long long)c->scan_every);
     if (c->warmup > c->steps)
         return ax_errorf(AX_ERR_ARG, "--warmup %lld exceeds --steps %lld", (long long)c->warmup,
                          (long long)c->steps);
@@ -188,6 +200,8 @@ static const struct {
     {"log-every", OVERRIDE},
     {"ckpt-every", OVERRIDE},
     {"tokenizer", OVERRIDE},
+    {"scan-every", OVERRIDE}, /* scans read checkpoints, never change the training */
+    {"scan-config", OVERRIDE},
     {"data", MOVABLE},
     {"val-data", MOVABLE},
     {"steps", SCHEDULE},

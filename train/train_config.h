@@ -31,6 +31,10 @@ typedef struct {
     int64_t exit_after_steps;  /* this invocation only: 0 = off */
     double exit_after_minutes; /* this invocation only: 0 = off */
     double stall_timeout;      /* seconds; 0 = off (lib/core/stop.h) */
+
+    /* memorization scans during training (the hook in train/train.h runs them) */
+    int64_t scan_every;               /* every N steps; 0 = off */
+    char scan_config[AX_CFG_STR_MAX]; /* the scan's settings file */
 } ax_train_config;
 
 extern const ax_cfg_table ax_train_table;

@@ -13,9 +13,14 @@ ax_status ax_backend_select(const char *name, const ax_backend **out) {
         *out = ax_backend_cpu();
         return AX_OK;
     }
-    if (!strcmp(name, "cuda"))
+    if (!strcmp(name, "cuda")) {
+#ifdef AX_HAVE_CUDA
+        return ax_backend_cuda_open(out);
+#else
         return ax_errorf(AX_ERR_UNSUPPORTED,
                          "--device cuda: built without CUDA; rebuild with scons cuda=yes");
+#endif
+    }
     return ax_errorf(AX_ERR_ARG, "--device %s is not a backend; use cpu or cuda", name);
 }
 
@@ -25,6 +30,13 @@ ax_status ax_ctx_create(const ax_backend *be, size_t scratch_bytes, ax_ctx **out
     if (!ctx) return ax_errorf(AX_ERR_NOMEM, "out of memory creating an execution context");
     ctx->be = be;
     ctx->stream = NULL;
+    if (be->ctx_init) {
+        ax_status st = be->ctx_init(ctx);
+        if (st != AX_OK) {
+            be->host_free(ctx);
+            return st;
+        }
+    }
     ax_status st = ax_ctx_reserve(ctx, scratch_bytes);
     if (st != AX_OK) {
         ax_ctx_free(ctx);
@@ -37,6 +49,7 @@ ax_status ax_ctx_create(const ax_backend *be, size_t scratch_bytes, ax_ctx **out
 void ax_ctx_free(ax_ctx *ctx) {
     if (!ctx) return;
     if (ctx->scratch.base) ctx->be->dev_free(ctx->scratch.base);
+    if (ctx->be->ctx_fini) ctx->be->ctx_fini(ctx);
     ctx->be->host_free(ctx);
 }
 

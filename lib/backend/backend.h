@@ -29,6 +29,7 @@ typedef struct ax_ctx {
     void *stream;     /* the backend's stream or queue; NULL on the CPU */
     ax_arena scratch; /* device memory of `be` */
     ax_status status; /* first failure inside an op (ops return nothing): see ax_ctx_status */
+    void *impl;       /* the backend's per-context state (CUDA: cuBLAS handle); NULL on the CPU */
 } ax_ctx;
 
 typedef enum {
@@ -118,11 +119,20 @@ struct ax_backend {
                       long rows, long cols);
     void (*argmax_rows)(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
                         int v0);
+    /* optional (NULL on the CPU): per-context setup after ax_ctx_create has set ctx->be (a
+     * device backend creates its stream and library handles here) and teardown before
+     * ax_ctx_free releases the context */
+    ax_status (*ctx_init)(ax_ctx *ctx);
+    void (*ctx_fini)(ax_ctx *ctx);
 };
 
 /* The CPU backend (always built). */
 const ax_backend *ax_backend_cpu(void);
-/* Backend by name: "cpu", or "cuda" (fails in a build without CUDA, naming the rebuild flag). */
+/* The CUDA backend (lib/backend/cuda/, only in a build with AX_HAVE_CUDA): picks this rank's
+ * GPU (local rank modulo the visible devices); fails when no device is found at run time. */
+ax_status ax_backend_cuda_open(const ax_backend **out);
+/* Backend by name: "cpu", or "cuda" (fails in a build without CUDA, naming the rebuild flag,
+ * and on a machine without a GPU, saying so). */
 ax_status ax_backend_select(const char *name, const ax_backend **out);
 const char *ax_backend_name(const ax_backend *be);
 

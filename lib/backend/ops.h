@@ -84,7 +84,9 @@ static inline void ax_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, 
 
 /* ---- causal multi-head self-attention over a packed qkv buffer ----
  * qkv[B,T,3C] = [q | k | v] (q,k already rotated), out[B,T,C], att[B,H,T,T] softmax probs
- * (saved; entries above the diagonal are 0). scale = 1/sqrt(D). */
+ * (saved; entries above the diagonal are 0). scale = 1/sqrt(D). att is the backend's own saved
+ * state, read only by its attention_backward: the CUDA backend stores only the row logsumexp
+ * there (its first B*H*T floats) and recomputes the probabilities. */
 static inline void ax_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv,
                                         int B, int T, int C, int H) {
     ctx->be->attention_forward(ctx, out, att, qkv, B, T, C, H);

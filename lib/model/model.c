@@ -463,9 +463,14 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *slab, floa
         st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
         goto done;
     }
-    AX_CHECK_GOTO(
-        ax_coll_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block, AX_DT_F32),
-        done);
+    /* one Z rank: the shard is the block (a device copy: a size-1 collective copies on the host) */
+    if (gz == 1)
+        ax_copy(m->ctx, block, local + p->shard_off, (size_t)p->shard_n * sizeof(float),
+                AX_COPY_D2D);
+    else
+        AX_CHECK_GOTO(ax_coll_allgather(m->grid, AX_AXIS_Z, local + p->shard_off, p->shard_n, block,
+                                        AX_DT_F32),
+                      done);
     /* exactly one rank writes each global element; the rest add zeros, so the sum is exact */
     if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i)) {
         size_t bb = (size_t)(p->shard_n * gz) * sizeof(float), gb = (size_t)numel * sizeof(float);

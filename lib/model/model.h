@@ -18,6 +18,7 @@
 #include "lib/ckpt/ckpt.h"
 #include "lib/dist/grid.h"
 #include "lib/core/status.h"
+#include "lib/model/sample.h"
 
 typedef struct {
     int n_layers;
@@ -134,9 +135,18 @@ ax_status ax_model_read_losses(const ax_model_t *m, float *host);
  * position pos to the caches and leaves this rank's logits slice [B, Vl] (see
  * ax_model_vocab_slice) for the next token. */
 ax_status ax_model_decode_begin(ax_model_t *m, int B);
+/* The rows every step decodes: the largest B begun since the caches were allocated (a smaller
+ * B reuses them, its extra rows computing on whatever tokens they are fed). Token, key and out
+ * arrays of the calls below hold this many entries. */
+int ax_model_decode_batch(const ax_model_t *m);
 void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos);
 /* Greedy choice over the whole vocabulary (all Y ranks): out[B], ties to the lowest id. */
 ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out);
+/* One draw per sequence from softmax(logits / T) truncated to the top-k ids and the top-p
+ * nucleus, over the whole vocabulary (all Y ranks; lib/model/sample.h): out[B], sequence b's
+ * draw keyed by keys[b], so (seed, key) gives the same token on every grid. Collective. */
+ax_status ax_model_decode_sample(ax_model_t *m, const ax_sample_params *p, const uint64_t *keys,
+                                 int32_t *out);
 /* The full logits [B, V] of the last decode step on every rank (all-gathered over Y). */
 ax_status ax_model_decode_full_logits(ax_model_t *m, float *out);
 

@@ -3,6 +3,7 @@
  * The layer-0 activation buffers serve as scratch (decoding has no backward). */
 #include "lib/model/model_internal.h"
 #include "lib/backend/ops.h"
+#include "lib/model/sample.h"
 
 #include <math.h>
 
@@ -38,6 +39,10 @@ ax_status ax_model_decode_begin(ax_model_t *m, int B) {
     if (!m->dec_best) return ax_errorf(AX_ERR_NOMEM, "out of memory for decoding");
     m->dec_B = B;
     return AX_OK;
+}
+
+int ax_model_decode_batch(const ax_model_t *m) {
+    return m->dec_B;
 }
 
 void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
@@ -102,10 +107,43 @@ ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out) {
     return AX_OK;
 }
 
+/* the reduction of lib/model/sample.h over the vocabulary's Y shards */
+static ax_status reduce_y(void *ctx, double *buf, int n, int is_max) {
+    ax_model_t *m = ctx;
+    return ax_coll_allreduce(m->grid, AX_AXIS_Y, buf, n, AX_DT_F64, is_max ? AX_OP_MAX : AX_OP_SUM);
+}
+
+ax_status ax_model_decode_sample(ax_model_t *m, const ax_sample_params *p, const uint64_t *keys,
+                                 int32_t *out) {
+    int B = m->dec_B, Vl = m->Vl, valid = m->vvalid;
+    AX_CHECK(ax_sample_params_check(p));
+    /* the slice comes to the host (B x Vl floats a step, next to the LM head's B x C x Vl
+     * multiply-adds): the threshold searches and the Gumbel draw run there, the same code
+     * on every backend */
+    size_t xb = sizeof(float) * (size_t)B * (size_t)Vl, wb = ax_sample_work_bytes(B, valid);
+    float *x = ax_host_alloc(m->ctx, xb);
+    void *work = ax_host_alloc(m->ctx, wb);
+    ax_status st = AX_OK;
+    if (!x || !work) st = ax_errorf(AX_ERR_NOMEM, "out of memory for sampling %d sequences", B);
+    if (st == AX_OK) {
+        ax_copy(m->ctx, x, m->dec_logits, xb, AX_COPY_D2H);
+        ax_sync(m->ctx);
+        st = ax_ctx_status(m->ctx);
+    }
+    if (st == AX_OK)
+        st = ax_sample_rows(x, B, Vl, valid, m->v0, m->cfg.vocab, p, keys,
+                            m->dims[AX_AXIS_Y] > 1 ? reduce_y : NULL, m, work, out);
+    ax_host_free(m->ctx, x), ax_host_free(m->ctx, work);
+    return st;
+}
+
 ax_status ax_model_decode_full_logits(ax_model_t *m, float *out) {
     int B = m->dec_B, Vl = m->Vl, V = m->cfg.vocab, gy = m->dims[AX_AXIS_Y];
-    AX_CHECK(
-        ax_coll_allgather(m->grid, AX_AXIS_Y, m->dec_logits, (long)B * Vl, m->dec_all, AX_DT_F32));
+    if (gy == 1) /* a device copy: a size-1 collective would copy on the host */
+        ax_copy(m->ctx, m->dec_all, m->dec_logits, (size_t)B * Vl * sizeof(float), AX_COPY_D2D);
+    else
+        AX_CHECK(ax_coll_allgather(m->grid, AX_AXIS_Y, m->dec_logits, (long)B * Vl, m->dec_all,
+                                   AX_DT_F32));
     /* dec_all = gy blocks of [B, Vl]: interleave into rows of the global vocabulary (out is
      * host memory: a device backend's copy_rows writes across) */
     for (int y = 0; y < gy; y++) {

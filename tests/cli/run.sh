@@ -252,7 +252,7 @@ umask 022
 # ---- choice flags list their words; the manifest stores the RMSNorm epsilon
 expect_fail "choice flag lists its words" 2 "--packing 'docs' is not allowed: use packed or doc" \
   "$AX" train --data x.axd --packing docs
-expect_fail "probe --offset lists its words" 2 "use start or random" \
+expect_fail "probe --offset lists its words" 2 "use start, random or deep" \
   "$AX" memscan probe --ckpt x --data x.axd --offset middle
 "$AX" train --help 2>&1 | grep -q -- "--packing packed|doc .*(packed or doc; default: packed)" \
   && ok "train --help shows the choice words" || bad "train --help shows the choice words"
@@ -260,7 +260,8 @@ python3 -c 'import json,sys,glob
 m=json.load(open(sorted(glob.glob(sys.argv[1]+"/ckpt/step-*/manifest.json"))[-1]))
 sys.exit(0 if m["config"]["norm-eps"]==1e-5 else 1)' "$T/run" 2>"$T/err" \
   && ok "manifest stores norm-eps" || bad "manifest stores norm-eps"
-expect_fail "probe --device cuda says how to get it" 1 "built without CUDA; rebuild with scons cuda=yes" \
+# (a CUDA build on a machine without a GPU says that instead)
+expect_fail "probe --device cuda says how to get it" 1 "built without CUDA; rebuild with scons cuda=yes|no CUDA device found" \
   "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --device cuda
 expect_fail "generate --device lists its words" 2 "use cpu or cuda" \
   "$AX" memscan generate --ckpt "$T/run" --index x.idx --device tpu
@@ -311,6 +312,94 @@ for c in s["canaries"]:
 for r in s["references"]:
     assert text.count("my PIN is " + r) == 0, r
 PY
+
+# ---- memscan probe: sampled continuations, prefix lengths, deep offsets, goldfish audit
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 6 --prefix-lengths 8,16 --suffix 8 \
+  --samples-per-prefix 4 --temperature 0.8 --top-k 20 --top-p 0.9 --offset deep \
+  --out "$T/pd.json" >"$T/pd.out" 2>"$T/err" && grep -q "sampled 4 continuations per prefix" "$T/pd.out" \
+  && ok "probe: draws, two prefix lengths, deep offsets" || bad "probe: draws, two prefix lengths, deep offsets"
+python3 - "$T/pd.json" "$T/pd.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: p_hat, any-match and discoverable rates add up" || bad "probe: p_hat, any-match and discoverable rates add up"
+import json, sys
+j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
+c, m, t = j["config"], j["metrics"], j["tables"]
+assert c["prefix_lengths"] == [8, 16] and c["samples_per_prefix"] == 4 and c["offset"] == "deep"
+assert len(rows) == 12 and [r["prefix"] for r in rows] == [8] * 6 + [16] * 6
+for r in rows:
+    assert r["p_hat"] == r["sampled_exact"] / 4 and r["offset"] >= r["prefix"] + 8, r
+first = rows[:6]
+assert abs(m["sampled_p_hat"]["mean"] - sum(r["p_hat"] for r in first) / 6) < 1e-12
+assert m["sampled_any_match_rate"]["mean"] == sum(r["sampled_exact"] > 0 for r in first) / 6
+for d in t["discoverable"]:
+    want = sum(1 - (1 - r["p_hat"]) ** d["n"] >= d["p"] for r in first) / 6
+    assert d["rate"] == want, d
+assert [b["prefix"] for b in t["by_prefix_length"]] == [8, 16]
+PY
+python3 - "$T/p.json" "$T/p.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: no sampling or audit fields without their flags" || bad "probe: no sampling or audit fields without their flags"
+import json, sys
+j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
+assert sorted(j["config"]) == sorted(["prefix", "suffix", "samples", "offset", "prompt_eot", "seed", "eligible_docs"]), j["config"]
+assert sorted(j["metrics"]) == sorted(["exact_match_rate", "token_accuracy", "rouge_l", "matched_prefix_mean"]), j["metrics"]
+assert all(set(r) <= {"i", "doc", "offset", "exact", "matched_prefix", "token_accuracy", "rouge_l", "duplicates", "truth", "generated", "truth_text", "generated_text"} for r in rows)
+PY
+expect_fail "probe: bad --prefix-lengths named" 2 "--prefix-lengths '8,,16'" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --prefix-lengths 8,,16
+expect_fail "probe: --top-p out of range" 2 "--top-p" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples-per-prefix 2 --top-p 1.5
+"$AX" train "${TRAIN[@]}" --steps 10 --goldfish hash:k=4,h=13 --out "$T/gfrun" >/dev/null 2>&1
+"$AX" memscan probe --ckpt "$T/gfrun" --data "$T/kjv.axd" --samples 6 --prefix 8 --suffix 16 \
+  --out "$T/gf.json" >"$T/gf.out" 2>"$T/err" && grep -q "goldfish audit" "$T/gf.out" &&
+python3 - "$T/gf.json" "$T/gf.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: goldfish audit of a hash-goldfish run" || bad "probe: goldfish audit of a hash-goldfish run"
+import json, sys
+j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
+g = j["metrics"]["goldfish_divergence"]
+assert j["config"]["goldfish"] == "hash:k=4,h=13,seed=0"
+div = [r for r in rows if not r["exact"]]
+assert g["diverged"] == len(div) and all(r["first_divergence"] == r["matched_prefix"] for r in div)
+assert g["on_dropped"] == sum(r["first_divergence"] in r["goldfish_dropped"] for r in div)
+assert all(0 <= k < 16 for r in rows for k in r["goldfish_dropped"])
+PY
+
+# ---- data: compressed corpora and Megatron/GPT-NeoX indexed datasets (issue 13)
+if command -v zstd >/dev/null && command -v gzip >/dev/null; then
+  zstd -q -c "$T/kjv.jsonl" >"$T/kjv.jsonl.zst" && gzip -c "$T/kjv.jsonl" >"$T/kjv.jsonl.gz"
+  for z in zst gz; do
+    "$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.jsonl.$z" --out "$T/kjv_$z.axd" 2>"$T/err" &&
+      cmp -s "$T/kjv.axd" "$T/kjv_$z.axd" && ok "encode .jsonl.$z: the same dataset as .jsonl" ||
+      bad "encode .jsonl.$z: the same dataset as .jsonl"
+  done
+  head -c 3000 "$T/kjv.jsonl.zst" >"$T/cut.jsonl.zst"
+  expect_fail "encode: truncated .jsonl.zst named" 1 "cut.jsonl.zst: truncated zstd stream" \
+    "$AX" data encode --tokenizer "$T/tok" --input "$T/cut.jsonl.zst" --out "$T/cut.axd"
+  [ ! -e "$T/cut.axd" ] && ok "encode: nothing written for a truncated stream" || bad "encode: nothing written for a truncated stream"
+else
+  echo "skip compressed-input checks (the zstd and gzip tools are not installed)"
+fi
+MF=tests/fixtures/megatron
+"$AX" data import-megatron --prefix "$MF/pythia_u16" --out "$T/py.axd" 2>"$T/err" &&
+"$AX" data import-megatron --prefix "$MF/gpt2_i32" --eot 50256 --vocab-size 50257 --out "$T/g2.axd" 2>>"$T/err" &&
+python3 - "$MF/expected.json" "$T/py.axd" "$T/g2.axd" <<'PY' 2>>"$T/err" && ok "import-megatron: fixture ids and boundaries (read back independently)" || bad "import-megatron: fixture ids and boundaries (read back independently)"
+import json, struct, sys
+exp = json.load(open(sys.argv[1]))
+for name, path in (("pythia_u16", sys.argv[2]), ("gpt2_i32", sys.argv[3])):
+    b = open(path, "rb").read()
+    assert b[:8] == b"AXMEMAXD", path
+    ver, vocab, width, eot, nd, nt = struct.unpack_from("<IIIIQQ", b, 8)
+    e = exp[name]
+    assert ver == 3 and eot == e["eot"] and vocab == e["vocab"] and width == 2, (ver, eot, vocab)
+    off = struct.unpack_from("<%dQ" % (nd + 1), b, 64)
+    toks = struct.unpack_from("<%dH" % nt, b, 64 + 8 * (nd + 1))
+    docs = [list(toks[off[i]:off[i + 1]]) for i in range(nd)]
+    assert docs == e["axd_docs"], name
+PY
+"$AX" data info "$T/py.axd" 2>/dev/null | grep -q "^end-of-text: 0" && ok "data info shows an imported end-of-text" || bad "data info shows an imported end-of-text"
+"$AX" memscan index --data "$T/py.axd" --n 4 --out "$T/py.idx" >/dev/null 2>"$T/err" && ok "memscan index of an imported dataset" || bad "memscan index of an imported dataset"
+expect_fail "import-megatron: end-of-text not inferable" 2 "pass --eot ID" \
+  "$AX" data import-megatron --prefix "$MF/gpt2_i32" --out "$T/g3.axd"
+cp "$MF/pythia_u16.idx" "$T/cut.idx" && head -c 100 "$MF/pythia_u16.bin" >"$T/cut.bin"
+expect_fail "import-megatron: .idx not matching its .bin" 1 "cut.idx: .*does not match its .bin" \
+  "$AX" data import-megatron --prefix "$T/cut" --out "$T/cut.axd"
+expect_fail "import-megatron: missing pair named" 1 "nope.bin" \
+  "$AX" data import-megatron --prefix "$T/nope" --out "$T/n.axd"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

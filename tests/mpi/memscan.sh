@@ -39,4 +39,32 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
   else echo "memscan CLI: 3-rank index differs from serial: FAILED"; fail=1; fi
   grep -q "built on 3 ranks" "$T/mpi.out" || { echo "memscan CLI: no summary from rank 0"; fail=1; }
 fi
+# memscan probe with sampled continuations: a model that memorized 24 documents, probed at two
+# prefix lengths with 6 draws each (top-k, top-p, temperature): every per-document result,
+# draw counts included, is the same on 1 rank and on 2x1x2x1 (the vocabulary split over Y)
+if [ -x "$AX" ]; then
+  P=$T/probe
+  mkdir -p "$P"
+  head -n 24 data/corpus/kjv.jsonl >"$P/k.jsonl"
+  "$AX" data tokenizer-train --input "$P/k.jsonl" --vocab-size 300 --out "$P/tok" 2>/dev/null &&
+    "$AX" data encode --tokenizer "$P/tok" --input "$P/k.jsonl" --out "$P/k.axd" 2>/dev/null &&
+    "$AX" train --data "$P/k.axd" --model tiny --seq-len 48 --batch 8 --lr 3e-3 --warmup 5 \
+      --steps 100 --packing doc --log-every 100 --out "$P/run" >/dev/null 2>&1 || fail=1
+  F=(--ckpt "$P/run" --data "$P/k.axd" --samples 10 --prefix-lengths 12,16 --suffix 16
+     --samples-per-prefix 6 --top-k 40 --top-p 0.95 --temperature 1.2 --batch 5)
+  "$AX" memscan probe "${F[@]}" --out "$P/s1.json" >/dev/null || fail=1
+  mpirun --oversubscribe -np 4 "$AX" memscan probe "${F[@]}" --grid 2x1x2x1 \
+    --out "$P/s4.json" >/dev/null || fail=1
+  if python3 - "$P/s1" "$P/s4" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(p + ".samples.jsonl")] for p in sys.argv[1:])
+ja, jb = (json.load(open(p + ".json")) for p in sys.argv[1:])
+counts = [x["sampled_exact"] for x in a]
+ok = (a == b and len(a) == 20 and len(set(counts)) >= 3 and ja["metrics"] == jb["metrics"]
+      and ja["tables"] == jb["tables"])
+print("memscan probe draws: 2x1x2x1 equals 1 rank (counts %s): %s" % (counts, "ok" if ok else "FAILED"))
+sys.exit(0 if ok else 1)
+PY
+  then :; else fail=1; fi
+fi
 exit $fail

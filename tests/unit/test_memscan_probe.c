@@ -7,17 +7,22 @@
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "data/axd.h"
+#include "data/loader.h"
 #include "data/tokenizer.h"
+#include "goldfish/goldfish.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/log.h"
 #include "lib/model/model.h"
+#include "lib/model/sample.h"
 #include "lib/core/rng.h"
 #include "memscan/generate_run.h"
 #include "memscan/index.h"
@@ -245,7 +250,11 @@ static double json_num(const char *path, const char *keys) {
 
 /* A run directory with a checkpoint of a tiny model trained 2 steps on 12 documents of 40
  * tokens over an 8-token alphabet (so generations often repeat training tokens). */
+static void make_run_gf(const char *data, const char *run, const char *goldfish);
 static void make_run(const char *data, const char *run) {
+    make_run_gf(data, run, "none");
+}
+static void make_run_gf(const char *data, const char *run, const char *goldfish) {
     ax_axd_writer_t *w = NULL;
     cr_assert_eq(ax_axd_writer_create(data, VOCAB, &w), AX_OK, "%s", ax_error_msg());
     for (int d = 0; d < 12; d++) {
@@ -260,6 +269,7 @@ static void make_run(const char *data, const char *run) {
     snprintf(c.out, sizeof c.out, "%s", run);
     c.layers = 1, c.dim = 16, c.heads = 2, c.ffn = 24;
     c.seq_len = 32, c.batch = 2, c.steps = 2, c.warmup = 1, c.threads = 1;
+    snprintf(c.goldfish, sizeof c.goldfish, "%s", goldfish);
     ax_train_result r;
     cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
 }
@@ -285,7 +295,7 @@ Test(memscan_probe, library_calls_return_what_they_write) {
     snprintf(po.out, sizeof po.out, "%s", scan);
     snprintf(po.offset, sizeof po.offset, "middle"); /* the table would refuse it; so does run */
     cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_ERR_ARG);
-    cr_assert(strstr(ax_error_msg(), "use start or random"), "%s", ax_error_msg());
+    cr_assert(strstr(ax_error_msg(), "use start, random or deep"), "%s", ax_error_msg());
     ax_error_clear();
     snprintf(po.offset, sizeof po.offset, "start");
     po.samples = 6, po.prefix = 8, po.suffix = 8, po.batch = 4;
@@ -342,5 +352,470 @@ Test(memscan_probe, library_calls_return_what_they_write) {
     cr_assert_eq(total, 6);
     cr_assert_eq(gs.with_span, 6 - gs.longest_span_hist[0]);
     cr_assert(gs.with_span > 0, "no generation repeats a training token");
+    ax_rm_rf(run);
+}
+
+/* ---- sampled extraction (lib/model/sample.h; ax_probe_config.draws) ---- */
+
+/* The distribution ax_sample_rows should draw from, computed directly: softmax(x / T) over the
+ * k largest logits (ties at the k-th kept), then the smallest top set holding mass p of that. */
+static void expected_probs(const float *x, int V, const ax_sample_params *sp, double *prob) {
+    int ord[64];
+    for (int i = 0; i < V; i++) ord[i] = i;
+    for (int i = 0; i < V; i++) /* selection sort, descending */
+        for (int j = i + 1; j < V; j++)
+            if (x[ord[j]] > x[ord[i]]) {
+                int t = ord[i];
+                ord[i] = ord[j], ord[j] = t;
+            }
+    int keep = sp->top_k > 0 && sp->top_k < V ? sp->top_k : V;
+    while (keep < V && x[ord[keep]] == x[ord[keep - 1]]) keep++;
+    double z = 0, w[64];
+    for (int i = 0; i < keep; i++) z += w[i] = exp((x[ord[i]] - x[ord[0]]) / sp->temperature);
+    if (sp->top_p < 1) {
+        double c = 0;
+        int n = 0;
+        while (n < keep && c < sp->top_p * z) c += w[n++];
+        keep = n;
+        z = c;
+    }
+    for (int i = 0; i < V; i++) prob[i] = 0;
+    for (int i = 0; i < keep; i++) prob[ord[i]] = w[i] / z;
+}
+
+Test(memscan_probe, gumbel_sampler_matches_the_truncated_softmax) {
+    enum { V = 6, M = 40000 };
+    const float row[V] = {2.0f, 1.5f, 1.0f, 0.0f, -1.0f, 0.5f};
+    const ax_sample_params cases[] = {{0.8, 0, 1.0, 7},
+                                      {1.3, 3, 1.0, 8},
+                                      {1.0, 0, 0.75, 9},
+                                      {0.5, 4, 0.9, 10},
+                                      {2.0, 1, 1.0, 11}};
+    float *x = malloc(sizeof *x * (size_t)M * V);
+    uint64_t *keys = malloc(sizeof *keys * M);
+    int32_t *out = malloc(sizeof *out * M);
+    void *work = malloc(ax_sample_work_bytes(M, V));
+    for (int b = 0; b < M; b++) memcpy(x + (size_t)b * V, row, sizeof row), keys[b] = (uint64_t)b;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        double prob[V];
+        long cnt[V] = {0};
+        expected_probs(row, V, &cases[c], prob);
+        cr_assert_eq(ax_sample_rows(x, M, V, V, 0, V, &cases[c], keys, NULL, NULL, work, out),
+                     AX_OK, "%s", ax_error_msg());
+        for (int b = 0; b < M; b++) {
+            cr_assert(out[b] >= 0 && out[b] < V);
+            cnt[out[b]]++;
+        }
+        for (int v = 0; v < V; v++) {
+            double f = (double)cnt[v] / M, sd = sqrt(prob[v] * (1 - prob[v]) / M);
+            if (prob[v] == 0) cr_assert_eq(cnt[v], 0, "case %zu: id %d outside the kept set", c, v);
+            cr_assert(fabs(f - prob[v]) <= 5 * sd + 1e-9,
+                      "case %zu id %d: drawn %.4f, softmax %.4f", c, v, f, prob[v]);
+        }
+    }
+    /* ties at the top-k threshold are all kept: k = 2 over {1, 1, 1, 0.5, ...} keeps three */
+    const float tied[V] = {1.0f, 0.5f, 1.0f, 0.0f, 1.0f, -1.0f};
+    ax_sample_params k2 = {1.0, 2, 1.0, 12};
+    for (int b = 0; b < M; b++) memcpy(x + (size_t)b * V, tied, sizeof tied);
+    cr_assert_eq(ax_sample_rows(x, M, V, V, 0, V, &k2, keys, NULL, NULL, work, out), AX_OK);
+    long tc[V] = {0};
+    for (int b = 0; b < M; b++) tc[out[b]]++;
+    for (int v = 0; v < V; v++)
+        if (tied[v] == 1.0f)
+            cr_assert(fabs((double)tc[v] / M - 1.0 / 3) < 5 * sqrt(2.0 / 9 / M), "id %d", v);
+        else
+            cr_assert_eq(tc[v], 0, "id %d below the threshold drawn", v);
+    /* the settings are checked */
+    ax_sample_params bad = {0.0, 0, 1.0, 0};
+    cr_assert_eq(ax_sample_rows(x, 1, V, V, 0, V, &bad, keys, NULL, NULL, work, out), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--temperature"), "%s", ax_error_msg());
+    ax_error_clear();
+    free(x), free(keys), free(out), free(work);
+}
+
+/* Shards of one vocabulary on threads, reducing through shared slots: what the model's Y
+ * ranks do over MPI. Every shard must draw what the whole row draws. */
+enum { SH_MAX = 3 };
+typedef struct {
+    pthread_barrier_t bar;
+    double *slot[SH_MAX];
+    int nt;
+} shard_bus;
+typedef struct {
+    shard_bus *bus;
+    int t, B, V, v0, valid;
+    const float *x;
+    const ax_sample_params *sp;
+    const uint64_t *keys;
+    int32_t *out;
+    ax_status st;
+} shard_job;
+
+static ax_status shard_reduce(void *ctx, double *buf, int n, int is_max) {
+    shard_job *j = ctx;
+    shard_bus *bus = j->bus;
+    double *tmp = malloc(sizeof *tmp * (size_t)n);
+    bus->slot[j->t] = buf;
+    pthread_barrier_wait(&bus->bar);
+    for (int i = 0; i < n; i++) {
+        double a = bus->slot[0][i];
+        for (int s = 1; s < bus->nt; s++) {
+            double b = bus->slot[s][i];
+            a = is_max ? (b > a ? b : a) : a + b;
+        }
+        tmp[i] = a;
+    }
+    pthread_barrier_wait(&bus->bar); /* everyone has read every slot */
+    memcpy(buf, tmp, sizeof *tmp * (size_t)n);
+    free(tmp);
+    return AX_OK;
+}
+
+static void *shard_main(void *arg) {
+    shard_job *j = arg;
+    void *work = malloc(ax_sample_work_bytes(j->B, j->valid));
+    j->st = ax_sample_rows(j->x + j->v0, j->B, j->V, j->valid, j->v0, j->V, j->sp, j->keys,
+                           shard_reduce, j, work, j->out);
+    free(work);
+    return NULL;
+}
+
+Test(memscan_probe, sharded_draws_equal_whole_vocabulary_draws) {
+    enum { V = 37, B = 400 };
+    float *x = malloc(sizeof *x * B * V);
+    uint64_t keys[B];
+    for (int b = 0; b < B; b++) {
+        keys[b] = 1000 + (uint64_t)b;
+        for (int v = 0; v < V; v++)
+            x[b * V + v] = 3.0f * ax_rng_normal(5, (uint64_t)b, (uint64_t)v);
+        if (b % 7 == 0) x[b * V + 3] = x[b * V + 20]; /* a tie across the shards */
+    }
+    const ax_sample_params cases[] = {
+        {1.0, 0, 1.0, 1}, {0.7, 5, 1.0, 2}, {1.0, 0, 0.8, 3}, {1.5, 10, 0.6, 4}, {0.3, 1, 1.0, 5}};
+    void *work = malloc(ax_sample_work_bytes(B, V));
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int32_t whole[B];
+        cr_assert_eq(ax_sample_rows(x, B, V, V, 0, V, &cases[c], keys, NULL, NULL, work, whole),
+                     AX_OK);
+        for (int nt = 2; nt <= SH_MAX; nt++) {
+            shard_bus bus = {.nt = nt};
+            pthread_barrier_init(&bus.bar, NULL, (unsigned)nt);
+            shard_job jobs[SH_MAX];
+            pthread_t th[SH_MAX];
+            int32_t outs[SH_MAX][B];
+            int Vl = (V + nt - 1) / nt; /* the last shard is shorter, as the model's */
+            for (int t = 0; t < nt; t++) {
+                int v0 = t * Vl, valid = V - v0 < Vl ? V - v0 : Vl;
+                jobs[t] = (shard_job){&bus, t, B, V, v0, valid, x, &cases[c], keys, outs[t], AX_OK};
+                pthread_create(&th[t], NULL, shard_main, &jobs[t]);
+            }
+            for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+            pthread_barrier_destroy(&bus.bar);
+            for (int t = 0; t < nt; t++) {
+                cr_assert_eq(jobs[t].st, AX_OK);
+                cr_assert_arr_eq(outs[t], whole, sizeof whole, "case %zu, %d shards, shard %d", c,
+                                 nt, t);
+            }
+        }
+        /* top-k = 1 is the greedy choice */
+        if (cases[c].top_k == 1)
+            for (int b = 0; b < B; b++) {
+                int best = 0;
+                for (int v = 1; v < V; v++)
+                    if (x[b * V + v] > x[b * V + best]) best = v;
+                cr_assert_eq(whole[b], best, "row %d", b);
+            }
+    }
+    free(x), free(work);
+}
+
+/* The probe with draws on the planted dataset of check_probe: draws at top-k 1 and at a
+ * temperature near 0 are the greedy continuation (so N of N reproduce where greedy does, 0
+ * where it does not); at a high temperature they are not; the same seed reproduces the counts
+ * whatever the batching, another seed changes them. */
+static void run_draws(ax_model_t *m, const ax_axd_t *ds, int P, int S, int batch, uint64_t seed,
+                      ax_sample_params sp, int draws, ax_probe_result *r) {
+    ax_probe_config c = {.prefix = P,
+                         .suffix = S,
+                         .samples = 14,
+                         .batch = batch,
+                         .seed = seed,
+                         .random_offset = 0,
+                         .lead_eot = 1,
+                         .draws = draws,
+                         .sampling = sp};
+    cr_assert_eq(ax_probe_run(m, ds, &c, r), AX_OK, "%s", ax_error_msg());
+}
+
+Test(memscan_probe, draws_reduce_to_greedy_and_reproduce) {
+    int P = 6, S = 10, D = 4, T = P + S;
+    ax_model_t *m = tiny_model(T);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/axmem_test_%d_draws.axd", (int)getpid());
+    make_dataset(path, m, T, P, S, 1);
+    ax_axd_t *ds = NULL;
+    cr_assert_eq(ax_axd_open(path, 1, &ds), AX_OK, "%s", ax_error_msg());
+    ax_probe_result g, r;
+    run_draws(m, ds, P, S, 4, 3, (ax_sample_params){1.0, 0, 1.0, 0}, 0, &g);
+    int exact = 0;
+    for (int i = 0; i < g.n; i++) {
+        exact += g.s[i].exact;
+        cr_assert_eq(g.s[i].sampled_exact, 0);
+    }
+    cr_assert(exact >= 3, "only %d greedy exact", exact);
+    const ax_sample_params greedy_like[] = {{1.0, 1, 1.0, 0}, {1e-6, 0, 1.0, 0}, {1e-6, 0, 0.9, 0}};
+    for (size_t c = 0; c < sizeof greedy_like / sizeof *greedy_like; c++) {
+        run_draws(m, ds, P, S, 4, 3, greedy_like[c], D, &r);
+        for (int i = 0; i < r.n; i++) {
+            cr_assert_eq(r.s[i].doc, g.s[i].doc);
+            cr_assert_arr_eq(r.s[i].generated, g.s[i].generated, sizeof(int32_t) * S);
+            cr_assert_eq(r.s[i].sampled_exact, g.s[i].exact ? D : 0, "case %zu sample %d: %d of %d",
+                         c, i, r.s[i].sampled_exact, D);
+        }
+        ax_probe_result_free(&r);
+    }
+    /* hot draws: some greedy-exact probe loses a draw; the counts depend on the seed only */
+    ax_sample_params hot = {3.0, 0, 1.0, 0};
+    ax_probe_result a, b, o;
+    run_draws(m, ds, P, S, 4, 3, hot, 8, &a);
+    run_draws(m, ds, P, S, 3, 3, hot, 8, &b);  /* other batching: same draws */
+    run_draws(m, ds, P, S, 4, 99, hot, 8, &o); /* other seed: other documents and draws */
+    int lost = 0, same = 1;
+    for (int i = 0; i < a.n; i++) {
+        cr_assert_eq(a.s[i].sampled_exact, b.s[i].sampled_exact, "sample %d", i);
+        lost += a.s[i].exact && a.s[i].sampled_exact < 8;
+        same &= a.s[i].doc == o.s[i].doc && a.s[i].sampled_exact == o.s[i].sampled_exact;
+    }
+    cr_assert(lost > 0, "hot sampling reproduced every greedy-exact suffix 8 of 8 times");
+    cr_assert(!same, "another seed gave the same probes and counts");
+    ax_probe_result_free(&a), ax_probe_result_free(&b), ax_probe_result_free(&o);
+    ax_probe_result_free(&g);
+    ax_axd_free(ds);
+    ax_model_free(m);
+    unlink(path);
+}
+
+/* deep offsets start at least P + S tokens into documents of at least 2 (P + S) tokens */
+Test(memscan_probe, deep_offsets) {
+    int P = 5, S = 5, T = P + S;
+    ax_model_t *m = tiny_model(T);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/axmem_test_%d_deep.axd", (int)getpid());
+    make_dataset(path, m, T, P, S, 0);
+    ax_axd_t *ds = NULL;
+    cr_assert_eq(ax_axd_open(path, 1, &ds), AX_OK, "%s", ax_error_msg());
+    ax_probe_config c = {.prefix = P,
+                         .suffix = S,
+                         .samples = 20,
+                         .batch = 4,
+                         .seed = 1,
+                         .random_offset = AX_PROBE_DEEP};
+    ax_probe_result r;
+    cr_assert_eq(ax_probe_run(m, ds, &c, &r), AX_OK, "%s", ax_error_msg());
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    uint64_t lo = ~0ull, hi = 0;
+    for (int i = 0; i < r.n; i++) {
+        uint64_t len = off[r.s[i].doc + 1] - off[r.s[i].doc] - 1;
+        cr_assert(r.s[i].offset >= (uint64_t)(P + S), "sample %d at %llu", i,
+                  (unsigned long long)r.s[i].offset);
+        cr_assert(r.s[i].offset + (uint64_t)(P + S) <= len);
+        lo = r.s[i].offset < lo ? r.s[i].offset : lo, hi = r.s[i].offset > hi ? r.s[i].offset : hi;
+    }
+    cr_assert(hi > lo, "deep offsets all %llu", (unsigned long long)lo);
+    ax_probe_result_free(&r);
+    c.prefix = 20, c.suffix = 5; /* 2 x 25 tokens: no document is that long */
+    cr_assert_eq(ax_probe_run(m, ds, &c, &r), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--offset random"), "%s", ax_error_msg());
+    ax_error_clear();
+    ax_axd_free(ds);
+    ax_model_free(m);
+    unlink(path);
+}
+
+/* a JSON file parsed (the caller frees both) */
+static ax_json *json_load(const char *path, char **text) {
+    size_t len;
+    ax_json *j = NULL;
+    cr_assert_eq(ax_read_file(path, text, &len), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_json_parse(*text, len, path, &j), AX_OK, "%s", ax_error_msg());
+    return j;
+}
+
+/* A hash-goldfish run: every sample's goldfish_dropped is the mask recomputed here from the
+ * dataset with XXH3 (goldfish/goldfish.h's definition), first_divergence is the greedy
+ * continuation's first mismatch, and the scan's audit numbers add up from the samples. With
+ * several prefix lengths and draws, the first length's numbers equal a run at that length. */
+Test(memscan_probe, goldfish_audit_and_prefix_lengths) {
+    char data[128], run[128], scan[160], one[160];
+    int pid = (int)getpid();
+    snprintf(data, sizeof data, "/tmp/axmem_test_%d_gf.axd", pid);
+    snprintf(run, sizeof run, "/tmp/axmem_test_%d_gfrun", pid);
+    snprintf(scan, sizeof scan, "/tmp/axmem_test_%d_gf.json", pid);
+    snprintf(one, sizeof one, "/tmp/axmem_test_%d_gf1.json", pid);
+    make_run_gf(data, run, "hash:k=3,h=2,seed=5");
+    ax_ms_probe_opts po;
+    ax_ms_probe_summary ps, p1;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_probe_table, &po), AX_OK);
+    snprintf(po.ckpt, sizeof po.ckpt, "%s", run);
+    snprintf(po.data, sizeof po.data, "%s", data);
+    snprintf(po.out, sizeof po.out, "%s", scan);
+    snprintf(po.offset, sizeof po.offset, "random");
+    snprintf(po.prefix_lengths, sizeof po.prefix_lengths, "4,8");
+    po.samples = 10, po.suffix = 12, po.batch = 4, po.samples_per_prefix = 3, po.top_k = 5;
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_OK, "%s", ax_error_msg());
+    cr_assert(ps.audited && ps.draws == 3);
+    /* the same probe at the first length alone */
+    po.prefix_lengths[0] = 0, po.prefix = 4;
+    snprintf(po.out, sizeof po.out, "%s", one);
+    cr_assert_eq(ax_ms_probe_run(&po, &p1), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(p1.exact_match.mean, ps.exact_match.mean);
+    cr_assert_eq(p1.sampled_p_mean, ps.sampled_p_mean);
+    cr_assert_eq(p1.sampled_any_rate, ps.sampled_any_rate);
+    cr_assert_eq(p1.diverged, ps.diverged);
+    cr_assert_eq(p1.diverged_on_dropped, ps.diverged_on_dropped);
+
+    ax_axd_t *ds = NULL;
+    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    uint64_t thr = UINT64_MAX / 3 + (UINT64_MAX % 3 == 2);
+    char *text = NULL;
+    size_t len;
+    cr_assert_eq(ax_read_file(ps.samples_path, &text, &len), AX_OK, "%s", ax_error_msg());
+    int lines = 0, div = 0, on = 0, dropped_total = 0, per_len[2] = {0, 0};
+    for (char *save = NULL, *ln = strtok_r(text, "\n", &save); ln;
+         ln = strtok_r(NULL, "\n", &save)) {
+        ax_json *j = NULL;
+        cr_assert_eq(ax_json_parse(ln, strlen(ln), "samples", &j), AX_OK, "%s", ax_error_msg());
+        int P = (int)ax_json_get(j, "prefix")->num, doc = (int)ax_json_get(j, "doc")->num;
+        uint64_t o = (uint64_t)ax_json_get(j, "offset")->num;
+        per_len[P == 8]++;
+        cr_assert(P == 4 || P == 8);
+        const ax_json *dr = ax_json_get(j, "goldfish_dropped"),
+                      *fd = ax_json_get(j, "first_divergence");
+        cr_assert(dr && dr->type == AX_JSON_ARR && fd);
+        int32_t toks[64];
+        uint64_t dlen = off[doc + 1] - off[doc];
+        ax_axd_tokens(ds, off[doc], dlen, toks);
+        int want[12], n_want = 0;
+        for (int k = 0; k < 12; k++) {
+            uint64_t q = o + (uint64_t)P + (uint64_t)k; /* document position of suffix token k */
+            if (q >= 2 && XXH3_64bits_withSeed(toks + q - 2, 2 * sizeof(int32_t), 5) < thr)
+                want[n_want++] = k;
+        }
+        cr_assert_eq(dr->n, (size_t)n_want, "doc %d offset %llu P %d", doc, (unsigned long long)o,
+                     P);
+        for (int k = 0; k < n_want; k++) cr_assert_eq((int)dr->items[k]->num, want[k]);
+        int exact = ax_json_get(j, "exact")->num != 0;
+        int mp = (int)ax_json_get(j, "matched_prefix")->num;
+        const ax_json *sx = ax_json_get(j, "sampled_exact");
+        cr_assert(sx && sx->num >= 0 && sx->num <= 3);
+        cr_assert_eq(ax_json_get(j, "p_hat")->num, sx->num / 3);
+        if (exact) {
+            cr_assert_eq(fd->type, AX_JSON_NULL);
+        } else {
+            cr_assert_eq((int)fd->num, mp);
+            if (P == 4) {
+                div++, dropped_total += n_want;
+                for (int k = 0; k < n_want; k++) on += want[k] == mp;
+            }
+        }
+        ax_json_free(j);
+        lines++;
+    }
+    free(text);
+    cr_assert_eq(lines, 20);
+    cr_assert(per_len[0] == 10 && per_len[1] == 10);
+    cr_assert(dropped_total > 0, "no suffix position was dropped");
+    cr_assert_eq(ps.diverged, div);
+    cr_assert_eq(ps.diverged_on_dropped, on);
+    cr_assert_float_eq(ps.dropped_fraction, (double)dropped_total / (div * 12.0), 1e-12);
+    cr_assert_eq(json_num(scan, "metrics/goldfish_divergence/dropped_fraction"),
+                 ps.dropped_fraction);
+    cr_assert_eq(json_num(scan, "metrics/sampled_any_match_rate/mean"), ps.sampled_any_rate);
+    cr_assert_eq(json_num(scan, "tables/by_prefix_length/1/prefix"), 8);
+    cr_assert_eq(json_num(scan, "tables/by_prefix_length/0/exact_match_rate"), ps.exact_match.mean);
+    char *t2 = NULL;
+    ax_json *sj = json_load(scan, &t2);
+    const ax_json *cfg = ax_json_get(sj, "config");
+    cr_assert_str_eq(ax_json_get(cfg, "goldfish")->str, "hash:k=3,h=2,seed=5");
+    ax_json_free(sj), free(t2);
+    /* bad settings name their flag */
+    snprintf(po.prefix_lengths, sizeof po.prefix_lengths, "4,x");
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--prefix-lengths"), "%s", ax_error_msg());
+    ax_error_clear();
+    po.prefix_lengths[0] = 0, po.top_p = 0;
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--top-p"), "%s", ax_error_msg());
+    ax_error_clear();
+    ax_axd_free(ds);
+    ax_rm_rf(run);
+}
+
+/* A static-goldfish run (packed windows): the dropped suffix positions in the samples file are
+ * those of the training loop's own masks, rebuilt here window by window through the loader. */
+Test(memscan_probe, goldfish_audit_static_matches_training_windows) {
+    char data[128], run[128], scan[160];
+    int pid = (int)getpid(), T = 32;
+    snprintf(data, sizeof data, "/tmp/axmem_test_%d_gfs.axd", pid);
+    snprintf(run, sizeof run, "/tmp/axmem_test_%d_gfsrun", pid);
+    snprintf(scan, sizeof scan, "/tmp/axmem_test_%d_gfs.json", pid);
+    make_run_gf(data, run, "static:k=3");
+    ax_ms_probe_opts po;
+    ax_ms_probe_summary ps;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_probe_table, &po), AX_OK);
+    snprintf(po.ckpt, sizeof po.ckpt, "%s", run);
+    snprintf(po.data, sizeof po.data, "%s", data);
+    snprintf(po.out, sizeof po.out, "%s", scan);
+    snprintf(po.offset, sizeof po.offset, "random");
+    po.samples = 12, po.prefix = 5, po.suffix = 10, po.batch = 4;
+    cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_OK, "%s", ax_error_msg());
+    cr_assert(ps.audited);
+    /* the training masks over the token stream: window g's target i is stream token start+1+i */
+    ax_axd_t *ds = NULL;
+    ax_loader_t *ld = NULL;
+    ax_goldfish gf;
+    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_loader_create(ds, T, 0, &ld), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_goldfish_parse("static:k=3", &gf), AX_OK);
+    uint64_t nt = ax_axd_n_tokens(ds);
+    uint8_t *drop = calloc(nt, 1);
+    int32_t win[64];
+    uint32_t pos[64];
+    uint8_t keep[64];
+    for (uint64_t g = 0; g < ax_loader_n_windows(ld); g++) {
+        uint64_t start = ax_loader_start(ld, g);
+        ax_loader_sample(ld, g, win, pos);
+        ax_goldfish_mask(&gf, win + 1, pos + 1, T, keep);
+        for (int i = 0; i < T; i++) drop[start + 1 + (uint64_t)i] = !keep[i];
+    }
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    char *text = NULL;
+    size_t len;
+    cr_assert_eq(ax_read_file(ps.samples_path, &text, &len), AX_OK, "%s", ax_error_msg());
+    int lines = 0, seen = 0;
+    for (char *save = NULL, *ln = strtok_r(text, "\n", &save); ln;
+         ln = strtok_r(NULL, "\n", &save)) {
+        ax_json *j = NULL;
+        cr_assert_eq(ax_json_parse(ln, strlen(ln), "samples", &j), AX_OK, "%s", ax_error_msg());
+        uint64_t at = off[(uint64_t)ax_json_get(j, "doc")->num] +
+                      (uint64_t)ax_json_get(j, "offset")->num + 5; /* suffix token 0 */
+        const ax_json *dr = ax_json_get(j, "goldfish_dropped");
+        size_t m = 0;
+        for (int k = 0; k < 10; k++)
+            if (drop[at + (uint64_t)k]) {
+                cr_assert(m < dr->n && (int)dr->items[m]->num == k, "line %d offset %d", lines, k);
+                m++;
+            }
+        cr_assert_eq(m, dr->n, "line %d: %zu dropped listed, %zu in training", lines, dr->n, m);
+        seen += (int)m;
+        ax_json_free(j);
+        lines++;
+    }
+    cr_assert_eq(lines, 12);
+    cr_assert(seen > 0);
+    free(text), free(drop);
+    ax_loader_free(ld);
+    ax_axd_free(ds);
     ax_rm_rf(run);
 }

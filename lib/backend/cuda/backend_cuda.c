@@ -1,0 +1,272 @@
+/* The CUDA backend's table: device memory (cudaMalloc), one stream and one cuBLAS handle per
+ * execution context, the GPU chosen from the local rank, and the sticky first error. The ops
+ * are the kernels of this folder (*.cu) and cuBLAS (gemm.c). */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/backend/cuda/cuda.h"
+#include "lib/core/log.h"
+
+/* ---- the first failure, process-wide (allocations and launches need not hold a context) ---- */
+static int g_failed; /* 0 none, 2 being written, 1 recorded */
+static char g_why[512];
+
+void ax_cuda_fail(const char *fmt, ...) {
+    char why[sizeof g_why];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    ax_log(AX_LOG_ERROR, "cuda: %s", why);
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&g_failed, &expected, 2, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        memcpy(g_why, why, sizeof why);
+        __atomic_store_n(&g_failed, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static int check(cudaError_t e, const char *what) {
+    if (e == cudaSuccess) return 1;
+    ax_cuda_fail("%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    return 0;
+}
+
+void ax_cuda_launched(const char *op) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) ax_cuda_fail("kernel launch of %s: %s", op, cudaGetErrorString(e));
+}
+
+ax_status ax_cuda_status(ax_ctx *ctx) {
+    /* an asynchronous kernel fault shows on the next query of the stream (without waiting) */
+    if (ctx && ctx->stream) {
+        cudaError_t e = cudaStreamQuery((cudaStream_t)ctx->stream);
+        if (e != cudaSuccess && e != cudaErrorNotReady) check(e, "a kernel on the stream");
+    }
+    if (__atomic_load_n(&g_failed, __ATOMIC_ACQUIRE) != 1) return AX_OK;
+    return ax_errorf(AX_ERR_INTERNAL, "CUDA backend: %s", g_why);
+}
+
+/* ---- device selection ---- */
+static int g_device = -1;
+
+/* this process's index among the ranks on its node (0 when not launched by mpirun or srun) */
+static int local_rank(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID",
+                          "MV2_COMM_WORLD_LOCAL_RANK", "PMI_LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return 0;
+}
+
+/* ---- memory ---- */
+static void *cu_dev_alloc(size_t bytes) {
+    size_t n = ((bytes ? bytes : 1) + 63) & ~(size_t)63; /* cudaMalloc aligns to 256 */
+    void *p = NULL;
+    if (cudaMalloc(&p, n) != cudaSuccess) {
+        cudaGetLastError(); /* out of memory is the caller's to report, not a sticky fault */
+        return NULL;
+    }
+    /* zeroed like the CPU's; cudaMemset runs on the legacy default stream, which every
+     * context's (blocking) stream waits for, and the wait makes the zeroing visible to all */
+    if (!check(cudaMemset(p, 0, n), "cudaMemset of a new allocation") ||
+        !check(cudaStreamSynchronize(0), "cudaStreamSynchronize after cudaMemset")) {
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void cu_dev_free(void *p) {
+    if (p) check(cudaFree(p), "cudaFree");
+}
+
+/* Host memory is plain pageable memory: a D2H cudaMemcpyAsync into pageable memory returns
+ * only when the copy is done, so the model may read host results right after ax_copy, as on
+ * the CPU backend (pinned memory would need an explicit ax_sync first). */
+static void *cu_host_alloc(size_t bytes) {
+    return calloc(1, bytes ? bytes : 1);
+}
+
+static void cu_host_free(void *p) {
+    free(p);
+}
+
+static void cu_copy(ax_ctx *ctx, void *dst, const void *src, size_t bytes, ax_copy_kind kind) {
+    if (!bytes || dst == src) return;
+    enum cudaMemcpyKind k = kind == AX_COPY_H2D   ? cudaMemcpyHostToDevice
+                            : kind == AX_COPY_D2H ? cudaMemcpyDeviceToHost
+                                                  : cudaMemcpyDeviceToDevice;
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    check(cudaMemcpyAsync(dst, src, bytes, k, s), "cudaMemcpyAsync");
+    /* D2H into pageable memory has completed on return, but a host source of H2D may be
+     * reused by the caller at once: also complete for pageable memory (staged by the driver) */
+}
+
+static void cu_zero(ax_ctx *ctx, void *p, size_t bytes) {
+    if (bytes) check(cudaMemsetAsync(p, 0, bytes, (cudaStream_t)ctx->stream), "cudaMemsetAsync");
+}
+
+static void cu_sync(ax_ctx *ctx) {
+    check(cudaStreamSynchronize((cudaStream_t)ctx->stream), "cudaStreamSynchronize");
+}
+
+void ax_cuda_d2h_sync(ax_ctx *ctx, void *host, const void *dev, size_t bytes) {
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    if (check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync D2H"))
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+/* map: a host staging copy (one-time work such as initialisation, never in a step). The view
+ * always starts with the device's contents, even for AX_MAP_WRITE alone: a caller that writes
+ * part of it then writes back the rest unchanged, as on the CPU where the view is the memory. */
+static void *cu_map(ax_ctx *ctx, void *dev, size_t bytes, int flags) {
+    (void)flags;
+    void *h = malloc(bytes ? bytes : 1);
+    if (!h) return NULL;
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    if (bytes &&
+        (!check(cudaMemcpyAsync(h, dev, bytes, cudaMemcpyDeviceToHost, s), "ax_map copy") ||
+         !check(cudaStreamSynchronize(s), "ax_map wait"))) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void cu_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags) {
+    if (!host) return;
+    if ((flags & AX_MAP_WRITE) && bytes) {
+        cudaStream_t s = (cudaStream_t)ctx->stream;
+        if (check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s), "ax_unmap copy"))
+            check(cudaStreamSynchronize(s), "ax_unmap wait"); /* before the staging is freed */
+    }
+    free(host);
+}
+
+/* ---- contexts: a stream and a cuBLAS handle each ---- */
+static ax_status cu_ctx_init(ax_ctx *ctx) {
+    ax_cuda_ctx *c = calloc(1, sizeof *c);
+    if (!c) return ax_errorf(AX_ERR_NOMEM, "out of memory creating a CUDA context");
+    c->device = g_device < 0 ? 0 : g_device;
+    cudaError_t e = cudaSetDevice(c->device);
+    cudaStream_t s = NULL;
+    /* a blocking stream: it waits for the legacy default stream (cudaMemset of allocations) */
+    if (e == cudaSuccess) e = cudaStreamCreate(&s);
+    if (e != cudaSuccess) {
+        int dev = c->device;
+        free(c);
+        return ax_errorf(AX_ERR_UNSUPPORTED, "CUDA device %d: cannot create a stream: %s", dev,
+                         cudaGetErrorString(e));
+    }
+    cublasHandle_t h = NULL;
+    cublasStatus_t bs = cublasCreate(&h);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(h, s);
+    /* fp32 means fp32: no TF32 tensor cores even under NVIDIA_TF32_OVERRIDE, so the GEMMs
+     * reproduce the CPU backend to float rounding */
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        if (h) cublasDestroy(h);
+        cudaStreamDestroy(s);
+        free(c);
+        return ax_errorf(AX_ERR_UNSUPPORTED, "cuBLAS initialisation failed: %s",
+                         cublasGetStatusString(bs));
+    }
+    c->blas = h;
+    ctx->stream = s;
+    ctx->impl = c;
+    return AX_OK;
+}
+
+static void cu_ctx_fini(ax_ctx *ctx) {
+    ax_cuda_ctx *c = ctx->impl;
+    if (ctx->stream) check(cudaStreamSynchronize((cudaStream_t)ctx->stream), "final stream wait");
+    if (c && c->blas) cublasDestroy((cublasHandle_t)c->blas);
+    if (ctx->stream) cudaStreamDestroy((cudaStream_t)ctx->stream);
+    free(c);
+    ctx->impl = NULL;
+    ctx->stream = NULL;
+}
+
+static const ax_backend cuda_backend = {
+    .name = "cuda",
+    .dev_alloc = cu_dev_alloc,
+    .dev_free = cu_dev_free,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
+    .copy = cu_copy,
+    .zero = cu_zero,
+    .sync = cu_sync,
+    .status = ax_cuda_status,
+    .map = cu_map,
+    .unmap = cu_unmap,
+    .gemm = ax_cuda_gemm,
+    .matmul_forward = ax_cuda_matmul_forward,
+    .matmul_backward = ax_cuda_matmul_backward,
+    .embedding_forward = ax_cuda_embedding_forward,
+    .embedding_backward = ax_cuda_embedding_backward,
+    .rmsnorm_forward = ax_cuda_rmsnorm_forward,
+    .rmsnorm_backward = ax_cuda_rmsnorm_backward,
+    .rope_table = ax_cuda_rope_table,
+    .rope_forward = ax_cuda_rope_forward,
+    .rope_backward = ax_cuda_rope_backward,
+    .attention_forward = ax_cuda_attention_forward,
+    .attention_backward = ax_cuda_attention_backward,
+    .swiglu_forward = ax_cuda_swiglu_forward,
+    .swiglu_backward = ax_cuda_swiglu_backward,
+    .add_forward = ax_cuda_add_forward,
+    .accumulate = ax_cuda_accumulate,
+    .crossentropy_forward_backward = ax_cuda_crossentropy_forward_backward,
+    .adamw_update = ax_cuda_adamw_update,
+    .sum_squares = ax_cuda_sum_squares,
+    .rmsnorm_sumsq = ax_cuda_rmsnorm_sumsq,
+    .rmsnorm_apply = ax_cuda_rmsnorm_apply,
+    .rmsnorm_backward_dot = ax_cuda_rmsnorm_backward_dot,
+    .rmsnorm_backward_apply = ax_cuda_rmsnorm_backward_apply,
+    .ce_rowmax = ax_cuda_ce_rowmax,
+    .ce_partial = ax_cuda_ce_partial,
+    .ce_finish = ax_cuda_ce_finish,
+    .embedding_shard_forward = ax_cuda_embedding_shard_forward,
+    .embedding_shard_backward = ax_cuda_embedding_shard_backward,
+    .attention_decode = ax_cuda_attention_decode,
+    .kv_append = ax_cuda_kv_append,
+    .copy_rows = ax_cuda_copy_rows,
+    .argmax_rows = ax_cuda_argmax_rows,
+    .ctx_init = cu_ctx_init,
+    .ctx_fini = cu_ctx_fini,
+};
+
+ax_status ax_backend_cuda_open(const ax_backend **out) {
+    *out = NULL;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n <= 0) {
+        const char *why = e != cudaSuccess ? cudaGetErrorString(e) : "0 devices";
+        cudaGetLastError(); /* not a sticky failure of this process: nothing ran */
+        return ax_errorf(AX_ERR_UNSUPPORTED,
+                         "--device cuda: no CUDA device found (cudaGetDeviceCount: %s); "
+                         "use --device cpu or run on a machine with an NVIDIA GPU",
+                         why);
+    }
+    if (g_device < 0) {
+        /* one rank per GPU: ranks on a node take devices in turn (with CUDA_VISIBLE_DEVICES
+         * set per rank, n = 1 and every rank takes its one device) */
+        int dev = local_rank() % n;
+        e = cudaSetDevice(dev);
+        if (e != cudaSuccess)
+            return ax_errorf(AX_ERR_UNSUPPORTED, "--device cuda: cudaSetDevice(%d): %s", dev,
+                             cudaGetErrorString(e));
+        g_device = dev;
+        struct cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
+            AX_DEBUG("cuda: device %d of %d: %s, sm_%d%d, %.1f GiB", dev, n, prop.name, prop.major,
+                     prop.minor, (double)prop.totalGlobalMem / (1 << 30));
+    }
+    *out = &cuda_backend;
+    return AX_OK;
+}

@@ -1,0 +1,110 @@
+/* The CUDA backend's internals: the per-context state, error recording and the kernels' host
+ * entry points (the `ax_cuda_*` ops, same signatures as lib/backend/cpu/cpu.h). Included by
+ * the C files of this folder (the table, cuBLAS) and by the .cu kernel files (as C++).
+ *
+ * Conventions shared by every kernel here:
+ * - Pointers are device memory (lib/backend/ops.h), except `best` of argmax_rows (host) and
+ *   the double results, which are copied back and waited for (a synchronising op).
+ * - Everything runs on the context's stream (ctx->stream); kernels never allocate: workspace
+ *   comes from ax_ctx_scratch.
+ * - No float atomics: every reduction has a fixed order, so results are deterministic
+ *   run to run (they differ from the CPU's order by rounding only).
+ * - A failed launch or an unsupported shape is recorded once, process-wide (ax_cuda_fail),
+ *   and reported by the backend's `status` (ax_ctx_status): ops return nothing. */
+#pragma once
+#include <math.h> /* system headers outside the extern "C" block below (C++ overloads) */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "lib/backend/ops.h"
+
+/* per-context state behind ctx->impl (the stream itself is ctx->stream) */
+typedef struct {
+    void *blas; /* cublasHandle_t */
+    int device;
+} ax_cuda_ctx;
+
+/* Records the first failure (printf-style message) for ax_cuda_status; later ones are logged. */
+void ax_cuda_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* After a launch: records a launch error (bad configuration, no device) naming `op`. */
+void ax_cuda_launched(const char *op);
+ax_status ax_cuda_status(ax_ctx *ctx);
+/* Copies `bytes` of device memory to host and waits (results of the double-returning ops). */
+void ax_cuda_d2h_sync(ax_ctx *ctx, void *host, const void *dev, size_t bytes);
+
+void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                  const float *A, long lda, const float *B, long ldb, float beta, float *C,
+                  long ldc);
+void ax_cuda_matmul_forward(ax_ctx *ctx, float *out, const float *inp, const float *w, int N, int C,
+                            int OC);
+void ax_cuda_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
+                             const float *inp, const float *w, int N, int C, int OC);
+/* C[m,n] = beta C for k = 0 (BLAS semantics, beta = 0 clears NaNs): ops_elem.cu */
+void ax_cuda_scale_matrix(ax_ctx *ctx, float *C, long ldc, long m, long n, float beta);
+void ax_cuda_embedding_forward(ax_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
+                               int N, int C);
+void ax_cuda_embedding_backward(ax_ctx *ctx, float *dwte, const float *dout, const int32_t *tokens,
+                                int N, int C);
+void ax_cuda_rmsnorm_forward(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                             const float *weight, int N, int C, float eps);
+void ax_cuda_rmsnorm_backward(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                              const float *inp, const float *weight, const float *rstd, int N,
+                              int C);
+void ax_cuda_rope_table(ax_ctx *ctx, float *cos_t, float *sin_t, int T, int D, float theta);
+void ax_cuda_rope_forward(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t, int B,
+                          int T, int H, int D, long ld);
+void ax_cuda_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, const float *sin_t, int B,
+                           int T, int H, int D, long ld);
+void ax_cuda_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
+                               int C, int H);
+void ax_cuda_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
+                                const float *qkv, const float *att, int B, int T, int C, int H);
+void ax_cuda_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F);
+void ax_cuda_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N,
+                             int F);
+void ax_cuda_add_forward(ax_ctx *ctx, float *out, const float *a, const float *b, long n);
+void ax_cuda_accumulate(ax_ctx *ctx, float *dst, const float *src, long n);
+double ax_cuda_crossentropy_forward_backward(ax_ctx *ctx, float *losses, float *dlogits,
+                                             const float *logits, const int32_t *targets,
+                                             const uint8_t *mask, float dscale, int N, int V);
+void ax_cuda_adamw_update(ax_ctx *ctx, float *param, const float *grad, float *m, float *v, long n,
+                          float lr, float beta1, float beta2, float eps, float wd, float grad_scale,
+                          long t);
+double ax_cuda_sum_squares(ax_ctx *ctx, const float *x, long n);
+void ax_cuda_rmsnorm_sumsq(ax_ctx *ctx, float *ss, const float *inp, int N, int C);
+void ax_cuda_rmsnorm_apply(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                           const float *weight, const float *ss, int N, int C, int C_total,
+                           float eps);
+void ax_cuda_rmsnorm_backward_dot(ax_ctx *ctx, float *dot, const float *dout, const float *inp,
+                                  const float *weight, int N, int C);
+void ax_cuda_rmsnorm_backward_apply(ax_ctx *ctx, float *dinp, float *dweight, const float *dout,
+                                    const float *inp, const float *weight, const float *rstd,
+                                    const float *dot, int N, int C, int C_total);
+void ax_cuda_ce_rowmax(ax_ctx *ctx, float *rowmax, const float *logits, int N, int Vl, int valid);
+void ax_cuda_ce_partial(ax_ctx *ctx, float *stats, const float *logits, const float *rowmax,
+                        const int32_t *targets, const uint8_t *mask, int N, int Vl, int valid,
+                        int v0);
+double ax_cuda_ce_finish(ax_ctx *ctx, float *losses, float *dlogits, const float *logits,
+                         const float *rowmax, const float *stats, const int32_t *targets,
+                         const uint8_t *mask, float dscale, int N, int Vl, int valid, int v0);
+void ax_cuda_embedding_shard_forward(ax_ctx *ctx, float *out, const int32_t *tokens,
+                                     const float *wte, int N, int C, int v0, int rows);
+void ax_cuda_embedding_shard_backward(ax_ctx *ctx, float *dwte, const float *dout,
+                                      const int32_t *tokens, int N, int C, int v0, int rows);
+void ax_cuda_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
+                              const float *vc, int B, int H, int D, int len, int Tmax);
+void ax_cuda_kv_append(ax_ctx *ctx, float *kc, float *vc, const float *k, const float *v, long ld,
+                       int B, int H, int D, int Tmax, int pos);
+void ax_cuda_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, long ld_src,
+                       long rows, long cols);
+void ax_cuda_argmax_rows(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
+                         int v0);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,56 @@
+// Device helpers shared by the kernel files of lib/backend/cuda/: launch geometry, warp and
+// block reductions with a fixed order (deterministic: the same inputs give the same bits).
+#pragma once
+#include <cuda_runtime.h>
+
+#include "lib/backend/cuda/cuda.h"
+
+#define AX_STREAM(ctx) ((cudaStream_t)(ctx)->stream)
+
+static inline unsigned ax_blocks(long n, int threads) {
+    long b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b > 1048576 ? 1048576 : b); /* grid-stride loops cover more */
+}
+
+__device__ __forceinline__ float ax_warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float ax_warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ double ax_warp_sum_d(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum / max over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the
+// result. `sh` is 32 floats of shared memory; the function syncs before reusing it.
+__device__ __forceinline__ float ax_block_sum(float v, float *sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = ax_warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = lane < nw ? sh[lane] : 0.0f;
+    return ax_warp_sum(v);
+}
+__device__ __forceinline__ float ax_block_max(float v, float *sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = ax_warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = lane < nw ? sh[lane] : -INFINITY;
+    return ax_warp_max(v);
+}
+__device__ __forceinline__ double ax_block_sum_d(double v, double *sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = ax_warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = lane < nw ? sh[lane] : 0.0;
+    return ax_warp_sum_d(v);
+}

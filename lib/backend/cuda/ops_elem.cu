@@ -1,0 +1,249 @@
+// Elementwise and data-movement kernels: embedding (full and vocabulary-sharded), SwiGLU,
+// residual add/accumulate, rotary embedding, AdamW, KV-cache append, strided row copies and
+// the k = 0 GEMM scale. The CPU kernels (lib/backend/cpu/) are the specification.
+#include <limits.h>
+
+#include "lib/backend/cuda/kernels.cuh"
+
+#define TPB 256
+
+// ---- C[m,n] = beta C (beta = 0 writes exact zeros, clearing NaNs) ----
+__global__ void scale_matrix_kernel(float *C, long ldc, long m, long n, float beta) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < m * n;
+         i += (long)gridDim.x * blockDim.x) {
+        float *c = C + (i / n) * ldc + i % n;
+        *c = beta == 0.0f ? 0.0f : beta * *c;
+    }
+}
+extern "C" void ax_cuda_scale_matrix(ax_ctx *ctx, float *C, long ldc, long m, long n, float beta) {
+    if (m <= 0 || n <= 0) return;
+    scale_matrix_kernel<<<ax_blocks(m * n, TPB), TPB, 0, AX_STREAM(ctx)>>>(C, ldc, m, n, beta);
+    ax_cuda_launched("gemm (k = 0)");
+}
+
+// ---- embedding: rows [v0, v0 + rows) of the table are here ----
+// out[N,C] = wte[t - v0] for owned tokens, 0 otherwise. One block row per token.
+__global__ void emb_fwd_kernel(float *out, const int32_t *tokens, const float *wte, int N, int C,
+                               int v0, int rows) {
+    for (int i = blockIdx.y; i < N; i += gridDim.y) { /* gridDim.y is at most 65535 */
+        long r = (long)tokens[i] - v0;
+        int owned = r >= 0 && r < rows;
+        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < C; c += gridDim.x * blockDim.x)
+            out[(long)i * C + c] = owned ? wte[r * C + c] : 0.0f;
+    }
+}
+
+// dwte[rows,C] += scatter of dout[N,C]. One thread per column walks all N rows in order: two
+// rows naming the same token never race, no float atomics, and the sum order is the CPU's
+// (bit-identical to it). The price is parallelism limited to C threads; a sort-by-token
+// segmented sum is the faster deterministic alternative if this shows in profiles.
+__global__ void emb_bwd_kernel(float *dwte, const float *dout, const int32_t *tokens, int N, int C,
+                               int v0, int rows) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    for (int i = 0; i < N; i++) {
+        long r = (long)tokens[i] - v0;
+        if (r < 0 || r >= rows) continue;
+        dwte[r * C + c] += dout[(long)i * C + c];
+    }
+}
+
+extern "C" void ax_cuda_embedding_shard_forward(ax_ctx *ctx, float *out, const int32_t *tokens,
+                                                const float *wte, int N, int C, int v0, int rows) {
+    if (N <= 0 || C <= 0) return;
+    dim3 grid((C + TPB - 1) / TPB, N < 65535 ? N : 65535);
+    emb_fwd_kernel<<<grid, TPB, 0, AX_STREAM(ctx)>>>(out, tokens, wte, N, C, v0, rows);
+    ax_cuda_launched("embedding_forward");
+}
+extern "C" void ax_cuda_embedding_shard_backward(ax_ctx *ctx, float *dwte, const float *dout,
+                                                 const int32_t *tokens, int N, int C, int v0,
+                                                 int rows) {
+    if (N <= 0 || C <= 0) return;
+    emb_bwd_kernel<<<(C + 127) / 128, 128, 0, AX_STREAM(ctx)>>>(dwte, dout, tokens, N, C, v0, rows);
+    ax_cuda_launched("embedding_backward");
+}
+extern "C" void ax_cuda_embedding_forward(ax_ctx *ctx, float *out, const int32_t *tokens,
+                                          const float *wte, int N, int C) {
+    ax_cuda_embedding_shard_forward(ctx, out, tokens, wte, N, C, 0, INT_MAX);
+}
+extern "C" void ax_cuda_embedding_backward(ax_ctx *ctx, float *dwte, const float *dout,
+                                           const int32_t *tokens, int N, int C) {
+    ax_cuda_embedding_shard_backward(ctx, dwte, dout, tokens, N, C, 0, INT_MAX);
+}
+
+// ---- SwiGLU: out = silu(gate) * up, h[N,2F] = [gate | up] ----
+__global__ void swiglu_fwd_kernel(float *out, const float *h, long N, int F) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * F;
+         i += (long)gridDim.x * blockDim.x) {
+        long r = i / F, j = i % F;
+        float g = h[r * 2 * F + j], u = h[r * 2 * F + F + j];
+        out[i] = g / (1.0f + expf(-g)) * u;
+    }
+}
+// dh[N,2F] += ; s = sigmoid(g): d gate = dout u s (1 + g (1 - s)), d up = dout g s
+__global__ void swiglu_bwd_kernel(float *dh, const float *dout, const float *h, long N, int F) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * F;
+         i += (long)gridDim.x * blockDim.x) {
+        long r = i / F, j = i % F;
+        float g = h[r * 2 * F + j], u = h[r * 2 * F + F + j], dy = dout[i];
+        float s = 1.0f / (1.0f + expf(-g));
+        dh[r * 2 * F + j] += dy * u * s * (1.0f + g * (1.0f - s));
+        dh[r * 2 * F + F + j] += dy * g * s;
+    }
+}
+extern "C" void ax_cuda_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F) {
+    if (N <= 0 || F <= 0) return;
+    swiglu_fwd_kernel<<<ax_blocks((long)N * F, TPB), TPB, 0, AX_STREAM(ctx)>>>(out, h, N, F);
+    ax_cuda_launched("swiglu_forward");
+}
+extern "C" void ax_cuda_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h,
+                                        int N, int F) {
+    if (N <= 0 || F <= 0) return;
+    swiglu_bwd_kernel<<<ax_blocks((long)N * F, TPB), TPB, 0, AX_STREAM(ctx)>>>(dh, dout, h, N, F);
+    ax_cuda_launched("swiglu_backward");
+}
+
+// ---- residual ----
+__global__ void add_kernel(float *out, const float *a, const float *b, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+__global__ void accumulate_kernel(float *dst, const float *src, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
+        dst[i] += src[i];
+}
+extern "C" void ax_cuda_add_forward(ax_ctx *ctx, float *out, const float *a, const float *b,
+                                    long n) {
+    if (n <= 0) return;
+    add_kernel<<<ax_blocks(n, TPB), TPB, 0, AX_STREAM(ctx)>>>(out, a, b, n);
+    ax_cuda_launched("add_forward");
+}
+extern "C" void ax_cuda_accumulate(ax_ctx *ctx, float *dst, const float *src, long n) {
+    if (n <= 0) return;
+    accumulate_kernel<<<ax_blocks(n, TPB), TPB, 0, AX_STREAM(ctx)>>>(dst, src, n);
+    ax_cuda_launched("accumulate");
+}
+
+// ---- rotary embedding: pairs (i, i + D/2), angle(t, i) = t theta^(-2i/D) ----
+// cos/sin[T, D/2], angles in double like the CPU table
+__global__ void rope_table_kernel(float *cos_t, float *sin_t, int T, int D, float theta) {
+    int h = D / 2;
+    for (long k = blockIdx.x * (long)blockDim.x + threadIdx.x; k < (long)T * h;
+         k += (long)gridDim.x * blockDim.x) {
+        int t = (int)(k / h), i = (int)(k % h);
+        double a = (double)t * pow((double)theta, -2.0 * i / (double)D);
+        cos_t[k] = (float)cos(a);
+        sin_t[k] = (float)sin(a);
+    }
+}
+// x[B,T,ld], heads at x[row*ld + h*D + d]; sgn = -1 applies the inverse rotation (backward)
+__global__ void rope_kernel(float *x, const float *cos_t, const float *sin_t, int B, int T, int H,
+                            int D, long ld, float sgn) {
+    int h2 = D / 2;
+    long total = (long)B * T * H * h2;
+    for (long k = blockIdx.x * (long)blockDim.x + threadIdx.x; k < total;
+         k += (long)gridDim.x * blockDim.x) {
+        int i = (int)(k % h2);
+        long rest = k / h2;
+        int hd = (int)(rest % H);
+        long row = rest / H; // b*T + t
+        int t = (int)(row % T);
+        float *x1 = x + row * ld + (long)hd * D, *x2 = x1 + h2;
+        float cs = cos_t[(long)t * h2 + i], s = sgn * sin_t[(long)t * h2 + i];
+        float a = x1[i], c = x2[i];
+        x1[i] = a * cs - c * s;
+        x2[i] = a * s + c * cs;
+    }
+}
+extern "C" void ax_cuda_rope_table(ax_ctx *ctx, float *cos_t, float *sin_t, int T, int D,
+                                   float theta) {
+    if (T <= 0 || D < 2) return;
+    rope_table_kernel<<<ax_blocks((long)T * (D / 2), TPB), TPB, 0, AX_STREAM(ctx)>>>(cos_t, sin_t,
+                                                                                     T, D, theta);
+    ax_cuda_launched("rope_table");
+}
+static void rope(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t, int B, int T, int H,
+                 int D, long ld, float sgn) {
+    long total = (long)B * T * H * (D / 2);
+    if (total <= 0) return;
+    rope_kernel<<<ax_blocks(total, TPB), TPB, 0, AX_STREAM(ctx)>>>(x, cos_t, sin_t, B, T, H, D, ld,
+                                                                   sgn);
+    ax_cuda_launched(sgn > 0 ? "rope_forward" : "rope_backward");
+}
+extern "C" void ax_cuda_rope_forward(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t,
+                                     int B, int T, int H, int D, long ld) {
+    rope(ctx, x, cos_t, sin_t, B, T, H, D, ld, 1.0f);
+}
+extern "C" void ax_cuda_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t,
+                                      const float *sin_t, int B, int T, int H, int D, long ld) {
+    rope(ctx, dx, cos_t, sin_t, B, T, H, D, ld, -1.0f);
+}
+
+// ---- AdamW over the slab: the CPU's operations in the CPU's order ----
+__global__ void adamw_kernel(float *param, const float *grad, float *m, float *v, long n, float lr,
+                             float b1, float b2, float eps, float wd, float gs, float ibc1,
+                             float ibc2) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        float g = grad[i] * gs;
+        float mi = b1 * m[i] + (1.0f - b1) * g;
+        float vi = b2 * v[i] + (1.0f - b2) * (g * g);
+        float p = param[i];
+        float upd = (mi * ibc1) / (sqrtf(vi * ibc2) + eps) + wd * p;
+        m[i] = mi;
+        v[i] = vi;
+        param[i] = p - lr * upd;
+    }
+}
+extern "C" void ax_cuda_adamw_update(ax_ctx *ctx, float *param, const float *grad, float *m,
+                                     float *v, long n, float lr, float beta1, float beta2,
+                                     float eps, float wd, float grad_scale, long t) {
+    if (n <= 0) return;
+    float ibc1 = (float)(1.0 / (1.0 - pow(beta1, (double)t)));
+    float ibc2 = (float)(1.0 / (1.0 - pow(beta2, (double)t)));
+    adamw_kernel<<<ax_blocks(n, TPB), TPB, 0, AX_STREAM(ctx)>>>(
+        param, grad, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, ibc1, ibc2);
+    ax_cuda_launched("adamw_update");
+}
+
+// ---- decoding data movement ----
+// kc, vc[B,H,Tmax,D] at position pos <- k, v rows (row b at k + b*ld, head h at + h*D)
+__global__ void kv_append_kernel(float *kc, float *vc, const float *k, const float *v, long ld,
+                                 int B, int H, int D, int Tmax, int pos) {
+    long total = (long)B * H * D;
+    for (long e = blockIdx.x * (long)blockDim.x + threadIdx.x; e < total;
+         e += (long)gridDim.x * blockDim.x) {
+        int d = (int)(e % D);
+        long bh = e / D;
+        int h = (int)(bh % H), b = (int)(bh / H);
+        long dst = (bh * Tmax + pos) * D + d, src = (long)b * ld + (long)h * D + d;
+        kc[dst] = k[src];
+        vc[dst] = v[src];
+    }
+}
+extern "C" void ax_cuda_kv_append(ax_ctx *ctx, float *kc, float *vc, const float *k, const float *v,
+                                  long ld, int B, int H, int D, int Tmax, int pos) {
+    long total = (long)B * H * D;
+    if (total <= 0) return;
+    kv_append_kernel<<<ax_blocks(total, TPB), TPB, 0, AX_STREAM(ctx)>>>(kc, vc, k, v, ld, B, H, D,
+                                                                        Tmax, pos);
+    ax_cuda_launched("kv_append");
+}
+
+// cudaMemcpyDefault: the direction from the pointers (unified addressing), because the model
+// also copies device rows into host memory with this op (lib/model/model_decode.c,
+// ax_model_decode_full_logits); a copy into pageable host memory has completed on return.
+extern "C" void ax_cuda_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src,
+                                  long ld_src, long rows, long cols) {
+    if (rows <= 0 || cols <= 0) return;
+    cudaError_t e =
+        rows == 1
+            ? cudaMemcpyAsync(dst, src, sizeof(float) * cols, cudaMemcpyDefault, AX_STREAM(ctx))
+            : cudaMemcpy2DAsync(dst, sizeof(float) * ld_dst, src, sizeof(float) * ld_src,
+                                sizeof(float) * cols, rows, cudaMemcpyDefault, AX_STREAM(ctx));
+    if (e != cudaSuccess)
+        ax_cuda_fail("copy_rows (cudaMemcpy2DAsync, %ld x %ld): %s", rows, cols,
+                     cudaGetErrorString(e));
+}

@@ -1,0 +1,462 @@
+/* CUDA vs CPU: runs every op of lib/backend/ops.h on both backends with the same random
+ * inputs (odd sizes, sharded variants, accumulating outputs pre-filled) and prints, per op
+ * output, the relative error max|cpu - gpu| / max|cpu| and PASS/FAIL against the tolerance
+ * (fp32: 1e-5; the CPU backend is the specification).
+ *
+ * Exit: 0 every comparison passed; 1 a comparison failed; 77 with one line
+ * "SKIP: no CUDA device: <reason>" when there is no GPU (a skip, never a pass).
+ * Usage: cuda_ops_check [--quick]   (--quick: skips the largest shapes, for the emulator of
+ *                                    tests/cuda/emu/, where a launch costs OS threads) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/backend/ops.h"
+#include "lib/core/status.h"
+
+#define TOL 1e-5
+
+static ax_ctx *C_, *G_; /* CPU and CUDA contexts */
+static int n_pass, n_fail;
+
+/* ---- inputs ---- */
+static unsigned long long rng = 0x9e3779b97f4a7c15ull;
+static float urand(void) { /* uniform [-1, 1) */
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((rng >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+static float *host_rand(size_t n, float scale) {
+    float *h = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) h[i] = urand() * scale;
+    return h;
+}
+
+/* A tensor on both backends with the same contents. */
+typedef struct {
+    void *c, *g;
+    size_t bytes;
+} both;
+
+static both put(const void *host, size_t bytes) {
+    both b = {ax_dev_alloc(C_, bytes), ax_dev_alloc(G_, bytes), bytes};
+    if (!b.c || !b.g) {
+        fprintf(stderr, "cuda_ops_check: out of memory for %zu bytes\n", bytes);
+        exit(1);
+    }
+    if (host) {
+        memcpy(b.c, host, bytes);
+        ax_copy(G_, b.g, host, bytes, AX_COPY_H2D);
+    }
+    return b;
+}
+static both put_rand(size_t n, float scale) {
+    float *h = host_rand(n, scale);
+    both b = put(h, sizeof(float) * n);
+    free(h);
+    return b;
+}
+static void drop(both *b) {
+    ax_dev_free(C_, b->c);
+    ax_dev_free(G_, b->g);
+}
+
+/* compares n floats of b (CPU copy vs GPU copy) and prints one line */
+static void check(const char *op, const char *what, const both *b, size_t n, double tol) {
+    float *g = malloc(sizeof(float) * (n ? n : 1));
+    ax_copy(G_, g, b->g, sizeof(float) * n, AX_COPY_D2H);
+    ax_sync(G_);
+    const float *c = b->c;
+    double mx = 0.0, diff = 0.0;
+    int nan = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(c[i]) != isnan(g[i])) nan = 1;
+        if (isnan(c[i]) || isnan(g[i])) continue;
+        mx = fmax(mx, fabs((double)c[i]));
+        diff = fmax(diff, fabs((double)c[i] - (double)g[i]));
+    }
+    double err = nan ? INFINITY : mx > 0 ? diff / mx : diff;
+    int ok = err < tol;
+    ok ? n_pass++ : n_fail++;
+    printf("%-34s %-10s n=%-8zu rel.err %.3e  %s\n", op, what, n, err, ok ? "PASS" : "FAIL");
+    free(g);
+}
+static void check_scalar(const char *op, double cpu, double gpu, double tol) {
+    double err = fabs(cpu - gpu) / fmax(fabs(cpu), 1e-30);
+    if (isnan(cpu) || isnan(gpu)) err = INFINITY;
+    int ok = err < tol;
+    ok ? n_pass++ : n_fail++;
+    printf("%-34s %-10s %.9g vs %.9g rel.err %.3e  %s\n", op, "return", cpu, gpu, err,
+           ok ? "PASS" : "FAIL");
+}
+
+/* ---- the ops ---- */
+static void t_gemm(char ta, char tb, long m, long n, long k, float alpha, float beta, int pad) {
+    long ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m, br = tb == 'N' ? k : n,
+         bc = tb == 'N' ? n : k;
+    long lda = ac + pad, ldb = bc + pad, ldc = n + pad;
+    both A = put_rand((size_t)(ar * lda), 1), B = put_rand((size_t)(br * ldb), 1);
+    both Cm = put_rand((size_t)(m * ldc), 1);
+    ax_gemm(C_, ta, tb, m, n, k, alpha, A.c, lda, B.c, ldb, beta, Cm.c, ldc);
+    ax_gemm(G_, ta, tb, m, n, k, alpha, A.g, lda, B.g, ldb, beta, Cm.g, ldc);
+    char name[96];
+    snprintf(name, sizeof name, "gemm %c%c %ldx%ldx%ld ld+%d", ta, tb, m, n, k, pad);
+    check(name, "C", &Cm, (size_t)(m * ldc), TOL);
+    drop(&A), drop(&B), drop(&Cm);
+}
+
+static void t_matmul(int N, int C, int OC) {
+    both inp = put_rand((size_t)N * C, 1), w = put_rand((size_t)OC * C, 0.2f);
+    both out = put(NULL, sizeof(float) * N * OC), dout = put_rand((size_t)N * OC, 1);
+    both dinp = put_rand((size_t)N * C, 1), dw = put_rand((size_t)OC * C, 1);
+    char name[64];
+    snprintf(name, sizeof name, "matmul N=%d C=%d OC=%d", N, C, OC);
+    ax_matmul_forward(C_, out.c, inp.c, w.c, N, C, OC);
+    ax_matmul_forward(G_, out.g, inp.g, w.g, N, C, OC);
+    check(name, "out", &out, (size_t)N * OC, TOL);
+    ax_matmul_backward(C_, dinp.c, dw.c, dout.c, inp.c, w.c, N, C, OC);
+    ax_matmul_backward(G_, dinp.g, dw.g, dout.g, inp.g, w.g, N, C, OC);
+    check(name, "dinp+=", &dinp, (size_t)N * C, TOL);
+    check(name, "dw+=", &dw, (size_t)OC * C, TOL);
+    ax_matmul_backward(C_, NULL, dw.c, dout.c, inp.c, w.c, N, C, OC); /* one output NULL */
+    ax_matmul_backward(G_, NULL, dw.g, dout.g, inp.g, w.g, N, C, OC);
+    check(name, "dw only", &dw, (size_t)OC * C, TOL);
+    drop(&inp), drop(&w), drop(&out), drop(&dout), drop(&dinp), drop(&dw);
+}
+
+static both put_tokens(int N, int V) {
+    int32_t *t = malloc(sizeof(int32_t) * N);
+    for (int i = 0; i < N; i++) {
+        urand();
+        t[i] = (int32_t)((rng >> 33) % (unsigned)V);
+    }
+    t[N - 1] = t[0]; /* a repeated token: the scatter-add must sum both */
+    both b = put(t, sizeof(int32_t) * N);
+    free(t);
+    return b;
+}
+
+static void t_embedding(int N, int C, int V, int v0, int rows) {
+    both tok = put_tokens(N, V);
+    int r = rows < 0 ? V : rows;
+    both wte = put_rand((size_t)r * C, 1), out = put(NULL, sizeof(float) * N * C);
+    both dout = put_rand((size_t)N * C, 1), dwte = put_rand((size_t)r * C, 1);
+    char name[64];
+    if (rows < 0) {
+        snprintf(name, sizeof name, "embedding N=%d C=%d V=%d", N, C, V);
+        ax_embedding_forward(C_, out.c, tok.c, wte.c, N, C);
+        ax_embedding_forward(G_, out.g, tok.g, wte.g, N, C);
+        ax_embedding_backward(C_, dwte.c, dout.c, tok.c, N, C);
+        ax_embedding_backward(G_, dwte.g, dout.g, tok.g, N, C);
+    } else {
+        snprintf(name, sizeof name, "embedding_shard v0=%d rows=%d", v0, rows);
+        ax_embedding_shard_forward(C_, out.c, tok.c, wte.c, N, C, v0, rows);
+        ax_embedding_shard_forward(G_, out.g, tok.g, wte.g, N, C, v0, rows);
+        ax_embedding_shard_backward(C_, dwte.c, dout.c, tok.c, N, C, v0, rows);
+        ax_embedding_shard_backward(G_, dwte.g, dout.g, tok.g, N, C, v0, rows);
+    }
+    check(name, "out", &out, (size_t)N * C, TOL);
+    check(name, "dwte+=", &dwte, (size_t)r * C, TOL);
+    drop(&tok), drop(&wte), drop(&out), drop(&dout), drop(&dwte);
+}
+
+static void t_rmsnorm(int N, int C) {
+    both inp = put_rand((size_t)N * C, 2), w = put_rand((size_t)C, 1);
+    both out = put(NULL, sizeof(float) * N * C), rstd = put(NULL, sizeof(float) * N);
+    both dout = put_rand((size_t)N * C, 1), dinp = put_rand((size_t)N * C, 1);
+    both dw = put_rand((size_t)C, 1);
+    char name[64];
+    snprintf(name, sizeof name, "rmsnorm N=%d C=%d", N, C);
+    ax_rmsnorm_forward(C_, out.c, rstd.c, inp.c, w.c, N, C, 1e-5f);
+    ax_rmsnorm_forward(G_, out.g, rstd.g, inp.g, w.g, N, C, 1e-5f);
+    check(name, "out", &out, (size_t)N * C, TOL);
+    check(name, "rstd", &rstd, (size_t)N, TOL);
+    ax_rmsnorm_backward(C_, dinp.c, dw.c, dout.c, inp.c, w.c, rstd.c, N, C);
+    ax_rmsnorm_backward(G_, dinp.g, dw.g, dout.g, inp.g, w.g, rstd.g, N, C);
+    check(name, "dinp+=", &dinp, (size_t)N * C, TOL);
+    check(name, "dweight+=", &dw, (size_t)C, TOL);
+
+    /* hidden-sharded: this rank holds C of C_total = 3C columns; the all-reduced sums are
+     * stood in for by the local ones times 3 (the same input on both backends) */
+    snprintf(name, sizeof name, "rmsnorm_shard N=%d C=%d/%d", N, C, 3 * C);
+    both ss = put(NULL, sizeof(float) * N), dot = put(NULL, sizeof(float) * N);
+    ax_rmsnorm_sumsq(C_, ss.c, inp.c, N, C);
+    ax_rmsnorm_sumsq(G_, ss.g, inp.g, N, C);
+    check(name, "sumsq", &ss, (size_t)N, TOL);
+    float *h = malloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) h[i] = 3.0f * ((float *)ss.c)[i];
+    both ss3 = put(h, sizeof(float) * N);
+    ax_rmsnorm_apply(C_, out.c, rstd.c, inp.c, w.c, ss3.c, N, C, 3 * C, 1e-5f);
+    ax_rmsnorm_apply(G_, out.g, rstd.g, inp.g, w.g, ss3.g, N, C, 3 * C, 1e-5f);
+    check(name, "apply out", &out, (size_t)N * C, TOL);
+    check(name, "apply rstd", &rstd, (size_t)N, TOL);
+    ax_rmsnorm_backward_dot(C_, dot.c, dout.c, inp.c, w.c, N, C);
+    ax_rmsnorm_backward_dot(G_, dot.g, dout.g, inp.g, w.g, N, C);
+    check(name, "dot", &dot, (size_t)N, TOL);
+    for (int i = 0; i < N; i++) h[i] = 2.0f * ((float *)dot.c)[i];
+    both dot2 = put(h, sizeof(float) * N);
+    /* rstd from the CPU on both, so only backward_apply is compared */
+    ax_copy(G_, rstd.g, rstd.c, sizeof(float) * N, AX_COPY_H2D);
+    ax_rmsnorm_backward_apply(C_, dinp.c, dw.c, dout.c, inp.c, w.c, rstd.c, dot2.c, N, C, 3 * C);
+    ax_rmsnorm_backward_apply(G_, dinp.g, dw.g, dout.g, inp.g, w.g, rstd.g, dot2.g, N, C, 3 * C);
+    check(name, "bwd dinp+=", &dinp, (size_t)N * C, TOL);
+    check(name, "bwd dw+=", &dw, (size_t)C, TOL);
+    ax_rmsnorm_backward_apply(C_, NULL, dw.c, dout.c, inp.c, w.c, rstd.c, dot2.c, N, C, 3 * C);
+    ax_rmsnorm_backward_apply(G_, NULL, dw.g, dout.g, inp.g, w.g, rstd.g, dot2.g, N, C, 3 * C);
+    check(name, "bwd dw only", &dw, (size_t)C, TOL);
+    free(h);
+    drop(&inp), drop(&w), drop(&out), drop(&rstd), drop(&dout), drop(&dinp), drop(&dw);
+    drop(&ss), drop(&dot), drop(&ss3), drop(&dot2);
+}
+
+static void t_rope(int B, int T, int H, int D) {
+    int h2 = D / 2;
+    long ld = 3L * H * D;
+    both cs = put(NULL, sizeof(float) * T * h2), sn = put(NULL, sizeof(float) * T * h2);
+    char name[64];
+    snprintf(name, sizeof name, "rope B=%d T=%d H=%d D=%d", B, T, H, D);
+    ax_rope_table(C_, cs.c, sn.c, T, D, 10000.0f);
+    ax_rope_table(G_, cs.g, sn.g, T, D, 10000.0f);
+    check(name, "table cos", &cs, (size_t)T * h2, TOL);
+    check(name, "table sin", &sn, (size_t)T * h2, TOL);
+    ax_copy(G_, cs.g, cs.c, sizeof(float) * T * h2, AX_COPY_H2D); /* same table below */
+    ax_copy(G_, sn.g, sn.c, sizeof(float) * T * h2, AX_COPY_H2D);
+    both x = put_rand((size_t)B * T * ld, 1);
+    ax_rope_forward(C_, x.c, cs.c, sn.c, B, T, 2 * H, D, ld); /* q and k parts */
+    ax_rope_forward(G_, x.g, cs.g, sn.g, B, T, 2 * H, D, ld);
+    check(name, "forward", &x, (size_t)B * T * ld, TOL);
+    ax_rope_backward(C_, x.c, cs.c, sn.c, B, T, H, D, ld);
+    ax_rope_backward(G_, x.g, cs.g, sn.g, B, T, H, D, ld);
+    check(name, "backward", &x, (size_t)B * T * ld, TOL);
+    drop(&cs), drop(&sn), drop(&x);
+}
+
+static void t_attention(int B, int T, int C, int H) {
+    long n3 = (long)B * T * 3 * C, att = (long)B * H * T * T;
+    both qkv = put_rand((size_t)n3, 1), out = put(NULL, sizeof(float) * B * T * C);
+    both a = put(NULL, sizeof(float) * att), scratch = put(NULL, sizeof(float) * att);
+    both dout = put_rand((size_t)B * T * C, 1), dqkv = put_rand((size_t)n3, 1);
+    char name[64];
+    snprintf(name, sizeof name, "attention B=%d T=%d C=%d H=%d", B, T, C, H);
+    ax_attention_forward(C_, out.c, a.c, qkv.c, B, T, C, H);
+    ax_attention_forward(G_, out.g, a.g, qkv.g, B, T, C, H);
+    check(name, "out", &out, (size_t)B * T * C, TOL);
+    /* each backend's own saved `att` (CPU: probabilities; CUDA: row logsumexp) */
+    ax_attention_backward(C_, dqkv.c, scratch.c, dout.c, qkv.c, a.c, B, T, C, H);
+    ax_attention_backward(G_, dqkv.g, scratch.g, dout.g, qkv.g, a.g, B, T, C, H);
+    check(name, "dqkv+=", &dqkv, (size_t)n3, TOL);
+    drop(&qkv), drop(&out), drop(&a), drop(&scratch), drop(&dout), drop(&dqkv);
+}
+
+static void t_swiglu(int N, int F) {
+    both h = put_rand((size_t)N * 2 * F, 3), out = put(NULL, sizeof(float) * N * F);
+    both dout = put_rand((size_t)N * F, 1), dh = put_rand((size_t)N * 2 * F, 1);
+    char name[64];
+    snprintf(name, sizeof name, "swiglu N=%d F=%d", N, F);
+    ax_swiglu_forward(C_, out.c, h.c, N, F);
+    ax_swiglu_forward(G_, out.g, h.g, N, F);
+    check(name, "out", &out, (size_t)N * F, TOL);
+    ax_swiglu_backward(C_, dh.c, dout.c, h.c, N, F);
+    ax_swiglu_backward(G_, dh.g, dout.g, h.g, N, F);
+    check(name, "dh+=", &dh, (size_t)N * 2 * F, TOL);
+    drop(&h), drop(&out), drop(&dout), drop(&dh);
+}
+
+static void t_add(long n) {
+    both a = put_rand((size_t)n, 1), b = put_rand((size_t)n, 1), o = put(NULL, sizeof(float) * n);
+    char name[64];
+    snprintf(name, sizeof name, "add/accumulate n=%ld", n);
+    ax_add_forward(C_, o.c, a.c, b.c, n);
+    ax_add_forward(G_, o.g, a.g, b.g, n);
+    check(name, "add", &o, (size_t)n, TOL);
+    ax_accumulate(C_, o.c, a.c, n);
+    ax_accumulate(G_, o.g, a.g, n);
+    check(name, "accumulate", &o, (size_t)n, TOL);
+    drop(&a), drop(&b), drop(&o);
+}
+
+static both put_mask(int N) {
+    uint8_t *m = malloc((size_t)N);
+    for (int i = 0; i < N; i++) m[i] = (uint8_t)(i % 4 != 2); /* a goldfish-like drop pattern */
+    both b = put(m, (size_t)N);
+    free(m);
+    return b;
+}
+
+static void t_crossentropy(int N, int V, int inplace) {
+    both logits = put_rand((size_t)N * V, 4), tok = put_tokens(N, V), mask = put_mask(N);
+    both losses = put(NULL, sizeof(float) * N);
+    both dl = inplace ? logits : put(NULL, sizeof(float) * N * V);
+    float dscale = 1.0f / (float)N;
+    char name[64];
+    snprintf(name, sizeof name, "crossentropy N=%d V=%d%s", N, V, inplace ? " in-place" : "");
+    double lc =
+        ax_crossentropy_forward_backward(C_, losses.c, dl.c, logits.c, tok.c, mask.c, dscale, N, V);
+    double lg =
+        ax_crossentropy_forward_backward(G_, losses.g, dl.g, logits.g, tok.g, mask.g, dscale, N, V);
+    check_scalar(name, lc, lg, TOL);
+    check(name, "losses", &losses, (size_t)N, TOL);
+    check(name, "dlogits", &dl, (size_t)N * V, TOL);
+    lc = ax_crossentropy_forward_backward(C_, NULL, NULL, logits.c, tok.c, NULL, dscale, N, V);
+    lg = ax_crossentropy_forward_backward(G_, NULL, NULL, logits.g, tok.g, NULL, dscale, N, V);
+    check_scalar("crossentropy (loss only, no mask)", lc, lg, TOL);
+    if (!inplace) drop(&dl);
+    drop(&logits), drop(&tok), drop(&mask), drop(&losses);
+}
+
+/* one rank's slice [v0, v0 + Vl) of a padded vocabulary, `valid` real columns */
+static void t_ce_shard(int N, int V, int Vl, int valid, int v0) {
+    both logits = put_rand((size_t)N * Vl, 4), tok = put_tokens(N, V), mask = put_mask(N);
+    both rowmax = put(NULL, sizeof(float) * N), stats = put(NULL, sizeof(float) * 2 * N);
+    both losses = put(NULL, sizeof(float) * N), dl = put(NULL, sizeof(float) * N * Vl);
+    char name[64];
+    snprintf(name, sizeof name, "ce_shard N=%d Vl=%d valid=%d v0=%d", N, Vl, valid, v0);
+    ax_ce_rowmax(C_, rowmax.c, logits.c, N, Vl, valid);
+    ax_ce_rowmax(G_, rowmax.g, logits.g, N, Vl, valid);
+    check(name, "rowmax", &rowmax, (size_t)N, TOL);
+    ax_copy(G_, rowmax.g, rowmax.c, sizeof(float) * N, AX_COPY_H2D);
+    ax_ce_partial(C_, stats.c, logits.c, rowmax.c, tok.c, mask.c, N, Vl, valid, v0);
+    ax_ce_partial(G_, stats.g, logits.g, rowmax.g, tok.g, mask.g, N, Vl, valid, v0);
+    check(name, "partial", &stats, (size_t)2 * N, TOL);
+    ax_copy(G_, stats.g, stats.c, sizeof(float) * 2 * N, AX_COPY_H2D);
+    float dscale = 0.5f / (float)N;
+    double lc = ax_ce_finish(C_, losses.c, dl.c, logits.c, rowmax.c, stats.c, tok.c, mask.c, dscale,
+                             N, Vl, valid, v0);
+    double lg = ax_ce_finish(G_, losses.g, dl.g, logits.g, rowmax.g, stats.g, tok.g, mask.g, dscale,
+                             N, Vl, valid, v0);
+    check_scalar(name, lc, lg, TOL);
+    check(name, "losses", &losses, (size_t)N, TOL);
+    check(name, "dlogits", &dl, (size_t)N * Vl, TOL);
+    /* in place (dlogits aliases logits) */
+    lc = ax_ce_finish(C_, NULL, logits.c, logits.c, rowmax.c, stats.c, tok.c, mask.c, dscale, N, Vl,
+                      valid, v0);
+    lg = ax_ce_finish(G_, NULL, logits.g, logits.g, rowmax.g, stats.g, tok.g, mask.g, dscale, N, Vl,
+                      valid, v0);
+    check_scalar("ce_finish in-place", lc, lg, TOL);
+    check("ce_finish in-place", "dlogits", &logits, (size_t)N * Vl, TOL);
+    drop(&logits), drop(&tok), drop(&mask), drop(&rowmax), drop(&stats), drop(&losses), drop(&dl);
+}
+
+static void t_adamw(long n) {
+    both p = put_rand((size_t)n, 1), g = put_rand((size_t)n, 1), m = put_rand((size_t)n, 0.1f);
+    float *hv = host_rand((size_t)n, 0.01f);
+    for (long i = 0; i < n; i++) hv[i] = fabsf(hv[i]); /* a second moment is >= 0 */
+    both v = put(hv, sizeof(float) * n);
+    free(hv);
+    char name[64];
+    snprintf(name, sizeof name, "adamw n=%ld", n);
+    for (long t = 1; t <= 3; t++) {
+        ax_adamw_update(C_, p.c, g.c, m.c, v.c, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t);
+        ax_adamw_update(G_, p.g, g.g, m.g, v.g, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t);
+    }
+    check(name, "param", &p, (size_t)n, TOL);
+    check(name, "m", &m, (size_t)n, TOL);
+    check(name, "v", &v, (size_t)n, TOL);
+    snprintf(name, sizeof name, "sum_squares n=%ld", n);
+    check_scalar(name, ax_sum_squares(C_, p.c, n), ax_sum_squares(G_, p.g, n), TOL);
+    drop(&p), drop(&g), drop(&m), drop(&v);
+}
+
+static void t_decode(int B, int H, int D, int len, int Tmax) {
+    long ld = 3L * H * D;
+    both kc = put_rand((size_t)B * H * Tmax * D, 1), vc = put_rand((size_t)B * H * Tmax * D, 1);
+    both row = put_rand((size_t)B * ld, 1), out = put(NULL, sizeof(float) * B * H * D);
+    char name[64];
+    snprintf(name, sizeof name, "kv_append B=%d H=%d D=%d pos=%d", B, H, D, len - 1);
+    float *r = row.c, *rg = row.g;
+    ax_kv_append(C_, kc.c, vc.c, r + H * D, r + 2 * H * D, ld, B, H, D, Tmax, len - 1);
+    ax_kv_append(G_, kc.g, vc.g, rg + H * D, rg + 2 * H * D, ld, B, H, D, Tmax, len - 1);
+    check(name, "k cache", &kc, (size_t)B * H * Tmax * D, 1e-30);
+    check(name, "v cache", &vc, (size_t)B * H * Tmax * D, 1e-30);
+    snprintf(name, sizeof name, "attention_decode len=%d Tmax=%d", len, Tmax);
+    /* q: the first H*D floats of each packed row */
+    both q = put(NULL, sizeof(float) * B * H * D);
+    ax_copy_rows(C_, q.c, H * D, row.c, ld, B, H * D);
+    ax_copy_rows(G_, q.g, H * D, row.g, ld, B, H * D);
+    check("copy_rows", "dst", &q, (size_t)B * H * D, 1e-30);
+    ax_attention_decode(C_, out.c, q.c, kc.c, vc.c, B, H, D, len, Tmax);
+    ax_attention_decode(G_, out.g, q.g, kc.g, vc.g, B, H, D, len, Tmax);
+    check(name, "out", &out, (size_t)B * H * D, TOL);
+    drop(&kc), drop(&vc), drop(&row), drop(&out), drop(&q);
+}
+
+static void t_argmax(int B, int Vl, int valid, int v0) {
+    float *h = host_rand((size_t)B * Vl, 1);
+    if (valid > 5) h[3] = h[5] = 2.0f; /* a tie in row 0: the lower id wins */
+    both x = put(h, sizeof(float) * B * Vl);
+    double *bc = calloc(2 * (size_t)B, sizeof(double)), *bg = calloc(2 * (size_t)B, sizeof(double));
+    ax_argmax_rows(C_, bc, x.c, B, Vl, valid, v0);
+    ax_argmax_rows(G_, bg, x.g, B, Vl, valid, v0); /* best is host memory */
+    int same = 1;
+    for (int i = 0; i < 2 * B; i++) same &= bc[i] == bg[i];
+    same ? n_pass++ : n_fail++;
+    printf("%-34s %-10s B=%d Vl=%d valid=%d v0=%d: %s\n", "argmax_rows", "exact", B, Vl, valid, v0,
+           same ? "PASS" : "FAIL");
+    free(h), free(bc), free(bg);
+    drop(&x);
+}
+
+int main(int argc, char **argv) {
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const ax_backend *gpu = NULL;
+    if (ax_backend_select("cuda", &gpu) != AX_OK) {
+        printf("SKIP: no CUDA device: %s\n", ax_error_msg());
+        return 77;
+    }
+    if (ax_ctx_create(ax_backend_cpu(), 1 << 20, &C_) != AX_OK ||
+        ax_ctx_create(gpu, 1 << 20, &G_) != AX_OK) {
+        printf("SKIP: no CUDA device: cannot create a context: %s\n", ax_error_msg());
+        return 77;
+    }
+    printf("CUDA vs CPU, fp32, tolerance %.0e on max|cpu-gpu|/max|cpu| per output\n", TOL);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            t_gemm("NT"[ta], "NT"[tb], 37, 53, 29, 0.7f, 0.3f, 0);
+            t_gemm("NT"[ta], "NT"[tb], 64, 17, 130, 1.0f, 1.0f, 3);
+        }
+    t_gemm('N', 'N', 5, 7, 0, 1.0f, 0.0f, 1); /* k = 0: C = beta C */
+    t_matmul(33, 48, 71);
+    t_matmul(128, 256, 96);
+    t_embedding(61, 70, 97, 0, -1);
+    t_embedding(61, 70, 97, 30, 40);
+    t_embedding(300, 33, 11, 5, 6);
+    t_rmsnorm(19, 77);
+    t_rmsnorm(64, 512);
+    t_rmsnorm(600, 96); /* dweight in three row chunks, the last one partial */
+    t_rope(2, 37, 3, 16);
+    t_rope(1, 9, 2, 64);
+    t_attention(2, 37, 48, 3);  /* D = 16 */
+    t_attention(1, 70, 128, 2); /* D = 64 */
+    t_attention(2, 33, 45, 3);  /* D = 15: odd */
+    t_attention(1, 65, 96, 1);  /* D = 96 */
+    t_attention(1, 40, 256, 2); /* D = 128: the largest the kernel takes */
+    t_attention(3, 1, 32, 2);   /* T = 1 */
+    t_swiglu(13, 67);
+    if (!quick) t_swiglu(64, 1024);
+    t_add(10007);
+    if (!quick) t_add(1 << 20);
+    t_crossentropy(29, 1003, 0);
+    t_crossentropy(29, 1003, 1);
+    if (!quick) t_crossentropy(7, 50257, 0);
+    t_ce_shard(29, 2000, 1000, 1000, 1000);
+    t_ce_shard(29, 1999, 1000, 999, 1000); /* the last shard: one padding column */
+    t_ce_shard(17, 3000, 1000, 1000, 0);
+    t_adamw(10007);
+    if (!quick) t_adamw(3000001);
+    t_decode(2, 3, 16, 37, 50);
+    t_decode(1, 4, 64, 1, 8);
+    t_decode(3, 2, 128, 100, 128);
+    t_argmax(4, 1003, 1003, 0);
+    t_argmax(3, 1000, 999, 2000);
+    t_argmax(2, 64, 0, 64);
+
+    ax_sync(G_);
+    if (ax_ctx_status(G_) != AX_OK) {
+        printf("FAIL: the CUDA backend reported an error: %s\n", ax_error_msg());
+        n_fail++;
+    }
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    ax_ctx_free(C_);
+    ax_ctx_free(G_);
+    return n_fail ? 1 : 0;
+}

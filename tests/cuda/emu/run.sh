@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs tests/cuda/cuda_ops_check (every op, CUDA vs CPU) against the CUDA backend's own sources
+# on a machine WITHOUT a GPU: the kernels (lib/backend/cuda/*.cu) are compiled as C++ against
+# the test-only emulator headers of this folder (one OS thread per CUDA thread, barriers for
+# __syncthreads and warp shuffles; cuBLAS as a reference column-major loop), the backend's C
+# files against the emulated runtime. It checks the kernels' logic and the table; it says
+# nothing about speed, the device memory model or the real compiler (the GPU machine's
+# bench/device_check.sh does). Needs a release build first (scons), for the CPU objects.
+#
+#   bash tests/cuda/emu/run.sh [BUILD [ARGS]]   BUILD = build; ARGS for cuda_ops_check (--quick)
+#                                                exit status: cuda_ops_check's
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+B=${1:-build}
+shift || true
+E=$B/cuda-emu
+mkdir -p "$E"
+CFLAGS=(-O1 -g -Wall -Wextra -Werror -fopenmp -D_GNU_SOURCE -DAX_HAVE_CUDA -I tests/cuda/emu -I .)
+# kernels: `k<<<g, b, sh, st>>>(` -> ax_emu_launch(dim3(g), dim3(b), sh, k, ...;
+# `extern __shared__ T x[];` -> a pointer to the launch's dynamic shared memory
+for f in lib/backend/cuda/*.cu; do
+  python3 - "$f" "$E/$(basename "${f%.cu}").cpp" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+def split_top(s):
+    parts, depth, cur = [], 0, ''
+    for ch in s:
+        if ch in '([': depth += 1
+        if ch in ')]': depth -= 1
+        if ch == ',' and depth == 0:
+            parts.append(cur); cur = ''
+        else:
+            cur += ch
+    return parts + [cur]
+def launch(m):
+    cfg = split_top(m.group(2))
+    g, b = cfg[0], cfg[1]
+    sh = cfg[2] if len(cfg) > 2 else '0'
+    return f'ax_emu_launch(dim3({g}), dim3({b}), (size_t)({sh}), {m.group(1)}, '
+out, n = re.subn(r'(\w+)\s*<<<(.*?)>>>\s*\(', launch, src, flags=re.S)
+out = re.sub(r'extern __shared__ (\w+) (\w+)\[\];', r'\1 *\2 = (\1 *)ax_emu_smem();', out)
+if n == 0:
+    sys.exit(f'{sys.argv[1]}: no kernel launches found')
+open(sys.argv[2], 'w').write(f'#line 1 "{sys.argv[1]}"\n' + out)
+PY
+  g++ -std=c++17 "${CFLAGS[@]}" -Wno-unused-parameter -Wno-clobbered -x c++ -c "$E/$(basename "${f%.cu}").cpp" \
+    -o "$E/$(basename "${f%.cu}").o"
+done
+for f in lib/backend/cuda/*.c lib/backend/backend.c; do
+  gcc -std=c11 "${CFLAGS[@]}" -c "$f" -o "$E/$(basename "${f%.c}").c.o"
+done
+gcc -std=c11 "${CFLAGS[@]}" -c tests/cuda/emu/emu_mem.c -o "$E/emu_mem.c.o"
+gcc -std=c11 "${CFLAGS[@]}" -c tests/cuda/cuda_ops_check.c -o "$E/cuda_ops_check.o"
+# the CPU backend and the lower layers from the release build; backend.o above replaces the
+# library's selection (AX_HAVE_CUDA, with the emulated table)
+EMU_BACKEND=("$E"/backend_cuda.c.o "$E"/gemm.c.o "$E"/backend.c.o "$E"/emu_mem.c.o "$E"/ops_*.o
+             "$B"/lib/backend/cpu/*.o)
+g++ -fopenmp -o "$E/cuda_ops_check" "$E/cuda_ops_check.o" "${EMU_BACKEND[@]}" \
+  "$B/lib/libaxmem_core.a" -ldnnl -lxxhash -lzstd -lz -lm
+# the CLI on the emulated device too, for end-to-end runs by hand (AX_EMU_GUARD=1 makes host
+# code that touches device memory fault where it does):
+#   AX_EMU_GUARD=1 build/cuda-emu/axmem train ... --device cuda
+rm -f "$E/libaxmem_backend_emu.a"
+ar rcs "$E/libaxmem_backend_emu.a" "${EMU_BACKEND[@]}"
+g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{train,memscan,reports,goldfish,data,model,ckpt}.a \
+  "$E/libaxmem_backend_emu.a" "$B"/lib/libaxmem_{dist,core}.a $(mpicc --showme:link) \
+  -ldnnl -lxxhash -lzstd -lz -lm
+echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1)"
+AX_EMU_GUARD=1 OMP_NUM_THREADS=1 "$E/cuda_ops_check" "$@"
