@@ -60,3 +60,10 @@ ax_comm_stats *ax_grid_stats_(ax_grid_t *g);
 int ax_grid_next_tag_(ax_grid_t *g, ax_axis axis);
 /* NULL on a serial grid (every axis has size 1: the front end never reaches a transport). */
 const ax_transport *ax_grid_transport_(const ax_grid_t *g);
+
+/* Host staging buffers for device memory (lib/dist/comm.h, ax_comm_memory), owned by the grid:
+ * a small pool of grow-only buffers from the hook's host_alloc, so a step's collectives reuse
+ * the same few buffers (requests in flight together each hold one). NULL when out of memory
+ * or no hook is set. */
+void *ax_grid_stage_acquire_(ax_grid_t *g, size_t bytes);
+void ax_grid_stage_release_(ax_grid_t *g, void *p);
