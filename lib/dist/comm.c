@@ -288,6 +288,19 @@ static ax_status copy_local(ax_grid_t *g, void *dst, const void *src, long n, ax
     return mem_copy(ax_grid_memory(g), dst, src, (size_t)n * (size_t)ax_dtype_size(t));
 }
 
+/* The transport for device buffers on g: NCCL when built and chosen (--comm nccl, or auto on a
+ * grid with device memory), else NULL (device buffers are staged for the MPI transport). */
+static const ax_transport *dev_tr_axis(ax_grid_t *g, ax_axis axis) {
+#ifdef AX_HAVE_NCCL
+    if (ax_grid_uses_mpi(g) && ax_grid_memory(g) && strcmp(comm_choice, "mpi") != 0 &&
+        ax_nccl_use_(g, axis, !strcmp(comm_choice, "nccl")))
+        return ax_transport_nccl();
+#else
+    (void)g, (void)axis;
+#endif
+    return NULL;
+}
+
 /* The host buffers of one blocking staged call; released together by unstage. */
 typedef struct {
     ax_grid_t *g;
@@ -399,6 +412,10 @@ ax_status ax_coll_allreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dt
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, t, op, &p));
     if (p == 1 || n == 0) return AX_OK;
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0, dev_tr_axis(g, axis)->allreduce(g, axis, name, buf, n, t, op));
+    }
     if (on_dev(m, buf)) { /* device -> host -> transport -> device */
         stager s = {g, m, {0}, 0};
         size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
@@ -422,6 +439,11 @@ ax_status ax_coll_allgather(ax_grid_t *g, ax_axis axis, const void *send, long n
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLGATHER, n_per_rank, t, AX_OP_SUM, &p));
     if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0,
+                      dev_tr_axis(g, axis)->allgather(g, axis, name, send, n_per_rank, recv, t));
+    }
     if (on_dev(m, send) || on_dev(m, recv)) {
         /* gathered in place in a host buffer (or the host recv): own block first */
         stager s = {g, m, {0}, 0};
@@ -458,6 +480,11 @@ ax_status ax_coll_bcast(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype 
                          ax_axis_name(axis), root_coord, p - 1);
     if (p == 1 || n == 0) return AX_OK;
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0,
+                      dev_tr_axis(g, axis)->bcast(g, axis, name, buf, n, t, root_coord));
+    }
     if (on_dev(m, buf)) {
         stager s = {g, m, {0}, 0};
         size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
@@ -482,6 +509,11 @@ ax_status ax_coll_alltoall(ax_grid_t *g, ax_axis axis, const void *send, long n_
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLTOALL, n_per_rank, t, AX_OP_SUM, &p));
     if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0,
+                      dev_tr_axis(g, axis)->alltoall(g, axis, name, send, n_per_rank, recv, t));
+    }
     if (on_dev(m, send) || on_dev(m, recv)) {
         stager s = {g, m, {0}, 0};
         size_t all = (size_t)n_per_rank * (size_t)ax_dtype_size(t) * (size_t)p;
@@ -523,6 +555,12 @@ ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const 
                           (const char *)send + (long)sdispls[0] * e, scounts[0], t);
     }
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0,
+                      dev_tr_axis(g, axis)->alltoallv(g, axis, name, send, scounts, sdispls, recv,
+                                                      rcounts, rdispls, t));
+    }
     if (on_dev(m, send) || on_dev(m, recv)) {
         /* staged over each side's extent; only the received ranges go back (gaps keep their
          * device contents) */
@@ -576,6 +614,10 @@ ax_status ax_coll_send(ax_grid_t *g, ax_axis axis, const void *buf, long n, ax_d
     AX_CHECK(p2p_check(g, axis, name, n, t, peer, tag, &p));
     count(g, axis, AX_COMM_SEND, ax_comm_volume(AX_COMM_SEND, p, n, ax_dtype_size(t)));
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0, dev_tr_axis(g, axis)->send(g, axis, name, buf, n, t, peer, tag));
+    }
     if (on_dev(m, buf)) {
         stager s = {g, m, {0}, 0};
         void *h = NULL;
@@ -596,6 +638,10 @@ ax_status ax_coll_recv(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t
     int p = 1;
     AX_CHECK(p2p_check(g, axis, name, n, t, peer, tag, &p));
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0, dev_tr_axis(g, axis)->recv(g, axis, name, buf, n, t, peer, tag));
+    }
     if (on_dev(m, buf)) {
         stager s = {g, m, {0}, 0};
         size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
@@ -639,6 +685,10 @@ ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_d
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, t, op, &p));
     if (p == 1 || n == 0) return AX_OK;
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        req->dev = 1;
+        return dev_tr_axis(g, axis)->iallreduce(req, name, buf, n);
+    }
     if (on_dev(m, buf)) { /* staged in now, out when the request completes */
         size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
         void *h = NULL;
@@ -661,6 +711,10 @@ ax_status ax_coll_iallgather(ax_grid_t *g, ax_axis axis, const void *send, long 
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLGATHER, n_per_rank, t, AX_OP_SUM, &p));
     if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
     const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
+        req->dev = 1;
+        return dev_tr_axis(g, axis)->iallgather(req, name, send, n_per_rank, recv);
+    }
     if (on_dev(m, send) || on_dev(m, recv)) { /* as the blocking one, unstaged on completion */
         size_t blk = (size_t)n_per_rank * (size_t)ax_dtype_size(t), all = blk * (size_t)p;
         void *hr = recv;
@@ -686,6 +740,10 @@ ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, 
     if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
     const ax_comm_memory *m = ax_grid_memory(g);
     int sd = on_dev(m, send), rd = on_dev(m, recv);
+    if (sd && rd && dev_tr_axis(g, axis)) {
+        req->dev = 1;
+        return dev_tr_axis(g, axis)->ireduce_scatter(req, "reduce-scatter", send, recv, n_per_rank);
+    }
     if (sd || rd) { /* one staging buffer: [send p blocks if on the device][recv block] */
         size_t blk = (size_t)n_per_rank * (size_t)ax_dtype_size(t);
         size_t sbytes = sd ? blk * (size_t)p : 0;
@@ -705,6 +763,14 @@ ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, 
     return tr(g)->ireduce_scatter(req, "reduce-scatter", send, recv, n_per_rank);
 }
 
+/* the transport a request was issued on */
+static const ax_transport *req_tr(const ax_req *req) {
+#ifdef AX_HAVE_NCCL
+    if (req->dev) return ax_transport_nccl();
+#endif
+    return tr(req->g);
+}
+
 static const char *req_name(const ax_req *req) {
     return ax_comm_kind_name((ax_comm_kind)req->kind);
 }
@@ -712,7 +778,7 @@ static const char *req_name(const ax_req *req) {
 ax_status ax_req_progress(ax_req *req) {
     if (!req->active) return req->err;
     double t0 = ax_now();
-    tr(req->g)->progress(req);
+    req_tr(req)->progress(req);
     if (!req->active) req_unstage(req);
     ax_grid_stats_(req->g)->test_s += ax_now() - t0;
     return req->err;
@@ -726,7 +792,7 @@ int ax_test(ax_req *req) {
 ax_status ax_wait(ax_req *req) {
     if (!req->active) return req->err;
     double t0 = wait_begin(req_name(req), (ax_axis)req->axis);
-    tr(req->g)->wait(req);
+    req_tr(req)->wait(req);
     add_wait(req->g, req->axis, ax_now() - t0);
     req_unstage(req);
     return req->err;

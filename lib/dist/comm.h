@@ -3,8 +3,8 @@
  * Typed and backend-neutral: every call names its element type (ax_dtype) and, when it reduces,
  * the reduction (ax_redop); no MPI type appears here. lib/dist/comm.c is the front end (checks,
  * size-1 shortcuts, accounting); the bytes move through the grid's transport, a table of
- * functions (lib/dist/comm_transport.h; MPI: lib/dist/comm_mpi.c), so an NCCL transport can sit
- * behind the same calls. Counts are elements. Collectives are issued
+ * functions (lib/dist/comm_transport.h; MPI: lib/dist/comm_mpi.c; NCCL for device buffers:
+ * lib/dist/comm_nccl.c, see ax_comm_select). Counts are elements. Collectives are issued
  * by the main thread only (MPI funneled thread level), outside OpenMP parallel regions. On an axis
  * of size 1 (and on every axis of a serial grid) a collective is a local copy or a no-op and
  * never reaches the transport. Transport failures return AX_ERR_MPI with a message naming the
@@ -178,6 +178,7 @@ typedef struct {
      * buffer it is copied back to on completion, and how many bytes */
     void *stage, *stage_host, *stage_out;
     long stage_bytes;
+    int dev; /* issued on the device transport (NCCL) */
 } ax_req;
 
 ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, ax_redop op,

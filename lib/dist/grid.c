@@ -30,6 +30,8 @@ struct ax_grid {
     ax_comm_memory mem;
     stage_buf *stage; /* one per request in flight together (plus a blocking call), grown */
     int n_stage;
+    void *ext; /* a transport's state (lib/dist/comm_nccl.c), freed by ext_free */
+    void (*ext_free)(void *);
     char spec[64];
 };
 
@@ -69,6 +71,15 @@ void ax_grid_set_memory(ax_grid_t *g, const ax_comm_memory *mem) {
 
 const ax_comm_memory *ax_grid_memory(const ax_grid_t *g) {
     return g && g->has_mem ? &g->mem : NULL;
+}
+
+void *ax_grid_ext_(const ax_grid_t *g) {
+    return g->ext;
+}
+
+void ax_grid_set_ext_(ax_grid_t *g, void *ext, void (*free_fn)(void *)) {
+    g->ext = ext;
+    g->ext_free = free_fn;
 }
 
 void *ax_grid_stage_acquire_(ax_grid_t *g, size_t bytes) {
@@ -270,6 +281,7 @@ ax_status ax_grid_create_world(ax_grid_t **out) {
 void ax_grid_free(ax_grid_t *g) {
     if (!g) return;
     /* MPI_Comm_free after MPI_Finalize is erroneous: the communicators died with MPI. */
+    if (g->ext_free) g->ext_free(g->ext); /* before the communicators it was made over */
     if (ax_mpi_active()) free_comms(g);
     if (g->has_mem) stage_free_all(g);
     free(g);

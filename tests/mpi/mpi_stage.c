@@ -250,6 +250,7 @@ int main(int argc, char **argv) {
     g_rank = ax_mpi_world_rank();
     g_arena = mmap(NULL, ARENA, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (g_arena == MAP_FAILED) return 2;
+    OK(ax_comm_select("mpi")); /* the host-staged path, also in builds with NCCL */
     int dims[4];
     ax_grid_t *H = NULL, *D = NULL;
     OK(ax_grid_parse(spec, dims));
