@@ -215,6 +215,31 @@ static size_t scratch_bytes(const ax_model_t *m) {
     return norm > decode ? norm : decode;
 }
 
+/* How the grid's collectives reach this model's device memory (lib/dist/comm.h, ax_comm_memory):
+ * the context's copies, ordered on its stream; to_host waits, so the host sees the data. */
+static int mem_is_device(void *u, const void *p) {
+    return ((ax_ctx *)u)->be->is_device(p);
+}
+static ax_status mem_to_host(void *u, void *host, const void *dev, size_t bytes) {
+    ax_copy(u, host, dev, bytes, AX_COPY_D2H);
+    ax_sync(u);
+    return ax_ctx_status(u);
+}
+static ax_status mem_from_host(void *u, void *dev, const void *host, size_t bytes) {
+    ax_copy(u, dev, host, bytes, AX_COPY_H2D);
+    return ax_ctx_status(u);
+}
+static ax_status mem_dev_copy(void *u, void *dst, const void *src, size_t bytes) {
+    ax_copy(u, dst, src, bytes, AX_COPY_D2D);
+    return ax_ctx_status(u);
+}
+static void *mem_host_alloc(void *u, size_t bytes) {
+    return ax_host_alloc(u, bytes);
+}
+static void mem_host_free(void *u, void *p) {
+    ax_host_free(u, p);
+}
+
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out) {
     *out = NULL;
@@ -236,6 +261,11 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
     m->ctx = ctx;
     m->cfg = *c;
     m->grid = g;
+    if (be->is_device) { /* device buffers reach the collectives: they stage through the host */
+        ax_comm_memory mem = {ctx,          mem_is_device,  mem_to_host,   mem_from_host,
+                              mem_dev_copy, mem_host_alloc, mem_host_free, ctx->stream};
+        ax_grid_set_memory(g, &mem);
+    }
     for (int a = 0; a < 4; a++) m->dims[a] = dims[a];
     m->x = ax_grid_coord(g, AX_AXIS_X);
     m->y = ax_grid_coord(g, AX_AXIS_Y);
@@ -310,6 +340,8 @@ void ax_model_free(ax_model_t *m) {
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
     ax_host_free(ctx, m->kcache), ax_host_free(ctx, m->vcache), ax_host_free(ctx, m->dec_best);
     ax_overlap_free(m->ov);
+    const ax_comm_memory *mem = m->grid ? ax_grid_memory(m->grid) : NULL;
+    if (mem && mem->user == ctx) ax_grid_set_memory(m->grid, NULL); /* before ctx goes */
     ax_grid_free(m->own_grid);
     ax_host_free(ctx, m);
     ax_ctx_free(ctx);

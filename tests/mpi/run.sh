@@ -20,7 +20,7 @@ comm_grids="3x1x1x1 4x1x1x1 1x2x1x2"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   # the grid drivers; memscan's driver takes ranks, not grids (tests/mpi/memscan.sh runs it)
-  names=(mpi_comm mpi_model)
+  names=(mpi_comm mpi_stage mpi_model)
 fi
 drivers=()
 for name in "${names[@]}"; do
@@ -37,6 +37,8 @@ failed=0
 for exe in "${drivers[@]}"; do
   g=$grids
   [ "$(basename "$exe")" = mpi_comm ] && g="$grids $comm_grids"
+  # device-memory staging (a guarded fake device): the axis shapes that differ
+  [ "$(basename "$exe")" = mpi_stage ] && g="1x1x1x1 2x1x1x1 1x2x1x2 2x1x2x2 3x1x1x1"
   for grid in $g; do
     np=$(( ${grid//x/*} ))
     log=$(mktemp)
