@@ -17,41 +17,44 @@ typedef struct {
 } builtin;
 
 /* Sustained GEMM rates are 0.75 of the dense bf16 peak for the NVIDIA parts (large cuBLAS
- * bf16 GEMMs reach 0.7-0.8 of it) and the AxoNN paper's tuned-GEMM level for the MI250X; the
- * small-GEMM half-rate dimension (256) is an assumption (tensor-core GEMMs lose about half
- * their rate when a side drops to a few hundred). Bandwidths are per GPU, one direction. */
+ * bf16 GEMMs reach 0.7-0.8 of it) and 0.55 for the MI250X; the small-GEMM half-rate dimension
+ * (256) is an assumption (tensor-core GEMMs lose about half their rate when a side drops to a
+ * few hundred). Bandwidths are per GPU, one direction, as a ring collective sees them: within
+ * a node a collective drives every NVLink of the GPU (NCCL builds rings over all of them), so
+ * the node figure is 0.8 of the GPU's total NVLink bandwidth; across nodes the NIC share. */
 static const builtin builtins[] = {
     {"a100",
      "NVIDIA A100 SXM4 80GB datasheet: 312 TFLOP/s dense bf16, 80 GB HBM2e, NVLink 3 "
-     "600 GB/s bidirectional (300 one way); DGX A100: 8 GPUs, 8 x 200 Gb/s HDR "
+     "600 GB/s bidirectional (300 one way, 240 taken); DGX A100: 8 GPUs, 8 x 200 Gb/s HDR "
      "InfiniBand (25 GB/s per GPU); latencies typical of NCCL (5 us NVLink, 10 us IB)",
-     234, 256, 312, 80, 8, 300, 5, 25, 10, 2, 1.0},
+     234, 256, 312, 80, 8, 240, 5, 25, 10, 2, 1.0},
     {"h100",
      "NVIDIA H100 SXM5 80GB datasheet: 989 TFLOP/s dense bf16, 80 GB HBM3, NVLink 4 900 "
-     "GB/s bidirectional (450 one way); DGX H100: 8 GPUs, 8 x 400 Gb/s NDR InfiniBand "
+     "GB/s bidirectional (450 one way, 360 taken); DGX H100: 8 GPUs, 8 x 400 Gb/s NDR InfiniBand "
      "(50 GB/s per GPU); latencies as a100",
-     742, 256, 989, 80, 8, 450, 5, 50, 10, 2, 1.0},
+     742, 256, 989, 80, 8, 360, 5, 50, 10, 2, 1.0},
     {"h200",
      "NVIDIA H200 SXM 141GB datasheet: 989 TFLOP/s dense bf16 (as H100), 141 GB HBM3e, "
-     "NVLink 4 900 GB/s bidirectional; DGX H200: 8 x 400 Gb/s NDR InfiniBand (50 GB/s "
+     "NVLink 4 900 GB/s bidirectional (360 taken); DGX H200: 8 x 400 Gb/s NDR InfiniBand (50 GB/s "
      "per GPU); latencies as a100",
-     742, 256, 989, 141, 8, 450, 5, 50, 10, 2, 1.0},
+     742, 256, 989, 141, 8, 360, 5, 50, 10, 2, 1.0},
     {"perlmutter",
      "Perlmutter GPU node (NERSC docs; AxoNN, Singh et al. SC'24): 4 x A100 SXM4 "
-     "40GB (312 TFLOP/s dense bf16), NVLink 3 (4 links between each pair, 100 GB/s "
-     "one way), 4 x Slingshot-11 NICs at 25 GB/s (25 GB/s per GPU)",
-     234, 256, 312, 40, 4, 100, 5, 25, 10, 2, 1.0},
+     "40GB (312 TFLOP/s dense bf16), NVLink 3 (12 links, 4 to each peer: 300 GB/s "
+     "one way, 240 taken), 4 x Slingshot-11 NICs at 25 GB/s (25 GB/s per GPU)",
+     234, 256, 312, 40, 4, 240, 5, 25, 10, 2, 1.0},
     {"frontier",
      "Frontier node (OLCF user guide; AxoNN, Singh et al. SC'24): 4 x MI250X = 8 GCDs, "
      "191.5 TFLOP/s dense bf16 and 64 GB HBM2e per GCD, Infinity Fabric 50-200 GB/s "
-     "between GCDs (50 GB/s taken, one way), 4 x Slingshot-11 NICs at 25 GB/s "
-     "(12.5 GB/s per GCD); sustained GEMM 0.55 of peak (AxoNN's tuned MI250X GEMMs)",
-     105, 256, 191.5, 64, 8, 50, 8, 12.5, 12, 2, 1.0},
+     "between GCDs (100 GB/s taken, one way), 4 x Slingshot-11 NICs at 25 GB/s "
+     "(12.5 GB/s per GCD); sustained GEMM 0.55 of peak (assumed)",
+     105, 256, 191.5, 64, 8, 100, 8, 12.5, 12, 2, 1.0},
     {"alps",
      "Alps GH200 node (CSCS; Gordon Bell 2024 AxoNN paper): 4 x H100 96GB (989 TFLOP/s "
-     "dense bf16), NVLink 4 (150 GB/s one way between each pair), 4 x Slingshot-11 NICs "
+     "dense bf16), NVLink 4 (150 GB/s one way to each of 3 peers, 360 taken), 4 x Slingshot-11 "
+     "NICs "
      "at 25 GB/s (25 GB/s per GPU)",
-     742, 256, 989, 96, 4, 150, 5, 25, 10, 2, 1.0},
+     742, 256, 989, 96, 4, 360, 5, 25, 10, 2, 1.0},
 };
 static const int n_builtins = (int)(sizeof builtins / sizeof builtins[0]);
 
