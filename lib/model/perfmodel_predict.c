@@ -57,7 +57,7 @@ static void memory(const ax_model_config *c, const int dims[4], int B, int T, in
     double blocks[6] = {Cx, 3 * Cy * Cx, Cx * Cy, Cx, 2 * Fy * Cx, Cx * Fy};
     double vocab = Vl * Cx, local = 0, full = 0;
     for (int s = 0; s < 6; s++) {
-        local += L * ((long)blocks[s] + gz - 1) / gz;
+        local += L * (double)(((long)blocks[s] + gz - 1) / gz); /* whole elements a shard */
         full += L * blocks[s];
     }
     int heads_blocks = c->tie_embeddings ? 1 : 2;

@@ -14,6 +14,7 @@
 #include "lib/model/perfmodel.h"
 #include "plan/plan.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@ static void compare(const char *what, const ax_comm_stats *got, const ax_step_vo
 
 /* one optimizer step of n_micro micro-batches; the counters hold exactly that step */
 static void step(ax_grid_t *g, const ax_model_config *c, int n_micro, int overlap,
-                 ax_comm_stats *out) {
+                 ax_comm_stats *out, int64_t *n_local) {
     ax_model_t *m = NULL;
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
@@ -51,6 +52,7 @@ static void step(ax_grid_t *g, const ax_model_config *c, int n_micro, int overla
            "model: %s", ax_error_msg());
     if (!m || !o) return;
     ax_model_init(m, 7);
+    *n_local = ax_model_n_local(m);
     int32_t in[BL * T], tg[BL * T];
     uint8_t mask[BL * T];
     for (int i = 0; i < BL * T; i++) {
@@ -89,7 +91,8 @@ static void run(ax_grid_t *g, int tie) {
     for (int n_micro = 1; n_micro <= 2; n_micro++)
         for (int overlap = 0; overlap <= 1; overlap++) {
             ax_comm_stats got;
-            step(g, &c, n_micro, overlap, &got);
+            int64_t n_local = 0;
+            step(g, &c, n_micro, overlap, &got, &n_local);
             ax_plan_pred p;
             EXPECT(ax_perfmodel_predict(&c, &pm.m, dims, BL * parts * n_micro, T, n_micro, overlap,
                                         &p) == AX_OK,
@@ -98,6 +101,9 @@ static void run(ax_grid_t *g, int tie) {
             snprintf(what, sizeof what, "grid %s tie %d n_micro %d overlap %d", ax_grid_spec(g),
                      tie, n_micro, overlap);
             compare(what, &got, &p.vol);
+            /* the plan's optimizer-state memory is this rank's slabs: 4 x 4 bytes a float */
+            EXPECT(p.mem_state == 16.0 * (double)n_local, "%s: state %.0f bytes, slabs 16 x %lld",
+                   what, p.mem_state, (long long)n_local);
             if (n_micro > 1) continue;
             /* the planner's entry for this grid carries the same bytes */
             ax_plan_result r;

@@ -95,6 +95,11 @@ Test(plan, state_memory_matches_the_model) {
     cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, z4, 4, 8, 1, 1, &q), AX_OK);
     cr_assert(q.mem_state < p.mem_state / 3.9 && q.mem_state >= p.mem_state / 4);
     cr_assert(q.mem_gathered > 0 && p.mem_gathered == 0);
+    /* and is exactly the shard the data all-reduce sends: 2 (p-1)/p x n_local x 4 bytes */
+    int dz[4] = {2, 2, 1, 2};
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dz, 8, 8, 1, 1, &q), AX_OK);
+    cr_assert_eq(q.mem_state, 4.0 * q.vol.bytes[AX_COMM_ALLREDUCE][AX_AXIS_DATA], "%.0f vs %.0f",
+                 q.mem_state, q.vol.bytes[AX_COMM_ALLREDUCE][AX_AXIS_DATA]);
 }
 
 static ax_plan_machine tiny_memory(double gib) {
