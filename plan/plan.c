@@ -8,7 +8,7 @@
 static int cmp_pred(const void *a, const void *b) {
     const ax_plan_pred *x = a, *y = b;
     if (x->step_s != y->step_s) return x->step_s < y->step_s ? -1 : 1;
-    /* ties (e.g. every grid of 1 device): fewer tensor-parallel ranks first, then by dims */
+    /* ties (every grid of 1 device): the smaller Z, then Y, X, D first: a stable order */
     for (int i = 3; i >= 0; i--)
         if (x->dims[i] != y->dims[i]) return x->dims[i] - y->dims[i];
     return 0;
