@@ -20,6 +20,7 @@ static const command commands[] = {
     {"memscan", ax_cmd_memscan,
      "training-set index, lookups, extraction probes, regurgitation scans"},
     {"report", ax_cmd_report, "scan results -> self-contained HTML (inline SVG), Markdown, JSON"},
+    {"plan", ax_cmd_plan, "rank 4D grids by predicted step time, compute/comm/memory breakdown"},
     {"demo", ax_cmd_demo,
      "the whole job on the bundled corpus: baseline vs goldfish, scans, report"},
 };

@@ -20,7 +20,7 @@ comm_grids="3x1x1x1 4x1x1x1 1x2x1x2"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   # the grid drivers; memscan's driver takes ranks, not grids (tests/mpi/memscan.sh runs it)
-  names=(mpi_comm mpi_stage mpi_model)
+  names=(mpi_comm mpi_stage mpi_model mpi_plan)
 fi
 drivers=()
 for name in "${names[@]}"; do
