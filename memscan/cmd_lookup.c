@@ -18,7 +18,7 @@
 typedef struct {
     char index[AX_CFG_STR_MAX], tok[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX], file[AX_CFG_STR_MAX];
     int json;
-    int64_t max_windows, max_sources;
+    int64_t max_windows, max_sources, occurrences;
     ax_cfg_strlist text;
 } lookup_flags;
 
@@ -38,6 +38,9 @@ static const ax_cfg_entry lookup_entries[] = {
      "list at most N matching windows in text output"},
     {"max-sources", AX_CFG_INT, offsetof(lookup_flags, max_sources), "8", 0, 1e6,
      "documents listed per span (all are counted)"},
+    {"occurrences", AX_CFG_INT, offsetof(lookup_flags, occurrences), "0", 0, 1e9,
+     "list up to N places (document, offset) of every span and matching window, from the "
+     "occurrence lists (all are counted; 0: none)"},
 };
 static const ax_cfg_positional lookup_text = {"TEXT", offsetof(lookup_flags, text), 0, 0,
                                               "the passage (quote it; or --file F)"};
@@ -63,7 +66,56 @@ typedef struct {
     int json, batch;
     uint64_t max_windows;
     size_t max_sources;
+    uint64_t max_occ; /* --occurrences */
 } lookup_args;
+
+/* scratch for a window's places (--occurrences), grown as needed */
+typedef struct {
+    ax_memscan_source *v;
+    size_t cap;
+} places_buf;
+
+/* The first min(total, max) places of the window found at (first, count) into b->v; returns
+ * how many are listed, *total all of them. */
+static ax_status window_places(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
+                               uint64_t max, places_buf *b, size_t *listed, uint64_t *total) {
+    const uint64_t *list;
+    uint64_t m = ax_memscan_index_occurrences(idx, first, count, &list);
+    if (!list) m = 1;
+    size_t want = (size_t)(m < max ? m : max);
+    if (want > b->cap) {
+        ax_memscan_source *nv = realloc(b->v, sizeof *nv * want);
+        if (!nv) return ax_errorf(AX_ERR_NOMEM, "out of memory for %zu places", want);
+        b->v = nv;
+        b->cap = want;
+    }
+    *total = ax_memscan_window_sources(idx, first, count, b->v, want);
+    *listed = want;
+    return AX_OK;
+}
+
+static void jw_places(ax_jw *w, const ax_memscan_source *p, size_t n) {
+    ax_jw_key(w, "places");
+    ax_jw_arr_begin(w);
+    for (size_t k = 0; k < n; k++) {
+        ax_jw_obj_begin(w);
+        ax_jw_key(w, "doc");
+        ax_jw_uint(w, p[k].doc);
+        ax_jw_key(w, "offset");
+        ax_jw_uint(w, p[k].doc_off);
+        ax_jw_key(w, "pos");
+        ax_jw_uint(w, p[k].pos);
+        ax_jw_obj_end(w);
+    }
+    ax_jw_arr_end(w);
+}
+
+static void put_places(const ax_memscan_source *p, size_t n, uint64_t total) {
+    printf("    at:");
+    for (size_t k = 0; k < n; k++) printf(" doc %" PRIu64 " +%" PRIu64, p[k].doc, p[k].doc_off);
+    if (total > n) printf(" ... %" PRIu64 " more (--occurrences N)", total - n);
+    printf("\n");
+}
 
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
@@ -84,6 +136,7 @@ static int parse(int argc, char **argv, lookup_args *a) {
     a->json = f->json;
     a->max_windows = (uint64_t)f->max_windows;
     a->max_sources = (size_t)f->max_sources;
+    a->max_occ = (uint64_t)f->occurrences;
     a->batch = a->file && ends_with(a->file, ".jsonl");
     if (!a->index) return ax_ms_cli_usage(SUB, "%s", "--index INDEX is required");
     if (!a->tok && !a->batch) return ax_ms_cli_usage(SUB, "%s", "--tokenizer TOK is required");
@@ -132,8 +185,8 @@ static void jw_text(ax_jw *w, const ax_tokenizer_t *tok, const int32_t *t, size_
     free(b);
 }
 
-static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *tok,
-                    const int32_t *t) {
+static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *tok, const int32_t *t,
+                    int places) {
     ax_jw_obj_begin(w);
     ax_jw_key(w, "start");
     ax_jw_uint(w, s->start);
@@ -160,6 +213,7 @@ static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *to
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);
+    if (places) jw_places(w, s->occ, s->n_occ);
     ax_jw_key(w, "count_min");
     ax_jw_uint(w, s->count_min);
     ax_jw_key(w, "count_max");
@@ -190,10 +244,13 @@ static void jw_query_tag(ax_jw *w, const query_tag *q) {
         ax_jw_null(w);
 }
 
-static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
-                       const ax_tokenizer_t *tok, const int32_t *t, size_t len,
-                       const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
-                       const uint64_t *first, size_t W, const query_tag *q) {
+static ax_status print_json(const lookup_args *a, const ax_memscan_index_t *idx,
+                            const ax_tokenizer_t *tok, const int32_t *t, size_t len,
+                            const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
+                            const uint64_t *first, size_t W, const query_tag *q) {
+    places_buf pb = {NULL, 0};
+    ax_status st = AX_OK;
+    int places = a->max_occ > 0;
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     const ax_axd_t *ds = ax_memscan_index_dataset(idx);
     const uint64_t *off = ax_axd_doc_offsets(ds);
@@ -217,12 +274,12 @@ static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
     ax_jw_uint(&w, found);
     ax_jw_key(&w, "longest");
     if (ns)
-        jw_span(&w, &sp[0], tok, t);
+        jw_span(&w, &sp[0], tok, t, places);
     else
         ax_jw_null(&w);
     ax_jw_key(&w, "spans");
     ax_jw_arr_begin(&w);
-    for (size_t i = 0; i < ns; i++) jw_span(&w, &sp[i], tok, t);
+    for (size_t i = 0; i < ns; i++) jw_span(&w, &sp[i], tok, t, places);
     ax_jw_arr_end(&w);
     ax_jw_key(&w, "matching_windows");
     ax_jw_arr_begin(&w);
@@ -239,19 +296,29 @@ static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
         ax_jw_uint(&w, d);
         ax_jw_key(&w, "offset");
         ax_jw_uint(&w, first[i] - off[d]);
+        if (places) {
+            size_t listed = 0;
+            uint64_t total = 0;
+            if ((st = window_places(idx, first[i], cnt[i], a->max_occ, &pb, &listed, &total)) !=
+                AX_OK)
+                break;
+            jw_places(&w, pb.v, listed);
+        }
         ax_jw_obj_end(&w);
     }
     ax_jw_arr_end(&w);
     ax_jw_obj_end(&w);
     const char *text = ax_jw_text(&w);
-    if (text) printf("%s\n", text);
+    if (st == AX_OK && text) printf("%s\n", text);
     ax_jw_free(&w);
+    free(pb.v);
+    return st;
 }
 
-static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
-                       const ax_tokenizer_t *tok, const int32_t *t, size_t len,
-                       const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
-                       const uint64_t *first, size_t W) {
+static ax_status print_text(const lookup_args *a, const ax_memscan_index_t *idx,
+                            const ax_tokenizer_t *tok, const int32_t *t, size_t len,
+                            const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
+                            const uint64_t *first, size_t W) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     const ax_axd_t *ds = ax_memscan_index_dataset(idx);
     const uint64_t *off = ax_axd_doc_offsets(ds);
@@ -265,7 +332,7 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
     if (!ns) {
         if (len >= in->n)
             printf("no verbatim span of %u+ tokens found in the training data\n", in->n);
-        return;
+        return AX_OK;
     }
     const ax_memscan_span *L = &sp[0];
     printf("longest verbatim span: %zu tokens (passage tokens %zu-%zu), in %" PRIu64
@@ -291,12 +358,16 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
     put_text(stdout, tok, t + L->start, L->len);
     printf("\n");
     printf("%zu verbatim span%s (longest first):\n", ns, ns == 1 ? "" : "s");
-    for (size_t i = 0; i < ns; i++)
+    for (size_t i = 0; i < ns; i++) {
         printf("  tokens %zu-%zu  %zu tokens  doc %" PRIu64 " +%" PRIu64 "%s  in %" PRIu64
                " doc%s  windows x%" PRIu64 "%s\n",
                sp[i].start, sp[i].start + sp[i].len, sp[i].len, sp[i].doc, sp[i].doc_off,
                sp[i].docs > 1 ? " (first)" : "", sp[i].docs, sp[i].docs == 1 ? "" : "s",
                sp[i].count_min, sp[i].count_max != sp[i].count_min ? "+" : "");
+        if (a->max_occ) put_places(sp[i].occ, sp[i].n_occ, sp[i].occurrences);
+    }
+    places_buf pb = {NULL, 0};
+    ax_status st = AX_OK;
     printf("matching windows (passage tokens, occurrences, first occurrence):\n");
     uint64_t shown = 0;
     for (size_t i = 0; i < W; i++) {
@@ -311,7 +382,17 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
         printf("  tokens %zu-%zu  x%" PRIu64 "  doc %" PRIu64 " +%" PRIu64 "\n", i, i + in->n,
                ax_memscan_index_occurrences(idx, first[i], cnt[i], &list), d, first[i] - off[d]);
         shown++;
+        if (a->max_occ) {
+            size_t listed = 0;
+            uint64_t total = 0;
+            if ((st = window_places(idx, first[i], cnt[i], a->max_occ, &pb, &listed, &total)) !=
+                AX_OK)
+                break;
+            put_places(pb.v, listed, total);
+        }
     }
+    free(pb.v);
+    return st;
 }
 
 /* One batch query (a parsed line) -> tokens: "tokens": [ids < vocab], or "text" encoded with
@@ -368,7 +449,8 @@ static ax_status answer_query(const lookup_args *a, const ax_memscan_index_t *id
         qt.id = ax_json_get(q, "id");
         st = query_tokens(q, tok, in->vocab, &t, &len);
     }
-    if (st == AX_OK) st = ax_memscan_find_spans(idx, t, len, a->max_sources, &sp, &ns);
+    if (st == AX_OK)
+        st = ax_memscan_find_spans_occ(idx, t, len, a->max_sources, a->max_occ, &sp, &ns);
     if (st == AX_OK) {
         W = len >= in->n ? len - in->n + 1 : 0;
         cnt = malloc(sizeof *cnt * (W + 1));
@@ -377,7 +459,7 @@ static ax_status answer_query(const lookup_args *a, const ax_memscan_index_t *id
     }
     if (st == AX_OK) {
         ax_memscan_index_lookup_all(idx, t, len, cnt, first);
-        print_json(a, idx, tok, t, len, sp, ns, cnt, first, W, &qt);
+        st = print_json(a, idx, tok, t, len, sp, ns, cnt, first, W, &qt);
     }
     free(cnt);
     free(first);
@@ -501,7 +583,7 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
         memcpy(text, a.text, text_len + 1);
     }
     AX_CHECK_GOTO(ax_tokenizer_encode(tok, (const uint8_t *)text, text_len, &t, &len), fail);
-    AX_CHECK_GOTO(ax_memscan_find_spans(idx, t, len, a.max_sources, &sp, &ns), fail);
+    AX_CHECK_GOTO(ax_memscan_find_spans_occ(idx, t, len, a.max_sources, a.max_occ, &sp, &ns), fail);
     W = len >= in.n ? len - in.n + 1 : 0;
     cnt = malloc(sizeof *cnt * (W + 1));
     first = malloc(sizeof *first * (W + 1));
@@ -511,9 +593,10 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     }
     ax_memscan_index_lookup_all(idx, t, len, cnt, first);
     if (a.json)
-        print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W, NULL);
+        st = print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W, NULL);
     else
-        print_text(&a, idx, tok, t, len, sp, ns, cnt, first, W);
+        st = print_text(&a, idx, tok, t, len, sp, ns, cnt, first, W);
+    if (st != AX_OK) goto fail;
     /* damage met on the way (pages are verified as lookups touch them) */
     AX_CHECK_GOTO(ax_memscan_index_check(idx), fail);
     goto out;

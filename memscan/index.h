@@ -211,6 +211,10 @@ typedef struct {
     uint64_t count_min, count_max;
     size_t n_sources;
     const ax_memscan_source *sources; /* inside the *spans allocation */
+    /* every place holding the whole span, in position order: the first min(occurrences,
+     * max_occ) of them (ax_memscan_find_spans_occ; none from ax_memscan_find_spans) */
+    size_t n_occ;
+    const ax_memscan_source *occ; /* inside the *spans allocation */
 } ax_memscan_span;
 
 /* Every maximal verbatim span of >= n tokens of tokens[0..len), longest first (ties: earlier
@@ -220,3 +224,14 @@ typedef struct {
  * windows. *spans is one malloc'd block, sources included (free(*spans)); NULL when none. */
 ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
                                 size_t max_sources, ax_memscan_span **spans, size_t *n_spans);
+/* The same, also listing up to max_occ places of each span (its occ; 0 = none): every
+ * document and offset where the whole span occurs, from the occurrence lists (the count of
+ * them all is its `occurrences`). */
+ax_status ax_memscan_find_spans_occ(const ax_memscan_index_t *idx, const int32_t *tokens,
+                                    size_t len, size_t max_sources, uint64_t max_occ,
+                                    ax_memscan_span **spans, size_t *n_spans);
+/* The places of the window a lookup found at (first, count > 0) as documents and offsets: the
+ * first min(total, max) in ascending position order into out; returns the total (exact, never
+ * capped, unlike count). */
+uint64_t ax_memscan_window_sources(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
+                                   ax_memscan_source *out, size_t max);
