@@ -6,6 +6,9 @@
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/grid.h"
+#include "lib/dist/mpienv.h"
 #include "memscan/cmd_util.h"
 #include "memscan/index.h"
 
@@ -247,7 +250,7 @@ static void jw_query_tag(ax_jw *w, const query_tag *q) {
 static ax_status print_json(const lookup_args *a, const ax_memscan_index_t *idx,
                             const ax_tokenizer_t *tok, const int32_t *t, size_t len,
                             const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
-                            const uint64_t *first, size_t W, const query_tag *q) {
+                            const uint64_t *first, size_t W, const query_tag *q, FILE *out) {
     places_buf pb = {NULL, 0};
     ax_status st = AX_OK;
     int places = a->max_occ > 0;
@@ -309,7 +312,7 @@ static ax_status print_json(const lookup_args *a, const ax_memscan_index_t *idx,
     ax_jw_arr_end(&w);
     ax_jw_obj_end(&w);
     const char *text = ax_jw_text(&w);
-    if (st == AX_OK && text) printf("%s\n", text);
+    if (st == AX_OK && text) fprintf(out, "%s\n", text);
     ax_jw_free(&w);
     free(pb.v);
     return st;
@@ -433,40 +436,101 @@ static ax_status query_tokens(const ax_json *q, const ax_tokenizer_t *tok, uint3
     return AX_OK;
 }
 
-static ax_status answer_query(const lookup_args *a, const ax_memscan_index_t *idx,
-                              const ax_tokenizer_t *tok, const char *line, size_t n,
-                              const query_tag *qt_in) {
-    ax_json *q = NULL;
-    int32_t *t = NULL;
-    size_t len = 0, ns = 0, W = 0;
-    ax_memscan_span *sp = NULL;
-    uint32_t *cnt = NULL;
-    uint64_t *first = NULL;
-    query_tag qt = *qt_in;
+/* One query's answer from its tokens; counts/first: its window lookups made elsewhere (by
+ * the ranks serving them), or NULL to look them up here. */
+static ax_status answer_tokens(const lookup_args *a, const ax_memscan_index_t *idx,
+                               const ax_tokenizer_t *tok, const int32_t *t, size_t len,
+                               const uint32_t *given_cnt, const uint64_t *given_first,
+                               const query_tag *qt, FILE *out) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
-    ax_status st = ax_json_parse(line, n, "the query", &q);
+    size_t ns = 0, W = len >= in->n ? len - in->n + 1 : 0;
+    ax_memscan_span *sp = NULL;
+    uint32_t *cnt = malloc(sizeof *cnt * (W + 1));
+    uint64_t *first = malloc(sizeof *first * (W + 1));
+    ax_status st = cnt && first ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
     if (st == AX_OK) {
-        qt.id = ax_json_get(q, "id");
-        st = query_tokens(q, tok, in->vocab, &t, &len);
+        if (given_cnt) {
+            if (W) memcpy(cnt, given_cnt, sizeof *cnt * W);
+            if (W) memcpy(first, given_first, sizeof *first * W);
+        } else {
+            ax_memscan_index_lookup_all(idx, t, len, cnt, first);
+        }
+        st = ax_memscan_find_spans_given(idx, t, len, cnt, first, a->max_sources, a->max_occ, &sp,
+                                         &ns);
     }
-    if (st == AX_OK)
-        st = ax_memscan_find_spans_occ(idx, t, len, a->max_sources, a->max_occ, &sp, &ns);
-    if (st == AX_OK) {
-        W = len >= in->n ? len - in->n + 1 : 0;
-        cnt = malloc(sizeof *cnt * (W + 1));
-        first = malloc(sizeof *first * (W + 1));
-        if (!cnt || !first) st = ax_errorf(AX_ERR_NOMEM, "out of memory");
-    }
-    if (st == AX_OK) {
-        ax_memscan_index_lookup_all(idx, t, len, cnt, first);
-        st = print_json(a, idx, tok, t, len, sp, ns, cnt, first, W, &qt);
-    }
+    if (st == AX_OK) st = print_json(a, idx, tok, t, len, sp, ns, cnt, first, W, qt, out);
     free(cnt);
     free(first);
     free(sp);
+    return st;
+}
+
+/* A query line -> its parsed object (for its id) and tokens. */
+static ax_status parse_query(const lookup_args *a, const ax_memscan_index_t *idx,
+                             const ax_tokenizer_t *tok, const char *line, size_t n, ax_json **q,
+                             int32_t **t, size_t *len) {
+    (void)a;
+    *t = NULL;
+    *len = 0;
+    AX_CHECK(ax_json_parse(line, n, "the query", q));
+    return query_tokens(*q, tok, ax_memscan_index_info(idx)->vocab, t, len);
+}
+
+static ax_status answer_query(const lookup_args *a, const ax_memscan_index_t *idx,
+                              const ax_tokenizer_t *tok, const char *line, size_t n,
+                              const query_tag *qt_in, FILE *out) {
+    ax_json *q = NULL;
+    int32_t *t = NULL;
+    size_t len = 0;
+    query_tag qt = *qt_in;
+    ax_status st = parse_query(a, idx, tok, line, n, &q, &t, &len);
+    if (q) qt.id = ax_json_get(q, "id");
+    if (st == AX_OK) st = answer_tokens(a, idx, tok, t, len, NULL, NULL, &qt, out);
     free(t);
     ax_json_free(q);
     return st;
+}
+
+/* {"line": N, "error": "FILE line N: message"} */
+static void put_error_line(const lookup_args *a, uint64_t lineno, const char *why, FILE *out) {
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "line");
+    ax_jw_uint(&w, lineno);
+    ax_jw_key(&w, "error");
+    char msg[1200];
+    snprintf(msg, sizeof msg, "%s line %llu: %s", a->file, (unsigned long long)lineno, why);
+    ax_jw_str(&w, msg);
+    ax_jw_obj_end(&w);
+    const char *text = ax_jw_text(&w);
+    if (text) fprintf(out, "%s\n", text);
+    ax_jw_free(&w);
+}
+
+/* the next non-blank line (trailing newline cut): 1, or 0 at the end */
+static int next_query(FILE *f, char **line, size_t *cap, uint64_t *lineno, size_t *n) {
+    ssize_t got;
+    while ((got = getline(line, cap, f)) >= 0) {
+        ++*lineno;
+        size_t m = (size_t)got, k = 0;
+        while (m && ((*line)[m - 1] == '\n' || (*line)[m - 1] == '\r')) m--;
+        while (k < m && ((*line)[k] == ' ' || (*line)[k] == '\t')) k++;
+        if (k == m) continue;
+        *n = m;
+        return 1;
+    }
+    return 0;
+}
+
+static int batch_summary(const lookup_args *a, uint64_t n_failed, uint64_t n_queries) {
+    if (!n_failed) return 0;
+    if (ax_mpi_world_rank() == 0)
+        fprintf(stderr,
+                "axmem memscan lookup: %llu of %llu queries in %s failed (see their "
+                "\"error\" lines)\n",
+                (unsigned long long)n_failed, (unsigned long long)n_queries, a->file);
+    return 1;
 }
 
 /* --file QUERIES.jsonl: one answer line per query line (blank lines skipped), an error object
@@ -478,35 +542,15 @@ static int run_batch(const lookup_args *a, const ax_memscan_index_t *idx,
     ax_status st = ax_fopen_regular(a->file, "pass a file of JSON queries, one a line", &f);
     if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
     char *line = NULL;
-    size_t cap = 0;
-    ssize_t got;
+    size_t cap = 0, n;
     uint64_t lineno = 0, n_queries = 0, n_failed = 0;
-    while ((got = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        size_t n = (size_t)got;
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-        size_t k = 0;
-        while (k < n && (line[k] == ' ' || line[k] == '\t')) k++;
-        if (k == n) continue;
+    while (next_query(f, &line, &cap, &lineno, &n)) {
         n_queries++;
         query_tag qt = {lineno, NULL};
         ax_error_clear();
-        if (answer_query(a, idx, tok, line, n, &qt) == AX_OK) continue;
+        if (answer_query(a, idx, tok, line, n, &qt, stdout) == AX_OK) continue;
         n_failed++;
-        ax_jw w;
-        ax_jw_init(&w);
-        ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "line");
-        ax_jw_uint(&w, lineno);
-        ax_jw_key(&w, "error");
-        char msg[1200];
-        snprintf(msg, sizeof msg, "%s line %llu: %s", a->file, (unsigned long long)lineno,
-                 ax_error_msg());
-        ax_jw_str(&w, msg);
-        ax_jw_obj_end(&w);
-        const char *text = ax_jw_text(&w);
-        if (text) printf("%s\n", text);
-        ax_jw_free(&w);
+        put_error_line(a, lineno, ax_error_msg(), stdout);
     }
     int read_err = ferror(f);
     fclose(f);
@@ -515,14 +559,174 @@ static int run_batch(const lookup_args *a, const ax_memscan_index_t *idx,
     if (read_err) return ax_ms_cli_fail(SUB, ax_errorf(AX_ERR_IO, "%s: read error", a->file));
     st = ax_memscan_index_check(idx);
     if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
-    if (n_failed) {
-        fprintf(stderr,
-                "axmem memscan lookup: %llu of %llu queries in %s failed (see their "
-                "\"error\" lines)\n",
-                (unsigned long long)n_failed, (unsigned long long)n_queries, a->file);
-        return 1;
+    return batch_summary(a, n_failed, n_queries);
+}
+
+/* A batch under mpirun (issue 12 item 3): every rank opened the index; rank r answers the r-th
+ * contiguous block of queries, its windows looked up by the ranks serving their hash ranges
+ * (ax_memscan_index_lookup_routed: one exchange for the whole block), and rank 0 prints the
+ * answers in query order, the same lines a single process prints. */
+typedef struct {
+    uint64_t lineno;
+    char *line;
+    size_t n;
+    ax_json *q;
+    int32_t *t;
+    size_t len, w0; /* tokens; the first of its windows in the block's window array */
+    char *err;      /* why it failed (malloc'd), or NULL */
+} block_query;
+
+static ax_status block_read(const lookup_args *a, block_query **out, size_t *n_out,
+                            uint64_t *n_all) {
+    FILE *f;
+    AX_CHECK(ax_fopen_regular(a->file, "pass a file of JSON queries, one a line", &f));
+    char *line = NULL;
+    size_t cap = 0, n, m = 0, mcap = 0;
+    uint64_t lineno = 0, total = 0;
+    int R = ax_mpi_world_size(), r = ax_mpi_world_rank();
+    /* first pass: how many queries, so each rank knows its block */
+    while (next_query(f, &line, &cap, &lineno, &n)) total++;
+    uint64_t lo = total * (uint64_t)r / (uint64_t)R, hi = total * (uint64_t)(r + 1) / (uint64_t)R;
+    rewind(f);
+    lineno = 0;
+    block_query *b = NULL;
+    ax_status st = AX_OK;
+    for (uint64_t i = 0; st == AX_OK && next_query(f, &line, &cap, &lineno, &n); i++) {
+        if (i < lo || i >= hi) continue;
+        if (m == mcap) {
+            mcap = mcap ? 2 * mcap : 64;
+            block_query *nb = realloc(b, sizeof *nb * mcap);
+            if (!nb) {
+                st = ax_errorf(AX_ERR_NOMEM, "out of memory for queries");
+                break;
+            }
+            b = nb;
+        }
+        block_query *q = &b[m++];
+        memset(q, 0, sizeof *q);
+        q->lineno = lineno;
+        q->n = n;
+        q->line = malloc(n + 1);
+        if (!q->line)
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory for queries");
+        else
+            memcpy(q->line, line, n), q->line[n] = 0;
     }
-    return 0;
+    if (st == AX_OK && ferror(f)) st = ax_errorf(AX_ERR_IO, "%s: read error", a->file);
+    fclose(f);
+    free(line);
+    *out = b;
+    *n_out = m;
+    *n_all = total;
+    return st;
+}
+
+static void block_free(block_query *b, size_t m) {
+    for (size_t i = 0; i < m; i++) {
+        free(b[i].line);
+        free(b[i].t);
+        free(b[i].err);
+        ax_json_free(b[i].q);
+    }
+    free(b);
+}
+
+/* rank 0 prints its text then every other rank's in rank order; others send theirs */
+static ax_status gather_print(ax_grid_t *g, const char *text, size_t len) {
+    int R = ax_grid_dim(g, AX_AXIS_WORLD), r = ax_grid_coord(g, AX_AXIS_WORLD);
+    if (r != 0) {
+        uint64_t L = len;
+        AX_CHECK(ax_coll_send(g, AX_AXIS_WORLD, &L, 1, AX_DT_U64, 0, 1));
+        if (L) AX_CHECK(ax_coll_send(g, AX_AXIS_WORLD, text, (long)L, AX_DT_U8, 0, 2));
+        return AX_OK;
+    }
+    fwrite(text, 1, len, stdout);
+    for (int p = 1; p < R; p++) {
+        uint64_t L;
+        AX_CHECK(ax_coll_recv(g, AX_AXIS_WORLD, &L, 1, AX_DT_U64, p, 1));
+        char *buf = malloc(L ? L : 1);
+        if (!buf) return ax_errorf(AX_ERR_NOMEM, "out of memory gathering answers");
+        ax_status st = L ? ax_coll_recv(g, AX_AXIS_WORLD, buf, (long)L, AX_DT_U8, p, 2) : AX_OK;
+        if (st == AX_OK) fwrite(buf, 1, L, stdout);
+        free(buf);
+        AX_CHECK(st);
+    }
+    fflush(stdout);
+    return AX_OK;
+}
+
+static int run_batch_ranks(const lookup_args *a, const ax_memscan_index_t *idx,
+                           const ax_tokenizer_t *tok) {
+    static const char *SUB = "lookup";
+    const size_t n = ax_memscan_index_info(idx)->n;
+    block_query *b = NULL;
+    size_t m = 0, nw = 0;
+    uint64_t total = 0, n_failed = 0;
+    int32_t *win = NULL;
+    uint32_t *cnt = NULL;
+    uint64_t *first = NULL;
+    char *text = NULL;
+    size_t text_len = 0;
+    ax_grid_t *g = NULL;
+    ax_status st = ax_grid_create_world(&g);
+    if (st == AX_OK) st = block_read(a, &b, &m, &total);
+    /* parse and tokenize; a bad query keeps its message and has no windows */
+    for (size_t i = 0; st == AX_OK && i < m; i++) {
+        block_query *q = &b[i];
+        ax_error_clear();
+        ax_status qs = parse_query(a, idx, tok, q->line, q->n, &q->q, &q->t, &q->len);
+        if (qs != AX_OK) {
+            q->err = strdup(ax_error_msg());
+            free(q->t);
+            q->t = NULL;
+            q->len = 0;
+            if (!q->err) st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        q->w0 = nw;
+        nw += q->len >= n ? q->len - n + 1 : 0;
+    }
+    if (st == AX_OK) {
+        win = malloc(sizeof *win * (nw * n + 1));
+        cnt = malloc(sizeof *cnt * (nw + 1));
+        first = malloc(sizeof *first * (nw + 1));
+        if (!win || !cnt || !first) st = ax_errorf(AX_ERR_NOMEM, "out of memory for windows");
+    }
+    for (size_t i = 0; st == AX_OK && i < m; i++)
+        for (size_t j = 0; b[i].t && j + n <= b[i].len; j++)
+            memcpy(win + (b[i].w0 + j) * n, b[i].t + j, sizeof *win * n);
+    /* every rank joins the exchange, even after a failure of its own */
+    st = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan lookup batch");
+    if (st == AX_OK) st = ax_memscan_index_lookup_routed(idx, win, nw, cnt, first);
+    FILE *out = NULL;
+    if (st == AX_OK) {
+        out = open_memstream(&text, &text_len);
+        if (!out) st = ax_errorf(AX_ERR_NOMEM, "out of memory for answers");
+    }
+    for (size_t i = 0; st == AX_OK && i < m; i++) {
+        block_query *q = &b[i];
+        query_tag qt = {q->lineno, q->q ? ax_json_get(q->q, "id") : NULL};
+        ax_error_clear();
+        if (!q->err &&
+            answer_tokens(a, idx, tok, q->t, q->len, cnt + q->w0, first + q->w0, &qt, out) == AX_OK)
+            continue;
+        n_failed++;
+        put_error_line(a, q->lineno, q->err ? q->err : ax_error_msg(), out);
+    }
+    if (out) fclose(out);
+    ax_status cs = ax_memscan_index_check(idx);
+    if (st == AX_OK) st = cs;
+    st = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan lookup batch");
+    if (st == AX_OK) st = gather_print(g, text ? text : "", text ? text_len : 0);
+    if (st == AX_OK) st = ax_coll_allreduce(g, AX_AXIS_WORLD, &n_failed, 1, AX_DT_U64, AX_OP_SUM);
+    free(text);
+    free(win);
+    free(cnt);
+    free(first);
+    block_free(b, m);
+    ax_grid_free(g);
+    if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
+    return batch_summary(a, n_failed, total);
 }
 
 int ax_ms_cmd_lookup(int argc, char **argv) {
@@ -568,7 +772,7 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     }
     AX_CHECK_GOTO(ax_memscan_index_open(a.index, ds, &idx), fail);
     if (a.batch) {
-        rc = run_batch(&a, idx, tok);
+        rc = ax_mpi_world_size() > 1 ? run_batch_ranks(&a, idx, tok) : run_batch(&a, idx, tok);
         goto out;
     }
     if (a.file) {
@@ -593,7 +797,7 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     }
     ax_memscan_index_lookup_all(idx, t, len, cnt, first);
     if (a.json)
-        st = print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W, NULL);
+        st = print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W, NULL, stdout);
     else
         st = print_text(&a, idx, tok, t, len, sp, ns, cnt, first, W);
     if (st != AX_OK) goto fail;

@@ -202,6 +202,14 @@ ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *to
 ax_status ax_memscan_find_spans_occ(const ax_memscan_index_t *idx, const int32_t *tokens,
                                     size_t len, size_t max_sources, uint64_t max_occ,
                                     ax_memscan_span **spans, size_t *n_spans) {
+    return ax_memscan_find_spans_given(idx, tokens, len, NULL, NULL, max_sources, max_occ, spans,
+                                       n_spans);
+}
+
+ax_status ax_memscan_find_spans_given(const ax_memscan_index_t *idx, const int32_t *tokens,
+                                      size_t len, const uint32_t *given_counts,
+                                      const uint64_t *given_first, size_t max_sources,
+                                      uint64_t max_occ, ax_memscan_span **spans, size_t *n_spans) {
     *spans = NULL;
     *n_spans = 0;
     size_t n = idx->info.n;
@@ -214,7 +222,12 @@ ax_status ax_memscan_find_spans_occ(const ax_memscan_index_t *idx, const int32_t
     span_out so = {idx, tokens, len, max_sources, NULL, 0, 0, NULL, 0, 0, max_occ, NULL, 0, 0};
     ax_status st = AX_OK;
     if (!counts || !first || !exact) goto oom;
-    ax_memscan_index_lookup_all(idx, tokens, len, counts, first);
+    if (given_counts) { /* looked up elsewhere (by the ranks serving them) */
+        memcpy(counts, given_counts, sizeof *counts * W);
+        memcpy(first, given_first, sizeof *first * W);
+    } else {
+        ax_memscan_index_lookup_all(idx, tokens, len, counts, first);
+    }
     size_t R_prev = 0;
     for (size_t i = 0; i < W; i++) {
         exact[i] = 0;
