@@ -21,7 +21,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* one sequence length: the median step over `steps` and its ratio to the GEMM ceiling */
-static int run(int steps, int B, int T, double ceiling) {
+static int run(int steps, int B, int T) {
     ax_model_config c = {.n_layers = 12,
                          .dim = 768,
                          .n_heads = 12,
@@ -47,6 +47,9 @@ static int run(int steps, int B, int T, double ceiling) {
         mask[i] = 1;
     }
     int threads = omp_get_max_threads();
+    /* the ceiling: a large square GEMM on the same BLAS and threads, measured now (per T, so
+     * each ratio pairs measurements taken under the same load) */
+    double ceiling = ax_perf_sgemm_gflops(2048, 2048, 2048, 5);
     double *times = malloc((size_t)steps * sizeof *times);
     double loss = 0;
     for (int s = -1; s < steps; s++) { /* step -1 warms caches and the BLAS */
@@ -86,11 +89,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_train [steps>=1] [B>=1] [T>=2]\n");
         return 2;
     }
-    /* the ceiling: a large square GEMM on the same BLAS and threads, measured now */
-    double ceiling = ax_perf_sgemm_gflops(2048, 2048, 2048, 5);
-    if (T > 0) return run(steps, B, T, ceiling);
+    if (T > 0) return run(steps, B, T);
     static const int Ts[] = {64, 256, 1024};
     for (int i = 0; i < 3; i++)
-        if (run(steps, B, Ts[i], ceiling) != 0) return 1;
+        if (run(steps, B, Ts[i]) != 0) return 1;
     return 0;
 }
