@@ -554,6 +554,17 @@ Test(ops, attention_deterministic) {
     cr_expect(memcmp(a[0], a[1], sizeof(float) * na) == 0, "lse: 1 vs 3 threads");
     cr_expect(memcmp(d[0], d[1], sizeof(float) * nq) == 0, "dqkv: 1 vs 3 threads");
     cr_expect(memcmp(d[1], d2, sizeof(float) * nq) == 0, "dqkv: a second call");
+    /* one head (B*H = 2 < 3 threads): heads in turn, threaded GEMMs; twice bitwise equal and
+     * close to the 1-thread result */
+    float *e[2];
+    for (int r = 0; r < 2; r++) {
+        e[r] = fzeros(nq);
+        ax_attention_backward(CTX, e[r], scratch, G, qkv, a[1], 1, T, C, 2);
+    }
+    cr_expect(memcmp(e[0], e[1], sizeof(float) * nq / 2) == 0, "dqkv, heads in turn: twice");
+    double *want = todbl(d[0], nq / 2);
+    expect_close("dqkv, heads in turn vs 1 thread", e[0], want, nq / 2, TOL_FWD * 2);
+    free(want), free(e[0]), free(e[1]);
     for (int r = 0; r < 2; r++) free(o[r]), free(a[r]), free(d[r]);
     free(qkv), free(G), free(d2), free(scratch);
 }

@@ -9,13 +9,13 @@
  * att[B,H,T] (the layout the CUDA backend uses too).
  *
  * Backward: one task per (b, h), so dk and dv of a head are owned by one thread and accumulate
- * tile after tile in a fixed order (no atomics, no partials: the result does not depend on the
- * thread count). Per query tile [r0, r1) the probabilities are recomputed from q, k and lse
- * (P = exp(S - lse)) for keys [0, r1), in a per-thread buffer of AX_ATT_BQ x T floats:
- *   dP = dO V^T ; D_i = rowsum(P dP) (= rowsum(dO * O), without needing O) ;
- *   dS = scale P (dP - D) ; dQ += dS K ; dK += dS^T Q ; dV += P^T dO.
- * dnnl_sgemm called inside a parallel region runs single-threaded on the calling thread.
- * Workspace: the context's arena, ax_attention_scratch_bytes (lib/backend/ops.h) per call. */
+ * tile after tile in a fixed order (no atomics, no partials: with at least as many heads as
+ * threads, the result does not depend on the thread count). Per query tile [r0, r1) the
+ * probabilities are recomputed from q, k and lse (P = exp(S - lse)) for keys [0, r1), in a
+ * per-thread buffer of AX_ATT_BQ x T floats: dP = dO V^T ; D_i = rowsum(P dP) (= rowsum(dO * O),
+ * without needing O) ; dS = scale P (dP - D) ; dQ += dS K ; dK += dS^T Q ; dV += P^T dO. dnnl_sgemm
+ * called inside a parallel region runs single-threaded on the calling thread. Workspace: the
+ * context's arena, ax_attention_scratch_bytes (lib/backend/ops.h) per call. */
 #include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
@@ -143,7 +143,9 @@ void ax_cpu_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const f
     float *ws = ax_ctx_scratch(ctx, ax_attention_scratch_bytes(T, D, nt));
     if (!ws) return;
     long per = (long)ax_attention_scratch_bytes(T, D, 1) / (long)sizeof(float);
-#pragma omp parallel for schedule(dynamic, 1)
+    /* fewer heads than threads: the heads run one after another and each GEMM uses every
+     * thread (deterministic for a fixed thread count, like the model's other GEMMs) */
+#pragma omp parallel for schedule(dynamic, 1) if (B * H >= nt)
     for (int bh = 0; bh < B * H; bh++)
         bwd_head(dqkv, dout, qkv, att + (long)bh * T, T, C, D, bh / H, bh % H, scale,
                  ws + per * omp_get_thread_num());
