@@ -143,7 +143,7 @@ typedef struct {
 
 static int alloc_acts(ax_model_t *m) {
     int64_t N = (int64_t)m->B * m->T, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy;
-    int64_t att = (int64_t)m->B * m->Hy * T * T;
+    int64_t att = (int64_t)m->B * m->Hy * T; /* the attention's row logsumexp: linear in T */
     int D = m->cfg.dim / m->cfg.n_heads, L = m->cfg.n_layers, n = 0;
     act_slot *slots = ax_host_alloc(m->ctx, sizeof(act_slot) * ((size_t)L * 11 + 17));
     if (!slots) return 0;
@@ -208,11 +208,18 @@ ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int 
 }
 
 /* Kernel scratch the model's ops need (lib/backend/cpu: the gradient norm's per-chunk partials,
- * one row of scores per thread in decoding attention), reserved once at creation. */
+ * one row of scores per thread in decoding attention, the blocked attention's per-thread tiles;
+ * lib/backend/cuda: N + 1 doubles of row losses in ce_finish), reserved once at creation. The
+ * ops run one at a time, so the arena is the largest of them. */
 static size_t scratch_bytes(const ax_model_t *m) {
-    size_t norm = sizeof(double) * (size_t)(m->n_local / 32768 + 1);
-    size_t decode = sizeof(float) * (size_t)((m->T + 15) / 16 * 16) * (size_t)omp_get_max_threads();
-    return norm > decode ? norm : decode;
+    int nt = omp_get_max_threads(), D = m->cfg.dim / m->cfg.n_heads;
+    size_t need[4] = {sizeof(double) * (size_t)(m->n_local / 32768 + 1),
+                      sizeof(float) * (size_t)((m->T + 15) / 16 * 16) * (size_t)nt,
+                      ax_attention_scratch_bytes(m->T, D, nt),
+                      sizeof(double) * ((size_t)m->B * (size_t)m->T + 1)};
+    size_t most = 0;
+    for (int i = 0; i < 4; i++) most = need[i] > most ? need[i] : most;
+    return most;
 }
 
 /* How the grid's collectives reach this model's device memory (lib/dist/comm.h, ax_comm_memory):
