@@ -67,7 +67,7 @@ static void memory(const ax_model_config *c, const int dims[4], int B, int T, in
      * and moments needs the same 2 + 2 + 4 + 4 + 4) */
     o->mem_state = 16.0 * local;
     o->mem_gathered = gz > 1 ? 2.0 * eb * full : 0;
-    double N = (double)B * T, att = (double)B * Hy * T * T;
+    double N = (double)B * T, att = (double)B * Hy * T; /* per-row logsumexp (blocked attention) */
     double per_layer = N * (4 * Cx + 2 + 4 * Cy + 3 * Fy) + att;
     double rest = N * (4 * Cx + 5 + Vl + (Fy > Cy ? Fy : Cy) + 2 * Fy + 3 * Cy) + T * D + att;
     o->mem_acts = eb * (L * per_layer + rest) + 3 * N * 4 + 64.0 * (11 * L + 17);
