@@ -3,10 +3,9 @@
 //
 // Forward: one warp per query row, 8 rows per block; keys and values stream through shared
 // memory in tiles of 32, lane j scoring key j of the tile, with the online softmax (running
-// max m and sum l, the output rescaled when m grows). Instead of the CPU's probabilities, the
-// op's `att` buffer [B,H,T,T] receives only the per-row logsumexp lse = m + log(l) in its
-// first B*H*T floats: the CUDA `att` is NOT the probability matrix (only this backend's own
-// attention_backward reads it).
+// max m and sum l, the output rescaled when m grows). The op's `att` buffer [B,H,T] receives
+// the per-row logsumexp lse = m + log(l), as on the CPU (lib/backend/cpu/ops_attention.c); only
+// this backend's own attention_backward reads it.
 //
 // Backward recomputes the probabilities from q, k and lse (p = exp(scale q.k - lse)):
 //   pass 1, per query row:  Di = sum_j p_ij dp_ij with dp_ij = dO_i . v_j   (into `scratch`)
