@@ -19,6 +19,8 @@ static const command commands[] = {
     {"goldfish", ax_cmd_goldfish, "goldfish loss masks: show which tokens a spec drops"},
     {"memscan", ax_cmd_memscan,
      "training-set index, lookups, extraction probes, regurgitation scans"},
+    {"model", ax_cmd_model,
+     "Hugging Face Llama-family models: import to / export from checkpoints"},
     {"report", ax_cmd_report, "scan results -> self-contained HTML (inline SVG), Markdown, JSON"},
     {"demo", ax_cmd_demo,
      "the whole job on the bundled corpus: baseline vs goldfish, scans, report"},
