@@ -78,7 +78,22 @@ static ax_status parse(const ax_json *c, const char *path, ax_hf_config *out) {
                          path);
     if (ax_json_get(c, "max_position_embeddings"))
         AX_CHECK(get_int(c, "max_position_embeddings", path, 1, 1 << 30, &maxp));
-    const ax_json *th = ax_json_get(c, "rope_theta"), *eps = ax_json_get(c, "rms_norm_eps"),
+    /* transformers >= 5 writes "rope_parameters": {"rope_type", "rope_theta"}; older
+     * releases a top-level "rope_theta" and, for scaled variants, "rope_scaling" */
+    const ax_json *rp = ax_json_get(c, "rope_parameters");
+    if (rp && rp->type != AX_JSON_NULL) {
+        const ax_json *ty = ax_json_get(rp, "rope_type");
+        if (rp->type != AX_JSON_OBJ ||
+            (ty && (ty->type != AX_JSON_STR || strcmp(ty->str, "default"))))
+            return ax_errorf(AX_ERR_ARG,
+                             "%s: \"rope_parameters\" asks for a rope_type other than "
+                             "\"default\"; axmem cannot import it: only plain rotary embeddings "
+                             "are supported",
+                             path);
+    }
+    const ax_json *th = rp && ax_json_get(rp, "rope_theta") ? ax_json_get(rp, "rope_theta")
+                                                            : ax_json_get(c, "rope_theta"),
+                  *eps = ax_json_get(c, "rms_norm_eps"),
                   *tie = ax_json_get(c, "tie_word_embeddings");
     double theta = 10000.0, e = 1e-6; /* transformers' defaults for LlamaConfig */
     if (th) {
