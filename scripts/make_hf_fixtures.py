@@ -19,6 +19,7 @@ Usage: pip install torch transformers safetensors
            axmem binary and load the export with transformers: same logits)"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,12 +28,12 @@ import numpy as np
 import torch
 import transformers
 
-B, T, V = 2, 12, 300
+B, T = 2, 12
 
 
-def build(kind, tied, kv, seed):
+def build(kind, tied, kv, seed, V=300, hidden=64, layers=2):
     torch.manual_seed(seed)
-    common = dict(vocab_size=V, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+    common = dict(vocab_size=V, hidden_size=hidden, intermediate_size=96, num_hidden_layers=layers,
                   num_attention_heads=4, num_key_value_heads=kv, max_position_embeddings=64,
                   rope_theta=5000.0 + seed, rms_norm_eps=1e-5, tie_word_embeddings=tied)
     if kind == 'mistral':
@@ -50,7 +51,7 @@ def build(kind, tied, kv, seed):
     return model.eval()
 
 
-def ids_for(seed):
+def ids_for(seed, V=300):
     return torch.from_numpy(np.random.default_rng(seed).integers(0, V, (B, T))).long()
 
 
@@ -87,10 +88,14 @@ VARIANTS = [  # name, kind, tied, kv heads, dtype, sharded
     ('llama_untied_sharded', 'llama', False, 4, 'f32', True),
     ('mistral_gqa_bf16', 'mistral', False, 1, 'bf16', False),
 ]
+# the README walk-through's model directory: one small layer, tied, with a tokenizer.json
+# (the byte-level BPE fixture of tests/fixtures/tokenizers, vocabulary 420)
+WALK = ('llama_walkthrough', 'tests/fixtures/tokenizers/gpt2.json', 420)
 
 
 def check_export(axmem, root):
     for i, (name, kind, *_rest) in enumerate(VARIANTS):
+        V = 300
         src = os.path.join(root, name)
         with tempfile.TemporaryDirectory() as tmp:
             step = subprocess.run([axmem, 'model', 'import', '--hf', src, '--out',
@@ -114,6 +119,10 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else 'tests/fixtures/hf'
     for i, (name, kind, tied, kv, dtype, shard) in enumerate(VARIANTS):
         save(out, name, build(kind, tied, kv, 100 + i), ids_for(200 + i), dtype, shard)
+    name, tok, V = WALK
+    save(out, name, build('llama', True, 4, 150, V=V, hidden=32, layers=1), ids_for(250, V),
+         'f32', False)
+    shutil.copy(tok, os.path.join(out, name, 'tokenizer.json'))
 
 
 if __name__ == '__main__':

@@ -107,6 +107,9 @@ Test(hf_import, untied_sharded_fp32) {
 Test(hf_import, mistral_gqa_bf16) {
     check_fixture("mistral_gqa_bf16");
 }
+Test(hf_import, walkthrough_one_layer) {
+    check_fixture("llama_walkthrough");
+}
 
 /* a copy of a fixture with config.json replaced */
 static void with_config(const char *name, const char *from, const char *to, const char *fault) {
