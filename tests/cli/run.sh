@@ -528,7 +528,8 @@ if "$AX" model import --hf $W --out "$T/walk/ckpt" >/dev/null 2>"$T/err" &&
 import json,sys
 s=json.load(open(sys.argv[1])); rows=[json.loads(l) for l in open(sys.argv[2])]
 sys.exit(0 if s["schema"]=="axmem-scan" and len(rows)==4 and all(r["duplicates"]>=1 for r in rows) else 1)' \
-     "$T/walk/probe.json" "$T/walk/probe.samples.jsonl" 2>>"$T/err"
+     "$T/walk/probe.json" "$T/walk/probe.samples.jsonl" 2>>"$T/err" &&
+   "$AX" report --run my-llama="$T/walk" --out "$T/walk/report" >/dev/null 2>"$T/err" && [ -s "$T/walk/report/report.html" ]
 then ok "README walk-through: HF model directory scanned for a corpus"
 else bad "README walk-through: HF model directory scanned for a corpus"; fi
 
