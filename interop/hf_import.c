@@ -34,7 +34,7 @@ static ax_status fetch(const ax_hf_weights *w, const char *dir, const char *name
 
 /* Tensors the import uses or may ignore; anything else (biases, another architecture's
  * weights) means the model is not what config.json says. */
-static int known_name(const char *n, int L, int tied) {
+static int known_name(const char *n, int L) {
     static const char *const per_layer[] = {
         "input_layernorm.weight",
         "post_attention_layernorm.weight",
@@ -47,8 +47,7 @@ static int known_name(const char *n, int L, int tied) {
         "mlp.down_proj.weight",
         "self_attn.rotary_emb.inv_freq"}; /* the last: old saves store the rotary table */
     if (!strcmp(n, "model.embed_tokens.weight") || !strcmp(n, "model.norm.weight")) return 1;
-    if (!strcmp(n, "lm_head.weight")) return 1; /* tied: a copy of the embedding, ignored */
-    (void)tied;
+    if (!strcmp(n, "lm_head.weight")) return 1; /* when tied: a copy of the embedding, ignored */
     int l, off = 0;
     if (sscanf(n, "model.layers.%d.%n", &l, &off) != 1 || off == 0 || l < 0 || l >= L) return 0;
     for (size_t i = 0; i < sizeof per_layer / sizeof *per_layer; i++)
@@ -157,7 +156,7 @@ ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out,
     for (int i = 0; st == AX_OK && i < ax_hf_weights_count(w); i++) {
         const ax_st_file *f;
         const char *name = ax_hf_weights_name(w, i, &f);
-        if (!known_name(name, hc.cfg.n_layers, hc.cfg.tie_embeddings))
+        if (!known_name(name, hc.cfg.n_layers))
             st = ax_errorf(AX_ERR_ARG,
                            "%s: tensor \"%s\" has no place in a %d-layer Llama model without "
                            "biases; axmem cannot import this model as config.json describes it",

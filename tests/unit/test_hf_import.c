@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "interop/hf_model.h"
@@ -111,31 +112,46 @@ Test(hf_import, walkthrough_one_layer) {
     check_fixture("llama_walkthrough");
 }
 
-/* a copy of a fixture with config.json replaced */
-static void with_config(const char *name, const char *from, const char *to, const char *fault) {
-    char src[256], tmp[] = "/tmp/ax_hfc_XXXXXX", p[400], q[400], ck[400];
+/* A copy of fixture `name` with one edit (`from` -> `to`) in its file `file` (the other files
+ * symlinked): the import must fail, with `fault` in the message, and write nothing. */
+static void with_edit(const char *name, const char *file, const char *from, const char *to,
+                      const char *fault) {
+    char src[256], tmp[] = "/tmp/ax_hfc_XXXXXX", p[600], q[600], ck[400];
     snprintf(src, sizeof src, "%s/%s", fixture_root(), name);
     cr_assert(mkdtemp(tmp));
-    char *cfg;
+    DIR *d = opendir(src);
+    cr_assert(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, file)) continue;
+        snprintf(p, sizeof p, "%s/%s", src, e->d_name);
+        snprintf(q, sizeof q, "%s/%s", tmp, e->d_name);
+        char *abs = realpath(p, NULL);
+        cr_assert(abs, "%s", p);
+        cr_assert_eq(symlink(abs, q), 0);
+        free(abs);
+    }
+    closedir(d);
+    char *text;
     size_t n;
-    snprintf(p, sizeof p, "%s/config.json", src);
-    cr_assert_eq(ax_read_file(p, &cfg, &n), AX_OK);
-    char *at = strstr(cfg, from);
+    snprintf(p, sizeof p, "%s/%s", src, file);
+    cr_assert_eq(ax_read_file(p, &text, &n), AX_OK);
+    char *at = strstr(text, from);
     cr_assert(at, "%s has no %s", p, from);
     char *edited = malloc(n + strlen(to) + 1);
-    sprintf(edited, "%.*s%s%s", (int)(at - cfg), cfg, to, at + strlen(from));
-    snprintf(q, sizeof q, "%s/config.json", tmp);
+    sprintf(edited, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    snprintf(q, sizeof q, "%s/%s", tmp, file);
     cr_assert_eq(ax_write_file(q, edited, strlen(edited)), AX_OK);
-    snprintf(p, sizeof p, "%s/model.safetensors", src);
-    snprintf(q, sizeof q, "%s/model.safetensors", tmp);
-    cr_assert_eq(symlink(p[0] == '/' ? p : realpath(p, NULL), q), 0);
     snprintf(ck, sizeof ck, "%s/ck", tmp);
     ax_error_clear();
     cr_assert_neq(ax_hf_import(tmp, ck, NULL, 0), AX_OK, "accepted %s", to);
     cr_assert(strstr(ax_error_msg(), fault), "want '%s' in: %s", fault, ax_error_msg());
     cr_assert(!ax_path_exists(ck), "a refused import left %s", ck);
-    free(cfg), free(edited);
+    free(text), free(edited);
     ax_rm_rf(tmp);
+}
+
+static void with_config(const char *name, const char *from, const char *to, const char *fault) {
+    with_edit(name, "config.json", from, to, fault);
 }
 
 Test(hf_import, refuses_disagreeing_config) {
@@ -153,4 +169,63 @@ Test(hf_import, refuses_disagreeing_config) {
                 "attention_bias");
     with_config("llama_tied_gqa", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"",
                 "hidden_act");
+}
+
+Test(hf_import, refuses_bad_shards_and_windows) {
+    with_config("mistral_gqa_bf16", "\"sliding_window\": null", "\"sliding_window\": 4096",
+                "sliding_window");
+    /* the index maps a tensor to a shard that does not hold it, or outside the directory */
+    with_edit("llama_untied_sharded", "model.safetensors.index.json",
+              "\"model.layers.0.mlp.down_proj.weight\": \"model-00002-of-00003.safetensors\"",
+              "\"model.layers.0.mlp.down_proj.weight\": \"model-00003-of-00003.safetensors\"",
+              "does not hold it");
+    with_edit("llama_untied_sharded", "model.safetensors.index.json",
+              "\"lm_head.weight\": \"model-00003-of-00003.safetensors\"",
+              "\"lm_head.weight\": \"../model-00003-of-00003.safetensors\"", "plain file names");
+    /* the index names a tensor no shard holds */
+    with_edit("llama_untied_sharded", "model.safetensors.index.json", "\"weight_map\": {",
+              "\"weight_map\": {\"model.layers.0.self_attn.q_proj.bias\": "
+              "\"model-00003-of-00003.safetensors\", ",
+              "does not hold it");
+}
+
+/* the fixture's tensors plus an attention bias: a tensor with no place is refused by name */
+Test(hf_import, refuses_unknown_tensor) {
+    char src[256], tmp[] = "/tmp/ax_hfb_XXXXXX", p[400], q[400], ck[400];
+    snprintf(src, sizeof src, "%s/llama_tied_gqa", fixture_root());
+    cr_assert(mkdtemp(tmp));
+    snprintf(p, sizeof p, "%s/model.safetensors", src);
+    ax_st_file *f;
+    cr_assert_eq(ax_st_open(p, &f), AX_OK, "%s", ax_error_msg());
+    int n = ax_st_n_tensors(f);
+    ax_st_out *o = calloc((size_t)n + 1, sizeof *o);
+    float **bufs = calloc((size_t)n + 1, sizeof *bufs);
+    for (int i = 0; i < n; i++) {
+        const ax_st_tensor *t = ax_st_tensor_at(f, i);
+        bufs[i] = malloc(sizeof(float) * (size_t)t->numel);
+        ax_st_read_f32(f, t, bufs[i]);
+        o[i] = (ax_st_out){.name = t->name, .ndim = t->ndim, .data = bufs[i]};
+        memcpy(o[i].shape, t->shape, sizeof t->shape);
+    }
+    bufs[n] = calloc(64, sizeof(float));
+    o[n] = (ax_st_out){
+        .name = "model.layers.1.self_attn.q_proj.bias", .ndim = 1, .shape = {64}, .data = bufs[n]};
+    snprintf(q, sizeof q, "%s/model.safetensors", tmp);
+    cr_assert_eq(ax_st_write(q, o, n + 1, NULL), AX_OK, "%s", ax_error_msg());
+    ax_st_close(f);
+    for (int i = 0; i <= n; i++) free(bufs[i]);
+    free(bufs), free(o);
+    char *cfg;
+    size_t len;
+    snprintf(p, sizeof p, "%s/config.json", src);
+    cr_assert_eq(ax_read_file(p, &cfg, &len), AX_OK);
+    snprintf(q, sizeof q, "%s/config.json", tmp);
+    cr_assert_eq(ax_write_file(q, cfg, len), AX_OK);
+    free(cfg);
+    snprintf(ck, sizeof ck, "%s/ck", tmp);
+    ax_error_clear();
+    cr_assert_neq(ax_hf_import(tmp, ck, NULL, 0), AX_OK);
+    cr_assert(strstr(ax_error_msg(), "q_proj.bias") && strstr(ax_error_msg(), "model.safetensors"),
+              "%s", ax_error_msg());
+    ax_rm_rf(tmp);
 }
