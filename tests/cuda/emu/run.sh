@@ -62,7 +62,7 @@ g++ -fopenmp -o "$E/cuda_ops_check" "$E/cuda_ops_check.o" "${EMU_BACKEND[@]}" \
 #   AX_EMU_GUARD=1 build/cuda-emu/axmem train ... --device cuda
 rm -f "$E/libaxmem_backend_emu.a"
 ar rcs "$E/libaxmem_backend_emu.a" "${EMU_BACKEND[@]}"
-g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{train,memscan,reports,goldfish,data,model,ckpt}.a \
+g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{interop,train,memscan,reports,goldfish,data,model,ckpt}.a \
   "$E/libaxmem_backend_emu.a" "$B"/lib/libaxmem_{dist,core}.a $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
 echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1)"
