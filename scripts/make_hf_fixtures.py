@@ -11,7 +11,7 @@ reference without installing torch:
 
 Variants: tied + grouped-query attention (fp32), untied with full K/V heads (fp32, sharded),
 MistralForCausalLM with GQA (bf16 weights; its logits come from the bf16 weights upcast to
-fp32, which is what the import computes with).
+fp32, which is what the import computes with), tied + GQA in fp16 (the same way).
 
 Usage: pip install torch transformers safetensors
        scripts/make_hf_fixtures.py [OUT_DIR]            (default tests/fixtures/hf)
@@ -63,14 +63,15 @@ def logits(model, ids):
 def save(out, name, model, ids, dtype, shard):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
-    if dtype == 'bf16':
-        # round the weights to bf16 but compute in fp32 (what the import does); casting the
-        # whole module would round the rotary inv_freq buffer too
+    if dtype in ('bf16', 'f16'):
+        # round the weights to bf16 / fp16 but compute in fp32 (what the import does); casting
+        # the whole module would round the rotary inv_freq buffer too
+        half = torch.bfloat16 if dtype == 'bf16' else torch.float16
         with torch.no_grad():
             for p in model.parameters():
-                p.copy_(p.to(torch.bfloat16).float())
+                p.copy_(p.to(half).float())
         ref = logits(model, ids)
-        model = model.to(torch.bfloat16)
+        model = model.to(half)
     else:
         ref = logits(model, ids)
     model.save_pretrained(d, safe_serialization=True,
@@ -87,6 +88,7 @@ VARIANTS = [  # name, kind, tied, kv heads, dtype, sharded
     ('llama_tied_gqa', 'llama', True, 2, 'f32', False),
     ('llama_untied_sharded', 'llama', False, 4, 'f32', True),
     ('mistral_gqa_bf16', 'mistral', False, 1, 'bf16', False),
+    ('llama_tied_f16', 'llama', True, 2, 'f16', False),
 ]
 # the README walk-through's model directory: one small layer, tied, with a tokenizer.json
 # (the byte-level BPE fixture of tests/fixtures/tokenizers, vocabulary 420)

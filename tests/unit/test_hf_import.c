@@ -108,6 +108,9 @@ Test(hf_import, untied_sharded_fp32) {
 Test(hf_import, mistral_gqa_bf16) {
     check_fixture("mistral_gqa_bf16");
 }
+Test(hf_import, tied_gqa_f16) {
+    check_fixture("llama_tied_f16");
+}
 Test(hf_import, walkthrough_one_layer) {
     check_fixture("llama_walkthrough");
 }
