@@ -5,7 +5,9 @@
  * rotate-half layout already, so no row permutation is needed. */
 #include "interop/hf_model.h"
 #include "lib/core/json.h"
+#include "lib/model/model_io.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,17 +57,16 @@ static int known_name(const char *n, int L) {
     return 0;
 }
 
-/* Fills the global parameter vector of model m (its tensor table) from the directory. */
-static ax_status fill(const ax_model_t *m, const ax_hf_config *hc, const ax_hf_weights *w,
-                      const char *dir, float *global) {
+/* Fills the global parameter vector (tensor table ts[n_t]) from the directory. */
+static ax_status fill(const ax_tensor_info *ts, int n_t, const ax_hf_config *hc,
+                      const ax_hf_weights *w, const char *dir, float *global) {
     const ax_model_config *c = &hc->cfg;
     int64_t C = c->dim, F = c->ffn, V = c->vocab, H = c->n_heads, D = C / H, KV = hc->kv_heads;
-    const ax_tensor_info *ts = ax_model_tensors(m);
     char name[160];
     float *kv = malloc((size_t)(KV * D * C) * sizeof *kv);
     if (!kv) return ax_errorf(AX_ERR_NOMEM, "out of memory importing %s", dir);
     ax_status st = AX_OK;
-    for (int i = 0; st == AX_OK && i < ax_model_n_tensors(m); i++) {
+    for (int i = 0; st == AX_OK && i < n_t; i++) {
         float *dst = global + ts[i].offset;
         const char *n = ts[i].name;
         int l = -1;
@@ -115,8 +116,8 @@ static ax_status fill(const ax_model_t *m, const ax_hf_config *hc, const ax_hf_w
     return st;
 }
 
-static ax_status write_ckpt(const ax_model_t *m, const ax_hf_config *hc, const char *hf_dir,
-                            const char *ckpt_dir, const float *global) {
+static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const ax_hf_config *hc,
+                            const char *hf_dir, const char *ckpt_dir, const float *global) {
     const ax_model_config *c = &hc->cfg;
     ax_jw cw;
     ax_jw_init(&cw);
@@ -133,12 +134,12 @@ static ax_status write_ckpt(const ax_model_t *m, const ax_hf_config *hc, const c
     ax_jw_key(&cw, "imported-from"), ax_jw_str(&cw, hf_dir);
     ax_jw_key(&cw, "kv-heads-replicated-from"), ax_jw_int(&cw, hc->kv_heads);
     ax_jw_obj_end(&cw);
-    ax_ckpt_blob blob = {.name = "params", .data = global, .count = ax_model_n_params(m)};
+    ax_ckpt_blob blob = {.name = "params", .data = global, .count = n};
     ax_ckpt_write_args a = {.grid = "1x1x1x1",
                             .config_json = ax_jw_text(&cw),
                             .state_json = "{\"step\":0}",
-                            .tensors = ax_model_tensors(m),
-                            .n_tensors = ax_model_n_tensors(m),
+                            .tensors = ts,
+                            .n_tensors = n_t,
                             .blobs = &blob,
                             .n_blobs = 1};
     ax_status st =
@@ -147,7 +148,7 @@ static ax_status write_ckpt(const ax_model_t *m, const ax_hf_config *hc, const c
     return st;
 }
 
-ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out, size_t n) {
+ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out, size_t len) {
     ax_hf_config hc;
     AX_CHECK(ax_hf_config_load(hf_dir, &hc));
     ax_hf_weights *w = NULL;
@@ -162,16 +163,21 @@ ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out,
                            "biases; axmem cannot import this model as config.json describes it",
                            ax_st_path(f), name, hc.cfg.n_layers);
     }
-    ax_model_t *m = NULL; /* for its tensor table: the checkpoint layout any grid loads */
+    /* the engine's own global layout, so every grid loads the checkpoint */
+    int n_t = ax_model_config_n_tensors(&hc.cfg);
+    int64_t n = ax_model_config_n_params(&hc.cfg);
+    ax_tensor_info *ts = calloc((size_t)n_t, sizeof *ts);
     float *global = NULL;
-    if (st == AX_OK) st = ax_model_create(&hc.cfg, 1, 1, &m);
-    if (st == AX_OK && !(global = malloc((size_t)ax_model_n_params(m) * sizeof *global)))
-        st = ax_errorf(AX_ERR_NOMEM, "out of memory importing %s", hf_dir);
-    if (st == AX_OK) st = fill(m, &hc, w, hf_dir, global);
-    if (st == AX_OK) st = write_ckpt(m, &hc, hf_dir, ckpt_dir, global);
-    if (st == AX_OK && step_out) snprintf(step_out, n, "%s/step-000000", ckpt_dir);
+    if (st == AX_OK && (!ts || (uint64_t)n > SIZE_MAX / sizeof *global ||
+                        !(global = malloc((size_t)n * sizeof *global))))
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory importing %s (%lld parameters)", hf_dir,
+                       (long long)n);
+    if (st == AX_OK) ax_model_tensor_table(&hc.cfg, ts);
+    if (st == AX_OK) st = fill(ts, n_t, &hc, w, hf_dir, global);
+    if (st == AX_OK) st = write_ckpt(ts, n_t, n, &hc, hf_dir, ckpt_dir, global);
+    if (st == AX_OK && step_out) snprintf(step_out, len, "%s/step-000000", ckpt_dir);
     free(global);
-    ax_model_free(m);
+    free(ts);
     ax_hf_weights_close(w);
     return st;
 }

@@ -232,3 +232,34 @@ Test(hf_import, refuses_unknown_tensor) {
               "%s", ax_error_msg());
     ax_rm_rf(tmp);
 }
+
+/* the converters' tensor table is the model's own, tensor for tensor */
+Test(hf_import, tensor_table_matches_model) {
+    for (int tie = 0; tie < 2; tie++) {
+        ax_model_config c = {.n_layers = 3,
+                             .dim = 32,
+                             .n_heads = 4,
+                             .ffn = 48,
+                             .vocab = 301,
+                             .tie_embeddings = tie,
+                             .rope_theta = 1e4f,
+                             .norm_eps = 1e-5f};
+        ax_model_t *m;
+        cr_assert_eq(ax_model_create(&c, 1, 1, &m), AX_OK, "%s", ax_error_msg());
+        int n = ax_model_config_n_tensors(&c);
+        cr_assert_eq(n, ax_model_n_tensors(m));
+        ax_tensor_info *t = calloc((size_t)n, sizeof *t);
+        ax_model_tensor_table(&c, t);
+        const ax_tensor_info *u = ax_model_tensors(m);
+        for (int i = 0; i < n; i++) {
+            cr_assert_str_eq(t[i].name, u[i].name);
+            cr_assert(t[i].ndim == u[i].ndim && t[i].shape[0] == u[i].shape[0] &&
+                          t[i].shape[1] == u[i].shape[1] && t[i].offset == u[i].offset &&
+                          t[i].numel == u[i].numel,
+                      "tensor %s differs", u[i].name);
+        }
+        cr_assert_eq(t[n - 1].offset + t[n - 1].numel, ax_model_n_params(m));
+        free(t);
+        ax_model_free(m);
+    }
+}
