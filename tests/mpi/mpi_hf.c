@@ -102,13 +102,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bad grid %s: %s\n", spec, ax_error_msg());
         ax_mpi_abort(1);
     }
-    /* one scratch directory for all ranks: mpirun is every rank's parent */
-    char work[128];
-    snprintf(work, sizeof work, "/tmp/ax_mpi_hf_%ld", (long)getppid());
+    /* one scratch directory for all ranks: rank 0 makes it and sends its name */
+    char work[128] = "/tmp/ax_mpi_hf_XXXXXX";
+    if (ax_grid_rank(g) == 0 && !mkdtemp(work)) work[0] = 0;
+    ax_coll_bcast(g, AX_AXIS_WORLD, work, sizeof work, AX_DT_U8, 0);
+    EXPECT(work[0], "cannot make a scratch directory");
     const char *names[] = {"llama_tied_gqa", "llama_untied_sharded", "mistral_gqa_bf16"};
     for (int i = 0; i < 3 && !failures; i++) check(g, names[i], work);
     ax_barrier(g, AX_AXIS_WORLD);
-    if (ax_grid_rank(g) == 0) ax_rm_rf(work);
+    if (ax_grid_rank(g) == 0 && work[0]) ax_rm_rf(work);
     double bad = failures;
     ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
     if (ax_grid_rank(g) == 0) printf("mpi_hf %s: %s\n", spec, bad ? "FAILED" : "ok");
