@@ -4,6 +4,7 @@
  * growing size show whether build time is linear in tokens.
  *
  * usage: bench_memscan [SIZES] [n]   SIZES: comma list with K/M suffixes (default 1M,10M,100M)
+ *        bench_memscan --write-data PATH.axd TOKENS   only write the dataset (bench/peers/)
  * Targets (issue 5): build >= 25% of the hash ceiling per core; <= 16 bytes per window. The
  * occurrence lists (issue 8) add bytes only for windows that occur more than once: printed
  * per distinct window and per listed position. Issue 12: a cold process (fork, open the dataset
@@ -138,12 +139,9 @@ static int cold_process(const char *path, const char *ipath, const int32_t *qs, 
            WEXITSTATUS(status) == 0 && r[1] > 0;
 }
 
-static void bench_size(uint64_t tokens, int n, int first) {
-    char path[256], ipath[300];
-    snprintf(path, sizeof path, "/tmp/bench_memscan_%d_%llu.axd", (int)getpid(),
-             (unsigned long long)tokens);
-    snprintf(ipath, sizeof ipath, "%s.idx", path);
-    /* ~1000-token documents; 1% of documents carry a passage copied 2..512 times */
+/* The benchmark's dataset of about `tokens` tokens: ~1000-token documents; 1% of documents
+ * carry a passage copied 2..512 times (also written alone by --write-data, for bench/peers) */
+static void write_data(const char *path, uint64_t tokens) {
     ax_memscan_synth_opts o = {.vocab = 50257,
                                .doc_len_min = 500,
                                .doc_len_max = 1500,
@@ -155,11 +153,19 @@ static void bench_size(uint64_t tokens, int n, int first) {
     o.n_docs = tokens / 1001;
     o.n_passages = 5; /* 2 + 8 + 32 + 128 + 512 copies */
     if (o.n_docs < 700) o.n_passages = 3;
-    double t0 = ax_now();
     if (ax_memscan_synth_write(path, &o, NULL, NULL) != AX_OK) {
         fprintf(stderr, "bench_memscan: %s\n", ax_error_msg());
         exit(1);
     }
+}
+
+static void bench_size(uint64_t tokens, int n, int first) {
+    char path[256], ipath[300];
+    snprintf(path, sizeof path, "/tmp/bench_memscan_%d_%llu.axd", (int)getpid(),
+             (unsigned long long)tokens);
+    snprintf(ipath, sizeof ipath, "%s.idx", path);
+    double t0 = ax_now();
+    write_data(path, tokens);
     double t_gen = ax_now() - t0;
     ax_axd_t *ds;
     if (ax_axd_open(path, 1, &ds) != AX_OK) {
@@ -326,6 +332,14 @@ static void bench_size(uint64_t tokens, int n, int first) {
 
 int main(int argc, char **argv) {
     ax_log_set_level(AX_LOG_WARN);
+    if (argc == 4 && strcmp(argv[1], "--write-data") == 0) {
+        if (parse_size(argv[3]) < 2000) {
+            fprintf(stderr, "bench_memscan --write-data PATH.axd TOKENS: TOKENS >= 2K\n");
+            return 2;
+        }
+        write_data(argv[2], parse_size(argv[3]));
+        return 0;
+    }
     const char *sizes = argc > 1 ? argv[1] : "1M,10M,100M";
     int n = argc > 2 ? atoi(argv[2]) : 32;
     char *list = strdup(sizes);

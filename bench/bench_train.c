@@ -1,7 +1,9 @@
 /* Training-step throughput of a GPT-2-124M-shaped model (12 layers, d=768, 12 heads,
- * vocab 50257, B=4, T=64) as a fraction of the GEMM rate measured in the same run.
+ * vocab 50257, B=4) at T = 64, 256 and 1024 (the blocked attention keeps memory linear in T) as a
+ * fraction of the GEMM rate measured in the same run.
  * Achieved FLOP/s counts 6 * matmul params * tokens + attention (ax_model_flops_per_token).
- * Usage: bench_train [steps=6] [B=4] [T=64]   (threads from OMP_NUM_THREADS) */
+ * Usage: bench_train [steps=6] [B=4] [T]   (no T: 64, 256 and 1024; threads from OMP_NUM_THREADS)
+ */
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
 #include "lib/backend/cpu/perf.h"
@@ -18,13 +20,8 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv) {
-    int steps = argc > 1 ? atoi(argv[1]) : 6;
-    int B = argc > 2 ? atoi(argv[2]) : 4, T = argc > 3 ? atoi(argv[3]) : 64;
-    if (steps < 1 || B < 1 || T < 2) {
-        fprintf(stderr, "usage: bench_train [steps>=1] [B>=1] [T>=2]\n");
-        return 2;
-    }
+/* one sequence length: the median step over `steps` and its ratio to the GEMM ceiling */
+static int run(int steps, int B, int T) {
     ax_model_config c = {.n_layers = 12,
                          .dim = 768,
                          .n_heads = 12,
@@ -37,7 +34,7 @@ int main(int argc, char **argv) {
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     if (ax_model_create(&c, B, T, &m) != AX_OK || ax_optim_create(m, &oc, &o) != AX_OK) {
-        fprintf(stderr, "bench_train: %s\n", ax_error_msg());
+        fprintf(stderr, "bench_train: T=%d: %s\n", T, ax_error_msg());
         return 1;
     }
     ax_model_init(m, 1);
@@ -50,7 +47,8 @@ int main(int argc, char **argv) {
         mask[i] = 1;
     }
     int threads = omp_get_max_threads();
-    /* the ceiling: a large square GEMM on the same BLAS and threads, measured now */
+    /* the ceiling: a large square GEMM on the same BLAS and threads, measured now (per T, so
+     * each ratio pairs measurements taken under the same load) */
     double ceiling = ax_perf_sgemm_gflops(2048, 2048, 2048, 5);
     double *times = malloc((size_t)steps * sizeof *times);
     double loss = 0;
@@ -81,5 +79,19 @@ int main(int argc, char **argv) {
     free(times), free(in), free(tg), free(mask);
     ax_optim_free(o);
     ax_model_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int steps = argc > 1 ? atoi(argv[1]) : 6;
+    int B = argc > 2 ? atoi(argv[2]) : 4, T = argc > 3 ? atoi(argv[3]) : 0;
+    if (steps < 1 || B < 1 || (argc > 3 && T < 2)) {
+        fprintf(stderr, "usage: bench_train [steps>=1] [B>=1] [T>=2]\n");
+        return 2;
+    }
+    if (T > 0) return run(steps, B, T);
+    static const int Ts[] = {64, 256, 1024};
+    for (int i = 0; i < 3; i++)
+        if (run(steps, B, Ts[i]) != 0) return 1;
     return 0;
 }

@@ -1,40 +1,59 @@
 /* `axmem demo`: the main job end to end on the bundled corpus, through the library calls the
- * commands make (data/encode.h, memscan/index.h, train/train.h, memscan/probe_run.h,
- * memscan/generate_run.h, reports/report.h): train a tokenizer, build a "memorization set"
- * (the goldfish paper's extreme setting: a few dozen documents seen for many epochs) and a held-out
- * set, train a baseline and a goldfish model, index the training set, probe both models for
- * extractable memorization, and write a summary a person can read. */
+ * commands make (data/encode.h, data/split.h, data/canary.h, memscan/index.h, train/train.h,
+ * memscan/probe_run.h, generate_run.h, mia_run.h, exposure_run.h, reports/report.h): train a
+ * tokenizer, split a pool of documents at random into a "memorization set" (the goldfish paper's
+ * extreme setting: a few dozen documents seen for many epochs) and held-out non-members, plant
+ * canaries in the memorization set, train a baseline and a goldfish model on it, index it, probe
+ * both models for extractable memorization, attack them (membership inference, canary
+ * exposure), and write a summary a person can read. */
 #include "cli/commands.h"
 #include "data/axd.h"
+#include "data/canary.h"
 #include "data/encode.h"
+#include "data/split.h"
+#include "lib/core/cliargs.h"
 #include "lib/core/config.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/log.h"
 #include "lib/core/stop.h"
+#include "memscan/exposure_run.h"
 #include "memscan/generate_run.h"
 #include "memscan/index.h"
+#include "memscan/mia_run.h"
 #include "memscan/probe_run.h"
 #include "reports/report.h"
 #include "train/train.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define DEMO_MAX_REPEATS 16
+/* The split's overlap rule: 32 tokens, not data split's default 13, which on the formulaic KJV
+ * drops most held-out chapters (docs/DESIGN.md, "Member / held-out split"). */
+#define DEMO_NGRAM 32
+
 typedef struct {
     char out[AX_CFG_STR_MAX], corpus[AX_CFG_STR_MAX];
-    int64_t steps_n, vocab_n, docs_n;
+    char canary_format[AX_CFG_STR_MAX], canary_repeats[AX_CFG_STR_MAX];
+    int64_t steps_n, vocab_n, docs_n, per_repeat;
+    int privacy;   /* --no-privacy: no canaries, no mia / exposure scans */
+    int show_text; /* the report quotes memorized text and secrets (`axmem report --show-text`) */
     char steps[32], docs[32]; /* the numbers as text, for the summary */
+    int repeats[DEMO_MAX_REPEATS], n_repeats;
 } demo_args;
 
 /* What the summary reports of one model: its scans' numbers and its final held-out loss. */
 typedef struct {
     ax_ms_probe_summary probe;
     ax_ms_generate_summary gen;
-    double val_loss; /* -1: none logged */
+    ax_ms_mia_summary mia;      /* with --privacy */
+    ax_ms_exposure_summary exp; /* with --privacy */
+    double val_loss;            /* -1: none logged */
 } demo_scores;
 
 #define F(field) offsetof(demo_args, field)
@@ -43,8 +62,18 @@ static const ax_cfg_entry entries[] = {
     {"corpus", AX_CFG_STR, F(corpus), "data/corpus/kjv.jsonl", 1, 0,
      "JSONL corpus (one document per line, \"text\" field)"},
     {"steps", AX_CFG_INT, F(steps_n), "300", 1, 1e7, "training steps per model"},
-    {"docs", AX_CFG_INT, F(docs_n), "32", 1, 500, "documents in the memorization set"},
+    {"docs", AX_CFG_INT, F(docs_n), "32", 1, 500,
+     "documents in the memorization set (and as many drawn as held-out)"},
     {"vocab-size", AX_CFG_INT, F(vocab_n), "2048", 257, 1 << 22, "tokenizer vocabulary"},
+    {"privacy", AX_CFG_BOOL, F(privacy), "true", 0, 0,
+     "canaries, membership inference and exposure (--no-privacy skips them)"},
+    {"canary-format", AX_CFG_STR, F(canary_format), "my PIN is {d3}", 1, 0,
+     "canary text, as `axmem data canaries --format` (a small space: exact exposure)"},
+    {"canary-repeats", AX_CFG_STR, F(canary_repeats), "1,4,16", 1, 0,
+     "comma-separated repeat counts of the canaries (up to 16 counts)"},
+    {"canaries-per-repeat", AX_CFG_INT, F(per_repeat), "2", 1, 100, "canaries per repeat count"},
+    {"show-text", AX_CFG_BOOL, F(show_text), "false", 0, 0,
+     "the report's HTML and Markdown quote memorized text and canary secrets"},
 };
 #undef F
 
@@ -53,17 +82,45 @@ static const ax_cfg_table table = {
     .summary =
         "The main job on the bundled public-domain corpus (KJV, one document per chapter):\n"
         "  1. trains a byte-level BPE tokenizer on the whole corpus;\n"
-        "  2. takes N chapters (first 500 characters each) as a memorization set and N\n"
-        "     others as held-out text, and encodes both;\n"
-        "  3. trains a baseline and a goldfish (hash:k=4,h=13) model for many epochs on the\n"
-        "     memorization set (one document per sequence), validating on held-out text;\n"
-        "  4. indexes the training set (memscan index) and probes both models: 32-token\n"
+        "  2. encodes 2N chapters (first 500 characters each) and splits them at random into\n"
+        "     N members (the memorization set) and N held-out non-members, dropping held-out\n"
+        "     chapters that share a run of >= 32 tokens with the members (data split);\n"
+        "  3. plants canaries (--canary-format, --canaries-per-repeat of them at each of\n"
+        "     --canary-repeats) at random positions of the members (data canaries; secrets in\n"
+        "     DIR/secrets.json, mode 0600);\n"
+        "  4. trains a baseline and a goldfish (hash:k=4,h=13) model for many epochs on the\n"
+        "     members (one document per sequence), validating on the held-out set;\n"
+        "  5. indexes the training set (memscan index) and probes both models: 32-token\n"
         "     prefix -> greedy 32-token suffix, exact match (memscan probe), and free\n"
         "     generations slid over the index for verbatim spans (memscan generate);\n"
-        "  5. writes DIR/summary.md and the report DIR/report/report.{html,md,json}.",
+        "  6. attacks both: membership inference, members vs held-out (memscan mia: loss,\n"
+        "     zlib, min-k%, min-k%++; ROC AUC with a bootstrap interval), and canary exposure\n"
+        "     by repeat count, exact over the format's space (memscan exposure);\n"
+        "  7. writes DIR/summary.md and the report DIR/report/report.{html,md,json}: the\n"
+        "     scans' numbers and charts, membership ROC curves, exposure by repeat count (no\n"
+        "     memorized text and no secret in the report without --show-text, none ever in\n"
+        "     the summary).\n"
+        "--no-privacy skips steps 3 and 6 (the held-out set still validates).",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
+
+/* "1,4,16" -> the counts; nonzero when it is not such a list */
+static int parse_repeats(const char *s, int *out, int *n) {
+    *n = 0;
+    for (const char *p = s;;) {
+        size_t len = strcspn(p, ",");
+        char one[32];
+        int64_t v = 0;
+        snprintf(one, sizeof one, "%.*s", (int)(len < 31 ? len : 31), p);
+        if (len == 0 || len > 30 || ax_parse_i64(one, &v) != 1 || v < 1 || v > 100000 ||
+            *n == DEMO_MAX_REPEATS)
+            return 1;
+        out[(*n)++] = (int)v;
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
 
 /* 0: go on; otherwise the exit code (help printed or bad flags) */
 static int parse(int argc, char **argv, demo_args *a) {
@@ -77,6 +134,18 @@ static int parse(int argc, char **argv, demo_args *a) {
     if (help) {
         ax_cfg_print_help(&table, stdout);
         return -1;
+    }
+    if (a->privacy && parse_repeats(a->canary_repeats, a->repeats, &a->n_repeats)) {
+        fprintf(stderr,
+                "axmem demo: --canary-repeats '%s' is not a list of 1 to %d counts in 1..100000, "
+                "e.g. 1,4,16\n",
+                a->canary_repeats, DEMO_MAX_REPEATS);
+        return 2;
+    }
+    ax_canary_format fmt; /* checked before any work, not after the tokenizer */
+    if (a->privacy && ax_canary_format_parse(a->canary_format, &fmt) != AX_OK) {
+        fprintf(stderr, "axmem demo: --canary-format: %s\n", ax_error_msg());
+        return 2;
     }
     snprintf(a->steps, sizeof a->steps, "%lld", (long long)a->steps_n);
     snprintf(a->docs, sizeof a->docs, "%lld", (long long)a->docs_n);
@@ -142,8 +211,54 @@ static double read_val_loss(const char *run) {
     return v;
 }
 
+/* The counts of a canary row "a, b, c" (and of extracted ones "x/n, ...") for the summary. */
+static void exposure_cells(const ax_ms_exposure_summary *e, char *bits, char *got, size_t cap) {
+    size_t nb = 0, ng = 0;
+    bits[0] = got[0] = '\0';
+    for (int r = 0; r < e->n_rows && nb < cap && ng < cap; r++) {
+        const ax_ms_exposure_bucket *b = &e->by_repeats[r];
+        nb += (size_t)snprintf(bits + nb, cap - nb, "%s%.2f", r ? ", " : "", b->mean);
+        if (ng < cap)
+            ng += (size_t)snprintf(got + ng, cap - ng, "%s%d/%d", r ? ", " : "", b->extracted,
+                                   b->canaries);
+    }
+}
+
+/* The privacy attacks' rows: one line of setup, then a table with one column per model. */
+static void summarize_privacy(FILE *o, const demo_args *a, const ax_split_result *sp,
+                              const demo_scores sc[2], const char *names[2]) {
+    fprintf(o,
+            "\nPrivacy attacks. Members: the %" PRIu64 " training chapters; non-members: %" PRIu64
+            " chapters held out of the same pool at random (%" PRIu64
+            " more drawn but dropped for sharing a run of >= %d tokens with the members). "
+            "Canaries: %d x '%s' (%.0f possible secrets) planted at repeat counts %s in the "
+            "members; exposure = log2(possible secrets) - log2(rank of the true secret), exact "
+            "over every candidate (max %.2f bits); secrets only in secrets.json and "
+            "exposure.samples.jsonl (mode 0600).\n\n"
+            "| attack | %s | %s |\n|---|---|---|\n",
+            sp->train_docs, sp->holdout_docs, sp->dropped_docs, DEMO_NGRAM, sc[0].exp.canaries,
+            a->canary_format, sc[0].exp.space, a->canary_repeats, log2(sc[0].exp.space), names[0],
+            names[1]);
+    static const int rows[2] = {AX_MIA_LOSS, AX_MIA_MIN_K_PP};
+    static const char *row_names[2] = {"loss", "min-k%++"};
+    for (int k = 0; k < 2; k++) {
+        fprintf(o, "| membership inference: %s AUC (95%% CI) |", row_names[k]);
+        for (int i = 0; i < 2; i++) {
+            const ax_ms_ci *c = &sc[i].mia.auc[rows[k]];
+            fprintf(o, " %.3f (%.3f-%.3f) |", c->mean, c->lo, c->hi);
+        }
+        fprintf(o, "\n");
+    }
+    char bits[2][512], got[2][512];
+    for (int i = 0; i < 2; i++) exposure_cells(&sc[i].exp, bits[i], got[i], sizeof bits[i]);
+    fprintf(o, "| canary exposure, mean bits at %s repeats | %s | %s |\n", a->canary_repeats,
+            bits[0], bits[1]);
+    fprintf(o, "| canaries extracted by greedy decoding at %s repeats | %s | %s |\n",
+            a->canary_repeats, got[0], got[1]);
+}
+
 static int summarize(const demo_args *a, const char *base, const char *gold,
-                     const demo_scores sc[2]) {
+                     const ax_split_result *sp, const demo_scores sc[2]) {
     char path[1100];
     snprintf(path, sizeof path, "%s/summary.md", a->out);
     FILE *f = ax_fopen_private(path); /* 0600, like every file that may quote training text */
@@ -156,8 +271,8 @@ static int summarize(const demo_args *a, const char *base, const char *gold,
         FILE *o = pass ? stdout : f;
         fprintf(o,
                 "# axmem demo: goldfish loss against verbatim memorization\n\n"
-                "%s documents of %s (first 500 characters each), %s steps of 16 sequences "
-                "(one document per sequence, many epochs), tiny model.\n"
+                "%" PRIu64 " documents of %s (first 500 characters each)%s, %s steps of 16 "
+                "sequences (one document per sequence, many epochs), tiny model.\n"
                 "Probe: 32-token prefix from each training document, greedy 32-token "
                 "continuation.\n\n"
                 "Regurgitation: 32 free generations of 96 tokens (temperature 0.7) slid over a "
@@ -165,18 +280,20 @@ static int summarize(const demo_args *a, const char *base, const char *gold,
                 "| model | exact match (95%% CI) | token accuracy | longest verbatim span (mean) "
                 "| held-out loss |\n"
                 "|---|---|---|---|---|\n",
-                a->docs, a->corpus, a->steps);
+                sp->train_docs, a->corpus, a->privacy ? " with canaries" : "", a->steps);
         for (int i = 0; i < 2; i++) {
             const ax_ms_ci *em = &sc[i].probe.exact_match;
-            fprintf(o, "| %s | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n%s", names[i],
+            fprintf(o, "| %s | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n", names[i],
                     100 * em->mean, 100 * em->lo, 100 * em->hi, sc[i].probe.token_accuracy.mean,
-                    sc[i].gen.mean_longest_span, sc[i].val_loss, i ? "\n" : "");
+                    sc[i].gen.mean_longest_span, sc[i].val_loss);
         }
+        if (a->privacy) summarize_privacy(o, a, sp, sc, names);
         fprintf(o,
-                "Details: probe.json (probe) and regurgitation.json (free generations) in %s and "
-                "%s; per sample in probe.samples.jsonl and regurgitation.samples.jsonl; training "
-                "in metrics.jsonl.\n",
-                base, gold);
+                "\nDetails: probe.json (probe) and regurgitation.json (free generations)%s in %s "
+                "and %s; per sample in probe.samples.jsonl and regurgitation.samples.jsonl%s; "
+                "training in metrics.jsonl.\n",
+                a->privacy ? ", mia.json (membership inference) and exposure.json (canaries)" : "",
+                base, gold, a->privacy ? ", mia.samples.jsonl and exposure.samples.jsonl" : "");
     }
     fclose(f);
     return 0;
@@ -249,7 +366,7 @@ static ax_status demo_train(const demo_args *a, const char *data, const char *va
     c.batch = 16;
     c.steps = a->steps_n;
     c.lr = 3e-3;
-    c.warmup = 20;
+    c.warmup = a->steps_n < 20 ? a->steps_n : 20; /* a short demo (--steps 5) runs too */
     c.weight_decay = 0;
     c.val_batches = 2;
     c.log_every = 50;
@@ -303,47 +420,134 @@ static ax_status demo_generate(const char *run, const char *index, const char *t
     return AX_OK;
 }
 
+/* `axmem data split --holdout 0.5 --seed 1 --ngram 32`: the pool -> members + non-members */
+static ax_status demo_split(const char *pool, const char *members, const char *heldout,
+                            ax_split_result *r) {
+    AX_INFO("demo: split the pool into members and held-out non-members");
+    ax_error_clear();
+    const ax_split_config c = {.holdout = 0.5, .seed = 1, .ngram = DEMO_NGRAM, .max_memory = 0};
+    AX_CHECK(ax_data_split(pool, members, heldout, &c, r));
+    AX_INFO("wrote %s (%" PRIu64 " documents) and %s (%" PRIu64 " documents; %" PRIu64
+            " dropped: they share a run of >= %d tokens with the members)",
+            members, r->train_docs, heldout, r->holdout_docs, r->dropped_docs, DEMO_NGRAM);
+    return AX_OK;
+}
+
+/* `axmem data canaries` with the demo's flags and every other string of the space as reference
+ * (exact exposure) */
+static ax_status demo_canaries(const demo_args *a, const char *members, const char *tok,
+                               const char *out, const char *secrets) {
+    AX_INFO("demo: plant canaries");
+    ax_error_clear();
+    const ax_canary_config c = {.input = members,
+                                .tokenizer = tok,
+                                .format = a->canary_format,
+                                .out = out,
+                                .secrets = secrets,
+                                .repeats = a->repeats,
+                                .n_repeats = a->n_repeats,
+                                .per_repeat = (int)a->per_repeat,
+                                .references =
+                                    1000, /* the whole rest of a small space: exact exposure */
+                                .seed = 1};
+    ax_canary_result r;
+    AX_CHECK(ax_data_canaries(&c, &r));
+    AX_INFO("wrote %s: %ld canaries, %" PRIu64 " insertions; %s (mode 0600): %ld references%s", out,
+            r.canaries, r.insertions, secrets, r.references,
+            r.references_complete ? " (all the rest of the space)" : "");
+    return AX_OK;
+}
+
+/* `axmem memscan mia`'s defaults: the first 128 tokens of every member and non-member, zlib
+ * through the tokenizer, no reference model; writes RUN/mia.json + mia.samples.jsonl */
+static ax_status demo_mia(const char *run, const char *members, const char *nonmembers,
+                          const char *tok, ax_ms_mia_summary *sum) {
+    AX_INFO("demo: membership inference on %s", run);
+    ax_error_clear();
+    ax_ms_mia_opts o;
+    AX_CHECK(ax_cfg_set_defaults(&ax_ms_mia_table, &o));
+    const char *text[][2] = {{"ckpt", run},
+                             {"members", members},
+                             {"nonmembers", nonmembers},
+                             {"tokenizer", tok},
+                             {"out", run}};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        AX_CHECK(ax_cfg_set(&ax_ms_mia_table, &o, text[i][0], text[i][1], NULL));
+    AX_CHECK(ax_ms_mia_run(&o, sum));
+    ax_ms_mia_print(&o, sum, stdout);
+    return AX_OK;
+}
+
+/* `axmem memscan exposure`'s defaults: exact ranks when the space has <= 100000 strings;
+ * writes RUN/exposure.json + exposure.samples.jsonl (0600) */
+static ax_status demo_exposure(const char *run, const char *secrets, const char *tok,
+                               ax_ms_exposure_summary *sum) {
+    AX_INFO("demo: canary exposure of %s", run);
+    ax_error_clear();
+    ax_ms_exposure_opts o;
+    AX_CHECK(ax_cfg_set_defaults(&ax_ms_exposure_table, &o));
+    const char *text[][2] = {
+        {"ckpt", run}, {"canaries", secrets}, {"tokenizer", tok}, {"out", run}};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        AX_CHECK(ax_cfg_set(&ax_ms_exposure_table, &o, text[i][0], text[i][1], NULL));
+    AX_CHECK(ax_ms_exposure_run(&o, sum));
+    ax_ms_exposure_print(sum, stdout);
+    return AX_OK;
+}
+
 int ax_cmd_demo(int argc, char **argv) {
     ax_error_clear();
     demo_args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
-    char tok[1024], memo[1024], heldout[1024], memo_axd[1024], held_axd[1024], index[1024];
-    char base[1024], gold[1024];
+    char tok[1024], pool[1024], pool_axd[1024], members[1024], held_axd[1024], train[1024];
+    char secrets[1024], index[1024], base[1024], gold[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer.axt", a.out);
-    snprintf(memo, sizeof memo, "%s/memo.jsonl", a.out);
-    snprintf(heldout, sizeof heldout, "%s/heldout.jsonl", a.out);
-    snprintf(memo_axd, sizeof memo_axd, "%s/memo.axd", a.out);
+    snprintf(pool, sizeof pool, "%s/pool.jsonl", a.out);
+    snprintf(pool_axd, sizeof pool_axd, "%s/pool.axd", a.out);
+    snprintf(members, sizeof members, "%s/members.axd", a.out);
     snprintf(held_axd, sizeof held_axd, "%s/heldout.axd", a.out);
-    snprintf(index, sizeof index, "%s/memo.index", a.out);
+    snprintf(train, sizeof train, "%s/%s", a.out, a.privacy ? "train.axd" : "members.axd");
+    snprintf(secrets, sizeof secrets, "%s/secrets.json", a.out);
+    snprintf(index, sizeof index, "%s/train.index", a.out);
     snprintf(base, sizeof base, "%s/baseline", a.out);
     snprintf(gold, sizeof gold, "%s/goldfish", a.out);
     long docs = (long)a.docs_n;
-    if (ax_mkdir_p(a.out) != AX_OK || subset(a.corpus, 100, docs, 500, memo) != AX_OK ||
-        subset(a.corpus, 1000, docs, 500, heldout) != AX_OK) {
+    if (ax_mkdir_p(a.out) != AX_OK || subset(a.corpus, 100, 2 * docs, 500, pool) != AX_OK) {
         fprintf(stderr, "axmem demo: %s\n", ax_error_msg());
         return 1;
     }
+    ax_split_result sp;
     if ((rc = step("train the tokenizer", demo_tokenizer(&a, tok))) ||
-        (rc = step("encode the memorization set", demo_encode(tok, memo, memo_axd))) ||
-        (rc = step("encode the held-out set", demo_encode(tok, heldout, held_axd))) ||
-        (rc = step("index the training set", demo_index(memo_axd, index))))
+        (rc = step("encode the pool", demo_encode(tok, pool, pool_axd))) ||
+        (rc = step("split members / held-out", demo_split(pool_axd, members, held_axd, &sp))) ||
+        (a.privacy &&
+         (rc = step("plant canaries", demo_canaries(&a, members, tok, train, secrets)))) ||
+        (rc = step("index the training set", demo_index(train, index))))
         return rc;
     const char *runs[2] = {base, gold}, *specs[2] = {"none", "hash:k=4,h=13"};
     demo_scores sc[2];
+    memset(sc, 0, sizeof sc);
     for (int i = 0; i < 2; i++) {
         if (ax_path_exists(runs[i])) ax_rm_rf(runs[i]); /* the demo always starts fresh */
-        const char *what[3][2] = {
+        const char *what[5][2] = {
             {"train the baseline model", "train the goldfish model"},
             {"probe the baseline model", "probe the goldfish model"},
-            {"regurgitation scan (baseline)", "regurgitation scan (goldfish)"}};
-        if ((rc = step(what[0][i], demo_train(&a, memo_axd, held_axd, tok, runs[i], specs[i]))) ||
-            (rc = step(what[1][i], demo_probe(&a, runs[i], memo_axd, tok, &sc[i].probe))) ||
+            {"regurgitation scan (baseline)", "regurgitation scan (goldfish)"},
+            {"membership inference (baseline)", "membership inference (goldfish)"},
+            {"canary exposure (baseline)", "canary exposure (goldfish)"}};
+        if ((rc = step(what[0][i], demo_train(&a, train, held_axd, tok, runs[i], specs[i]))) ||
+            (rc = step(what[1][i], demo_probe(&a, runs[i], train, tok, &sc[i].probe))) ||
             (rc = step(what[2][i], demo_generate(runs[i], index, tok, &sc[i].gen))))
+            return rc;
+        /* members = the documents as trained on (canaries in them) */
+        if (a.privacy &&
+            ((rc = step(what[3][i], demo_mia(runs[i], train, held_axd, tok, &sc[i].mia))) ||
+             (rc = step(what[4][i], demo_exposure(runs[i], secrets, tok, &sc[i].exp)))))
             return rc;
         sc[i].val_loss = read_val_loss(runs[i]);
     }
-    if ((rc = summarize(&a, base, gold, sc))) return rc;
+    if ((rc = summarize(&a, base, gold, &sp, sc))) return rc;
     char idx_json[1100], report_dir[1100];
     snprintf(idx_json, sizeof idx_json, "%s.json", index);
     snprintf(report_dir, sizeof report_dir, "%s/report", a.out);
@@ -352,7 +556,10 @@ int ax_cmd_demo(int argc, char **argv) {
                                .n_inputs = 2,
                                .index = idx_json,
                                .out = report_dir,
-                               .text_chars = 80}; /* `axmem report`'s defaults */
+                               /* no training text in any output, report.json included,
+                                * unless --show-text: the probes' text holds the canaries */
+                               .text_chars = a.show_text ? 80 : 0,
+                               .show_text = a.show_text};
     AX_INFO("demo: write the report");
     ax_error_clear();
     if ((rc = step("write the report", ax_report_build(&ro)))) return rc;

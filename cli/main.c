@@ -22,6 +22,7 @@ static const command commands[] = {
     {"model", ax_cmd_model,
      "Hugging Face Llama-family models: import to / export from checkpoints"},
     {"report", ax_cmd_report, "scan results -> self-contained HTML (inline SVG), Markdown, JSON"},
+    {"plan", ax_cmd_plan, "rank 4D grids by predicted step time, compute/comm/memory breakdown"},
     {"demo", ax_cmd_demo,
      "the whole job on the bundled corpus: baseline vs goldfish, scans, report"},
 };

@@ -10,6 +10,7 @@
 #include "lib/core/config.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/log.h"
+#include "lib/dist/comm.h"
 #include "memscan/probe_run.h"
 #include "train/train.h"
 
@@ -22,7 +23,8 @@ typedef struct {
 } probe_scan;
 
 /* settings the run decides: the scan probes the run's own checkpoint on its own ranks */
-static const char *const run_owned[] = {"ckpt", "grid", "device", "out", "samples-out", "threads"};
+static const char *const run_owned[] = {"ckpt", "grid",        "device", "comm",
+                                        "out",  "samples-out", "threads"};
 
 static ax_status probe_prepare(void *ctx, const ax_train_config *cfg) {
     probe_scan *ps = ctx;
@@ -72,6 +74,7 @@ static ax_status probe_scan_run(void *ctx, const ax_train_scan_point *p, ax_jw *
     ax_dirname(o.out, dir, sizeof dir);
     snprintf(o.grid, sizeof o.grid, "%s", ax_grid_spec(p->grid));
     snprintf(o.device, sizeof o.device, "%s", p->device);
+    snprintf(o.comm, sizeof o.comm, "%s", ax_comm_selected()); /* the run's --comm */
     o.samples_out[0] = 0;
     ax_status st = ax_grid_rank(p->grid) == 0 ? ax_mkdir_p(dir) : AX_OK;
     if (st == AX_OK) st = ax_ms_probe_run(&o, &sum);

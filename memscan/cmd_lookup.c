@@ -6,6 +6,9 @@
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/grid.h"
+#include "lib/dist/mpienv.h"
 #include "memscan/cmd_util.h"
 #include "memscan/index.h"
 
@@ -18,7 +21,7 @@
 typedef struct {
     char index[AX_CFG_STR_MAX], tok[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX], file[AX_CFG_STR_MAX];
     int json;
-    int64_t max_windows, max_sources;
+    int64_t max_windows, max_sources, occurrences;
     ax_cfg_strlist text;
 } lookup_flags;
 
@@ -38,6 +41,9 @@ static const ax_cfg_entry lookup_entries[] = {
      "list at most N matching windows in text output"},
     {"max-sources", AX_CFG_INT, offsetof(lookup_flags, max_sources), "8", 0, 1e6,
      "documents listed per span (all are counted)"},
+    {"occurrences", AX_CFG_INT, offsetof(lookup_flags, occurrences), "0", 0, 1e9,
+     "list up to N places (document, offset) of every span and matching window, from the "
+     "occurrence lists (all are counted; 0: none)"},
 };
 static const ax_cfg_positional lookup_text = {"TEXT", offsetof(lookup_flags, text), 0, 0,
                                               "the passage (quote it; or --file F)"};
@@ -63,7 +69,56 @@ typedef struct {
     int json, batch;
     uint64_t max_windows;
     size_t max_sources;
+    uint64_t max_occ; /* --occurrences */
 } lookup_args;
+
+/* scratch for a window's places (--occurrences), grown as needed */
+typedef struct {
+    ax_memscan_source *v;
+    size_t cap;
+} places_buf;
+
+/* The first min(total, max) places of the window found at (first, count) into b->v; returns
+ * how many are listed, *total all of them. */
+static ax_status window_places(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
+                               uint64_t max, places_buf *b, size_t *listed, uint64_t *total) {
+    const uint64_t *list;
+    uint64_t m = ax_memscan_index_occurrences(idx, first, count, &list);
+    if (!list) m = 1;
+    size_t want = (size_t)(m < max ? m : max);
+    if (want > b->cap) {
+        ax_memscan_source *nv = realloc(b->v, sizeof *nv * want);
+        if (!nv) return ax_errorf(AX_ERR_NOMEM, "out of memory for %zu places", want);
+        b->v = nv;
+        b->cap = want;
+    }
+    *total = ax_memscan_window_sources(idx, first, count, b->v, want);
+    *listed = want;
+    return AX_OK;
+}
+
+static void jw_places(ax_jw *w, const ax_memscan_source *p, size_t n) {
+    ax_jw_key(w, "places");
+    ax_jw_arr_begin(w);
+    for (size_t k = 0; k < n; k++) {
+        ax_jw_obj_begin(w);
+        ax_jw_key(w, "doc");
+        ax_jw_uint(w, p[k].doc);
+        ax_jw_key(w, "offset");
+        ax_jw_uint(w, p[k].doc_off);
+        ax_jw_key(w, "pos");
+        ax_jw_uint(w, p[k].pos);
+        ax_jw_obj_end(w);
+    }
+    ax_jw_arr_end(w);
+}
+
+static void put_places(const ax_memscan_source *p, size_t n, uint64_t total) {
+    printf("    at:");
+    for (size_t k = 0; k < n; k++) printf(" doc %" PRIu64 " +%" PRIu64, p[k].doc, p[k].doc_off);
+    if (total > n) printf(" ... %" PRIu64 " more (--occurrences N)", total - n);
+    printf("\n");
+}
 
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
@@ -84,6 +139,7 @@ static int parse(int argc, char **argv, lookup_args *a) {
     a->json = f->json;
     a->max_windows = (uint64_t)f->max_windows;
     a->max_sources = (size_t)f->max_sources;
+    a->max_occ = (uint64_t)f->occurrences;
     a->batch = a->file && ends_with(a->file, ".jsonl");
     if (!a->index) return ax_ms_cli_usage(SUB, "%s", "--index INDEX is required");
     if (!a->tok && !a->batch) return ax_ms_cli_usage(SUB, "%s", "--tokenizer TOK is required");
@@ -132,8 +188,8 @@ static void jw_text(ax_jw *w, const ax_tokenizer_t *tok, const int32_t *t, size_
     free(b);
 }
 
-static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *tok,
-                    const int32_t *t) {
+static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *tok, const int32_t *t,
+                    int places) {
     ax_jw_obj_begin(w);
     ax_jw_key(w, "start");
     ax_jw_uint(w, s->start);
@@ -160,6 +216,7 @@ static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *to
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);
+    if (places) jw_places(w, s->occ, s->n_occ);
     ax_jw_key(w, "count_min");
     ax_jw_uint(w, s->count_min);
     ax_jw_key(w, "count_max");
@@ -190,10 +247,13 @@ static void jw_query_tag(ax_jw *w, const query_tag *q) {
         ax_jw_null(w);
 }
 
-static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
-                       const ax_tokenizer_t *tok, const int32_t *t, size_t len,
-                       const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
-                       const uint64_t *first, size_t W, const query_tag *q) {
+static ax_status print_json(const lookup_args *a, const ax_memscan_index_t *idx,
+                            const ax_tokenizer_t *tok, const int32_t *t, size_t len,
+                            const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
+                            const uint64_t *first, size_t W, const query_tag *q, FILE *out) {
+    places_buf pb = {NULL, 0};
+    ax_status st = AX_OK;
+    int places = a->max_occ > 0;
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     const ax_axd_t *ds = ax_memscan_index_dataset(idx);
     const uint64_t *off = ax_axd_doc_offsets(ds);
@@ -217,12 +277,12 @@ static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
     ax_jw_uint(&w, found);
     ax_jw_key(&w, "longest");
     if (ns)
-        jw_span(&w, &sp[0], tok, t);
+        jw_span(&w, &sp[0], tok, t, places);
     else
         ax_jw_null(&w);
     ax_jw_key(&w, "spans");
     ax_jw_arr_begin(&w);
-    for (size_t i = 0; i < ns; i++) jw_span(&w, &sp[i], tok, t);
+    for (size_t i = 0; i < ns; i++) jw_span(&w, &sp[i], tok, t, places);
     ax_jw_arr_end(&w);
     ax_jw_key(&w, "matching_windows");
     ax_jw_arr_begin(&w);
@@ -239,19 +299,29 @@ static void print_json(const lookup_args *a, const ax_memscan_index_t *idx,
         ax_jw_uint(&w, d);
         ax_jw_key(&w, "offset");
         ax_jw_uint(&w, first[i] - off[d]);
+        if (places) {
+            size_t listed = 0;
+            uint64_t total = 0;
+            if ((st = window_places(idx, first[i], cnt[i], a->max_occ, &pb, &listed, &total)) !=
+                AX_OK)
+                break;
+            jw_places(&w, pb.v, listed);
+        }
         ax_jw_obj_end(&w);
     }
     ax_jw_arr_end(&w);
     ax_jw_obj_end(&w);
     const char *text = ax_jw_text(&w);
-    if (text) printf("%s\n", text);
+    if (st == AX_OK && text) fprintf(out, "%s\n", text);
     ax_jw_free(&w);
+    free(pb.v);
+    return st;
 }
 
-static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
-                       const ax_tokenizer_t *tok, const int32_t *t, size_t len,
-                       const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
-                       const uint64_t *first, size_t W) {
+static ax_status print_text(const lookup_args *a, const ax_memscan_index_t *idx,
+                            const ax_tokenizer_t *tok, const int32_t *t, size_t len,
+                            const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
+                            const uint64_t *first, size_t W) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     const ax_axd_t *ds = ax_memscan_index_dataset(idx);
     const uint64_t *off = ax_axd_doc_offsets(ds);
@@ -265,7 +335,7 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
     if (!ns) {
         if (len >= in->n)
             printf("no verbatim span of %u+ tokens found in the training data\n", in->n);
-        return;
+        return AX_OK;
     }
     const ax_memscan_span *L = &sp[0];
     printf("longest verbatim span: %zu tokens (passage tokens %zu-%zu), in %" PRIu64
@@ -291,12 +361,16 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
     put_text(stdout, tok, t + L->start, L->len);
     printf("\n");
     printf("%zu verbatim span%s (longest first):\n", ns, ns == 1 ? "" : "s");
-    for (size_t i = 0; i < ns; i++)
+    for (size_t i = 0; i < ns; i++) {
         printf("  tokens %zu-%zu  %zu tokens  doc %" PRIu64 " +%" PRIu64 "%s  in %" PRIu64
                " doc%s  windows x%" PRIu64 "%s\n",
                sp[i].start, sp[i].start + sp[i].len, sp[i].len, sp[i].doc, sp[i].doc_off,
                sp[i].docs > 1 ? " (first)" : "", sp[i].docs, sp[i].docs == 1 ? "" : "s",
                sp[i].count_min, sp[i].count_max != sp[i].count_min ? "+" : "");
+        if (a->max_occ) put_places(sp[i].occ, sp[i].n_occ, sp[i].occurrences);
+    }
+    places_buf pb = {NULL, 0};
+    ax_status st = AX_OK;
     printf("matching windows (passage tokens, occurrences, first occurrence):\n");
     uint64_t shown = 0;
     for (size_t i = 0; i < W; i++) {
@@ -311,7 +385,17 @@ static void print_text(const lookup_args *a, const ax_memscan_index_t *idx,
         printf("  tokens %zu-%zu  x%" PRIu64 "  doc %" PRIu64 " +%" PRIu64 "\n", i, i + in->n,
                ax_memscan_index_occurrences(idx, first[i], cnt[i], &list), d, first[i] - off[d]);
         shown++;
+        if (a->max_occ) {
+            size_t listed = 0;
+            uint64_t total = 0;
+            if ((st = window_places(idx, first[i], cnt[i], a->max_occ, &pb, &listed, &total)) !=
+                AX_OK)
+                break;
+            put_places(pb.v, listed, total);
+        }
     }
+    free(pb.v);
+    return st;
 }
 
 /* One batch query (a parsed line) -> tokens: "tokens": [ids < vocab], or "text" encoded with
@@ -352,39 +436,101 @@ static ax_status query_tokens(const ax_json *q, const ax_tokenizer_t *tok, uint3
     return AX_OK;
 }
 
-static ax_status answer_query(const lookup_args *a, const ax_memscan_index_t *idx,
-                              const ax_tokenizer_t *tok, const char *line, size_t n,
-                              const query_tag *qt_in) {
-    ax_json *q = NULL;
-    int32_t *t = NULL;
-    size_t len = 0, ns = 0, W = 0;
-    ax_memscan_span *sp = NULL;
-    uint32_t *cnt = NULL;
-    uint64_t *first = NULL;
-    query_tag qt = *qt_in;
+/* One query's answer from its tokens; counts/first: its window lookups made elsewhere (by
+ * the ranks serving them), or NULL to look them up here. */
+static ax_status answer_tokens(const lookup_args *a, const ax_memscan_index_t *idx,
+                               const ax_tokenizer_t *tok, const int32_t *t, size_t len,
+                               const uint32_t *given_cnt, const uint64_t *given_first,
+                               const query_tag *qt, FILE *out) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
-    ax_status st = ax_json_parse(line, n, "the query", &q);
+    size_t ns = 0, W = len >= in->n ? len - in->n + 1 : 0;
+    ax_memscan_span *sp = NULL;
+    uint32_t *cnt = malloc(sizeof *cnt * (W + 1));
+    uint64_t *first = malloc(sizeof *first * (W + 1));
+    ax_status st = cnt && first ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
     if (st == AX_OK) {
-        qt.id = ax_json_get(q, "id");
-        st = query_tokens(q, tok, in->vocab, &t, &len);
+        if (given_cnt) {
+            if (W) memcpy(cnt, given_cnt, sizeof *cnt * W);
+            if (W) memcpy(first, given_first, sizeof *first * W);
+        } else {
+            ax_memscan_index_lookup_all(idx, t, len, cnt, first);
+        }
+        st = ax_memscan_find_spans_given(idx, t, len, cnt, first, a->max_sources, a->max_occ, &sp,
+                                         &ns);
     }
-    if (st == AX_OK) st = ax_memscan_find_spans(idx, t, len, a->max_sources, &sp, &ns);
-    if (st == AX_OK) {
-        W = len >= in->n ? len - in->n + 1 : 0;
-        cnt = malloc(sizeof *cnt * (W + 1));
-        first = malloc(sizeof *first * (W + 1));
-        if (!cnt || !first) st = ax_errorf(AX_ERR_NOMEM, "out of memory");
-    }
-    if (st == AX_OK) {
-        ax_memscan_index_lookup_all(idx, t, len, cnt, first);
-        print_json(a, idx, tok, t, len, sp, ns, cnt, first, W, &qt);
-    }
+    if (st == AX_OK) st = print_json(a, idx, tok, t, len, sp, ns, cnt, first, W, qt, out);
     free(cnt);
     free(first);
     free(sp);
+    return st;
+}
+
+/* A query line -> its parsed object (for its id) and tokens. */
+static ax_status parse_query(const lookup_args *a, const ax_memscan_index_t *idx,
+                             const ax_tokenizer_t *tok, const char *line, size_t n, ax_json **q,
+                             int32_t **t, size_t *len) {
+    (void)a;
+    *t = NULL;
+    *len = 0;
+    AX_CHECK(ax_json_parse(line, n, "the query", q));
+    return query_tokens(*q, tok, ax_memscan_index_info(idx)->vocab, t, len);
+}
+
+static ax_status answer_query(const lookup_args *a, const ax_memscan_index_t *idx,
+                              const ax_tokenizer_t *tok, const char *line, size_t n,
+                              const query_tag *qt_in, FILE *out) {
+    ax_json *q = NULL;
+    int32_t *t = NULL;
+    size_t len = 0;
+    query_tag qt = *qt_in;
+    ax_status st = parse_query(a, idx, tok, line, n, &q, &t, &len);
+    if (q) qt.id = ax_json_get(q, "id");
+    if (st == AX_OK) st = answer_tokens(a, idx, tok, t, len, NULL, NULL, &qt, out);
     free(t);
     ax_json_free(q);
     return st;
+}
+
+/* {"line": N, "error": "FILE line N: message"} */
+static void put_error_line(const lookup_args *a, uint64_t lineno, const char *why, FILE *out) {
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "line");
+    ax_jw_uint(&w, lineno);
+    ax_jw_key(&w, "error");
+    char msg[1200];
+    snprintf(msg, sizeof msg, "%s line %llu: %s", a->file, (unsigned long long)lineno, why);
+    ax_jw_str(&w, msg);
+    ax_jw_obj_end(&w);
+    const char *text = ax_jw_text(&w);
+    if (text) fprintf(out, "%s\n", text);
+    ax_jw_free(&w);
+}
+
+/* the next non-blank line (trailing newline cut): 1, or 0 at the end */
+static int next_query(FILE *f, char **line, size_t *cap, uint64_t *lineno, size_t *n) {
+    ssize_t got;
+    while ((got = getline(line, cap, f)) >= 0) {
+        ++*lineno;
+        size_t m = (size_t)got, k = 0;
+        while (m && ((*line)[m - 1] == '\n' || (*line)[m - 1] == '\r')) m--;
+        while (k < m && ((*line)[k] == ' ' || (*line)[k] == '\t')) k++;
+        if (k == m) continue;
+        *n = m;
+        return 1;
+    }
+    return 0;
+}
+
+static int batch_summary(const lookup_args *a, uint64_t n_failed, uint64_t n_queries) {
+    if (!n_failed) return 0;
+    if (ax_mpi_world_rank() == 0)
+        fprintf(stderr,
+                "axmem memscan lookup: %llu of %llu queries in %s failed (see their "
+                "\"error\" lines)\n",
+                (unsigned long long)n_failed, (unsigned long long)n_queries, a->file);
+    return 1;
 }
 
 /* --file QUERIES.jsonl: one answer line per query line (blank lines skipped), an error object
@@ -396,35 +542,15 @@ static int run_batch(const lookup_args *a, const ax_memscan_index_t *idx,
     ax_status st = ax_fopen_regular(a->file, "pass a file of JSON queries, one a line", &f);
     if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
     char *line = NULL;
-    size_t cap = 0;
-    ssize_t got;
+    size_t cap = 0, n;
     uint64_t lineno = 0, n_queries = 0, n_failed = 0;
-    while ((got = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        size_t n = (size_t)got;
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-        size_t k = 0;
-        while (k < n && (line[k] == ' ' || line[k] == '\t')) k++;
-        if (k == n) continue;
+    while (next_query(f, &line, &cap, &lineno, &n)) {
         n_queries++;
         query_tag qt = {lineno, NULL};
         ax_error_clear();
-        if (answer_query(a, idx, tok, line, n, &qt) == AX_OK) continue;
+        if (answer_query(a, idx, tok, line, n, &qt, stdout) == AX_OK) continue;
         n_failed++;
-        ax_jw w;
-        ax_jw_init(&w);
-        ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "line");
-        ax_jw_uint(&w, lineno);
-        ax_jw_key(&w, "error");
-        char msg[1200];
-        snprintf(msg, sizeof msg, "%s line %llu: %s", a->file, (unsigned long long)lineno,
-                 ax_error_msg());
-        ax_jw_str(&w, msg);
-        ax_jw_obj_end(&w);
-        const char *text = ax_jw_text(&w);
-        if (text) printf("%s\n", text);
-        ax_jw_free(&w);
+        put_error_line(a, lineno, ax_error_msg(), stdout);
     }
     int read_err = ferror(f);
     fclose(f);
@@ -433,14 +559,174 @@ static int run_batch(const lookup_args *a, const ax_memscan_index_t *idx,
     if (read_err) return ax_ms_cli_fail(SUB, ax_errorf(AX_ERR_IO, "%s: read error", a->file));
     st = ax_memscan_index_check(idx);
     if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
-    if (n_failed) {
-        fprintf(stderr,
-                "axmem memscan lookup: %llu of %llu queries in %s failed (see their "
-                "\"error\" lines)\n",
-                (unsigned long long)n_failed, (unsigned long long)n_queries, a->file);
-        return 1;
+    return batch_summary(a, n_failed, n_queries);
+}
+
+/* A batch under mpirun (issue 12 item 3): every rank opened the index; rank r answers the r-th
+ * contiguous block of queries, its windows looked up by the ranks serving their hash ranges
+ * (ax_memscan_index_lookup_routed: one exchange for the whole block), and rank 0 prints the
+ * answers in query order, the same lines a single process prints. */
+typedef struct {
+    uint64_t lineno;
+    char *line;
+    size_t n;
+    ax_json *q;
+    int32_t *t;
+    size_t len, w0; /* tokens; the first of its windows in the block's window array */
+    char *err;      /* why it failed (malloc'd), or NULL */
+} block_query;
+
+static ax_status block_read(const lookup_args *a, block_query **out, size_t *n_out,
+                            uint64_t *n_all) {
+    FILE *f;
+    AX_CHECK(ax_fopen_regular(a->file, "pass a file of JSON queries, one a line", &f));
+    char *line = NULL;
+    size_t cap = 0, n, m = 0, mcap = 0;
+    uint64_t lineno = 0, total = 0;
+    int R = ax_mpi_world_size(), r = ax_mpi_world_rank();
+    /* first pass: how many queries, so each rank knows its block */
+    while (next_query(f, &line, &cap, &lineno, &n)) total++;
+    uint64_t lo = total * (uint64_t)r / (uint64_t)R, hi = total * (uint64_t)(r + 1) / (uint64_t)R;
+    rewind(f);
+    lineno = 0;
+    block_query *b = NULL;
+    ax_status st = AX_OK;
+    for (uint64_t i = 0; st == AX_OK && next_query(f, &line, &cap, &lineno, &n); i++) {
+        if (i < lo || i >= hi) continue;
+        if (m == mcap) {
+            mcap = mcap ? 2 * mcap : 64;
+            block_query *nb = realloc(b, sizeof *nb * mcap);
+            if (!nb) {
+                st = ax_errorf(AX_ERR_NOMEM, "out of memory for queries");
+                break;
+            }
+            b = nb;
+        }
+        block_query *q = &b[m++];
+        memset(q, 0, sizeof *q);
+        q->lineno = lineno;
+        q->n = n;
+        q->line = malloc(n + 1);
+        if (!q->line)
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory for queries");
+        else
+            memcpy(q->line, line, n), q->line[n] = 0;
     }
-    return 0;
+    if (st == AX_OK && ferror(f)) st = ax_errorf(AX_ERR_IO, "%s: read error", a->file);
+    fclose(f);
+    free(line);
+    *out = b;
+    *n_out = m;
+    *n_all = total;
+    return st;
+}
+
+static void block_free(block_query *b, size_t m) {
+    for (size_t i = 0; i < m; i++) {
+        free(b[i].line);
+        free(b[i].t);
+        free(b[i].err);
+        ax_json_free(b[i].q);
+    }
+    free(b);
+}
+
+/* rank 0 prints its text then every other rank's in rank order; others send theirs */
+static ax_status gather_print(ax_grid_t *g, const char *text, size_t len) {
+    int R = ax_grid_dim(g, AX_AXIS_WORLD), r = ax_grid_coord(g, AX_AXIS_WORLD);
+    if (r != 0) {
+        uint64_t L = len;
+        AX_CHECK(ax_coll_send(g, AX_AXIS_WORLD, &L, 1, AX_DT_U64, 0, 1));
+        if (L) AX_CHECK(ax_coll_send(g, AX_AXIS_WORLD, text, (long)L, AX_DT_U8, 0, 2));
+        return AX_OK;
+    }
+    fwrite(text, 1, len, stdout);
+    for (int p = 1; p < R; p++) {
+        uint64_t L;
+        AX_CHECK(ax_coll_recv(g, AX_AXIS_WORLD, &L, 1, AX_DT_U64, p, 1));
+        char *buf = malloc(L ? L : 1);
+        if (!buf) return ax_errorf(AX_ERR_NOMEM, "out of memory gathering answers");
+        ax_status st = L ? ax_coll_recv(g, AX_AXIS_WORLD, buf, (long)L, AX_DT_U8, p, 2) : AX_OK;
+        if (st == AX_OK) fwrite(buf, 1, L, stdout);
+        free(buf);
+        AX_CHECK(st);
+    }
+    fflush(stdout);
+    return AX_OK;
+}
+
+static int run_batch_ranks(const lookup_args *a, const ax_memscan_index_t *idx,
+                           const ax_tokenizer_t *tok) {
+    static const char *SUB = "lookup";
+    const size_t n = ax_memscan_index_info(idx)->n;
+    block_query *b = NULL;
+    size_t m = 0, nw = 0;
+    uint64_t total = 0, n_failed = 0;
+    int32_t *win = NULL;
+    uint32_t *cnt = NULL;
+    uint64_t *first = NULL;
+    char *text = NULL;
+    size_t text_len = 0;
+    ax_grid_t *g = NULL;
+    ax_status st = ax_grid_create_world(&g);
+    if (st == AX_OK) st = block_read(a, &b, &m, &total);
+    /* parse and tokenize; a bad query keeps its message and has no windows */
+    for (size_t i = 0; st == AX_OK && i < m; i++) {
+        block_query *q = &b[i];
+        ax_error_clear();
+        ax_status qs = parse_query(a, idx, tok, q->line, q->n, &q->q, &q->t, &q->len);
+        if (qs != AX_OK) {
+            q->err = strdup(ax_error_msg());
+            free(q->t);
+            q->t = NULL;
+            q->len = 0;
+            if (!q->err) st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        q->w0 = nw;
+        nw += q->len >= n ? q->len - n + 1 : 0;
+    }
+    if (st == AX_OK) {
+        win = malloc(sizeof *win * (nw * n + 1));
+        cnt = malloc(sizeof *cnt * (nw + 1));
+        first = malloc(sizeof *first * (nw + 1));
+        if (!win || !cnt || !first) st = ax_errorf(AX_ERR_NOMEM, "out of memory for windows");
+    }
+    for (size_t i = 0; st == AX_OK && i < m; i++)
+        for (size_t j = 0; b[i].t && j + n <= b[i].len; j++)
+            memcpy(win + (b[i].w0 + j) * n, b[i].t + j, sizeof *win * n);
+    /* every rank joins the exchange, even after a failure of its own */
+    st = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan lookup batch");
+    if (st == AX_OK) st = ax_memscan_index_lookup_routed(idx, win, nw, cnt, first);
+    FILE *out = NULL;
+    if (st == AX_OK) {
+        out = open_memstream(&text, &text_len);
+        if (!out) st = ax_errorf(AX_ERR_NOMEM, "out of memory for answers");
+    }
+    for (size_t i = 0; st == AX_OK && i < m; i++) {
+        block_query *q = &b[i];
+        query_tag qt = {q->lineno, q->q ? ax_json_get(q->q, "id") : NULL};
+        ax_error_clear();
+        if (!q->err &&
+            answer_tokens(a, idx, tok, q->t, q->len, cnt + q->w0, first + q->w0, &qt, out) == AX_OK)
+            continue;
+        n_failed++;
+        put_error_line(a, q->lineno, q->err ? q->err : ax_error_msg(), out);
+    }
+    if (out) fclose(out);
+    ax_status cs = ax_memscan_index_check(idx);
+    if (st == AX_OK) st = cs;
+    st = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan lookup batch");
+    if (st == AX_OK) st = gather_print(g, text ? text : "", text ? text_len : 0);
+    if (st == AX_OK) st = ax_coll_allreduce(g, AX_AXIS_WORLD, &n_failed, 1, AX_DT_U64, AX_OP_SUM);
+    free(text);
+    free(win);
+    free(cnt);
+    free(first);
+    block_free(b, m);
+    ax_grid_free(g);
+    if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
+    return batch_summary(a, n_failed, total);
 }
 
 int ax_ms_cmd_lookup(int argc, char **argv) {
@@ -486,7 +772,7 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     }
     AX_CHECK_GOTO(ax_memscan_index_open(a.index, ds, &idx), fail);
     if (a.batch) {
-        rc = run_batch(&a, idx, tok);
+        rc = ax_mpi_world_size() > 1 ? run_batch_ranks(&a, idx, tok) : run_batch(&a, idx, tok);
         goto out;
     }
     if (a.file) {
@@ -501,7 +787,7 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
         memcpy(text, a.text, text_len + 1);
     }
     AX_CHECK_GOTO(ax_tokenizer_encode(tok, (const uint8_t *)text, text_len, &t, &len), fail);
-    AX_CHECK_GOTO(ax_memscan_find_spans(idx, t, len, a.max_sources, &sp, &ns), fail);
+    AX_CHECK_GOTO(ax_memscan_find_spans_occ(idx, t, len, a.max_sources, a.max_occ, &sp, &ns), fail);
     W = len >= in.n ? len - in.n + 1 : 0;
     cnt = malloc(sizeof *cnt * (W + 1));
     first = malloc(sizeof *first * (W + 1));
@@ -511,9 +797,10 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     }
     ax_memscan_index_lookup_all(idx, t, len, cnt, first);
     if (a.json)
-        print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W, NULL);
+        st = print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W, NULL, stdout);
     else
-        print_text(&a, idx, tok, t, len, sp, ns, cnt, first, W);
+        st = print_text(&a, idx, tok, t, len, sp, ns, cnt, first, W);
+    if (st != AX_OK) goto fail;
     /* damage met on the way (pages are verified as lookups touch them) */
     AX_CHECK_GOTO(ax_memscan_index_check(idx), fail);
     goto out;

@@ -4,6 +4,7 @@
 #include "memscan/generate_run.h"
 #include "data/axd.h"
 #include "data/tokenizer.h"
+#include "lib/dist/comm.h"
 #include "lib/core/json.h"
 #include "memscan/generate.h"
 #include "memscan/index.h"
@@ -33,6 +34,7 @@ static const ax_cfg_entry entries[] = {
      "documents listed per span (all are counted)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
+    AX_CFG_COMM_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "regurgitation.json",
                      "results (schema axmem-scan v1); replaced together with the samples file"),
@@ -176,6 +178,7 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
     AX_CHECK_GOTO(ax_memscan_index_load(fl->index, ds, &idx), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
+    AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
     AX_CHECK_GOTO(
         ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch, (int)fl->length, &mm),
         out);

@@ -22,7 +22,8 @@
  * all-to-all (lib/dist/comm.h) in rounds of a fixed number of windows per rank; each owner holds
  * its shard of the table and the lists of the windows it owns. Saving writes one file however many
  * ranks built it (the shards stream to rank 0 as a version-2 file, which rank 0 reorders into
- * version 3); opening maps the whole index into one process.
+ * version 3); opening maps the whole index into one process, and any number of ranks can serve
+ * one file together (ax_memscan_index_lookup_routed).
  *
  * File (little-endian), version 3 (written; read in place through mmap, memscan/index_map.h):
  *    0 the version-2 header below, with version 3, then its u64 XXH3 (hdr_len = 144 + L bytes)
@@ -191,6 +192,16 @@ void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *t
 uint64_t ax_memscan_index_occurrences(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
                                       const uint64_t **list);
 
+/* Serving one saved index from R ranks (memscan/index_route.c): the rank of R that answers
+ * this window (its tag's share of the hash range, a run of whole version-3 partitions). */
+int ax_memscan_index_server(const ax_memscan_index_t *idx, const int32_t *window, int ranks);
+/* Collective over the MPI world (serial without MPI): every rank opened the same index and
+ * passes its own k windows of n tokens (windows[k * n]; k may differ between ranks, and be 0);
+ * each window is looked up by its server rank and counts[i], first[i] come back as
+ * ax_memscan_index_lookup would give them, in this rank's order. Rounds of 64K windows. */
+ax_status ax_memscan_index_lookup_routed(const ax_memscan_index_t *idx, const int32_t *windows,
+                                         size_t k, uint32_t *counts, uint64_t *first);
+
 #define AX_MEMSCAN_MAX_SOURCES 8 /* default --max-sources */
 
 /* One place a span occurs: global position, document, offset in the document. */
@@ -211,6 +222,10 @@ typedef struct {
     uint64_t count_min, count_max;
     size_t n_sources;
     const ax_memscan_source *sources; /* inside the *spans allocation */
+    /* every place holding the whole span, in position order: the first min(occurrences,
+     * max_occ) of them (ax_memscan_find_spans_occ; none from ax_memscan_find_spans) */
+    size_t n_occ;
+    const ax_memscan_source *occ; /* inside the *spans allocation */
 } ax_memscan_span;
 
 /* Every maximal verbatim span of >= n tokens of tokens[0..len), longest first (ties: earlier
@@ -220,3 +235,20 @@ typedef struct {
  * windows. *spans is one malloc'd block, sources included (free(*spans)); NULL when none. */
 ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
                                 size_t max_sources, ax_memscan_span **spans, size_t *n_spans);
+/* The same, also listing up to max_occ places of each span (its occ; 0 = none): every
+ * document and offset where the whole span occurs, from the occurrence lists (the count of
+ * them all is its `occurrences`). */
+ax_status ax_memscan_find_spans_occ(const ax_memscan_index_t *idx, const int32_t *tokens,
+                                    size_t len, size_t max_sources, uint64_t max_occ,
+                                    ax_memscan_span **spans, size_t *n_spans);
+/* The same from window lookups already made (counts[i], first[i] for the window at i, as
+ * ax_memscan_index_lookup_all gives them; e.g. by ax_memscan_index_lookup_routed). */
+ax_status ax_memscan_find_spans_given(const ax_memscan_index_t *idx, const int32_t *tokens,
+                                      size_t len, const uint32_t *counts, const uint64_t *first,
+                                      size_t max_sources, uint64_t max_occ, ax_memscan_span **spans,
+                                      size_t *n_spans);
+/* The places of the window a lookup found at (first, count > 0) as documents and offsets: the
+ * first min(total, max) in ascending position order into out; returns the total (exact, never
+ * capped, unlike count). */
+uint64_t ax_memscan_window_sources(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
+                                   ax_memscan_source *out, size_t max);

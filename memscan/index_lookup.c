@@ -119,6 +119,9 @@ typedef struct {
     size_t m, cap;
     ax_memscan_source *src;
     size_t n_src, cap_src;
+    uint64_t max_occ;
+    ax_memscan_source *occ; /* every span's listed places, in turn */
+    size_t n_occ, cap_occ;
 } span_out;
 
 /* length of the match of tokens[i..len) at dataset position o, inside o's document */
@@ -148,11 +151,24 @@ static ax_status emit(span_out *so, size_t i, size_t best, const occ_ext *cur, s
     sp->len = best;
     /* sources: index into so->src until the spans are final (pointers set then) */
     sp->sources = (const ax_memscan_source *)(uintptr_t)so->n_src;
+    sp->occ = (const ax_memscan_source *)(uintptr_t)so->n_occ;
     uint64_t doc_end = 0; /* the current document's end offset: positions ascend */
     for (size_t k = 0; k < nc; k++) {
         if (cur[k].ext != best) continue;
         uint64_t o = cur[k].pos;
         sp->occurrences++;
+        if (sp->n_occ < so->max_occ) {
+            if (so->n_occ == so->cap_occ) {
+                size_t cap = so->cap_occ ? 2 * so->cap_occ : 64;
+                ax_memscan_source *no = realloc(so->occ, sizeof *no * cap);
+                if (!no) return ax_errorf(AX_ERR_NOMEM, "memscan: out of memory for spans");
+                so->occ = no;
+                so->cap_occ = cap;
+            }
+            uint64_t od = ax_axd_doc_of(ds, o);
+            so->occ[so->n_occ++] = (ax_memscan_source){o, od, o - off[od]};
+            sp->n_occ++;
+        }
         if (sp->occurrences > 1 && o < doc_end) continue; /* same document again */
         uint64_t d = ax_axd_doc_of(ds, o);
         doc_end = off[d + 1];
@@ -180,6 +196,20 @@ static ax_status emit(span_out *so, size_t i, size_t best, const occ_ext *cur, s
  * carry is a merge. */
 ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *tokens, size_t len,
                                 size_t max_sources, ax_memscan_span **spans, size_t *n_spans) {
+    return ax_memscan_find_spans_occ(idx, tokens, len, max_sources, 0, spans, n_spans);
+}
+
+ax_status ax_memscan_find_spans_occ(const ax_memscan_index_t *idx, const int32_t *tokens,
+                                    size_t len, size_t max_sources, uint64_t max_occ,
+                                    ax_memscan_span **spans, size_t *n_spans) {
+    return ax_memscan_find_spans_given(idx, tokens, len, NULL, NULL, max_sources, max_occ, spans,
+                                       n_spans);
+}
+
+ax_status ax_memscan_find_spans_given(const ax_memscan_index_t *idx, const int32_t *tokens,
+                                      size_t len, const uint32_t *given_counts,
+                                      const uint64_t *given_first, size_t max_sources,
+                                      uint64_t max_occ, ax_memscan_span **spans, size_t *n_spans) {
     *spans = NULL;
     *n_spans = 0;
     size_t n = idx->info.n;
@@ -189,10 +219,15 @@ ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *to
     uint64_t *first = malloc(sizeof *first * W), *exact = malloc(sizeof *exact * W);
     occ_ext *prev = NULL, *cur = NULL;
     size_t cap_occ = 0, n_prev = 0;
-    span_out so = {idx, tokens, len, max_sources, NULL, 0, 0, NULL, 0, 0};
+    span_out so = {idx, tokens, len, max_sources, NULL, 0, 0, NULL, 0, 0, max_occ, NULL, 0, 0};
     ax_status st = AX_OK;
     if (!counts || !first || !exact) goto oom;
-    ax_memscan_index_lookup_all(idx, tokens, len, counts, first);
+    if (given_counts) { /* looked up elsewhere (by the ranks serving them) */
+        memcpy(counts, given_counts, sizeof *counts * W);
+        memcpy(first, given_first, sizeof *first * W);
+    } else {
+        ax_memscan_index_lookup_all(idx, tokens, len, counts, first);
+    }
     size_t R_prev = 0;
     for (size_t i = 0; i < W; i++) {
         exact[i] = 0;
@@ -237,7 +272,7 @@ ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *to
         n_prev = nc;
         R_prev = R;
     }
-    /* window counts over each span, then one block: spans, then their sources */
+    /* window counts over each span, then one block: spans, their sources, their places */
     for (size_t k = 0; k < so.m; k++) {
         ax_memscan_span *sp = &so.sp[k];
         sp->count_min = UINT64_MAX;
@@ -248,12 +283,16 @@ ax_status ax_memscan_find_spans(const ax_memscan_index_t *idx, const int32_t *to
     }
     if (so.m > 1) qsort(so.sp, so.m, sizeof *so.sp, by_length);
     if (so.m) {
-        ax_memscan_span *blk = malloc(sizeof *blk * so.m + sizeof *so.src * so.n_src);
+        ax_memscan_span *blk = malloc(sizeof *blk * so.m + sizeof *so.src * (so.n_src + so.n_occ));
         if (!blk) goto oom;
-        ax_memscan_source *src = (ax_memscan_source *)(blk + so.m);
+        ax_memscan_source *src = (ax_memscan_source *)(blk + so.m), *occ = src + so.n_src;
         memcpy(blk, so.sp, sizeof *blk * so.m);
         if (so.n_src) memcpy(src, so.src, sizeof *src * so.n_src);
-        for (size_t k = 0; k < so.m; k++) blk[k].sources = src + (size_t)(uintptr_t)blk[k].sources;
+        if (so.n_occ) memcpy(occ, so.occ, sizeof *occ * so.n_occ);
+        for (size_t k = 0; k < so.m; k++) {
+            blk[k].sources = src + (size_t)(uintptr_t)blk[k].sources;
+            blk[k].occ = occ + (size_t)(uintptr_t)blk[k].occ;
+        }
         *spans = blk;
         *n_spans = so.m;
     }
@@ -263,10 +302,25 @@ oom:
 done:
     free(so.sp);
     free(so.src);
+    free(so.occ);
     free(prev);
     free(cur);
     free(counts);
     free(first);
     free(exact);
     return st;
+}
+
+uint64_t ax_memscan_window_sources(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
+                                   ax_memscan_source *out, size_t max) {
+    const ax_axd_t *ds = idx->ds;
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    const uint64_t *list;
+    uint64_t m = ax_ms_index_occ(idx, first, count, &list);
+    if (!list) m = count ? 1 : 0, list = &first; /* once (or a damaged list: its first alone) */
+    for (size_t k = 0; k < max && k < m; k++) {
+        uint64_t d = ax_axd_doc_of(ds, list[k]);
+        out[k] = (ax_memscan_source){list[k], d, list[k] - off[d]};
+    }
+    return m;
 }

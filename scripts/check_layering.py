@@ -33,6 +33,9 @@ ALLOWED = {
     # Hugging Face model import/export: the model's tensor table and config, checkpoints;
     # lib/dist for the bf16 conversion it shares with the collectives
     'interop': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model'],
+    # axmem plan: the performance model (lib/model), profiles (lib/core JSON), --ckpt's tensor
+    # table (lib/ckpt), and --measure's GEMM (the CPU backend's ax_sgemm) and all-reduce (lib/dist)
+    'plan': ['lib/core', 'lib/dist', 'lib/backend', 'lib/backend/cpu', 'lib/ckpt', 'lib/model'],
 }
 # every command folder declares its entry point in the dispatcher's list
 ALWAYS = {'cli/commands.h'}

@@ -61,6 +61,9 @@ step cuda-emu bash tests/cuda/emu/run.sh build --quick
 # train, probe and generate with --device cuda on the emulator (guarded device memory: host code
 # touching it faults) against --device cpu
 step cuda-emu-e2e bash tests/cuda/emu/e2e.sh build
+# 2 ranks with --device cuda --comm mpi on the emulator (device buffers staged through the host)
+# on 1x2x1x1, 1x1x1x2 and 2x1x1x1 against 1 rank on --device cpu
+step cuda-emu-e2e-mpi bash tests/cuda/emu/e2e_mpi.sh build
 step mpi bash tests/mpi/run.sh
 step mpi-memscan bash tests/mpi/memscan.sh build
 step mpi-train bash tests/mpi/train.sh build/bin/axmem
@@ -70,6 +73,7 @@ step goldfish-effect bash tests/cli/goldfish_effect.sh build/bin/axmem
 step privacy bash tests/cli/privacy.sh build/bin/axmem
 step over-steps bash tests/cli/over_steps.sh build/bin/axmem
 step signals bash tests/cli/signals.sh build/bin/axmem
+step plan bash tests/cli/plan.sh build/bin/axmem
 # every file reader under libFuzzer (ASan+UBSan) for 10 s each, from the committed seeds
 step build-fuzz scons -Q -j"$JOBS" fuzz=yes
 step fuzz bash tests/fuzz/run.sh 10

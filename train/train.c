@@ -267,6 +267,7 @@ static ax_status build(run_state *r) {
     r->mb_local = r->mb_global / parts;
     ax_model_config mc = ax_train_model_config(c);
     int T = (int)c->seq_len;
+    AX_CHECK(ax_comm_select(c->comm));
     AX_CHECK(ax_model_create_dev(r->grid, &mc, r->mb_local, T, c->overlap, c->device, &r->model));
     ax_adamw_config oc = {(float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                           (float)c->grad_clip};

@@ -1,5 +1,6 @@
 #include "train/train_config.h"
 #include "lib/core/log.h"
+#include "lib/dist/comm.h"
 #include "lib/dist/mpienv.h"
 #include "lib/model/model_io.h"
 #include "lib/model/optim.h"
@@ -67,6 +68,7 @@ static const ax_cfg_entry entries[] = {
         F, "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes); a "
                            "run may resume on another device"),
+    AX_CFG_COMM_ENTRY(F),
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
      "overlap communication with compute (AxoNN OAR/ORS/OAG); --no-overlap for comparison"},
     {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,
@@ -157,6 +159,7 @@ ax_model_config ax_train_model_config(const ax_train_config *c) {
 }
 
 ax_status ax_train_config_check(const ax_train_config *c) {
+    AX_CHECK(ax_comm_check(c->comm)); /* a transport this build lacks fails before any rank */
     if (!c->data[0])
         return ax_errorf(AX_ERR_ARG, "--data is required: a .axd dataset from `axmem data encode`");
     int64_t mb = c->micro_batch ? c->micro_batch : c->batch;
@@ -197,6 +200,7 @@ static const struct {
     {"grid", OVERRIDE},
     {"overlap", OVERRIDE},
     {"device", OVERRIDE},
+    {"comm", OVERRIDE},
     {"log-every", OVERRIDE},
     {"ckpt-every", OVERRIDE},
     {"tokenizer", OVERRIDE},

@@ -50,6 +50,9 @@ struct ax_backend {
     void (*sync)(ax_ctx *ctx);
     void *(*map)(ax_ctx *ctx, void *dev, size_t bytes, int flags);
     void (*unmap)(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags);
+    /* 1 when p is this backend's device memory (not host-accessible); NULL when device memory is
+     * host memory (the CPU). lib/dist stages device buffers of collectives through the host. */
+    int (*is_device)(const void *p);
     /* the first kernel failure the backend saw (sticky, like a device's last error), with its
      * message recorded on the calling thread; AX_OK if none */
     ax_status (*status)(ax_ctx *ctx);

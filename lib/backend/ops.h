@@ -83,19 +83,33 @@ static inline void ax_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, 
 }
 
 /* ---- causal multi-head self-attention over a packed qkv buffer ----
- * qkv[B,T,3C] = [q | k | v] (q,k already rotated), out[B,T,C], att[B,H,T,T] softmax probs
- * (saved; entries above the diagonal are 0). scale = 1/sqrt(D). att is the backend's own saved
- * state, read only by its attention_backward: the CUDA backend stores only the row logsumexp
- * there (its first B*H*T floats) and recomputes the probabilities. */
+ * qkv[B,T,3C] = [q | k | v] (q,k already rotated), out[B,T,C], scale = 1/sqrt(D). Blocked
+ * (flash-attention style) on every backend: the T x T probabilities are never stored.
+ * att[B,H,T]: the backend's own saved state, read only by its attention_backward; the CPU and
+ * CUDA backends both store the row logsumexp lse = log(sum_s exp(scale q.k_s)) there and
+ * recompute the probabilities in the backward. Workspace: ax_attention_scratch_bytes from the
+ * context's arena (reserve it once; the CPU kernels take per-thread tiles from it). */
 static inline void ax_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv,
                                         int B, int T, int C, int H) {
     ctx->be->attention_forward(ctx, out, att, qkv, B, T, C, H);
 }
-/* dqkv[B,T,3C] +=. scratch: B*H*T*T floats of workspace (contents ignored). */
+/* dqkv[B,T,3C] +=. scratch: B*H*T floats of workspace (contents ignored; CUDA keeps D_i there). */
 static inline void ax_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
                                          const float *dout, const float *qkv, const float *att,
                                          int B, int T, int C, int H) {
     ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H);
+}
+/* The CPU attention's tiles: queries per tile and keys per forward tile (BK a multiple of BQ). */
+#define AX_ATT_BQ 64
+#define AX_ATT_BK 256
+/* Arena bytes the attention ops take with `nthreads` OpenMP threads at head dim D: per thread,
+ * the forward's S, O, m, l tiles or the backward's P and dS row blocks of AX_ATT_BQ x T (linear
+ * in T), rounded to 64 bytes so threads do not share cache lines. */
+static inline size_t ax_attention_scratch_bytes(int T, int D, int nthreads) {
+    size_t ld = ((size_t)T + 15) / 16 * 16;
+    size_t fwd = (size_t)AX_ATT_BQ * (AX_ATT_BK + (size_t)D + 2), bwd = 2 * AX_ATT_BQ * ld;
+    size_t per = ((fwd > bwd ? fwd : bwd) + 15) / 16 * 16;
+    return sizeof(float) * per * (size_t)(nthreads > 0 ? nthreads : 1);
 }
 
 /* ---- SwiGLU: out = silu(gate) * up, h = [gate | up] per row ----

@@ -97,6 +97,13 @@ int ax_cfg_is_text(ax_cfg_type type);
     { "grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, help }
 #define AX_CFG_DEVICE_ENTRY(F, help)                                                               \
     { "device", AX_CFG_CHOICE, F(device), "cpu|cuda", 1, 0, help }
+/* --comm: how collectives move bytes (lib/dist/comm.h, ax_comm_select) */
+#define AX_CFG_COMM_ENTRY(F)                                                                       \
+    {                                                                                              \
+        "comm", AX_CFG_CHOICE, F(comm), "auto|mpi|nccl", 1, 0,                                     \
+            "collective transport: mpi (device memory staged through the host), nccl (GPU "        \
+            "builds), auto (nccl for a GPU run when built with NCCL, else mpi)"                    \
+    }
 #define AX_CFG_CKPT_ENTRY(F)                                                                       \
     {                                                                                              \
         "ckpt", AX_CFG_STR, F(ckpt), "", 1, 0,                                                     \

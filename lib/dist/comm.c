@@ -126,6 +126,35 @@ void ax_reduce_local(ax_dtype t, ax_redop op, void *acc, const void *in, long n)
     ax_comm_combine_(t, op, acc, acc, in, n);
 }
 
+/* ---- transport choice ---- */
+
+static const char *comm_choice = "auto";
+
+ax_status ax_comm_check(const char *name) {
+    if (!name || !*name || !strcmp(name, "auto") || !strcmp(name, "mpi")) return AX_OK;
+    if (!strcmp(name, "nccl")) {
+#ifdef AX_HAVE_NCCL
+        return AX_OK;
+#else
+        return ax_errorf(AX_ERR_UNSUPPORTED,
+                         "--comm nccl: this build has no NCCL transport (not built: it comes with "
+                         "scons cuda=yes where NCCL is installed); use --comm mpi or auto");
+#endif
+    }
+    return ax_errorf(AX_ERR_ARG, "--comm '%s' is not one of auto, mpi, nccl", name);
+}
+
+ax_status ax_comm_select(const char *name) {
+    AX_CHECK(ax_comm_check(name));
+    if (name && *name)
+        comm_choice = !strcmp(name, "mpi") ? "mpi" : !strcmp(name, "nccl") ? "nccl" : "auto";
+    return AX_OK;
+}
+
+const char *ax_comm_selected(void) {
+    return comm_choice;
+}
+
 /* ---- test-only failure injection ---- */
 
 /* One armed failure at a time (main thread only, like every collective). */
@@ -234,8 +263,107 @@ static void req_init(ax_req *req, ax_grid_t *g, ax_axis axis, ax_comm_kind kind,
     req->op = op;
 }
 
-static void copy_local(void *dst, const void *src, long n, ax_dtype t) {
-    if (dst != src && n > 0) memmove(dst, src, (size_t)n * (size_t)ax_dtype_size(t));
+/* ---- device memory (ax_comm_memory): classification, staging, local copies ---- */
+
+/* 1 when p is device memory of the grid's owner; 0 without a hook (the CPU path: one load and
+ * one branch per buffer) */
+static int on_dev(const ax_comm_memory *m, const void *p) {
+    return m && p && m->is_device(m->user, p);
+}
+
+/* dst <- src (bytes), each side host or device memory */
+static ax_status mem_copy(const ax_comm_memory *m, void *dst, const void *src, size_t bytes) {
+    if (dst == src || bytes == 0) return AX_OK;
+    int dd = on_dev(m, dst), sd = on_dev(m, src);
+    if (dd && sd) return m->dev_copy(m->user, dst, src, bytes);
+    if (dd) return m->from_host(m->user, dst, src, bytes);
+    if (sd) return m->to_host(m->user, dst, src, bytes);
+    memmove(dst, src, bytes);
+    return AX_OK;
+}
+
+/* the size-1 shortcuts' copy: memmove for host memory, the owner's copy for device memory */
+static ax_status copy_local(ax_grid_t *g, void *dst, const void *src, long n, ax_dtype t) {
+    if (dst == src || n <= 0) return AX_OK;
+    return mem_copy(ax_grid_memory(g), dst, src, (size_t)n * (size_t)ax_dtype_size(t));
+}
+
+/* The transport for device buffers on g: NCCL when built and chosen (--comm nccl, or auto on a
+ * grid with device memory), else NULL (device buffers are staged for the MPI transport). */
+static const ax_transport *dev_tr_axis(ax_grid_t *g, ax_axis axis) {
+#ifdef AX_HAVE_NCCL
+    if (ax_grid_uses_mpi(g) && ax_grid_memory(g) && strcmp(comm_choice, "mpi") != 0 &&
+        ax_nccl_use_(g, axis, !strcmp(comm_choice, "nccl")))
+        return ax_transport_nccl();
+#else
+    (void)g, (void)axis;
+#endif
+    return NULL;
+}
+
+/* The host buffers of one blocking staged call; released together by unstage. */
+typedef struct {
+    ax_grid_t *g;
+    const ax_comm_memory *m;
+    void *buf[3];
+    int n;
+} stager;
+
+/* *host = a staging buffer of `bytes` (with dev's contents when copy_in) */
+static ax_status stage(stager *s, const char *name, ax_axis axis, const void *dev, size_t bytes,
+                       int copy_in, void **host) {
+    void *h = ax_grid_stage_acquire_(s->g, bytes ? bytes : 1);
+    if (!h)
+        return ax_errorf(AX_ERR_NOMEM,
+                         "%s over %s: out of host memory for a %zu-byte staging buffer (device "
+                         "memory goes through the host with --comm mpi)",
+                         name, ax_axis_name(axis), bytes);
+    s->buf[s->n++] = h;
+    *host = h;
+    return copy_in ? s->m->to_host(s->m->user, h, dev, bytes) : AX_OK;
+}
+
+static ax_status unstage(stager *s, ax_status st) {
+    for (int i = 0; i < s->n; i++) ax_grid_stage_release_(s->g, s->buf[i]);
+    s->n = 0;
+    return st;
+}
+
+/* A request's staged result goes back to the device once the transport is done with it. */
+static void req_unstage(ax_req *req) {
+    if (!req->stage) return;
+    const ax_comm_memory *m = ax_grid_memory(req->g);
+    if (req->err == AX_OK && req->stage_out) {
+        ax_status st =
+            m->from_host(m->user, req->stage_out, req->stage_host, (size_t)req->stage_bytes);
+        if (st != AX_OK) req->err = st;
+    }
+    ax_grid_stage_release_(req->g, req->stage);
+    req->stage = req->stage_host = req->stage_out = NULL;
+}
+
+/* req->stage = a staging buffer of `bytes` (released by req_unstage) */
+static ax_status req_stage(ax_req *req, const char *name, size_t bytes, void **host) {
+    void *h = ax_grid_stage_acquire_(req->g, bytes ? bytes : 1);
+    if (!h)
+        return ax_errorf(AX_ERR_NOMEM,
+                         "%s over %s: out of host memory for a %zu-byte staging buffer (device "
+                         "memory goes through the host with --comm mpi)",
+                         name, ax_axis_name((ax_axis)req->axis), bytes);
+    req->stage = *host = h;
+    return AX_OK;
+}
+
+/* After a transport's issue: a failed issue releases the staging; a request that completed at
+ * issue is unstaged at once. */
+static ax_status req_issued(ax_req *req, ax_status st) {
+    if (st != AX_OK) {
+        req->stage_out = NULL;
+        req_unstage(req);
+        return st;
+    }
+    if (!req->active) req_unstage(req);
+    return req->err;
 }
 
 /* Call names for messages and the stall watchdog, e.g. "allreduce(sum, f32)". Static: the
@@ -283,6 +411,23 @@ ax_status ax_coll_allreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dt
     int p = 1;
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, t, op, &p));
     if (p == 1 || n == 0) return AX_OK;
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0, dev_tr_axis(g, axis)->allreduce(g, axis, name, buf, n, t, op));
+    }
+    if (on_dev(m, buf)) { /* device -> host -> transport -> device */
+        stager s = {g, m, {0}, 0};
+        size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
+        void *h = NULL;
+        ax_status st = stage(&s, name, axis, buf, bytes, 1, &h);
+        if (st == AX_OK) {
+            double t0 = wait_begin(name, axis);
+            st = waited(g, axis, t0, tr(g)->allreduce(g, axis, name, h, n, t, op));
+        }
+        if (st == AX_OK) st = m->from_host(m->user, buf, h, bytes);
+        return unstage(&s, st);
+    }
     double t0 = wait_begin(name, axis);
     return waited(g, axis, t0, tr(g)->allreduce(g, axis, name, buf, n, t, op));
 }
@@ -292,9 +437,28 @@ ax_status ax_coll_allgather(ax_grid_t *g, ax_axis axis, const void *send, long n
     const char *name = name_of(N_ALLGATHER, AX_OP_SUM, t);
     int p = 1;
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLGATHER, n_per_rank, t, AX_OP_SUM, &p));
-    if (p == 1 || n_per_rank == 0) {
-        copy_local(recv, send, n_per_rank, t);
-        return AX_OK;
+    if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0,
+                      dev_tr_axis(g, axis)->allgather(g, axis, name, send, n_per_rank, recv, t));
+    }
+    if (on_dev(m, send) || on_dev(m, recv)) {
+        /* gathered in place in a host buffer (or the host recv): own block first */
+        stager s = {g, m, {0}, 0};
+        size_t blk = (size_t)n_per_rank * (size_t)ax_dtype_size(t), all = blk * (size_t)p;
+        int rd = on_dev(m, recv);
+        void *hr = recv;
+        ax_status st = rd ? stage(&s, name, axis, recv, all, 0, &hr) : AX_OK;
+        char *hs = (char *)hr + (size_t)ax_grid_coord(g, axis) * blk;
+        if (st == AX_OK) st = mem_copy(m, hs, send, blk);
+        if (st == AX_OK) {
+            double t0 = wait_begin(name, axis);
+            st = waited(g, axis, t0, tr(g)->allgather(g, axis, name, hs, n_per_rank, hr, t));
+        }
+        if (st == AX_OK && rd) st = m->from_host(m->user, recv, hr, all);
+        return unstage(&s, st);
     }
     double t0 = wait_begin(name, axis);
     return waited(g, axis, t0, tr(g)->allgather(g, axis, name, send, n_per_rank, recv, t));
@@ -315,6 +479,25 @@ ax_status ax_coll_bcast(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype 
         return ax_errorf(AX_ERR_ARG, "%s over %s: root coordinate %d is outside 0..%d", name,
                          ax_axis_name(axis), root_coord, p - 1);
     if (p == 1 || n == 0) return AX_OK;
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0,
+                      dev_tr_axis(g, axis)->bcast(g, axis, name, buf, n, t, root_coord));
+    }
+    if (on_dev(m, buf)) {
+        stager s = {g, m, {0}, 0};
+        size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
+        int root = ax_grid_coord(g, axis) == root_coord;
+        void *h = NULL;
+        ax_status st = stage(&s, name, axis, buf, bytes, root, &h);
+        if (st == AX_OK) {
+            double t0 = wait_begin(name, axis);
+            st = waited(g, axis, t0, tr(g)->bcast(g, axis, name, h, n, t, root_coord));
+        }
+        if (st == AX_OK && !root) st = m->from_host(m->user, buf, h, bytes);
+        return unstage(&s, st);
+    }
     double t0 = wait_begin(name, axis);
     return waited(g, axis, t0, tr(g)->bcast(g, axis, name, buf, n, t, root_coord));
 }
@@ -324,9 +507,26 @@ ax_status ax_coll_alltoall(ax_grid_t *g, ax_axis axis, const void *send, long n_
     const char *name = name_of(N_ALLTOALL, AX_OP_SUM, t);
     int p = 1;
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLTOALL, n_per_rank, t, AX_OP_SUM, &p));
-    if (p == 1 || n_per_rank == 0) {
-        copy_local(recv, send, n_per_rank, t);
-        return AX_OK;
+    if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0,
+                      dev_tr_axis(g, axis)->alltoall(g, axis, name, send, n_per_rank, recv, t));
+    }
+    if (on_dev(m, send) || on_dev(m, recv)) {
+        stager s = {g, m, {0}, 0};
+        size_t all = (size_t)n_per_rank * (size_t)ax_dtype_size(t) * (size_t)p;
+        int rd = on_dev(m, recv);
+        void *hs = (void *)send, *hr = recv;
+        ax_status st = on_dev(m, send) ? stage(&s, name, axis, send, all, 1, &hs) : AX_OK;
+        if (st == AX_OK && rd) st = stage(&s, name, axis, recv, all, 0, &hr);
+        if (st == AX_OK) {
+            double t0 = wait_begin(name, axis);
+            st = waited(g, axis, t0, tr(g)->alltoall(g, axis, name, hs, n_per_rank, hr, t));
+        }
+        if (st == AX_OK && rd) st = m->from_host(m->user, recv, hr, all);
+        return unstage(&s, st);
     }
     double t0 = wait_begin(name, axis);
     return waited(g, axis, t0, tr(g)->alltoall(g, axis, name, send, n_per_rank, recv, t));
@@ -351,9 +551,43 @@ ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const 
         if (rcounts[0] != scounts[0])
             return ax_errorf(AX_ERR_ARG, "%s over %s: sends %d elements to itself but expects %d",
                              name, ax_axis_name(axis), scounts[0], rcounts[0]);
-        copy_local((char *)recv + (long)rdispls[0] * e, (const char *)send + (long)sdispls[0] * e,
-                   scounts[0], t);
-        return AX_OK;
+        return copy_local(g, (char *)recv + (long)rdispls[0] * e,
+                          (const char *)send + (long)sdispls[0] * e, scounts[0], t);
+    }
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0,
+                      dev_tr_axis(g, axis)->alltoallv(g, axis, name, send, scounts, sdispls, recv,
+                                                      rcounts, rdispls, t));
+    }
+    if (on_dev(m, send) || on_dev(m, recv)) {
+        /* staged over each side's extent; only the received ranges go back (gaps keep their
+         * device contents) */
+        stager s = {g, m, {0}, 0};
+        size_t sext = 0, rext = 0;
+        for (int r = 0; r < p; r++) {
+            size_t se = ((size_t)sdispls[r] + (size_t)scounts[r]) * (size_t)e;
+            size_t re = ((size_t)rdispls[r] + (size_t)rcounts[r]) * (size_t)e;
+            if (scounts[r] && se > sext) sext = se;
+            if (rcounts[r] && re > rext) rext = re;
+        }
+        int rd = on_dev(m, recv);
+        void *hs = (void *)send, *hr = recv;
+        ax_status st = on_dev(m, send) ? stage(&s, name, axis, send, sext, 1, &hs) : AX_OK;
+        if (st == AX_OK && rd) st = stage(&s, name, axis, recv, rext, 0, &hr);
+        if (st == AX_OK) {
+            double t0 = wait_begin(name, axis);
+            st = waited(
+                g, axis, t0,
+                tr(g)->alltoallv(g, axis, name, hs, scounts, sdispls, hr, rcounts, rdispls, t));
+        }
+        for (int r = 0; r < p && st == AX_OK && rd; r++)
+            if (rcounts[r])
+                st = m->from_host(m->user, (char *)recv + (size_t)rdispls[r] * (size_t)e,
+                                  (char *)hr + (size_t)rdispls[r] * (size_t)e,
+                                  (size_t)rcounts[r] * (size_t)e);
+        return unstage(&s, st);
     }
     double t0 = wait_begin(name, axis);
     return waited(
@@ -379,6 +613,21 @@ ax_status ax_coll_send(ax_grid_t *g, ax_axis axis, const void *buf, long n, ax_d
     int p = 1;
     AX_CHECK(p2p_check(g, axis, name, n, t, peer, tag, &p));
     count(g, axis, AX_COMM_SEND, ax_comm_volume(AX_COMM_SEND, p, n, ax_dtype_size(t)));
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0, dev_tr_axis(g, axis)->send(g, axis, name, buf, n, t, peer, tag));
+    }
+    if (on_dev(m, buf)) {
+        stager s = {g, m, {0}, 0};
+        void *h = NULL;
+        ax_status st = stage(&s, name, axis, buf, (size_t)n * (size_t)ax_dtype_size(t), 1, &h);
+        if (st == AX_OK) {
+            double t0 = wait_begin(name, axis);
+            st = waited(g, axis, t0, tr(g)->send(g, axis, name, h, n, t, peer, tag));
+        }
+        return unstage(&s, st);
+    }
     double t0 = wait_begin(name, axis);
     return waited(g, axis, t0, tr(g)->send(g, axis, name, buf, n, t, peer, tag));
 }
@@ -388,6 +637,23 @@ ax_status ax_coll_recv(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t
     const char *name = name_of(N_RECV, AX_OP_SUM, t);
     int p = 1;
     AX_CHECK(p2p_check(g, axis, name, n, t, peer, tag, &p));
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        double t0 = wait_begin(name, axis);
+        return waited(g, axis, t0, dev_tr_axis(g, axis)->recv(g, axis, name, buf, n, t, peer, tag));
+    }
+    if (on_dev(m, buf)) {
+        stager s = {g, m, {0}, 0};
+        size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
+        void *h = NULL;
+        ax_status st = stage(&s, name, axis, buf, bytes, 0, &h);
+        if (st == AX_OK) {
+            double t0 = wait_begin(name, axis);
+            st = waited(g, axis, t0, tr(g)->recv(g, axis, name, h, n, t, peer, tag));
+        }
+        if (st == AX_OK) st = m->from_host(m->user, buf, h, bytes);
+        return unstage(&s, st);
+    }
     double t0 = wait_begin(name, axis);
     return waited(g, axis, t0, tr(g)->recv(g, axis, name, buf, n, t, peer, tag));
 }
@@ -418,6 +684,22 @@ ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_d
     req_init(req, g, axis, AX_COMM_ALLREDUCE, t, op);
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, t, op, &p));
     if (p == 1 || n == 0) return AX_OK;
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
+        req->dev = 1;
+        return dev_tr_axis(g, axis)->iallreduce(req, name, buf, n);
+    }
+    if (on_dev(m, buf)) { /* staged in now, out when the request completes */
+        size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
+        void *h = NULL;
+        AX_CHECK(req_stage(req, name, bytes, &h));
+        ax_status st = m->to_host(m->user, h, buf, bytes);
+        if (st != AX_OK) return req_issued(req, st);
+        req->stage_host = h;
+        req->stage_out = buf;
+        req->stage_bytes = (long)bytes;
+        return req_issued(req, tr(g)->iallreduce(req, name, h, n));
+    }
     return tr(g)->iallreduce(req, name, buf, n);
 }
 
@@ -427,9 +709,25 @@ ax_status ax_coll_iallgather(ax_grid_t *g, ax_axis axis, const void *send, long 
     int p = 1;
     req_init(req, g, axis, AX_COMM_ALLGATHER, t, AX_OP_SUM);
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLGATHER, n_per_rank, t, AX_OP_SUM, &p));
-    if (p == 1 || n_per_rank == 0) {
-        copy_local(recv, send, n_per_rank, t);
-        return AX_OK;
+    if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
+    const ax_comm_memory *m = ax_grid_memory(g);
+    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
+        req->dev = 1;
+        return dev_tr_axis(g, axis)->iallgather(req, name, send, n_per_rank, recv);
+    }
+    if (on_dev(m, send) || on_dev(m, recv)) { /* as the blocking one, unstaged on completion */
+        size_t blk = (size_t)n_per_rank * (size_t)ax_dtype_size(t), all = blk * (size_t)p;
+        void *hr = recv;
+        if (on_dev(m, recv)) {
+            AX_CHECK(req_stage(req, name, all, &hr));
+            req->stage_host = hr;
+            req->stage_out = recv;
+            req->stage_bytes = (long)all;
+        }
+        char *hs = (char *)hr + (size_t)ax_grid_coord(g, axis) * blk;
+        ax_status st = mem_copy(m, hs, send, blk);
+        if (st != AX_OK) return req_issued(req, st);
+        return req_issued(req, tr(g)->iallgather(req, name, hs, n_per_rank, hr));
     }
     return tr(g)->iallgather(req, name, send, n_per_rank, recv);
 }
@@ -439,11 +737,38 @@ ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, 
     int p = 1;
     req_init(req, g, axis, AX_COMM_REDUCE_SCATTER, t, op);
     AX_CHECK(begin(g, axis, "reduce-scatter", AX_COMM_REDUCE_SCATTER, n_per_rank, t, op, &p));
-    if (p == 1 || n_per_rank == 0) {
-        copy_local(recv, send, n_per_rank, t);
-        return AX_OK;
+    if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
+    const ax_comm_memory *m = ax_grid_memory(g);
+    int sd = on_dev(m, send), rd = on_dev(m, recv);
+    if (sd && rd && dev_tr_axis(g, axis)) {
+        req->dev = 1;
+        return dev_tr_axis(g, axis)->ireduce_scatter(req, "reduce-scatter", send, recv, n_per_rank);
+    }
+    if (sd || rd) { /* one staging buffer: [send p blocks if on the device][recv block] */
+        size_t blk = (size_t)n_per_rank * (size_t)ax_dtype_size(t);
+        size_t sbytes = sd ? blk * (size_t)p : 0;
+        char *h = NULL;
+        AX_CHECK(req_stage(req, "reduce-scatter", sbytes + (rd ? blk : 0), (void **)&h));
+        const void *hs = sd ? h : send;
+        void *hr = rd ? h + sbytes : recv;
+        if (rd) {
+            req->stage_host = hr;
+            req->stage_out = recv;
+            req->stage_bytes = (long)blk;
+        }
+        ax_status st = sd ? m->to_host(m->user, h, send, sbytes) : AX_OK;
+        if (st != AX_OK) return req_issued(req, st);
+        return req_issued(req, tr(g)->ireduce_scatter(req, "reduce-scatter", hs, hr, n_per_rank));
     }
     return tr(g)->ireduce_scatter(req, "reduce-scatter", send, recv, n_per_rank);
+}
+
+/* the transport a request was issued on */
+static const ax_transport *req_tr(const ax_req *req) {
+#ifdef AX_HAVE_NCCL
+    if (req->dev) return ax_transport_nccl();
+#endif
+    return tr(req->g);
 }
 
 static const char *req_name(const ax_req *req) {
@@ -453,7 +778,8 @@ static const char *req_name(const ax_req *req) {
 ax_status ax_req_progress(ax_req *req) {
     if (!req->active) return req->err;
     double t0 = ax_now();
-    tr(req->g)->progress(req);
+    req_tr(req)->progress(req);
+    if (!req->active) req_unstage(req);
     ax_grid_stats_(req->g)->test_s += ax_now() - t0;
     return req->err;
 }
@@ -466,8 +792,9 @@ int ax_test(ax_req *req) {
 ax_status ax_wait(ax_req *req) {
     if (!req->active) return req->err;
     double t0 = wait_begin(req_name(req), (ax_axis)req->axis);
-    tr(req->g)->wait(req);
+    req_tr(req)->wait(req);
     add_wait(req->g, req->axis, ax_now() - t0);
+    req_unstage(req);
     return req->err;
 }
 

@@ -3,8 +3,8 @@
  * Typed and backend-neutral: every call names its element type (ax_dtype) and, when it reduces,
  * the reduction (ax_redop); no MPI type appears here. lib/dist/comm.c is the front end (checks,
  * size-1 shortcuts, accounting); the bytes move through the grid's transport, a table of
- * functions (lib/dist/comm_transport.h; MPI: lib/dist/comm_mpi.c), so an NCCL transport can sit
- * behind the same calls. Counts are elements. Collectives are issued
+ * functions (lib/dist/comm_transport.h; MPI: lib/dist/comm_mpi.c; NCCL for device buffers:
+ * lib/dist/comm_nccl.c, see ax_comm_select). Counts are elements. Collectives are issued
  * by the main thread only (MPI funneled thread level), outside OpenMP parallel regions. On an axis
  * of size 1 (and on every axis of a serial grid) a collective is a local copy or a no-op and
  * never reaches the transport. Transport failures return AX_ERR_MPI with a message naming the
@@ -28,6 +28,7 @@
  * p == 1 costs 0. ax_comm_volume() computes these; the counters below add exactly
  * ax_comm_volume() per call, and a performance model should call the same function. */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lib/dist/grid.h"
@@ -71,6 +72,44 @@ float ax_bf16_to_f32(uint16_t b);
 /* acc[i] = acc[i] (op) in[i]: the combine every reduction here uses (bf16: in f32, rounded
  * back); also the serial reference of the tests. */
 void ax_reduce_local(ax_dtype t, ax_redop op, void *acc, const void *in, long n);
+
+/* ---- device memory: host staging ----
+ * A grid whose collectives may carry device memory (a GPU backend's buffers) learns how to reach
+ * it from whoever owns that memory (lib/model at model creation); lib/dist never includes
+ * lib/backend. With a hook set, the front end asks is_device for every buffer it is given: a
+ * host buffer goes to the transport as before; a device buffer is staged, device -> host
+ * staging buffer -> transport -> device (blocking calls: around the transport call;
+ * non-blocking: in at issue, out when the request completes in ax_req_progress / ax_test /
+ * ax_wait), and the size-1 shortcuts copy with dev_copy / to_host / from_host instead of
+ * memmove. Without a hook (the CPU backend) every buffer is host memory and nothing changes.
+ * The copies are ordered after the owner's pending device work (the owner's stream) and
+ * to_host has finished when it returns. */
+typedef struct {
+    void *user;                                  /* passed to every function below */
+    int (*is_device)(void *user, const void *p); /* 1: p is device memory */
+    ax_status (*to_host)(void *user, void *host, const void *dev, size_t bytes);
+    ax_status (*from_host)(void *user, void *dev, const void *host, size_t bytes);
+    ax_status (*dev_copy)(void *user, void *dst, const void *src, size_t bytes);
+    void *(*host_alloc)(void *user, size_t bytes); /* staging memory (may be pinned) */
+    void (*host_free)(void *user, void *p);
+    void *stream; /* the owner's compute stream (a device transport orders after it); or NULL */
+} ax_comm_memory;
+
+/* Copies *mem into the grid (NULL clears the hook and frees the staging buffers, which mem's
+ * host_free releases: clear before that owner goes away). Main thread, no request in flight. */
+void ax_grid_set_memory(ax_grid_t *g, const ax_comm_memory *mem);
+/* The hook set on g, or NULL (CPU memory only). */
+const ax_comm_memory *ax_grid_memory(const ax_grid_t *g);
+
+/* ---- transport choice (--comm) ----
+ * "mpi": the MPI transport (device memory staged through the host, above); "nccl": NCCL on the
+ * device (only in builds with NCCL); "auto": nccl for grids carrying device memory when built
+ * with NCCL, else mpi. Process-wide (every grid made after it); NULL or "" keeps the current
+ * choice (default auto). ax_comm_check only validates: AX_ERR_UNSUPPORTED naming --comm when
+ * this build lacks the transport, AX_ERR_ARG for an unknown name. */
+ax_status ax_comm_check(const char *name);
+ax_status ax_comm_select(const char *name);
+const char *ax_comm_selected(void); /* "auto", "mpi" or "nccl" */
 
 /* ---- blocking, typed ---- */
 /* in place: buf[n] <- op over the axis */
@@ -135,6 +174,11 @@ typedef struct {
     const void *send;
     void *recv, *tmp;
     uint64_t handle[4]; /* transport handles (MPI: up to two requests, nh in use) */
+    /* device staging (ax_comm_memory): the host buffer the transport works on, the device
+     * buffer it is copied back to on completion, and how many bytes */
+    void *stage, *stage_host, *stage_out;
+    long stage_bytes;
+    int dev; /* issued on the device transport (NCCL) */
 } ax_req;
 
 ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, ax_redop op,

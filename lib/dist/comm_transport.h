@@ -12,8 +12,9 @@
  * req->active when the operation is done; wait(req) blocks until it is. Both record a failure
  * in req->err and release whatever the request holds (scratch) once it is no longer active.
  *
- * Today's transport is MPI (lib/dist/comm_mpi.c); an NCCL one (streams + events) fills the same
- * table, with a progress step that has nothing to do. */
+ * The MPI transport (lib/dist/comm_mpi.c) serves every grid with communicators; the NCCL one
+ * (lib/dist/comm_nccl.c: streams + events, built with AX_HAVE_NCCL) fills the same table for
+ * calls whose buffers are all device memory, with a progress step that only queries an event. */
 #pragma once
 #include "lib/dist/comm.h"
 
@@ -52,6 +53,18 @@ void ax_comm_combine_(ax_dtype t, ax_redop op, void *out, const void *a, const v
 
 /* The MPI transport (lib/dist/comm_mpi.c). */
 const ax_transport *ax_transport_mpi(void);
+/* The NCCL transport (lib/dist/comm_nccl.c; only in builds with AX_HAVE_NCCL): device buffers
+ * only, chosen per call by the front end (lib/dist/comm.c) when both buffers are device memory
+ * and --comm picks nccl. */
+const ax_transport *ax_transport_nccl(void);
+/* 1 when device collectives on g's axis go through NCCL: forced (--comm nccl), or (auto) when the
+ * node has a GPU per rank, agreed along the axis (collective there on the first call per axis). */
+int ax_nccl_use_(ax_grid_t *g, ax_axis axis, int forced);
+
+/* A transport's per-grid state (NCCL: communicators and streams per axis), freed with the grid
+ * by free_fn. NULL until set. */
+void *ax_grid_ext_(const ax_grid_t *g);
+void ax_grid_set_ext_(ax_grid_t *g, void *ext, void (*free_fn)(void *));
 
 /* Defined in lib/dist/grid.c: the grid owns its counters, its ring tags and its transport. */
 ax_comm_stats *ax_grid_stats_(ax_grid_t *g);
@@ -60,3 +73,10 @@ ax_comm_stats *ax_grid_stats_(ax_grid_t *g);
 int ax_grid_next_tag_(ax_grid_t *g, ax_axis axis);
 /* NULL on a serial grid (every axis has size 1: the front end never reaches a transport). */
 const ax_transport *ax_grid_transport_(const ax_grid_t *g);
+
+/* Host staging buffers for device memory (lib/dist/comm.h, ax_comm_memory), owned by the grid:
+ * a small pool of grow-only buffers from the hook's host_alloc, so a step's collectives reuse
+ * the same few buffers (requests in flight together each hold one). NULL when out of memory
+ * or no hook is set. */
+void *ax_grid_stage_acquire_(ax_grid_t *g, size_t bytes);
+void ax_grid_stage_release_(ax_grid_t *g, void *p);

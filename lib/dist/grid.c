@@ -10,6 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a host staging buffer (ax_grid_stage_acquire_) */
+typedef struct {
+    void *p;
+    size_t cap;
+    int used;
+} stage_buf;
+
 struct ax_grid {
     int dims[4];   /* {Gdata, Gx, Gy, Gz} */
     int coords[4]; /* {d, x, y, z} */
@@ -19,6 +26,12 @@ struct ax_grid {
     MPI_Comm comm[AX_AXIS_COUNT];    /* rank in comm[a] == coordinate along a */
     ax_comm_stats stats;             /* mutated by lib/dist/comm.c through ax_grid_stats_ */
     unsigned tag_seq[AX_AXIS_COUNT]; /* ring collectives issued per axis (message tags) */
+    int has_mem;                     /* mem is set: buffers may be device memory */
+    ax_comm_memory mem;
+    stage_buf *stage; /* one per request in flight together (plus a blocking call), grown */
+    int n_stage;
+    void *ext; /* a transport's state (lib/dist/comm_nccl.c), freed by ext_free */
+    void (*ext_free)(void *);
     char spec[64];
 };
 
@@ -39,6 +52,69 @@ int ax_grid_next_tag_(ax_grid_t *g, ax_axis axis) {
  * communicators (an NCCL transport would be chosen here, per grid). */
 const ax_transport *ax_grid_transport_(const ax_grid_t *g) {
     return g->mpi ? ax_transport_mpi() : NULL;
+}
+
+static void stage_free_all(ax_grid_t *g) {
+    for (int i = 0; i < g->n_stage; i++)
+        if (g->stage[i].p) g->mem.host_free(g->mem.user, g->stage[i].p);
+    free(g->stage);
+    g->stage = NULL;
+    g->n_stage = 0;
+}
+
+void ax_grid_set_memory(ax_grid_t *g, const ax_comm_memory *mem) {
+    if (!g) return;
+    if (g->has_mem) stage_free_all(g);
+    g->has_mem = mem != NULL;
+    if (mem) g->mem = *mem;
+}
+
+const ax_comm_memory *ax_grid_memory(const ax_grid_t *g) {
+    return g && g->has_mem ? &g->mem : NULL;
+}
+
+void *ax_grid_ext_(const ax_grid_t *g) {
+    return g->ext;
+}
+
+void ax_grid_set_ext_(ax_grid_t *g, void *ext, void (*free_fn)(void *)) {
+    g->ext = ext;
+    g->ext_free = free_fn;
+}
+
+void *ax_grid_stage_acquire_(ax_grid_t *g, size_t bytes) {
+    if (!g->has_mem) return NULL;
+    int pick = -1;
+    for (int i = 0; i < g->n_stage; i++) { /* a free buffer big enough, else any free one */
+        if (g->stage[i].used) continue;
+        if (g->stage[i].cap >= bytes) {
+            pick = i;
+            break;
+        }
+        if (pick < 0) pick = i;
+    }
+    if (pick < 0) { /* every buffer is held by a request in flight: one more */
+        stage_buf *more = realloc(g->stage, (size_t)(g->n_stage + 1) * sizeof *more);
+        if (!more) return NULL;
+        g->stage = more;
+        pick = g->n_stage++;
+        g->stage[pick] = (stage_buf){NULL, 0, 0};
+    }
+    if (g->stage[pick].cap < bytes) {
+        if (g->stage[pick].p) g->mem.host_free(g->mem.user, g->stage[pick].p);
+        size_t cap = bytes < 4096 ? 4096 : bytes;
+        g->stage[pick].p = g->mem.host_alloc(g->mem.user, cap);
+        g->stage[pick].cap = g->stage[pick].p ? cap : 0;
+        if (!g->stage[pick].p) return NULL;
+    }
+    g->stage[pick].used = 1;
+    return g->stage[pick].p;
+}
+
+void ax_grid_stage_release_(ax_grid_t *g, void *p) {
+    if (!p) return;
+    for (int i = 0; i < g->n_stage; i++)
+        if (g->stage[i].p == p) g->stage[i].used = 0;
 }
 
 ax_status ax_grid_parse(const char *spec, int dims[4]) {
@@ -205,7 +281,9 @@ ax_status ax_grid_create_world(ax_grid_t **out) {
 void ax_grid_free(ax_grid_t *g) {
     if (!g) return;
     /* MPI_Comm_free after MPI_Finalize is erroneous: the communicators died with MPI. */
+    if (g->ext_free) g->ext_free(g->ext); /* before the communicators it was made over */
     if (ax_mpi_active()) free_comms(g);
+    if (g->has_mem) stage_free_all(g);
     free(g);
 }
 

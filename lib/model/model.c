@@ -143,7 +143,7 @@ typedef struct {
 
 static int alloc_acts(ax_model_t *m) {
     int64_t N = (int64_t)m->B * m->T, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy;
-    int64_t att = (int64_t)m->B * m->Hy * T * T;
+    int64_t att = (int64_t)m->B * m->Hy * T; /* the attention's row logsumexp: linear in T */
     int D = m->cfg.dim / m->cfg.n_heads, L = m->cfg.n_layers, n = 0;
     act_slot *slots = ax_host_alloc(m->ctx, sizeof(act_slot) * ((size_t)L * 11 + 17));
     if (!slots) return 0;
@@ -208,11 +208,43 @@ ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int 
 }
 
 /* Kernel scratch the model's ops need (lib/backend/cpu: the gradient norm's per-chunk partials,
- * one row of scores per thread in decoding attention), reserved once at creation. */
+ * one row of scores per thread in decoding attention, the blocked attention's per-thread tiles;
+ * lib/backend/cuda: N + 1 doubles of row losses in ce_finish), reserved once at creation. The
+ * ops run one at a time, so the arena is the largest of them. */
 static size_t scratch_bytes(const ax_model_t *m) {
-    size_t norm = sizeof(double) * (size_t)(m->n_local / 32768 + 1);
-    size_t decode = sizeof(float) * (size_t)((m->T + 15) / 16 * 16) * (size_t)omp_get_max_threads();
-    return norm > decode ? norm : decode;
+    int nt = omp_get_max_threads(), D = m->cfg.dim / m->cfg.n_heads;
+    size_t need[4] = {sizeof(double) * (size_t)(m->n_local / 32768 + 1),
+                      sizeof(float) * (size_t)((m->T + 15) / 16 * 16) * (size_t)nt,
+                      ax_attention_scratch_bytes(m->T, D, nt),
+                      sizeof(double) * ((size_t)m->B * (size_t)m->T + 1)};
+    size_t most = 0;
+    for (int i = 0; i < 4; i++) most = need[i] > most ? need[i] : most;
+    return most;
+}
+
+/* How the grid's collectives reach this model's device memory (lib/dist/comm.h, ax_comm_memory):
+ * the context's copies, ordered on its stream; to_host waits, so the host sees the data. */
+static int mem_is_device(void *u, const void *p) {
+    return ((ax_ctx *)u)->be->is_device(p);
+}
+static ax_status mem_to_host(void *u, void *host, const void *dev, size_t bytes) {
+    ax_copy(u, host, dev, bytes, AX_COPY_D2H);
+    ax_sync(u);
+    return ax_ctx_status(u);
+}
+static ax_status mem_from_host(void *u, void *dev, const void *host, size_t bytes) {
+    ax_copy(u, dev, host, bytes, AX_COPY_H2D);
+    return ax_ctx_status(u);
+}
+static ax_status mem_dev_copy(void *u, void *dst, const void *src, size_t bytes) {
+    ax_copy(u, dst, src, bytes, AX_COPY_D2D);
+    return ax_ctx_status(u);
+}
+static void *mem_host_alloc(void *u, size_t bytes) {
+    return ax_host_alloc(u, bytes);
+}
+static void mem_host_free(void *u, void *p) {
+    ax_host_free(u, p);
 }
 
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
@@ -236,6 +268,11 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
     m->ctx = ctx;
     m->cfg = *c;
     m->grid = g;
+    if (be->is_device) { /* device buffers reach the collectives: they stage through the host */
+        ax_comm_memory mem = {ctx,          mem_is_device,  mem_to_host,   mem_from_host,
+                              mem_dev_copy, mem_host_alloc, mem_host_free, ctx->stream};
+        ax_grid_set_memory(g, &mem);
+    }
     for (int a = 0; a < 4; a++) m->dims[a] = dims[a];
     m->x = ax_grid_coord(g, AX_AXIS_X);
     m->y = ax_grid_coord(g, AX_AXIS_Y);
@@ -310,6 +347,8 @@ void ax_model_free(ax_model_t *m) {
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
     ax_host_free(ctx, m->kcache), ax_host_free(ctx, m->vcache), ax_host_free(ctx, m->dec_best);
     ax_overlap_free(m->ov);
+    const ax_comm_memory *mem = m->grid ? ax_grid_memory(m->grid) : NULL;
+    if (mem && mem->user == ctx) ax_grid_set_memory(m->grid, NULL); /* before ctx goes */
     ax_grid_free(m->own_grid);
     ax_host_free(ctx, m);
     ax_ctx_free(ctx);

@@ -33,7 +33,7 @@ typedef struct {
     float *ln1;     /* [N, Cx] */
     float *rstd1;   /* [N] */
     float *qkv;     /* [N, 3 Cy] this rank's heads of q, k (rotated in place), v */
-    float *att;     /* [B, Hy, T, T] */
+    float *att;     /* [B, Hy, T] attention's saved row logsumexp (backend-private) */
     float *atty;    /* [N, Cy] attention output before the out-projection */
     float *res_mid; /* [N, Cx] after the attention residual */
     float *ln2;     /* [N, Cx] */
@@ -74,7 +74,7 @@ struct ax_model {
     int32_t *targets_copy;
     uint8_t *mask_copy;
     /* backward scratch */
-    float *dres, *dln, *dbig, *dh, *dqkv, *att_scratch;
+    float *dres, *dln, *dbig, *dh, *dqkv, *att_scratch; /* att_scratch [B, Hy, T] */
     int have_grad_logits;
     /* decoding: one device block (dec_arena) for the caches and logits */
     int dec_B;

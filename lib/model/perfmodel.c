@@ -6,7 +6,7 @@
 
 typedef struct {
     const int *dims;
-    ax_step_volume *v;
+    ax_step_volume *v; /* the phase being filled */
 } acc;
 
 static void add(acc *a, ax_comm_kind kind, ax_axis axis, long n, int elem) {
@@ -22,10 +22,10 @@ static long shard(long block, int gz) {
     return (block + gz - 1) / gz;
 }
 
-void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B, int T,
-                              int n_micro, ax_step_volume *out) {
-    *out = (ax_step_volume){0};
-    acc a = {dims, out};
+void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
+                              int n_micro, ax_step_volume phase[3]) {
+    for (int i = 0; i < 3; i++) phase[i] = (ax_step_volume){0};
+    acc a = {dims, &phase[2]};
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
     long N = (long)B * T, Cx = c->dim / gx, Cy = c->dim / gy, Fy = c->ffn / gy;
     long Vl = (c->vocab + gy - 1) / gy, L = c->n_layers;
@@ -45,7 +45,7 @@ void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B
         if (!c->tie_embeddings) add(&a, AX_COMM_ALLGATHER, AX_AXIS_Z, shard(vocab_block, gz), 4);
     }
     for (int mb = 0; mb < n_micro; mb++) {
-        /* forward */
+        a.v = &phase[0];                                  /* forward */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* embedding */
         for (long l = 0; l < L; l++) {
             add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);          /* norm 1 */
@@ -59,7 +59,7 @@ void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * Vl, 4); /* LM head */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N, 4);      /* cross-entropy row max */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, 2 * N, 4);  /* cross-entropy sums */
-        /* backward */
+        a.v = &phase[1];                                  /* backward */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* LM head dX */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);      /* final norm */
         for (long l = 0; l < L; l++) {
@@ -72,6 +72,7 @@ void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B
         }
     }
     /* gradients: reduce-scatter over Z per tensor, then one all-reduce over data */
+    a.v = &phase[2];
     if (gz > 1) {
         add(&a, AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, shard(vec_block, gz), 4);
         if (!c->tie_embeddings)
@@ -83,4 +84,17 @@ void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B
     }
     add(&a, AX_COMM_ALLREDUCE, AX_AXIS_DATA, n_local, 4);
     add(&a, AX_COMM_ALLREDUCE, AX_AXIS_WORLD, 1, 8); /* gradient norm */
+}
+
+void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B, int T,
+                              int n_micro, ax_step_volume *out) {
+    ax_step_volume ph[3];
+    ax_perfmodel_step_phases(c, dims, B, T, n_micro, ph);
+    *out = (ax_step_volume){0};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < AX_COMM_KINDS; k++)
+            for (int x = 0; x < AX_AXIS_COUNT; x++) {
+                out->bytes[k][x] += ph[i].bytes[k][x];
+                out->calls[k][x] += ph[i].calls[k][x];
+            }
 }

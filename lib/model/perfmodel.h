@@ -20,3 +20,54 @@ typedef struct {
 /* dims = {D, X, Y, Z}; the shape must fit the grid (ax_model_config_check_grid). */
 void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume *out);
+
+/* The same volumes split by when they happen in the step (the overlap model needs it):
+ * phase[0] forward all-reduces, phase[1] backward all-reduces (every micro-batch), phase[2] the
+ * rest (Z all-gathers, Z reduce-scatters, data and gradient-norm all-reduces). The three sum to
+ * ax_perfmodel_step_volume's output. */
+void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
+                              int n_micro, ax_step_volume phase[3]);
+
+/* ---- step-time prediction (axmem plan; docs/DESIGN.md "Planning a run") ----
+ * A machine profile: what one device computes and holds, and the two network levels. */
+enum { AX_LEVEL_NODE = 0, AX_LEVEL_NET = 1, AX_LEVELS = 2 };
+typedef struct {
+    char name[64];
+    double gemm_flops;     /* sustained dense GEMM FLOP/s per device on large GEMMs */
+    double gemm_half_dim;  /* local GEMM dimension at which that rate halves (0: no penalty) */
+    double peak_flops;     /* advertised peak per device, for MFU (0: gemm_flops) */
+    double mem_bytes;      /* usable device memory */
+    int devices_per_node;  /* ranks placed per node, in world-rank order */
+    double bw[AX_LEVELS];  /* bytes/s per device: within a node, across nodes */
+    double lat[AX_LEVELS]; /* seconds per ring step (a message) */
+    int elem_bytes;        /* bytes per activation and communicated element: 4 fp32, 2 bf16 */
+    double overlap;        /* fraction of the overlappable communication that hides, 0..1 */
+} ax_machine;
+
+/* One grid's prediction for one optimizer step of global_batch sequences of T tokens. */
+typedef struct {
+    int dims[4];
+    int B, n_micro;      /* per-rank micro-batch, micro-batches per step */
+    double flops_device; /* model FLOPs one device does per step */
+    double gemm_eff;     /* small-GEMM efficiency applied, 0..1 */
+    double compute_s;
+    int level[AX_AXIS_COUNT];         /* AX_LEVEL_NODE / NET of each axis' groups */
+    double comm_s[AX_AXIS_COUNT];     /* communication time per axis, before overlap */
+    double exposed_s[AX_AXIS_COUNT];  /* after overlap */
+    double hidden_s;                  /* communication hidden behind compute */
+    double step_s, tokens_per_s, mfu; /* mfu: model FLOPs / (step x devices x peak) */
+    double mem_state, mem_gathered, mem_acts, mem_total; /* bytes per device */
+    int fits;                                            /* mem_total <= machine memory */
+    ax_step_volume vol; /* bytes per axis with 4-byte elements: the runtime's counters */
+} ax_plan_pred;
+
+/* Predicts one grid (dims {D, X, Y, Z}) with n_micro micro-batches per step; overlap as
+ * --overlap. AX_ERR_ARG with a message when the shape does not split over the grid or the
+ * batch does not divide into D x Z x n_micro; a grid that does not fit memory is a prediction
+ * with fits = 0. */
+ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
+                               int global_batch, int T, int n_micro, int overlap,
+                               ax_plan_pred *out);
+/* AX_LEVEL_NODE when every group of `axis` lies within one node under the rank layout of
+ * lib/dist/grid.h (X innermost), else AX_LEVEL_NET. */
+int ax_perfmodel_axis_level(const int dims[4], ax_axis axis, int devices_per_node);

@@ -2,7 +2,12 @@
 # `axmem demo` end to end, small (20 steps, 4 documents, vocabulary 300; a few seconds): it
 # runs, writes its summary, scans and report, prints what the commands print, and its library
 # calls give what the commands give: `axmem memscan probe` / `generate` with the flags the demo
-# documents write the same samples, byte for byte, on the demo's checkpoints.
+# documents write the same samples, byte for byte, on the demo's checkpoints. The privacy part:
+# the split, the canaries (secrets file 0600), mia.json and exposure.json for both models with
+# values in range, the summary's attack rows equal to them, exposure rising from 1 to 16 repeats
+# on the baseline (the canaries share their prefix, so even 20 steps rank the 16-repeat secrets
+# far above the 1-repeat ones: ~9.5 vs ~3.3 bits), no canary text in the report or summary, and
+# --no-privacy skips it all.
 # Usage: tests/cli/demo.sh path/to/axmem
 set -uo pipefail
 AX=$(realpath "$1")
@@ -22,15 +27,20 @@ else
 fi
 files_ok=1
 for run in baseline goldfish; do
-  for f in probe.json probe.samples.jsonl regurgitation.json regurgitation.samples.jsonl; do
+  for f in probe.json probe.samples.jsonl regurgitation.json regurgitation.samples.jsonl \
+    mia.json mia.samples.jsonl exposure.json exposure.samples.jsonl; do
     [ -s "$D/$run/$f" ] || { echo "     missing $D/$run/$f"; files_ok=0; }
   done
-  [ "$(stat -c %a "$D/$run/probe.samples.jsonl")" = 600 ] || files_ok=0
+  for f in probe.samples.jsonl exposure.samples.jsonl; do
+    [ "$(stat -c %a "$D/$run/$f")" = 600 ] || { echo "     $D/$run/$f not 0600"; files_ok=0; }
+  done
 done
-for f in summary.md report/report.html report/report.md report/report.json; do
+for f in summary.md secrets.json train.axd members.axd heldout.axd report/report.html \
+  report/report.md report/report.json; do
   [ -s "$D/$f" ] || { echo "     missing $D/$f"; files_ok=0; }
 done
-[ "$files_ok" = 1 ] && ok "demo: scans (samples 0600), summary and report written" ||
+[ "$(stat -c %a "$D/secrets.json")" = 600 ] || { echo "     secrets.json not 0600"; files_ok=0; }
+[ "$files_ok" = 1 ] && ok "demo: scans (samples and secrets 0600), summary and report written" ||
   bad "demo: scans, summary and report written"
 [ "$(grep -c '^probe: 4 samples, prefix 32, suffix 32' "$T/out")" = 2 ] &&
   [ "$(grep -c '^generate: 32 generations of 96 tokens' "$T/out")" = 2 ] &&
@@ -52,11 +62,63 @@ for run, row in zip(["baseline", "goldfish"], rows):
     assert want in row, (run, want, row)
 PY
   bad "demo: summary rows match probe.json and regurgitation.json"
+# the privacy scans: ranges, the summary's rows, exposure rising with repeats, no secret shown
+python3 - "$D" <<'PY' && ok "demo: mia and exposure in range, in the summary and the report, no secret shown" ||
+import json, math, sys
+d = sys.argv[1]
+errs = []
+def need(c, what):
+    if not c: errs.append(what)
+sec = json.load(open(f"{d}/secrets.json"))
+summary = open(f"{d}/summary.md").read()
+rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:4]]
+        for l in summary.splitlines() if l.startswith("| membership") or l.startswith("| canar")}
+need(len(rows) == 4, "summary attack rows: %s" % list(rows))
+for col, run in enumerate(["baseline", "goldfish"]):
+    mia = json.load(open(f"{d}/{run}/mia.json"))
+    need(mia["kind"] == "membership-inference", "mia kind")
+    need(mia["counts"]["members"] == 4 and mia["counts"]["nonmembers"] >= 1, f"{run}: counts")
+    for k, m in mia["metrics"].items():
+        lo, hi = m["auc_ci95"]
+        need(0 <= lo <= m["auc"] <= hi <= 1, f"{run} {k}: AUC {m['auc']} in [{lo}, {hi}]")
+    for k, name in (("loss", "loss"), ("min_k_pp", "min-k%++")):
+        m = mia["metrics"][k]
+        want = "%.3f (%.3f-%.3f)" % (m["auc"], m["auc_ci95"][0], m["auc_ci95"][1])
+        got = rows.get(f"membership inference: {name} AUC (95% CI)", ["", ""])[col]
+        need(got == want, f"{run}: summary {name} AUC '{got}', mia.json '{want}'")
+    exp = json.load(open(f"{d}/{run}/exposure.json"))
+    need(exp["kind"] == "canary-exposure" and exp["config"]["method"] == "exact", "exposure kind")
+    table = exp["by_repeats"]
+    need([r["repeats"] for r in table] == [1, 4, 16], f"{run}: exposure rows")
+    top = math.log2(sec["space"])
+    need(all(0 <= r["exposure_mean"] <= top + 1e-9 for r in table), f"{run}: exposure range")
+    want = ", ".join("%.2f" % r["exposure_mean"] for r in table)
+    got = rows.get("canary exposure, mean bits at 1,4,16 repeats", ["", ""])[col]
+    need(got == want, f"{run}: summary exposure '{got}', exposure.json '{want}'")
+    if run == "baseline":
+        print("     baseline exposure (bits) at 1, 4, 16 repeats: " + want)
+        need(table[-1]["exposure_mean"] > table[0]["exposure_mean"] + 1,
+             "baseline: exposure rises from 1 to 16 repeats")
+    want = ", ".join("%d/%d" % (r["extracted"], r["canaries"]) for r in table)
+    got = rows.get("canaries extracted by greedy decoding at 1,4,16 repeats", ["", ""])[col]
+    need(got == want, f"{run}: summary extracted '{got}', exposure.json '{want}'")
+need(sec["references_complete"] and len(sec["canaries"]) == 6, "secrets: 6 canaries, exact")
+for f in ("report/report.html", "report/report.md", "report/report.json", "summary.md"):
+    text = open(f"{d}/{f}").read()
+    shown = [c["prefix"] + c["secret"] for c in sec["canaries"] if c["prefix"] + c["secret"] in text]
+    need(not shown, f"{f} shows canaries {shown}")
+md, html = open(f"{d}/report/report.md").read(), open(f"{d}/report/report.html").read()
+need("## Membership inference" in md and "## Canary exposure" in md, "report.md: privacy sections")
+need("Membership inference" in html and "Canary exposure" in html, "report.html: privacy sections")
+for e in errs: print("     " + e)
+sys.exit(1 if errs else 0)
+PY
+  bad "demo: mia and exposure in range, in the summary and the report, no secret shown"
 # the commands with the demo's documented settings give the same samples
 for run in baseline goldfish; do
-  "$AX" memscan probe --ckpt "$D/$run" --data "$D/memo.axd" --tokenizer "$D/tokenizer.axt" \
+  "$AX" memscan probe --ckpt "$D/$run" --data "$D/train.axd" --tokenizer "$D/tokenizer.axt" \
     --samples 4 --prefix 32 --suffix 32 --out "$T/$run.p.json" >/dev/null 2>"$T/err" &&
-    "$AX" memscan generate --ckpt "$D/$run" --index "$D/memo.index" \
+    "$AX" memscan generate --ckpt "$D/$run" --index "$D/train.index" \
       --tokenizer "$D/tokenizer.axt" --samples 32 --length 96 --temperature 0.7 \
       --out "$T/$run.g.json" >/dev/null 2>>"$T/err" &&
     cmp -s "$T/$run.p.samples.jsonl" "$D/$run/probe.samples.jsonl" &&
@@ -64,5 +126,22 @@ for run in baseline goldfish; do
     ok "demo ($run): the library calls write what the commands write" ||
     bad "demo ($run): the library calls write what the commands write"
 done
+# flags: --help documents the privacy steps; a bad repeat list is a usage error; --no-privacy
+# plants nothing and runs no attack
+"$AX" demo --help >"$T/help" 2>&1 && grep -q -- "--no-privacy" "$T/help" &&
+  grep -q -- "--canary-repeats" "$T/help" && grep -q "memscan mia" "$T/help" &&
+  ok "demo --help: privacy flags and steps" || bad "demo --help: privacy flags and steps"
+"$AX" demo --canary-repeats 1,x --out "$T/bad" >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q -- "--canary-repeats '1,x'" "$T/err" && [ ! -e "$T/bad" ] &&
+  ok "demo: a bad --canary-repeats is a usage error" || bad "demo: bad --canary-repeats"
+"$AX" demo --canary-format 'PIN {x3}' --out "$T/bad" >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q -- "--canary-format" "$T/err" && [ ! -e "$T/bad" ] &&
+  ok "demo: a bad --canary-format is a usage error, before any work" || bad "demo: bad --canary-format"
+N="$T/noprivacy"
+"$AX" demo --no-privacy --steps 2 --docs 2 --vocab-size 300 --out "$N" >"$T/out" 2>"$T/err" &&
+  [ -s "$N/baseline/probe.json" ] && [ ! -e "$N/secrets.json" ] && [ ! -e "$N/train.axd" ] &&
+  [ ! -e "$N/baseline/mia.json" ] && [ ! -e "$N/goldfish/exposure.json" ] &&
+  ! grep -q "membership inference" "$N/summary.md" && [ -s "$N/report/report.html" ] &&
+  ok "demo --no-privacy: no canaries, no attacks" || bad "demo --no-privacy: no canaries, no attacks"
 echo "demo: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -467,6 +467,50 @@ ls "$T"/kjv_lim.idx.* 2>/dev/null | grep -qv '\.json$' && bad "memscan index --m
 expect_fail "memscan index: bad --mem-limit named" 2 "--mem-limit '12Q'" \
   "$AX" memscan index --data "$T/kjv.axd" --out "$T/x.idx" --mem-limit 12Q
 
+# ---- memscan lookup --occurrences N: every place of each span and window, bounded ----
+# (exact lists are checked against brute force in tests/unit/test_memscan_spans.c; here the
+# flag, its bound, the JSON/batch/text output and the total counts)
+Q="And the evening and the morning were the third day. And God said, Let the earth bring forth"
+"$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --json "$Q" >"$T/occ0.json" 2>"$T/err"
+"$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --json --occurrences 2 "$Q" \
+  >"$T/occ2.json" 2>>"$T/err"
+"$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --json --occurrences 1000 "$Q" \
+  >"$T/occall.json" 2>>"$T/err"
+printf '{"id": 7, "text": "%s"}\n' "$Q" >"$T/q_occ.jsonl"
+"$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --occurrences 2 --file "$T/q_occ.jsonl" \
+  >"$T/occ_batch.out" 2>>"$T/err"
+python3 - "$T/occ0.json" "$T/occ2.json" "$T/occall.json" "$T/occ_batch.out" <<'PY' 2>"$T/err" \
+  && ok "lookup --occurrences: places of spans and windows, bounded, totals exact" \
+  || bad "lookup --occurrences: places of spans and windows, bounded, totals exact"
+import json, sys
+z, two, full = (json.load(open(p)) for p in sys.argv[1:4])
+batch = json.loads(open(sys.argv[4]).read())
+assert batch.pop("line") == 1 and batch.pop("id") == 7 and batch == two, "batch differs"
+assert "places" not in json.dumps(z), "places listed without --occurrences"
+def strip(o):
+    if isinstance(o, dict): return {k: strip(v) for k, v in o.items() if k != "places"}
+    if isinstance(o, list): return [strip(v) for v in o]
+    return o
+assert strip(two) == z and strip(full) == z, "--occurrences changed other fields"
+assert any(w["count"] > 2 for w in z["matching_windows"]), "query has no window seen 3+ times"
+for cut, a in ((2, two), (1000, full)):
+    for w in a["matching_windows"]:
+        p = w["places"]
+        assert len(p) == min(cut, w["count"]), (cut, w)
+        assert (p[0]["doc"], p[0]["offset"]) == (w["doc"], w["offset"]), w
+        assert all(x["pos"] < y["pos"] for x, y in zip(p, p[1:])), w
+    for s in a["spans"]:
+        p = s["places"]
+        assert len(p) == min(cut, s["occurrences"]), (cut, s)
+        assert p[0]["pos"] == s["pos"] and (p[0]["doc"], p[0]["offset"]) == (s["doc"], s["offset"])
+        if cut == 1000:
+            assert len({x["doc"] for x in p}) == s["sources"], s
+PY
+"$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --occurrences 2 "$Q" >"$T/occ.txt" 2>"$T/err" \
+  && grep -q "^    at: doc [0-9]* +[0-9]* doc [0-9]* +[0-9]* \.\.\. [0-9]* more (--occurrences N)" "$T/occ.txt" \
+  && ok "lookup --occurrences: text lists places" || bad "lookup --occurrences: text lists places"
+expect_fail "lookup: bad --occurrences named" 2 "occurrences" \
+  "$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --occurrences -1 "$Q"
 # ---- Hugging Face models (issue 13): import, export read back by an independent reader, the
 # README walk-through on a fixture (tests/fixtures/hf, from scripts/make_hf_fixtures.py)
 HF=tests/fixtures/hf

@@ -39,6 +39,53 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
   else echo "memscan CLI: 3-rank index differs from serial: FAILED"; fail=1; fi
   grep -q "built on 3 ranks" "$T/mpi.out" || { echo "memscan CLI: no summary from rank 0"; fail=1; }
 fi
+# one index served by any number of ranks (issue 12 item 3): built on 4 ranks, the same count
+# queries answered on 1, 2 and 4 ranks (each window looked up by the rank serving its hash
+# range) give the same answers, gathered in query order
+SV=$B/tests/mpi/mpi_memscan_serve
+if [ -x "$SV" ]; then
+  mkdir -p "$T/serve"
+  timeout 300 mpirun --oversubscribe -np 4 "$SV" --build "$T/serve" || fail=1
+  for np in 1 2 4; do
+    timeout 300 mpirun --oversubscribe -np "$np" "$SV" --query "$T/serve" --out "$T/serve/a$np" || fail=1
+  done
+  if [ -s "$T/serve/a1" ] && cmp -s "$T/serve/a1" "$T/serve/a2" && cmp -s "$T/serve/a1" "$T/serve/a4"; then
+    echo "memscan served on 1, 2, 4 ranks (built on 4): identical answers: ok"
+  else echo "memscan served on 1, 2, 4 ranks: answers differ: FAILED"; fail=1; fi
+  # the CLI: `memscan lookup --file Q.jsonl` under mpirun (each rank answers a block of queries,
+  # windows routed to the ranks serving them, rank 0 prints in query order) equals one process
+  if [ -x "$AX" ] && [ -s "$T/serve/serve.axd" ]; then
+    mpirun --oversubscribe -np 4 "$AX" memscan index --data "$T/serve/serve.axd" --n 12 \
+      --out "$T/serve/cli.idx" >/dev/null || fail=1
+    python3 - "$T/serve/serve.axd" >"$T/serve/q.jsonl" <<'PY'
+import random, struct, sys
+raw = open(sys.argv[1], "rb").read()
+vocab, width = struct.unpack_from("<II", raw, 12)
+nd = struct.unpack_from("<Q", raw, 24)[0]
+off = struct.unpack_from(f"<{nd + 1}Q", raw, 64)
+t0, fmt = 64 + 8 * (nd + 1), "H" if width == 2 else "I"
+tok = lambda a, b: list(struct.unpack_from(f"<{b - a}{fmt}", raw, t0 + a * width))
+rng = random.Random(3)
+for i in range(60):  # dataset passages, the same inside random tokens, random tokens
+    d = rng.randrange(nd); a, b = off[d], off[d + 1] - 1
+    s = rng.randrange(a, max(a + 1, b - 30)); q = tok(s, min(b, s + 30))
+    if i % 3 == 1: q = [rng.randrange(vocab) for _ in range(5)] + q + [rng.randrange(vocab) for _ in range(7)]
+    if i % 3 == 2: q = [rng.randrange(vocab) for _ in range(20)]
+    print('{"id": %d, "tokens": %s}' % (i, q))
+PY
+    "$AX" memscan lookup --index "$T/serve/cli.idx" --file "$T/serve/q.jsonl" --occurrences 3 \
+      >"$T/serve/c0" || fail=1
+    same=1
+    for np in 1 2 4; do
+      mpirun --oversubscribe -np "$np" "$AX" memscan lookup --index "$T/serve/cli.idx" \
+        --file "$T/serve/q.jsonl" --occurrences 3 >"$T/serve/c$np" || fail=1
+      cmp -s "$T/serve/c0" "$T/serve/c$np" || same=0
+    done
+    if [ "$same" = 1 ] && [ "$(wc -l <"$T/serve/c0")" = 60 ] && grep -q '"longest":{' "$T/serve/c0"; then
+      echo "memscan lookup --file under mpirun on 1, 2, 4 ranks equals one process: ok"
+    else echo "memscan lookup --file under mpirun differs from one process: FAILED"; fail=1; fi
+  fi
+else echo "memscan.sh: $SV not built"; fail=1; fi
 # memscan probe with sampled continuations: a model that memorized 24 documents, probed at two
 # prefix lengths with 6 draws each (top-k, top-p, temperature): every per-document result,
 # draw counts included, is the same on 1 rank and on 2x1x2x1 (the vocabulary split over Y)

@@ -22,7 +22,7 @@ hf_grids="1x2x1x1 1x1x2x1 2x1x2x2"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   # the grid drivers; memscan's driver takes ranks, not grids (tests/mpi/memscan.sh runs it)
-  names=(mpi_comm mpi_model mpi_hf)
+  names=(mpi_comm mpi_stage mpi_model mpi_plan mpi_hf)
 fi
 drivers=()
 for name in "${names[@]}"; do
@@ -39,6 +39,8 @@ failed=0
 for exe in "${drivers[@]}"; do
   g=$grids
   [ "$(basename "$exe")" = mpi_comm ] && g="$grids $comm_grids"
+  # device-memory staging (a guarded fake device): the axis shapes that differ
+  [ "$(basename "$exe")" = mpi_stage ] && g="1x1x1x1 2x1x1x1 1x2x1x2 2x1x2x2 3x1x1x1"
   [ "$(basename "$exe")" = mpi_hf ] && g=$hf_grids
   for grid in $g; do
     np=$(( ${grid//x/*} ))

@@ -16,6 +16,7 @@
 #include "lib/core/rng.h"
 #include "memscan/hash.h"
 #include "memscan/index.h"
+#include "tests/support/brute.h"
 #include "tests/unit/test_suite_files.h"
 
 TestSuite(memscan_spans, .init = ts_quiet, .fini = ts_cleanup, .timeout = 120);
@@ -61,6 +62,7 @@ typedef struct {
     uint64_t pos, occurrences, docs;
     uint64_t src_pos[64];
     size_t n_src;
+    uint64_t occ_pos[64]; /* the first 64 places of the whole span */
 } ref_span;
 
 static size_t match_at(const ax_axd_t *ds, const int32_t *q, size_t len, size_t b, uint64_t o,
@@ -96,6 +98,7 @@ static size_t brute_spans(const ax_axd_t *ds, const int32_t *q, size_t len, size
             uint64_t dend = ax_ms_doc_text_end(ds, d), here = 0;
             for (uint64_t o = off[d]; o < dend; o++) {
                 if (ml[o] != best) continue;
+                if (s->occurrences < 64) s->occ_pos[s->occurrences] = o;
                 if (!s->occurrences++) s->pos = o;
                 if (!here++) {
                     s->docs++;
@@ -117,15 +120,17 @@ static size_t brute_spans(const ax_axd_t *ds, const int32_t *q, size_t len, size
     return m;
 }
 
-static void check_query(const ax_memscan_index_t *idx, const int32_t *q, size_t len, size_t K,
-                        const char *what) {
+/* K sources and M places per span (M <= 64: what the reference keeps) */
+static void check_query_occ(const ax_memscan_index_t *idx, const int32_t *q, size_t len, size_t K,
+                            uint64_t M, const char *what) {
     const ax_axd_t *ds = ax_memscan_index_dataset(idx);
     size_t n = ax_memscan_index_info(idx)->n;
     ref_span *ref = malloc(sizeof *ref * (len + 1));
     size_t nr = brute_spans(ds, q, len, n, K, ref);
     ax_memscan_span *sp = NULL;
     size_t ns = 0;
-    cr_assert_eq(ax_memscan_find_spans(idx, q, len, K, &sp, &ns), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_find_spans_occ(idx, q, len, K, M, &sp, &ns), AX_OK, "%s",
+                 ax_error_msg());
     cr_assert_eq(ns, nr, "%s: %zu spans, reference %zu", what, ns, nr);
     const uint64_t *off = ax_axd_doc_offsets(ds);
     for (size_t i = 0; i < ns; i++) {
@@ -147,11 +152,27 @@ static void check_query(const ax_memscan_index_t *idx, const int32_t *q, size_t 
                           s->sources[k].doc_off == p - off[d],
                       "%s: span %zu source %zu", what, i, k);
         }
+        /* places: exactly the first min(occurrences, M) of the reference, none beyond M */
+        uint64_t want = r->occurrences < M ? r->occurrences : M;
+        cr_assert_eq(s->n_occ, want, "%s: span %zu lists %zu places, want %llu (of %llu)", what, i,
+                     s->n_occ, (unsigned long long)want, (unsigned long long)r->occurrences);
+        for (size_t k = 0; k < s->n_occ; k++) {
+            uint64_t p = r->occ_pos[k], d = ax_axd_doc_of(ds, p);
+            cr_assert(s->occ[k].pos == p && s->occ[k].doc == d && s->occ[k].doc_off == p - off[d],
+                      "%s: span %zu place %zu", what, i, k);
+        }
         cr_assert(s->doc == ax_axd_doc_of(ds, s->pos) && s->doc_off == s->pos - off[s->doc]);
         cr_assert(s->count_min >= s->occurrences && s->count_min <= s->count_max);
     }
     free(sp);
     free(ref);
+}
+
+static void check_query(const ax_memscan_index_t *idx, const int32_t *q, size_t len, size_t K,
+                        const char *what) {
+    check_query_occ(idx, q, len, K, 0, what);
+    check_query_occ(idx, q, len, K, 3, what); /* the bound cuts the lists */
+    check_query_occ(idx, q, len, K, 64, what);
 }
 
 static void run_queries(const ax_memscan_index_t *idx, const int32_t *X, int alphabet,
@@ -236,4 +257,69 @@ Test(memscan_spans, small_alphabet_equal_brute_force) {
 /* hashes masked to 4 bits: every lookup meets colliding windows */
 Test(memscan_spans, colliding_hashes_equal_brute_force) {
     check_corpus(5, 7, 4);
+}
+
+/* Every place of every distinct window of the corpus (planted copies included), through the
+ * index as built, loaded and opened (version 3) and loaded from version 2: the first min(total,
+ * M) of the brute-force list, in order, and the exact total. */
+static void check_window_sources(const ax_memscan_index_t *idx, const ax_memscan_brute *b,
+                                 const char *what) {
+    const ax_axd_t *ds = ax_memscan_index_dataset(idx);
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    int n = b->n;
+    int32_t w[16];
+    ax_memscan_source got[8];
+    uint64_t checked = 0, multi = 0;
+    for (uint64_t p = 0; p < b->n_tokens; p++) {
+        if (!b->count[p] || b->first[p] != p) continue; /* each distinct window once */
+        ax_axd_tokens(ds, p, (size_t)n, w);
+        uint32_t c;
+        uint64_t f;
+        cr_assert(ax_memscan_index_lookup(idx, w, &c, &f), "%s: window at %llu absent", what,
+                  (unsigned long long)p);
+        for (size_t M = 0; M <= 8; M += 3) {
+            memset(got, 0xff, sizeof got);
+            uint64_t total = ax_memscan_window_sources(idx, f, c, got, M);
+            cr_assert_eq(total, b->count[p], "%s: window at %llu: %llu places, want %u", what,
+                         (unsigned long long)p, (unsigned long long)total, b->count[p]);
+            size_t listed = total < M ? (size_t)total : M;
+            for (size_t k = 0; k < listed; k++) {
+                uint64_t q = b->occ[b->at[p] + k], d = ax_axd_doc_of(ds, q);
+                cr_assert(got[k].pos == q && got[k].doc == d && got[k].doc_off == q - off[d],
+                          "%s: window at %llu place %zu", what, (unsigned long long)p, k);
+            }
+            if (listed < 8) cr_assert_eq(got[listed].pos, UINT64_MAX, "%s: bound %zu", what, M);
+        }
+        checked++;
+        multi += b->count[p] > 8;
+    }
+    cr_assert(checked > 100 && multi > 0, "%s: %llu windows, %llu over the bound", what,
+              (unsigned long long)checked, (unsigned long long)multi);
+}
+
+Test(memscan_spans, window_places_equal_brute_force) {
+    char path[128], p3[140], p2[140];
+    snprintf(path, sizeof path, "/tmp/axmem_test_%d_places.axd", (int)getpid());
+    snprintf(p3, sizeof p3, "%s.idx", path);
+    snprintf(p2, sizeof p2, "%s.v2.idx", path);
+    int32_t X[PLEN];
+    write_corpus(path, 3, 11, X); /* a small alphabet: windows repeat up to hundreds of times */
+    ax_axd_t *ds = NULL;
+    cr_assert_eq(ax_axd_open(path, 1, &ds), AX_OK, "%s", ax_error_msg());
+    ax_memscan_brute b;
+    cr_assert_eq(ax_memscan_brute_build(ds, 6, &b), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_t *idx = build(ds, 6, 64);
+    check_window_sources(idx, &b, "built");
+    cr_assert_eq(ax_memscan_index_save(idx, p3, NULL), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save_v2(idx, p2, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+    cr_assert_eq(ax_memscan_index_open(p3, ds, &idx), AX_OK, "%s", ax_error_msg());
+    check_window_sources(idx, &b, "v3 opened");
+    cr_assert_eq(ax_memscan_index_check(idx), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(idx);
+    cr_assert_eq(ax_memscan_index_load(p2, ds, &idx), AX_OK, "%s", ax_error_msg());
+    check_window_sources(idx, &b, "v2 loaded");
+    ax_memscan_index_free(idx);
+    ax_memscan_brute_free(&b);
+    ax_axd_free(ds);
 }

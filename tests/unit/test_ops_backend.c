@@ -3,7 +3,9 @@
  * copies, argmax over a vocabulary slice) against plain loops. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/backend/cpu/cpu.h"
@@ -84,6 +86,32 @@ Test(ops_backend, scratch_is_reserved_once) {
     for (int rep = 0; rep < 3; rep++) ss = ax_sum_squares(ctx, x, 5000);
     cr_assert_eq(ss, 5000.0);
     cr_assert_eq(ctx->scratch.base, big);
+    ax_ctx_free(ctx);
+}
+
+/* the blocked attention takes its per-thread tiles from the arena: with the reservation that
+ * ax_attention_scratch_bytes names, forward and backward never grow it */
+Test(ops_backend, attention_workspace_is_the_reserved_arena) {
+    int B = 1, T = 300, C = 32, H = 2, D = C / H;
+    ax_ctx *ctx = new_ctx(0);
+    cr_assert_eq(ax_ctx_reserve(ctx, ax_attention_scratch_bytes(T, D, omp_get_max_threads())),
+                 AX_OK);
+    char *base = ctx->scratch.base;
+    size_t cap = ctx->scratch.cap;
+    long nq = (long)B * T * 3 * C, no = (long)B * T * C;
+    float *qkv = calloc((size_t)nq, sizeof(float)), *out = calloc((size_t)no, sizeof(float));
+    float *dqkv = calloc((size_t)nq, sizeof(float)),
+          *lse = calloc((size_t)B * H * T, sizeof(float));
+    float *scratch = calloc((size_t)B * H * T, sizeof(float)),
+          *dout = calloc((size_t)no, sizeof(float));
+    for (long i = 0; i < nq; i++) qkv[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
+    for (long i = 0; i < no; i++) dout[i] = (float)((i * 13) % 7) / 7.0f - 0.5f;
+    ax_attention_forward(ctx, out, lse, qkv, B, T, C, H);
+    ax_attention_backward(ctx, dqkv, scratch, dout, qkv, lse, B, T, C, H);
+    cr_assert_eq(ax_ctx_status(ctx), AX_OK);
+    cr_assert_eq(ctx->scratch.base, base, "the arena was not reallocated");
+    cr_assert_eq(ctx->scratch.cap, cap);
+    free(qkv), free(out), free(dqkv), free(lse), free(scratch), free(dout);
     ax_ctx_free(ctx);
 }
 

@@ -108,6 +108,16 @@ static void cu_copy(ax_ctx *ctx, void *dst, const void *src, size_t bytes, ax_co
      * reused by the caller at once: also complete for pageable memory (staged by the driver) */
 }
 
+/* device (or managed) memory: what a host-side transport must not read directly */
+static int cu_is_device(const void *p) {
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError(); /* an unknown pointer is host memory, not a sticky failure */
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
 static void cu_zero(ax_ctx *ctx, void *p, size_t bytes) {
     if (bytes) check(cudaMemsetAsync(p, 0, bytes, (cudaStream_t)ctx->stream), "cudaMemsetAsync");
 }
@@ -205,6 +215,7 @@ static const ax_backend cuda_backend = {
     .status = ax_cuda_status,
     .map = cu_map,
     .unmap = cu_unmap,
+    .is_device = cu_is_device,
     .gemm = ax_cuda_gemm,
     .matmul_forward = ax_cuda_matmul_forward,
     .matmul_backward = ax_cuda_matmul_backward,

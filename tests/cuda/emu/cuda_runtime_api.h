@@ -59,6 +59,7 @@ extern "C" {
  * AX_EMU_GUARD=1 (host code touching device memory then faults where it does so) */
 cudaError_t ax_emu_malloc(void **p, size_t n);
 cudaError_t ax_emu_free(void *p);
+int ax_emu_is_device(const void *p); /* p lies in an emulated device allocation */
 void ax_emu_open(void);
 void ax_emu_close(void);
 #ifdef __cplusplus
@@ -113,5 +114,24 @@ static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 }
 static inline cudaError_t cudaStreamQuery(cudaStream_t s) {
     (void)s;
+    return cudaSuccess;
+}
+enum cudaMemoryType {
+    cudaMemoryTypeUnregistered = 0,
+    cudaMemoryTypeHost = 1,
+    cudaMemoryTypeDevice = 2,
+    cudaMemoryTypeManaged = 3,
+};
+struct cudaPointerAttributes {
+    enum cudaMemoryType type;
+    int device;
+    void *devicePointer, *hostPointer;
+};
+/* as CUDA >= 11: success for any pointer, type Unregistered for plain host memory */
+static inline cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p) {
+    a->type = ax_emu_is_device(p) ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
+    a->device = 0;
+    a->devicePointer = a->type == cudaMemoryTypeDevice ? (void *)p : NULL;
+    a->hostPointer = NULL;
     return cudaSuccess;
 }

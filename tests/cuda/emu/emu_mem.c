@@ -63,3 +63,12 @@ cudaError_t ax_emu_free(void *p) {
         }
     return p ? cudaErrorInvalidValue : cudaSuccess;
 }
+
+int ax_emu_is_device(const void *p) {
+    const char *c = p;
+    for (size_t i = 0; i < g_n; i++)
+        if (c >= (const char *)g_regions[i].p &&
+            c < (const char *)g_regions[i].p + g_regions[i].len)
+            return 1;
+    return 0;
+}

@@ -60,10 +60,20 @@ g++ -fopenmp -o "$E/cuda_ops_check" "$E/cuda_ops_check.o" "${EMU_BACKEND[@]}" \
 # the CLI on the emulated device too, for end-to-end runs by hand (AX_EMU_GUARD=1 makes host
 # code that touches device memory fault where it does):
 #   AX_EMU_GUARD=1 build/cuda-emu/axmem train ... --device cuda
-rm -f "$E/libaxmem_backend_emu.a"
+rm -f "$E/libaxmem_backend_emu.a" "$E/libaxmem_dist_emu.a"
 ar rcs "$E/libaxmem_backend_emu.a" "${EMU_BACKEND[@]}"
-g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{interop,train,memscan,reports,goldfish,data,model,ckpt}.a \
-  "$E/libaxmem_backend_emu.a" "$B"/lib/libaxmem_{dist,core}.a $(mpicc --showme:link) \
+# lib/dist without the NCCL transport (the release build's has it where NCCL is installed, and
+# it calls the real CUDA runtime): device buffers take the host-staged MPI path (--comm mpi)
+DIST=()
+for f in lib/dist/*.c; do
+  [ "$(basename "$f")" = comm_nccl.c ] && continue
+  gcc -std=c11 -O1 -g -Wall -Wextra -Werror -fopenmp -D_GNU_SOURCE -I . $(mpicc --showme:compile) \
+    -c "$f" -o "$E/dist_$(basename "${f%.c}").o"
+  DIST+=("$E/dist_$(basename "${f%.c}").o")
+done
+ar rcs "$E/libaxmem_dist_emu.a" "${DIST[@]}"
+g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{interop,plan,train,memscan,reports,goldfish,data,model,ckpt}.a \
+  "$E/libaxmem_backend_emu.a" "$E/libaxmem_dist_emu.a" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
 echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1)"
 AX_EMU_GUARD=1 OMP_NUM_THREADS=1 "$E/cuda_ops_check" "$@"

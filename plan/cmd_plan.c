@@ -1,0 +1,263 @@
+/* `axmem plan`: the top grids for a model, batch, machine and device count, by predicted step
+ * time (plan/plan.h); `--measure` writes this machine's profile. */
+#include "cli/commands.h"
+#include "lib/ckpt/ckpt.h"
+#include "lib/core/config.h"
+#include "lib/core/fsutil.h"
+#include "lib/core/json.h"
+#include "lib/dist/mpienv.h"
+#include "plan/plan.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    int64_t layers, dim, heads, ffn, vocab, seq_len, global_batch, devices, top;
+    int tie, overlap, json, measure;
+    double budget;
+    char ckpt[AX_CFG_STR_MAX], machine[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
+} plan_args;
+
+#define F(field) offsetof(plan_args, field)
+static const ax_cfg_entry entries[] = {
+    {"layers", AX_CFG_INT, F(layers), "12", 1, 4096, "transformer blocks"},
+    {"dim", AX_CFG_INT, F(dim), "768", 2, 1 << 20, "model width C"},
+    {"heads", AX_CFG_INT, F(heads), "12", 1, 4096, "attention heads"},
+    {"ffn", AX_CFG_INT, F(ffn), "2048", 1, 1 << 22, "SwiGLU hidden size"},
+    {"vocab", AX_CFG_INT, F(vocab), "50304", 2, 1 << 24, "vocabulary size"},
+    {"tie-embeddings", AX_CFG_BOOL, F(tie), "true", 1, 0, "LM head shares the embedding"},
+    AX_CFG_CKPT_ENTRY(F),
+    {"seq-len", AX_CFG_INT, F(seq_len), "1024", 1, 1 << 22, "tokens per sequence T"},
+    {"global-batch", AX_CFG_INT, F(global_batch), "64", 1, 1 << 30,
+     "sequences per optimizer step, all ranks"},
+    {"devices", AX_CFG_INT, F(devices), "8", 1, 1 << 24, "ranks (GPUs, or CPU processes)"},
+    {"machine", AX_CFG_STR, F(machine), "h100", 1, 0,
+     "profile: a100, h100, h200, perlmutter, frontier, alps, or a JSON file"},
+    {"top", AX_CFG_INT, F(top), "5", 1, 1 << 20, "grids to print"},
+    {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
+     "predict with the overlap schedule (--no-overlap: every collective blocking)"},
+    {"json", AX_CFG_BOOL, F(json), "false", 1, 0, "print JSON instead of the table"},
+    {"measure", AX_CFG_BOOL, F(measure), "false", 1, 0,
+     "measure this machine (GEMM rate; under mpirun -np 2 the intra-node all-reduce) and "
+     "write its profile to --out"},
+    {"budget", AX_CFG_FLOAT, F(budget), "20", 1, 600,
+     "--measure: below 5 s a smaller large GEMM (768 instead of 1536)"},
+    AX_CFG_OUT_ENTRY(F, "", "--measure: the profile file to write (default: print it)"),
+};
+#undef F
+
+static const ax_cfg_table table = {
+    .usage = "axmem plan [flags]",
+    .summary =
+        "Ranks every 4D grid DxXxYxZ of --devices ranks by predicted step time for a model\n"
+        "shape (flags, or --ckpt), --seq-len and --global-batch on a machine profile:\n"
+        "compute from the model's FLOPs at the profile's GEMM rate, communication per axis\n"
+        "from the bytes the runtime counts (lib/dist/comm.h) at the bandwidth and latency of\n"
+        "the network level the axis spans (X innermost in rank order), minus what the\n"
+        "overlap schedule hides, and memory per device; grids that do not fit are listed as\n"
+        "rejected. `--measure [--out FILE.json]` measures this machine (run it under\n"
+        "`mpirun -np 2` to measure the intra-node all-reduce too).",
+    .entries = entries,
+    .n = (int)(sizeof entries / sizeof entries[0]),
+};
+
+/* the shape from a checkpoint's tensor table (heads from its config, or --heads) */
+static ax_status shape_from_ckpt(const char *dir, int heads_flag_set, ax_model_config *c) {
+    char step[4096];
+    ax_ckpt_t *ck = NULL;
+    if (ax_ckpt_open(dir, &ck) != AX_OK) {
+        ax_error_clear();
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/ckpt", dir);
+        if (ax_ckpt_find_latest(sub, step, sizeof step) != AX_OK) {
+            ax_error_clear();
+            AX_CHECK(ax_ckpt_find_latest(dir, step, sizeof step));
+        }
+        AX_CHECK(ax_ckpt_open(step, &ck));
+    }
+    int L = 0, tie = 1;
+    for (int i = 0; i < ax_ckpt_n_tensors(ck); i++) {
+        const ax_tensor_info *t = ax_ckpt_tensor(ck, i);
+        const char *dot = strrchr(t->name, '.');
+        if (!strcmp(t->name, "wte")) c->vocab = (int)t->shape[0], c->dim = (int)t->shape[1];
+        if (!strcmp(t->name, "lm_head")) tie = 0;
+        if (dot && !strcmp(dot, ".wqkv")) L++;
+        if (dot && !strcmp(dot, ".w_up")) c->ffn = (int)(t->shape[0] / 2);
+    }
+    c->n_layers = L, c->tie_embeddings = tie;
+    int64_t h = 0;
+    const ax_json *hv = ax_json_get(ax_ckpt_config(ck), "heads");
+    if (!heads_flag_set && hv && ax_json_int_in(hv, 1, 4096, &h) && h > 0) c->n_heads = (int)h;
+    ax_ckpt_free(ck);
+    if (!heads_flag_set && h == 0)
+        return ax_errorf(AX_ERR_ARG, "--ckpt %s: its config does not name the heads; pass --heads",
+                         dir);
+    return AX_OK;
+}
+
+static const char *axis_short[AX_AXIS_COUNT] = {"data", "x", "y", "z", "batch", "world"};
+
+static void pred_json(const ax_plan_pred *p, ax_jw *w) {
+    char grid[64];
+    snprintf(grid, sizeof grid, "%dx%dx%dx%d", p->dims[0], p->dims[1], p->dims[2], p->dims[3]);
+    ax_jw_obj_begin(w);
+    ax_jw_key(w, "grid"), ax_jw_str(w, grid);
+    ax_jw_key(w, "micro_batch"), ax_jw_int(w, p->B);
+    ax_jw_key(w, "n_micro"), ax_jw_int(w, p->n_micro);
+    ax_jw_key(w, "step_s"), ax_jw_num(w, p->step_s);
+    ax_jw_key(w, "compute_s"), ax_jw_num(w, p->compute_s);
+    ax_jw_key(w, "gemm_eff"), ax_jw_num(w, p->gemm_eff);
+    ax_jw_key(w, "hidden_s"), ax_jw_num(w, p->hidden_s);
+    const char *keys[3] = {"comm_s", "exposed_s", "bytes"};
+    for (int k = 0; k < 3; k++) {
+        ax_jw_key(w, keys[k]);
+        ax_jw_obj_begin(w);
+        for (int a = 0; a < AX_AXIS_COUNT; a++) {
+            double b = 0;
+            for (int kind = 0; kind < AX_COMM_KINDS; kind++) b += p->vol.bytes[kind][a];
+            ax_jw_key(w, axis_short[a]);
+            ax_jw_num(w, k == 0 ? p->comm_s[a] : k == 1 ? p->exposed_s[a] : b);
+        }
+        ax_jw_obj_end(w);
+    }
+    ax_jw_key(w, "level");
+    ax_jw_obj_begin(w);
+    for (int a = 0; a < AX_AXIS_COUNT; a++)
+        ax_jw_key(w, axis_short[a]), ax_jw_str(w, p->level[a] == AX_LEVEL_NODE ? "node" : "net");
+    ax_jw_obj_end(w);
+    ax_jw_key(w, "mem_gib");
+    ax_jw_obj_begin(w);
+    ax_jw_key(w, "state"), ax_jw_num(w, p->mem_state / 1073741824.0);
+    ax_jw_key(w, "gathered"), ax_jw_num(w, p->mem_gathered / 1073741824.0);
+    ax_jw_key(w, "activations"), ax_jw_num(w, p->mem_acts / 1073741824.0);
+    ax_jw_key(w, "total"), ax_jw_num(w, p->mem_total / 1073741824.0);
+    ax_jw_obj_end(w);
+    ax_jw_key(w, "tokens_per_s"), ax_jw_num(w, p->tokens_per_s);
+    ax_jw_key(w, "mfu"), ax_jw_num(w, p->mfu);
+    ax_jw_obj_end(w);
+}
+
+static void print_table(const plan_args *a, const ax_model_config *c, const ax_plan_machine *pm,
+                        const ax_plan_result *r) {
+    printf("model: %d layers, dim %d, %d heads, ffn %d, vocab %d%s; %.3g B parameters\n",
+           c->n_layers, c->dim, c->n_heads, c->ffn, c->vocab, c->tie_embeddings ? " (tied)" : "",
+           (double)ax_model_config_n_params(c) / 1e9);
+    printf("run: %lld devices on %s (%d per node), global batch %lld x %lld tokens, overlap %s\n",
+           (long long)a->devices, pm->m.name, pm->m.devices_per_node, (long long)a->global_batch,
+           (long long)a->seq_len, a->overlap ? "on" : "off");
+    printf("%d grids: %d fit, %d rejected\n\n", r->n_grids, r->n_best, r->n_rejected);
+    printf("%-4s %-14s %-7s %9s %9s  %-37s %8s %8s %12s %6s\n", "rank", "grid", "BxNmb", "step_s",
+           "compute", "exposed comm s: data x y z other", "hidden", "mem_GiB", "tokens/s", "MFU");
+    for (int i = 0; i < r->n_best && i < a->top; i++) {
+        const ax_plan_pred *p = &r->best[i];
+        char grid[64], mb[32], comm[96];
+        snprintf(grid, sizeof grid, "%dx%dx%dx%d", p->dims[0], p->dims[1], p->dims[2], p->dims[3]);
+        snprintf(mb, sizeof mb, "%dx%d", p->B, p->n_micro);
+        snprintf(comm, sizeof comm, "%.3g %.3g%s %.3g%s %.3g%s %.3g", p->exposed_s[0],
+                 p->exposed_s[1], p->level[1] ? "n" : "", p->exposed_s[2], p->level[2] ? "n" : "",
+                 p->exposed_s[3], p->level[3] ? "n" : "", p->exposed_s[4] + p->exposed_s[5]);
+        printf("%-4d %-14s %-7s %9.4g %9.4g  %-37s %8.3g %8.2f %12.4g %5.1f%%\n", i + 1, grid, mb,
+               p->step_s, p->compute_s, comm, p->hidden_s, p->mem_total / 1073741824.0,
+               p->tokens_per_s, 100 * p->mfu);
+    }
+    printf("(\"n\" after an axis: its groups span nodes; other = batch + world scalars)\n");
+    int shown = 0;
+    for (int i = 0; i < r->n_rejected && shown < a->top; i++, shown++)
+        printf("%s%dx%dx%dx%d rejected: %s\n", shown ? "" : "\n", r->rejected[i].dims[0],
+               r->rejected[i].dims[1], r->rejected[i].dims[2], r->rejected[i].dims[3],
+               r->rejected[i].reason);
+    if (r->n_rejected > shown)
+        printf("... and %d more rejected (--json lists all)\n", r->n_rejected - shown);
+}
+
+static int do_measure(const plan_args *a) {
+    ax_plan_machine base, got;
+    if (ax_plan_machine_load(a->machine[0] && strcmp(a->machine, "h100") ? a->machine : "h100",
+                             &base) != AX_OK ||
+        ax_plan_measure(&base, a->budget, &got) != AX_OK) {
+        fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
+        return 1;
+    }
+    snprintf(got.m.name, sizeof got.m.name, "this-cpu");
+    if (ax_mpi_world_rank() != 0) return 0; /* rank 0 writes the profile */
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_plan_machine_json(&got, &w);
+    ax_status st = AX_OK;
+    if (a->out[0]) {
+        char *text = (char *)ax_jw_text(&w);
+        st = ax_write_file(a->out, text, strlen(text));
+    }
+    if (st == AX_OK && !a->out[0]) printf("%s\n", ax_jw_text(&w));
+    if (st == AX_OK && a->out[0]) printf("wrote %s\n%s\n", a->out, ax_jw_text(&w));
+    ax_jw_free(&w);
+    if (st != AX_OK) fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
+    return st == AX_OK ? 0 : 1;
+}
+
+int ax_cmd_plan(int argc, char **argv) {
+    plan_args a;
+    int help = 0;
+    uint8_t set[sizeof entries / sizeof entries[0]] = {0};
+    ax_status st = ax_cfg_set_defaults(&table, &a);
+    if (st == AX_OK) st = ax_cfg_parse_argv(&table, &a, argc, argv, set, &help);
+    if (st != AX_OK) {
+        fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
+        return 2;
+    }
+    if (help) {
+        ax_cfg_print_help(&table, stdout);
+        return 0;
+    }
+    if (a.measure) return do_measure(&a);
+    ax_model_config c = {(int)a.layers, (int)a.dim, (int)a.heads, (int)a.ffn,
+                         (int)a.vocab,  a.tie,      10000.0f,     1e-5f};
+    ax_plan_machine pm;
+    ax_plan_result r = {0};
+    int heads_set = set[2];
+    if (a.ckpt[0]) st = shape_from_ckpt(a.ckpt, heads_set, &c);
+    if (st == AX_OK) st = ax_plan_machine_load(a.machine, &pm);
+    if (st == AX_OK)
+        st = ax_plan_rank(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, a.overlap,
+                          &r);
+    if (st != AX_OK) {
+        fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
+        return st == AX_ERR_ARG ? 2 : 1;
+    }
+    if (a.json) {
+        ax_jw w;
+        ax_jw_init(&w);
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "machine"), ax_plan_machine_json(&pm, &w);
+        ax_jw_key(&w, "devices"), ax_jw_int(&w, a.devices);
+        ax_jw_key(&w, "global_batch"), ax_jw_int(&w, a.global_batch);
+        ax_jw_key(&w, "seq_len"), ax_jw_int(&w, a.seq_len);
+        ax_jw_key(&w, "overlap"), ax_jw_bool(&w, a.overlap);
+        ax_jw_key(&w, "n_grids"), ax_jw_int(&w, r.n_grids);
+        ax_jw_key(&w, "grids");
+        ax_jw_arr_begin(&w);
+        for (int i = 0; i < r.n_best && i < a.top; i++) pred_json(&r.best[i], &w);
+        ax_jw_arr_end(&w);
+        ax_jw_key(&w, "rejected");
+        ax_jw_arr_begin(&w);
+        for (int i = 0; i < r.n_rejected; i++) {
+            char grid[64];
+            const ax_plan_reject *j = &r.rejected[i];
+            snprintf(grid, sizeof grid, "%dx%dx%dx%d", j->dims[0], j->dims[1], j->dims[2],
+                     j->dims[3]);
+            ax_jw_obj_begin(&w);
+            ax_jw_key(&w, "grid"), ax_jw_str(&w, grid);
+            ax_jw_key(&w, "reason"), ax_jw_str(&w, j->reason);
+            ax_jw_obj_end(&w);
+        }
+        ax_jw_arr_end(&w);
+        ax_jw_obj_end(&w);
+        printf("%s\n", ax_jw_text(&w));
+        ax_jw_free(&w);
+    } else {
+        print_table(&a, &c, &pm, &r);
+    }
+    ax_plan_result_free(&r);
+    return 0;
+}

@@ -1,0 +1,105 @@
+/* Enumerates the grids of a device count and ranks them by predicted step time. */
+#include "plan/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_pred(const void *a, const void *b) {
+    const ax_plan_pred *x = a, *y = b;
+    if (x->step_s != y->step_s) return x->step_s < y->step_s ? -1 : 1;
+    /* ties (every grid of 1 device): the smaller Z, then Y, X, D first: a stable order */
+    for (int i = 3; i >= 0; i--)
+        if (x->dims[i] != y->dims[i]) return x->dims[i] - y->dims[i];
+    return 0;
+}
+
+static void reject(ax_plan_result *r, const int dims[4], const char *why) {
+    ax_plan_reject *j = &r->rejected[r->n_rejected++];
+    memcpy(j->dims, dims, sizeof j->dims);
+    snprintf(j->reason, sizeof j->reason, "%s", why);
+}
+
+/* the fewest micro-batches that fit memory: the per-rank batch's divisors, smallest first */
+static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const int dims[4],
+                      int global_batch, int T, int overlap, ax_plan_result *r) {
+    char why[256];
+    int parts = dims[AX_AXIS_DATA] * dims[AX_AXIS_Z];
+    if (ax_model_config_check_grid(c, dims) != AX_OK) {
+        snprintf(why, sizeof why, "shape: %s", ax_error_msg());
+        ax_error_clear();
+        reject(r, dims, why);
+        return;
+    }
+    if (global_batch % parts) {
+        snprintf(why, sizeof why, "batch: %d sequences do not split over Gdata x Gz = %d",
+                 global_batch, parts);
+        reject(r, dims, why);
+        return;
+    }
+    int per_rank = global_batch / parts;
+    ax_plan_pred p, smallest = {0};
+    for (int nm = 1; nm <= per_rank; nm++) {
+        if (per_rank % nm) continue;
+        if (ax_perfmodel_predict(c, &pm->m, dims, global_batch, T, nm, overlap, &p) != AX_OK) {
+            snprintf(why, sizeof why, "%s", ax_error_msg());
+            ax_error_clear();
+            reject(r, dims, why);
+            return;
+        }
+        if (p.fits) {
+            r->best[r->n_best++] = p;
+            return;
+        }
+        smallest = p;
+    }
+    snprintf(why, sizeof why,
+             "memory: %.2f GiB per device even with micro-batches of 1 sequence (state %.2f, "
+             "gathered %.2f, activations %.2f) > %.2f GiB",
+             smallest.mem_total / 1073741824.0, smallest.mem_state / 1073741824.0,
+             smallest.mem_gathered / 1073741824.0, smallest.mem_acts / 1073741824.0,
+             pm->m.mem_bytes / 1073741824.0);
+    reject(r, dims, why);
+}
+
+ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
+                       int global_batch, int T, int overlap, ax_plan_result *out) {
+    *out = (ax_plan_result){0};
+    if (devices < 1 || global_batch < 1 || T < 1)
+        return ax_errorf(AX_ERR_ARG,
+                         "--devices %d, --global-batch %d and --seq-len %d must be >= 1", devices,
+                         global_batch, T);
+    AX_CHECK(ax_model_config_check(c));
+    int n = 0;
+    for (int d = 1; d <= devices; d++) /* count the factorisations first */
+        if (devices % d == 0)
+            for (int x = 1; x <= devices / d; x++)
+                if ((devices / d) % x == 0)
+                    for (int y = 1; y <= devices / d / x; y++)
+                        if ((devices / d / x) % y == 0) n++;
+    out->best = calloc((size_t)n, sizeof *out->best);
+    out->rejected = calloc((size_t)n, sizeof *out->rejected);
+    if (!out->best || !out->rejected) {
+        ax_plan_result_free(out);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory planning %d grids", n);
+    }
+    out->n_grids = n;
+    for (int d = 1; d <= devices; d++) {
+        if (devices % d) continue;
+        for (int x = 1; x <= devices / d; x++) {
+            if ((devices / d) % x) continue;
+            for (int y = 1; y <= devices / d / x; y++) {
+                if ((devices / d / x) % y) continue;
+                int dims[4] = {d, x, y, devices / d / x / y};
+                plan_grid(c, pm, dims, global_batch, T, overlap, out);
+            }
+        }
+    }
+    qsort(out->best, (size_t)out->n_best, sizeof *out->best, cmp_pred);
+    return AX_OK;
+}
+
+void ax_plan_result_free(ax_plan_result *r) {
+    free(r->best), free(r->rejected);
+    *r = (ax_plan_result){0};
+}

@@ -1,0 +1,50 @@
+/* `axmem plan`: rank every 4D grid of a device count by predicted step time
+ * (lib/model/perfmodel.h), with machine profiles (built in, or JSON files) and a measurement
+ * of this machine (plan/measure.c). docs/DESIGN.md "Planning a run". */
+#pragma once
+#include "lib/core/json.h"
+#include "lib/core/status.h"
+#include "lib/model/perfmodel.h"
+
+/* ---- machine profiles ----
+ * JSON: {"name": "...", "source": "where the numbers come from", "gemm_tflops": R,
+ *        "gemm_half_dim": K, "peak_tflops": P, "mem_gib": M, "devices_per_node": n,
+ *        "node_bw_gbs": .., "node_lat_us": .., "net_bw_gbs": .., "net_lat_us": ..,
+ *        "elem_bytes": 4|2, "overlap": 0..1}   (GB = 1e9 bytes; bandwidth per device, one way) */
+typedef struct {
+    ax_machine m;
+    char source[512];
+} ax_plan_machine;
+
+/* The names of the built-in profiles, NULL-terminated. */
+const char *const *ax_plan_machine_names(void);
+/* A built-in profile by name, or else a JSON file by path; the error lists the names. */
+ax_status ax_plan_machine_load(const char *name_or_path, ax_plan_machine *out);
+ax_status ax_plan_machine_from_json(const ax_json *o, const char *what, ax_plan_machine *out);
+void ax_plan_machine_json(const ax_plan_machine *pm, ax_jw *w); /* the JSON form above */
+
+/* ---- ranking ---- */
+typedef struct {
+    int dims[4];
+    char reason[256]; /* why the grid was rejected */
+} ax_plan_reject;
+
+typedef struct {
+    ax_plan_pred *best; /* fitting grids, fastest first */
+    int n_best;
+    ax_plan_reject *rejected; /* grids that split the shape but not the memory, or nothing */
+    int n_rejected;
+    int n_grids; /* every factorisation of the device count */
+} ax_plan_result;
+
+/* Every grid D x X x Y x Z = devices; for each, the fewest micro-batches (dividing the
+ * per-rank batch) that fit memory. overlap as --overlap. */
+ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
+                       int global_batch, int T, int overlap, ax_plan_result *out);
+void ax_plan_result_free(ax_plan_result *r);
+
+/* ---- measurement (plan/measure.c) ----
+ * The GEMM rate of this process' threads on two square sizes (fitting gemm_half_dim), the
+ * memory, and, under mpirun with >= 2 ranks, the all-reduce bandwidth and latency between the
+ * ranks (intra-node); serial, the network numbers stay those of `base`. Collective. */
+ax_status ax_plan_measure(const ax_plan_machine *base, double budget_s, ax_plan_machine *out);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `axmem plan` as a user sees it: the table, --json, bad flags, a shape that no grid fits, the
+# shape read from a checkpoint (--ckpt), a machine profile file. Usage: tests/cli/plan.sh AXMEM
+set -uo pipefail
+AX=$(realpath "$1")
+cd "$(dirname "$0")/../.."
+T=$(mktemp -d /tmp/axmem-plan.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
+expect_fail() {
+  local name=$1 code=$2 pat=$3; shift 3
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
+    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
+}
+
+"$AX" plan --devices 8 --machine h100 --top 3 >"$T/out" 2>"$T/err" &&
+  grep -q "^1 " "$T/out" && grep -q "^3 " "$T/out" && ! grep -q "^4 " "$T/out" &&
+  grep -q "20 grids" "$T/out" && ok "table: top 3 of 20 grids" || bad "table: top 3 of 20 grids"
+"$AX" plan --devices 16 --machine frontier --json --top 4 >"$T/j" 2>"$T/err" && python3 - "$T/j" <<'PY' && ok "--json: sorted, breakdown adds up" || bad "--json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = d["grids"]
+assert len(g) == 4 and d["n_grids"] == 35, (len(g), d["n_grids"])
+assert all(g[i]["step_s"] <= g[i + 1]["step_s"] for i in range(3))
+for x in g:
+    s = x["compute_s"] + sum(x["exposed_s"].values())
+    assert abs(s - x["step_s"]) <= 1e-9 * x["step_s"], (s, x["step_s"])
+    assert 0 < x["mfu"] <= 1 and x["mem_gib"]["total"] <= 64
+PY
+expect_fail "unknown machine" 2 "--machine nope.*frontier" "$AX" plan --machine nope
+expect_fail "bad shape" 2 "head size|divisible|even" "$AX" plan --dim 100 --heads 3
+# one 80 GB A100 cannot hold a 26 B-parameter model (16 bytes a parameter): rejected
+"$AX" plan --devices 1 --layers 32 --dim 8192 --heads 64 --ffn 22016 --machine a100 >"$T/out" 2>"$T/err"
+grep -q "0 fit, 1 rejected" "$T/out" && ok "nothing fits: rejected" || bad "nothing fits: rejected"
+cat >"$T/m.json" <<'J'
+{"name": "small-gpu", "source": "test", "gemm_tflops": 10, "gemm_half_dim": 0, "peak_tflops": 10,
+ "mem_gib": 0.01, "devices_per_node": 2, "node_bw_gbs": 10, "node_lat_us": 1, "net_bw_gbs": 1,
+ "net_lat_us": 5, "elem_bytes": 4, "overlap": 1}
+J
+"$AX" plan --devices 2 --machine "$T/m.json" >"$T/out" 2>"$T/err" &&
+  grep -q "rejected: memory:" "$T/out" && ok "profile file; memory rejection reason" ||
+  bad "profile file; memory rejection reason"
+printf '{"name": "x"}' >"$T/bad.json"
+expect_fail "incomplete profile" 1 "bad.json.*gemm_tflops" "$AX" plan --machine "$T/bad.json"
+
+# --ckpt: the shape of a trained model's checkpoint (tiny: 2 layers, dim 128, 4 heads, ffn 352)
+head -n 40 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
+"$AX" data tokenizer-train --input "$T/kjv.jsonl" --vocab-size 300 --out "$T/tok" 2>"$T/err" &&
+  "$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.jsonl" --out "$T/d.axd" 2>"$T/err" &&
+  "$AX" train --data "$T/d.axd" --model tiny --seq-len 32 --batch 4 --steps 2 --warmup 1 --out "$T/run" \
+    >/dev/null 2>"$T/err" || bad "a checkpoint to plan from"
+"$AX" plan --ckpt "$T/run" --devices 2 --seq-len 32 --global-batch 4 >"$T/out" 2>"$T/err" &&
+  grep -q "2 layers, dim 128, 4 heads, ffn 352, vocab 300 (tied)" "$T/out" && ok "--ckpt shape" ||
+  bad "--ckpt shape"
+
+echo "plan: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
