@@ -9,4 +9,5 @@ int ax_cli_train(int argc, char **argv);    /* cli/train_scan.c: train with --sc
 int ax_cmd_goldfish(int argc, char **argv); /* goldfish/cmd_goldfish.c */
 int ax_cmd_memscan(int argc, char **argv);  /* memscan/cmd_memscan.c */
 int ax_cmd_report(int argc, char **argv);   /* reports/cmd_report.c */
+int ax_cmd_model(int argc, char **argv);    /* interop/cmd_model.c */
 int ax_cmd_plan(int argc, char **argv);     /* plan/cmd_plan.c */

@@ -19,6 +19,8 @@ static const command commands[] = {
     {"goldfish", ax_cmd_goldfish, "goldfish loss masks: show which tokens a spec drops"},
     {"memscan", ax_cmd_memscan,
      "training-set index, lookups, extraction probes, regurgitation scans"},
+    {"model", ax_cmd_model,
+     "Hugging Face Llama-family models: import to / export from checkpoints"},
     {"report", ax_cmd_report, "scan results -> self-contained HTML (inline SVG), Markdown, JSON"},
     {"plan", ax_cmd_plan, "rank 4D grids by predicted step time, compute/comm/memory breakdown"},
     {"demo", ax_cmd_demo,

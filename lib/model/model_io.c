@@ -2,6 +2,7 @@
 #include "lib/backend/backend.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,4 +102,43 @@ ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blo
     if (st == AX_OK) st = ax_model_status(m); /* a shard that could not be written */
     ax_host_free(ax_model_ctx(m), global);    /* scatter marked the gathered blocks stale */
     return st;
+}
+
+int ax_model_config_n_tensors(const ax_model_config *c) {
+    return 1 + 6 * c->n_layers + 1 + !c->tie_embeddings;
+}
+
+/* vectors are [cols, 1] and matrices [rows, cols], laid end to end (model.c's add_tensor) */
+static void put(ax_tensor_info *out, int *i, int64_t *off, const char *name, int vec, int64_t rows,
+                int64_t cols) {
+    ax_tensor_info *t = &out[(*i)++];
+    *t = (ax_tensor_info){.ndim = vec ? 1 : 2,
+                          .shape = {vec ? cols : rows, vec ? 1 : cols},
+                          .offset = *off,
+                          .numel = rows * cols};
+    snprintf(t->name, sizeof t->name, "%s", name);
+    *off += t->numel;
+}
+
+void ax_model_tensor_table(const ax_model_config *c, ax_tensor_info *out) {
+    int64_t C = c->dim, F = c->ffn, V = c->vocab, off = 0;
+    int i = 0;
+    char name[64];
+    put(out, &i, &off, "wte", 0, V, C);
+    for (int l = 0; l < c->n_layers; l++) {
+        snprintf(name, sizeof name, "layers.%d.attn_norm", l);
+        put(out, &i, &off, name, 1, 1, C);
+        snprintf(name, sizeof name, "layers.%d.wqkv", l);
+        put(out, &i, &off, name, 0, 3 * C, C);
+        snprintf(name, sizeof name, "layers.%d.wo", l);
+        put(out, &i, &off, name, 0, C, C);
+        snprintf(name, sizeof name, "layers.%d.mlp_norm", l);
+        put(out, &i, &off, name, 1, 1, C);
+        snprintf(name, sizeof name, "layers.%d.w_up", l);
+        put(out, &i, &off, name, 0, 2 * F, C);
+        snprintf(name, sizeof name, "layers.%d.w_down", l);
+        put(out, &i, &off, name, 0, C, F);
+    }
+    put(out, &i, &off, "final_norm", 1, 1, C);
+    if (!c->tie_embeddings) put(out, &i, &off, "lm_head", 0, V, C);
 }

@@ -15,3 +15,8 @@ ax_status ax_model_config_from_ckpt(const ax_ckpt_t *ck, ax_model_config *out);
  * "adam_v") and scatters this rank's shards into the slab `local` (ax_model_slab(m,
  * AX_SLAB_PARAMS), or a moment: ax_optim_slab). */
 ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blob, ax_slab *local);
+/* The global tensor table of a model of shape c (names, shapes, offsets and counts exactly as
+ * ax_model_tensors gives them), without building a model: what a converter needs to write a
+ * checkpoint every grid loads. out holds ax_model_config_n_tensors(c) entries. */
+int ax_model_config_n_tensors(const ax_model_config *c);
+void ax_model_tensor_table(const ax_model_config *c, ax_tensor_info *out);

@@ -11,7 +11,7 @@ F=build-fuzz/fuzz
 T=$(mktemp -d /tmp/axmem-seeds.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=1 AXMEM_LOG=warn AXMEM_VERIFY_CACHE=0
-for t in axd tokenizer ckpt index json config megatron input; do
+for t in axd tokenizer ckpt index json config megatron input safetensors; do
   rm -rf "$C/$t" && mkdir -p "$C/$t"
   AXMEM_FUZZ_SEED_DIR="$C/$t" "$F/fuzz_$t" >/dev/null 2>&1 || { echo "fuzz_$t: seeds failed"; exit 1; }
 done
@@ -47,7 +47,7 @@ sep=$'\n@@@@\n'
   >"$C/scan/regurg_only"
 { cat "$T/legacy.json"; printf '%s' "$sep"; cat "$R/probe.samples.jsonl"; } >"$C/scan/legacy"
 # every seed must get through its reader (a seed the reader refuses explores nothing)
-for t in axd tokenizer ckpt index config scan; do
+for t in axd tokenizer ckpt index config scan safetensors; do
   for f in "$C/$t"/*; do
     out=$(AXMEM_FUZZ_VERBOSE=1 "$F/fuzz_$t" "$f" 2>&1 | grep -E '^[a-z][a-z ()_,]*: ')
     if [ -z "$out" ] || echo "$out" | grep -qv ': ok$'; then

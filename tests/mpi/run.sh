@@ -16,11 +16,13 @@ MPIRUN=(mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader
 grids="1x1x1x1 2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2 2x2x2x1 1x2x2x2 2x1x2x2"
 # the collectives' driver also runs on 3 ranks (odd rings) and 4 (every typed call on 4-wide axes)
 comm_grids="3x1x1x1 4x1x1x1 1x2x1x2"
+# imported Hugging Face fixtures: tensor-parallel X and Y, ZeRO Z, and 4 batch parts
+hf_grids="1x2x1x1 1x1x2x1 2x1x2x2"
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   # the grid drivers; memscan's driver takes ranks, not grids (tests/mpi/memscan.sh runs it)
-  names=(mpi_comm mpi_stage mpi_model mpi_plan)
+  names=(mpi_comm mpi_stage mpi_model mpi_plan mpi_hf)
 fi
 drivers=()
 for name in "${names[@]}"; do
@@ -39,6 +41,7 @@ for exe in "${drivers[@]}"; do
   [ "$(basename "$exe")" = mpi_comm ] && g="$grids $comm_grids"
   # device-memory staging (a guarded fake device): the axis shapes that differ
   [ "$(basename "$exe")" = mpi_stage ] && g="1x1x1x1 2x1x1x1 1x2x1x2 2x1x2x2 3x1x1x1"
+  [ "$(basename "$exe")" = mpi_hf ] && g=$hf_grids
   for grid in $g; do
     np=$(( ${grid//x/*} ))
     log=$(mktemp)

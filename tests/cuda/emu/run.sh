@@ -72,7 +72,7 @@ for f in lib/dist/*.c; do
   DIST+=("$E/dist_$(basename "${f%.c}").o")
 done
 ar rcs "$E/libaxmem_dist_emu.a" "${DIST[@]}"
-g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{train,memscan,reports,goldfish,data,model,ckpt}.a \
+g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{interop,plan,train,memscan,reports,goldfish,data,model,ckpt}.a \
   "$E/libaxmem_backend_emu.a" "$E/libaxmem_dist_emu.a" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
 echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1)"

@@ -1,0 +1,76 @@
+/* axmem model import|export: Hugging Face Llama-family directories <-> axmem checkpoints. */
+#include "cli/commands.h"
+#include "interop/hf_model.h"
+#include "lib/core/cliargs.h"
+#include "lib/core/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *TOP_HELP =
+    "usage: axmem model SUBCOMMAND [flags]\n\n"
+    "  import --hf DIR --out CKPT_DIR   Hugging Face LlamaForCausalLM / MistralForCausalLM\n"
+    "                                   (config.json + model.safetensors or shards with their\n"
+    "                                   index; fp32/fp16/bf16) -> CKPT_DIR/step-000000\n"
+    "  export --ckpt STEP_DIR --out DIR axmem checkpoint -> config.json + fp32\n"
+    "                                   model.safetensors (LlamaForCausalLM)\n";
+
+/* --a X --b Y with both required; 2 on a usage error (printed), 1 on help, 0 when parsed */
+static int two_flags(const char *sub, int argc, char **argv, const char *na, const char **a,
+                     const char *nb, const char **b) {
+    *a = *b = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r;
+        if (ax_cli_is_help(argv[i])) {
+            printf("%s", TOP_HELP);
+            return 1;
+        }
+        if ((r = ax_cli_flag(argc, argv, &i, na, &v)) == 1)
+            *a = v;
+        else if (r == 0 && (r = ax_cli_flag(argc, argv, &i, nb, &v)) == 1)
+            *b = v;
+        if (r != 1) {
+            fprintf(stderr, "axmem model %s: %s '%s'; see axmem model --help\n", sub,
+                    r < 0 ? "missing value for" : "unknown argument", argv[i]);
+            return 2;
+        }
+    }
+    if (!*a || !*b || !**a || !**b) {
+        fprintf(stderr, "axmem model %s: %s and %s are required; see axmem model --help\n", sub, na,
+                nb);
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_import(int argc, char **argv) {
+    const char *hf, *out;
+    int rc = two_flags("import", argc, argv, "--hf", &hf, "--out", &out);
+    if (rc) return rc == 1 ? 0 : rc;
+    char step[4200];
+    if (ax_hf_import(hf, out, step, sizeof step) != AX_OK) {
+        fprintf(stderr, "axmem model import: %s\n", ax_error_msg());
+        return 1;
+    }
+    AX_INFO("imported %s into %s", hf, step);
+    printf("%s\n", step);
+    return 0;
+}
+
+static int cmd_export(int argc, char **argv) {
+    const char *ck, *out;
+    int rc = two_flags("export", argc, argv, "--ckpt", &ck, "--out", &out);
+    if (rc) return rc == 1 ? 0 : rc;
+    if (ax_hf_export(ck, out) != AX_OK) {
+        fprintf(stderr, "axmem model export: %s\n", ax_error_msg());
+        return 1;
+    }
+    AX_INFO("exported %s to %s", ck, out);
+    return 0;
+}
+
+int ax_cmd_model(int argc, char **argv) {
+    static const ax_cli_sub subs[] = {{"import", cmd_import}, {"export", cmd_export}};
+    return ax_cli_dispatch("model", TOP_HELP, subs, 2, argc, argv);
+}

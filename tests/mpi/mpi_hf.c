@@ -1,0 +1,120 @@
+/* An imported Hugging Face model on a grid: rank 0 imports each fixture of tests/fixtures/hf
+ * (scripts/make_hf_fixtures.py), every rank loads the checkpoint onto the grid and runs the
+ * fixture's token ids; each rank's vocabulary slice of the logits must match transformers'
+ * (max relative error < 1e-4), as on one rank.
+ * Usage (from the repository root): mpirun -np N mpi_hf --grid DxXxYxZ. */
+#include "interop/hf_model.h"
+#include "lib/core/fsutil.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/grid.h"
+#include "lib/dist/mpienv.h"
+#include "lib/model/model_io.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { FB = 2, FT = 12 };
+static int failures;
+
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            fprintf(stderr, "[r%d] FAIL: ", ax_mpi_world_rank());                                  \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+static void *slurp(const char *dir, const char *name, size_t want) {
+    char path[512], *d = NULL;
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (ax_read_file(path, &d, &n) != AX_OK || n != want) {
+        EXPECT(0, "%s: cannot read %zu bytes: %s", path, want, ax_error_msg());
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static void check(ax_grid_t *g, const char *name, const char *work) {
+    char src[256], ck[512], step[600];
+    snprintf(src, sizeof src, "tests/fixtures/hf/%s", name);
+    snprintf(ck, sizeof ck, "%s/%s", work, name);
+    snprintf(step, sizeof step, "%s/step-000000", ck);
+    ax_status st = ax_grid_rank(g) == 0 ? ax_hf_import(src, ck, NULL, 0) : AX_OK;
+    EXPECT(ax_coll_agree(g, AX_AXIS_WORLD, st, "import") == AX_OK, "%s: import: %s", name,
+           ax_error_msg());
+    if (failures) return;
+    ax_ckpt_t *c = NULL;
+    ax_model_config cfg;
+    ax_model_t *m = NULL;
+    int32_t *ids = slurp(src, "ids.i32", sizeof(int32_t) * FB * FT);
+    EXPECT(ids && ax_ckpt_open(step, &c) == AX_OK && ax_model_config_from_ckpt(c, &cfg) == AX_OK,
+           "%s: %s", step, ax_error_msg());
+    if (failures) goto out;
+    int parts = ax_grid_dim(g, AX_AXIS_BATCH), bc = ax_grid_coord(g, AX_AXIS_BATCH);
+    int bl = FB / parts > 0 ? FB / parts : 1, row0 = (bc * bl) % FB; /* 4 parts: rows repeat */
+    EXPECT(ax_model_create_on(g, &cfg, bl, FT, 1, &m) == AX_OK, "%s", ax_error_msg());
+    if (failures) goto out;
+    EXPECT(ax_model_load_blob(m, c, "params", ax_model_slab(m, AX_SLAB_PARAMS)) == AX_OK, "%s",
+           ax_error_msg());
+    uint8_t mask[FB * FT];
+    memset(mask, 1, sizeof mask);
+    ax_model_forward(m, ids + row0 * FT, ids + row0 * FT, mask, bl, 1.0f, 0);
+    int v0, valid, Vl;
+    ax_model_vocab_slice(m, &v0, &valid, &Vl);
+    float *got = malloc(sizeof(float) * bl * FT * Vl);
+    float *ref = slurp(src, "logits.f32", sizeof(float) * FB * FT * cfg.vocab);
+    EXPECT(got && ref && ax_model_read_logits(m, got) == AX_OK, "%s: logits", name);
+    if (got && ref && !failures) {
+        double e = 0, s = 0;
+        for (int r = 0; r < bl * FT; r++)
+            for (int v = 0; v < valid; v++) {
+                double a = got[(size_t)r * Vl + v],
+                       b = ref[((size_t)row0 * FT + r) * cfg.vocab + v0 + v];
+                e = fmax(e, fabs(a - b)), s = fmax(s, fabs(b));
+            }
+        EXPECT(e / s < 1e-4, "%s on %s: max relative error %g (vocab [%d, %d))", name,
+               ax_grid_spec(g), e / s, v0, v0 + valid);
+    }
+    free(got), free(ref);
+out:
+    free(ids);
+    ax_model_free(m);
+    ax_ckpt_free(c);
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (ax_mpi_start(&argc, &argv) != AX_OK) {
+        fprintf(stderr, "%s\n", ax_error_msg());
+        return 1;
+    }
+    const char *spec = argc == 3 && !strcmp(argv[1], "--grid") ? argv[2] : "1x1x1x1";
+    int dims[4];
+    ax_grid_t *g = NULL;
+    if (ax_grid_parse(spec, dims) || ax_grid_create(dims, &g)) {
+        fprintf(stderr, "bad grid %s: %s\n", spec, ax_error_msg());
+        ax_mpi_abort(1);
+    }
+    /* one scratch directory for all ranks: rank 0 makes it and sends its name */
+    char work[128] = "/tmp/ax_mpi_hf_XXXXXX";
+    if (ax_grid_rank(g) == 0 && !mkdtemp(work)) work[0] = 0;
+    ax_coll_bcast(g, AX_AXIS_WORLD, work, sizeof work, AX_DT_U8, 0);
+    EXPECT(work[0], "cannot make a scratch directory");
+    const char *names[] = {"llama_tied_gqa", "llama_untied_sharded", "mistral_gqa_bf16"};
+    for (int i = 0; i < 3 && !failures; i++) check(g, names[i], work);
+    ax_barrier(g, AX_AXIS_WORLD);
+    if (ax_grid_rank(g) == 0 && work[0]) ax_rm_rf(work);
+    double bad = failures;
+    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
+    if (ax_grid_rank(g) == 0) printf("mpi_hf %s: %s\n", spec, bad ? "FAILED" : "ok");
+    ax_grid_free(g);
+    ax_mpi_stop();
+    return bad ? 1 : 0;
+}
