@@ -462,14 +462,7 @@ static ax_status load_dir(ax_rep_run *run, const char *dir, int keep) {
             goto out;
         }
     for (k = PROBE; k <= C_EXP; k++) any |= ax_path_exists(p[k]);
-    if (!any) {
-        st = ax_errorf(AX_ERR_IO,
-                       "run '%s': found none of %s, %s, %s, %s, %s (nor a *.curve.json); point "
-                       "--run at a directory where axmem memscan probe/generate/mia/exposure "
-                       "wrote its scan, or use --scan LABEL=FILE",
-                       run->label, p[PROBE], p[REGURG], p[MIA], p[EXPOSURE], p[LEGACY]);
-        goto out;
-    }
+    if (!any && !ax_path_exists(p[METRICS])) goto none;
     if (!(run->dir = strdup(dir))) {
         st = ax_rep_nomem();
         goto out;
@@ -490,6 +483,15 @@ static ax_status load_dir(ax_rep_run *run, const char *dir, int keep) {
         run->train = t;
         AX_CHECK_GOTO(ax_rep_each_jsonl(p[METRICS], metrics_line, run), out);
     }
+    /* a training run alone reports when it logged scans (train --scan-every) */
+    if (any || run->curve[AX_REP_CURVE_TRAIN]) goto out;
+none:
+    st = ax_errorf(AX_ERR_IO,
+                   "run '%s': found none of %s, %s, %s, %s, %s, a *.curve.json (memscan "
+                   "--all-steps) or scan records in metrics.jsonl (train --scan-every); point "
+                   "--run at a directory where axmem memscan probe/generate/mia/exposure wrote "
+                   "its scan, or use --scan LABEL=FILE",
+                   run->label, p[PROBE], p[REGURG], p[MIA], p[EXPOSURE], p[LEGACY]);
 out:
     for (k = 0; k < N_NAMES; k++) free(p[k]);
     return st;

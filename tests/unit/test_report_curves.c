@@ -260,3 +260,16 @@ Test(report_curves, damaged_scan_records_refused, .init = setup, .fini = teardow
     put("r/metrics.jsonl", "{\"step\":4,\"scan\":\"mia\"}\n");
     refused("r/metrics.jsonl line 1", "\"mia\"", "not reported");
 }
+
+Test(report_curves, a_training_run_with_scan_records_alone, .init = setup, .fini = teardown) {
+    put("r/metrics.jsonl", "{\"step\":2,\"loss\":4.0}\n");
+    cr_assert_neq(build("t", "r", 0), AX_OK, "a run with neither scans nor scan records");
+    cr_assert(strstr(ax_error_msg(), "scan records in metrics.jsonl"), "%s", ax_error_msg());
+    put("r/metrics.jsonl",
+        "{\"step\":2,\"loss\":4.0}\n{\"step\":2,\"scan\":\"probe\",\"exact_match\":0.25,"
+        "\"exact_match_lo\":0.1,\"exact_match_hi\":0.5,\"token_accuracy\":0.5}\n");
+    cr_assert_eq(build("t", "r", 0), AX_OK, "%s", ax_error_msg());
+    char *md = slurp("out/report.md");
+    cr_assert(strstr(md, "| t | train --scan-every | 2 | 25.0% | 10.0-50.0% | 50.0% |  |"));
+    free(md);
+}
