@@ -24,3 +24,14 @@ void ax_rep_mia_cells(const ax_rep_run *run, int score, char c[][AX_REP_CELL]);
 void ax_rep_exp_cells(const ax_rep_run *run, const ax_rep_exp_row *row, char c[][AX_REP_CELL]);
 /* the indexes of the (up to max) most exposed canaries into idx; -1 on OOM */
 int ax_rep_top_canaries(const ax_rep_exposure *e, int64_t *idx, int max);
+
+/* cells_curves.c: memorization over training, one row per step of a run's extraction curve
+ * (memscan probe --all-steps, or train --scan-every records) */
+#define AX_REP_CURVE_NCOLS 7
+extern const char *const ax_rep_curve_cols[AX_REP_CURVE_NCOLS];
+/* k: AX_REP_CURVE_PROBE or AX_REP_CURVE_TRAIN; i: the point */
+void ax_rep_curve_cells(const ax_rep_run *run, int k, int64_t i, char c[][AX_REP_CELL]);
+/* "memscan probe --all-steps" etc.: where a curve came from */
+const char *ax_rep_curve_source(int k);
+/* 1 if any run has any curve */
+int ax_rep_any_curve(const ax_report *r);

@@ -14,3 +14,7 @@ int ax_rep_chart_exposure(const ax_report *r, ax_rep_buf *b);  /* exposure vs re
 int ax_rep_chart_dup_exact(const ax_report *r, ax_rep_buf *b); /* exact match by duplication */
 /* 1 if the positive values span two orders of magnitude or more (then counts go on a log axis) */
 int ax_rep_spans_decades(const double *v, int n);
+/* charts_curves.c: one metric versus training step, a line per run and curve: k =
+ * AX_REP_CURVE_PROBE draws extraction (the probe curves and train --scan-every records) with
+ * its 95% interval band, AX_REP_CURVE_MIA the AUC, AX_REP_CURVE_EXPOSURE the mean exposure */
+int ax_rep_chart_curve(const ax_report *r, int k, ax_rep_buf *b);

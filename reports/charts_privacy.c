@@ -23,7 +23,7 @@ int ax_rep_chart_roc(const ax_rep_run *run, ax_rep_buf *b) {
     for (int k = 0; k < m->n_score; k++) {
         const ax_rep_mia_score *sc = &m->score[k];
         snprintf(names[k], sizeof names[k], "%.40s AUC %.2f", sc->name, sc->auc);
-        s[k] = (ax_svg_xy_series){names[k], sc->n_roc, sc->fpr, sc->tpr, 0, NULL, NULL};
+        s[k] = (ax_svg_xy_series){names[k], sc->n_roc, sc->fpr, sc->tpr, 0, NULL, NULL, NULL, NULL};
     }
     /* down to 0.1% FPR, or to one non-member when there are more than 1000 */
     double floor_ = fmin(1e-3, pow(10, floor(log10(1.0 / (double)m->nonmembers))));
@@ -84,7 +84,8 @@ int ax_rep_chart_exposure(const ax_report *r, ax_rep_buf *b) {
         at += 2 * e->n_canary;
         for (int64_t j = 0; j < e->n_canary; j++)
             px[j] = (double)e->canary[j].repeats * nudge, py[j] = e->canary[j].exposure;
-        s[k++] = (ax_svg_xy_series){r->runs[i].label, e->n_rows, lx, ly, (int)e->n_canary, px, py};
+        s[k++] = (ax_svg_xy_series){
+            r->runs[i].label, e->n_rows, lx, ly, (int)e->n_canary, px, py, NULL, NULL};
     }
     char label[128];
     snprintf(label, sizeof label, "maximum possible exposure log2|R| = %.2f bits", emax);

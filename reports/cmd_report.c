@@ -21,12 +21,14 @@ typedef struct {
 static const ax_cfg_entry entries[] = {
     {"run", AX_CFG_STRLIST, F(run), "", 1, 0,
      "LABEL=DIR: a run directory (repeatable); reads whichever of DIR/probe.json (memscan "
-     "probe), DIR/regurgitation.json (memscan generate), DIR/scan.json (older axmem, either "
-     "kind), DIR/metrics.jsonl exist (at least one scan), and the samples file each scan "
-     "records (checked against its size and XXH3)"},
+     "probe), DIR/regurgitation.json (memscan generate), DIR/mia.json, DIR/exposure.json, "
+     "DIR/scan.json (older axmem, either kind), DIR/{probe,mia,exposure}.curve.json (memscan "
+     "--all-steps), DIR/metrics.jsonl (with train --scan-every records) exist (at least one scan, "
+     "curve or scan record), and the samples file each scan records (checked against its size "
+     "and XXH3)"},
     {"scan", AX_CFG_STRLIST, F(scan), "", 1, 0,
-     "LABEL=FILE: one scan file of any kind (repeatable; scans of different kinds with the "
-     "same LABEL form one run)"},
+     "LABEL=FILE: one scan file of any kind, or a curve file of memscan --all-steps "
+     "(repeatable; scans of different kinds with the same LABEL form one run)"},
     {"index", AX_CFG_STR, F(index), "", 1, 0,
      "INDEX.json sidecar of `memscan index`: adds the training set's duplication histogram"},
     AX_CFG_OUT_ENTRY(F, "", "output directory, created if missing (required)"),
@@ -61,7 +63,10 @@ static const ax_cfg_table table = {
         "its 95% CI, TPR at 0.1% and 1% FPR, ROC curves on log-log axes, runs side by side);\n"
         "canary exposure by repeat count (mean / median exposure, share extracted by greedy\n"
         "decoding; chart against a log2 repeat axis with the maximum marked); final loss and\n"
-        "val_loss. Charts: exact match per run with CI whiskers, exact match by duplication\n"
+        "val_loss; memorization over training (curves of memscan --all-steps, records of\n"
+        "train --scan-every): exact match per step with its interval, rises above the previous\n"
+        "upper bound flagged, AUC and mean exposure per step. Charts: exact match per run with CI "
+        "whiskers, exact match by duplication\n"
         "bucket, matched-prefix and longest-span histograms, loss curves, and the training\n"
         "set's duplication with --index (log-scale counts when they span orders of\n"
         "magnitude). Memorized text and canary secrets appear in HTML and Markdown only with\n"

@@ -16,7 +16,8 @@ static const char *CSS =
     "padding:10px 14px}.note{background:#fff6e5;border-left:4px solid #E69F00;padding:8px 14px}"
     "table{border-collapse:collapse;margin:8px 0 16px;font-size:.92em}"
     "th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}"
-    "th{background:#f5f5f5}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "th{background:#f5f5f5}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.rising "
+    "td{background:#fde2e2}"
     "td.txt{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;max-width:420px;"
     "overflow-wrap:anywhere}"
     ".chart{width:100%;max-width:720px;height:auto;display:block;margin:8px 0 20px}"
@@ -164,13 +165,15 @@ static void run_section(const ax_report *r, const ax_rep_run *run, ax_rep_buf *b
     }
     ax_rep_puts(b, "<table>");
     if (run->dir) kv(b, "run directory", run->dir);
-    kv(b, "checkpoint", id->ckpt_path);
-    kv_i(b, "step", (long long)id->step);
-    kv(b, "goldfish", id->goldfish);
-    kv(b, "dataset", id->ds_path);
-    kv(b, "dataset xxh3", id->ds_xxh3);
-    kv_i(b, "documents", (long long)id->ds_docs);
-    kv_i(b, "tokens", (long long)id->ds_tokens);
+    if (id) { /* NULL: the run has curves only (memscan --all-steps) */
+        kv(b, "checkpoint", id->ckpt_path);
+        kv_i(b, "step", (long long)id->step);
+        kv(b, "goldfish", id->goldfish);
+        kv(b, "dataset", id->ds_path);
+        kv(b, "dataset xxh3", id->ds_xxh3);
+        kv_i(b, "documents", (long long)id->ds_docs);
+        kv_i(b, "tokens", (long long)id->ds_tokens);
+    }
     ax_rep_puts(b, "</table>\n");
     if (run->probe) probe_section(r, run->probe, b);
     if (run->regurg) regurg_section(run->regurg, b);
@@ -258,6 +261,7 @@ void ax_rep_write_html(const ax_report *r, ax_rep_buf *b) {
     ax_rep_chart_loss(r, b);
     ax_rep_chart_dup(r, b);
     ax_rep_html_privacy(r, b);
+    ax_rep_html_curves(r, b);
     for (int i = 0; i < r->n_runs; i++) run_section(r, &r->runs[i], b);
     if (r->index) index_section(r->index, b);
     ax_rep_puts(

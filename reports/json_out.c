@@ -157,7 +157,7 @@ void ax_rep_write_json(const ax_report *r, ax_jw *w) {
         ax_jw_obj_begin(w);
         ax_jw_key(w, "label"), ax_jw_str(w, run->label);
         if (run->dir) ax_jw_key(w, "dir"), ax_jw_str(w, run->dir);
-        ident(w, ax_rep_run_ident(run));
+        if (ax_rep_run_ident(run)) ident(w, ax_rep_run_ident(run)); /* NULL: curves only */
         if (run->warning) ax_jw_key(w, "warning"), ax_jw_str(w, run->warning);
         ax_jw_key(w, "probe");
         run->probe ? probe(w, run->probe) : ax_jw_null(w);
@@ -169,6 +169,8 @@ void ax_rep_write_json(const ax_report *r, ax_jw *w) {
         run->exposure ? ax_rep_json_exposure(w, run->exposure) : ax_jw_null(w);
         ax_jw_key(w, "training");
         run->train ? train(w, run->train) : ax_jw_null(w);
+        ax_jw_key(w, "over_training"); /* memorization versus step; null without curves */
+        ax_rep_json_curves(w, run);
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #define INDEX_SCHEMA "axmem.memscan.index/"
+#define CURVE_SCHEMA "axmem-curve"
 
 /* a rate with its interval: metrics.KEY in [0, 1] */
 static ax_status get_rate(const ax_json *metrics, const char *key, const char *path,
@@ -247,9 +248,11 @@ static ax_status push2(double **a, double **b, int64_t *n, int64_t *cap, double 
 }
 
 static ax_status metrics_line(const ax_json *row, const char *what, void *ctx) {
-    ax_rep_train *t = ctx;
+    ax_rep_run *run = ctx;
+    ax_rep_train *t = run->train;
     double step, loss;
-    if (ax_json_get(row, "scan")) return AX_OK; /* a scan record of train --scan-every */
+    if (ax_json_get(row, "scan")) /* a scan record of train --scan-every: extraction vs step */
+        return ax_rep_scan_record(row, what, t->file, run);
     AX_CHECK(ax_rep_get_in(row, "", "step", 0, (double)AX_REP_MAX_COUNT, what, &step));
     AX_CHECK(ax_rep_get_in(row, "", "loss", -DBL_MAX, DBL_MAX, what, &loss));
     AX_CHECK(push2(&t->step, &t->loss, &t->n, &t->cap, step, loss));
@@ -380,6 +383,22 @@ static ax_status load_scan(ax_rep_run *run, const char *path, const char *want_k
     const char *kind = NULL;
     ax_status st;
     AX_CHECK_GOTO(ax_rep_read_json(path, &v), out);
+    const ax_json *schema = ax_json_get(v, "schema");
+    if (schema && schema->type == AX_JSON_STR && !strcmp(schema->str, CURVE_SCHEMA)) {
+        if (want_kind && strcmp(want_kind, CURVE_SCHEMA))
+            st = ax_errorf(AX_ERR_MISMATCH, "%s: a curve file (%s), expected a scan (\"%s\")", path,
+                           CURVE_SCHEMA, want_kind);
+        else /* memscan --all-steps: memorization over training */
+            st = ax_rep_parse_curve(v, path, run);
+        goto out;
+    }
+    if (want_kind && !strcmp(want_kind, CURVE_SCHEMA)) {
+        st = ax_errorf(AX_ERR_MISMATCH,
+                       "%s: schema is not \"%s\"; a file of this name is the curve memscan "
+                       "--all-steps writes",
+                       path, CURVE_SCHEMA);
+        goto out;
+    }
     AX_CHECK_GOTO(ax_rep_scan_header(v, path, &kind, &id), out);
     if (want_kind && strcmp(kind, want_kind)) {
         st = ax_errorf(AX_ERR_MISMATCH, "%s: kind \"%s\", expected \"%s\" for this file name", path,
@@ -420,12 +439,19 @@ static ax_status load_dir(ax_rep_run *run, const char *dir, int keep) {
                          "run '%s': %s does not exist; pass a directory written by "
                          "axmem memscan probe/generate/mia/exposure",
                          run->label, dir);
-    enum { PROBE, REGURG, MIA, EXPOSURE, LEGACY, SAMPLES, METRICS, N_NAMES };
-    static const char *names[N_NAMES] = {"probe.json",    "regurgitation.json", "mia.json",
-                                         "exposure.json", "scan.json",          "samples.jsonl",
-                                         "metrics.jsonl"};
-    static const char *kinds[LEGACY + 1] = {"extraction-probe", "regurgitation-scan",
-                                            "membership-inference", "canary-exposure", NULL};
+    enum { PROBE, REGURG, MIA, EXPOSURE, LEGACY, C_PROBE, C_MIA, C_EXP, SAMPLES, METRICS, N_NAMES };
+    static const char *names[N_NAMES] = {
+        "probe.json",    "regurgitation.json", "mia.json",       "exposure.json",
+        "scan.json",     "probe.curve.json",   "mia.curve.json", "exposure.curve.json",
+        "samples.jsonl", "metrics.jsonl"};
+    static const char *kinds[C_EXP + 1] = {"extraction-probe",
+                                           "regurgitation-scan",
+                                           "membership-inference",
+                                           "canary-exposure",
+                                           NULL,
+                                           CURVE_SCHEMA,
+                                           CURVE_SCHEMA,
+                                           CURVE_SCHEMA};
     char *p[N_NAMES];
     ax_status st = AX_OK;
     int k, any = 0;
@@ -435,20 +461,13 @@ static ax_status load_dir(ax_rep_run *run, const char *dir, int keep) {
             st = ax_rep_nomem();
             goto out;
         }
-    for (k = PROBE; k <= LEGACY; k++) any |= ax_path_exists(p[k]);
-    if (!any) {
-        st = ax_errorf(AX_ERR_IO,
-                       "run '%s': found none of %s, %s, %s, %s, %s; point --run at a directory "
-                       "where axmem memscan probe/generate/mia/exposure wrote its scan, or use "
-                       "--scan LABEL=FILE",
-                       run->label, p[PROBE], p[REGURG], p[MIA], p[EXPOSURE], p[LEGACY]);
-        goto out;
-    }
+    for (k = PROBE; k <= C_EXP; k++) any |= ax_path_exists(p[k]);
+    if (!any && !ax_path_exists(p[METRICS])) goto none;
     if (!(run->dir = strdup(dir))) {
         st = ax_rep_nomem();
         goto out;
     }
-    for (k = PROBE; k <= LEGACY; k++)
+    for (k = PROBE; k <= C_EXP; k++)
         if (ax_path_exists(p[k])) AX_CHECK_GOTO(load_scan(run, p[k], kinds[k], keep), out);
     if (run->probe && !run->probe->samples_file && ax_path_exists(p[SAMPLES])) {
         run->probe->samples_file = p[SAMPLES], p[SAMPLES] = NULL;
@@ -462,8 +481,17 @@ static ax_status load_dir(ax_rep_run *run, const char *dir, int keep) {
             goto out;
         }
         run->train = t;
-        AX_CHECK_GOTO(ax_rep_each_jsonl(p[METRICS], metrics_line, t), out);
+        AX_CHECK_GOTO(ax_rep_each_jsonl(p[METRICS], metrics_line, run), out);
     }
+    /* a training run alone reports when it logged scans (train --scan-every) */
+    if (any || run->curve[AX_REP_CURVE_TRAIN]) goto out;
+none:
+    st = ax_errorf(AX_ERR_IO,
+                   "run '%s': found none of %s, %s, %s, %s, %s, a *.curve.json (memscan "
+                   "--all-steps) or scan records in metrics.jsonl (train --scan-every); point "
+                   "--run at a directory where axmem memscan probe/generate/mia/exposure wrote "
+                   "its scan, or use --scan LABEL=FILE",
+                   run->label, p[PROBE], p[REGURG], p[MIA], p[EXPOSURE], p[LEGACY]);
 out:
     for (k = 0; k < N_NAMES; k++) free(p[k]);
     return st;
@@ -579,6 +607,7 @@ void ax_rep_free(ax_report *r) {
         }
         ax_rep_mia_free(run->mia);
         ax_rep_exposure_free(run->exposure);
+        for (int k = 0; k < AX_REP_NCURVES; k++) ax_rep_curve_free(run->curve[k]);
         if (run->train) {
             ax_rep_train *t = run->train;
             free(t->file), free(t->step), free(t->loss), free(t->val_step), free(t->val_loss);

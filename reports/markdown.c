@@ -47,16 +47,18 @@ static void run_section(const ax_report *r, const ax_rep_run *run, ax_rep_buf *b
         ax_rep_md(b, run->warning);
         ax_rep_puts(b, "\n\n");
     }
-    ax_rep_puts(b, "- checkpoint: ");
-    ax_rep_md(b, id->ckpt_path);
-    ax_rep_printf(b, " (step %lld)\n- goldfish: ", (long long)id->step);
-    ax_rep_md(b, id->goldfish);
-    ax_rep_puts(b, "\n- dataset: ");
-    ax_rep_md(b, id->ds_path);
-    ax_rep_printf(b, " (xxh3 ");
-    ax_rep_md(b, id->ds_xxh3);
-    ax_rep_printf(b, ", %lld documents, %lld tokens)\n", (long long)id->ds_docs,
-                  (long long)id->ds_tokens);
+    if (id) { /* NULL: the run has curves only (memscan --all-steps) */
+        ax_rep_puts(b, "- checkpoint: ");
+        ax_rep_md(b, id->ckpt_path);
+        ax_rep_printf(b, " (step %lld)\n- goldfish: ", (long long)id->step);
+        ax_rep_md(b, id->goldfish);
+        ax_rep_puts(b, "\n- dataset: ");
+        ax_rep_md(b, id->ds_path);
+        ax_rep_printf(b, " (xxh3 ");
+        ax_rep_md(b, id->ds_xxh3);
+        ax_rep_printf(b, ", %lld documents, %lld tokens)\n", (long long)id->ds_docs,
+                      (long long)id->ds_tokens);
+    }
     const ax_rep_probe *p = run->probe;
     if (p) {
         ax_rep_printf(b, "- probe: %lld documents, %lld-token prompt, %lld-token continuation\n",
@@ -135,6 +137,7 @@ void ax_rep_write_md(const ax_report *r, ax_rep_buf *b) {
         ax_rep_puts(b, "\n");
     }
     ax_rep_md_privacy(r, b);
+    ax_rep_md_curves(r, b);
     for (int i = 0; i < r->n_runs; i++) run_section(r, &r->runs[i], b);
     if (r->index) {
         const ax_rep_index *x = r->index;

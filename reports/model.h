@@ -119,14 +119,33 @@ typedef struct {
     double *val_step, *val_loss;
 } ax_rep_train;
 
+/* Memorization over training: one headline metric versus step (load_curves.c), from a curve
+ * file of `memscan probe|mia|exposure --all-steps` (axmem-curve v1) or the scan records
+ * `train --scan-every` appends to metrics.jsonl. Steps strictly ascend. */
+enum {
+    AX_REP_CURVE_PROBE,    /* probe.curve.json: exact-match rate, its interval, token accuracy */
+    AX_REP_CURVE_TRAIN,    /* metrics.jsonl scan records: the same, probed inside training */
+    AX_REP_CURVE_MIA,      /* mia.curve.json: AUC of one score, its bootstrap interval */
+    AX_REP_CURVE_EXPOSURE, /* exposure.curve.json: mean exposure over all canaries (bits) */
+    AX_REP_NCURVES
+};
+typedef struct {
+    char *file;
+    char *score; /* mia: the score plotted ("loss" when the curve has it, else the first) */
+    int64_t n, cap, n_skipped;        /* n_skipped: checkpoints the scan could not open */
+    double *step, *v, *lo, *hi, *tok; /* tok: token accuracy (probe, train); lo = hi = v for
+                                         exposure, which has no interval */
+} ax_rep_curve;
+
 typedef struct {
     char *label, *dir;
-    ax_rep_probe *probe;       /* NULL when the run has no extraction probe */
-    ax_rep_regurg *regurg;     /* NULL when it has no regurgitation scan */
-    ax_rep_mia *mia;           /* NULL without a membership-inference scan */
-    ax_rep_exposure *exposure; /* NULL without a canary-exposure scan */
-    ax_rep_train *train;       /* NULL without metrics.jsonl */
-    char *warning;             /* e.g. the two scans name different checkpoints */
+    ax_rep_probe *probe;                 /* NULL when the run has no extraction probe */
+    ax_rep_regurg *regurg;               /* NULL when it has no regurgitation scan */
+    ax_rep_mia *mia;                     /* NULL without a membership-inference scan */
+    ax_rep_exposure *exposure;           /* NULL without a canary-exposure scan */
+    ax_rep_train *train;                 /* NULL without metrics.jsonl */
+    ax_rep_curve *curve[AX_REP_NCURVES]; /* NULL: the run has no such curve */
+    char *warning;                       /* e.g. the two scans name different checkpoints */
 } ax_rep_run;
 
 typedef struct {
@@ -160,6 +179,14 @@ ax_status ax_rep_parse_exposure(const ax_json *v, const char *path, ax_rep_expos
 ax_status ax_rep_read_exposure_samples(ax_rep_exposure *e, int keep_secrets);
 void ax_rep_mia_free(ax_rep_mia *m);
 void ax_rep_exposure_free(ax_rep_exposure *e);
+/* load_curves.c: a parsed axmem-curve file into run->curve[its scan] (a second curve of one
+ * scan for a run is an error); one metrics.jsonl row with "scan" into run->curve[TRAIN] */
+ax_status ax_rep_parse_curve(const ax_json *v, const char *path, ax_rep_run *run);
+ax_status ax_rep_scan_record(const ax_json *row, const char *what, const char *file,
+                             ax_rep_run *run);
+void ax_rep_curve_free(ax_rep_curve *c);
+/* 1 if exact match at point i rose above the previous point's upper bound */
+int ax_rep_curve_rising(const ax_rep_curve *c, int64_t i);
 /* jsonget.c: getters shared by the loaders; failures name path and field */
 ax_status ax_rep_nomem(void);
 char *ax_rep_join(const char *dir, const char *name); /* "dir/name", malloc'd (NULL: OOM) */
@@ -222,3 +249,8 @@ void ax_rep_html_privacy(const ax_report *r, ax_rep_buf *b);
 void ax_rep_md_privacy(const ax_report *r, ax_rep_buf *b);
 void ax_rep_json_mia(ax_jw *w, const ax_rep_mia *m);
 void ax_rep_json_exposure(ax_jw *w, const ax_rep_exposure *e);
+/* the "Memorization over training" sections (html_curves.c, markdown_curves.c, json_curves.c;
+ * nothing when no run has a curve) */
+void ax_rep_html_curves(const ax_report *r, ax_rep_buf *b);
+void ax_rep_md_curves(const ax_report *r, ax_rep_buf *b);
+void ax_rep_json_curves(ax_jw *w, const ax_rep_run *run); /* an object, or null */

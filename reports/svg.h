@@ -45,6 +45,8 @@ typedef struct {
     const double *x, *y;
     int n_pts; /* markers (hollow circles) */
     const double *px, *py;
+    const double *lo, *hi; /* non-NULL: a shaded band from lo to hi under the line (an
+                              interval at each of the n line vertices) */
 } ax_svg_xy_series;
 
 typedef struct {

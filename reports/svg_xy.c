@@ -111,6 +111,19 @@ void ax_svg_xy_chart(ax_rep_buf *b, const ax_svg_xy *c) {
     int nn = 0;
     for (int k = 0; k < c->n; k++) {
         const ax_svg_xy_series *s = &c->s[k];
+        if (s->n && s->lo && s->hi) { /* the interval band: along hi, back along lo */
+            ax_rep_printf(b,
+                          "<polygon class=\"band\" fill=\"%s\" fill-opacity=\"0.18\" "
+                          "stroke=\"none\" points=\"",
+                          ax_svg_color(k));
+            for (int i = 0; i < s->n; i++)
+                ax_rep_printf(b, "%.1f,%.1f ", PX(s->x[i]), PY(s->hi[i]));
+            for (int i = s->n - 1; i >= 0; i--)
+                ax_rep_printf(b, "%.1f,%.1f ", PX(s->x[i]), PY(s->lo[i]));
+            ax_rep_puts(b, "\"><title>");
+            ax_rep_html(b, s->name);
+            ax_rep_puts(b, ": 95% interval</title></polygon>");
+        }
         if (s->n) {
             ax_rep_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"",
                           ax_svg_color(k));

@@ -188,5 +188,52 @@ assert key(a) == key(b), (key(a), key(b))
 PY
 fi
 
+# ---- the report: memorization over training (issue 11 item 8)
+run "report: --all-steps curves, train --scan-every records, a curve with a skipped step" \
+  "$AX" report --scan steps="$T/scans/probe.curve.json" --scan steps="$T/mia/mia.curve.json" \
+  --scan steps="$T/exp/exposure.curve.json" --run train="$T/rs" --run mem="$T/rw" \
+  --run dmg="$T/dscans" --out "$T/rc"
+python3 - "$T" <<'PY' 2>"$T/err" && ok "report: curve points, flags and section equal to the curve files and records" || bad "report: memorization over training"
+import json, sys
+t = sys.argv[1]
+def load(p): return json.load(open(p))
+runs = {r["label"]: r["over_training"] for r in load(f"{t}/rc/report.json")["runs"]}
+c = load(f"{t}/scans/probe.curve.json")
+pts = runs["steps"]["probe"]["points"]
+assert [p["step"] for p in pts] == [p["step"] for p in c["points"]] == [2, 4, 6], pts
+for a, b in zip(pts, c["points"]):
+    assert a["value"] == b["exact_match_rate"]["mean"] and a["ci95"] == b["exact_match_rate"]["ci95"]
+    assert a["token_accuracy"] == b["token_accuracy"]["mean"]
+mia = runs["steps"]["mia"]
+assert [p["value"] for p in mia["points"]] == \
+       [p["scores"][mia["score"]]["auc"] for p in load(f"{t}/mia/mia.curve.json")["points"]]
+assert [p["value"] for p in runs["steps"]["exposure"]["points"]] == \
+       [p["overall"]["exposure_mean"] for p in load(f"{t}/exp/exposure.curve.json")["points"]]
+for run, d in (("train", "rs"), ("mem", "rw")):  # the records as written; the flags agree
+    recs = [json.loads(l) for l in open(f"{t}/{d}/metrics.jsonl") if '"scan"' in l]
+    got = [(p["step"], p["value"], p["ci95"], p["extraction_rising"])
+           for p in runs[run]["train_scans"]["points"]]
+    assert got == [(r["step"], r["exact_match"], [r["exact_match_lo"], r["exact_match_hi"]],
+                    r["extraction_rising"]) for r in recs], (run, got)
+assert any(p["extraction_rising"] for p in runs["mem"]["train_scans"]["points"])
+assert runs["dmg"]["probe"]["skipped"] == 1
+html, md = open(f"{t}/rc/report.html").read(), open(f"{t}/rc/report.md").read()
+assert html.count("Memorization over training</h2>") == 1 and html.count('class="band"') >= 2
+assert "Membership inference versus training step" in html
+assert "Canary exposure versus training step" in html
+flags = sum(p["extraction_rising"] for r in runs.values() if r
+            for k in ("probe", "train_scans") if k in r for p in r[k]["points"])
+assert html.count('<tr class="rising">') == flags >= 1, flags
+for p in c["points"]: assert f"| steps | memscan probe --all-steps | {p['step']} |" in md
+assert "| mem | train --scan-every | 80 |" in md and "ROSE above the previous upper bound" in md
+PY
+python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1])); c["points"][1]["step"] = 1
+json.dump(c, open(sys.argv[2], "w"))' "$T/scans/probe.curve.json" "$T/bad.curve.json"
+expect_fail "report: a curve whose steps do not ascend is refused, naming the field" 1 \
+  "bad.curve.json: points\[1\]\.step = 1 does not ascend" \
+  "$AX" report --scan x="$T/bad.curve.json" --out "$T/rx"
+
 echo "over-steps: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
