@@ -63,6 +63,15 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
       else echo "memscan index --mem-limit 1M on $np ranks (hash bits $bits): FAILED"; fail=1; fi
     done
   done
+  # peak RSS per rank (getrusage in the driver): the spilled build stays within a 4 MB limit
+  # plus the dataset's pages plus 8 MB on 2 and 4 ranks, the in-memory one does not, same bytes
+  SP=$B/tests/mpi/mpi_memscan_spill
+  if [ -x "$SP" ]; then
+    "$SP" --make "$T/lim" || fail=1
+    for np in 2 4; do
+      mpirun --oversubscribe -np "$np" "$SP" --build "$T/lim" 4194304 || fail=1
+    done
+  else echo "memscan.sh: $SP not built"; fail=1; fi
   if ls "$T/lim" | grep -Eq '\.(spill|tags|exts|vals|lists|partial)$'; then
     echo "memscan index --mem-limit under mpirun left temporary files: FAILED"; fail=1
   else echo "memscan index --mem-limit under mpirun leaves no temporary files: ok"; fi
