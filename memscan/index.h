@@ -118,9 +118,13 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
 /* Builds the index of ds and writes it to path (version 3, and path.json) holding about
  * mem_limit bytes of memory (plus the dataset pages the kernel keeps mapped): windows are
  * hashed once and spilled to path.spill in hash partitions, each partition is counted alone
- * and the lists merged (memscan/index_spill.c). One process only (not collective); temporary
- * files next to path take ~16 bytes per window plus the index's size. The file is the same,
- * byte for byte, as ax_memscan_index_build + ax_memscan_index_save write. */
+ * and the lists merged (memscan/index_spill.c). Collective over the MPI world when it has more
+ * than one rank (mem_limit per rank): windows are routed to their owners as in
+ * ax_memscan_index_build, each owner spills and counts its own, and rank 0 gathers the
+ * partitions one at a time and writes the file (info_out on every rank). Temporary files next
+ * to path (path.rR.* per rank under MPI) take ~16 bytes per window plus the index's size. The
+ * file is the same, byte for byte, as ax_memscan_index_build + ax_memscan_index_save write
+ * on as many ranks. */
 ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_build_opts *o,
                                          uint64_t mem_limit, const char *path,
                                          ax_memscan_info *info_out);

@@ -55,6 +55,9 @@ static int seg_next(seg_iter *it, uint64_t s, uint64_t *a, uint64_t *b) {
 
 typedef struct {
     ax_memscan_index_t *idx;
+    const ax_axd_t *ds;
+    ax_ms_pair_fn sink; /* routing only (ax_ms_route_pairs): arriving pairs go here */
+    void *sink_ctx;
     ax_grid_t *g; /* the world grid (idx->grid); rank, size along AX_AXIS_WORLD */
     int rank, size, active;
     int n, bits;
@@ -76,7 +79,7 @@ _Static_assert(sizeof(ax_ms_pair) == 2 * sizeof(uint64_t), "ax_ms_pair is (hash,
 
 /* pass 1: windows in this rank's slice, and a sketch of their distinct count */
 static void sizing_pass(builder *bd, ax_ms_hll *hll, uint64_t *n_windows) {
-    const ax_axd_t *ds = bd->idx->ds;
+    const ax_axd_t *ds = bd->ds;
     *n_windows = 0;
     for (uint64_t s = bd->lo; s < bd->hi; s += bd->B) {
         uint64_t e = s + bd->B < bd->hi ? s + bd->B : bd->hi;
@@ -215,7 +218,7 @@ static inline ax_status put_pair(builder *bd, uint64_t h, uint64_t pos) {
 /* Hashes the windows starting in [s, e): into dst (room for bd->B) when given, and *m gets
  * how many; else straight into the chunk. */
 static ax_status hash_round(builder *bd, uint64_t s, uint64_t e, ax_ms_pair *dst, size_t *m) {
-    const ax_axd_t *ds = bd->idx->ds;
+    const ax_axd_t *ds = bd->ds;
     size_t k = 0;
     seg_iter it;
     seg_begin(&it, ds, bd->n, s, e);
@@ -283,7 +286,8 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
                                    bd->rd, AX_DT_U64));
         /* keep exchanging after a local failure so no rank is left waiting; report it after */
         for (int i = 0; i < racc && st == AX_OK; i++)
-            st = put_pair(bd, bd->recv[i].h, bd->recv[i].pos);
+            st = bd->sink ? bd->sink(bd->sink_ctx, bd->recv[i].h, bd->recv[i].pos)
+                          : put_pair(bd, bd->recv[i].h, bd->recv[i].pos);
     }
     return st;
 }
@@ -479,6 +483,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     bd.active = bd.size > 1;
     int P = bd.size, r = bd.rank;
     idx->ds = ds;
+    bd.ds = ds;
     idx->shard_rank = r;
     idx->shard_size = P;
     fill_info(&idx->info, ds, o, P);
@@ -565,5 +570,54 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
 fail:
     builder_free(&bd);
     ax_memscan_index_free(idx);
+    return st;
+}
+
+ax_status ax_ms_route_pairs(const ax_axd_t *ds, const ax_memscan_build_opts *o, ax_grid_t *g,
+                            uint64_t round_windows, ax_ms_pair_fn fn, void *ctx) {
+    AX_CHECK(check_opts(ds, o));
+    builder bd;
+    memset(&bd, 0, sizeof bd);
+    bd.ds = ds;
+    bd.sink = fn;
+    bd.sink_ctx = ctx;
+    bd.g = g;
+    bd.size = ax_grid_dim(g, AX_AXIS_WORLD);
+    bd.rank = ax_grid_coord(g, AX_AXIS_WORLD);
+    bd.active = 1;
+    bd.n = o->n;
+    bd.bits = o->hash_bits;
+    bd.seed = o->seed;
+    bd.B = round_windows ? round_windows : 1;
+    uint64_t T = ax_axd_n_tokens(ds), P = (uint64_t)bd.size, r = (uint64_t)bd.rank;
+    bd.lo = T * r / P;
+    bd.hi = T * (r + 1) / P;
+    ax_status st = agree(&bd, builder_alloc(&bd));
+    uint64_t rounds = (bd.hi - bd.lo + bd.B - 1) / bd.B;
+    if (st == AX_OK) st = ax_coll_allreduce(g, AX_AXIS_WORLD, &rounds, 1, AX_DT_U64, AX_OP_MAX);
+    ax_status sink_st = AX_OK;
+    for (uint64_t k = 0; k < rounds && st == AX_OK; k++) {
+        uint64_t s = bd.lo + k * bd.B, e = s + bd.B;
+        if (s > bd.hi) s = bd.hi;
+        if (e > bd.hi) e = bd.hi;
+        uint64_t flags = (o->stop && *o->stop) ? 1 : 0;
+        if (sink_st != AX_OK) flags |= 2;
+        size_t m = 0;
+        hash_round(&bd, s, e, bd.pair, &m);
+        ax_status xs = exchange_round(&bd, m, &flags);
+        if (xs == AX_ERR_MPI) {
+            st = xs;
+            break;
+        }
+        if (sink_st == AX_OK) sink_st = xs;
+        if (flags & 2) {
+            st = agree(&bd, sink_st);
+            break;
+        }
+        if (flags & 1)
+            st = ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing was written");
+    }
+    if (st == AX_OK) st = agree(&bd, sink_st);
+    builder_free(&bd);
     return st;
 }

@@ -39,6 +39,15 @@ typedef struct {
     uint64_t h, pos;
 } ax_ms_pair;
 
+/* Routing without counting (the spilled build on several ranks, memscan/index_spill.c): every
+ * rank hashes the windows of its slice of ds in rounds of round_windows, the all-to-all of the
+ * in-memory build sends each pair to its owner (ax_ms_owner), and fn gets every pair this rank
+ * owns (in no particular order). Collective over g's world axis; a failure of fn on any rank
+ * stops every rank. */
+typedef ax_status (*ax_ms_pair_fn)(void *ctx, uint64_t h, uint64_t pos);
+ax_status ax_ms_route_pairs(const ax_axd_t *ds, const ax_memscan_build_opts *o, ax_grid_t *g,
+                            uint64_t round_windows, ax_ms_pair_fn fn, void *ctx);
+
 /* The occurrence-list sizes implied by the histogram: every window occurring more than once
  * has a list of all its positions. */
 static inline void ax_ms_occ_info(ax_memscan_info *in) {

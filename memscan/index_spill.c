@@ -18,6 +18,7 @@
 #include "memscan/index_impl.h"
 
 #include "lib/core/fsutil.h"
+#include "lib/dist/comm.h"
 #include "lib/core/log.h"
 
 #include <errno.h>
@@ -61,9 +62,16 @@ typedef struct {
     uint64_t last_first;
     uint8_t *lbuf; /* converting: list-file write buffer */
     size_t lfill;
+    /* distributed (ax_ms_spill_dist): pairs arrive out of position order; each partition's
+     * entries go unsorted to the spill file (ent_off, ent_n) for rank 0 to gather */
+    int dist;
+    uint64_t *ent_off, *ent_n, *run_bytes;
 } spill;
 
 static ax_status flush_part_fwd(spill *s, uint64_t k);
+static ax_status build_bounded_dist(const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                                    uint64_t mem_limit, const char *path, ax_grid_t *g,
+                                    ax_memscan_info *info_out);
 
 /* a pair's partition: the hash's top kb bits (= the tag's); an entry's: its tag's */
 static uint64_t part_of(const spill *s, uint64_t x) {
@@ -172,6 +180,11 @@ static ax_status read_part(spill *s, uint64_t k, void **out) {
     return AX_OK;
 }
 
+static int pair_pos_cmp(const void *x, const void *y) {
+    uint64_t a = ((const ax_ms_pair *)x)->pos, b = ((const ax_ms_pair *)y)->pos;
+    return (a > b) - (a < b);
+}
+
 /* pass 2 for partition k: count, sort, append columns and the list run */
 static ax_status count_part(spill *s, uint64_t k) {
     part *p = &s->parts[k];
@@ -189,6 +202,8 @@ static ax_status count_part(spill *s, uint64_t k) {
     ax_ms_occ occ;
     memset(&occ, 0, sizeof occ);
     ax_status st = read_part(s, k, (void **)&pr);
+    /* routed pairs come in no order: by position, so the first seen is the first occurrence */
+    if (st == AX_OK && s->dist) qsort(pr, (size_t)m, sizeof *pr, pair_pos_cmp);
     if (st == AX_OK) st = ax_ms_table_init(&t, m);
     for (uint64_t i = 0; i < m && st == AX_OK; i++) {
         /* every tag here shares its top kb bits (the partition): shifted out, so the homes
@@ -244,7 +259,14 @@ static ax_status count_part(spill *s, uint64_t k) {
     ax_ms_table_free(&t);
     if (st == AX_OK) {
         s->info.n_distinct += d;
-        st = write_cols(s, ent, d);
+        if (s->dist) { /* appended after the pairs (pread leaves the file position there) */
+            s->ent_off[k] = s->spill_off;
+            s->ent_n[k] = d;
+            st = ax_write_all(s->fd, ent, sizeof *ent * (size_t)d, s->paths[0]);
+            s->spill_off += sizeof *ent * d;
+        } else {
+            st = write_cols(s, ent, d);
+        }
     }
     free(ent);
     if (st == AX_OK && n_edge) {
@@ -502,11 +524,22 @@ static void spill_cleanup(spill *s) {
     free(s->parts);
     free(s->run_off);
     free(s->run_groups);
+    free(s->ent_off);
+    free(s->ent_n);
+    free(s->run_bytes);
 }
 
 ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_build_opts *o,
                                          uint64_t mem_limit, const char *path,
                                          ax_memscan_info *info_out) {
+    ax_grid_t *g = NULL;
+    AX_CHECK(ax_grid_create_world(&g));
+    if (ax_grid_dim(g, AX_AXIS_WORLD) > 1) {
+        ax_status st = build_bounded_dist(ds, o, mem_limit, path, g, info_out);
+        ax_grid_free(g);
+        return st;
+    }
+    ax_grid_free(g);
     spill s;
     memset(&s, 0, sizeof s);
     s.ds = ds;
@@ -542,6 +575,235 @@ ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_bu
     }
     sec_ctx sc = {&s, NULL};
     if (st == AX_OK) st = ax_ms_v3_write_with(&s.info, sections, &sc, path, o->stop);
+    if (st == AX_OK && info_out) *info_out = s.info;
+    spill_cleanup(&s);
+    return st;
+}
+
+/* ---- on several ranks: routed pairs spilled by each owner, gathered by rank 0 ---- */
+
+#define TAG_PART_HDR 21 /* ax_coll_send tags */
+#define TAG_PART_ENT 22
+#define TAG_PART_RUN 23
+
+static ax_status route_sink(void *ctx, uint64_t h, uint64_t pos) {
+    return spill_put(ctx, h, pos);
+}
+
+/* merges the list runs src[0..P) (each: lists as length then positions, ascending by first
+ * occurrence; bytes[r] long) into one run appended to the list file */
+static ax_status merge_runs(spill *s, uint64_t **src, const uint64_t *len, int P) {
+    uint64_t at[64] = {0}, total = 0;
+    for (int r = 0; r < P; r++) total += len[r];
+    uint64_t *out = malloc(8 * (size_t)(total ? total : 1)), o = 0;
+    if (!out) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    for (;;) {
+        int best = -1;
+        for (int r = 0; r < P; r++)
+            if (at[r] < len[r] && (best < 0 || src[r][at[r] + 1] < src[best][at[best] + 1]))
+                best = r;
+        if (best < 0) break;
+        uint64_t m = src[best][at[best]];
+        memcpy(out + o, src[best] + at[best], 8 * (size_t)(m + 1));
+        o += m + 1;
+        at[best] += m + 1;
+    }
+    ax_status st = ax_write_all(s->fd_list, out, 8 * (size_t)o, s->paths[4]);
+    s->list_off += 8 * o;
+    free(out);
+    return st;
+}
+
+static ax_status pread_all(int fd, void *p, size_t n, uint64_t off, const char *path) {
+    if (n && pread(fd, p, n, (off_t)off) != (ssize_t)n)
+        return ax_errorf(AX_ERR_IO, "%s: read failed: %s", path, strerror(errno));
+    return AX_OK;
+}
+
+/* Rank 0 takes partition k from every rank (entries and list run), sorts the entries into the
+ * columns and merges the runs into one; the other ranks send theirs. Every rank keeps the
+ * exchange going after a failure (sending empty parts) so nobody waits forever. */
+static ax_status gather_part(spill *s, ax_grid_t *g, int P, int rank, uint64_t k, ax_status st) {
+    uint64_t hdr[4] = {s->ent_n[k], s->run_groups[k], s->run_bytes[k], st != AX_OK};
+    if (rank != 0) {
+        ax_ms_ent *ent = NULL;
+        uint64_t *run = NULL;
+        if (!hdr[3]) {
+            ent = malloc(sizeof *ent * (size_t)(hdr[0] ? hdr[0] : 1));
+            run = malloc((size_t)(hdr[2] ? hdr[2] : 8));
+            if (!ent || !run) st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+            if (st == AX_OK)
+                st =
+                    pread_all(s->fd, ent, sizeof *ent * (size_t)hdr[0], s->ent_off[k], s->paths[0]);
+            if (st == AX_OK)
+                st = pread_all(s->fd_list, run, (size_t)hdr[2], s->run_off[k], s->paths[4]);
+        }
+        if (st != AX_OK) hdr[0] = hdr[1] = hdr[2] = 0, hdr[3] = 1;
+        ax_status cs = ax_coll_send(g, AX_AXIS_WORLD, hdr, 4, AX_DT_U64, 0, TAG_PART_HDR);
+        if (cs == AX_OK && hdr[0])
+            cs =
+                ax_coll_send(g, AX_AXIS_WORLD, ent, (long)(2 * hdr[0]), AX_DT_U64, 0, TAG_PART_ENT);
+        if (cs == AX_OK && hdr[2])
+            cs =
+                ax_coll_send(g, AX_AXIS_WORLD, run, (long)(hdr[2] / 8), AX_DT_U64, 0, TAG_PART_RUN);
+        free(ent);
+        free(run);
+        return cs != AX_OK ? cs : st;
+    }
+    uint64_t h[64][4], D = 0, groups = 0;
+    memcpy(h[0], hdr, sizeof hdr);
+    for (int r = 1; r < P; r++) {
+        AX_CHECK(ax_coll_recv(g, AX_AXIS_WORLD, h[r], 4, AX_DT_U64, r, TAG_PART_HDR));
+        if (h[r][3] && st == AX_OK)
+            st = ax_errorf(AX_ERR_IO, "memscan index: rank %d failed (see its message)", r);
+    }
+    uint64_t lens[64], *runs[64] = {0};
+    for (int r = 0; r < P; r++) D += h[r][0], groups += h[r][1], lens[r] = h[r][2] / 8;
+    ax_ms_ent *ent = malloc(sizeof *ent * (size_t)(D ? D : 1));
+    int ok = ent != NULL;
+    for (int r = 0; r < P; r++) ok = ok && (runs[r] = malloc(8 * (size_t)(lens[r] + 1)));
+    if (!ok && st == AX_OK) st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    /* receive even after a failure (into scratch when out of memory) so senders finish */
+    uint64_t at = 0;
+    for (int r = 0; r < P; r++) {
+        uint64_t d = h[r][0];
+        if (r == 0) {
+            if (st == AX_OK)
+                st = pread_all(s->fd, ent, sizeof *ent * (size_t)d, s->ent_off[k], s->paths[0]);
+            if (st == AX_OK)
+                st = pread_all(s->fd_list, runs[0], (size_t)h[0][2], s->run_off[k], s->paths[4]);
+        } else {
+            void *scratch = NULL;
+            if (d) {
+                void *dst = ok ? (void *)(ent + at) : (scratch = malloc(16 * (size_t)d));
+                if (!dst) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+                AX_CHECK(
+                    ax_coll_recv(g, AX_AXIS_WORLD, dst, (long)(2 * d), AX_DT_U64, r, TAG_PART_ENT));
+                free(scratch);
+                scratch = NULL;
+            }
+            if (lens[r]) {
+                void *dst = ok ? (void *)runs[r] : (scratch = malloc(8 * (size_t)lens[r]));
+                if (!dst) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+                AX_CHECK(
+                    ax_coll_recv(g, AX_AXIS_WORLD, dst, (long)lens[r], AX_DT_U64, r, TAG_PART_RUN));
+                free(scratch);
+            }
+        }
+        at += d;
+    }
+    s->run_off[k] = s->list_off;
+    s->run_groups[k] = groups;
+    if (st == AX_OK) st = write_cols(s, ent, D);
+    if (st == AX_OK && groups) st = merge_runs(s, runs, lens, P);
+    free(ent);
+    for (int r = 0; r < P; r++) free(runs[r]);
+    return st;
+}
+
+/* the spilled build on P > 1 ranks (see ax_memscan_index_build_bounded) */
+static ax_status build_bounded_dist(const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                                    uint64_t mem_limit, const char *path, ax_grid_t *g,
+                                    ax_memscan_info *info_out) {
+    int P = ax_grid_dim(g, AX_AXIS_WORLD), rank = ax_grid_coord(g, AX_AXIS_WORLD);
+    spill s;
+    memset(&s, 0, sizeof s);
+    s.ds = ds;
+    s.o = o;
+    s.limit = mem_limit;
+    s.dist = 1;
+    s.fd = s.fd_list = -1;
+    fill_info(&s.info, ds, o);
+    s.info.build_ranks = (uint32_t)P;
+    ax_status st = AX_OK;
+    if (P > 64)
+        st = ax_errorf(AX_ERR_UNSUPPORTED,
+                       "memscan index: --mem-limit builds on at most 64 ranks (%d here)", P);
+    /* partitions sized by all windows, so rank 0's gathered partition (every rank's share of
+     * it) fits as a serial build's does; each rank's temporary files carry its rank */
+    uint64_t W = ax_memscan_windows_of(ds, o->n);
+    char *base = malloc(strlen(path) + 16);
+    if (!base) st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    if (st == AX_OK) {
+        sprintf(base, "%s.r%d", path, rank);
+        st = spill_setup(&s, base, W, PEAK_PER_PAIR, 0);
+    }
+    s.n_runs = s.K;
+    if (st == AX_OK) {
+        s.ent_off = calloc((size_t)s.K, sizeof *s.ent_off);
+        s.ent_n = calloc((size_t)s.K, sizeof *s.ent_n);
+        s.run_bytes = calloc((size_t)s.K, sizeof *s.run_bytes);
+        if (!s.ent_off || !s.ent_n || !s.run_bytes)
+            st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    }
+    free(base);
+    st = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan index");
+    if (st == AX_OK && rank == 0)
+        AX_INFO("memscan index: %llu windows in %llu partitions on %d ranks within %.0f MB each",
+                (unsigned long long)W, (unsigned long long)s.K, P, (double)mem_limit / 1e6);
+    /* round buffers (pairs, their send copy, up to twice that received) within an eighth */
+    uint64_t B = mem_limit / 8 / (4 * sizeof(ax_ms_pair));
+    if (B > o->round_windows) B = o->round_windows;
+    if (B < 1024) B = 1024;
+    if (st == AX_OK) st = ax_ms_route_pairs(ds, o, g, B, route_sink, &s);
+    for (uint64_t k = 0; k < s.K && st == AX_OK; k++) st = flush_part_fwd(&s, k);
+    free(s.buf);
+    s.buf = NULL;
+    for (uint64_t k = 0; k < s.K && st == AX_OK; k++) {
+        if (o->stop && *o->stop) st = ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted");
+        if (st == AX_OK) st = count_part(&s, k);
+        s.info.n_windows += s.parts[k].pairs;
+        s.run_bytes[k] = s.list_off - s.run_off[k];
+    }
+    st = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan index");
+    /* the global statistics */
+    uint64_t v[6 + AX_MEMSCAN_HIST] = {s.info.n_windows, s.info.n_distinct, s.info.n_saturated,
+                                       s.n_dup,          s.n_dup_pos,       s.max_pairs};
+    memcpy(v + 6, s.info.hist, sizeof s.info.hist);
+    if (st == AX_OK)
+        st = ax_coll_allreduce(g, AX_AXIS_WORLD, v, 6 + AX_MEMSCAN_HIST, AX_DT_U64, AX_OP_SUM);
+    if (st == AX_OK) {
+        s.info.n_windows = v[0];
+        s.info.n_distinct = v[1];
+        s.info.n_saturated = v[2];
+        s.n_dup = v[3];
+        s.n_dup_pos = v[4];
+        memcpy(s.info.hist, v + 6, sizeof s.info.hist);
+        ax_ms_occ_info(&s.info);
+        if (s.info.n_dup != s.n_dup || s.info.n_dup_pos != s.n_dup_pos)
+            st = ax_errorf(AX_ERR_INTERNAL,
+                           "memscan index: %llu lists of %llu positions, the histogram implies "
+                           "%llu of %llu",
+                           (unsigned long long)s.n_dup, (unsigned long long)s.n_dup_pos,
+                           (unsigned long long)s.info.n_dup, (unsigned long long)s.info.n_dup_pos);
+    }
+    if (st == AX_OK && s.max_pairs * PEAK_PER_PAIR > mem_limit / 2)
+        AX_WARN("memscan index: one partition held %llu windows on one rank (repeats of one "
+                "window share a partition): over half of --mem-limit",
+                (unsigned long long)s.max_pairs);
+    if (st == AX_OK) {
+        /* rank 0 rebuilds its list file as the merged runs after its own (appended) */
+        ax_status gs = AX_OK;
+        for (uint64_t k = 0; k < s.K; k++) {
+            gs = gather_part(&s, g, P, rank, k, gs);
+            if (gs == AX_ERR_MPI) break;
+        }
+        sec_ctx sc = {&s, NULL};
+        if (rank == 0 && gs == AX_OK)
+            gs = ax_ms_v3_write_with(&s.info, sections, &sc, path, o->stop);
+        /* everyone returns rank 0's verdict (it did the writing) */
+        int32_t verdict = (int32_t)gs;
+        if (gs != AX_ERR_MPI) {
+            st = ax_coll_bcast(g, AX_AXIS_WORLD, &verdict, 1, AX_DT_I32, 0);
+            if (st == AX_OK && verdict != AX_OK && gs == AX_OK)
+                st = ax_errorf((ax_status)verdict,
+                               "memscan index: rank 0 could not write %s (see its message)", path);
+            else if (st == AX_OK)
+                st = (ax_status)verdict;
+        } else {
+            st = gs;
+        }
+    }
     if (st == AX_OK && info_out) *info_out = s.info;
     spill_cleanup(&s);
     return st;
