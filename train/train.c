@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 typedef struct {
     ax_train_config *cfg;
@@ -49,12 +50,16 @@ typedef struct {
     uint8_t *mask;     /* [mb_local, T] */
     char ckpt_dir[AX_CFG_STR_MAX + 16];
     char metrics_path[AX_CFG_STR_MAX + 16];
-    const ax_train_scan_hook *hook; /* NULL unless --scan-every runs scans */
-    long scan_prev_step;            /* rank 0: the latest scan's step (-1: none yet) */
-    double scan_prev_hi;            /* and the upper bound of its headline rate */
+    const ax_train_scan_hook *hook;      /* NULL unless --scan-every runs scans */
+    long scan_prev_step;                 /* rank 0: the latest scan's step (-1: none yet) */
+    double scan_prev_hi;                 /* and the upper bound of its headline rate */
+    ax_ckpt_t *init_ck;                  /* --init on a new run: the weights to start from */
+    char init_step[AX_CFG_STR_MAX + 64]; /* --init's step directory ("" without --init) */
+    uint64_t init_sum;                   /* XXH3 of its manifest.json (pins every shard) */
 } run_state;
 
 static void run_free(run_state *r) {
+    ax_ckpt_free(r->init_ck);
     ax_optim_free(r->optim);
     ax_model_free(r->model);
     ax_loader_free(r->loader);
@@ -92,6 +97,11 @@ static ax_status write_manifest_and_blobs(run_state *r, long step, float *const 
     if (r->val_ds) { /* lets a resumed run accept a moved --val-data with the same contents */
         snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)ax_axd_checksum(r->val_ds));
         ax_jw_key(&state, "val_dataset_xxh3"), ax_jw_str(&state, hex);
+    }
+    if (r->init_step[0]) { /* what this fine-tuning run started from, carried through resumes */
+        snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)r->init_sum);
+        ax_jw_key(&state, "init_ckpt"), ax_jw_str(&state, r->init_step);
+        ax_jw_key(&state, "init_xxh3"), ax_jw_str(&state, hex);
     }
     ax_jw_obj_end(&state);
     ax_status st;
@@ -234,6 +244,11 @@ static ax_status open_inputs(run_state *r) {
         AX_CHECK(st);
     }
     if (!c->vocab) c->vocab = ds_vocab;
+    if (c->init[0] && (uint32_t)c->vocab < ds_vocab)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "--data %s has vocabulary %u, more than the %lld of --init %s; encode "
+                         "the data with the checkpoint's tokenizer",
+                         c->data, ds_vocab, (long long)c->vocab, c->init);
     if ((uint32_t)c->vocab < ds_vocab)
         return ax_errorf(AX_ERR_ARG, "--vocab %lld is smaller than the dataset's vocabulary %u",
                          (long long)c->vocab, ds_vocab);
@@ -469,6 +484,53 @@ static ax_status train_step(run_state *r, long step, double lr, double *loss, do
     return AX_OK;
 }
 
+/* --init DIR: a step directory (its manifest.json), else the newest step in DIR/ckpt/ (a run)
+ * or in DIR (a checkpoint directory, as `axmem model import` writes). */
+static ax_status open_init(run_state *r) {
+    const char *dir = r->cfg->init;
+    char path[AX_CFG_STR_MAX + 64], sub[AX_CFG_STR_MAX + 16];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    if (!ax_path_exists(path)) {
+        snprintf(sub, sizeof sub, "%s/ckpt", dir);
+        if (ax_ckpt_find_latest(sub, path, sizeof path) != AX_OK) {
+            ax_error_clear();
+            if (ax_ckpt_find_latest(dir, path, sizeof path) != AX_OK) {
+                ax_error_clear();
+                return ax_errorf(AX_ERR_IO,
+                                 "--init %s holds no checkpoint (no manifest.json, no "
+                                 "step-NNNNNN/ in it or in its ckpt/); pass a run, checkpoint "
+                                 "or step directory",
+                                 dir);
+            }
+        }
+    } else {
+        snprintf(path, sizeof path, "%s", dir);
+    }
+    AX_CHECK(ax_ckpt_open(path, &r->init_ck));
+    snprintf(r->init_step, sizeof r->init_step, "%s", ax_ckpt_path(r->init_ck));
+    char manifest[AX_CFG_STR_MAX + 96], *bytes = NULL;
+    size_t len = 0;
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", r->init_step);
+    AX_CHECK(ax_read_file(manifest, &bytes, &len));
+    r->init_sum = XXH3_64bits(bytes, len);
+    free(bytes);
+    ax_model_config shape;
+    AX_CHECK(ax_model_config_from_ckpt(r->init_ck, &shape));
+    return ax_train_shape_from_init(r->cfg, r->was_set, &shape, ax_ckpt_config(r->init_ck),
+                                    r->init_step);
+}
+
+/* A resumed fine-tuning run keeps recording where it started (its first checkpoint's state). */
+static ax_status carry_init(run_state *r, const ax_ckpt_t *ck) {
+    const ax_json *state = ax_ckpt_state(ck);
+    if (!r->cfg->init[0] || !ax_json_get(state, "init_ckpt")) return AX_OK;
+    const char *step = "";
+    AX_CHECK(ax_json_get_str(state, "init_ckpt", ax_ckpt_path(ck), &step));
+    AX_CHECK(ax_json_get_hex64(state, "init_xxh3", ax_ckpt_path(ck), &r->init_sum));
+    snprintf(r->init_step, sizeof r->init_step, "%s", step);
+    return AX_OK;
+}
+
 /* Settings, resume merge and the grid: everything before any model memory exists. */
 static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, long *first) {
     ax_train_config *cfg = r->cfg;
@@ -482,8 +544,12 @@ static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, l
         AX_CHECK(
             ax_train_merge_resumed(cfg, was_set, ax_ckpt_config(*ck), latest, ax_ckpt_step(*ck)));
         *first = ax_ckpt_step(*ck);
+        AX_CHECK(carry_init(r, *ck));
     } else {
-        AX_CHECK(ax_train_apply_preset(cfg, was_set));
+        if (cfg->init[0])
+            AX_CHECK(open_init(r));
+        else
+            AX_CHECK(ax_train_apply_preset(cfg, was_set));
         char probe[AX_CFG_STR_MAX + 64];
         if (ax_ckpt_find_latest(r->ckpt_dir, probe, sizeof probe) == AX_OK)
             return ax_errorf(AX_ERR_ARG,
@@ -565,11 +631,15 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
     AX_CHECK_GOTO(agree(r.grid, st), out);
     if (ck)
         st = load_checkpoint(&r, ck);
+    else if (r.init_ck) /* fine-tuning: the weights only; AdamW moments start at zero */
+        st = ax_model_load_blob(r.model, r.init_ck, "params",
+                                ax_model_slab(r.model, AX_SLAB_PARAMS));
     else
         ax_model_init(r.model, (uint64_t)cfg->seed);
     if (st == AX_OK) st = start_files(&r, ck, res->first_step);
     AX_CHECK_GOTO(agree(r.grid, st), out);
     if (ck && r.rank0) AX_INFO("resumed from %s at step %ld", ax_ckpt_path(ck), res->first_step);
+    if (r.init_ck && r.rank0) AX_INFO("fine-tuning from the weights of %s", r.init_step);
     if (ck && r.hook) { /* the previous scan, and the one a crash may have lost */
         double missing = 0;
         int m = 0;

@@ -52,6 +52,10 @@ static const ax_cfg_entry entries[] = {
     {"resume", AX_CFG_BOOL, F(resume), "false", 1, 0,
      "continue from the newest checkpoint in --out with the run's own settings (same losses, "
      "bit for bit, on CPU); flags given override only where safe"},
+    {"init", AX_CFG_STR, F(init), "", 1, 0,
+     "fine-tune: start this new run (step 0, fresh AdamW moments) from the weights of a "
+     "checkpoint (a run, ckpt or step directory; trained or `axmem model import`ed); the "
+     "model shape comes from it"},
     {"goldfish", AX_CFG_STR, F(goldfish), "none", 1, 0,
      "goldfish loss: none | static:k=K | hash:k=K,h=H[,seed=S] (hash = k=4,h=13): drop a "
      "text-determined 1/k of targets so no passage is learned verbatim"},
@@ -174,6 +178,65 @@ ax_status ax_train_config_check(const ax_train_config *c) {
     if (c->warmup > c->steps)
         return ax_errorf(AX_ERR_ARG, "--warmup %lld exceeds --steps %lld", (long long)c->warmup,
                          (long long)c->steps);
+    return AX_OK;
+}
+
+/* A float setting from the checkpoint's config: its own text when stored (so the new manifest
+ * says 5150, not 5150.0000001), else the float the model read. */
+static double ckpt_num(const ax_json *ckpt_config, const char *key, float model_value) {
+    const ax_json *v = ax_json_get(ckpt_config, key);
+    return v && v->type == AX_JSON_NUM && (float)v->num == model_value ? v->num
+                                                                       : (double)model_value;
+}
+
+ax_status ax_train_shape_from_init(ax_train_config *c, const uint8_t *was_set,
+                                   const ax_model_config *shape, const ax_json *ckpt_config,
+                                   const char *ckpt_path) {
+    ax_model_config mc = *shape;
+    if (set(was_set, "model"))
+        return ax_errorf(AX_ERR_ARG,
+                         "--model %s and --init %s: a fine-tuned model has the shape of its "
+                         "checkpoint (%d layers, dim %d); drop --model",
+                         c->model, ckpt_path, mc.n_layers, mc.dim);
+    struct {
+        const char *flag;
+        int64_t *mine;
+        int64_t theirs;
+    } ints[] = {{"layers", &c->layers, mc.n_layers},
+                {"dim", &c->dim, mc.dim},
+                {"heads", &c->heads, mc.n_heads},
+                {"ffn", &c->ffn, mc.ffn},
+                {"vocab", &c->vocab, mc.vocab}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (set(was_set, ints[i].flag) && *ints[i].mine != ints[i].theirs)
+            return ax_errorf(AX_ERR_MISMATCH,
+                             "--%s %lld differs from %lld in --init %s; the model shape comes "
+                             "from the checkpoint: drop --%s",
+                             ints[i].flag, (long long)*ints[i].mine, (long long)ints[i].theirs,
+                             ckpt_path, ints[i].flag);
+        *ints[i].mine = ints[i].theirs;
+    }
+    if (set(was_set, "tie-embeddings") && !c->tie_embeddings != !mc.tie_embeddings)
+        return ax_errorf(AX_ERR_MISMATCH,
+                         "--tie-embeddings %s differs from %s in --init %s; drop it (the "
+                         "checkpoint decides)",
+                         c->tie_embeddings ? "true" : "false", mc.tie_embeddings ? "true" : "false",
+                         ckpt_path);
+    c->tie_embeddings = mc.tie_embeddings;
+    struct {
+        const char *flag;
+        double *mine;
+        float theirs;
+    } fl[] = {{"rope-theta", &c->rope_theta, mc.rope_theta},
+              {"norm-eps", &c->norm_eps, mc.norm_eps}};
+    for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
+        if (set(was_set, fl[i].flag) && (float)*fl[i].mine != fl[i].theirs)
+            return ax_errorf(AX_ERR_MISMATCH,
+                             "--%s %g differs from %g in --init %s; drop --%s (the checkpoint "
+                             "decides)",
+                             fl[i].flag, *fl[i].mine, (double)fl[i].theirs, ckpt_path, fl[i].flag);
+        *fl[i].mine = ckpt_num(ckpt_config, fl[i].flag, fl[i].theirs);
+    }
     return AX_OK;
 }
 

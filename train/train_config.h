@@ -21,6 +21,7 @@ typedef struct {
     int64_t seed;
     int64_t ckpt_every, log_every, threads;
     int resume;
+    char init[AX_CFG_STR_MAX];     /* fine-tuning: the checkpoint whose weights start the run */
     char goldfish[AX_CFG_STR_MAX]; /* mask spec, goldfish/goldfish.h */
     char packing[AX_CFG_STR_MAX];  /* packed | doc */
     char val_data[AX_CFG_STR_MAX];
@@ -55,5 +56,12 @@ ax_status ax_train_config_check(const ax_train_config *c);
  * warning that the learning-rate schedule is recomputed for the new length. out, resume,
  * exit-after-* and stall-timeout always come from this command. Any other flag set to a
  * different value is an error naming it. ckpt_step: the step being resumed from. */
+/* On --init: the model shape (layers, dim, heads, ffn, vocab, tie-embeddings, rope-theta,
+ * norm-eps) is the checkpoint's (shape: ax_model_config_from_ckpt of it; ckpt_config: its
+ * manifest config, for the exact float texts); a shape flag the user set to another value, or
+ * --model, is an error naming both values. */
+ax_status ax_train_shape_from_init(ax_train_config *c, const uint8_t *was_set,
+                                   const ax_model_config *shape, const ax_json *ckpt_config,
+                                   const char *ckpt_path);
 ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
                                  const ax_json *ckpt_config, const char *ckpt_path, long ckpt_step);

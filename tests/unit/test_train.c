@@ -432,3 +432,36 @@ Test(train, stale_message_is_not_reported) {
     free(got);
     ax_error_clear();
 }
+
+/* --init: unspecified shape flags come from the checkpoint (its float texts kept), a set flag
+ * that agrees is accepted, one that disagrees (or --model) is an error naming both values. */
+Test(train, init_shape_comes_from_the_checkpoint) {
+    static const char js[] = "{\"layers\":1,\"dim\":32,\"heads\":4,\"ffn\":96,\"vocab\":420,"
+                             "\"tie-embeddings\":false,\"rope-theta\":5150,\"norm-eps\":1e-6}";
+    ax_json *j = NULL;
+    cr_assert_eq(ax_json_parse(js, strlen(js), "test", &j), AX_OK);
+    ax_model_config shape = {1, 32, 4, 96, 420, 0, 5150.0f, 1e-6f};
+    uint8_t *was = calloc((size_t)ax_train_table.n, 1);
+    cr_assert_not_null(was);
+    ax_train_config c;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &c), AX_OK);
+    cr_assert_eq(ax_train_shape_from_init(&c, was, &shape, j, "ck/step-000000"), AX_OK, "%s",
+                 ax_error_msg());
+    cr_assert(c.layers == 1 && c.dim == 32 && c.heads == 4 && c.ffn == 96 && c.vocab == 420);
+    cr_assert(!c.tie_embeddings && c.rope_theta == 5150.0 && c.norm_eps == 1e-6);
+    was[ax_cfg_find(&ax_train_table, "dim") - ax_train_table.entries] = 1; /* --dim 32: agrees */
+    cr_assert_eq(ax_train_shape_from_init(&c, was, &shape, j, "ck/step-000000"), AX_OK);
+    c.dim = 64; /* --dim 64: disagrees */
+    cr_assert_eq(ax_train_shape_from_init(&c, was, &shape, j, "ck/step-000000"), AX_ERR_MISMATCH);
+    cr_assert(strstr(ax_error_msg(), "--dim 64 differs from 32 in --init ck/step-000000"), "%s",
+              ax_error_msg());
+    ax_error_clear();
+    c.dim = 32;
+    was[ax_cfg_find(&ax_train_table, "norm-eps") - ax_train_table.entries] = 1;
+    c.norm_eps = 1e-5;
+    cr_assert_eq(ax_train_shape_from_init(&c, was, &shape, j, "ck/step-000000"), AX_ERR_MISMATCH);
+    cr_assert(strstr(ax_error_msg(), "--norm-eps 1e-05 differs from 1e-06"), "%s", ax_error_msg());
+    ax_error_clear();
+    free(was);
+    ax_json_free(j);
+}
