@@ -15,47 +15,14 @@
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "reports/report.h"
-
-static char root[64];
+#include "tests/unit/test_report_files.h"
 
 static void setup(void) {
-    snprintf(root, sizeof root, "/tmp/axrepp-XXXXXX");
-    cr_assert_not_null(mkdtemp(root));
-    ax_error_clear();
+    rt_setup("axrepp");
 }
 
 static void teardown(void) {
-    ax_rm_rf(root);
-}
-
-static void put(const char *rel, const char *fmt, ...) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    char *slash = strrchr(path, '/');
-    *slash = 0;
-    cr_assert_eq(ax_mkdir_p(path), AX_OK);
-    *slash = '/';
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fclose(f);
-}
-
-static char *slurp(const char *rel) {
-    char path[256], *text = NULL;
-    size_t len = 0;
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    cr_assert_eq(ax_read_file(path, &text, &len), AX_OK, "%s: %s", path, ax_error_msg());
-    return text;
-}
-
-static int count(const char *hay, const char *needle) {
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-    return n;
+    rt_teardown();
 }
 
 #define HEADER(kind)                                                                               \

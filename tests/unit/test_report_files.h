@@ -1,0 +1,57 @@
+/* Helpers shared by the report tests: each test writes its scan files under a fresh temporary
+ * folder `root` (made by rt_setup, removed by rt_teardown) and reads the report back. */
+#pragma once
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/core/fsutil.h"
+#include "lib/core/status.h"
+
+static char root[64];
+
+/* root <- a new folder /tmp/PREFIX-XXXXXX */
+static __attribute__((unused)) void rt_setup(const char *prefix) {
+    snprintf(root, sizeof root, "/tmp/%s-XXXXXX", prefix);
+    cr_assert_not_null(mkdtemp(root));
+    ax_error_clear();
+}
+
+static __attribute__((unused)) void rt_teardown(void) {
+    ax_rm_rf(root);
+}
+
+/* root/rel <- printf(fmt, ...), making the folders on the way */
+static __attribute__((unused)) void put(const char *rel, const char *fmt, ...) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    char *slash = strrchr(path, '/');
+    *slash = 0;
+    cr_assert_eq(ax_mkdir_p(path), AX_OK);
+    *slash = '/';
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fclose(f);
+}
+
+/* the whole of root/rel (malloc'd, NUL-terminated) */
+static __attribute__((unused)) char *slurp(const char *rel) {
+    char path[256], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    cr_assert_eq(ax_read_file(path, &text, &len), AX_OK, "%s: %s", path, ax_error_msg());
+    return text;
+}
+
+/* non-overlapping occurrences of needle in hay */
+static __attribute__((unused)) int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
