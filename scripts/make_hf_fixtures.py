@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Builds the Hugging Face model fixtures under tests/fixtures/hf/ (developer tool, not CI).
 
-Tiny RANDOM Llama-family models (no downloads), saved by transformers, with the logits
+Tiny RANDOM models (no downloads) of each architecture axmem imports (LlamaForCausalLM,
+MistralForCausalLM, GPTNeoXForCausalLM, GPT2LMHeadModel), saved by transformers, with the logits
 transformers computes on fixed token ids, so CI checks `axmem model import` against the
 reference without installing torch:
 
@@ -11,14 +12,20 @@ reference without installing torch:
 
 Variants: tied + grouped-query attention (fp32), untied with full K/V heads (fp32, sharded),
 MistralForCausalLM with GQA (bf16 weights; its logits come from the bf16 weights upcast to
-fp32, which is what the import computes with), tied + GQA in fp16 (the same way).
+fp32, which is what the import computes with), tied + GQA in fp16 (the same way);
+GPT-NeoX (Pythia-like: parallel residual, rotary_pct 0.25, gelu, untied embed_out) in fp32, a
+sequential-residual one with rotary_pct 0.5 sharded, one without attention biases in fp16;
+GPT-2 (tied, gelu_new, learned positions, n_positions 32) in fp32, one with n_inner and exact
+gelu in bf16; plus a 1-layer Pythia-like model with the GPT-NeoX tokenizer fixture for the
+fine-tune-then-probe test.
 
 Usage: pip install torch transformers safetensors
-       scripts/make_hf_fixtures.py [OUT_DIR]            (default tests/fixtures/hf)
+       scripts/make_hf_fixtures.py [OUT_DIR [NAME...]]  (default tests/fixtures/hf, all)
        scripts/make_hf_fixtures.py --check-export AXMEM  (import + export each fixture with the
            axmem binary and load the export with transformers: same logits)"""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,8 +38,33 @@ import transformers
 B, T = 2, 12
 
 
-def build(kind, tied, kv, seed, V=300, hidden=64, layers=2):
+def randomize(model):
+    with torch.no_grad():  # norms away from 1, biases away from 0: a mapping mistake shows
+        for name, p in model.named_parameters():
+            if re.search(r'(norm|ln_[12f])\.weight$', name) or name.endswith('norm.weight'):
+                p.copy_(1 + 0.2 * torch.randn_like(p))
+            else:
+                p.normal_(0, 0.15)
+    return model.eval()
+
+
+def build(kind, tied, kv, seed, V=300, hidden=64, layers=2, **extra):
     torch.manual_seed(seed)
+    if kind == 'neox':
+        cfg = transformers.GPTNeoXConfig(
+            vocab_size=V, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=kv,
+            intermediate_size=extra.get('ffn', 64), max_position_embeddings=64,
+            rotary_pct=extra.get('rotary_pct', 0.25), rotary_emb_base=5000.0 + seed,
+            layer_norm_eps=1e-5, hidden_act='gelu', tie_word_embeddings=tied,
+            use_parallel_residual=extra.get('parallel', True),
+            attention_bias=extra.get('attention_bias', True), bos_token_id=0, eos_token_id=0)
+        return randomize(transformers.GPTNeoXForCausalLM(cfg))
+    if kind == 'gpt2':
+        cfg = transformers.GPT2Config(
+            vocab_size=V, n_embd=hidden, n_layer=layers, n_head=kv, n_positions=32,
+            n_inner=extra.get('ffn'), activation_function=extra.get('act', 'gelu_new'),
+            layer_norm_epsilon=1e-5, tie_word_embeddings=tied, bos_token_id=0, eos_token_id=0)
+        return randomize(transformers.GPT2LMHeadModel(cfg))
     common = dict(vocab_size=V, hidden_size=hidden, intermediate_size=96, num_hidden_layers=layers,
                   num_attention_heads=4, num_key_value_heads=kv, max_position_embeddings=64,
                   rope_theta=5000.0 + seed, rms_norm_eps=1e-5, tie_word_embeddings=tied)
@@ -42,13 +74,7 @@ def build(kind, tied, kv, seed, V=300, hidden=64, layers=2):
     else:
         cfg = transformers.LlamaConfig(attention_bias=False, mlp_bias=False, **common)
         model = transformers.LlamaForCausalLM(cfg)
-    with torch.no_grad():  # norms away from 1 so a mapping mistake shows in the logits
-        for name, p in model.named_parameters():
-            if 'norm' in name:
-                p.copy_(1 + 0.2 * torch.randn_like(p))
-            else:
-                p.normal_(0, 0.15)
-    return model.eval()
+    return randomize(model)
 
 
 def ids_for(seed, V=300):
@@ -62,7 +88,8 @@ def logits(model, ids):
 
 def save(out, name, model, ids, dtype, shard):
     d = os.path.join(out, name)
-    os.makedirs(d, exist_ok=True)
+    shutil.rmtree(d, ignore_errors=True)  # no stale shards of an earlier layout
+    os.makedirs(d)
     if dtype in ('bf16', 'f16'):
         # round the weights to bf16 / fp16 but compute in fp32 (what the import does); casting
         # the whole module would round the rotary inv_freq buffer too
@@ -75,7 +102,7 @@ def save(out, name, model, ids, dtype, shard):
     else:
         ref = logits(model, ids)
     model.save_pretrained(d, safe_serialization=True,
-                          max_shard_size='200KB' if shard else '1GB')
+                          max_shard_size=shard if isinstance(shard, str) else '200KB' if shard else '1GB')
     ids.numpy().astype('<i4').tofile(os.path.join(d, 'ids.i32'))
     ref.astype('<f4').tofile(os.path.join(d, 'logits.f32'))
     for junk in ('generation_config.json',):
@@ -84,34 +111,48 @@ def save(out, name, model, ids, dtype, shard):
     print(name, sorted(os.listdir(d)))
 
 
-VARIANTS = [  # name, kind, tied, kv heads, dtype, sharded
-    ('llama_tied_gqa', 'llama', True, 2, 'f32', False),
-    ('llama_untied_sharded', 'llama', False, 4, 'f32', True),
-    ('mistral_gqa_bf16', 'mistral', False, 1, 'bf16', False),
-    ('llama_tied_f16', 'llama', True, 2, 'f16', False),
+VARIANTS = [  # name, kind, tied, kv heads (NeoX / GPT-2: heads), dtype, sharded (or shard size), extra
+    ('llama_tied_gqa', 'llama', True, 2, 'f32', False, {}),
+    ('llama_untied_sharded', 'llama', False, 4, 'f32', True, {}),
+    ('mistral_gqa_bf16', 'mistral', False, 1, 'bf16', False, {}),
+    ('llama_tied_f16', 'llama', True, 2, 'f16', False, {}),
+    # GPT-NeoX: C 32, 2 heads of 16 (rotary 4 dims at 0.25, 8 at 0.5), F 64
+    ('neox_parallel', 'neox', False, 2, 'f32', False, dict(hidden=32)),
+    ('neox_sequential_sharded', 'neox', False, 2, 'f32', '60KB',
+     dict(hidden=32, parallel=False, rotary_pct=0.5)),
+    ('neox_noattnbias_f16', 'neox', False, 2, 'f16', False, dict(hidden=32, attention_bias=False)),
+    # GPT-2: C 32, 4 heads of 8, F 128 (4C) or n_inner 48
+    ('gpt2_tied', 'gpt2', True, 4, 'f32', False, dict(hidden=32)),
+    ('gpt2_gelu_bf16', 'gpt2', True, 4, 'bf16', False, dict(hidden=32, ffn=48, act='gelu')),
 ]
 # the README walk-through's model directory: one small layer, tied, with a tokenizer.json
 # (the byte-level BPE fixture of tests/fixtures/tokenizers, vocabulary 420)
 WALK = ('llama_walkthrough', 'tests/fixtures/tokenizers/gpt2.json', 420)
+# the Pythia-style fine-tune-then-probe test's model: 1 layer, the GPT-NeoX tokenizer fixture
+# (403 ids), vocabulary padded to 416 as Pythia pads its own
+PYTHIA = ('pythia_walkthrough', 'tests/fixtures/tokenizers/neox.json', 416)
 
 
 def check_export(axmem, root):
-    for i, (name, kind, *_rest) in enumerate(VARIANTS):
-        V = 300
+    names = [v[0] for v in VARIANTS] + [WALK[0], PYTHIA[0]]
+    for name in names:
         src = os.path.join(root, name)
+        V = json.load(open(os.path.join(src, 'config.json')))['vocab_size']
         with tempfile.TemporaryDirectory() as tmp:
             step = subprocess.run([axmem, 'model', 'import', '--hf', src, '--out',
                                    os.path.join(tmp, 'ck')], check=True, capture_output=True,
                                   text=True).stdout.strip()
             out = os.path.join(tmp, 'hf')
             subprocess.run([axmem, 'model', 'export', '--ckpt', step, '--out', out], check=True)
-            model = transformers.AutoModelForCausalLM.from_pretrained(out, torch_dtype=torch.float32)
+            model = transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
+            want = json.load(open(os.path.join(src, 'config.json')))['architectures']
+            assert model.config.architectures == want, (name, model.config.architectures)
             ids = torch.from_numpy(np.fromfile(os.path.join(src, 'ids.i32'), '<i4').reshape(B, T)).long()
             ref = np.fromfile(os.path.join(src, 'logits.f32'), '<f4').reshape(B, T, V)
-            got = logits(model, ids)
+            got = logits(model.eval(), ids)
             err = np.abs(got - ref).max() / np.abs(ref).max()
-            print(f'{name}: transformers on the export: max rel error {err:.2e}')
-            assert err < 1e-5, name
+            print(f'{name}: {want[0]}: transformers on the export: max rel error {err:.2e}')
+            assert err < 1e-4, name
 
 
 def main():
@@ -119,12 +160,21 @@ def main():
         check_export(sys.argv[2], 'tests/fixtures/hf')
         return
     out = sys.argv[1] if len(sys.argv) > 1 else 'tests/fixtures/hf'
-    for i, (name, kind, tied, kv, dtype, shard) in enumerate(VARIANTS):
-        save(out, name, build(kind, tied, kv, 100 + i), ids_for(200 + i), dtype, shard)
+    only = sys.argv[2:]  # names to (re)build; default all
+    for i, (name, kind, tied, kv, dtype, shard, extra) in enumerate(VARIANTS):
+        if not only or name in only:
+            save(out, name, build(kind, tied, kv, 100 + i, **extra), ids_for(200 + i), dtype,
+                 shard)
     name, tok, V = WALK
-    save(out, name, build('llama', True, 4, 150, V=V, hidden=32, layers=1), ids_for(250, V),
-         'f32', False)
-    shutil.copy(tok, os.path.join(out, name, 'tokenizer.json'))
+    if not only or name in only:
+        save(out, name, build('llama', True, 4, 150, V=V, hidden=32, layers=1), ids_for(250, V),
+             'f32', False)
+        shutil.copy(tok, os.path.join(out, name, 'tokenizer.json'))
+    name, tok, V = PYTHIA
+    if not only or name in only:
+        save(out, name, build('neox', False, 2, 160, V=V, hidden=32, layers=1), ids_for(260, V),
+             'f32', False)
+        shutil.copy(tok, os.path.join(out, name, 'tokenizer.json'))
 
 
 if __name__ == '__main__':
