@@ -117,13 +117,15 @@ VARIANTS = [  # name, kind, tied, kv heads (NeoX / GPT-2: heads), dtype, sharded
     ('mistral_gqa_bf16', 'mistral', False, 1, 'bf16', False, {}),
     ('llama_tied_f16', 'llama', True, 2, 'f16', False, {}),
     # GPT-NeoX: C 32, 2 heads of 16 (rotary 4 dims at 0.25, 8 at 0.5), F 64
-    ('neox_parallel', 'neox', False, 2, 'f32', False, dict(hidden=32)),
+    # hub=True: rewritten as the hub's Pythia / gpt2 files look (hub_style)
+    ('neox_parallel', 'neox', False, 2, 'f32', False, dict(hidden=32, hub=True)),
     ('neox_sequential_sharded', 'neox', False, 2, 'f32', '60KB',
      dict(hidden=32, parallel=False, rotary_pct=0.5)),
     ('neox_noattnbias_f16', 'neox', False, 2, 'f16', False, dict(hidden=32, attention_bias=False)),
     # GPT-2: C 32, 4 heads of 8, F 128 (4C) or n_inner 48
     ('gpt2_tied', 'gpt2', True, 4, 'f32', False, dict(hidden=32)),
-    ('gpt2_gelu_bf16', 'gpt2', True, 4, 'bf16', False, dict(hidden=32, ffn=48, act='gelu')),
+    ('gpt2_gelu_bf16', 'gpt2', True, 4, 'bf16', False,
+     dict(hidden=32, ffn=48, act='gelu', hub=True)),
 ]
 # the README walk-through's model directory: one small layer, tied, with a tokenizer.json
 # (the byte-level BPE fixture of tests/fixtures/tokenizers, vocabulary 420)
@@ -131,6 +133,38 @@ WALK = ('llama_walkthrough', 'tests/fixtures/tokenizers/gpt2.json', 420)
 # the Pythia-style fine-tune-then-probe test's model: 1 layer, the GPT-NeoX tokenizer fixture
 # (403 ids), vocabulary padded to 416 as Pythia pads its own
 PYTHIA = ('pythia_walkthrough', 'tests/fixtures/tokenizers/neox.json', 416)
+
+
+def hub_style(d, kind):
+    """Rewrites a saved fixture the way the hub's original files look, which transformers 5 no
+    longer writes: Pythia's config keys (rotary_pct, rotary_emb_base, no rope_parameters) and
+    the buffers old GPT-NeoX saves carry (causal mask as BOOL, masked_bias scalar, rotary
+    inv_freq); GPT-2 as GPT2Model names it (no "transformer." prefix) with its attn.bias mask
+    buffers. The import skips the buffers and reads both namings."""
+    from safetensors.torch import load_file, save_file
+    cfg_path, st_path = os.path.join(d, 'config.json'), os.path.join(d, 'model.safetensors')
+    cfg, ts = json.load(open(cfg_path)), load_file(st_path)
+    n_pos = cfg.get('max_position_embeddings', cfg.get('n_positions'))
+    mask = torch.tril(torch.ones(n_pos, n_pos, dtype=torch.bool)).view(1, 1, n_pos, n_pos)
+    if kind == 'neox':
+        rp = cfg.pop('rope_parameters')
+        cfg['rotary_pct'], cfg['rotary_emb_base'] = rp['partial_rotary_factor'], rp['rope_theta']
+        D = cfg['hidden_size'] // cfg['num_attention_heads']
+        rd = int(D * cfg['rotary_pct'])
+        for l in range(cfg['num_hidden_layers']):
+            pre = f'gpt_neox.layers.{l}.attention.'
+            ts[pre + 'bias'] = mask.clone()
+            ts[pre + 'masked_bias'] = torch.tensor(-1e9)
+            ts[pre + 'rotary_emb.inv_freq'] = 1.0 / (
+                cfg['rotary_emb_base'] ** (torch.arange(0, rd, 2).float() / rd))
+    else:
+        ts = {k[len('transformer.'):] if k.startswith('transformer.') else k: v
+              for k, v in ts.items()}
+        for l in range(cfg['n_layer']):
+            ts[f'h.{l}.attn.bias'] = mask.float()
+            ts[f'h.{l}.attn.masked_bias'] = torch.tensor(-1e4)
+    save_file(ts, st_path, metadata={'format': 'pt'})
+    json.dump(cfg, open(cfg_path, 'w'), indent=2, sort_keys=True)
 
 
 def check_export(axmem, root):
@@ -163,8 +197,11 @@ def main():
     only = sys.argv[2:]  # names to (re)build; default all
     for i, (name, kind, tied, kv, dtype, shard, extra) in enumerate(VARIANTS):
         if not only or name in only:
+            hub = extra.pop('hub', False)
             save(out, name, build(kind, tied, kv, 100 + i, **extra), ids_for(200 + i), dtype,
                  shard)
+            if hub:
+                hub_style(os.path.join(out, name), kind)
     name, tok, V = WALK
     if not only or name in only:
         save(out, name, build('llama', True, 4, 150, V=V, hidden=32, layers=1), ids_for(250, V),
