@@ -211,8 +211,14 @@ int ax_cmd_plan(int argc, char **argv) {
         return 0;
     }
     if (a.measure) return do_measure(&a);
-    ax_model_config c = {(int)a.layers, (int)a.dim, (int)a.heads, (int)a.ffn,
-                         (int)a.vocab,  a.tie,      10000.0f,     1e-5f};
+    ax_model_config c = {.n_layers = (int)a.layers,
+                         .dim = (int)a.dim,
+                         .n_heads = (int)a.heads,
+                         .ffn = (int)a.ffn,
+                         .vocab = (int)a.vocab,
+                         .tie_embeddings = a.tie,
+                         .rope_theta = 10000.0f,
+                         .norm_eps = 1e-5f};
     ax_plan_machine pm;
     ax_plan_result r = {0};
     int heads_set = set[2];

@@ -28,6 +28,25 @@ static const ax_cfg_entry entries[] = {
     {"rope-theta", AX_CFG_FLOAT, F(rope_theta), "10000", 2, 1e9, "rotary position base"},
     {"norm-eps", AX_CFG_FLOAT, F(norm_eps), AX_NORM_EPS_DEFAULT_TEXT, 1e-12, 1,
      "RMSNorm epsilon (stored in the checkpoint; older checkpoints mean 1e-5)"},
+    {"arch", AX_CFG_CHOICE, F(arch), "llama|neox|gpt2", 1, 0,
+     "architecture: defaults for the flags below (neox = GPT-NeoX/Pythia: --norm layer --mlp "
+     "gelu --bias --parallel-residual --rotary-dim head/4 --no-tie-embeddings; gpt2: --norm layer "
+     "--mlp gelu-tanh "
+     "--bias --pos learned --max-pos --seq-len, tied); flags given override"},
+    {"norm", AX_CFG_CHOICE, F(norm), "rms|layer", 1, 0,
+     "RMSNorm, or LayerNorm (with a bias; --norm-eps is its epsilon)"},
+    {"mlp", AX_CFG_CHOICE, F(mlp), "swiglu|gelu|gelu-tanh", 1, 0,
+     "MLP: SwiGLU, or GELU (exact erf; gelu-tanh: GPT-2's approximation) with --ffn hidden units"},
+    {"bias", AX_CFG_BOOL, F(bias), "false", 1, 0,
+     "biases on the qkv, out-projection, MLP up and down layers"},
+    {"parallel-residual", AX_CFG_BOOL, F(parallel_residual), "false", 1, 0,
+     "x + attn(norm1 x) + mlp(norm2 x) (GPT-NeoX) instead of one branch after the other"},
+    {"rotary-dim", AX_CFG_INT, F(rotary_dim), "0", 0, 65536,
+     "dims of each head that rotate (even, <= head size; 0 = the whole head)"},
+    {"pos", AX_CFG_CHOICE, F(pos), "rope|learned", 1, 0,
+     "positions: rotary, or a learned table added to the embedding (needs --max-pos)"},
+    {"max-pos", AX_CFG_INT, F(max_pos), "0", 0, 1 << 20,
+     "rows of the learned position table (--pos learned; >= --seq-len)"},
     {"seq-len", AX_CFG_INT, F(seq_len), "128", 2, 1 << 20, "tokens per training sequence T"},
     {"batch", AX_CFG_INT, F(batch), "16", 1, 1 << 24, "global sequences per optimizer step"},
     {"micro-batch", AX_CFG_INT, F(micro_batch), "0", 0, 1 << 24,
@@ -96,7 +115,8 @@ static const ax_cfg_entry entries[] = {
 
 const ax_cfg_table ax_train_table = {
     .usage = "axmem train --data FILE.axd [flags]",
-    .summary = "Train a Llama-style decoder (RMSNorm, RoPE, SwiGLU) with AdamW, warm-up + cosine\n"
+    .summary = "Train a decoder-only transformer (Llama by default: RMSNorm, RoPE, SwiGLU; --arch\n"
+               "neox or gpt2 for GPT-NeoX/Pythia or GPT-2) with AdamW, warm-up + cosine\n"
                "learning rate and gradient clipping. Writes OUT/metrics.jsonl (one JSON object\n"
                "per step) and checkpoints OUT/ckpt/step-NNNNNN/ (atomic; never overwritten).\n"
                "Flags may also come from --config FILE (lines of `name = value`).\n"
@@ -131,8 +151,27 @@ int ax_train_flag_set(const uint8_t *was_set, const char *name) {
 }
 #define set ax_train_flag_set
 
+/* --arch: the group's values for the architecture flags the user did not set */
+static void apply_arch(ax_train_config *c, const uint8_t *was_set) {
+    int neox = !strcmp(c->arch, "neox"), gpt2 = !strcmp(c->arch, "gpt2");
+    if (!neox && !gpt2) return; /* llama: the flags' own defaults */
+    if (!set(was_set, "norm")) snprintf(c->norm, sizeof c->norm, "layer");
+    if (!set(was_set, "mlp")) snprintf(c->mlp, sizeof c->mlp, "%s", neox ? "gelu" : "gelu-tanh");
+    if (!set(was_set, "bias")) c->bias = 1;
+    if (neox) {
+        if (!set(was_set, "parallel-residual")) c->parallel_residual = 1;
+        /* Pythia's rotary_pct 0.25, kept even */
+        int64_t d = c->heads ? c->dim / c->heads : 0, rd = d / 4 / 2 * 2;
+        if (!set(was_set, "rotary-dim")) c->rotary_dim = rd >= 2 ? rd : 2;
+        if (!set(was_set, "tie-embeddings")) c->tie_embeddings = 0; /* Pythia's are untied */
+    } else {
+        if (!set(was_set, "pos")) snprintf(c->pos, sizeof c->pos, "learned");
+        if (!set(was_set, "max-pos")) c->max_pos = c->seq_len;
+        if (!set(was_set, "tie-embeddings")) c->tie_embeddings = 1;
+    }
+}
+
 ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set) {
-    (void)was_set;
     const preset *p = NULL;
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcmp(presets[i].name, c->model)) p = &presets[i];
@@ -145,6 +184,7 @@ ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set) {
     if (!c->dim) c->dim = p->dim;
     if (!c->heads) c->heads = p->heads;
     if (!c->ffn) c->ffn = p->ffn;
+    apply_arch(c, was_set);
     return AX_OK;
 }
 
@@ -158,6 +198,15 @@ ax_model_config ax_train_model_config(const ax_train_config *c) {
         .tie_embeddings = c->tie_embeddings,
         .rope_theta = (float)c->rope_theta,
         .norm_eps = (float)c->norm_eps,
+        .norm = !strcmp(c->norm, "layer") ? AX_NORM_LAYER : AX_NORM_RMS,
+        .mlp = !strcmp(c->mlp, "gelu")        ? AX_MLP_GELU
+               : !strcmp(c->mlp, "gelu-tanh") ? AX_MLP_GELU_TANH
+                                              : AX_MLP_SWIGLU,
+        .bias = c->bias != 0,
+        .parallel_residual = c->parallel_residual != 0,
+        .rotary_dim = (int)c->rotary_dim,
+        .pos = !strcmp(c->pos, "learned") ? AX_POS_LEARNED : AX_POS_ROPE,
+        .max_pos = (int)c->max_pos,
     };
     return m;
 }
@@ -187,6 +236,45 @@ static double ckpt_num(const ax_json *ckpt_config, const char *key, float model_
     const ax_json *v = ax_json_get(ckpt_config, key);
     return v && v->type == AX_JSON_NUM && (float)v->num == model_value ? v->num
                                                                        : (double)model_value;
+}
+
+/* --init: the architecture is the checkpoint's; a flag set to something else is an error */
+static ax_status arch_from_init(ax_train_config *c, const uint8_t *was_set,
+                                const ax_model_config *mc, const char *ckpt_path) {
+    static const char *const norms[] = {"rms", "layer"},
+                             *const mlps[] = {"swiglu", "gelu", "gelu-tanh"},
+                             *const poss[] = {"rope", "learned"};
+    if (set(was_set, "arch"))
+        return ax_errorf(AX_ERR_ARG,
+                         "--arch %s and --init %s: a fine-tuned model has the architecture of "
+                         "its checkpoint; drop --arch",
+                         c->arch, ckpt_path);
+    ax_train_config theirs = *c;
+    snprintf(theirs.norm, sizeof theirs.norm, "%s", norms[mc->norm]);
+    snprintf(theirs.mlp, sizeof theirs.mlp, "%s", mlps[mc->mlp]);
+    snprintf(theirs.pos, sizeof theirs.pos, "%s", poss[mc->pos]);
+    theirs.bias = mc->bias, theirs.parallel_residual = mc->parallel_residual;
+    theirs.rotary_dim = mc->rotary_dim, theirs.max_pos = mc->max_pos;
+    static const char *const flags[] = {"norm",       "mlp",    "pos", "bias", "parallel-residual",
+                                        "rotary-dim", "max-pos"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        const ax_cfg_entry *e = ax_cfg_find(&ax_train_table, flags[i]);
+        const char *mine = (const char *)c + e->offset, *other = (const char *)&theirs + e->offset;
+        int differs = ax_cfg_is_text(e->type)  ? strcmp(mine, other) != 0
+                      : e->type == AX_CFG_BOOL ? !*(const int *)mine != !*(const int *)other
+                                               : *(const int64_t *)mine != *(const int64_t *)other;
+        if (set(was_set, flags[i]) && differs)
+            return ax_errorf(AX_ERR_MISMATCH,
+                             "--%s differs from the architecture of --init %s; drop --%s (the "
+                             "checkpoint decides)",
+                             flags[i], ckpt_path, flags[i]);
+    }
+    memcpy(c->norm, theirs.norm, sizeof c->norm);
+    memcpy(c->mlp, theirs.mlp, sizeof c->mlp);
+    memcpy(c->pos, theirs.pos, sizeof c->pos);
+    c->bias = theirs.bias, c->parallel_residual = theirs.parallel_residual;
+    c->rotary_dim = theirs.rotary_dim, c->max_pos = theirs.max_pos;
+    return AX_OK;
 }
 
 ax_status ax_train_shape_from_init(ax_train_config *c, const uint8_t *was_set,
@@ -237,7 +325,7 @@ ax_status ax_train_shape_from_init(ax_train_config *c, const uint8_t *was_set,
                              fl[i].flag, *fl[i].mine, (double)fl[i].theirs, ckpt_path, fl[i].flag);
         *fl[i].mine = ckpt_num(ckpt_config, fl[i].flag, fl[i].theirs);
     }
-    return AX_OK;
+    return arch_from_init(c, was_set, &mc, ckpt_path);
 }
 
 /* How --resume treats each flag (the rest are FIXED: the checkpoint's value, and a different

@@ -14,6 +14,14 @@ typedef struct {
     int tie_embeddings;
     double rope_theta;
     double norm_eps; /* RMSNorm epsilon; manifests before it was stored: 1e-5 */
+    /* architecture (docs/DESIGN.md "Architectures"); the defaults are Llama's */
+    char arch[AX_CFG_STR_MAX]; /* llama | neox | gpt2: defaults for the flags below */
+    char norm[AX_CFG_STR_MAX]; /* rms | layer */
+    char mlp[AX_CFG_STR_MAX];  /* swiglu | gelu | gelu-tanh */
+    int bias, parallel_residual;
+    int64_t rotary_dim;
+    char pos[AX_CFG_STR_MAX]; /* rope | learned */
+    int64_t max_pos;
     int64_t seq_len, batch, micro_batch, steps;
     double lr, min_lr_frac;
     int64_t warmup;
@@ -43,7 +51,10 @@ extern const ax_cfg_table ax_train_table;
 
 /* 1 when was_set (may be NULL: nothing set) marks the flag `name` as given by the user */
 int ax_train_flag_set(const uint8_t *was_set, const char *name);
-/* Fill shape fields the user left at 0 from the --model preset (the error lists presets). */
+/* Fill shape fields the user left at 0 from the --model preset (the error lists presets), and
+ * the architecture flags the user did not set from --arch (neox: layer, gelu, bias,
+ * parallel-residual, rotary-dim = head size / 4; gpt2: layer, gelu-tanh, bias, learned
+ * positions, max-pos = --seq-len, tied). */
 ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set);
 /* Model shape from the settings (vocab must be resolved, i.e. non-zero). */
 ax_model_config ax_train_model_config(const ax_train_config *c);
@@ -57,8 +68,9 @@ ax_status ax_train_config_check(const ax_train_config *c);
  * exit-after-* and stall-timeout always come from this command. Any other flag set to a
  * different value is an error naming it. ckpt_step: the step being resumed from. */
 /* On --init: the model shape (layers, dim, heads, ffn, vocab, tie-embeddings, rope-theta,
- * norm-eps) is the checkpoint's (shape: ax_model_config_from_ckpt of it; ckpt_config: its
- * manifest config, for the exact float texts); a shape flag the user set to another value, or
+ * norm-eps and the architecture flags) is the checkpoint's (shape: ax_model_config_from_ckpt of it;
+ * ckpt_config: its manifest config, for the exact float texts); a shape flag the user set to
+ * another value, or
  * --model, is an error naming both values. */
 ax_status ax_train_shape_from_init(ax_train_config *c, const uint8_t *was_set,
                                    const ax_model_config *shape, const ax_json *ckpt_config,

@@ -122,6 +122,26 @@ struct ax_backend {
                       long rows, long cols);
     void (*argmax_rows)(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
                         int v0);
+    /* architectures beyond Llama (GPT-NeoX, GPT-2): LayerNorm, GELU, biases. NULL in a backend
+     * that lacks them; the model then refuses those architectures on it (ax_model_create_dev). */
+    void (*layernorm_rowsum)(ax_ctx *ctx, float *sum, const float *inp, int N, int C);
+    void (*layernorm_sqdev)(ax_ctx *ctx, float *sq, const float *inp, const float *sum, int N,
+                            int C, int C_total);
+    void (*layernorm_apply)(ax_ctx *ctx, float *out, float *mean, float *rstd, const float *inp,
+                            const float *weight, const float *bias, const float *sum,
+                            const float *sq, int N, int C, int C_total, float eps);
+    void (*layernorm_backward_dot)(ax_ctx *ctx, float *dots, const float *dout, const float *inp,
+                                   const float *weight, const float *mean, const float *rstd, int N,
+                                   int C);
+    void (*layernorm_backward_apply)(ax_ctx *ctx, float *dinp, float *dweight, float *dbias,
+                                     const float *dout, const float *inp, const float *weight,
+                                     const float *mean, const float *rstd, const float *dots, int N,
+                                     int C, int C_total);
+    void (*gelu_forward)(ax_ctx *ctx, float *out, const float *h, int N, int F, int tanh_approx);
+    void (*gelu_backward)(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N, int F,
+                          int tanh_approx);
+    void (*bias_add)(ax_ctx *ctx, float *out, const float *bias, int N, int OC);
+    void (*bias_backward)(ax_ctx *ctx, float *dbias, const float *dout, int N, int OC);
     /* optional (NULL on the CPU): per-context setup after ax_ctx_create has set ctx->be (a
      * device backend creates its stream and library handles here) and teardown before
      * ax_ctx_free releases the context */

@@ -283,3 +283,107 @@ static inline void ax_argmax_rows(ax_ctx *ctx, double *best, const float *x, int
                                   int valid, int v0) {
     ctx->be->argmax_rows(ctx, best, x, B, Vl, valid, v0);
 }
+
+/* ---- architectures beyond Llama: GPT-NeoX (Pythia) and GPT-2 (docs/DESIGN.md "Architectures") */
+
+/* ---- LayerNorm over a hidden dimension split over ranks (lib/backend/cpu/ops_layernorm.c) ----
+ * out = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + eps), var the biased variance
+ * over all C_total columns; this rank holds C of them. Three passes, the caller all-reducing
+ * the row statistics between them (nothing to reduce with one shard, C == C_total):
+ *   ax_layernorm_rowsum  sum[N] = sum_c inp                                -> all-reduce SUM
+ *   ax_layernorm_sqdev   sq[N] = sum_c (inp - sum/C_total)^2               -> all-reduce SUM
+ *   ax_layernorm_apply   out[N,C], mean[N], rstd[N] (saved for backward); weight, bias[C] */
+static inline void ax_layernorm_rowsum(ax_ctx *ctx, float *sum, const float *inp, int N, int C) {
+    ctx->be->layernorm_rowsum(ctx, sum, inp, N, C);
+}
+static inline void ax_layernorm_sqdev(ax_ctx *ctx, float *sq, const float *inp, const float *sum,
+                                      int N, int C, int C_total) {
+    ctx->be->layernorm_sqdev(ctx, sq, inp, sum, N, C, C_total);
+}
+static inline void ax_layernorm_apply(ax_ctx *ctx, float *out, float *mean, float *rstd,
+                                      const float *inp, const float *weight, const float *bias,
+                                      const float *sum, const float *sq, int N, int C, int C_total,
+                                      float eps) {
+    ctx->be->layernorm_apply(ctx, out, mean, rstd, inp, weight, bias, sum, sq, N, C, C_total, eps);
+}
+/* backward, xhat = (inp - mean) rstd:
+ *   dots[2N] = {sum_c dout w, sum_c dout w xhat} (local)                   -> all-reduce SUM
+ *   dinp[N,C] += rstd (dout w - dots[i]/C_total - xhat dots[N+i]/C_total);
+ *   dweight[C] += sum_rows dout xhat ; dbias[C] += sum_rows dout (any output may be NULL) */
+static inline void ax_layernorm_backward_dot(ax_ctx *ctx, float *dots, const float *dout,
+                                             const float *inp, const float *weight,
+                                             const float *mean, const float *rstd, int N, int C) {
+    ctx->be->layernorm_backward_dot(ctx, dots, dout, inp, weight, mean, rstd, N, C);
+}
+static inline void ax_layernorm_backward_apply(ax_ctx *ctx, float *dinp, float *dweight,
+                                               float *dbias, const float *dout, const float *inp,
+                                               const float *weight, const float *mean,
+                                               const float *rstd, const float *dots, int N, int C,
+                                               int C_total) {
+    ctx->be->layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd,
+                                      dots, N, C, C_total);
+}
+/* The unsharded LayerNorm (one rank holds every column). stats: [2N] of workspace. */
+static inline void ax_layernorm_forward(ax_ctx *ctx, float *out, float *mean, float *rstd,
+                                        const float *inp, const float *weight, const float *bias,
+                                        float *stats, int N, int C, float eps) {
+    ax_layernorm_rowsum(ctx, stats, inp, N, C);
+    ax_layernorm_sqdev(ctx, stats + N, inp, stats, N, C, C);
+    ax_layernorm_apply(ctx, out, mean, rstd, inp, weight, bias, stats, stats + N, N, C, C, eps);
+}
+static inline void ax_layernorm_backward(ax_ctx *ctx, float *dinp, float *dweight, float *dbias,
+                                         const float *dout, const float *inp, const float *weight,
+                                         const float *mean, const float *rstd, float *stats, int N,
+                                         int C) {
+    ax_layernorm_backward_dot(ctx, stats, dout, inp, weight, mean, rstd, N, C);
+    ax_layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, stats, N,
+                                C, C);
+}
+
+/* ---- GELU (lib/backend/cpu/ops_gelu.c): out[N,F] = gelu(h[N,F]) ----
+ * tanh_approx = 0: 0.5 h (1 + erf(h/sqrt 2)) (GPT-NeoX "gelu"); 1: 0.5 h (1 + tanh(sqrt(2/pi)
+ * (h + 0.044715 h^3))) (GPT-2 "gelu_new"). Backward: dh[N,F] += dout gelu'(h). */
+static inline void ax_gelu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F,
+                                   int tanh_approx) {
+    ctx->be->gelu_forward(ctx, out, h, N, F, tanh_approx);
+}
+static inline void ax_gelu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h,
+                                    int N, int F, int tanh_approx) {
+    ctx->be->gelu_backward(ctx, dh, dout, h, N, F, tanh_approx);
+}
+
+/* ---- biases (lib/backend/cpu/ops_bias.c) ----
+ * out[N,OC] += bias[OC]; backward dbias[OC] += column sums of dout[N,OC] (rows summed in
+ * order: deterministic) */
+static inline void ax_bias_add(ax_ctx *ctx, float *out, const float *bias, int N, int OC) {
+    ctx->be->bias_add(ctx, out, bias, N, OC);
+}
+static inline void ax_bias_backward(ax_ctx *ctx, float *dbias, const float *dout, int N, int OC) {
+    ctx->be->bias_backward(ctx, dbias, dout, N, OC);
+}
+
+/* ---- partial rotary (GPT-NeoX rotary_pct): the first rd of each head's D dims rotate with
+ * rotate-half pairs (i, i + rd/2) at angle t * theta^(-2i/rd) (table ax_rope_table(T, rd));
+ * dims rd..D-1 pass through. rd == D is ax_rope_forward itself (one call, today's path); else
+ * the rope op runs per head as one "head" of size rd at the head's offset, so every backend's
+ * rope kernel serves. Same layout and overwrite semantics as ax_rope_forward/backward. */
+static inline void ax_rope_partial_forward(ax_ctx *ctx, float *x, const float *cos_t,
+                                           const float *sin_t, int B, int T, int H, int D, int rd,
+                                           long ld) {
+    if (rd == D) {
+        ax_rope_forward(ctx, x, cos_t, sin_t, B, T, H, D, ld);
+        return;
+    }
+    for (int h = 0; h < H; h++)
+        ax_rope_forward(ctx, x + (long)h * D, cos_t, sin_t, B, T, 1, rd, ld);
+}
+static inline void ax_rope_partial_backward(ax_ctx *ctx, float *dx, const float *cos_t,
+                                            const float *sin_t, int B, int T, int H, int D, int rd,
+                                            long ld) {
+    if (rd == D) {
+        ax_rope_backward(ctx, dx, cos_t, sin_t, B, T, H, D, ld);
+        return;
+    }
+    for (int h = 0; h < H; h++)
+        ax_rope_backward(ctx, dx + (long)h * D, cos_t, sin_t, B, T, 1, rd, ld);
+}

@@ -22,10 +22,36 @@ ax_status ax_model_config_check(const ax_model_config *c) {
         return ax_errorf(AX_ERR_ARG,
                          "--dim %d is not divisible by --heads %d; pick dim = heads x head size",
                          c->dim, c->n_heads);
-    if ((c->dim / c->n_heads) % 2)
+    if ((unsigned)c->norm > AX_NORM_LAYER || (unsigned)c->mlp > AX_MLP_GELU_TANH ||
+        (unsigned)c->pos > AX_POS_LEARNED || (c->bias != 0 && c->bias != 1) ||
+        (c->parallel_residual != 0 && c->parallel_residual != 1))
         return ax_errorf(AX_ERR_ARG,
-                         "head size --dim/--heads = %d must be even for rotary positions",
-                         c->dim / c->n_heads);
+                         "architecture fields out of range: norm %d, mlp %d, pos %d, bias %d, "
+                         "parallel-residual %d (see --norm, --mlp, --pos, --bias, "
+                         "--parallel-residual)",
+                         (int)c->norm, (int)c->mlp, (int)c->pos, c->bias, c->parallel_residual);
+    int D = c->dim / c->n_heads;
+    if (c->pos == AX_POS_LEARNED) {
+        if (c->rotary_dim)
+            return ax_errorf(AX_ERR_ARG,
+                             "--rotary-dim %d with --pos learned: learned positions have no "
+                             "rotary; drop --rotary-dim or use --pos rope",
+                             c->rotary_dim);
+        if (c->max_pos < 1 || c->max_pos > (1 << 20))
+            return ax_errorf(AX_ERR_ARG,
+                             "--pos learned needs --max-pos in [1, %d] (rows of the position "
+                             "table), not %d",
+                             1 << 20, c->max_pos);
+    } else if (c->rotary_dim) {
+        if (c->rotary_dim < 0 || c->rotary_dim % 2 || c->rotary_dim > D)
+            return ax_errorf(AX_ERR_ARG,
+                             "--rotary-dim %d must be even and in [2, head size %d] (--dim %d / "
+                             "--heads %d); 0 rotates the whole head",
+                             c->rotary_dim, D, c->dim, c->n_heads);
+    } else if (D % 2) {
+        return ax_errorf(AX_ERR_ARG,
+                         "head size --dim/--heads = %d must be even for rotary positions", D);
+    }
     if (!(c->rope_theta > 1.0f) || !(c->norm_eps > 0.0f))
         return ax_errorf(AX_ERR_ARG, "rope theta (%g) must be > 1 and norm eps (%g) > 0",
                          c->rope_theta, c->norm_eps);
@@ -51,27 +77,31 @@ ax_status ax_model_config_check_grid(const ax_model_config *c, const int dims[4]
 }
 
 int64_t ax_model_config_n_params(const ax_model_config *c) {
-    int64_t C = c->dim, F = c->ffn, V = c->vocab;
-    int64_t per_layer = C + 3 * C * C + C * C + C + 2 * F * C + C * F;
-    return V * C + c->n_layers * per_layer + C + (c->tie_embeddings ? 0 : V * C);
+    int64_t C = c->dim, F = c->ffn, V = c->vocab, U = model_up_rows(c);
+    int ln = c->norm == AX_NORM_LAYER, b = c->bias != 0;
+    int64_t norm = ln ? 2 * C : C;
+    int64_t per_layer = 2 * norm + 3 * C * C + C * C + U * C + C * F + (b ? 3 * C + C + U + C : 0);
+    int64_t wpe = c->pos == AX_POS_LEARNED ? (int64_t)c->max_pos * C : 0;
+    return V * C + wpe + c->n_layers * per_layer + norm + (c->tie_embeddings ? 0 : V * C);
 }
 
 double ax_model_flops_per_token(const ax_model_config *c, int T) {
     /* the input embedding is a lookup, not a matmul; with tied weights its matrix is the LM
      * head, which is a matmul and so counts */
     int64_t untied_embedding = c->tie_embeddings ? 0 : (int64_t)c->vocab * c->dim;
-    double matmul_params = (double)(ax_model_config_n_params(c) - untied_embedding);
+    int64_t wpe = c->pos == AX_POS_LEARNED ? (int64_t)c->max_pos * c->dim : 0; /* a lookup too */
+    double matmul_params = (double)(ax_model_config_n_params(c) - untied_embedding - wpe);
     return 6.0 * matmul_params + 12.0 * c->n_layers * c->dim * (double)T;
 }
 
 static void add_tensor(ax_model_t *m, const char *name, tp_kind kind, int groups, int64_t rows,
                        int64_t cols) {
-    int i = m->n_tensors++;
+    int i = m->n_tensors++, vec = kind == TP_VEC || kind == TP_YVEC;
     ax_tensor_info *t = &m->info[i];
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->ndim = kind == TP_VEC ? 1 : 2;
-    t->shape[0] = kind == TP_VEC ? cols : rows;
-    t->shape[1] = kind == TP_VEC ? 1 : cols;
+    t->ndim = vec ? 1 : 2;
+    t->shape[0] = vec ? cols : rows;
+    t->shape[1] = vec ? 1 : cols;
     t->numel = rows * cols;
     t->offset = m->n_params;
     m->n_params += t->numel;
@@ -94,6 +124,12 @@ static void add_tensor(ax_model_t *m, const char *name, tp_kind kind, int groups
         break;
     case TP_VOCAB:
         p->rows_l = m->Vl, p->cols_l = cols / gx;
+        break;
+    case TP_YVEC:
+        p->rows_l = 1, p->cols_l = cols / gy;
+        break;
+    case TP_ROWS:
+        p->rows_l = rows, p->cols_l = cols / gx;
         break;
     }
     p->block_n = p->rows_l * p->cols_l;
@@ -118,6 +154,16 @@ static int64_t global_index(const ax_model_t *m, const tp_tensor *p, int64_t b) 
         break;
     case TP_VEC:
         gr = 0;
+        gc = m->x * p->cols_l + c;
+        break;
+    case TP_YVEC: {
+        int64_t per_group = p->cols_l / p->groups, group = c / per_group;
+        gr = 0;
+        gc = group * (p->cols_g / p->groups) + m->y * per_group + c % per_group;
+        break;
+    }
+    case TP_ROWS:
+        gr = r;
         gc = m->x * p->cols_l + c;
         break;
     default: /* TP_VOCAB */
@@ -145,7 +191,8 @@ static int alloc_acts(ax_model_t *m) {
     int64_t N = (int64_t)m->B * m->T, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy;
     int64_t att = (int64_t)m->B * m->Hy * T; /* the attention's row logsumexp: linear in T */
     int D = m->cfg.dim / m->cfg.n_heads, L = m->cfg.n_layers, n = 0;
-    act_slot *slots = ax_host_alloc(m->ctx, sizeof(act_slot) * ((size_t)L * 11 + 17));
+    int64_t NL = m->cfg.norm == AX_NORM_LAYER ? N : 0, NP = m->cfg.parallel_residual ? N * Cx : 0;
+    act_slot *slots = ax_host_alloc(m->ctx, sizeof(act_slot) * ((size_t)L * 13 + 19));
     if (!slots) return 0;
 #define ACT(p, count) (slots[n++] = (act_slot){(void **)&(p), (size_t)(count) * sizeof *(p)})
     for (int l = 0; l < L; l++) {
@@ -153,8 +200,10 @@ static int alloc_acts(ax_model_t *m) {
         ACT(a->res, N * Cx), ACT(a->ln1, N * Cx), ACT(a->rstd1, N), ACT(a->qkv, N * 3 * Cy);
         ACT(a->att, att), ACT(a->atty, N * Cy), ACT(a->res_mid, N * Cx), ACT(a->ln2, N * Cx);
         ACT(a->rstd2, N), ACT(a->h, N * 2 * Fy), ACT(a->hs, N * Fy);
+        ACT(a->mean1, NL), ACT(a->mean2, NL);
     }
     ACT(m->res_final, N * Cx), ACT(m->lnf, N * Cx), ACT(m->rstdf, N), ACT(m->logits, N * m->Vl);
+    ACT(m->meanf, NL), ACT(m->dres2, NP);
     ACT(m->losses, N), ACT(m->rowstat, 3 * N), ACT(m->rope_cos, T * D / 2);
     ACT(m->rope_sin, T * D / 2), ACT(m->dres, N * Cx), ACT(m->dln, N * Cx);
     ACT(m->dbig, N * (Fy > Cy ? Fy : Cy)), ACT(m->dh, N * 2 * Fy), ACT(m->dqkv, N * 3 * Cy);
@@ -172,34 +221,26 @@ static int alloc_acts(ax_model_t *m) {
     return m->act_arena != NULL;
 }
 
+static void build_tensor(void *u, const tensor_spec *s) {
+    ax_model_t *m = u;
+    int *global[] = {[G_WTE] = &m->t_wte,
+                     [G_WPE] = &m->t_wpe,
+                     [G_NORMF] = &m->t_normf,
+                     [G_NORMFB] = &m->t_normfb,
+                     [G_HEAD] = &m->t_head};
+    if (s->layer >= 0)
+        m->lt[s->layer * L_SLOTS + s->slot] = m->n_tensors;
+    else
+        *global[s->slot] = m->n_tensors;
+    m->tp[m->n_tensors].init = s->init;
+    add_tensor(m, s->name, s->kind, s->groups, s->rows, s->cols);
+}
+
 static void build_tensors(ax_model_t *m) {
-    const ax_model_config *c = &m->cfg;
-    int64_t C = c->dim, F = c->ffn, V = c->vocab;
-    char name[64];
-    m->t_wte = m->n_tensors;
-    add_tensor(m, "wte", TP_VOCAB, 1, V, C);
-    m->t_layer0 = m->n_tensors;
-    for (int l = 0; l < c->n_layers; l++) {
-        snprintf(name, sizeof name, "layers.%d.attn_norm", l);
-        add_tensor(m, name, TP_VEC, 1, 1, C);
-        snprintf(name, sizeof name, "layers.%d.wqkv", l);
-        add_tensor(m, name, TP_NORMAL, 3, 3 * C, C);
-        snprintf(name, sizeof name, "layers.%d.wo", l);
-        add_tensor(m, name, TP_TRANSPOSED, 1, C, C);
-        snprintf(name, sizeof name, "layers.%d.mlp_norm", l);
-        add_tensor(m, name, TP_VEC, 1, 1, C);
-        snprintf(name, sizeof name, "layers.%d.w_up", l);
-        add_tensor(m, name, TP_NORMAL, 2, 2 * F, C);
-        snprintf(name, sizeof name, "layers.%d.w_down", l);
-        add_tensor(m, name, TP_TRANSPOSED, 1, C, F);
-    }
-    m->t_normf = m->n_tensors;
-    add_tensor(m, "final_norm", TP_VEC, 1, 1, C);
-    m->t_head = m->t_wte;
-    if (!c->tie_embeddings) {
-        m->t_head = m->n_tensors;
-        add_tensor(m, "lm_head", TP_VOCAB, 1, V, C);
-    }
+    m->t_wpe = m->t_normfb = m->t_head = -1;
+    for (int i = 0; i < m->cfg.n_layers * L_SLOTS; i++) m->lt[i] = -1;
+    model_tensor_specs(&m->cfg, build_tensor, m);
+    if (m->t_head < 0) m->t_head = m->t_wte; /* tied */
 }
 
 ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
@@ -247,6 +288,25 @@ static void mem_host_free(void *u, void *p) {
     ax_host_free(u, p);
 }
 
+/* A backend may lack the ops of the architectures beyond Llama (a NULL table entry). */
+static ax_status check_backend_ops(const ax_backend *be, const ax_model_config *c) {
+    const char *missing = NULL;
+    if (c->norm == AX_NORM_LAYER &&
+        (!be->layernorm_rowsum || !be->layernorm_sqdev || !be->layernorm_apply ||
+         !be->layernorm_backward_dot || !be->layernorm_backward_apply))
+        missing = "LayerNorm";
+    else if (c->mlp != AX_MLP_SWIGLU && (!be->gelu_forward || !be->gelu_backward))
+        missing = "the GELU MLP";
+    else if ((c->bias || c->pos == AX_POS_LEARNED) && (!be->bias_add || !be->bias_backward))
+        missing = "biases and learned positions";
+    if (missing)
+        return ax_errorf(AX_ERR_ARG,
+                         "the %s backend does not implement %s yet; use --device cpu for this "
+                         "architecture",
+                         ax_backend_name(be), missing);
+    return AX_OK;
+}
+
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out) {
     *out = NULL;
@@ -256,8 +316,14 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
     AX_CHECK(ax_model_config_check_grid(c, dims));
     if (B < 1 || T < 1)
         return ax_errorf(AX_ERR_ARG, "batch %d and sequence length %d must be >= 1", B, T);
+    if (c->pos == AX_POS_LEARNED && T > c->max_pos)
+        return ax_errorf(AX_ERR_ARG,
+                         "sequence length %d exceeds the %d learned positions (--max-pos); use a "
+                         "shorter --seq-len",
+                         T, c->max_pos);
     const ax_backend *be = NULL;
     AX_CHECK(ax_backend_select(device, &be));
+    AX_CHECK(check_backend_ops(be, c));
     ax_ctx *ctx = NULL;
     AX_CHECK(ax_ctx_create(be, 0, &ctx));
     ax_model_t *m = ax_host_alloc(ctx, sizeof *m);
@@ -289,11 +355,12 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
     m->Vl = m->Vp / gy;
     m->v0 = m->y * m->Vl;
     m->vvalid = c->vocab - m->v0 < m->Vl ? c->vocab - m->v0 : m->Vl;
-    int L = c->n_layers, max_tensors = L * L_COUNT + 3;
-    m->info = ax_host_alloc(ctx, (size_t)max_tensors * sizeof *m->info);
-    m->tp = ax_host_alloc(ctx, (size_t)max_tensors * sizeof *m->tp);
+    int L = c->n_layers, n_specs = model_tensor_specs(c, NULL, NULL);
+    m->info = ax_host_alloc(ctx, (size_t)n_specs * sizeof *m->info);
+    m->tp = ax_host_alloc(ctx, (size_t)n_specs * sizeof *m->tp);
     m->acts = ax_host_alloc(ctx, (size_t)L * sizeof *m->acts);
-    if (!m->info || !m->tp || !m->acts) goto oom;
+    m->lt = ax_host_alloc(ctx, (size_t)L * L_SLOTS * sizeof *m->lt);
+    if (!m->info || !m->tp || !m->acts || !m->lt) goto oom;
     build_tensors(m);
 
     m->params = falloc(m, m->n_local);
@@ -312,7 +379,8 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
     }
     if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
     if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
-    ax_rope_table(ctx, m->rope_cos, m->rope_sin, T, c->dim / c->n_heads, c->rope_theta);
+    int rd = model_rotary_dim(c); /* the table [T, rd/2]: only the rotating dims */
+    if (rd) ax_rope_table(ctx, m->rope_cos, m->rope_sin, T, rd, c->rope_theta);
     m->stale = 1;
     *out = m;
     return AX_OK;
@@ -345,6 +413,7 @@ void ax_model_free(ax_model_t *m) {
     ax_dev_free(ctx, m->act_arena), ax_dev_free(ctx, m->dec_arena);
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
+    ax_host_free(ctx, m->lt);
     ax_host_free(ctx, m->kcache), ax_host_free(ctx, m->vcache), ax_host_free(ctx, m->dec_best);
     ax_overlap_free(m->ov);
     const ax_comm_memory *mem = m->grid ? ax_grid_memory(m->grid) : NULL;
@@ -448,9 +517,13 @@ void ax_model_zero_grad(ax_model_t *m) {
                     (size_t)(m->tp[i].shard_n * m->dims[AX_AXIS_Z]) * sizeof(float));
 }
 
-/* Norm weights are replicated over Y and everything over data: count each value once. */
+/* Norm weights, row-parallel biases and learned positions are replicated over Y, column-parallel
+ * biases over X, and everything over data: count each value once. */
 static int owns_replica(const ax_model_t *m, int i) {
-    return m->tp[i].kind != TP_VEC || m->y == 0;
+    tp_kind k = m->tp[i].kind;
+    if (k == TP_VEC || k == TP_ROWS) return m->y == 0;
+    if (k == TP_YVEC) return m->x == 0;
+    return 1;
 }
 
 ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
@@ -465,8 +538,9 @@ ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
 }
 
 void ax_model_init(ax_model_t *m, uint64_t seed) {
-    /* GPT-2 init: N(0, 0.02); projections into the residual stream scaled by 1/sqrt(2L) so the
-     * stream's variance does not grow with depth. Norm weights start at 1. */
+    /* GPT-2 init: N(0, 0.02) (embeddings, learned positions, matrices); projections into the
+     * residual stream scaled by 1/sqrt(2L) so the stream's variance does not grow with depth.
+     * Norm weights start at 1, biases (of layers and LayerNorms) at 0. */
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)m->cfg.n_layers);
     for (int i = 0; i < m->n_tensors; i++) {
         tp_tensor *p = &m->tp[i];
@@ -476,15 +550,16 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
             tp_note(m, ax_errorf(AX_ERR_NOMEM, "out of memory initialising %s", m->info[i].name));
             break;
         }
-        int is_proj = strstr(m->info[i].name, ".wo") || strstr(m->info[i].name, ".w_down");
-        float s = is_proj ? proj_std : std;
+        float s = p->init == INIT_PROJ ? proj_std : std;
+        float constant = p->init == INIT_ONE ? 1.0f : 0.0f;
+        int random = p->init == INIT_NORMAL || p->init == INIT_PROJ;
         int64_t b0 = (int64_t)m->z * p->shard_n;
 #pragma omp parallel for schedule(static)
         for (int64_t e = 0; e < p->shard_n; e++) {
             int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
-            dst[e] = gi < 0              ? 0.0f
-                     : p->kind == TP_VEC ? 1.0f
-                                         : s * ax_rng_normal(seed, (uint64_t)i, (uint64_t)gi);
+            dst[e] = gi < 0    ? 0.0f
+                     : !random ? constant
+                               : s * ax_rng_normal(seed, (uint64_t)i, (uint64_t)gi);
         }
         ax_unmap(m->ctx, m->params + p->shard_off, dst, bytes, AX_MAP_WRITE);
     }

@@ -1,7 +1,10 @@
-/* Llama-style decoder, 4D-parallel (AxoNN, docs/DESIGN.md "The 4D grid"): token embedding,
- * L x [RMSNorm -> QKV -> RoPE -> causal attention -> out-proj -> residual; RMSNorm -> SwiGLU
- * MLP -> residual], final RMSNorm, LM head (tied to the embedding or separate), masked
- * cross-entropy.
+/* Decoder-only transformer, 4D-parallel (AxoNN, docs/DESIGN.md "The 4D grid"): token embedding
+ * (+ learned positions), L x [norm -> QKV (+bias) -> rotary (whole or partial head; none with
+ * learned positions) -> causal attention -> out-proj (+bias) -> residual; norm -> MLP (SwiGLU,
+ * or GELU with biases) -> residual] (or GPT-NeoX's parallel residual x + attn(ln1 x) +
+ * mlp(ln2 x)), final norm, LM head (tied to the embedding or separate), masked cross-entropy.
+ * Norms are RMSNorm or LayerNorm with bias. All-zero architecture fields: Llama (RMSNorm, RoPE,
+ * SwiGLU, no biases); GPT-NeoX/Pythia and GPT-2 set them (docs/DESIGN.md "Architectures").
  *
  * On a grid DxXxYxZ each rank holds, per weight matrix, a block split over X and Y (normal
  * layers: output rows over Y, input columns over X; transposed layers the other way round),
@@ -20,15 +23,30 @@
 #include "lib/core/status.h"
 #include "lib/model/sample.h"
 
+typedef enum { AX_NORM_RMS = 0, AX_NORM_LAYER = 1 } ax_norm_kind; /* LayerNorm has a bias */
+/* GELU = the exact erf form (GPT-NeoX/Pythia "gelu"); GELU_TANH = the tanh approximation (GPT-2
+ * "gelu_new"). GELU MLPs: h = act(ln2 W_up^T + b_up), out = h W_down^T + b_down. */
+typedef enum { AX_MLP_SWIGLU = 0, AX_MLP_GELU = 1, AX_MLP_GELU_TANH = 2 } ax_mlp_kind;
+typedef enum { AX_POS_ROPE = 0, AX_POS_LEARNED = 1 } ax_pos_kind;
+
+/* The shape and architecture. The fields after norm_eps all zero are the Llama model (the
+ * checkpoint keys and train flags of docs/DESIGN.md "Architectures" set them). */
 typedef struct {
     int n_layers;
     int dim;     /* C */
-    int n_heads; /* H; head dim D = C / H, must be even for RoPE */
-    int ffn;     /* F: SwiGLU hidden size (gate and up are each [F, C]) */
+    int n_heads; /* H; head dim D = C / H (even when all of it rotates) */
+    int ffn;     /* F: MLP hidden size (SwiGLU: gate and up are each [F, C]) */
     int vocab;   /* V */
     int tie_embeddings;
     float rope_theta;
     float norm_eps;
+    ax_norm_kind norm;
+    ax_mlp_kind mlp;
+    int bias;              /* qkv, out-proj, MLP up and down have biases */
+    int parallel_residual; /* x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX); 0: sequential */
+    int rotary_dim;        /* dims rotated per head (partial rotary, even, <= head dim); 0 = all */
+    ax_pos_kind pos;       /* learned positions add wpe[t] to the token embedding (GPT-2) */
+    int max_pos;           /* rows of wpe (AX_POS_LEARNED); T must be <= max_pos */
 } ax_model_config;
 
 /* Checks the shape is buildable; the error names the offending numbers and flags. */

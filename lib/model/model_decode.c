@@ -60,14 +60,19 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
     ax_embedding_shard_forward(m->ctx, x, m->inputs_copy, m->tp[m->t_wte].full, B, Cx, m->v0,
                                m->vvalid);
     tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, x, (long)B * Cx, AX_DT_F32, AX_OP_SUM));
-    const float *cos_t = m->rope_cos + (long)pos * (D / 2),
-                *sin_t = m->rope_sin + (long)pos * (D / 2);
+    if (m->t_wpe >= 0) /* learned positions: row pos of wpe to every sequence */
+        ax_bias_add(m->ctx, x, m->tp[m->t_wpe].full + (long)pos * Cx, B, Cx);
+    int rd = model_rotary_dim(c), par = c->parallel_residual;
+    const float *cos_t = m->rope_cos + (long)pos * (rd / 2),
+                *sin_t = m->rope_sin + (long)pos * (rd / 2);
     for (int l = 0; l < c->n_layers; l++) {
-        tp_rmsnorm_forward(m, LT(m, l, L_NORM1), s->ln1, s->rstd1, x, B);
+        tp_norm_forward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), s->ln1, s->mean1, s->rstd1, x, B);
         tp_linear_forward(m, LT(m, l, L_WQKV), s->qkv, s->ln1, B);
-        /* one position per sequence: B "sequences" of length 1 at angle table row pos */
-        ax_rope_forward(m->ctx, s->qkv, cos_t, sin_t, B, 1, Hy, D, 3L * Cy);
-        ax_rope_forward(m->ctx, s->qkv + Cy, cos_t, sin_t, B, 1, Hy, D, 3L * Cy);
+        tp_bias_forward(m, LT(m, l, L_BQKV), s->qkv, B);
+        if (rd) { /* one position per sequence: B "sequences" of length 1 at angle table row pos */
+            ax_rope_partial_forward(m->ctx, s->qkv, cos_t, sin_t, B, 1, Hy, D, rd, 3L * Cy);
+            ax_rope_partial_forward(m->ctx, s->qkv + Cy, cos_t, sin_t, B, 1, Hy, D, rd, 3L * Cy);
+        }
         ax_kv_append(m->ctx, m->kcache[l], m->vcache[l], s->qkv + Cy, s->qkv + 2 * Cy, 3L * Cy, B,
                      Hy, D, m->T, pos);
         /* the query is the first Cy columns of each qkv row: compact it for the kernel */
@@ -75,14 +80,28 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         ax_attention_decode(m->ctx, s->atty, q, m->kcache[l], m->vcache[l], B, Hy, D, pos + 1,
                             m->T);
         tp_linear_forward(m, LT(m, l, L_WO), x_mid, s->atty, B);
-        ax_accumulate(m->ctx, x_mid, x, (long)B * Cx);
-        tp_rmsnorm_forward(m, LT(m, l, L_NORM2), s->ln2, s->rstd2, x_mid, B);
+        tp_bias_forward(m, LT(m, l, L_BO), x_mid, B);
+        if (!par) ax_accumulate(m->ctx, x_mid, x, (long)B * Cx);
+        tp_norm_forward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), s->ln2, s->mean2, s->rstd2,
+                        par ? x : x_mid, B);
         tp_linear_forward(m, LT(m, l, L_WUP), s->h, s->ln2, B);
-        ax_swiglu_forward(m->ctx, s->hs, s->h, B, Fy);
-        tp_linear_forward(m, LT(m, l, L_WDOWN), x, s->hs, B);
-        ax_accumulate(m->ctx, x, x_mid, (long)B * Cx);
+        tp_bias_forward(m, LT(m, l, L_BUP), s->h, B);
+        if (c->mlp == AX_MLP_SWIGLU)
+            ax_swiglu_forward(m->ctx, s->hs, s->h, B, Fy);
+        else
+            ax_gelu_forward(m->ctx, s->hs, s->h, B, Fy, c->mlp == AX_MLP_GELU_TANH);
+        /* the layer's output replaces x: the MLP branch goes to a scratch row block first when
+         * x is still needed for the parallel residual */
+        float *out = par ? s->res : x;
+        tp_linear_forward(m, LT(m, l, L_WDOWN), out, s->hs, B);
+        tp_bias_forward(m, LT(m, l, L_BDOWN), out, B);
+        ax_accumulate(m->ctx, out, x_mid, (long)B * Cx);
+        if (par) {
+            ax_accumulate(m->ctx, out, x, (long)B * Cx);
+            ax_copy(m->ctx, x, out, (size_t)B * Cx * sizeof(float), AX_COPY_D2D);
+        }
     }
-    tp_rmsnorm_forward(m, m->t_normf, m->lnf, m->rstdf, x, B);
+    tp_norm_forward(m, m->t_normf, m->t_normfb, m->lnf, m->meanf, m->rstdf, x, B);
     tp_linear_forward(m, m->t_head, m->dec_logits, m->lnf, B);
 }
 

@@ -11,7 +11,13 @@ typedef enum {
     TP_TRANSPOSED, /* [n, k]: rows over X, cols (inputs) over Y */
     TP_VEC,        /* [C]: over X, replicated over Y (norm weights) */
     TP_VOCAB,      /* [V, C]: rows over Y padded to Vp = ceil(V/Gy)*Gy, cols over X */
+    TP_YVEC,       /* [n]: over Y in `groups` equal groups, replicated over X (the bias of a
+                    * TP_NORMAL layer: split like the rows it belongs to) */
+    TP_ROWS,       /* [n, k]: every row, cols over X, replicated over Y (learned positions) */
 } tp_kind;
+
+/* How a tensor starts (ax_model_init). */
+typedef enum { INIT_NORMAL, INIT_PROJ, INIT_ONE, INIT_ZERO } tp_init;
 
 typedef struct {
     tp_kind kind;
@@ -23,23 +29,67 @@ typedef struct {
     int64_t shard_off;      /* offset of the shard in the local slabs */
     float *full;            /* gathered block [rows_l, cols_l] (= the slab when Gz == 1) */
     float *gfull;           /* gradient block, reduce-scattered into the slab (Gz > 1) */
+    tp_init init;
 } tp_tensor;
 
-/* per-layer tensor slots, in slab order */
-enum { L_NORM1, L_WQKV, L_WO, L_NORM2, L_WUP, L_WDOWN, L_COUNT };
+/* per-layer tensor slots; the slab order is the interface's (docs/DESIGN.md "Architectures"):
+ * attn_norm, [attn_norm_bias], wqkv, [bqkv], wo, [bo], mlp_norm, [mlp_norm_bias], w_up, [b_up],
+ * w_down, [b_down]. Slots a configuration lacks map to tensor -1. */
+enum {
+    L_NORM1,
+    L_WQKV,
+    L_WO,
+    L_NORM2,
+    L_WUP,
+    L_WDOWN,
+    L_NORM1B,
+    L_BQKV,
+    L_BO,
+    L_NORM2B,
+    L_BUP,
+    L_BDOWN,
+    L_SLOTS
+};
 
+/* One global tensor of a configuration (lib/model/model_table.c): the single source of the
+ * tensor table for the model (model.c) and for converters (model_io.c). layer -1: global. */
+typedef struct {
+    char name[64];
+    tp_kind kind;
+    int groups;
+    int64_t rows, cols;
+    tp_init init;
+    int layer, slot; /* slot: L_* within the layer, or one of the G_* below */
+} tensor_spec;
+enum { G_WTE, G_WPE, G_NORMF, G_NORMFB, G_HEAD };
+/* Calls emit(u, spec) for each tensor of configuration c in slab order (emit NULL: just count);
+ * returns the count. */
+int model_tensor_specs(const ax_model_config *c, void (*emit)(void *u, const tensor_spec *s),
+                       void *u);
+
+/* Dims of each head that rotate: 0 with learned positions, else rotary_dim or the head dim. */
+static inline int model_rotary_dim(const ax_model_config *c) {
+    if (c->pos == AX_POS_LEARNED) return 0;
+    return c->rotary_dim ? c->rotary_dim : c->dim / c->n_heads;
+}
+/* Rows of w_up: [gate | up] for SwiGLU, one matrix for GELU. */
+static inline int model_up_rows(const ax_model_config *c) {
+    return c->mlp == AX_MLP_SWIGLU ? 2 * c->ffn : c->ffn;
+}
 typedef struct {
     float *res;     /* [N, Cx] residual stream entering the layer */
     float *ln1;     /* [N, Cx] */
     float *rstd1;   /* [N] */
+    float *mean1;   /* [N] LayerNorm only */
     float *qkv;     /* [N, 3 Cy] this rank's heads of q, k (rotated in place), v */
     float *att;     /* [B, Hy, T] attention's saved row logsumexp (backend-private) */
     float *atty;    /* [N, Cy] attention output before the out-projection */
     float *res_mid; /* [N, Cx] after the attention residual */
     float *ln2;     /* [N, Cx] */
     float *rstd2;   /* [N] */
-    float *h;       /* [N, 2 Fy] gate | up */
-    float *hs;      /* [N, Fy] swiglu output */
+    float *mean2;   /* [N] LayerNorm only */
+    float *h;       /* [N, 2 Fy] gate | up (SwiGLU); [N, Fy] (GELU) */
+    float *hs;      /* [N, Fy] activation output */
 } layer_acts;
 
 struct ax_model {
@@ -60,12 +110,14 @@ struct ax_model {
     tp_tensor *tp;
     int64_t n_params, n_local;
     float *params, *grads;
-    int t_wte, t_normf, t_head, t_layer0;
-    int stale; /* gathered blocks out of date */
+    int t_wte, t_normf, t_head;
+    int t_wpe, t_normfb; /* -1 when the configuration has none */
+    int *lt;             /* [L * L_SLOTS]: tensor of layer l's slot, or -1 */
+    int stale;           /* gathered blocks out of date */
     /* activations: carved from one device block (act_arena) */
     void *act_arena;
     layer_acts *acts;
-    float *res_final, *lnf, *rstdf;
+    float *res_final, *lnf, *rstdf, *meanf;
     float *logits;  /* [N, Vl], becomes dlogits */
     float *losses;  /* [N] */
     float *rowstat; /* [3N] scratch for norms and cross-entropy */
@@ -75,6 +127,7 @@ struct ax_model {
     uint8_t *mask_copy;
     /* backward scratch */
     float *dres, *dln, *dbig, *dh, *dqkv, *att_scratch; /* att_scratch [B, Hy, T] */
+    float *dres2; /* [N, Cx] parallel residual only: the input gradient's accumulator */
     int have_grad_logits;
     /* decoding: one device block (dec_arena) for the caches and logits */
     int dec_B;
@@ -86,7 +139,7 @@ struct ax_model {
 };
 
 static inline int LT(const ax_model_t *m, int l, int slot) {
-    return m->t_layer0 + l * L_COUNT + slot;
+    return m->lt[l * L_SLOTS + slot];
 }
 
 /* Overlap slots (lib/dist/overlap.h): the dX all-reduce behind the dW GEMM (OAR), and per
@@ -118,3 +171,13 @@ void tp_grad_sync_end(ax_model_t *m, int t);
 void tp_rmsnorm_forward(ax_model_t *m, int t, float *out, float *rstd, const float *in, int N);
 void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
                          const float *rstd, int N);
+/* The configured norm: RMSNorm of weight t, or LayerNorm of weight t and bias tb (mean[N] saved;
+ * unused by RMSNorm). The backward accumulates into din. */
+void tp_norm_forward(ax_model_t *m, int t, int tb, float *out, float *mean, float *rstd,
+                     const float *in, int N);
+void tp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout, const float *in,
+                      const float *mean, const float *rstd, int N);
+/* out[N, n] += bias tb (after the layer's all-reduce: added once); nothing when tb < 0 */
+void tp_bias_forward(ax_model_t *m, int tb, float *out, int N);
+/* bias tb's gradient += column sums of dout[N, n]; nothing when tb < 0 */
+void tp_bias_backward(ax_model_t *m, int tb, const float *dout, int N);

@@ -1,5 +1,6 @@
 #include "lib/model/model_io.h"
 #include "lib/backend/backend.h"
+#include "lib/model/model_internal.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,63 @@ static ax_status get_int(const ax_json *cfg, const char *key, const char *path, 
                          "%lld]; the checkpoint is damaged",
                          path, key, v->num, (long long)lo, (long long)hi);
     *out = (int)x;
+    return AX_OK;
+}
+
+/* An optional word of the config ("norm": "rms" | "layer"): *out = its index in words, or dflt
+ * when absent. */
+static ax_status get_word(const ax_json *cfg, const char *key, const char *path,
+                          const char *const *words, int n, int dflt, int *out) {
+    const ax_json *v = ax_json_get(cfg, key);
+    *out = dflt;
+    if (!v) return AX_OK;
+    if (v->type == AX_JSON_STR)
+        for (int i = 0; i < n; i++)
+            if (!strcmp(v->str, words[i])) {
+                *out = i;
+                return AX_OK;
+            }
+    char list[128] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "",
+                 words[i]);
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "%s: the manifest's config has a \"%s\" that is not one of %s; the "
+                     "checkpoint is damaged or from a newer axmem",
+                     path, key, list);
+}
+
+/* An optional boolean (true/false or a number): dflt when absent. */
+static ax_status get_bool(const ax_json *cfg, const char *key, const char *path, int *out) {
+    const ax_json *v = ax_json_get(cfg, key);
+    *out = 0;
+    if (!v) return AX_OK;
+    if (v->type != AX_JSON_BOOL && v->type != AX_JSON_NUM)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: the manifest's config has a \"%s\" that is not a boolean; the "
+                         "checkpoint is damaged",
+                         path, key);
+    *out = v->num != 0;
+    return AX_OK;
+}
+
+/* The architecture keys (docs/DESIGN.md "Architectures"); absent = Llama's. */
+static ax_status arch_from_config(const ax_json *cfg, const char *path, ax_model_config *c) {
+    static const char *const norms[] = {"rms", "layer"},
+                             *const mlps[] = {"swiglu", "gelu", "gelu-tanh"},
+                             *const poss[] = {"rope", "learned"};
+    int norm, mlp, pos;
+    AX_CHECK(get_word(cfg, "norm", path, norms, 2, AX_NORM_RMS, &norm));
+    AX_CHECK(get_word(cfg, "mlp", path, mlps, 3, AX_MLP_SWIGLU, &mlp));
+    AX_CHECK(get_word(cfg, "pos", path, poss, 2, AX_POS_ROPE, &pos));
+    AX_CHECK(get_bool(cfg, "bias", path, &c->bias));
+    AX_CHECK(get_bool(cfg, "parallel-residual", path, &c->parallel_residual));
+    c->norm = (ax_norm_kind)norm, c->mlp = (ax_mlp_kind)mlp, c->pos = (ax_pos_kind)pos;
+    c->rotary_dim = c->max_pos = 0;
+    if (ax_json_get(cfg, "rotary-dim"))
+        AX_CHECK(get_int(cfg, "rotary-dim", path, 0, 65536, &c->rotary_dim));
+    if (ax_json_get(cfg, "max-pos"))
+        AX_CHECK(get_int(cfg, "max-pos", path, 0, 1 << 20, &c->max_pos));
     return AX_OK;
 }
 
@@ -63,10 +121,14 @@ ax_status ax_model_config_from_ckpt(const ax_ckpt_t *ck, ax_model_config *out) {
                              .tie_embeddings = tie->num != 0,
                              .rope_theta = (float)theta->num,
                              .norm_eps = (float)(eps ? eps->num : AX_NORM_EPS_DEFAULT)};
+    AX_CHECK(arch_from_config(cfg, path, out));
     ax_status st = ax_model_config_check(out);
     if (st != AX_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", ax_error_msg());
         ax_error_clear();
-        return ax_errorf(AX_ERR_CORRUPT, "%s: the manifest's model shape is invalid", path);
+        return ax_errorf(AX_ERR_CORRUPT, "%s: the manifest's model shape is invalid (%s)", path,
+                         why);
     }
     return AX_OK;
 }
@@ -105,40 +167,29 @@ ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blo
 }
 
 int ax_model_config_n_tensors(const ax_model_config *c) {
-    return 1 + 6 * c->n_layers + 1 + !c->tie_embeddings;
+    return model_tensor_specs(c, NULL, NULL);
 }
 
+typedef struct {
+    ax_tensor_info *out;
+    int i;
+    int64_t off;
+} table_fill;
+
 /* vectors are [cols, 1] and matrices [rows, cols], laid end to end (model.c's add_tensor) */
-static void put(ax_tensor_info *out, int *i, int64_t *off, const char *name, int vec, int64_t rows,
-                int64_t cols) {
-    ax_tensor_info *t = &out[(*i)++];
+static void put(void *u, const tensor_spec *s) {
+    table_fill *f = u;
+    int vec = s->kind == TP_VEC || s->kind == TP_YVEC;
+    ax_tensor_info *t = &f->out[f->i++];
     *t = (ax_tensor_info){.ndim = vec ? 1 : 2,
-                          .shape = {vec ? cols : rows, vec ? 1 : cols},
-                          .offset = *off,
-                          .numel = rows * cols};
-    snprintf(t->name, sizeof t->name, "%s", name);
-    *off += t->numel;
+                          .shape = {vec ? s->cols : s->rows, vec ? 1 : s->cols},
+                          .offset = f->off,
+                          .numel = s->rows * s->cols};
+    snprintf(t->name, sizeof t->name, "%s", s->name);
+    f->off += t->numel;
 }
 
 void ax_model_tensor_table(const ax_model_config *c, ax_tensor_info *out) {
-    int64_t C = c->dim, F = c->ffn, V = c->vocab, off = 0;
-    int i = 0;
-    char name[64];
-    put(out, &i, &off, "wte", 0, V, C);
-    for (int l = 0; l < c->n_layers; l++) {
-        snprintf(name, sizeof name, "layers.%d.attn_norm", l);
-        put(out, &i, &off, name, 1, 1, C);
-        snprintf(name, sizeof name, "layers.%d.wqkv", l);
-        put(out, &i, &off, name, 0, 3 * C, C);
-        snprintf(name, sizeof name, "layers.%d.wo", l);
-        put(out, &i, &off, name, 0, C, C);
-        snprintf(name, sizeof name, "layers.%d.mlp_norm", l);
-        put(out, &i, &off, name, 1, 1, C);
-        snprintf(name, sizeof name, "layers.%d.w_up", l);
-        put(out, &i, &off, name, 0, 2 * F, C);
-        snprintf(name, sizeof name, "layers.%d.w_down", l);
-        put(out, &i, &off, name, 0, C, F);
-    }
-    put(out, &i, &off, "final_norm", 1, 1, C);
-    if (!c->tie_embeddings) put(out, &i, &off, "lm_head", 0, V, C);
+    table_fill f = {out, 0, 0};
+    model_tensor_specs(c, put, &f);
 }

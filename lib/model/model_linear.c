@@ -1,9 +1,9 @@
 /* The tensor-parallel layers (AxoNN): weight gathers over Z, GEMMs on the local block, the
  * all-reduces over X or Y, gradient reduce-scatters over Z, and the RMSNorm over a hidden
- * dimension split across X. The overlapped collectives go through the model's ax_overlap
- * (lib/dist/overlap.h): the dX all-reduce runs behind the dW GEMM (OAR), gathers are issued a
- * layer ahead (OAG, model_step.c) and gradient reduce-scatters run behind earlier layers'
- * backward (ORS); with overlap off the same calls are blocking. */
+ * dimension split across X (and LayerNorm, biases). The overlapped collectives go through the
+ * model's ax_overlap (lib/dist/overlap.h): the dX all-reduce runs behind the dW GEMM (OAR), gathers
+ * are issued a layer ahead (OAG, model_step.c) and gradient reduce-scatters run behind earlier
+ * layers' backward (ORS); with overlap off the same calls are blocking. */
 #include "lib/model/model_internal.h"
 #include "lib/backend/ops.h"
 
@@ -104,4 +104,55 @@ void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, co
     allreduce_sum(m, AX_AXIS_X, dot, N);
     ax_rmsnorm_backward_apply(m->ctx, din, m->tp[t].gfull, dout, in, w, rstd, dot, N, m->Cx,
                               m->cfg.dim);
+}
+
+/* LayerNorm over the hidden dimension split across X: the row sum, then the squared deviations
+ * from the mean it gives, each all-reduced over X (two passes: docs/DESIGN.md "Architectures") */
+static void tp_layernorm_forward(ax_model_t *m, int t, int tb, float *out, float *mean, float *rstd,
+                                 const float *in, int N) {
+    float *sum = m->rowstat, *sq = m->rowstat + N;
+    ax_layernorm_rowsum(m->ctx, sum, in, N, m->Cx);
+    allreduce_sum(m, AX_AXIS_X, sum, N);
+    ax_layernorm_sqdev(m->ctx, sq, in, sum, N, m->Cx, m->cfg.dim);
+    allreduce_sum(m, AX_AXIS_X, sq, N);
+    ax_layernorm_apply(m->ctx, out, mean, rstd, in, m->tp[t].full, m->tp[tb].full, sum, sq, N,
+                       m->Cx, m->cfg.dim, m->cfg.norm_eps);
+}
+
+static void tp_layernorm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout,
+                                  const float *in, const float *mean, const float *rstd, int N) {
+    float *dots = m->rowstat; /* [2N]: both row sums in one all-reduce */
+    const float *w = m->tp[t].full;
+    ax_layernorm_backward_dot(m->ctx, dots, dout, in, w, mean, rstd, N, m->Cx);
+    allreduce_sum(m, AX_AXIS_X, dots, 2L * N);
+    ax_layernorm_backward_apply(m->ctx, din, m->tp[t].gfull, m->tp[tb].gfull, dout, in, w, mean,
+                                rstd, dots, N, m->Cx, m->cfg.dim);
+}
+
+void tp_norm_forward(ax_model_t *m, int t, int tb, float *out, float *mean, float *rstd,
+                     const float *in, int N) {
+    if (m->cfg.norm == AX_NORM_LAYER)
+        tp_layernorm_forward(m, t, tb, out, mean, rstd, in, N);
+    else
+        tp_rmsnorm_forward(m, t, out, rstd, in, N);
+}
+
+void tp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout, const float *in,
+                      const float *mean, const float *rstd, int N) {
+    if (m->cfg.norm == AX_NORM_LAYER)
+        tp_layernorm_backward(m, t, tb, din, dout, in, mean, rstd, N);
+    else
+        tp_rmsnorm_backward(m, t, din, dout, in, rstd, N);
+}
+
+/* A bias is split like the output columns of its layer (TP_YVEC for normal layers, TP_VEC for
+ * transposed ones), so its local block is as wide as this rank's output rows. */
+void tp_bias_forward(ax_model_t *m, int tb, float *out, int N) {
+    if (tb < 0) return;
+    ax_bias_add(m->ctx, out, m->tp[tb].full, N, (int)m->tp[tb].cols_l);
+}
+
+void tp_bias_backward(ax_model_t *m, int tb, const float *dout, int N) {
+    if (tb < 0) return;
+    ax_bias_backward(m->ctx, m->tp[tb].gfull, dout, N, (int)m->tp[tb].cols_l);
 }

@@ -10,16 +10,19 @@ static void group_tensors(const ax_model_t *m, int g, int *ts, int *n) {
     *n = 0;
     if (g == 0) {
         ts[(*n)++] = m->t_wte;
+        if (m->t_wpe >= 0) ts[(*n)++] = m->t_wpe;
     } else if (g <= L) {
-        for (int s = 0; s < L_COUNT; s++) ts[(*n)++] = LT(m, g - 1, s);
+        for (int s = 0; s < L_SLOTS; s++)
+            if (LT(m, g - 1, s) >= 0) ts[(*n)++] = LT(m, g - 1, s);
     } else if (g == L + 1) {
         ts[(*n)++] = m->t_normf;
+        if (m->t_normfb >= 0) ts[(*n)++] = m->t_normfb;
         if (m->t_head != m->t_wte) ts[(*n)++] = m->t_head;
     }
 }
 
 static void gather_group(ax_model_t *m, int g, int begin) {
-    int ts[L_COUNT], n;
+    int ts[L_SLOTS], n;
     if (!m->stale || g > m->cfg.n_layers + 1) return;
     group_tensors(m, g, ts, &n);
     for (int i = 0; i < n; i++) begin ? tp_gather_begin(m, ts[i]) : tp_gather_end(m, ts[i]);
@@ -50,27 +53,47 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
                                m->vvalid);
     tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, m->acts[0].res, (long)N * Cx, AX_DT_F32,
                                  AX_OP_SUM));
+    /* learned positions: rows 0..T-1 of wpe are one contiguous [T * Cx] row added to each
+     * sequence's [T * Cx] (replicated over Y: every Y rank adds it after the all-reduce) */
+    if (m->t_wpe >= 0) ax_bias_add(m->ctx, m->acts[0].res, W(m, m->t_wpe), B, T * Cx);
+    int rd = model_rotary_dim(c), par = c->parallel_residual;
     for (int l = 0; l < L; l++) {
         layer_acts *a = &m->acts[l];
         float *res_out = l + 1 < L ? m->acts[l + 1].res : m->res_final;
         gather_group(m, l + 2, 1);
         gather_group(m, l + 1, 0);
-        tp_rmsnorm_forward(m, LT(m, l, L_NORM1), a->ln1, a->rstd1, a->res, N);
+        tp_norm_forward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), a->ln1, a->mean1, a->rstd1,
+                        a->res, N);
         tp_linear_forward(m, LT(m, l, L_WQKV), a->qkv, a->ln1, N);
-        ax_rope_forward(m->ctx, a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
-        ax_rope_forward(m->ctx, a->qkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
+        tp_bias_forward(m, LT(m, l, L_BQKV), a->qkv, N);
+        if (rd) {
+            ax_rope_partial_forward(m->ctx, a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd,
+                                    3L * Cy);
+            ax_rope_partial_forward(m->ctx, a->qkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D, rd,
+                                    3L * Cy);
+        }
         ax_attention_forward(m->ctx, a->atty, a->att, a->qkv, B, T, Cy, Hy);
+        /* res_mid: the attention branch; sequential adds the residual into it, parallel adds
+         * both branches and the residual at the end (HF's mlp + attn + x) */
         tp_linear_forward(m, LT(m, l, L_WO), a->res_mid, a->atty, N);
-        ax_accumulate(m->ctx, a->res_mid, a->res, (long)N * Cx);
-        tp_rmsnorm_forward(m, LT(m, l, L_NORM2), a->ln2, a->rstd2, a->res_mid, N);
+        tp_bias_forward(m, LT(m, l, L_BO), a->res_mid, N);
+        if (!par) ax_accumulate(m->ctx, a->res_mid, a->res, (long)N * Cx);
+        tp_norm_forward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), a->ln2, a->mean2, a->rstd2,
+                        par ? a->res : a->res_mid, N);
         tp_linear_forward(m, LT(m, l, L_WUP), a->h, a->ln2, N);
-        ax_swiglu_forward(m->ctx, a->hs, a->h, N, Fy);
+        tp_bias_forward(m, LT(m, l, L_BUP), a->h, N);
+        if (c->mlp == AX_MLP_SWIGLU)
+            ax_swiglu_forward(m->ctx, a->hs, a->h, N, Fy);
+        else
+            ax_gelu_forward(m->ctx, a->hs, a->h, N, Fy, c->mlp == AX_MLP_GELU_TANH);
         tp_linear_forward(m, LT(m, l, L_WDOWN), res_out, a->hs, N);
+        tp_bias_forward(m, LT(m, l, L_BDOWN), res_out, N);
         ax_accumulate(m->ctx, res_out, a->res_mid, (long)N * Cx);
+        if (par) ax_accumulate(m->ctx, res_out, a->res, (long)N * Cx);
     }
     gather_group(m, L + 1, 0);
     m->stale = 0;
-    tp_rmsnorm_forward(m, m->t_normf, m->lnf, m->rstdf, m->res_final, N);
+    tp_norm_forward(m, m->t_normf, m->t_normfb, m->lnf, m->meanf, m->rstdf, m->res_final, N);
     tp_linear_forward(m, m->t_head, m->logits, m->lnf, N);
 
     /* vocabulary-parallel cross-entropy: row max, then {sum exp, target logit}, over Y */
@@ -94,8 +117,10 @@ static void zero(ax_model_t *m, float *p, long n) {
 }
 
 static void sync_layer(ax_model_t *m, int l, int begin) {
-    for (int s = 0; s < L_COUNT; s++)
-        begin ? tp_grad_sync_begin(m, LT(m, l, s)) : tp_grad_sync_end(m, LT(m, l, s));
+    for (int s = 0; s < L_SLOTS; s++) {
+        int t = LT(m, l, s);
+        if (t >= 0) begin ? tp_grad_sync_begin(m, t) : tp_grad_sync_end(m, t);
+    }
 }
 
 void ax_model_backward(ax_model_t *m) {
@@ -108,50 +133,79 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
     int B = m->cur_B, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy;
     int D = c->dim / c->n_heads, N = B * T, L = c->n_layers;
     long NC = (long)N * Cx;
-    float *dres = m->dres, *dln = m->dln;
+    float *dres = m->dres, *dln = m->dln, *dalt = m->dres2;
+    int rd = model_rotary_dim(c), par = c->parallel_residual;
 
     /* LM head and final norm */
     zero(m, dln, NC);
     tp_linear_backward(m, m->t_head, dln, m->logits, m->lnf, N);
     zero(m, dres, NC);
-    tp_rmsnorm_backward(m, m->t_normf, dres, dln, m->res_final, m->rstdf, N);
+    tp_norm_backward(m, m->t_normf, m->t_normfb, dres, dln, m->res_final, m->meanf, m->rstdf, N);
     if (last_micro) {
         tp_grad_sync_begin(m, m->t_normf);
+        if (m->t_normfb >= 0) tp_grad_sync_begin(m, m->t_normfb);
         if (m->t_head != m->t_wte) tp_grad_sync_begin(m, m->t_head);
     }
 
     for (int l = L - 1; l >= 0; l--) {
         layer_acts *a = &m->acts[l];
-        /* MLP branch: res_out = res_mid + hs Wdown^T; dres flows on to res_mid unchanged */
+        /* sequential: the norms' input gradients accumulate into dres itself, which after the
+         * MLP branch is the gradient of res_mid. Parallel: both branches take the output's
+         * gradient dres, and the input's gradient (dres + both norms') builds up in dacc. */
+        float *dacc = dres;
+        if (par) {
+            dacc = dalt;
+            ax_copy(m->ctx, dacc, dres, (size_t)NC * sizeof(float), AX_COPY_D2D);
+        }
+        /* MLP branch: res_out = res_mid + hs Wdown^T (+ b_down) */
         float *dhs = m->dbig;
         zero(m, dhs, (long)N * Fy);
+        tp_bias_backward(m, LT(m, l, L_BDOWN), dres, N);
         tp_linear_backward(m, LT(m, l, L_WDOWN), dhs, dres, a->hs, N);
         zero(m, m->dh, (long)N * 2 * Fy);
-        ax_swiglu_backward(m->ctx, m->dh, dhs, a->h, N, Fy);
+        if (c->mlp == AX_MLP_SWIGLU)
+            ax_swiglu_backward(m->ctx, m->dh, dhs, a->h, N, Fy);
+        else
+            ax_gelu_backward(m->ctx, m->dh, dhs, a->h, N, Fy, c->mlp == AX_MLP_GELU_TANH);
+        tp_bias_backward(m, LT(m, l, L_BUP), m->dh, N);
         zero(m, dln, NC);
         tp_linear_backward(m, LT(m, l, L_WUP), dln, m->dh, a->ln2, N);
-        tp_rmsnorm_backward(m, LT(m, l, L_NORM2), dres, dln, a->res_mid, a->rstd2, N);
+        tp_norm_backward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), dacc, dln,
+                         par ? a->res : a->res_mid, a->mean2, a->rstd2, N);
 
-        /* attention branch: res_mid = res + atty Wo^T */
+        /* attention branch: res_mid = res + atty Wo^T (+ bo) */
         float *datty = m->dbig;
         zero(m, datty, (long)N * Cy);
+        tp_bias_backward(m, LT(m, l, L_BO), dres, N);
         tp_linear_backward(m, LT(m, l, L_WO), datty, dres, a->atty, N);
         zero(m, m->dqkv, (long)N * 3 * Cy);
         ax_attention_backward(m->ctx, m->dqkv, m->att_scratch, datty, a->qkv, a->att, B, T, Cy, Hy);
-        ax_rope_backward(m->ctx, m->dqkv, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
-        ax_rope_backward(m->ctx, m->dqkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D, 3L * Cy);
+        if (rd) {
+            ax_rope_partial_backward(m->ctx, m->dqkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd,
+                                     3L * Cy);
+            ax_rope_partial_backward(m->ctx, m->dqkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D,
+                                     rd, 3L * Cy);
+        }
+        tp_bias_backward(m, LT(m, l, L_BQKV), m->dqkv, N);
         zero(m, dln, NC);
         tp_linear_backward(m, LT(m, l, L_WQKV), dln, m->dqkv, a->ln1, N);
-        tp_rmsnorm_backward(m, LT(m, l, L_NORM1), dres, dln, a->res, a->rstd1, N);
+        tp_norm_backward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), dacc, dln, a->res, a->mean1,
+                         a->rstd1, N);
+        if (par) dalt = dres, dres = dacc;   /* the next layer down continues from dacc */
         if (last_micro) sync_layer(m, l, 1); /* ORS: runs behind the layers below */
     }
     ax_embedding_shard_backward(m->ctx, m->tp[m->t_wte].gfull, dres, m->inputs_copy, N, Cx, m->v0,
                                 m->vvalid);
+    /* learned positions: column sums of dres viewed as [B, T * Cx] (see the forward) */
+    if (m->t_wpe >= 0) ax_bias_backward(m->ctx, m->tp[m->t_wpe].gfull, dres, B, T * Cx);
     m->have_grad_logits = 0;
     if (!last_micro) return;
     tp_grad_sync_begin(m, m->t_wte);
+    if (m->t_wpe >= 0) tp_grad_sync_begin(m, m->t_wpe);
     for (int l = L - 1; l >= 0; l--) sync_layer(m, l, 0);
     tp_grad_sync_end(m, m->t_normf);
+    if (m->t_normfb >= 0) tp_grad_sync_end(m, m->t_normfb);
+    if (m->t_wpe >= 0) tp_grad_sync_end(m, m->t_wpe);
     if (m->t_head != m->t_wte) tp_grad_sync_end(m, m->t_head);
     tp_grad_sync_end(m, m->t_wte);
     /* data parallel: the replicas' gradients summed once per step */

@@ -440,7 +440,13 @@ Test(train, init_shape_comes_from_the_checkpoint) {
                              "\"tie-embeddings\":false,\"rope-theta\":5150,\"norm-eps\":1e-6}";
     ax_json *j = NULL;
     cr_assert_eq(ax_json_parse(js, strlen(js), "test", &j), AX_OK);
-    ax_model_config shape = {1, 32, 4, 96, 420, 0, 5150.0f, 1e-6f};
+    ax_model_config shape = {.n_layers = 1,
+                             .dim = 32,
+                             .n_heads = 4,
+                             .ffn = 96,
+                             .vocab = 420,
+                             .rope_theta = 5150.0f,
+                             .norm_eps = 1e-6f};
     uint8_t *was = calloc((size_t)ax_train_table.n, 1);
     cr_assert_not_null(was);
     ax_train_config c;

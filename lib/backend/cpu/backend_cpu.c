@@ -95,6 +95,15 @@ static const ax_backend cpu_backend = {
     .kv_append = ax_cpu_kv_append,
     .copy_rows = ax_cpu_copy_rows,
     .argmax_rows = ax_cpu_argmax_rows,
+    .layernorm_rowsum = ax_cpu_layernorm_rowsum,
+    .layernorm_sqdev = ax_cpu_layernorm_sqdev,
+    .layernorm_apply = ax_cpu_layernorm_apply,
+    .layernorm_backward_dot = ax_cpu_layernorm_backward_dot,
+    .layernorm_backward_apply = ax_cpu_layernorm_backward_apply,
+    .gelu_forward = ax_cpu_gelu_forward,
+    .gelu_backward = ax_cpu_gelu_backward,
+    .bias_add = ax_cpu_bias_add,
+    .bias_backward = ax_cpu_bias_backward,
 };
 
 const ax_backend *ax_backend_cpu(void) {
