@@ -1,4 +1,4 @@
-/* axmem model import|export: Hugging Face Llama-family directories <-> axmem checkpoints. */
+/* axmem model import|export: Hugging Face model directories <-> axmem checkpoints. */
 #include "cli/commands.h"
 #include "interop/hf_model.h"
 #include "lib/core/cliargs.h"
@@ -9,11 +9,13 @@
 
 static const char *TOP_HELP =
     "usage: axmem model SUBCOMMAND [flags]\n\n"
-    "  import --hf DIR --out CKPT_DIR   Hugging Face LlamaForCausalLM / MistralForCausalLM\n"
+    "  import --hf DIR --out CKPT_DIR   Hugging Face LlamaForCausalLM, MistralForCausalLM,\n"
+    "                                   GPTNeoXForCausalLM (Pythia) or GPT2LMHeadModel\n"
     "                                   (config.json + model.safetensors or shards with their\n"
     "                                   index; fp32/fp16/bf16) -> CKPT_DIR/step-000000\n"
     "  export --ckpt STEP_DIR --out DIR axmem checkpoint -> config.json + fp32\n"
-    "                                   model.safetensors (LlamaForCausalLM)\n";
+    "                                   model.safetensors, as the architecture its config\n"
+    "                                   describes (Llama, GPT-NeoX or GPT-2)\n";
 
 /* --a X --b Y with both required; 2 on a usage error (printed), 1 on help, 0 when parsed */
 static int two_flags(const char *sub, int argc, char **argv, const char *na, const char **a,

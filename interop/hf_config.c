@@ -1,4 +1,5 @@
-/* config.json of a Llama-family model -> ax_model_config, refusing what the engine lacks. */
+/* config.json of a Llama-family, GPT-NeoX or GPT-2 model -> ax_model_config, refusing what
+ * the engine lacks with the file and the key named. */
 #include "interop/hf_model.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
@@ -18,6 +19,32 @@ static ax_status get_int(const ax_json *c, const char *key, const char *path, in
     return AX_OK;
 }
 
+/* as get_int, keeping *out (the default) when the key is absent or null */
+static ax_status opt_int(const ax_json *c, const char *key, const char *path, int64_t lo,
+                         int64_t hi, int *out) {
+    const ax_json *v = ax_json_get(c, key);
+    return v && v->type != AX_JSON_NULL ? get_int(c, key, path, lo, hi, out) : AX_OK;
+}
+
+static ax_status opt_bool(const ax_json *c, const char *key, const char *path, int *out) {
+    const ax_json *v = ax_json_get(c, key);
+    if (!v) return AX_OK;
+    if (v->type != AX_JSON_BOOL)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: \"%s\" must be true or false", path, key);
+    *out = v->num != 0;
+    return AX_OK;
+}
+
+/* a norm epsilon: *out keeps the architecture's default when the key is absent */
+static ax_status opt_eps(const ax_json *c, const char *key, const char *path, float *out) {
+    const ax_json *v = ax_json_get(c, key);
+    if (!v) return AX_OK;
+    if (v->type != AX_JSON_NUM || !(v->num >= 1e-12 && v->num <= 1))
+        return ax_errorf(AX_ERR_CORRUPT, "%s: \"%s\" must be a number in [1e-12, 1]", path, key);
+    *out = (float)v->num;
+    return AX_OK;
+}
+
 /* a key the engine cannot honour unless it is absent, null or false */
 static ax_status refuse_set(const ax_json *c, const char *key, const char *path, const char *why) {
     const ax_json *v = ax_json_get(c, key);
@@ -25,38 +52,82 @@ static ax_status refuse_set(const ax_json *c, const char *key, const char *path,
     return ax_errorf(AX_ERR_ARG, "%s: \"%s\" is set; axmem cannot import it: %s", path, key, why);
 }
 
-static ax_status parse(const ax_json *c, const char *path, ax_hf_config *out) {
-    const ax_json *arch = ax_json_get(c, "architectures");
-    const char *a =
-        arch && arch->type == AX_JSON_ARR && arch->n == 1 && arch->items[0]->type == AX_JSON_STR
-            ? arch->items[0]->str
-            : "";
-    if (strcmp(a, "LlamaForCausalLM") && strcmp(a, "MistralForCausalLM"))
+/* a GELU activation name (transformers' ACT2FN) -> the engine's kind; the tanh forms
+ * (gelu_new, gelu_fast, gelu_pytorch_tanh) are one formula */
+static ax_status gelu_kind(const ax_json *c, const char *key, const char *def, const char *path,
+                           ax_mlp_kind *out) {
+    const ax_json *v = ax_json_get(c, key);
+    const char *a = v && v->type == AX_JSON_STR ? v->str : v ? "" : def;
+    if (!strcmp(a, "gelu"))
+        *out = AX_MLP_GELU;
+    else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_fast") || !strcmp(a, "gelu_pytorch_tanh"))
+        *out = AX_MLP_GELU_TANH;
+    else
         return ax_errorf(AX_ERR_ARG,
-                         "%s: \"architectures\" is [\"%.64s\"]; axmem imports LlamaForCausalLM "
-                         "and MistralForCausalLM only",
-                         path, a);
+                         "%s: \"%s\" is \"%.32s\"; axmem imports \"gelu\" (exact) and the tanh "
+                         "forms \"gelu_new\", \"gelu_fast\", \"gelu_pytorch_tanh\" only",
+                         path, key, a);
+    return AX_OK;
+}
+
+/* transformers >= 5 writes "rope_parameters": {"rope_type", "rope_theta", ...}; older
+ * releases a top-level key (`legacy`: rope_theta, GPT-NeoX's rotary_emb_base) and, for scaled
+ * variants, "rope_scaling". *theta keeps the default when neither is present. */
+static ax_status rope_theta(const ax_json *c, const char *legacy, const char *path, float *theta) {
+    AX_CHECK(refuse_set(c, "rope_scaling", path, "only plain rotary embeddings are supported"));
+    const ax_json *rp = ax_json_get(c, "rope_parameters");
+    if (rp && rp->type != AX_JSON_NULL) {
+        const ax_json *ty = ax_json_get(rp, "rope_type");
+        if (rp->type != AX_JSON_OBJ ||
+            (ty && (ty->type != AX_JSON_STR || strcmp(ty->str, "default"))))
+            return ax_errorf(AX_ERR_ARG,
+                             "%s: \"rope_parameters\" asks for a rope_type other than "
+                             "\"default\"; axmem cannot import it: only plain rotary embeddings "
+                             "are supported",
+                             path);
+    } else
+        rp = NULL;
+    const char *key = rp && ax_json_get(rp, "rope_theta") ? "rope_theta" : legacy;
+    const ax_json *th = rp && ax_json_get(rp, "rope_theta") ? ax_json_get(rp, "rope_theta")
+                                                            : ax_json_get(c, legacy);
+    if (!th) return AX_OK;
+    if (th->type != AX_JSON_NUM || !(th->num > 1 && th->num <= 1e12))
+        return ax_errorf(AX_ERR_CORRUPT, "%s: \"%s\" must be a number in (1, 1e12]", path, key);
+    *theta = (float)th->num;
+    return AX_OK;
+}
+
+static ax_status check_vocab(const ax_model_config *m, const char *path) {
+    if (m->vocab < 257)
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: vocab_size %d is below 257, the smallest vocabulary axmem models "
+                         "hold (256 bytes + end-of-text)",
+                         path, m->vocab);
+    if (m->dim % m->n_heads)
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: hidden size %d is not divisible by the %d attention heads", path,
+                         m->dim, m->n_heads);
+    return AX_OK;
+}
+
+static ax_status parse_llama(const ax_json *c, const char *path, ax_hf_config *out) {
     const ax_json *act = ax_json_get(c, "hidden_act");
     if (act && (act->type != AX_JSON_STR || strcmp(act->str, "silu")))
         return ax_errorf(AX_ERR_ARG, "%s: \"hidden_act\" must be \"silu\" (SwiGLU)", path);
-    AX_CHECK(refuse_set(c, "rope_scaling", path, "only plain rotary embeddings are supported"));
     AX_CHECK(refuse_set(c, "attention_bias", path, "the engine has no attention biases"));
     AX_CHECK(refuse_set(c, "mlp_bias", path, "the engine has no MLP biases"));
     AX_CHECK(refuse_set(c, "sliding_window", path,
                         "the engine has full causal attention only (set it to null only if the "
                         "model never attends past the window)"));
-    ax_model_config m = {0};
+    /* LlamaConfig's defaults: theta 10000, eps 1e-6, untied (MistralConfig too) */
+    ax_model_config m = {.rope_theta = 10000.0f, .norm_eps = 1e-6f};
     int kv = 0, maxp = 0;
     AX_CHECK(get_int(c, "num_hidden_layers", path, 1, 1024, &m.n_layers));
     AX_CHECK(get_int(c, "hidden_size", path, 2, 65536, &m.dim));
     AX_CHECK(get_int(c, "num_attention_heads", path, 1, 1024, &m.n_heads));
     AX_CHECK(get_int(c, "intermediate_size", path, 1, 262144, &m.ffn));
     AX_CHECK(get_int(c, "vocab_size", path, 1, 1 << 24, &m.vocab));
-    if (m.vocab < 257)
-        return ax_errorf(AX_ERR_ARG,
-                         "%s: vocab_size %d is below 257, the smallest vocabulary axmem models "
-                         "hold (256 bytes + end-of-text)",
-                         path, m.vocab);
+    AX_CHECK(check_vocab(&m, path));
     kv = m.n_heads;
     if (ax_json_get(c, "num_key_value_heads"))
         AX_CHECK(get_int(c, "num_key_value_heads", path, 1, m.n_heads, &kv));
@@ -64,7 +135,7 @@ static ax_status parse(const ax_json *c, const char *path, ax_hf_config *out) {
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: num_key_value_heads %d does not divide num_attention_heads %d", path,
                          kv, m.n_heads);
-    if (m.dim % m.n_heads || (m.dim / m.n_heads) % 2)
+    if ((m.dim / m.n_heads) % 2)
         return ax_errorf(AX_ERR_ARG,
                          "%s: hidden_size %d / num_attention_heads %d must be an even "
                          "integer (the head dimension)",
@@ -76,46 +147,129 @@ static ax_status parse(const ax_json *c, const char *path, ax_hf_config *out) {
                          "%s: \"head_dim\" differs from hidden_size / num_attention_heads; the "
                          "engine derives the head dimension",
                          path);
-    if (ax_json_get(c, "max_position_embeddings"))
-        AX_CHECK(get_int(c, "max_position_embeddings", path, 1, 1 << 30, &maxp));
-    /* transformers >= 5 writes "rope_parameters": {"rope_type", "rope_theta"}; older
-     * releases a top-level "rope_theta" and, for scaled variants, "rope_scaling" */
-    const ax_json *rp = ax_json_get(c, "rope_parameters");
-    if (rp && rp->type != AX_JSON_NULL) {
-        const ax_json *ty = ax_json_get(rp, "rope_type");
-        if (rp->type != AX_JSON_OBJ ||
-            (ty && (ty->type != AX_JSON_STR || strcmp(ty->str, "default"))))
-            return ax_errorf(AX_ERR_ARG,
-                             "%s: \"rope_parameters\" asks for a rope_type other than "
-                             "\"default\"; axmem cannot import it: only plain rotary embeddings "
-                             "are supported",
-                             path);
+    AX_CHECK(opt_int(c, "max_position_embeddings", path, 1, 1 << 30, &maxp));
+    AX_CHECK(rope_theta(c, "rope_theta", path, &m.rope_theta));
+    AX_CHECK(opt_eps(c, "rms_norm_eps", path, &m.norm_eps));
+    AX_CHECK(opt_bool(c, "tie_word_embeddings", path, &m.tie_embeddings));
+    *out = (ax_hf_config){.cfg = m, .arch = AX_HF_LLAMA, .kv_heads = kv, .max_pos = maxp};
+    return AX_OK;
+}
+
+/* GPT-NeoX (Pythia): LayerNorm with bias, GELU MLP with biases, q/k/v/out biases unless
+ * attention_bias is false, rotary on the first int(head_dim * rotary_pct) dims of each head,
+ * parallel residual unless use_parallel_residual is false. */
+static ax_status parse_neox(const ax_json *c, const char *path, ax_hf_config *out) {
+    ax_model_config m = {.rope_theta = 10000.0f,
+                         .norm_eps = 1e-5f,
+                         .norm = AX_NORM_LAYER,
+                         .bias = 1,
+                         .parallel_residual = 1,
+                         .pos = AX_POS_ROPE};
+    int maxp = 0, attn_bias = 1;
+    AX_CHECK(gelu_kind(c, "hidden_act", "gelu", path, &m.mlp));
+    AX_CHECK(get_int(c, "num_hidden_layers", path, 1, 1024, &m.n_layers));
+    AX_CHECK(get_int(c, "hidden_size", path, 2, 65536, &m.dim));
+    AX_CHECK(get_int(c, "num_attention_heads", path, 1, 1024, &m.n_heads));
+    AX_CHECK(get_int(c, "intermediate_size", path, 1, 262144, &m.ffn));
+    AX_CHECK(get_int(c, "vocab_size", path, 1, 1 << 24, &m.vocab));
+    AX_CHECK(check_vocab(&m, path));
+    AX_CHECK(opt_int(c, "max_position_embeddings", path, 1, 1 << 30, &maxp));
+    AX_CHECK(opt_eps(c, "layer_norm_eps", path, &m.norm_eps));
+    AX_CHECK(opt_bool(c, "use_parallel_residual", path, &m.parallel_residual));
+    AX_CHECK(opt_bool(c, "attention_bias", path, &attn_bias));
+    AX_CHECK(opt_bool(c, "tie_word_embeddings", path, &m.tie_embeddings));
+    AX_CHECK(rope_theta(c, "rotary_emb_base", path, &m.rope_theta));
+    /* the rotated share: rope_parameters.partial_rotary_factor (transformers >= 5) or
+     * rotary_pct (older saves, every Pythia), default 0.25 as GPTNeoXConfig's */
+    const ax_json *rp = ax_json_get(c, "rope_parameters"),
+                  *pf = rp && rp->type == AX_JSON_OBJ ? ax_json_get(rp, "partial_rotary_factor")
+                                                      : NULL;
+    const char *pkey = pf ? "rope_parameters.partial_rotary_factor" : "rotary_pct";
+    if (!pf) pf = ax_json_get(c, "rotary_pct");
+    double pct = 0.25;
+    if (pf) {
+        if (pf->type != AX_JSON_NUM || !(pf->num > 0 && pf->num <= 1))
+            return ax_errorf(AX_ERR_CORRUPT, "%s: \"%s\" must be a number in (0, 1]", path, pkey);
+        pct = pf->num;
     }
-    const ax_json *th = rp && ax_json_get(rp, "rope_theta") ? ax_json_get(rp, "rope_theta")
-                                                            : ax_json_get(c, "rope_theta"),
-                  *eps = ax_json_get(c, "rms_norm_eps"),
-                  *tie = ax_json_get(c, "tie_word_embeddings");
-    double theta = 10000.0, e = 1e-6; /* transformers' defaults for LlamaConfig */
-    if (th) {
-        if (th->type != AX_JSON_NUM || !(th->num > 1 && th->num <= 1e12))
-            return ax_errorf(AX_ERR_CORRUPT, "%s: \"rope_theta\" must be a number in (1, 1e12]",
-                             path);
-        theta = th->num;
-    }
-    if (eps) {
-        if (eps->type != AX_JSON_NUM || !(eps->num >= 1e-12 && eps->num <= 1))
-            return ax_errorf(AX_ERR_CORRUPT, "%s: \"rms_norm_eps\" must be in [1e-12, 1]", path);
-        e = eps->num;
-    }
-    if (tie && tie->type != AX_JSON_BOOL)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: \"tie_word_embeddings\" must be true or false", path);
-    /* LlamaConfig defaults to untied, MistralConfig too */
-    m.tie_embeddings = tie ? tie->num != 0 : 0;
-    m.rope_theta = (float)theta;
-    m.norm_eps = (float)e;
-    ax_status st = ax_model_config_check(&m);
+    int D = m.dim / m.n_heads;
+    int rd = (int)(D * pct); /* transformers: int(head_size * rotary_pct) */
+    if (rd < 2 || rd % 2)
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: \"%s\" %g of the head dimension %d rotates %d dims; axmem needs an "
+                         "even number >= 2 (rotate-half pairs)",
+                         path, pkey, pct, D, rd);
+    m.rotary_dim = rd == D ? 0 : rd; /* 0: the whole head, the Llama path */
+    *out = (ax_hf_config){.cfg = m,
+                          .arch = AX_HF_NEOX,
+                          .kv_heads = m.n_heads,
+                          .max_pos = maxp,
+                          .attn_bias = attn_bias};
+    return AX_OK;
+}
+
+/* GPT-2: learned positions (n_positions rows), LayerNorm, GELU MLP, biases everywhere,
+ * attention scaled by 1/sqrt(head dim), embeddings tied unless the config says otherwise. */
+static ax_status parse_gpt2(const ax_json *c, const char *path, ax_hf_config *out) {
+    ax_model_config m = {.rope_theta = 10000.0f, /* unused: no rotary */
+                         .norm_eps = 1e-5f,
+                         .norm = AX_NORM_LAYER,
+                         .bias = 1,
+                         .pos = AX_POS_LEARNED,
+                         .tie_embeddings = 1};
+    AX_CHECK(gelu_kind(c, "activation_function", "gelu_new", path, &m.mlp));
+    AX_CHECK(refuse_set(c, "scale_attn_by_inverse_layer_idx", path,
+                        "the engine scales attention by 1/sqrt(head dim) only"));
+    AX_CHECK(refuse_set(c, "add_cross_attention", path, "axmem models are decoders only"));
+    int scaled = 1;
+    AX_CHECK(opt_bool(c, "scale_attn_weights", path, &scaled));
+    if (!scaled)
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: \"scale_attn_weights\" is false; axmem cannot import it: the "
+                         "engine always scales attention by 1/sqrt(head dim)",
+                         path);
+    /* reorder_and_upcast_attn changes only how the scores are rounded: ignored */
+    AX_CHECK(get_int(c, "n_layer", path, 1, 1024, &m.n_layers));
+    AX_CHECK(get_int(c, "n_embd", path, 2, 65536, &m.dim));
+    AX_CHECK(get_int(c, "n_head", path, 1, 1024, &m.n_heads));
+    AX_CHECK(get_int(c, "vocab_size", path, 1, 1 << 24, &m.vocab));
+    AX_CHECK(get_int(c, "n_positions", path, 1, 1 << 24, &m.max_pos));
+    AX_CHECK(check_vocab(&m, path));
+    m.ffn = 4 * m.dim; /* n_inner null: 4 x n_embd */
+    AX_CHECK(opt_int(c, "n_inner", path, 1, 262144, &m.ffn));
+    AX_CHECK(opt_eps(c, "layer_norm_epsilon", path, &m.norm_eps));
+    AX_CHECK(opt_bool(c, "tie_word_embeddings", path, &m.tie_embeddings));
+    *out = (ax_hf_config){
+        .cfg = m, .arch = AX_HF_GPT2, .kv_heads = m.n_heads, .max_pos = m.max_pos, .attn_bias = 1};
+    return AX_OK;
+}
+
+static ax_status parse(const ax_json *c, const char *path, ax_hf_config *out) {
+    const ax_json *arch = ax_json_get(c, "architectures");
+    const char *a =
+        arch && arch->type == AX_JSON_ARR && arch->n == 1 && arch->items[0]->type == AX_JSON_STR
+            ? arch->items[0]->str
+            : "";
+    ax_status st;
+    if (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM"))
+        st = parse_llama(c, path, out);
+    else if (!strcmp(a, "GPTNeoXForCausalLM"))
+        st = parse_neox(c, path, out);
+    else if (!strcmp(a, "GPT2LMHeadModel"))
+        st = parse_gpt2(c, path, out);
+    else
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: \"architectures\" is [\"%.64s\"]; axmem imports LlamaForCausalLM, "
+                         "MistralForCausalLM, GPTNeoXForCausalLM and GPT2LMHeadModel only",
+                         path, a);
     if (st != AX_OK) return st;
-    *out = (ax_hf_config){.cfg = m, .kv_heads = kv, .max_pos = maxp};
+    st = ax_model_config_check(&out->cfg);
+    if (st != AX_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", ax_error_msg());
+        ax_error_clear();
+        return ax_errorf(AX_ERR_ARG, "%s: the model it describes cannot be built: %s", path, why);
+    }
     return AX_OK;
 }
 

@@ -1,8 +1,9 @@
-/* Hugging Face Llama-family directory -> axmem checkpoint in the global layout
- * (lib/model/model.c build_tensors): wqkv [3C, C] = q rows, then k, then v (head h at rows
- * h*D of its block); w_up [2F, C] = gate rows, then up; wo [C, C] and w_down [C, F] as
- * transformers stores them ([out, in]). Rotary pairs (i, i + D/2) are transformers'
- * rotate-half layout already, so no row permutation is needed. */
+/* Hugging Face model directory -> axmem checkpoint in the global layout
+ * (ax_model_tensor_table): wqkv [3C, C] = q rows, then k, then v (head h at rows h*D of its
+ * block); w_up [2F, C] = gate rows, then up (SwiGLU) or [F, C] (GELU); wo [C, C] and w_down
+ * [C, F] as [out, in]. Llama and GPT-NeoX store [out, in] already, GPT-2's Conv1D [in, out].
+ * Rotary pairs (i, i + rd/2) are transformers' rotate-half layout already, so no row
+ * permutation is needed beyond GPT-NeoX's per-head q/k/v interleave. */
 #include "interop/hf_model.h"
 #include "lib/core/json.h"
 #include "lib/model/model_io.h"
@@ -12,12 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One import: the directory's tensors and a scratch buffer as large as the largest tensor. */
+typedef struct {
+    const ax_hf_weights *w;
+    const char *dir;
+    const ax_hf_config *hc;
+    const char *gpt2; /* GPT-2 tensor prefix: "transformer." (GPT2LMHeadModel) or "" (GPT2Model) */
+    float *tmp;
+} src_t;
+
 /* dst <- tensor `name` after checking its shape is [rows, cols] (cols 0: a vector [rows]) */
-static ax_status fetch(const ax_hf_weights *w, const char *dir, const char *name, int64_t rows,
-                       int64_t cols, float *dst) {
+static ax_status fetch(const src_t *s, const char *name, int64_t rows, int64_t cols, float *dst) {
     const ax_st_file *f;
     const ax_st_tensor *t;
-    AX_CHECK(ax_hf_weights_find(w, name, &f, &t));
+    AX_CHECK(ax_hf_weights_find(s->w, name, &f, &t));
+    if (t->dtype == AX_ST_BOOL)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: tensor \"%s\" has dtype BOOL; weights must be F32, F16 or BF16",
+                         ax_st_path(f), name);
     int ok = cols ? t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols
                   : t->ndim == 1 && t->shape[0] == rows;
     if (!ok) {
@@ -28,92 +41,254 @@ static ax_status fetch(const ax_hf_weights *w, const char *dir, const char *name
             AX_ERR_MISMATCH,
             "%s: tensor \"%s\" has shape [%s] but %s/config.json implies [%lld%s%.0lld]; "
             "the weights and the config disagree",
-            ax_st_path(f), name, got, dir, (long long)rows, cols ? ", " : "", (long long)cols);
+            ax_st_path(f), name, got, s->dir, (long long)rows, cols ? ", " : "", (long long)cols);
     }
     ax_st_read_f32(f, t, dst);
     return AX_OK;
 }
 
-/* Tensors the import uses or may ignore; anything else (biases, another architecture's
- * weights) means the model is not what config.json says. */
-static int known_name(const char *n, int L) {
-    static const char *const per_layer[] = {
-        "input_layernorm.weight",
-        "post_attention_layernorm.weight",
-        "self_attn.q_proj.weight",
-        "self_attn.k_proj.weight",
-        "self_attn.v_proj.weight",
-        "self_attn.o_proj.weight",
-        "mlp.gate_proj.weight",
-        "mlp.up_proj.weight",
-        "mlp.down_proj.weight",
-        "self_attn.rotary_emb.inv_freq"}; /* the last: old saves store the rotary table */
-    if (!strcmp(n, "model.embed_tokens.weight") || !strcmp(n, "model.norm.weight")) return 1;
-    if (!strcmp(n, "lm_head.weight")) return 1; /* when tied: a copy of the embedding, ignored */
-    int l, off = 0;
-    if (sscanf(n, "model.layers.%d.%n", &l, &off) != 1 || off == 0 || l < 0 || l >= L) return 0;
-    for (size_t i = 0; i < sizeof per_layer / sizeof *per_layer; i++)
-        if (!strcmp(n + off, per_layer[i])) return 1;
+/* dst [rows, cols] <- the transpose of tensor `name` [cols, rows]: GPT-2's Conv1D stores its
+ * weight [in, out] (y = x W + b), the engine [out, in] */
+static ax_status fetch_t(const src_t *s, const char *name, int64_t rows, int64_t cols, float *dst) {
+    AX_CHECK(fetch(s, name, cols, rows, s->tmp));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = s->tmp[c * rows + r];
+    return AX_OK;
+}
+
+/* GPT-NeoX's query_key_value rows are per head [H, 3, D] (q, k, v of head 0, then head 1);
+ * the engine's are [3, H, D] (all q, then all k, then all v). cols 0: the bias. */
+static ax_status fetch_neox_qkv(const src_t *s, const char *name, float *dst, int64_t cols) {
+    int64_t C = s->hc->cfg.dim, H = s->hc->cfg.n_heads, D = C / H, w = cols ? cols : 1;
+    AX_CHECK(fetch(s, name, 3 * C, cols, s->tmp));
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t j = 0; j < 3; j++)
+            memcpy(dst + (j * C + h * D) * w, s->tmp + (h * 3 * D + j * D) * w,
+                   (size_t)(D * w) * sizeof *dst);
+    return AX_OK;
+}
+
+/* Llama / Mistral: tensor `what` of layer l (l < 0: a global tensor) */
+static ax_status map_llama(const src_t *s, const char *what, int l, float *dst) {
+    const ax_model_config *c = &s->hc->cfg;
+    int64_t C = c->dim, F = c->ffn, V = c->vocab, H = c->n_heads, D = C / H, KV = s->hc->kv_heads;
+    char name[160];
+    if (l < 0) {
+        if (!strcmp(what, "wte")) return fetch(s, "model.embed_tokens.weight", V, C, dst);
+        if (!strcmp(what, "final_norm")) return fetch(s, "model.norm.weight", C, 0, dst);
+        if (!strcmp(what, "lm_head")) return fetch(s, "lm_head.weight", V, C, dst);
+    }
+#define LNAME(FMT) snprintf(name, sizeof name, "model.layers.%d." FMT, l)
+    if (!strcmp(what, "attn_norm"))
+        return LNAME("input_layernorm.weight"), fetch(s, name, C, 0, dst);
+    if (!strcmp(what, "mlp_norm"))
+        return LNAME("post_attention_layernorm.weight"), fetch(s, name, C, 0, dst);
+    if (!strcmp(what, "wo")) return LNAME("self_attn.o_proj.weight"), fetch(s, name, C, C, dst);
+    if (!strcmp(what, "w_down")) return LNAME("mlp.down_proj.weight"), fetch(s, name, C, F, dst);
+    if (!strcmp(what, "w_up")) {
+        LNAME("mlp.gate_proj.weight");
+        AX_CHECK(fetch(s, name, F, C, dst));
+        return LNAME("mlp.up_proj.weight"), fetch(s, name, F, C, dst + F * C);
+    }
+    if (!strcmp(what, "wqkv")) {
+        LNAME("self_attn.q_proj.weight");
+        AX_CHECK(fetch(s, name, C, C, dst));
+        /* grouped-query attention: query head h reads K/V head h / (H / KV) (transformers'
+         * repeat_kv), so copying that head's rows to every h of the group is exact */
+        for (int k = 0; k < 2; k++) {
+            if (k)
+                LNAME("self_attn.v_proj.weight");
+            else
+                LNAME("self_attn.k_proj.weight");
+            AX_CHECK(fetch(s, name, KV * D, C, s->tmp));
+            for (int64_t h = 0; h < H; h++)
+                memcpy(dst + (1 + k) * C * C + h * D * C, s->tmp + (h / (H / KV)) * D * C,
+                       (size_t)(D * C) * sizeof *dst);
+        }
+        return AX_OK;
+    }
+#undef LNAME
+    return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", what);
+}
+
+/* GPT-NeoX / Pythia */
+static ax_status map_neox(const src_t *s, const char *what, int l, float *dst) {
+    const ax_model_config *c = &s->hc->cfg;
+    int64_t C = c->dim, F = c->ffn, V = c->vocab;
+    char name[160];
+    if (l < 0) {
+        if (!strcmp(what, "wte")) return fetch(s, "gpt_neox.embed_in.weight", V, C, dst);
+        if (!strcmp(what, "final_norm"))
+            return fetch(s, "gpt_neox.final_layer_norm.weight", C, 0, dst);
+        if (!strcmp(what, "final_norm_bias"))
+            return fetch(s, "gpt_neox.final_layer_norm.bias", C, 0, dst);
+        if (!strcmp(what, "lm_head")) return fetch(s, "embed_out.weight", V, C, dst);
+    }
+    static const struct {
+        const char *what, *hf;
+        int rows, cols; /* 0 C, 1 F, 2 3C; cols -1: a vector */
+    } plain[] = {{"attn_norm", "input_layernorm.weight", 0, -1},
+                 {"attn_norm_bias", "input_layernorm.bias", 0, -1},
+                 {"wo", "attention.dense.weight", 0, 0},
+                 {"mlp_norm", "post_attention_layernorm.weight", 0, -1},
+                 {"mlp_norm_bias", "post_attention_layernorm.bias", 0, -1},
+                 {"w_up", "mlp.dense_h_to_4h.weight", 1, 0},
+                 {"b_up", "mlp.dense_h_to_4h.bias", 1, -1},
+                 {"w_down", "mlp.dense_4h_to_h.weight", 0, 1},
+                 {"b_down", "mlp.dense_4h_to_h.bias", 0, -1}};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        if (!strcmp(what, plain[i].what)) {
+            int64_t dims[2] = {C, F};
+            snprintf(name, sizeof name, "gpt_neox.layers.%d.%s", l, plain[i].hf);
+            return fetch(s, name, dims[plain[i].rows], plain[i].cols < 0 ? 0 : dims[plain[i].cols],
+                         dst);
+        }
+    if (!strcmp(what, "wqkv")) {
+        snprintf(name, sizeof name, "gpt_neox.layers.%d.attention.query_key_value.weight", l);
+        return fetch_neox_qkv(s, name, dst, C);
+    }
+    /* attention_bias false: no q/k/v/out biases, which zero biases compute exactly */
+    if (!strcmp(what, "bqkv") || !strcmp(what, "bo")) {
+        int qkv = !strcmp(what, "bqkv");
+        if (!s->hc->attn_bias) {
+            memset(dst, 0, (size_t)((qkv ? 3 : 1) * C) * sizeof *dst);
+            return AX_OK;
+        }
+        snprintf(name, sizeof name, "gpt_neox.layers.%d.attention.%s.bias", l,
+                 qkv ? "query_key_value" : "dense");
+        return qkv ? fetch_neox_qkv(s, name, dst, 0) : fetch(s, name, C, 0, dst);
+    }
+    return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", what);
+}
+
+/* GPT-2: Conv1D weights transposed; c_attn's columns are [q | k | v], head h at h*D of each
+ * part, the engine's row order already */
+static ax_status map_gpt2(const src_t *s, const char *what, int l, float *dst) {
+    const ax_model_config *c = &s->hc->cfg;
+    int64_t C = c->dim, F = c->ffn, V = c->vocab;
+    const char *p = s->gpt2;
+    char name[160];
+    if (l < 0) {
+        if (!strcmp(what, "wte"))
+            return snprintf(name, sizeof name, "%swte.weight", p), fetch(s, name, V, C, dst);
+        if (!strcmp(what, "wpe"))
+            return snprintf(name, sizeof name, "%swpe.weight", p),
+                   fetch(s, name, c->max_pos, C, dst);
+        if (!strcmp(what, "final_norm"))
+            return snprintf(name, sizeof name, "%sln_f.weight", p), fetch(s, name, C, 0, dst);
+        if (!strcmp(what, "final_norm_bias"))
+            return snprintf(name, sizeof name, "%sln_f.bias", p), fetch(s, name, C, 0, dst);
+        if (!strcmp(what, "lm_head")) return fetch(s, "lm_head.weight", V, C, dst);
+    }
+    static const struct {
+        const char *what, *hf;
+        int rows, cols, conv; /* 0 C, 1 F, 2 3C; cols -1: a vector; conv: stored [in, out] */
+    } map[] = {{"attn_norm", "ln_1.weight", 0, -1, 0},   {"attn_norm_bias", "ln_1.bias", 0, -1, 0},
+               {"wqkv", "attn.c_attn.weight", 2, 0, 1},  {"bqkv", "attn.c_attn.bias", 2, -1, 0},
+               {"wo", "attn.c_proj.weight", 0, 0, 1},    {"bo", "attn.c_proj.bias", 0, -1, 0},
+               {"mlp_norm", "ln_2.weight", 0, -1, 0},    {"mlp_norm_bias", "ln_2.bias", 0, -1, 0},
+               {"w_up", "mlp.c_fc.weight", 1, 0, 1},     {"b_up", "mlp.c_fc.bias", 1, -1, 0},
+               {"w_down", "mlp.c_proj.weight", 0, 1, 1}, {"b_down", "mlp.c_proj.bias", 0, -1, 0}};
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (!strcmp(what, map[i].what)) {
+            int64_t dims[3] = {C, F, 3 * C}, r = dims[map[i].rows],
+                    cc = map[i].cols < 0 ? 0 : dims[map[i].cols];
+            snprintf(name, sizeof name, "%sh.%d.%s", p, l, map[i].hf);
+            return map[i].conv ? fetch_t(s, name, r, cc, dst) : fetch(s, name, r, cc, dst);
+        }
+    return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", what);
+}
+
+/* Tensors the import uses or may ignore; anything else (biases the config rules out, another
+ * architecture's weights, a layer past the config's count) means the model is not what
+ * config.json says. Buffers some saves carry (causal masks, rotary tables) are ignored. */
+static int known_name(const src_t *s, const char *n) {
+    static const char *const llama[] = {
+        "input_layernorm.weight",  "post_attention_layernorm.weight",
+        "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+        "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+        "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+        "mlp.down_proj.weight",    "self_attn.rotary_emb.inv_freq"};
+    static const char *const neox[] = {"input_layernorm.weight",
+                                       "input_layernorm.bias",
+                                       "post_attention_layernorm.weight",
+                                       "post_attention_layernorm.bias",
+                                       "attention.query_key_value.weight",
+                                       "attention.dense.weight",
+                                       "mlp.dense_h_to_4h.weight",
+                                       "mlp.dense_h_to_4h.bias",
+                                       "mlp.dense_4h_to_h.weight",
+                                       "mlp.dense_4h_to_h.bias",
+                                       "attention.bias",
+                                       "attention.masked_bias",
+                                       "attention.rotary_emb.inv_freq",
+                                       "attention.query_key_value.bias", /* attention_bias */
+                                       "attention.dense.bias"};
+    static const char *const gpt2[] = {
+        "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
+        "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
+        "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias",
+        "attn.bias",          "attn.masked_bias"};
+    int L = s->hc->cfg.n_layers, l, off = 0;
+    const char *const *per = llama;
+    size_t n_per = sizeof llama / sizeof *llama;
+    /* lm_head / embed_out when tied: a copy of the embedding, ignored */
+    if (s->hc->arch == AX_HF_LLAMA) {
+        if (!strcmp(n, "model.embed_tokens.weight") || !strcmp(n, "model.norm.weight") ||
+            !strcmp(n, "lm_head.weight"))
+            return 1;
+        if (sscanf(n, "model.layers.%d.%n", &l, &off) != 1) return 0;
+    } else if (s->hc->arch == AX_HF_NEOX) {
+        if (!strcmp(n, "gpt_neox.embed_in.weight") || !strcmp(n, "embed_out.weight") ||
+            !strcmp(n, "gpt_neox.final_layer_norm.weight") ||
+            !strcmp(n, "gpt_neox.final_layer_norm.bias"))
+            return 1;
+        if (sscanf(n, "gpt_neox.layers.%d.%n", &l, &off) != 1) return 0;
+        per = neox, n_per = sizeof neox / sizeof *neox - (s->hc->attn_bias ? 0 : 2);
+    } else {
+        size_t pl = strlen(s->gpt2);
+        if (!strcmp(n, "lm_head.weight")) return 1;
+        if (strncmp(n, s->gpt2, pl)) return 0;
+        n += pl;
+        if (!strcmp(n, "wte.weight") || !strcmp(n, "wpe.weight") || !strcmp(n, "ln_f.weight") ||
+            !strcmp(n, "ln_f.bias"))
+            return 1;
+        if (sscanf(n, "h.%d.%n", &l, &off) != 1) return 0;
+        per = gpt2, n_per = sizeof gpt2 / sizeof *gpt2;
+    }
+    if (off == 0 || l < 0 || l >= L) return 0;
+    for (size_t i = 0; i < n_per; i++)
+        if (!strcmp(n + off, per[i])) return 1;
     return 0;
 }
 
 /* Fills the global parameter vector (tensor table ts[n_t]) from the directory. */
-static ax_status fill(const ax_tensor_info *ts, int n_t, const ax_hf_config *hc,
-                      const ax_hf_weights *w, const char *dir, float *global) {
-    const ax_model_config *c = &hc->cfg;
-    int64_t C = c->dim, F = c->ffn, V = c->vocab, H = c->n_heads, D = C / H, KV = hc->kv_heads;
-    char name[160];
-    float *kv = malloc((size_t)(KV * D * C) * sizeof *kv);
-    if (!kv) return ax_errorf(AX_ERR_NOMEM, "out of memory importing %s", dir);
+static ax_status fill(const ax_tensor_info *ts, int n_t, src_t *s, float *global) {
     ax_status st = AX_OK;
     for (int i = 0; st == AX_OK && i < n_t; i++) {
         float *dst = global + ts[i].offset;
         const char *n = ts[i].name;
         int l = -1;
-        char what[32] = "";
-        if (!strcmp(n, "wte"))
-            st = fetch(w, dir, "model.embed_tokens.weight", V, C, dst);
-        else if (!strcmp(n, "final_norm"))
-            st = fetch(w, dir, "model.norm.weight", C, 0, dst);
-        else if (!strcmp(n, "lm_head"))
-            st = fetch(w, dir, "lm_head.weight", V, C, dst);
-        else if (sscanf(n, "layers.%d.%31s", &l, what) != 2)
-            st = ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", n);
-        else if (!strcmp(what, "attn_norm"))
-            snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l),
-                st = fetch(w, dir, name, C, 0, dst);
-        else if (!strcmp(what, "mlp_norm"))
-            snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l),
-                st = fetch(w, dir, name, C, 0, dst);
-        else if (!strcmp(what, "wo"))
-            snprintf(name, sizeof name, "model.layers.%d.self_attn.o_proj.weight", l),
-                st = fetch(w, dir, name, C, C, dst);
-        else if (!strcmp(what, "w_down"))
-            snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj.weight", l),
-                st = fetch(w, dir, name, C, F, dst);
-        else if (!strcmp(what, "w_up")) {
-            snprintf(name, sizeof name, "model.layers.%d.mlp.gate_proj.weight", l);
-            st = fetch(w, dir, name, F, C, dst);
-            snprintf(name, sizeof name, "model.layers.%d.mlp.up_proj.weight", l);
-            if (st == AX_OK) st = fetch(w, dir, name, F, C, dst + F * C);
-        } else if (!strcmp(what, "wqkv")) {
-            snprintf(name, sizeof name, "model.layers.%d.self_attn.q_proj.weight", l);
-            st = fetch(w, dir, name, C, C, dst);
-            /* grouped-query attention: query head h reads K/V head h / (H / KV) (transformers'
-             * repeat_kv), so copying that head's rows to every h of the group is exact */
-            for (int k = 0; st == AX_OK && k < 2; k++) {
-                snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.weight", l,
-                         k ? "v" : "k");
-                st = fetch(w, dir, name, KV * D, C, kv);
-                for (int64_t h = 0; st == AX_OK && h < H; h++)
-                    memcpy(dst + (1 + k) * C * C + h * D * C, kv + (h / (H / KV)) * D * C,
-                           (size_t)(D * C) * sizeof *kv);
-            }
-        } else
-            st = ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", n);
+        char what[40] = "";
+        if (!strncmp(n, "layers.", 7) && sscanf(n, "layers.%d.%39s", &l, what) != 2)
+            return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", n);
+        if (l < 0) snprintf(what, sizeof what, "%s", n);
+        st = s->hc->arch == AX_HF_NEOX   ? map_neox(s, what, l, dst)
+             : s->hc->arch == AX_HF_GPT2 ? map_gpt2(s, what, l, dst)
+                                         : map_llama(s, what, l, dst);
     }
-    free(kv);
     return st;
+}
+
+static const char *arch_desc(const ax_hf_config *hc) {
+    switch (hc->arch) {
+    case AX_HF_NEOX:
+        return hc->attn_bias ? "GPT-NeoX" : "GPT-NeoX without attention biases";
+    case AX_HF_GPT2:
+        return "GPT-2";
+    default:
+        return "Llama model without biases";
+    }
 }
 
 static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const ax_hf_config *hc,
@@ -131,8 +306,21 @@ static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const 
     ax_jw_key(&cw, "rope-theta"), ax_jw_num(&cw, c->rope_theta);
     ax_jw_key(&cw, "norm-eps"), ax_jw_num(&cw, c->norm_eps);
     if (hc->max_pos) ax_jw_key(&cw, "max-positions"), ax_jw_int(&cw, hc->max_pos);
+    if (hc->arch != AX_HF_LLAMA) { /* the architecture keys (absent: Llama's defaults) */
+        static const char *const mlp[] = {"swiglu", "gelu", "gelu-tanh"};
+        ax_jw_key(&cw, "norm"), ax_jw_str(&cw, c->norm == AX_NORM_LAYER ? "layer" : "rms");
+        ax_jw_key(&cw, "mlp"), ax_jw_str(&cw, mlp[c->mlp]);
+        ax_jw_key(&cw, "bias"), ax_jw_bool(&cw, c->bias);
+        ax_jw_key(&cw, "parallel-residual"), ax_jw_bool(&cw, c->parallel_residual);
+        ax_jw_key(&cw, "rotary-dim"), ax_jw_int(&cw, c->rotary_dim);
+        ax_jw_key(&cw, "pos"), ax_jw_str(&cw, c->pos == AX_POS_LEARNED ? "learned" : "rope");
+        if (c->pos == AX_POS_LEARNED) ax_jw_key(&cw, "max-pos"), ax_jw_int(&cw, c->max_pos);
+        ax_jw_key(&cw, "imported-architecture"),
+            ax_jw_str(&cw, hc->arch == AX_HF_NEOX ? "GPTNeoXForCausalLM" : "GPT2LMHeadModel");
+    }
     ax_jw_key(&cw, "imported-from"), ax_jw_str(&cw, hf_dir);
-    ax_jw_key(&cw, "kv-heads-replicated-from"), ax_jw_int(&cw, hc->kv_heads);
+    if (hc->arch == AX_HF_LLAMA)
+        ax_jw_key(&cw, "kv-heads-replicated-from"), ax_jw_int(&cw, hc->kv_heads);
     ax_jw_obj_end(&cw);
     ax_ckpt_blob blob = {.name = "params", .data = global, .count = n};
     ax_ckpt_write_args a = {.grid = "1x1x1x1",
@@ -153,19 +341,26 @@ ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out,
     AX_CHECK(ax_hf_config_load(hf_dir, &hc));
     ax_hf_weights *w = NULL;
     AX_CHECK(ax_hf_weights_open(hf_dir, &w));
+    src_t s = {.w = w, .dir = hf_dir, .hc = &hc, .gpt2 = "transformer."};
+    const ax_st_file *f;
+    const ax_st_tensor *t;
+    /* GPT2Model saves (the original gpt2 checkpoints) name tensors without the prefix */
+    if (hc.arch == AX_HF_GPT2 && ax_hf_weights_find(w, "transformer.wte.weight", &f, &t) != AX_OK) {
+        ax_error_clear();
+        s.gpt2 = "";
+    }
     ax_status st = AX_OK;
     for (int i = 0; st == AX_OK && i < ax_hf_weights_count(w); i++) {
-        const ax_st_file *f;
         const char *name = ax_hf_weights_name(w, i, &f);
-        if (!known_name(name, hc.cfg.n_layers))
+        if (!known_name(&s, name))
             st = ax_errorf(AX_ERR_ARG,
-                           "%s: tensor \"%s\" has no place in a %d-layer Llama model without "
-                           "biases; axmem cannot import this model as config.json describes it",
-                           ax_st_path(f), name, hc.cfg.n_layers);
+                           "%s: tensor \"%s\" has no place in a %d-layer %s; axmem cannot "
+                           "import this model as config.json describes it",
+                           ax_st_path(f), name, hc.cfg.n_layers, arch_desc(&hc));
     }
     /* the engine's own global layout, so every grid loads the checkpoint */
     int n_t = ax_model_config_n_tensors(&hc.cfg);
-    int64_t n = ax_model_config_n_params(&hc.cfg);
+    int64_t n = ax_model_config_n_params(&hc.cfg), big = 0;
     ax_tensor_info *ts = calloc((size_t)n_t, sizeof *ts);
     float *global = NULL;
     if (st == AX_OK && (!ts || (uint64_t)n > SIZE_MAX / sizeof *global ||
@@ -173,9 +368,13 @@ ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out,
         st = ax_errorf(AX_ERR_NOMEM, "out of memory importing %s (%lld parameters)", hf_dir,
                        (long long)n);
     if (st == AX_OK) ax_model_tensor_table(&hc.cfg, ts);
-    if (st == AX_OK) st = fill(ts, n_t, &hc, w, hf_dir, global);
+    for (int i = 0; st == AX_OK && i < n_t; i++) big = ts[i].numel > big ? ts[i].numel : big;
+    if (st == AX_OK && !(s.tmp = malloc((size_t)big * sizeof *s.tmp)))
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory importing %s", hf_dir);
+    if (st == AX_OK) st = fill(ts, n_t, &s, global);
     if (st == AX_OK) st = write_ckpt(ts, n_t, n, &hc, hf_dir, ckpt_dir, global);
     if (st == AX_OK && step_out) snprintf(step_out, len, "%s/step-000000", ckpt_dir);
+    free(s.tmp);
     free(global);
     free(ts);
     ax_hf_weights_close(w);

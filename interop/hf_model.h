@@ -1,20 +1,27 @@
-/* Hugging Face Llama-family models <-> axmem checkpoints (docs/DESIGN.md "Hugging Face
- * models"). A model directory is config.json plus model.safetensors, or shards named by
- * model.safetensors.index.json ("weight_map": tensor -> file). */
+/* Hugging Face models (Llama family, GPT-NeoX / Pythia, GPT-2) <-> axmem checkpoints
+ * (docs/DESIGN.md "Hugging Face models"). A model directory is config.json plus
+ * model.safetensors, or shards named by model.safetensors.index.json ("weight_map": tensor ->
+ * file). */
 #pragma once
 #include <stddef.h>
 #include "interop/safetensors.h"
 #include "lib/model/model.h"
 
+typedef enum { AX_HF_LLAMA = 0, AX_HF_NEOX = 1, AX_HF_GPT2 = 2 } ax_hf_arch;
+
 typedef struct {
     ax_model_config cfg; /* heads = num_attention_heads */
-    int kv_heads;        /* num_key_value_heads: divides heads */
-    int max_pos;         /* max_position_embeddings (0 if absent) */
+    ax_hf_arch arch;
+    int kv_heads;  /* num_key_value_heads: divides heads (heads for NeoX and GPT-2) */
+    int max_pos;   /* max_position_embeddings / n_positions (0 if absent) */
+    int attn_bias; /* NeoX: attention_bias (false: the import writes zero q/k/v/out biases) */
 } ax_hf_config;
 
-/* Reads DIR/config.json: LlamaForCausalLM or MistralForCausalLM with SiLU, no rope_scaling,
- * no attention or MLP biases, no sliding window, head_dim = hidden / heads. Anything else is
- * refused naming the file and the key. */
+/* Reads DIR/config.json: LlamaForCausalLM or MistralForCausalLM (SiLU, no rope_scaling, no
+ * biases, no sliding window, head_dim = hidden / heads), GPTNeoXForCausalLM (gelu or a tanh
+ * gelu, plain rotary on int(head_dim * rotary_pct) even dims) or GPT2LMHeadModel
+ * (scale_attn_weights, no layer-index scaling, no cross-attention). Anything else is refused
+ * naming the file and the key. */
 ax_status ax_hf_config_load(const char *dir, ax_hf_config *out);
 
 /* The tensors of a model directory, single file or sharded. */
@@ -32,6 +39,9 @@ const char *ax_hf_weights_name(const ax_hf_weights *w, int i, const ax_st_file *
  * are replicated for their query group, which computes the same function. The written step
  * directory goes to step_out[n] (may be NULL). */
 ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out, size_t n);
-/* Exports a checkpoint step directory to OUT_DIR (config.json + fp32 model.safetensors, as
- * LlamaForCausalLM). OUT_DIR must not exist; it is written as OUT_DIR.partial and renamed. */
+/* Exports a checkpoint step directory to OUT_DIR (config.json + fp32 model.safetensors) as the
+ * architecture its config keys describe: LlamaForCausalLM (RMSNorm, SwiGLU, rotary),
+ * GPTNeoXForCausalLM (LayerNorm, GELU, biases, rotary) or GPT2LMHeadModel (LayerNorm, GELU,
+ * biases, learned positions); another mix is refused naming the keys. OUT_DIR must not exist;
+ * it is written as OUT_DIR.partial and renamed. */
 ax_status ax_hf_export(const char *step_dir, const char *out_dir);

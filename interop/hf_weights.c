@@ -124,8 +124,8 @@ ax_status ax_hf_weights_find(const ax_hf_weights *w, const char *name, const ax_
         }
     }
     return ax_errorf(AX_ERR_CORRUPT,
-                     "%s: the model has no tensor \"%s\"; is it a Llama-family "
-                     "checkpoint saved by transformers?",
+                     "%s: the model has no tensor \"%s\"; is it a checkpoint of the "
+                     "architecture config.json names, saved by transformers?",
                      w->dir, name);
 }
 

@@ -24,10 +24,10 @@ struct ax_st_file {
     int n;
 };
 
-static const char *const dtype_names[] = {"F32", "F16", "BF16"};
+static const char *const dtype_names[] = {"F32", "F16", "BF16", "BOOL"};
 
 size_t ax_st_dtype_size(ax_st_dtype d) {
-    return d == AX_ST_F32 ? 4 : 2;
+    return d == AX_ST_F32 ? 4 : d == AX_ST_BOOL ? 1 : 2;
 }
 const char *ax_st_dtype_name(ax_st_dtype d) {
     return dtype_names[d];
@@ -75,12 +75,12 @@ static ax_status parse_entry(const char *what, const char *name, const ax_json *
                          "pair \"data_offsets\"; the file is damaged",
                          what, name);
     int found = -1;
-    for (int d = 0; d < 3; d++)
+    for (int d = 0; d < 4; d++)
         if (!strcmp(dt->str, dtype_names[d])) found = d;
     if (found < 0)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: tensor \"%s\" has dtype \"%.16s\"; only F32, F16 and BF16 are "
-                         "supported (convert the model to one of them)",
+                         "supported, and BOOL for buffers (convert the model to one of them)",
                          what, name, dt->str);
     t->dtype = (ax_st_dtype)found;
     if (sh->n > AX_ST_MAX_DIMS)
@@ -236,6 +236,10 @@ void ax_st_read_f32(const ax_st_file *f, const ax_st_tensor *t, float *dst) {
     for (int64_t i = 0; i < t->numel; i++) {
         if (t->dtype == AX_ST_F32) {
             memcpy(&dst[i], p + 4 * i, 4);
+            continue;
+        }
+        if (t->dtype == AX_ST_BOOL) {
+            dst[i] = p[i] != 0;
             continue;
         }
         uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);

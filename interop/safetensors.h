@@ -13,7 +13,8 @@
 /* the header limit of the reference implementation (100 MB) */
 #define AX_ST_MAX_HEADER (100u << 20)
 
-typedef enum { AX_ST_F32, AX_ST_F16, AX_ST_BF16 } ax_st_dtype;
+/* BOOL: the causal-mask buffers some GPT-NeoX / GPT-2 saves carry (never weights) */
+typedef enum { AX_ST_F32, AX_ST_F16, AX_ST_BF16, AX_ST_BOOL } ax_st_dtype;
 
 typedef struct {
     char *name;

@@ -1,8 +1,8 @@
-/* An imported Hugging Face model on a grid: rank 0 imports each fixture of tests/fixtures/hf
- * (scripts/make_hf_fixtures.py), every rank loads the checkpoint onto the grid and runs the
- * fixture's token ids; each rank's vocabulary slice of the logits must match transformers'
- * (max relative error < 1e-4), as on one rank.
- * Usage (from the repository root): mpirun -np N mpi_hf --grid DxXxYxZ. */
+/* An imported Hugging Face model (Llama, Mistral, GPT-NeoX, GPT-2) on a grid: rank 0 imports
+ * each fixture of tests/fixtures/hf (scripts/make_hf_fixtures.py), every rank loads the
+ * checkpoint onto the grid and runs the fixture's token ids; each rank's vocabulary slice of the
+ * logits must match transformers' (max relative error < 1e-4), as on one rank. Usage (from the
+ * repository root): mpirun -np N mpi_hf --grid DxXxYxZ. */
 #include "interop/hf_model.h"
 #include "lib/core/fsutil.h"
 #include "lib/dist/comm.h"
@@ -107,8 +107,13 @@ int main(int argc, char **argv) {
     if (ax_grid_rank(g) == 0 && !mkdtemp(work)) work[0] = 0;
     ax_coll_bcast(g, AX_AXIS_WORLD, work, sizeof work, AX_DT_U8, 0);
     EXPECT(work[0], "cannot make a scratch directory");
-    const char *names[] = {"llama_tied_gqa", "llama_untied_sharded", "mistral_gqa_bf16"};
-    for (int i = 0; i < 3 && !failures; i++) check(g, names[i], work);
+    /* GPT-NeoX: parallel and sequential residual, partial rotary, layer-norm biases over X;
+     * GPT-2: learned positions, transposed Conv1D weights, tied head */
+    const char *names[] = {"llama_tied_gqa", "llama_untied_sharded",    "mistral_gqa_bf16",
+                           "neox_parallel",  "neox_sequential_sharded", "gpt2_tied",
+                           "gpt2_gelu_bf16"};
+    for (int i = 0; i < (int)(sizeof names / sizeof *names) && !failures; i++)
+        check(g, names[i], work);
     ax_barrier(g, AX_AXIS_WORLD);
     if (ax_grid_rank(g) == 0 && work[0]) ax_rm_rf(work);
     double bad = failures;

@@ -1,7 +1,9 @@
-/* Hugging Face Llama-family import/export against the committed fixtures (written by
- * scripts/make_hf_fixtures.py with transformers): the imported checkpoint's logits match
- * transformers' (max relative error < 1e-4), export -> re-import is exact, and config.json /
- * weights that disagree are refused naming the file. */
+/* Hugging Face import/export (Llama, Mistral, GPT-NeoX, GPT-2) against the committed fixtures
+ * (written by scripts/make_hf_fixtures.py with transformers): the imported checkpoint's logits
+ * match transformers' (max relative error < 1e-4), the checkpoint's config is the one
+ * config.json describes, the export is the same architecture with the source's tensors
+ * (names, shapes, values), export -> re-import is exact, and config.json / weights that
+ * disagree are refused naming the file and the key. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -73,6 +75,75 @@ static double max_rel(const float *a, const float *b, size_t n) {
     return e / s;
 }
 
+static void same_cfg(const ax_model_config *a, const ax_model_config *b, const char *what) {
+    cr_assert(a->n_layers == b->n_layers && a->dim == b->dim && a->n_heads == b->n_heads &&
+                  a->ffn == b->ffn && a->vocab == b->vocab &&
+                  a->tie_embeddings == b->tie_embeddings && a->rope_theta == b->rope_theta &&
+                  a->norm_eps == b->norm_eps,
+              "%s: the shape differs", what);
+    cr_assert(a->norm == b->norm && a->mlp == b->mlp && a->bias == b->bias &&
+                  a->parallel_residual == b->parallel_residual && a->rotary_dim == b->rotary_dim &&
+                  a->pos == b->pos && (a->pos != AX_POS_LEARNED || a->max_pos == b->max_pos),
+              "%s: the architecture differs (norm %d/%d mlp %d/%d bias %d/%d parallel %d/%d "
+              "rotary %d/%d pos %d/%d)",
+              what, a->norm, b->norm, a->mlp, b->mlp, a->bias, b->bias, a->parallel_residual,
+              b->parallel_residual, a->rotary_dim, b->rotary_dim, a->pos, b->pos);
+}
+
+static int is_buffer(const char *n) {
+    static const char *const ends[] = {".attn.bias", ".attn.masked_bias", ".attention.bias",
+                                       ".attention.masked_bias", ".inv_freq"};
+    size_t ln = strlen(n);
+    for (int i = 0; i < 5; i++)
+        if (ln >= strlen(ends[i]) && !strcmp(n + ln - strlen(ends[i]), ends[i])) return 1;
+    return 0;
+}
+
+/* The exporter's file read back by the C reader: every tensor is the source's tensor of the
+ * same name (GPT2Model saves lack "transformer."), same shape, same values (fp16/bf16 sources
+ * upcast exactly); every source tensor but buffers and a tied head's copy is there. K/V of a
+ * grouped-query source are expanded, so only their count is checked. */
+static void same_tensors(const char *src, const char *out, const ax_hf_config *hc) {
+    ax_hf_weights *a, *b;
+    cr_assert_eq(ax_hf_weights_open(src, &a), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_hf_weights_open(out, &b), AX_OK, "%s", ax_error_msg());
+    int want = 0;
+    for (int i = 0; i < ax_hf_weights_count(a); i++) {
+        const ax_st_file *f;
+        const char *n = ax_hf_weights_name(a, i, &f);
+        int head = !strcmp(n, "lm_head.weight") || !strcmp(n, "embed_out.weight");
+        want += !is_buffer(n) && !(head && hc->cfg.tie_embeddings);
+    }
+    cr_assert_eq(ax_hf_weights_count(b), want, "%s: %d tensors, the source %d", out,
+                 ax_hf_weights_count(b), want);
+    for (int i = 0; i < ax_hf_weights_count(b); i++) {
+        const ax_st_file *fb, *fa;
+        const ax_st_tensor *tb, *ta;
+        const char *n = ax_hf_weights_name(b, i, &fb);
+        tb = ax_st_find(fb, n);
+        cr_assert_eq(tb->dtype, AX_ST_F32);
+        if (ax_hf_weights_find(a, n, &fa, &ta) != AX_OK) {
+            ax_error_clear();
+            cr_assert(!strncmp(n, "transformer.", 12) &&
+                          ax_hf_weights_find(a, n + 12, &fa, &ta) == AX_OK,
+                      "%s: exported tensor %s is not in the source", out, n);
+        }
+        if (hc->kv_heads != hc->cfg.n_heads && (strstr(n, "k_proj") || strstr(n, "v_proj")))
+            continue;
+        cr_assert(ta->ndim == tb->ndim && !memcmp(ta->shape, tb->shape, sizeof(int64_t) * ta->ndim),
+                  "%s: tensor %s has another shape than the source's", out, n);
+        float *x = malloc(sizeof(float) * (size_t)ta->numel),
+              *y = malloc(sizeof(float) * (size_t)ta->numel);
+        ax_st_read_f32(fa, ta, x);
+        ax_st_read_f32(fb, tb, y);
+        cr_assert_eq(memcmp(x, y, sizeof(float) * (size_t)ta->numel), 0,
+                     "%s: tensor %s differs from the source's", out, n);
+        free(x), free(y);
+    }
+    ax_hf_weights_close(a);
+    ax_hf_weights_close(b);
+}
+
 static void check_fixture(const char *name) {
     char src[256], tmp[] = "/tmp/ax_hf_XXXXXX", ck[300], step[400], out[300], ck2[300], step2[400];
     snprintf(src, sizeof src, "%s/%s", fixture_root(), name);
@@ -86,11 +157,25 @@ static void check_fixture(const char *name) {
     float *ref = slurp(src, "logits.f32", sizeof(float) * FB * FT * V);
     double e = max_rel(got, ref, (size_t)FB * FT * V);
     cr_assert_lt(e, 1e-4, "%s: max relative error %g against transformers", name, e);
-    /* export -> re-import: the same parameters, so identical logits */
+    /* the checkpoint's config keys say what config.json says */
+    ax_hf_config hc, hx;
+    cr_assert_eq(ax_hf_config_load(src, &hc), AX_OK, "%s", ax_error_msg());
+    ax_ckpt_t *c;
+    ax_model_config mc;
+    cr_assert_eq(ax_ckpt_open(step, &c), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_model_config_from_ckpt(c, &mc), AX_OK, "%s", ax_error_msg());
+    ax_ckpt_free(c);
+    same_cfg(&mc, &hc.cfg, step);
+    /* export: the same architecture, the source's tensors */
     snprintf(out, sizeof out, "%s/exported", tmp);
     cr_assert_eq(ax_hf_export(step, out), AX_OK, "%s", ax_error_msg());
     cr_assert_neq(ax_hf_export(step, out), AX_OK, "an existing --out must be refused");
     ax_error_clear();
+    cr_assert_eq(ax_hf_config_load(out, &hx), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(hx.arch, hc.arch, "%s: exported as another architecture", name);
+    same_cfg(&hx.cfg, &hc.cfg, out);
+    same_tensors(src, out, &hc);
+    /* export -> re-import: the same parameters, so identical logits */
     snprintf(ck2, sizeof ck2, "%s/ck2", tmp);
     cr_assert_eq(ax_hf_import(out, ck2, step2, sizeof step2), AX_OK, "%s", ax_error_msg());
     float *again = run_ckpt(step2, ids, &V);
@@ -113,6 +198,26 @@ Test(hf_import, tied_gqa_f16) {
 }
 Test(hf_import, walkthrough_one_layer) {
     check_fixture("llama_walkthrough");
+}
+/* GPT-NeoX as the hub's Pythia files are: rotary_pct / rotary_emb_base keys, mask buffers */
+Test(hf_import, neox_parallel_pythia_hub_fp32) {
+    check_fixture("neox_parallel");
+}
+Test(hf_import, neox_sequential_rotary_half_sharded) {
+    check_fixture("neox_sequential_sharded");
+}
+Test(hf_import, neox_no_attention_bias_f16) {
+    check_fixture("neox_noattnbias_f16");
+}
+Test(hf_import, neox_pythia_walkthrough) {
+    check_fixture("pythia_walkthrough");
+}
+Test(hf_import, gpt2_tied_fp32) {
+    check_fixture("gpt2_tied");
+}
+/* GPT2Model naming (no "transformer." prefix) with attn.bias buffers, exact gelu, n_inner */
+Test(hf_import, gpt2_hub_gelu_bf16) {
+    check_fixture("gpt2_gelu_bf16");
 }
 
 /* A copy of fixture `name` with one edit (`from` -> `to`) in its file `file` (the other files
@@ -167,7 +272,9 @@ Test(hf_import, refuses_disagreeing_config) {
                 "rope_parameters");
     with_config("llama_tied_gqa", "\"pad_token_id\": null",
                 "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}", "rope_scaling");
-    with_config("llama_tied_gqa", "\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\"", "architectures");
+    with_config("llama_tied_gqa", "\"LlamaForCausalLM\"", "\"BertForMaskedLM\"", "architectures");
+    /* another supported architecture's config over Llama weights: its keys are missing */
+    with_config("llama_tied_gqa", "\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\"", "\"n_layer\"");
     with_config("llama_tied_gqa", "\"attention_bias\": false", "\"attention_bias\": true",
                 "attention_bias");
     with_config("llama_tied_gqa", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"",
@@ -190,6 +297,86 @@ Test(hf_import, refuses_bad_shards_and_windows) {
               "\"weight_map\": {\"model.layers.0.self_attn.q_proj.bias\": "
               "\"model-00003-of-00003.safetensors\", ",
               "does not hold it");
+}
+
+Test(hf_import, refuses_neox_configs) {
+    with_config("neox_sequential_sharded", "\"hidden_act\": \"gelu\"", "\"hidden_act\": \"relu\"",
+                "hidden_act");
+    /* int(16 * 0.4375) = 7 rotated dims: odd, no rotate-half pairs */
+    with_config("neox_sequential_sharded", "\"partial_rotary_factor\": 0.5",
+                "\"partial_rotary_factor\": 0.4375", "partial_rotary_factor");
+    with_config("neox_parallel", "\"rotary_pct\": 0.25", "\"rotary_pct\": 0.1875", "rotary_pct");
+    with_config("neox_sequential_sharded", "\"rope_type\": \"default\"",
+                "\"rope_type\": \"dynamic\"", "rope_parameters");
+    with_config("neox_parallel", "\"intermediate_size\": 64", "\"intermediate_size\": 96",
+                "model.safetensors: tensor \"gpt_neox.layers.0.mlp.dense_h_to_4h.weight\" has "
+                "shape [64, 32]");
+    /* biases the config rules out, or asks for and the weights lack */
+    with_config("neox_sequential_sharded", "\"attention_bias\": true", "\"attention_bias\": false",
+                "bias\" has no place in a 2-layer GPT-NeoX without attention biases");
+    with_config("neox_noattnbias_f16", "\"attention_bias\": false", "\"attention_bias\": true",
+                "no tensor \"gpt_neox.layers.0.attention.query_key_value.bias\"");
+    with_config("neox_parallel", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1",
+                "gpt_neox.layers.1.");
+}
+
+Test(hf_import, refuses_gpt2_configs) {
+    with_config("gpt2_tied", "\"scale_attn_by_inverse_layer_idx\": false",
+                "\"scale_attn_by_inverse_layer_idx\": true", "scale_attn_by_inverse_layer_idx");
+    with_config("gpt2_tied", "\"scale_attn_weights\": true", "\"scale_attn_weights\": false",
+                "scale_attn_weights");
+    with_config("gpt2_tied", "\"add_cross_attention\": false", "\"add_cross_attention\": true",
+                "add_cross_attention");
+    with_config("gpt2_tied", "\"activation_function\": \"gelu_new\"",
+                "\"activation_function\": \"relu\"", "activation_function");
+    with_config("gpt2_tied", "\"n_positions\": 32", "\"n_positions\": 16",
+                "tensor \"transformer.wpe.weight\" has shape [32, 32]");
+    with_config("gpt2_gelu_bf16", "\"n_inner\": 48", "\"n_inner\": null", "mlp.c_fc.weight");
+    with_config("gpt2_gelu_bf16", "\"n_layer\": 2", "\"n_layer\": 1", "h.1.");
+    with_config("gpt2_tied", "\"n_embd\": 32", "\"n_embd\": 30", "divisible");
+}
+
+/* a checkpoint whose architecture keys match no exported architecture is refused, named */
+Test(hf_import, export_refuses_unknown_mix) {
+    ax_model_config c = {.n_layers = 1,
+                         .dim = 32,
+                         .n_heads = 2,
+                         .ffn = 48,
+                         .vocab = 300,
+                         .rope_theta = 1e4f,
+                         .norm_eps = 1e-5f,
+                         .norm = AX_NORM_LAYER,
+                         .mlp = AX_MLP_SWIGLU};
+    int n_t = ax_model_config_n_tensors(&c);
+    int64_t n = ax_model_config_n_params(&c);
+    ax_tensor_info *ts = calloc((size_t)n_t, sizeof *ts);
+    ax_model_tensor_table(&c, ts);
+    float *p = calloc((size_t)n, sizeof *p);
+    ax_ckpt_blob blob = {.name = "params", .data = p, .count = n};
+    ax_ckpt_write_args a = {.grid = "1x1x1x1",
+                            .config_json = "{\"layers\":1,\"dim\":32,\"heads\":2,\"ffn\":48,"
+                                           "\"vocab\":300,\"tie-embeddings\":false,\"rope-theta\":"
+                                           "10000,\"norm-eps\":1e-5,\"norm\":\"layer\","
+                                           "\"mlp\":\"swiglu\"}",
+                            .state_json = "{\"step\":0}",
+                            .tensors = ts,
+                            .n_tensors = n_t,
+                            .blobs = &blob,
+                            .n_blobs = 1};
+    char tmp[] = "/tmp/ax_hfx_XXXXXX", ck[300], out[300];
+    cr_assert(mkdtemp(tmp));
+    snprintf(ck, sizeof ck, "%s/ck", tmp);
+    snprintf(out, sizeof out, "%s/out", tmp);
+    cr_assert_eq(ax_ckpt_write(ck, 0, &a), AX_OK, "%s", ax_error_msg());
+    snprintf(ck, sizeof ck, "%s/ck/step-000000", tmp);
+    ax_error_clear();
+    cr_assert_neq(ax_hf_export(ck, out), AX_OK);
+    cr_assert(strstr(ax_error_msg(), "norm layer, mlp swiglu") &&
+                  strstr(ax_error_msg(), "GPTNeoXForCausalLM"),
+              "%s", ax_error_msg());
+    cr_assert(!ax_path_exists(out), "a refused export left %s", out);
+    free(p), free(ts);
+    ax_rm_rf(tmp);
 }
 
 /* the fixture's tensors plus an attention bias: a tensor with no place is refused by name */
