@@ -139,6 +139,7 @@ struct ax_exposure_plan {
     uint8_t *ref;   /* [n_items]: a reference candidate (estimate mode) */
     long *item_of;  /* [canaries]: the item holding its secret */
     long per_group; /* candidates per group */
+    int32_t eot;    /* the tokenizer's end-of-text (GPT-NeoX's is 0, axmem's AX_TOK_EOT) */
 };
 
 void ax_exposure_plan_free(ax_exposure_plan *p) {
@@ -220,7 +221,7 @@ static ax_status add_item(ax_exposure_plan *p, const ax_tokenizer_t *tok, const 
     }
     long i = p->n_items++;
     p->tok_off[i] = p->n_tok;
-    p->tok[p->n_tok++] = AX_TOK_EOT;
+    p->tok[p->n_tok++] = ax_tokenizer_eot(tok);
     memcpy(p->tok + p->n_tok, t, sizeof(int32_t) * n);
     p->n_tok += (long)n;
     p->tok_off[i + 1] = p->n_tok;
@@ -266,6 +267,7 @@ ax_status ax_exposure_plan_build(const ax_canary_set *s, const ax_tokenizer_t *t
         st = ax_errorf(AX_ERR_NOMEM, "out of memory");
         goto fail;
     }
+    p->eot = ax_tokenizer_eot(tok);
     if (ax_canary_format_parse(s->format, &p->f) != AX_OK) {
         ax_error_clear(); /* its message names --format, of another command */
         st = ax_errorf(AX_ERR_CORRUPT,
@@ -366,7 +368,7 @@ fail:
 
 /* Greedy continuation of every canary's prompt (end-of-text + prefix tokens) for its secret's
  * token count, `batch` canaries at a time, every rank decoding all of them (a few dozen). */
-static ax_status decode_all(ax_model_t *m, const ax_canary_set *s, int batch, int T,
+static ax_status decode_all(ax_model_t *m, const ax_canary_set *s, int batch, int T, int32_t eot,
                             ax_exposure_row *rows) {
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)batch);
     ax_status st = tok ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
@@ -388,7 +390,7 @@ static ax_status decode_all(ax_model_t *m, const ax_canary_set *s, int batch, in
                 const ax_canary *c = &s->c[b0 + j];
                 const ax_exposure_row *r = &rows[b0 + j];
                 int Lp = 1 + c->prefix_tokens, S = r->n_generated;
-                tok[j] = pos == 0           ? AX_TOK_EOT
+                tok[j] = pos == 0           ? eot
                          : pos < Lp         ? c->tokens[pos - 1]
                          : pos < Lp + S - 1 ? r->generated[pos - Lp]
                                             : 0; /* past its end: ignored */
@@ -457,7 +459,7 @@ ax_status ax_exposure_run(ax_model_t *m, const ax_canary_set *s, const ax_exposu
             goto done;
         }
     }
-    AX_CHECK_GOTO(decode_all(m, s, c->batch, p->T, out->r), done);
+    AX_CHECK_GOTO(decode_all(m, s, c->batch, p->T, p->eot, out->r), done);
     for (int k = 0; k < s->n; k++)
         out->r[k].extracted = !memcmp(out->r[k].generated, s->c[k].tokens + s->c[k].prefix_tokens,
                                       sizeof(int32_t) * (size_t)out->r[k].n_generated);

@@ -206,3 +206,89 @@ Test(exposure, bad_files_are_named) {
     ax_canary_set_free(&cs);
     ax_tokenizer_free(tok);
 }
+
+/* log p(tokens[from..n) | first, tokens[0..from)) by one full forward */
+static double brute_tokens(ax_model_t *m1, int V, int32_t first, const int32_t *tokens, int n,
+                           int from) {
+    int32_t in[64] = {first}, tg[64] = {0};
+    uint8_t mask[64] = {0};
+    cr_assert(n < 64);
+    memcpy(in + 1, tokens, sizeof(int32_t) * (size_t)(n - 1));
+    ax_model_forward(m1, in, tg, mask, 1, 1.0f, 0);
+    int v0, valid, Vl;
+    ax_model_vocab_slice(m1, &v0, &valid, &Vl);
+    double a = 0;
+    for (int t = from; t < n; t++) {
+        double lp, mu, sd;
+        ax_token_logp_stats(logits(m1) + (size_t)t * Vl, V, tokens[t], &lp, &mu, &sd);
+        a += lp;
+    }
+    return a;
+}
+
+/* A tokenizer.json's end-of-text (GPT-NeoX's 0), not axmem's 256, starts every scored
+ * sequence: each secret's log-likelihood is the brute force's after 0. */
+Test(exposure, hf_tokenizer_end_of_text) {
+    ax_tokenizer_t *tok = NULL;
+    cr_assert_eq(ax_tokenizer_load("tests/fixtures/tokenizers/neox.json", &tok), AX_OK, "%s",
+                 ax_error_msg());
+    int32_t eot = ax_tokenizer_eot(tok);
+    cr_assert_neq(eot, AX_TOK_EOT);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/axmem_test_%d_hfcanaries.json", (int)getpid());
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f, "{\"version\":1,\"format\":\"pin {d2}\",\"space\":100,\"seed\":1,\"tokenizer\":\"\","
+               "\"dataset\":\"\",\"canaries\":[");
+    const char *secrets[2] = {"42", "07"};
+    int32_t *pt, *tk[2];
+    size_t npt, nt[2], np[2];
+    cr_assert_eq(ax_tokenizer_encode(tok, (const uint8_t *)"pin ", 4, &pt, &npt), AX_OK);
+    for (int k = 0; k < 2; k++) {
+        char text[16];
+        snprintf(text, sizeof text, "pin %s", secrets[k]);
+        cr_assert_eq(ax_tokenizer_encode(tok, (const uint8_t *)text, strlen(text), &tk[k], &nt[k]),
+                     AX_OK);
+        for (np[k] = 0; np[k] < nt[k] && np[k] < npt && tk[k][np[k]] == pt[np[k]];) np[k]++;
+        fprintf(f, "%s{\"id\":%d,\"prefix\":\"pin \",\"secret\":\"%s\",\"repeats\":1,\"tokens\":[",
+                k ? "," : "", k, secrets[k]);
+        for (size_t i = 0; i < nt[k]; i++) fprintf(f, "%s%d", i ? "," : "", tk[k][i]);
+        fprintf(f, "],\"prefix_tokens\":%zu,\"inserted\":[]}", np[k]);
+    }
+    fprintf(f, "],\"references\":[\"00\",\"11\"]}");
+    fclose(f);
+    ax_canary_set cs;
+    cr_assert_eq(ax_canary_set_load(path, &cs), AX_OK, "%s", ax_error_msg());
+    ax_exposure_config c = {.exact_max = 1000, .batch = 4, .seed = 1};
+    ax_exposure_plan *p = NULL;
+    cr_assert_eq(ax_exposure_plan_build(&cs, tok, &c, &p), AX_OK, "%s", ax_error_msg());
+    int T = ax_exposure_plan_T(p), V = 420;
+    ax_model_config mc = {.n_layers = 1,
+                          .dim = 16,
+                          .n_heads = 2,
+                          .ffn = 24,
+                          .vocab = V,
+                          .rope_theta = 10000.0f,
+                          .norm_eps = 1e-5f};
+    ax_model_t *m = NULL, *m1 = NULL;
+    cr_assert_eq(ax_model_create(&mc, c.batch, T, &m), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_model_create(&mc, 1, T, &m1), AX_OK, "%s", ax_error_msg());
+    ax_model_init(m, 5), ax_model_init(m1, 5);
+    ax_exposure_result r;
+    cr_assert_eq(ax_exposure_run(m, &cs, p, &c, &r), AX_OK, "%s", ax_error_msg());
+    for (int k = 0; k < 2; k++) {
+        double want = brute_tokens(m1, V, eot, tk[k], (int)nt[k], (int)np[k]),
+               other = brute_tokens(m1, V, AX_TOK_EOT, tk[k], (int)nt[k], (int)np[k]);
+        cr_expect(fabs(r.r[k].loglik - want) < 1e-4, "canary %d: %g, after end-of-text %d %g", k,
+                  r.r[k].loglik, eot, want);
+        cr_expect(fabs(want - other) > 1e-4, "the first token does not change the likelihood");
+        free(tk[k]);
+    }
+    free(pt);
+    ax_exposure_result_free(&r);
+    ax_exposure_plan_free(p);
+    ax_model_free(m), ax_model_free(m1);
+    ax_tokenizer_free(tok);
+    ax_canary_set_free(&cs);
+    remove(path);
+}
