@@ -55,7 +55,7 @@ def build(kind, tied, kv, seed, V=300, hidden=64, layers=2, **extra):
             vocab_size=V, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=kv,
             intermediate_size=extra.get('ffn', 64), max_position_embeddings=64,
             rotary_pct=extra.get('rotary_pct', 0.25), rotary_emb_base=5000.0 + seed,
-            layer_norm_eps=1e-5, hidden_act='gelu', tie_word_embeddings=tied,
+            layer_norm_eps=1e-5, hidden_act=extra.get('act', 'gelu'), tie_word_embeddings=tied,
             use_parallel_residual=extra.get('parallel', True),
             attention_bias=extra.get('attention_bias', True), bos_token_id=0, eos_token_id=0)
         return randomize(transformers.GPTNeoXForCausalLM(cfg))
@@ -126,6 +126,11 @@ VARIANTS = [  # name, kind, tied, kv heads (NeoX / GPT-2: heads), dtype, sharded
     ('gpt2_tied', 'gpt2', True, 4, 'f32', False, dict(hidden=32)),
     ('gpt2_gelu_bf16', 'gpt2', True, 4, 'bf16', False,
      dict(hidden=32, ffn=48, act='gelu', hub=True)),
+    # appended (seeds follow the list order): what axmem can train and export besides the
+    # hub's settings: GPT-NeoX tied, tanh gelu, rotary over the whole head; GPT-2 untied
+    ('neox_tied_tanh_fullrot', 'neox', True, 2, 'f32', False,
+     dict(hidden=32, layers=1, act='gelu_new', rotary_pct=1.0)),
+    ('gpt2_untied', 'gpt2', False, 4, 'f32', False, dict(hidden=32, layers=1, ffn=64)),
 ]
 # the README walk-through's model directory: one small layer, tied, with a tokenizer.json
 # (the byte-level BPE fixture of tests/fixtures/tokenizers, vocabulary 420)

@@ -212,6 +212,13 @@ Test(hf_import, neox_no_attention_bias_f16) {
 Test(hf_import, neox_pythia_walkthrough) {
     check_fixture("pythia_walkthrough");
 }
+/* GPT-NeoX settings axmem can train besides Pythia's: tied, tanh gelu, whole-head rotary */
+Test(hf_import, neox_tied_tanh_full_rotary) {
+    check_fixture("neox_tied_tanh_fullrot");
+}
+Test(hf_import, gpt2_untied) {
+    check_fixture("gpt2_untied");
+}
 Test(hf_import, gpt2_tied_fp32) {
     check_fixture("gpt2_tied");
 }
