@@ -269,8 +269,8 @@ static ax_status fill(const ax_tensor_info *ts, int n_t, src_t *s, float *global
         float *dst = global + ts[i].offset;
         const char *n = ts[i].name;
         int l = -1;
-        char what[40] = "";
-        if (!strncmp(n, "layers.", 7) && sscanf(n, "layers.%d.%39s", &l, what) != 2)
+        char what[64] = "";
+        if (!strncmp(n, "layers.", 7) && sscanf(n, "layers.%d.%63s", &l, what) != 2)
             return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", n);
         if (l < 0) snprintf(what, sizeof what, "%s", n);
         st = s->hc->arch == AX_HF_NEOX   ? map_neox(s, what, l, dst)
