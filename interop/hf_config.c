@@ -114,8 +114,6 @@ static ax_status parse_llama(const ax_json *c, const char *path, ax_hf_config *o
     const ax_json *act = ax_json_get(c, "hidden_act");
     if (act && (act->type != AX_JSON_STR || strcmp(act->str, "silu")))
         return ax_errorf(AX_ERR_ARG, "%s: \"hidden_act\" must be \"silu\" (SwiGLU)", path);
-    AX_CHECK(refuse_set(c, "attention_bias", path, "the engine has no attention biases"));
-    AX_CHECK(refuse_set(c, "mlp_bias", path, "the engine has no MLP biases"));
     AX_CHECK(refuse_set(c, "sliding_window", path,
                         "the engine has full causal attention only (set it to null only if the "
                         "model never attends past the window)"));
@@ -151,7 +149,17 @@ static ax_status parse_llama(const ax_json *c, const char *path, ax_hf_config *o
     AX_CHECK(rope_theta(c, "rope_theta", path, &m.rope_theta));
     AX_CHECK(opt_eps(c, "rms_norm_eps", path, &m.norm_eps));
     AX_CHECK(opt_bool(c, "tie_word_embeddings", path, &m.tie_embeddings));
-    *out = (ax_hf_config){.cfg = m, .arch = AX_HF_LLAMA, .kv_heads = kv, .max_pos = maxp};
+    /* the engine's biases are all or none: one set of the two is imported as zeros */
+    int ab = 0, mb = 0;
+    AX_CHECK(opt_bool(c, "attention_bias", path, &ab));
+    AX_CHECK(opt_bool(c, "mlp_bias", path, &mb));
+    m.bias = ab || mb;
+    *out = (ax_hf_config){.cfg = m,
+                          .arch = AX_HF_LLAMA,
+                          .kv_heads = kv,
+                          .max_pos = maxp,
+                          .attn_bias = ab,
+                          .mlp_bias = mb};
     return AX_OK;
 }
 
@@ -204,7 +212,8 @@ static ax_status parse_neox(const ax_json *c, const char *path, ax_hf_config *ou
                           .arch = AX_HF_NEOX,
                           .kv_heads = m.n_heads,
                           .max_pos = maxp,
-                          .attn_bias = attn_bias};
+                          .attn_bias = attn_bias,
+                          .mlp_bias = 1};
     return AX_OK;
 }
 
@@ -239,8 +248,12 @@ static ax_status parse_gpt2(const ax_json *c, const char *path, ax_hf_config *ou
     AX_CHECK(opt_int(c, "n_inner", path, 1, 262144, &m.ffn));
     AX_CHECK(opt_eps(c, "layer_norm_epsilon", path, &m.norm_eps));
     AX_CHECK(opt_bool(c, "tie_word_embeddings", path, &m.tie_embeddings));
-    *out = (ax_hf_config){
-        .cfg = m, .arch = AX_HF_GPT2, .kv_heads = m.n_heads, .max_pos = m.max_pos, .attn_bias = 1};
+    *out = (ax_hf_config){.cfg = m,
+                          .arch = AX_HF_GPT2,
+                          .kv_heads = m.n_heads,
+                          .max_pos = m.max_pos,
+                          .attn_bias = 1,
+                          .mlp_bias = 1};
     return AX_OK;
 }
 

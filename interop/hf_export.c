@@ -88,7 +88,7 @@ static const char *const MLP_KEY[] = {"swiglu", "gelu", "gelu-tanh"};
 /* The architecture the config keys describe; another mix is refused with the keys named. */
 static ax_status pick_arch(const ax_model_config *c, const char *path, ax_hf_arch *out) {
     int D = c->dim / c->n_heads, gelu = c->mlp == AX_MLP_GELU || c->mlp == AX_MLP_GELU_TANH;
-    if (c->norm == AX_NORM_RMS && c->mlp == AX_MLP_SWIGLU && !c->bias && !c->parallel_residual &&
+    if (c->norm == AX_NORM_RMS && c->mlp == AX_MLP_SWIGLU && !c->parallel_residual &&
         c->pos == AX_POS_ROPE && (c->rotary_dim == 0 || c->rotary_dim == D))
         *out = AX_HF_LLAMA;
     else if (c->norm == AX_NORM_LAYER && gelu && c->bias && c->pos == AX_POS_ROPE)
@@ -101,7 +101,7 @@ static ax_status pick_arch(const ax_model_config *c, const char *path, ax_hf_arc
             AX_ERR_ARG,
             "%s: the config's architecture (norm %s, mlp %s, bias %s, parallel-residual %s, "
             "rotary-dim %d, pos %s) is none that axmem exports: LlamaForCausalLM (norm rms, mlp "
-            "swiglu, no bias, sequential, rope over the whole head), GPTNeoXForCausalLM (norm "
+            "swiglu, sequential, rope over the whole head), GPTNeoXForCausalLM (norm "
             "layer, mlp gelu or gelu-tanh, bias, rope) or GPT2LMHeadModel (norm layer, mlp gelu "
             "or gelu-tanh, bias, sequential, pos learned)",
             path, c->norm == AX_NORM_LAYER ? "layer" : "rms", MLP_KEY[c->mlp],
@@ -110,7 +110,23 @@ static ax_status pick_arch(const ax_model_config *c, const char *path, ax_hf_arc
     return AX_OK;
 }
 
-static void tensors_llama(outs *u, const ax_model_config *c) {
+/* 1 when some value of the per-layer tensors a [na] or b [nb] is not zero: a model imported
+ * with attention_bias (or Llama's mlp_bias) false and never trained has those biases all zero
+ * and is exported without them again */
+static int any_nonzero(outs *u, const ax_model_config *c, const char *a, int64_t na, const char *b,
+                       int64_t nb) {
+    char an[64];
+    for (int l = 0; u->st == AX_OK && l < c->n_layers; l++)
+        for (int k = 0; k < 2; k++) {
+            snprintf(an, sizeof an, "layers.%d.%s", l, k ? b : a);
+            const float *x = tensor(u, an, k ? nb : na);
+            for (int64_t i = 0; x && i < (k ? nb : na); i++)
+                if (x[i] != 0.0f) return 1;
+        }
+    return 0;
+}
+
+static void tensors_llama(outs *u, const ax_model_config *c, int attn_bias, int mlp_bias) {
     int64_t C = c->dim, F = c->ffn, V = c->vocab;
     char nm[NAME_LEN], an[64];
     const float *t;
@@ -125,29 +141,26 @@ static void tensors_llama(outs *u, const ax_model_config *c) {
             snprintf(nm, sizeof nm, "model.layers.%d.self_attn.%s_proj.weight", l, qkv[j]);
             add(u, nm, t + j * C * C, C, C);
         }
+        t = attn_bias ? tensor(u, AN("bqkv"), 3 * C) : NULL;
+        for (int j = 0; t && j < 3; j++) {
+            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.%s_proj.bias", l, qkv[j]);
+            add(u, nm, t + j * C, C, 0);
+        }
         add(u, NM("self_attn.o_proj.weight"), tensor(u, AN("wo"), C * C), C, C);
+        if (attn_bias) add(u, NM("self_attn.o_proj.bias"), tensor(u, AN("bo"), C), C, 0);
         add(u, NM("post_attention_layernorm.weight"), tensor(u, AN("mlp_norm"), C), C, 0);
         t = tensor(u, AN("w_up"), 2 * F * C);
         add(u, NM("mlp.gate_proj.weight"), t, F, C);
         add(u, NM("mlp.up_proj.weight"), t ? t + F * C : NULL, F, C);
         add(u, NM("mlp.down_proj.weight"), tensor(u, AN("w_down"), C * F), C, F);
+        t = mlp_bias ? tensor(u, AN("b_up"), 2 * F) : NULL;
+        add(u, NM("mlp.gate_proj.bias"), t, F, 0);
+        add(u, NM("mlp.up_proj.bias"), t ? t + F : NULL, F, 0);
+        if (mlp_bias) add(u, NM("mlp.down_proj.bias"), tensor(u, AN("b_down"), C), C, 0);
     }
     add(u, "model.norm.weight", tensor(u, "final_norm", C), C, 0);
     /* tied: transformers ties lm_head to the embedding itself */
     if (!c->tie_embeddings) add(u, "lm_head.weight", tensor(u, "lm_head", V * C), V, C);
-}
-
-/* 1 when some q/k/v or out-projection bias is not zero (a model imported with
- * attention_bias false and never trained has them all zero: exported without them again) */
-static int neox_attn_bias(outs *u, const ax_model_config *c) {
-    int64_t C = c->dim;
-    char an[64];
-    for (int l = 0; l < c->n_layers; l++) {
-        const float *b = tensor(u, AN("bqkv"), 3 * C), *o = tensor(u, AN("bo"), C);
-        for (int64_t i = 0; b && o && i < 3 * C; i++)
-            if (b[i] != 0.0f || (i < C && o[i] != 0.0f)) return 1;
-    }
-    return 0;
 }
 
 static void tensors_neox(outs *u, const ax_model_config *c, int attn_bias) {
@@ -214,7 +227,7 @@ static double rotary_pct(int rd, int D) {
 }
 
 static ax_status config_json(const ax_model_config *c, ax_hf_arch arch, int max_pos, int attn_bias,
-                             const char *path) {
+                             int mlp_bias, const char *path) {
     ax_jw w;
     ax_jw_init(&w);
     ax_jw_obj_begin(&w);
@@ -253,8 +266,8 @@ static ax_status config_json(const ax_model_config *c, ax_hf_arch arch, int max_
         ax_jw_key(&w, "num_key_value_heads"), ax_jw_int(&w, c->n_heads);
         ax_jw_key(&w, "rope_theta"), ax_jw_num(&w, c->rope_theta);
         ax_jw_key(&w, "rms_norm_eps"), ax_jw_num(&w, c->norm_eps);
-        ax_jw_key(&w, "attention_bias"), ax_jw_bool(&w, 0);
-        ax_jw_key(&w, "mlp_bias"), ax_jw_bool(&w, 0);
+        ax_jw_key(&w, "attention_bias"), ax_jw_bool(&w, attn_bias);
+        ax_jw_key(&w, "mlp_bias"), ax_jw_bool(&w, mlp_bias);
         ax_jw_key(&w, "rope_scaling"), ax_jw_null(&w);
     } else if (arch == AX_HF_NEOX) {
         int D = c->dim / c->n_heads;
@@ -306,19 +319,24 @@ static ax_status export_ck(const ax_ckpt_t *ck, const char *tmp_dir) {
     u.st = p && u.o && u.names && u.owned
                ? ax_ckpt_read_blob(ck, "params", 0, n, p)
                : ax_errorf(AX_ERR_NOMEM, "out of memory exporting %s", path);
-    int attn_bias = arch == AX_HF_NEOX && u.st == AX_OK ? neox_attn_bias(&u, &c) : 1;
+    /* biases: GPT-2 always; GPT-NeoX's MLP always; the rest unless all zero */
+    int64_t C = c.dim, F = c.ffn;
+    int attn_bias =
+            c.bias && arch != AX_HF_GPT2 ? any_nonzero(&u, &c, "bqkv", 3 * C, "bo", C) : c.bias,
+        mlp_bias = c.bias && arch == AX_HF_LLAMA ? any_nonzero(&u, &c, "b_up", 2 * F, "b_down", C)
+                                                 : c.bias;
     if (arch == AX_HF_NEOX)
         tensors_neox(&u, &c, attn_bias);
     else if (arch == AX_HF_GPT2)
         tensors_gpt2(&u, &c);
     else
-        tensors_llama(&u, &c);
+        tensors_llama(&u, &c, attn_bias, mlp_bias);
     ax_status st = u.st;
     char fp[4400];
     snprintf(fp, sizeof fp, "%s/model.safetensors", tmp_dir);
     if (st == AX_OK) st = ax_st_write(fp, u.o, u.n, "{\"format\":\"pt\"}");
     snprintf(fp, sizeof fp, "%s/config.json", tmp_dir);
-    if (st == AX_OK) st = config_json(&c, arch, max_pos, attn_bias, fp);
+    if (st == AX_OK) st = config_json(&c, arch, max_pos, attn_bias, mlp_bias, fp);
     for (int i = 0; i < u.n_owned; i++) free(u.owned[i]);
     free(p), free(u.o), free(u.names), free(u.owned);
     return st;

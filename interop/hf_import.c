@@ -90,22 +90,39 @@ static ax_status map_llama(const src_t *s, const char *what, int l, float *dst) 
         AX_CHECK(fetch(s, name, F, C, dst));
         return LNAME("mlp.up_proj.weight"), fetch(s, name, F, C, dst + F * C);
     }
-    if (!strcmp(what, "wqkv")) {
-        LNAME("self_attn.q_proj.weight");
-        AX_CHECK(fetch(s, name, C, C, dst));
+    int qkv_w = !strcmp(what, "wqkv"), qkv_b = !strcmp(what, "bqkv");
+    if ((qkv_w || qkv_b) && (qkv_w || s->hc->attn_bias)) {
+        int64_t w = qkv_w ? C : 1; /* a row's width: the weight's C, the bias's 1 */
+        if (qkv_w)
+            LNAME("self_attn.q_proj.weight");
+        else
+            LNAME("self_attn.q_proj.bias");
+        AX_CHECK(fetch(s, name, C, qkv_w ? C : 0, dst));
         /* grouped-query attention: query head h reads K/V head h / (H / KV) (transformers'
-         * repeat_kv), so copying that head's rows to every h of the group is exact */
+         * repeat_kv), so copying that head's rows (and bias) to every h of the group is exact */
         for (int k = 0; k < 2; k++) {
-            if (k)
-                LNAME("self_attn.v_proj.weight");
-            else
-                LNAME("self_attn.k_proj.weight");
-            AX_CHECK(fetch(s, name, KV * D, C, s->tmp));
+            snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.%s", l, k ? "v" : "k",
+                     qkv_w ? "weight" : "bias");
+            AX_CHECK(fetch(s, name, KV * D, qkv_w ? C : 0, s->tmp));
             for (int64_t h = 0; h < H; h++)
-                memcpy(dst + (1 + k) * C * C + h * D * C, s->tmp + (h / (H / KV)) * D * C,
-                       (size_t)(D * C) * sizeof *dst);
+                memcpy(dst + (1 + k) * C * w + h * D * w, s->tmp + (h / (H / KV)) * D * w,
+                       (size_t)(D * w) * sizeof *dst);
         }
         return AX_OK;
+    }
+    /* attention_bias or mlp_bias false while the other is true: zero biases, the same function */
+    if (qkv_b) return memset(dst, 0, (size_t)(3 * C) * sizeof *dst), AX_OK;
+    if (!strcmp(what, "bo"))
+        return s->hc->attn_bias ? (LNAME("self_attn.o_proj.bias"), fetch(s, name, C, 0, dst))
+                                : (memset(dst, 0, (size_t)C * sizeof *dst), AX_OK);
+    if (!strcmp(what, "b_down"))
+        return s->hc->mlp_bias ? (LNAME("mlp.down_proj.bias"), fetch(s, name, C, 0, dst))
+                               : (memset(dst, 0, (size_t)C * sizeof *dst), AX_OK);
+    if (!strcmp(what, "b_up")) {
+        if (!s->hc->mlp_bias) return memset(dst, 0, (size_t)(2 * F) * sizeof *dst), AX_OK;
+        LNAME("mlp.gate_proj.bias");
+        AX_CHECK(fetch(s, name, F, 0, dst));
+        return LNAME("mlp.up_proj.bias"), fetch(s, name, F, 0, dst + F);
     }
 #undef LNAME
     return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", what);
@@ -208,7 +225,11 @@ static int known_name(const src_t *s, const char *n) {
         "self_attn.q_proj.weight", "self_attn.k_proj.weight",
         "self_attn.v_proj.weight", "self_attn.o_proj.weight",
         "mlp.gate_proj.weight",    "mlp.up_proj.weight",
-        "mlp.down_proj.weight",    "self_attn.rotary_emb.inv_freq"};
+        "mlp.down_proj.weight",    "self_attn.rotary_emb.inv_freq",
+        "self_attn.q_proj.bias", /* attention_bias */
+        "self_attn.k_proj.bias",   "self_attn.v_proj.bias",
+        "self_attn.o_proj.bias",   "mlp.gate_proj.bias", /* mlp_bias */
+        "mlp.up_proj.bias",        "mlp.down_proj.bias"};
     static const char *const neox[] = {"input_layernorm.weight",
                                        "input_layernorm.bias",
                                        "post_attention_layernorm.weight",
@@ -258,7 +279,8 @@ static int known_name(const src_t *s, const char *n) {
     }
     if (off == 0 || l < 0 || l >= L) return 0;
     for (size_t i = 0; i < n_per; i++)
-        if (!strcmp(n + off, per[i])) return 1;
+        if (!strcmp(n + off, per[i])) /* Llama's biases only when the config asks for them */
+            return per != llama || i < 10 || (i < 14 ? s->hc->attn_bias : s->hc->mlp_bias);
     return 0;
 }
 
@@ -287,7 +309,10 @@ static const char *arch_desc(const ax_hf_config *hc) {
     case AX_HF_GPT2:
         return "GPT-2";
     default:
-        return "Llama model without biases";
+        return hc->attn_bias && hc->mlp_bias ? "Llama model"
+               : hc->attn_bias               ? "Llama model without MLP biases"
+               : hc->mlp_bias                ? "Llama model without attention biases"
+                                             : "Llama model without biases";
     }
 }
 
@@ -306,6 +331,7 @@ static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const 
     ax_jw_key(&cw, "rope-theta"), ax_jw_num(&cw, c->rope_theta);
     ax_jw_key(&cw, "norm-eps"), ax_jw_num(&cw, c->norm_eps);
     if (hc->max_pos) ax_jw_key(&cw, "max-positions"), ax_jw_int(&cw, hc->max_pos);
+    if (hc->arch == AX_HF_LLAMA && c->bias) ax_jw_key(&cw, "bias"), ax_jw_bool(&cw, 1);
     if (hc->arch != AX_HF_LLAMA) { /* the architecture keys (absent: Llama's defaults) */
         static const char *const mlp[] = {"swiglu", "gelu", "gelu-tanh"};
         ax_jw_key(&cw, "norm"), ax_jw_str(&cw, c->norm == AX_NORM_LAYER ? "layer" : "rms");

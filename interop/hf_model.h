@@ -14,14 +14,15 @@ typedef struct {
     ax_hf_arch arch;
     int kv_heads;  /* num_key_value_heads: divides heads (heads for NeoX and GPT-2) */
     int max_pos;   /* max_position_embeddings / n_positions (0 if absent) */
-    int attn_bias; /* NeoX: attention_bias (false: the import writes zero q/k/v/out biases) */
+    int attn_bias; /* attention_bias: q/k/v/out biases (false with cfg.bias: imported as zeros) */
+    int mlp_bias;  /* Llama's mlp_bias: gate/up/down biases (false with cfg.bias: zeros) */
 } ax_hf_config;
 
 /* Reads DIR/config.json: LlamaForCausalLM or MistralForCausalLM (SiLU, no rope_scaling, no
- * biases, no sliding window, head_dim = hidden / heads), GPTNeoXForCausalLM (gelu or a tanh
- * gelu, plain rotary on int(head_dim * rotary_pct) even dims) or GPT2LMHeadModel
- * (scale_attn_weights, no layer-index scaling, no cross-attention). Anything else is refused
- * naming the file and the key. */
+ * sliding window, head_dim = hidden / heads, attention_bias / mlp_bias as the engine's biases),
+ * GPTNeoXForCausalLM (gelu or a tanh gelu, plain rotary on int(head_dim * rotary_pct) even dims) or
+ * GPT2LMHeadModel (scale_attn_weights, no layer-index scaling, no cross-attention). Anything else
+ * is refused naming the file and the key. */
 ax_status ax_hf_config_load(const char *dir, ax_hf_config *out);
 
 /* The tensors of a model directory, single file or sharded. */

@@ -72,7 +72,8 @@ def build(kind, tied, kv, seed, V=300, hidden=64, layers=2, **extra):
         cfg = transformers.MistralConfig(sliding_window=None, **common)
         model = transformers.MistralForCausalLM(cfg)
     else:
-        cfg = transformers.LlamaConfig(attention_bias=False, mlp_bias=False, **common)
+        cfg = transformers.LlamaConfig(attention_bias=extra.get('attention_bias', False),
+                                       mlp_bias=extra.get('mlp_bias', False), **common)
         model = transformers.LlamaForCausalLM(cfg)
     return randomize(model)
 
@@ -131,6 +132,9 @@ VARIANTS = [  # name, kind, tied, kv heads (NeoX / GPT-2: heads), dtype, sharded
     ('neox_tied_tanh_fullrot', 'neox', True, 2, 'f32', False,
      dict(hidden=32, layers=1, act='gelu_new', rotary_pct=1.0)),
     ('gpt2_untied', 'gpt2', False, 4, 'f32', False, dict(hidden=32, layers=1, ffn=64)),
+    # Llama with attention and MLP biases (the engine's biases), grouped-query
+    ('llama_bias_gqa', 'llama', False, 2, 'f32', False,
+     dict(hidden=32, layers=1, attention_bias=True, mlp_bias=True)),
 ]
 # the README walk-through's model directory: one small layer, tied, with a tokenizer.json
 # (the byte-level BPE fixture of tests/fixtures/tokenizers, vocabulary 420)

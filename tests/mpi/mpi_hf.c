@@ -111,7 +111,8 @@ int main(int argc, char **argv) {
      * GPT-2: learned positions, transposed Conv1D weights, tied head */
     const char *names[] = {"llama_tied_gqa", "llama_untied_sharded",    "mistral_gqa_bf16",
                            "neox_parallel",  "neox_sequential_sharded", "gpt2_tied",
-                           "gpt2_gelu_bf16", "neox_tied_tanh_fullrot",  "gpt2_untied"};
+                           "gpt2_gelu_bf16", "neox_tied_tanh_fullrot",  "gpt2_untied",
+                           "llama_bias_gqa"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names) && !failures; i++)
         check(g, names[i], work);
     ax_barrier(g, AX_AXIS_WORLD);

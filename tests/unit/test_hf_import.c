@@ -199,6 +199,10 @@ Test(hf_import, tied_gqa_f16) {
 Test(hf_import, walkthrough_one_layer) {
     check_fixture("llama_walkthrough");
 }
+/* attention and MLP biases, grouped-query K/V biases replicated as their weights */
+Test(hf_import, llama_biases_gqa) {
+    check_fixture("llama_bias_gqa");
+}
 /* GPT-NeoX as the hub's Pythia files are: rotary_pct / rotary_emb_base keys, mask buffers */
 Test(hf_import, neox_parallel_pythia_hub_fp32) {
     check_fixture("neox_parallel");
@@ -283,7 +287,9 @@ Test(hf_import, refuses_disagreeing_config) {
     /* another supported architecture's config over Llama weights: its keys are missing */
     with_config("llama_tied_gqa", "\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\"", "\"n_layer\"");
     with_config("llama_tied_gqa", "\"attention_bias\": false", "\"attention_bias\": true",
-                "attention_bias");
+                "no tensor \"model.layers.0.self_attn.q_proj.bias\"");
+    with_config("llama_bias_gqa", "\"mlp_bias\": true", "\"mlp_bias\": false",
+                "bias\" has no place in a 1-layer Llama model without MLP biases");
     with_config("llama_tied_gqa", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"",
                 "hidden_act");
 }
