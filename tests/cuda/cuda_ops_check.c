@@ -397,6 +397,82 @@ static void t_argmax(int B, int Vl, int valid, int v0) {
     drop(&x);
 }
 
+/* ---- the architectures beyond Llama (GPT-NeoX, GPT-2): lib/backend/cuda/ops_arch.cu ---- */
+static void t_layernorm(int N, int C) {
+    both inp = put_rand((size_t)N * C, 2), w = put_rand((size_t)C, 1), b = put_rand((size_t)C, 1);
+    both out = put(NULL, sizeof(float) * N * C), mean = put(NULL, sizeof(float) * N);
+    both rstd = put(NULL, sizeof(float) * N), st = put(NULL, sizeof(float) * 2 * N);
+    both dout = put_rand((size_t)N * C, 1), dinp = put_rand((size_t)N * C, 1);
+    both dw = put_rand((size_t)C, 1), db = put_rand((size_t)C, 1);
+    char name[64];
+    snprintf(name, sizeof name, "layernorm N=%d C=%d", N, C);
+    ax_layernorm_forward(C_, out.c, mean.c, rstd.c, inp.c, w.c, b.c, st.c, N, C, 1e-5f);
+    ax_layernorm_forward(G_, out.g, mean.g, rstd.g, inp.g, w.g, b.g, st.g, N, C, 1e-5f);
+    check(name, "out", &out, (size_t)N * C, TOL);
+    check(name, "mean", &mean, (size_t)N, TOL);
+    check(name, "rstd", &rstd, (size_t)N, TOL);
+    /* the saved statistics from the CPU on both, so only the backward is compared */
+    ax_copy(G_, mean.g, mean.c, sizeof(float) * N, AX_COPY_H2D);
+    ax_copy(G_, rstd.g, rstd.c, sizeof(float) * N, AX_COPY_H2D);
+    ax_layernorm_backward(C_, dinp.c, dw.c, db.c, dout.c, inp.c, w.c, mean.c, rstd.c, st.c, N, C);
+    ax_layernorm_backward(G_, dinp.g, dw.g, db.g, dout.g, inp.g, w.g, mean.g, rstd.g, st.g, N, C);
+    check(name, "dots", &st, (size_t)2 * N, TOL);
+    check(name, "dinp+=", &dinp, (size_t)N * C, TOL);
+    check(name, "dweight+=", &dw, (size_t)C, TOL);
+    check(name, "dbias+=", &db, (size_t)C, TOL);
+    /* sharded: C of C_total = 2C columns, the reduced statistics stood in for by local ones */
+    snprintf(name, sizeof name, "layernorm_shard N=%d C=%d/%d", N, C, 2 * C);
+    ax_layernorm_rowsum(C_, st.c, inp.c, N, C);
+    ax_layernorm_rowsum(G_, st.g, inp.g, N, C);
+    check(name, "rowsum", &st, (size_t)N, TOL);
+    ax_copy(G_, st.g, st.c, sizeof(float) * N, AX_COPY_H2D);
+    ax_layernorm_sqdev(C_, (float *)st.c + N, inp.c, st.c, N, C, 2 * C);
+    ax_layernorm_sqdev(G_, (float *)st.g + N, inp.g, st.g, N, C, 2 * C);
+    check(name, "sqdev", &st, (size_t)2 * N, TOL);
+    ax_copy(G_, st.g, st.c, sizeof(float) * 2 * N, AX_COPY_H2D);
+    ax_layernorm_apply(C_, out.c, mean.c, rstd.c, inp.c, w.c, b.c, st.c, (float *)st.c + N, N, C,
+                       2 * C, 1e-5f);
+    ax_layernorm_apply(G_, out.g, mean.g, rstd.g, inp.g, w.g, b.g, st.g, (float *)st.g + N, N, C,
+                       2 * C, 1e-5f);
+    check(name, "apply out", &out, (size_t)N * C, TOL);
+    ax_layernorm_backward_apply(C_, dinp.c, NULL, db.c, dout.c, inp.c, w.c, mean.c, rstd.c, st.c, N,
+                                C, 2 * C); /* dweight NULL */
+    ax_layernorm_backward_apply(G_, dinp.g, NULL, db.g, dout.g, inp.g, w.g, mean.g, rstd.g, st.g, N,
+                                C, 2 * C);
+    check(name, "dinp+=", &dinp, (size_t)N * C, TOL);
+    check(name, "dbias+=", &db, (size_t)C, TOL);
+    drop(&inp), drop(&w), drop(&b), drop(&out), drop(&mean), drop(&rstd), drop(&st);
+    drop(&dout), drop(&dinp), drop(&dw), drop(&db);
+}
+
+static void t_gelu(int N, int F, int tanh_approx) {
+    both h = put_rand((size_t)N * F, 4), out = put(NULL, sizeof(float) * N * F);
+    both dout = put_rand((size_t)N * F, 1), dh = put_rand((size_t)N * F, 1);
+    char name[64];
+    snprintf(name, sizeof name, "gelu%s N=%d F=%d", tanh_approx ? "_tanh" : "", N, F);
+    ax_gelu_forward(C_, out.c, h.c, N, F, tanh_approx);
+    ax_gelu_forward(G_, out.g, h.g, N, F, tanh_approx);
+    check(name, "out", &out, (size_t)N * F, TOL);
+    ax_gelu_backward(C_, dh.c, dout.c, h.c, N, F, tanh_approx);
+    ax_gelu_backward(G_, dh.g, dout.g, h.g, N, F, tanh_approx);
+    check(name, "dh+=", &dh, (size_t)N * F, TOL);
+    drop(&h), drop(&out), drop(&dout), drop(&dh);
+}
+
+static void t_bias(int N, int OC) {
+    both out = put_rand((size_t)N * OC, 1), bias = put_rand((size_t)OC, 1);
+    both dout = put_rand((size_t)N * OC, 1), db = put_rand((size_t)OC, 1);
+    char name[64];
+    snprintf(name, sizeof name, "bias N=%d OC=%d", N, OC);
+    ax_bias_add(C_, out.c, bias.c, N, OC);
+    ax_bias_add(G_, out.g, bias.g, N, OC);
+    check(name, "out+=", &out, (size_t)N * OC, TOL);
+    ax_bias_backward(C_, db.c, dout.c, N, OC);
+    ax_bias_backward(G_, db.g, dout.g, N, OC);
+    check(name, "dbias+=", &db, (size_t)OC, TOL);
+    drop(&out), drop(&bias), drop(&dout), drop(&db);
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     const ax_backend *gpu = NULL;
@@ -450,6 +526,13 @@ int main(int argc, char **argv) {
     t_argmax(4, 1003, 1003, 0);
     t_argmax(3, 1000, 999, 2000);
     t_argmax(2, 64, 0, 64);
+    /* the architectures beyond Llama */
+    t_layernorm(19, 77);
+    t_layernorm(600, 96); /* column sums in three row chunks, the last one partial */
+    t_gelu(13, 67, 0);
+    t_gelu(13, 67, 1);
+    t_bias(7, 131);
+    t_bias(300, 40);
 
     ax_sync(G_);
     if (ax_ctx_status(G_) != AX_OK) {

@@ -105,6 +105,26 @@ void ax_cuda_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, l
 void ax_cuda_argmax_rows(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
                          int v0);
 
+/* architectures beyond Llama (ops_arch.cu) */
+void ax_cuda_layernorm_rowsum(ax_ctx *ctx, float *sum, const float *inp, int N, int C);
+void ax_cuda_layernorm_sqdev(ax_ctx *ctx, float *sq, const float *inp, const float *sum, int N,
+                             int C, int C_total);
+void ax_cuda_layernorm_apply(ax_ctx *ctx, float *out, float *mean, float *rstd, const float *inp,
+                             const float *weight, const float *bias, const float *sum,
+                             const float *sq, int N, int C, int C_total, float eps);
+void ax_cuda_layernorm_backward_dot(ax_ctx *ctx, float *dots, const float *dout, const float *inp,
+                                    const float *weight, const float *mean, const float *rstd,
+                                    int N, int C);
+void ax_cuda_layernorm_backward_apply(ax_ctx *ctx, float *dinp, float *dweight, float *dbias,
+                                      const float *dout, const float *inp, const float *weight,
+                                      const float *mean, const float *rstd, const float *dots,
+                                      int N, int C, int C_total);
+void ax_cuda_gelu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F, int tanh_approx);
+void ax_cuda_gelu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N, int F,
+                           int tanh_approx);
+void ax_cuda_bias_add(ax_ctx *ctx, float *out, const float *bias, int N, int OC);
+void ax_cuda_bias_backward(ax_ctx *ctx, float *dbias, const float *dout, int N, int OC);
+
 #ifdef __cplusplus
 }
 #endif
