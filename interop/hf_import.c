@@ -220,6 +220,8 @@ static ax_status map_gpt2(const src_t *s, const char *what, int l, float *dst) {
  * architecture's weights, a layer past the config's count) means the model is not what
  * config.json says. Buffers some saves carry (causal masks, rotary tables) are ignored. */
 static int known_name(const src_t *s, const char *n) {
+    /* llama[]: from LLAMA_ATTN_BIAS on, attention_bias tensors; from LLAMA_MLP_BIAS, mlp_bias */
+    enum { LLAMA_ATTN_BIAS = 10, LLAMA_MLP_BIAS = 14 };
     static const char *const llama[] = {
         "input_layernorm.weight",  "post_attention_layernorm.weight",
         "self_attn.q_proj.weight", "self_attn.k_proj.weight",
@@ -280,7 +282,8 @@ static int known_name(const src_t *s, const char *n) {
     if (off == 0 || l < 0 || l >= L) return 0;
     for (size_t i = 0; i < n_per; i++)
         if (!strcmp(n + off, per[i])) /* Llama's biases only when the config asks for them */
-            return per != llama || i < 10 || (i < 14 ? s->hc->attn_bias : s->hc->mlp_bias);
+            return per != llama || i < LLAMA_ATTN_BIAS ||
+                   (i < LLAMA_MLP_BIAS ? s->hc->attn_bias : s->hc->mlp_bias);
     return 0;
 }
 
