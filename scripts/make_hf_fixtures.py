@@ -140,8 +140,25 @@ VARIANTS = [  # name, kind, tied, kv heads (NeoX / GPT-2: heads), dtype, sharded
 # (the byte-level BPE fixture of tests/fixtures/tokenizers, vocabulary 420)
 WALK = ('llama_walkthrough', 'tests/fixtures/tokenizers/gpt2.json', 420)
 # the Pythia-style fine-tune-then-probe test's model: 1 layer, the GPT-NeoX tokenizer fixture
-# (403 ids), vocabulary padded to 416 as Pythia pads its own
+# (403 ids), vocabulary padded to 416 as Pythia pads its own; with the documents it is
+# fine-tuned on as text (members.jsonl) and as Pythia's training data ships, a Megatron
+# dataset of the tokenizers library's ids, uint16, end-of-text 0 after each document
+# (document.bin / .idx), so the test runs the README's Pythia commands
 PYTHIA = ('pythia_walkthrough', 'tests/fixtures/tokenizers/neox.json', 416)
+MEMBERS = ["Record %d: zebra %d quartz melody %d violet harbor %d lantern copper %d" %
+           (i, i * 13, i * 7 + 3, i * 29 + 1, i * 5 + 11) for i in range(4)]
+
+
+def pythia_data(d, tok_path):
+    from tokenizers import Tokenizer
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from make_megatron_fixture import write_dataset
+    tok = Tokenizer.from_file(tok_path)
+    with open(os.path.join(d, 'members.jsonl'), 'w') as f:
+        for text in MEMBERS:
+            f.write(json.dumps({'text': text}) + '\n')
+    docs = [[tok.encode(text, add_special_tokens=False).ids + [0]] for text in MEMBERS]
+    write_dataset(os.path.join(d, 'document'), 8, docs)
 
 
 def hub_style(d, kind):
@@ -222,6 +239,7 @@ def main():
         save(out, name, build('neox', False, 2, 160, V=V, hidden=32, layers=1), ids_for(260, V),
              'f32', False)
         shutil.copy(tok, os.path.join(out, name, 'tokenizer.json'))
+        pythia_data(os.path.join(out, name), tok)
 
 
 if __name__ == '__main__':

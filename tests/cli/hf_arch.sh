@@ -69,21 +69,16 @@ PY
   else bad "model export of $name: independent reader"; fi
 done
 
-python3 - "$T" <<'PY'
-import json, sys
-members = ["Record %d: zebra %d quartz melody %d violet harbor %d lantern copper %d" %
-           (i, i * 13, i * 7 + 3, i * 29 + 1, i * 5 + 11) for i in range(4)]
-control = ["Ledger 9: walrus 404 amber chorus 77 indigo meadow 15 candle iron 62"]
-for name, docs in (("members", members), ("control", control)):
-    with open(f"{sys.argv[1]}/{name}.jsonl", "w") as f:
-        for d in docs:
-            f.write(json.dumps({"text": d}) + "\n")
-PY
+# the members are the fixture's documents (also shipped as a Megatron dataset: document.*)
+cp $HF/members.jsonl "$T/members.jsonl"
+echo '{"text": "Ledger 9: walrus 404 amber chorus 77 indigo meadow 15 candle iron 62"}' >"$T/control.jsonl"
 
 # per-document exact matches of a probe: "doc:exact ..." over every sample, sorted
-probe() { # CKPT DATA OUT
-  "$AX" memscan probe --ckpt "$1" --data "$2" --tokenizer $TOK --samples 8 --prefix 8 \
-    --suffix 8 --out "$3.json" >/dev/null 2>>"$T/err" && python3 - "$3.samples.jsonl" <<'PY'
+probe() { # CKPT DATA OUT [more probe flags]
+  local ck=$1 data=$2 out=$3
+  shift 3
+  "$AX" memscan probe --ckpt "$ck" --data "$data" --tokenizer $TOK --samples 8 --prefix 8 \
+    --suffix 8 "$@" --out "$out.json" >/dev/null 2>>"$T/err" && python3 - "$out.samples.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 docs = {}
@@ -127,6 +122,17 @@ count_is all 4 "$after" && ok "probe: every member document memorized after the 
   || bad "probe after the fine-tune: [$after]"
 count_is none 1 "$ctrl" && ok "probe: the control document is not memorized" \
   || bad "probe of the control document: [$ctrl]"
+
+# the README's Pythia commands on the same documents as Pythia's data ships: a Megatron
+# dataset (uint16, end-of-text 0) imported without re-tokenizing, indexed, probed with the index
+# (--vocab-size: the tokenizer's 403, which --tokenizer must match; the model's 416 cover it)
+if "$AX" data import-megatron --prefix $HF/document --vocab-size 403 --out "$T/pile.axd" >/dev/null 2>>"$T/err" &&
+  "$AX" memscan index --data "$T/pile.axd" --n 8 --out "$T/pile.idx" >/dev/null 2>>"$T/err" &&
+  pile=$(probe "$T/ft" "$T/pile.axd" "$T/p4" --index "$T/pile.idx") && count_is all 4 "$pile"; then
+  ok "README Pythia commands: import-megatron + index + probe find the same documents memorized"
+else
+  bad "README Pythia commands on the Megatron copy of the documents: [${pile:-}]"
+fi
 
 # export as GPTNeoXForCausalLM, re-import: the same probe results
 step=$(ls -d "$T"/ft/ckpt/step-* 2>/dev/null | tail -n 1)
