@@ -419,6 +419,15 @@ ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
     ax_train_config merged = *c;
     /* a manifest written before norm-eps was stored ran with the default, whatever is set now */
     if (!ax_json_get(ckpt_config, "norm-eps")) merged.norm_eps = AX_NORM_EPS_DEFAULT;
+    /* likewise the architecture flags: manifests before them are Llama runs */
+    if (!ax_json_get(ckpt_config, "arch")) snprintf(merged.arch, sizeof merged.arch, "llama");
+    if (!ax_json_get(ckpt_config, "norm")) snprintf(merged.norm, sizeof merged.norm, "rms");
+    if (!ax_json_get(ckpt_config, "mlp")) snprintf(merged.mlp, sizeof merged.mlp, "swiglu");
+    if (!ax_json_get(ckpt_config, "pos")) snprintf(merged.pos, sizeof merged.pos, "rope");
+    if (!ax_json_get(ckpt_config, "bias")) merged.bias = 0;
+    if (!ax_json_get(ckpt_config, "parallel-residual")) merged.parallel_residual = 0;
+    if (!ax_json_get(ckpt_config, "rotary-dim")) merged.rotary_dim = 0;
+    if (!ax_json_get(ckpt_config, "max-pos")) merged.max_pos = 0;
     AX_CHECK(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path));
     const ax_train_config *ck = &merged; /* before the command line's values go in */
     ax_train_config out = merged;

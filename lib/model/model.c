@@ -248,18 +248,35 @@ ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int 
     return ax_model_create_dev(g, c, B, T, overlap, "cpu", out);
 }
 
+/* lib/backend/cuda's column sums (bias and LayerNorm gradients) over more than 256 rows keep one
+ * partial row per 256-row chunk: chunks x the widest column count */
+static size_t colsum_bytes(int64_t rows, int64_t cols) {
+    int64_t chunks = (rows + 255) / 256;
+    return chunks > 1 ? sizeof(float) * (size_t)(chunks * cols) : 0;
+}
+
 /* Kernel scratch the model's ops need (lib/backend/cpu: the gradient norm's per-chunk partials,
  * one row of scores per thread in decoding attention, the blocked attention's per-thread tiles;
- * lib/backend/cuda: N + 1 doubles of row losses in ce_finish), reserved once at creation. The
- * ops run one at a time, so the arena is the largest of them. */
+ * lib/backend/cuda: N + 1 doubles of row losses in ce_finish, the column sums' partials),
+ * reserved once at creation. The ops run one at a time, so the arena is the largest of them. */
 static size_t scratch_bytes(const ax_model_t *m) {
     int nt = omp_get_max_threads(), D = m->cfg.dim / m->cfg.n_heads;
-    size_t need[4] = {sizeof(double) * (size_t)(m->n_local / 32768 + 1),
+    int64_t N = (int64_t)m->B * m->T, wide = m->Cx;
+    if (m->cfg.bias) {
+        int64_t up = model_up_rows(&m->cfg) / m->dims[AX_AXIS_Y];
+        wide = 3 * m->Cy > wide ? 3 * m->Cy : wide;
+        wide = up > wide ? up : wide;
+    }
+    size_t arch = m->cfg.bias || m->cfg.norm == AX_NORM_LAYER ? colsum_bytes(N, wide) : 0;
+    size_t wpe = m->cfg.pos == AX_POS_LEARNED ? colsum_bytes(m->B, (int64_t)m->T * m->Cx) : 0;
+    size_t need[6] = {sizeof(double) * (size_t)(m->n_local / 32768 + 1),
                       sizeof(float) * (size_t)((m->T + 15) / 16 * 16) * (size_t)nt,
                       ax_attention_scratch_bytes(m->T, D, nt),
-                      sizeof(double) * ((size_t)m->B * (size_t)m->T + 1)};
+                      sizeof(double) * ((size_t)m->B * (size_t)m->T + 1),
+                      arch,
+                      wpe};
     size_t most = 0;
-    for (int i = 0; i < 4; i++) most = need[i] > most ? need[i] : most;
+    for (int i = 0; i < 6; i++) most = need[i] > most ? need[i] : most;
     return most;
 }
 
