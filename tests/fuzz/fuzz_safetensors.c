@@ -30,6 +30,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
              "[0],\"data_offsets\":[16,16]}}",
              d, 16);
         seed("empty.st", "{}", d, 0);
+        /* a GPT-NeoX causal-mask buffer (BOOL) beside a weight */
+        seed("bool.st",
+             "{\"m\":{\"dtype\":\"BOOL\",\"shape\":[1,1,2,2],\"data_offsets\":[0,4]},\"w\":{"
+             "\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+             d, 12);
         exit(0);
     }
     fz_init("safetensors");
