@@ -256,10 +256,9 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
     AX_CHECK(ax_model_config_check_grid(c, dims));
     if (B < 1 || T < 1)
         return ax_errorf(AX_ERR_ARG, "batch %d and sequence length %d must be >= 1", B, T);
-    const ax_backend *be = NULL;
-    AX_CHECK(ax_backend_select(device, &be));
     ax_ctx *ctx = NULL;
-    AX_CHECK(ax_ctx_create(be, 0, &ctx));
+    AX_CHECK(ax_ctx_open(device, 0, &ctx)); /* "cuda:bf16": --device and --precision */
+    const ax_backend *be = ctx->be;
     ax_model_t *m = ax_host_alloc(ctx, sizeof *m);
     if (!m) {
         ax_ctx_free(ctx);
