@@ -259,7 +259,6 @@ fi
 # ---- 5. step time of the ~1B model on the GPU, bf16 ----
 # 24 layers, width 2048, 16 heads of 128, SwiGLU 5632, vocabulary 32768, sequence 2048: about
 # 1.4e9 parameters; 4 sequences (8192 tokens) per step. Override with DC_BIG="--layers ...".
-echo "=== 5. timing: the ~1B model on --device $GPU_DEV, --precision bf16"
 if [ "$SELF_TEST" -eq 1 ]; then
   BIG=(--layers 2 --dim 64 --heads 4 --ffn 176 --seq-len 64 --batch 4 --steps 6)
   BIG_PREC=auto # the CPU refuses bf16: the script's logic only
@@ -267,7 +266,8 @@ else
   read -r -a BIG <<<"${DC_BIG:---layers 24 --dim 2048 --heads 16 --ffn 5632 --seq-len 2048 --batch 4 --vocab 32768 --steps 8}"
   BIG_PREC=bf16
 fi
-echo "  shape: ${BIG[*]} --precision $BIG_PREC"
+echo "=== 5. timing: the ~1B model on --device $GPU_DEV, --precision $BIG_PREC"
+echo "  shape: ${BIG[*]}"
 timeout 200 "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --warmup 2 --log-every 1 \
   --device "$GPU_DEV" --precision "$BIG_PREC" --out "$T/big" 2>"$T/big.err"
 rc=$?
