@@ -2,11 +2,11 @@
 # End to end on the emulated device (tests/cuda/emu/run.sh builds build/cuda-emu/axmem first):
 # train 2 steps with --device cuda --precision fp32 and --device cpu and compare the losses
 # (< 1e-4 relative), then probe and generate from the CPU checkpoint on both and compare the
-# samples. --precision bf16 (the default on cuda): 10 steps whose losses track the CPU's fp32
+# samples. --precision bf16 (the default on cuda): 6 steps whose losses track the CPU's fp32
 # run (< 2e-2 relative per step), a checkpoint that the CPU loads (fp32 master weights, the
-# CPU checkpoint's size), and probe and generate that run. Device
-# memory is guarded (AX_EMU_GUARD=1): host code that touches it directly faults, and the
-# backtrace names the line (gdb, if installed). Slow (fibers): a tiny model, ~1-2 minutes.
+# CPU checkpoint's layout), and probe and generate that run. Device memory is guarded
+# (AX_EMU_GUARD=1): host code that touches it directly faults, and the backtrace names the line
+# (gdb, if installed). Slow (fibers): a tiny model, ~2-3 minutes.
 #
 #   bash tests/cuda/emu/e2e.sh [BUILD=build]     exit 0 when every comparison passed
 set -uo pipefail
@@ -56,18 +56,18 @@ name="train --device cuda --precision fp32 (emulated) runs, checkpoint included"
 check emu train "${S[@]}" --device cuda --precision fp32 --out "$T/gpu"
 name="train: losses cuda fp32 vs cpu < 1e-4 relative"
 check same_losses "$T/cpu" "$T/gpu" 1e-4
-# bf16 (the default on cuda): 10 steps, losses track the CPU's fp32 run
-S10=(--data "$T/kjv.axd" --layers 1 --dim 32 --heads 2 --ffn 64 --seq-len 8 --batch 2 --steps 10
-     --lr 3e-3 --warmup 1 --seed 7 --threads 1 --goldfish hash:k=4,h=3 --log-every 1)
-"$A" train "${S10[@]}" --device cpu --out "$T/cpu10" 2>/dev/null
-name="train --device cuda (bf16 by default, emulated) runs 10 steps"
-check emu train "${S10[@]}" --device cuda --out "$T/bf16"
+# bf16 (the default on cuda): 6 steps (~8 s each on the emulator), losses track the CPU's fp32 run
+S6=(--data "$T/kjv.axd" --layers 1 --dim 32 --heads 2 --ffn 64 --seq-len 8 --batch 2 --steps 6
+    --lr 3e-3 --warmup 1 --seed 7 --threads 1 --goldfish hash:k=4,h=3 --log-every 1)
+"$A" train "${S6[@]}" --device cpu --out "$T/cpu6" 2>/dev/null
+name="train --device cuda (bf16 by default, emulated) runs 6 steps"
+check emu train "${S6[@]}" --device cuda --out "$T/bf16"
 name="train: losses cuda bf16 vs cpu fp32 < 2e-2 relative per step"
-check same_losses "$T/cpu10" "$T/bf16" 2e-2
+check same_losses "$T/cpu6" "$T/bf16" 2e-2
 name="bf16 run: the manifest records --precision (auto)"
 check bash -c 'grep -q "\"precision\": *\"auto\"" "$0"/ckpt/step-*/manifest.json' "$T/bf16"
 name="bf16 checkpoint: fp32 master weights (the CPU run's tensors and raw shard bytes)"
-check python3 - "$T/cpu10" "$T/bf16" <<'PY'
+check python3 - "$T/cpu6" "$T/bf16" <<'PY'
 import glob, json, sys
 def layout(run):
     m = json.load(open(sorted(glob.glob(run + "/ckpt/step-*/manifest.json"))[-1]))
