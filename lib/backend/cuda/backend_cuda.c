@@ -209,6 +209,7 @@ static ax_status cu_ctx_init(ax_ctx *ctx) {
     c->blas = h;
     ctx->stream = s;
     ctx->impl = c;
+    AX_DEBUG("cuda: context on device %d, %s GEMMs", c->device, c->bf16 ? "bf16" : "fp32");
     return AX_OK;
 }
 

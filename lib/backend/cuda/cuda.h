@@ -24,9 +24,10 @@ extern "C" {
 #include "lib/backend/ops.h"
 
 /* bf16 mode (gemm.c): one GEMM operand rounded to bf16, packed with a leading dimension padded
- * to 8 (16-byte rows for the tensor cores), and what it was made from. It is reused while
- * nothing may have written its source since: same pointer and shape, same ax_cuda_generation
- * (the model's dW GEMMs come in row chunks that all read the same input). */
+ * to 8 (16-byte rows for the tensor cores), and what it was made from. It is reused, or a
+ * block of it, while nothing may have written its source since: same pointer and leading
+ * dimension, same ax_cuda_generation (the model's dW GEMMs come in row chunks that all read
+ * the same input and column blocks of the dout the dX GEMM staged). */
 typedef struct {
     void *buf; /* device, cap bf16 elements */
     size_t cap;
