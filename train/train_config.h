@@ -29,11 +29,11 @@ typedef struct {
     char grid[AX_CFG_STR_MAX]; /* DxXxYxZ */
     int overlap;
     char device[AX_CFG_STR_MAX];
-    char precision[AX_CFG_STR_MAX]; /* "auto" | "fp32" | "bf16" */
-    char comm[AX_CFG_STR_MAX];      /* auto | mpi | nccl (lib/dist/comm.h, ax_comm_select) */
-    int64_t exit_after_steps;       /* this invocation only: 0 = off */
-    double exit_after_minutes;      /* this invocation only: 0 = off */
-    double stall_timeout;           /* seconds; 0 = off (lib/core/stop.h) */
+    char precision[AX_CFG_STR_MAX];
+    char comm[AX_CFG_STR_MAX]; /* auto | mpi | nccl (lib/dist/comm.h, ax_comm_select) */
+    int64_t exit_after_steps;  /* this invocation only: 0 = off */
+    double exit_after_minutes; /* this invocation only: 0 = off */
+    double stall_timeout;      /* seconds; 0 = off (lib/core/stop.h) */
 
     /* memorization scans during training (the hook in train/train.h runs them) */
     int64_t scan_every;               /* every N steps; 0 = off */
