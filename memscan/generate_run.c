@@ -34,6 +34,7 @@ static const ax_cfg_entry entries[] = {
      "documents listed per span (all are counted)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
+    AX_CFG_PRECISION_ENTRY(F),
     AX_CFG_COMM_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "regurgitation.json",
@@ -179,9 +180,9 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
     AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
-    AX_CHECK_GOTO(
-        ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch, (int)fl->length, &mm),
-        out);
+    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), (int)fl->batch,
+                                   (int)fl->length, &mm),
+                  out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "the indexed dataset has vocabulary %u but the model %d; "

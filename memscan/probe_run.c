@@ -51,6 +51,7 @@ static const ax_cfg_entry entries[] = {
      "duplication bucket (memorization follows duplication)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
+    AX_CFG_PRECISION_ENTRY(F),
     AX_CFG_COMM_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "probe.json",
@@ -515,7 +516,7 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
     AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
-    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch,
+    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), (int)fl->batch,
                                    (int)(maxP + fl->suffix), &mm),
                   out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {

@@ -283,7 +283,8 @@ static ax_status build(run_state *r) {
     ax_model_config mc = ax_train_model_config(c);
     int T = (int)c->seq_len;
     AX_CHECK(ax_comm_select(c->comm));
-    AX_CHECK(ax_model_create_dev(r->grid, &mc, r->mb_local, T, c->overlap, c->device, &r->model));
+    AX_CHECK(ax_model_create_dev(r->grid, &mc, r->mb_local, T, c->overlap, AX_CFG_DEVICE_SPEC(c),
+                                 &r->model));
     ax_adamw_config oc = {(float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                           (float)c->grad_clip};
     AX_CHECK(ax_optim_create(r->model, &oc, &r->optim));

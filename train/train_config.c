@@ -91,6 +91,7 @@ static const ax_cfg_entry entries[] = {
         F, "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes); a "
                            "run may resume on another device"),
+    AX_CFG_PRECISION_ENTRY(F),
     AX_CFG_COMM_ENTRY(F),
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
      "overlap communication with compute (AxoNN OAR/ORS/OAG); --no-overlap for comparison"},
@@ -351,6 +352,7 @@ static const struct {
     {"grid", OVERRIDE},
     {"overlap", OVERRIDE},
     {"device", OVERRIDE},
+    {"precision", OVERRIDE}, /* master weights and moments are fp32 either way */
     {"comm", OVERRIDE},
     {"log-every", OVERRIDE},
     {"ckpt-every", OVERRIDE},

@@ -37,6 +37,7 @@ typedef struct {
     char grid[AX_CFG_STR_MAX]; /* DxXxYxZ */
     int overlap;
     char device[AX_CFG_STR_MAX];
+    char precision[AX_CFG_STR_MAX];
     char comm[AX_CFG_STR_MAX]; /* auto | mpi | nccl (lib/dist/comm.h, ax_comm_select) */
     int64_t exit_after_steps;  /* this invocation only: 0 = off */
     double exit_after_minutes; /* this invocation only: 0 = off */

@@ -67,7 +67,8 @@ typedef struct ax_model ax_model_t;
 ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                              ax_model_t **out);
 /* As ax_model_create_on, on the backend named by device ("cpu", or "cuda" in a CUDA build;
- * the --device flag). ax_model_create_on uses "cpu". */
+ * the --device flag), optionally with ":PRECISION" (--precision: "cuda:bf16", "cuda:fp32";
+ * none or ":auto" is bf16 on cuda, fp32 on cpu; ax_ctx_open). ax_model_create_on uses "cpu". */
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out);
 /* Serial convenience: a private 1x1x1x1 grid. */
