@@ -21,12 +21,14 @@ struct ax_overlap {
 };
 
 int ax_overlap_decide(int mode, int ranks, int hosts, int local_ranks, int threads, int cores,
-                      char *why, size_t cap) {
+                      int device, char *why, size_t cap) {
     char tmp[8];
     if (!why || !cap) why = tmp, cap = sizeof tmp;
     if (ranks <= 1) return snprintf(why, cap, "off: one rank, nothing to communicate"), 0;
     if (mode == AX_OVERLAP_OFF) return snprintf(why, cap, "off: --no-overlap"), 0;
     if (mode == AX_OVERLAP_FORCE) return snprintf(why, cap, "on: forced"), 1;
+    if (device)
+        return snprintf(why, cap, "on: device memory over NCCL, which progresses by itself"), 1;
     if (hosts <= 0) return snprintf(why, cap, "off: placement of its %d ranks not known", ranks), 0;
     if (hosts == 1)
         return snprintf(why, cap,
@@ -48,9 +50,22 @@ static int cores_here(void) {
     return n > 0 ? (int)n : 0;
 }
 
+/* the grid's device buffers may go to NCCL (comm.c's dev_tr_axis; the per-axis NCCL choice is
+ * made later, on the first device collective: a rank sharing a GPU then stages through MPI, and
+ * overlap stays on there, as forced) */
+static int device_transport(ax_grid_t *g) {
+#ifdef AX_HAVE_NCCL
+    return ax_grid_memory(g) != NULL && strcmp(ax_comm_selected(), "mpi") != 0;
+#else
+    (void)g;
+    return 0;
+#endif
+}
+
 int ax_overlap_decide_axis(ax_grid_t *g, int mode, ax_axis axis, char *why, size_t cap) {
     return ax_overlap_decide(mode, ax_grid_dim(g, axis), ax_grid_axis_hosts(g, axis),
-                             ax_grid_local_ranks(g), omp_get_max_threads(), cores_here(), why, cap);
+                             ax_grid_local_ranks(g), omp_get_max_threads(), cores_here(),
+                             device_transport(g), why, cap);
 }
 
 ax_status ax_overlap_create(ax_grid_t *g, int mode, int n_slots, ax_overlap **out) {

@@ -32,7 +32,9 @@ enum {
 
 /* The per-axis rule, a pure function (unit-tested without MPI). An axis of `ranks` ranks
  * spanning `hosts` hosts (0 = not known), `local_ranks` ranks of the job on this host, each with
- * `threads` threads, on `cores` cores. AUTO turns overlap off when
+ * `threads` threads, on `cores` cores; `device` = 1 when its collectives may run on a transport
+ * that moves device memory by itself (NCCL: copy engines and NVLink while the GPU computes),
+ * where neither condition below applies and AUTO is on. Otherwise AUTO turns overlap off when
  *   - the axis lies inside one host (or its placement is not known): its transport is shared
  *     memory, whose copies (and, in Open MPI, whose progress: only inside MPI calls) run on the
  *     ranks' own cores, so there is no idle engine to hide communication behind, and the
@@ -43,10 +45,11 @@ enum {
  * Otherwise (the axis crosses hosts, cores to spare) it is on: a NIC moves the bytes while the
  * cores compute. Returns 1 for on; writes the reason (one line, no period) to why[cap]. */
 int ax_overlap_decide(int mode, int ranks, int hosts, int local_ranks, int threads, int cores,
-                      char *why, size_t cap);
+                      int device, char *why, size_t cap);
 /* ax_overlap_decide for `axis` of grid g, with this process's threads (omp_get_max_threads) and
- * cores (its CPU affinity mask). Local; every rank of an axis decides the same (the placement
- * is the axis's, and threads and cores are the job's). */
+ * cores (its CPU affinity mask); device: a build with NCCL, a grid carrying device memory
+ * (ax_grid_memory) and --comm not mpi. Local; every rank of an axis decides the same (the
+ * placement is the axis's, threads, cores and the transport choice the job's). */
 int ax_overlap_decide_axis(ax_grid_t *g, int mode, ax_axis axis, char *why, size_t cap);
 
 /* n_slots request slots on grid g; mode AX_OVERLAP_* (decided per axis at creation). */

@@ -351,15 +351,19 @@ Test(grid, overlap_slots) {
  * inside one host, with placement unknown, or with more ranks x threads than cores; on across
  * hosts with cores to spare; off and forced are what they say; a 1-rank axis is always off. The
  * reason says which. */
-static void decide(int mode, int ranks, int hosts, int local, int threads, int cores, int want,
-                   const char *why_has) {
+static void decide_dev(int mode, int ranks, int hosts, int local, int threads, int cores, int dev,
+                       int want, const char *why_has) {
     char why[160] = "";
-    int on = ax_overlap_decide(mode, ranks, hosts, local, threads, cores, why, sizeof why);
+    int on = ax_overlap_decide(mode, ranks, hosts, local, threads, cores, dev, why, sizeof why);
     cr_assert_eq(on, want, "mode %d ranks %d hosts %d local %d x %d threads, %d cores: %d (%s)",
                  mode, ranks, hosts, local, threads, cores, on, why);
     cr_assert(!strncmp(why, want ? "on: " : "off: ", want ? 4 : 5), "reason starts on/off: %s",
               why);
     cr_assert(strstr(why, why_has), "reason '%s' should say '%s'", why, why_has);
+}
+static void decide(int mode, int ranks, int hosts, int local, int threads, int cores, int want,
+                   const char *why_has) {
+    decide_dev(mode, ranks, hosts, local, threads, cores, 0, want, why_has);
 }
 
 Test(grid, overlap_decision_per_axis) {
@@ -371,7 +375,10 @@ Test(grid, overlap_decision_per_axis) {
     decide(AX_OVERLAP_FORCE, 8, 8, 64, 4, 2, 1, "forced");
     decide(AX_OVERLAP_OFF, 4, 2, 2, 1, 8, 0, "--no-overlap");
     for (int mode = 0; mode <= 2; mode++) decide(mode, 1, 1, 1, 1, 1, 0, "one rank");
-    cr_assert_eq(ax_overlap_decide(AX_OVERLAP_FORCE, 2, 1, 2, 1, 2, NULL, 0), 1); /* no reason */
+    /* GPUs on one host over NCCL: the copy engines move the bytes, so auto overlaps */
+    decide_dev(AX_OVERLAP_AUTO, 8, 1, 8, 16, 8, 1, 1, "NCCL");
+    decide_dev(AX_OVERLAP_OFF, 8, 1, 8, 1, 8, 1, 0, "--no-overlap");
+    cr_assert_eq(ax_overlap_decide(AX_OVERLAP_FORCE, 2, 1, 2, 1, 2, 0, NULL, 0), 1); /* no reason */
     /* a serial grid: placement is known (one host), every axis has one rank: off everywhere */
     ax_grid_t *g = NULL;
     cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
