@@ -13,6 +13,7 @@
 #include "lib/core/timer.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,7 @@ typedef struct {
     uint32_t *rfill;   /* R: pairs in each region */
     uint64_t recv_cap, rcap;
     int rb;                                            /* R = 2^rb regions */
+    double t_flush;                                    /* seconds counting chunks (debug log) */
     int *sc, *sd, *rc, *rd, *scount, *sdispl, *rcount; /* P each */
 } builder;
 
@@ -174,6 +176,7 @@ static inline void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) 
 
 /* counts every pair of the chunk into the table, region by region, and empties it */
 static ax_status flush_chunk(builder *bd) {
+    double t0 = ax_now();
     ax_ms_table *t = &bd->idx->t;
     size_t R = (size_t)1 << bd->rb;
     for (size_t r = 0; r < R; r++) {
@@ -202,6 +205,7 @@ static ax_status flush_chunk(builder *bd) {
             }
         }
     }
+    bd->t_flush += ax_now() - t0;
     return AX_OK;
 }
 
@@ -472,6 +476,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     memset(&bd, 0, sizeof bd);
     ax_memscan_index_t *idx = calloc(1, sizeof *idx);
     if (!idx) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    ax_ms_count_open(offsetof(ax_memscan_open_counts, built));
     ax_status st = ax_grid_create_world(&idx->grid);
     if (st != AX_OK) {
         free(idx);
@@ -508,7 +513,10 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
         goto fail;
     }
     uint64_t cnt[2];
+    double tp[5];
+    tp[0] = ax_now();
     sizing_pass(&bd, hll, &cnt[0]);
+    tp[1] = ax_now();
     cnt[1] = (bd.hi - bd.lo + bd.B - 1) / bd.B; /* this rank's rounds */
     st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, hll->reg, AX_MS_HLL_M, AX_DT_U8, AX_OP_MAX);
     if (st == AX_OK) st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, &cnt[0], 1, AX_DT_U64, AX_OP_SUM);
@@ -531,8 +539,10 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     AX_DEBUG("memscan index: %llu windows, ~%.0f distinct (sketch), %.1f MB table per rank",
              (unsigned long long)cnt[0], est, (double)ax_ms_table_bytes(&idx->t) / 1e6);
 
+    tp[2] = ax_now();
     st = run_rounds(&bd, cnt[1], o);
     if (st != AX_OK) goto fail;
+    tp[3] = ax_now();
 
     /* global statistics */
     ax_memscan_info loc = idx->info;
@@ -563,7 +573,11 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
                       (unsigned long long)idx->info.n_dup, (unsigned long long)idx->info.n_dup_pos);
         goto fail;
     }
-    AX_DEBUG("memscan index: built in %.2f s", ax_now() - t0);
+    tp[4] = ax_now();
+    AX_DEBUG("memscan index: built in %.2f s: sizing %.2f s, table %.2f s, hashing %.2f s, "
+             "counting %.2f s, lists and statistics %.2f s",
+             tp[4] - t0, tp[1] - tp[0], tp[2] - tp[1], tp[3] - tp[2] - bd.t_flush, bd.t_flush,
+             tp[4] - tp[3]);
     builder_free(&bd);
     *out = idx;
     return AX_OK;

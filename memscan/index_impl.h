@@ -23,6 +23,9 @@ struct ax_memscan_index {
     int edge_oom;
 };
 
+/* ax_memscan_open_counts: adds one to the field at this offset */
+void ax_ms_count_open(size_t field_offset);
+
 /* Occurrences of the window whose table entry is (first, count): its list, or first alone. */
 static inline uint64_t ax_ms_index_occ(const ax_memscan_index_t *idx, uint64_t first,
                                        uint32_t count, const uint64_t **list) {
