@@ -137,8 +137,10 @@ static inline uint64_t unpack_pos(const builder *bd, uint64_t q) {
 
 /* how far ahead of the insert the home bucket is prefetched */
 #define PREFETCH 16
-/* most pairs a chunk holds (8 bytes each; 512 MB), whatever the dataset */
-#define CHUNK_MAX ((uint64_t)1 << 26)
+/* most pairs a chunk holds (8 bytes each; 128 MB), whatever the dataset: counting costs about
+ * the same per pair with smaller chunks (more passes over the table, each sparser; measured at
+ * 100M tokens), and fresh pages cost (the system zeroes them) */
+#define CHUNK_MAX ((uint64_t)1 << 24)
 /* buckets per region (64 bytes each): half of L2, so the region and the pairs streaming
  * through stay resident together */
 #define REGION_BUCKETS 8192
