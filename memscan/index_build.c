@@ -578,44 +578,40 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
 
     uint64_t cnt[2];
     double tp[5];
-    tp[0] = tp[1] = cpu_now();
-    {
-        /* sizing: distinct windows over all ranks, so each owner's table starts at its share */
-        ax_ms_hll *hll = calloc(1, sizeof *hll);
-        if (!hll) {
-            st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
-            st = bd.active ? agree(&bd, st) : st;
-            goto fail;
-        }
-        sizing_pass(&bd, hll, &cnt[0]);
-        tp[1] = cpu_now();
-        cnt[1] = (bd.hi - bd.lo + bd.B - 1) / bd.B; /* this rank's rounds */
-        st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, hll->reg, AX_MS_HLL_M, AX_DT_U8, AX_OP_MAX);
-        if (st == AX_OK)
-            st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, &cnt[0], 1, AX_DT_U64, AX_OP_SUM);
-        if (st == AX_OK)
-            st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, &cnt[1], 1, AX_DT_U64, AX_OP_MAX);
-        if (st != AX_OK) {
-            free(hll);
-            goto fail;
-        }
-        double est = ax_ms_hll_estimate(hll);
-        free(hll);
-        if (est > (double)cnt[0]) est = (double)cnt[0];
-        idx->info.n_windows = cnt[0];
-        /* the sketch errs by ~1%: 2% headroom (plus a few sigma of one owner's share) keeps
-         * the table from growing while staying near its fill target */
-        double share = est / P;
-        st = ax_ms_table_init(&idx->t, (uint64_t)(share * 1.02 + 3 * sqrt(share) + 16));
-        /* at most half the table's bytes, so the build's peak stays within 1.5x the index */
-        uint64_t want = ax_ms_table_bytes(&idx->t) / 2 / sizeof(uint64_t);
-        if (want > CHUNK_MAX) want = CHUNK_MAX;
-        if (st == AX_OK) st = chunk_alloc(&bd, bd.hi - bd.lo, idx->t.nb, want);
+    tp[0] = cpu_now();
+    /* sizing: distinct windows over all ranks, so each owner's table starts at its share */
+    ax_ms_hll *hll = calloc(1, sizeof *hll);
+    if (!hll) {
+        st = ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
         st = bd.active ? agree(&bd, st) : st;
-        if (st != AX_OK) goto fail;
-        AX_DEBUG("memscan index: %llu windows, ~%.0f distinct (sketch), %.1f MB table per rank",
-                 (unsigned long long)cnt[0], est, (double)ax_ms_table_bytes(&idx->t) / 1e6);
+        goto fail;
     }
+    sizing_pass(&bd, hll, &cnt[0]);
+    tp[1] = cpu_now();
+    cnt[1] = (bd.hi - bd.lo + bd.B - 1) / bd.B; /* this rank's rounds */
+    st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, hll->reg, AX_MS_HLL_M, AX_DT_U8, AX_OP_MAX);
+    if (st == AX_OK) st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, &cnt[0], 1, AX_DT_U64, AX_OP_SUM);
+    if (st == AX_OK) st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, &cnt[1], 1, AX_DT_U64, AX_OP_MAX);
+    if (st != AX_OK) {
+        free(hll);
+        goto fail;
+    }
+    double est = ax_ms_hll_estimate(hll);
+    free(hll);
+    if (est > (double)cnt[0]) est = (double)cnt[0];
+    idx->info.n_windows = cnt[0];
+    /* the sketch errs by ~1%: 2% headroom (plus a few sigma of one owner's share) keeps
+     * the table from growing while staying near its fill target */
+    double share = est / P;
+    st = ax_ms_table_init(&idx->t, (uint64_t)(share * 1.02 + 3 * sqrt(share) + 16));
+    /* at most half the table's bytes, so the build's peak stays within 1.5x the index */
+    uint64_t want = ax_ms_table_bytes(&idx->t) / 2 / sizeof(uint64_t);
+    if (want > CHUNK_MAX) want = CHUNK_MAX;
+    if (st == AX_OK) st = chunk_alloc(&bd, bd.hi - bd.lo, idx->t.nb, want);
+    st = bd.active ? agree(&bd, st) : st;
+    if (st != AX_OK) goto fail;
+    AX_DEBUG("memscan index: %llu windows, ~%.0f distinct (sketch), %.1f MB table per rank",
+             (unsigned long long)cnt[0], est, (double)ax_ms_table_bytes(&idx->t) / 1e6);
 
     tp[2] = cpu_now();
     st = run_rounds(&bd, cnt[1], o);
