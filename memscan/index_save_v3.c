@@ -93,12 +93,14 @@ static void ent_insertion_sort(ax_ms_ent *e, size_t n) {
 }
 
 #define SORT_BIN_BITS 11
+
 /* Sorts e[0..n) by (key, value) as ax_ms_ent_cmp orders them. A partition's keys are spread
- * uniformly over the range they span, so one counting pass on the top bits of that range puts
- * about one entry in each of n bins, and sorting inside the bins (by insertion when small,
- * else qsort: colliding hashes can pile up in one bin) finishes it; qsort and its comparator
- * calls over every partition took most of a save (~5 s at 100M windows). tmp: n entries. */
-static void ent_sort(ax_ms_ent *e, size_t n, ax_ms_ent *tmp, uint32_t *cnt) {
+ * uniformly over the range they span, so one counting pass on the top bin_bits bits of that
+ * range puts about one entry in each bin when 2^bin_bits ~ n, and sorting inside the bins (by
+ * insertion when small, else qsort: colliding hashes can pile up in one bin) finishes it;
+ * qsort and its comparator calls over every partition took most of a save (~5 s at 100M
+ * windows). tmp: n entries; cnt: 2^bin_bits + 1 counters. */
+void ax_ms_ent_sort(ax_ms_ent *e, size_t n, ax_ms_ent *tmp, uint32_t *cnt, int bin_bits) {
     if (n <= 32) {
         ent_insertion_sort(e, n);
         return;
@@ -109,7 +111,7 @@ static void ent_sort(ax_ms_ent *e, size_t n, ax_ms_ent *tmp, uint32_t *cnt) {
         hi = e[i].key > hi ? e[i].key : hi;
     }
     int bits = 64 - __builtin_clzll((hi - lo) | 1); /* the span's significant bits */
-    int sh = bits > SORT_BIN_BITS ? bits - SORT_BIN_BITS : 0;
+    int sh = bits > bin_bits ? bits - bin_bits : 0;
     size_t nb = (size_t)((hi - lo) >> sh) + 1;
     memset(cnt, 0, sizeof *cnt * (nb + 1));
     for (size_t i = 0; i < n; i++) cnt[((e[i].key - lo) >> sh) + 1]++;
@@ -138,7 +140,7 @@ void ax_ms_collect_sort(ax_ms_collect *c) {
         size_t m = (size_t)(c->dir[p + 1] - c->dir[p]);
         if (m < 2) continue;
         if (tmp && cnt)
-            ent_sort(c->ent + c->dir[p], m, tmp, cnt);
+            ax_ms_ent_sort(c->ent + c->dir[p], m, tmp, cnt, SORT_BIN_BITS);
         else /* no room for the scratch: the same order, slower */
             qsort(c->ent + c->dir[p], m, sizeof *c->ent, ax_ms_ent_cmp);
     }
