@@ -176,7 +176,8 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
     ax_memscan_info info;
     AX_CHECK_GOTO(ax_memscan_index_read_info(fl->index, 0, &info), out);
     AX_CHECK_GOTO(ax_axd_open(fl->data[0] ? fl->data : info.ds_path, 1, &ds), out);
-    AX_CHECK_GOTO(ax_memscan_index_load(fl->index, ds, &idx), out);
+    /* read in place: only the pages the generations' windows touch (damage fails the scan) */
+    AX_CHECK_GOTO(ax_memscan_index_open(fl->index, ds, &idx), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
     AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
@@ -208,6 +209,7 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
         AX_CHECK_GOTO(scan_all(fl, idx, gen, tok, &so, &sum->with_span, &sum->mean_longest_span,
                                &sum->max_longest_span, sum->longest_span_hist),
                       out);
+        AX_CHECK_GOTO(ax_memscan_index_check(idx), out);
         AX_CHECK_GOTO(write_scan(fl, &mm, idx, &so, sum->with_span, sum->mean_longest_span,
                                  sum->max_longest_span, sum->longest_span_hist),
                       out);

@@ -391,7 +391,8 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
 static ax_status count_duplicates(const ax_ms_probe_opts *fl, const ax_axd_t *ds,
                                   ax_probe_result *r) {
     ax_memscan_index_t *idx = NULL;
-    AX_CHECK(ax_memscan_index_load(fl->index, ds, &idx));
+    /* read in place: a few pages per probe, nothing loaded (damage met fails the scan) */
+    AX_CHECK(ax_memscan_index_open(fl->index, ds, &idx));
     int n = (int)ax_memscan_index_info(idx)->n;
     int32_t *win = malloc(sizeof(int32_t) * (size_t)n);
     ax_status st = win ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
@@ -404,6 +405,7 @@ static ax_status count_duplicates(const ax_ms_probe_opts *fl, const ax_axd_t *ds
         ax_axd_tokens(ds, start, (uint64_t)n, win);
         ax_memscan_index_lookup(idx, win, &s->duplicates, &pos);
     }
+    if (st == AX_OK) st = ax_memscan_index_check(idx);
     free(win);
     ax_memscan_index_free(idx);
     return st;
