@@ -6,6 +6,7 @@
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/dist/mpienv.h"
+#include "lib/dist/overlap.h"
 #include "plan/plan.h"
 
 #include <stddef.h>
@@ -14,9 +15,10 @@
 
 typedef struct {
     int64_t layers, dim, heads, ffn, vocab, seq_len, global_batch, devices, top;
-    int tie, overlap, json, measure;
+    int tie, no_overlap, force_overlap, json, measure;
     double budget;
     char ckpt[AX_CFG_STR_MAX], machine[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
+    char overlap[AX_CFG_STR_MAX];
 } plan_args;
 
 #define F(field) offsetof(plan_args, field)
@@ -35,8 +37,12 @@ static const ax_cfg_entry entries[] = {
     {"machine", AX_CFG_STR, F(machine), "h100", 1, 0,
      "profile: a100, h100, h200, perlmutter, frontier, alps, or a JSON file"},
     {"top", AX_CFG_INT, F(top), "5", 1, 1 << 20, "grids to print"},
-    {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
-     "predict with the overlap schedule (--no-overlap: every collective blocking)"},
+    {"overlap", AX_CFG_STR, F(overlap), "auto", 1, 0,
+     "auto: per axis as `axmem train` decides (not on an axis whose ranks share a host over "
+     "MPI); force: every axis (train --force-overlap); off: every collective blocking"},
+    {"no-overlap", AX_CFG_BOOL, F(no_overlap), "false", 1, 0, "as --overlap off (train's flag)"},
+    {"force-overlap", AX_CFG_BOOL, F(force_overlap), "false", 1, 0,
+     "as --overlap force (train's flag)"},
     {"json", AX_CFG_BOOL, F(json), "false", 1, 0, "print JSON instead of the table"},
     {"measure", AX_CFG_BOOL, F(measure), "false", 1, 0,
      "measure this machine (GEMM rate; under mpirun -np 2 the intra-node all-reduce) and "
@@ -97,6 +103,36 @@ static ax_status shape_from_ckpt(const char *dir, int heads_flag_set, ax_model_c
 }
 
 static const char *axis_short[AX_AXIS_COUNT] = {"data", "x", "y", "z", "batch", "world"};
+static const char *mode_name[3] = {"off", "force", "auto"};
+
+/* --overlap auto|force|off, or train's --no-overlap / --force-overlap */
+static ax_status overlap_mode(const plan_args *a, const uint8_t *set, int *mode) {
+    int named = 0; /* --overlap given on the command line */
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (!strcmp(entries[i].name, "overlap")) named = set[i];
+    if (!strcmp(a->overlap, "off"))
+        *mode = AX_OVERLAP_OFF;
+    else if (!strcmp(a->overlap, "force"))
+        *mode = AX_OVERLAP_FORCE;
+    else if (!strcmp(a->overlap, "auto"))
+        *mode = AX_OVERLAP_AUTO;
+    else
+        return ax_errorf(AX_ERR_ARG, "--overlap %s: use auto, force or off", a->overlap);
+    if (a->no_overlap && a->force_overlap)
+        return ax_errorf(AX_ERR_ARG, "--force-overlap contradicts --no-overlap: drop one of them");
+    int flag = a->no_overlap ? AX_OVERLAP_OFF : a->force_overlap ? AX_OVERLAP_FORCE : -1;
+    if (flag >= 0 && named && flag != *mode)
+        return ax_errorf(AX_ERR_ARG, "--overlap %s contradicts --%s: drop one of them", a->overlap,
+                         a->no_overlap ? "no-overlap" : "force-overlap");
+    if (flag >= 0) *mode = flag;
+    return AX_OK;
+}
+
+/* the data all-reduce ends the step (model_step.c): whatever the axis' decision, the schedule
+ * overlaps nothing on it, and the plan hides nothing there */
+static const char *data_note(int a) {
+    return a == AX_AXIS_DATA ? " (nothing overlaps on data: its all-reduce ends the step)" : "";
+}
 
 static void pred_json(const ax_plan_pred *p, ax_jw *w) {
     char grid[64];
@@ -121,6 +157,11 @@ static void pred_json(const ax_plan_pred *p, ax_jw *w) {
         }
         ax_jw_obj_end(w);
     }
+    ax_jw_key(w, "overlap");
+    ax_jw_obj_begin(w);
+    for (int a = AX_AXIS_DATA; a <= AX_AXIS_Z; a++)
+        if (p->dims[a] > 1) ax_jw_key(w, axis_short[a]), ax_jw_str(w, p->overlap_why[a]);
+    ax_jw_obj_end(w);
     ax_jw_key(w, "level");
     ax_jw_obj_begin(w);
     for (int a = 0; a < AX_AXIS_COUNT; a++)
@@ -138,14 +179,16 @@ static void pred_json(const ax_plan_pred *p, ax_jw *w) {
     ax_jw_obj_end(w);
 }
 
-static void print_table(const plan_args *a, const ax_model_config *c, const ax_plan_machine *pm,
-                        const ax_plan_result *r) {
+static void print_table(const plan_args *a, int mode, const ax_model_config *c,
+                        const ax_plan_machine *pm, const ax_plan_result *r) {
     printf("model: %d layers, dim %d, %d heads, ffn %d, vocab %d%s; %.3g B parameters\n",
            c->n_layers, c->dim, c->n_heads, c->ffn, c->vocab, c->tie_embeddings ? " (tied)" : "",
            (double)ax_model_config_n_params(c) / 1e9);
-    printf("run: %lld devices on %s (%d per node), global batch %lld x %lld tokens, overlap %s\n",
-           (long long)a->devices, pm->m.name, pm->m.devices_per_node, (long long)a->global_batch,
-           (long long)a->seq_len, a->overlap ? "on" : "off");
+    printf("run: %lld devices on %s (%d per node, %s transport), global batch %lld x %lld tokens, "
+           "overlap %s\n",
+           (long long)a->devices, pm->m.name, pm->m.devices_per_node,
+           pm->m.transport == AX_TRANSPORT_HOST ? "host" : "nccl", (long long)a->global_batch,
+           (long long)a->seq_len, mode_name[mode]);
     printf("%d grids: %d fit, %d rejected\n\n", r->n_grids, r->n_best, r->n_rejected);
     printf("%-4s %-14s %-7s %9s %9s  %-37s %8s %8s %12s %6s\n", "rank", "grid", "BxNmb", "step_s",
            "compute", "exposed comm s: data x y z other", "hidden", "mem_GiB", "tokens/s", "MFU");
@@ -160,6 +203,12 @@ static void print_table(const plan_args *a, const ax_model_config *c, const ax_p
         printf("%-4d %-14s %-7s %9.4g %9.4g  %-37s %8.3g %8.2f %12.4g %5.1f%%\n", i + 1, grid, mb,
                p->step_s, p->compute_s, comm, p->hidden_s, p->mem_total / 1073741824.0,
                p->tokens_per_s, 100 * p->mfu);
+        /* per axis, the runtime's overlap decision on this placement (what the row assumed) */
+        for (int ax = AX_AXIS_DATA; ax <= AX_AXIS_Z; ax++)
+            if (p->dims[ax] > 1)
+                printf("     overlap %s (%d ranks, %d host%s): %s%s\n", axis_short[ax], p->dims[ax],
+                       p->hosts[ax], p->hosts[ax] == 1 ? "" : "s", p->overlap_why[ax],
+                       data_note(ax));
     }
     printf("(\"n\" after an axis: its groups span nodes; other = batch + world scalars)\n");
     int shown = 0;
@@ -211,6 +260,11 @@ int ax_cmd_plan(int argc, char **argv) {
         return 0;
     }
     if (a.measure) return do_measure(&a);
+    int mode = AX_OVERLAP_AUTO;
+    if (overlap_mode(&a, set, &mode) != AX_OK) {
+        fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
+        return 2;
+    }
     ax_model_config c = {.n_layers = (int)a.layers,
                          .dim = (int)a.dim,
                          .n_heads = (int)a.heads,
@@ -225,8 +279,7 @@ int ax_cmd_plan(int argc, char **argv) {
     if (a.ckpt[0]) st = shape_from_ckpt(a.ckpt, heads_set, &c);
     if (st == AX_OK) st = ax_plan_machine_load(a.machine, &pm);
     if (st == AX_OK)
-        st = ax_plan_rank(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, a.overlap,
-                          &r);
+        st = ax_plan_rank(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode, &r);
     if (st != AX_OK) {
         fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
         return st == AX_ERR_ARG ? 2 : 1;
@@ -239,7 +292,7 @@ int ax_cmd_plan(int argc, char **argv) {
         ax_jw_key(&w, "devices"), ax_jw_int(&w, a.devices);
         ax_jw_key(&w, "global_batch"), ax_jw_int(&w, a.global_batch);
         ax_jw_key(&w, "seq_len"), ax_jw_int(&w, a.seq_len);
-        ax_jw_key(&w, "overlap"), ax_jw_bool(&w, a.overlap);
+        ax_jw_key(&w, "overlap"), ax_jw_str(&w, mode_name[mode]);
         ax_jw_key(&w, "n_grids"), ax_jw_int(&w, r.n_grids);
         ax_jw_key(&w, "grids");
         ax_jw_arr_begin(&w);
@@ -262,7 +315,7 @@ int ax_cmd_plan(int argc, char **argv) {
         printf("%s\n", ax_jw_text(&w));
         ax_jw_free(&w);
     } else {
-        print_table(&a, &c, &pm, &r);
+        print_table(&a, mode, &c, &pm, &r);
     }
     ax_plan_result_free(&r);
     return 0;

@@ -14,6 +14,9 @@ typedef struct {
     double node_bw, node_lat_us, net_bw, net_lat_us;
     int elem;
     double overlap;
+    /* the GPU profiles below: NCCL (RCCL on Frontier), so auto overlaps every axis, as the
+     * runtime decides for device memory; cores not known (0), one thread a device */
+    int transport, cores, threads;
 } builtin;
 
 /* Sustained GEMM rates are 0.75 of the dense bf16 peak for the NVIDIA parts (large cuBLAS
@@ -27,34 +30,34 @@ static const builtin builtins[] = {
      "NVIDIA A100 SXM4 80GB datasheet: 312 TFLOP/s dense bf16, 80 GB HBM2e, NVLink 3 "
      "600 GB/s bidirectional (300 one way, 240 taken); DGX A100: 8 GPUs, 8 x 200 Gb/s HDR "
      "InfiniBand (25 GB/s per GPU); latencies typical of NCCL (5 us NVLink, 10 us IB)",
-     234, 256, 312, 80, 8, 240, 5, 25, 10, 2, 1.0},
+     234, 256, 312, 80, 8, 240, 5, 25, 10, 2, 1.0, AX_TRANSPORT_NCCL, 0, 1},
     {"h100",
      "NVIDIA H100 SXM5 80GB datasheet: 989 TFLOP/s dense bf16, 80 GB HBM3, NVLink 4 900 "
      "GB/s bidirectional (450 one way, 360 taken); DGX H100: 8 GPUs, 8 x 400 Gb/s NDR InfiniBand "
      "(50 GB/s per GPU); latencies as a100",
-     742, 256, 989, 80, 8, 360, 5, 50, 10, 2, 1.0},
+     742, 256, 989, 80, 8, 360, 5, 50, 10, 2, 1.0, AX_TRANSPORT_NCCL, 0, 1},
     {"h200",
      "NVIDIA H200 SXM 141GB datasheet: 989 TFLOP/s dense bf16 (as H100), 141 GB HBM3e, "
      "NVLink 4 900 GB/s bidirectional (360 taken); DGX H200: 8 x 400 Gb/s NDR InfiniBand (50 GB/s "
      "per GPU); latencies as a100",
-     742, 256, 989, 141, 8, 360, 5, 50, 10, 2, 1.0},
+     742, 256, 989, 141, 8, 360, 5, 50, 10, 2, 1.0, AX_TRANSPORT_NCCL, 0, 1},
     {"perlmutter",
      "Perlmutter GPU node (NERSC docs; AxoNN, Singh et al. SC'24): 4 x A100 SXM4 "
      "40GB (312 TFLOP/s dense bf16), NVLink 3 (12 links, 4 to each peer: 300 GB/s "
      "one way, 240 taken), 4 x Slingshot-11 NICs at 25 GB/s (25 GB/s per GPU)",
-     234, 256, 312, 40, 4, 240, 5, 25, 10, 2, 1.0},
+     234, 256, 312, 40, 4, 240, 5, 25, 10, 2, 1.0, AX_TRANSPORT_NCCL, 0, 1},
     {"frontier",
      "Frontier node (OLCF user guide; AxoNN, Singh et al. SC'24): 4 x MI250X = 8 GCDs, "
      "191.5 TFLOP/s dense bf16 and 64 GB HBM2e per GCD, Infinity Fabric 50-200 GB/s "
      "between GCDs (100 GB/s taken, one way), 4 x Slingshot-11 NICs at 25 GB/s "
      "(12.5 GB/s per GCD); sustained GEMM 0.55 of peak (assumed)",
-     105, 256, 191.5, 64, 8, 100, 8, 12.5, 12, 2, 1.0},
+     105, 256, 191.5, 64, 8, 100, 8, 12.5, 12, 2, 1.0, AX_TRANSPORT_NCCL, 0, 1},
     {"alps",
      "Alps GH200 node (CSCS; Gordon Bell 2024 AxoNN paper): 4 x H100 96GB (989 TFLOP/s "
      "dense bf16), NVLink 4 (150 GB/s one way to each of 3 peers, 360 taken), 4 x Slingshot-11 "
      "NICs "
      "at 25 GB/s (25 GB/s per GPU)",
-     742, 256, 989, 96, 4, 360, 5, 25, 10, 2, 1.0},
+     742, 256, 989, 96, 4, 360, 5, 25, 10, 2, 1.0, AX_TRANSPORT_NCCL, 0, 1},
 };
 static const int n_builtins = (int)(sizeof builtins / sizeof builtins[0]);
 
@@ -75,6 +78,8 @@ static void from_builtin(const builtin *b, ax_plan_machine *out) {
     m->bw[AX_LEVEL_NODE] = b->node_bw * 1e9, m->lat[AX_LEVEL_NODE] = b->node_lat_us * 1e-6;
     m->bw[AX_LEVEL_NET] = b->net_bw * 1e9, m->lat[AX_LEVEL_NET] = b->net_lat_us * 1e-6;
     m->elem_bytes = b->elem, m->overlap = b->overlap;
+    m->transport = b->transport, m->cores_per_node = b->cores;
+    m->threads_per_device = b->threads > 0 ? b->threads : 1;
 }
 
 static ax_status num(const ax_json *o, const char *key, const char *what, double lo, double hi,
@@ -108,8 +113,26 @@ ax_status ax_plan_machine_from_json(const ax_json *o, const char *what, ax_plan_
     AX_CHECK(num(o, "net_lat_us", what, 0, 1e6, &v[8]));
     AX_CHECK(num(o, "elem_bytes", what, 1, 8, &v[9]));
     AX_CHECK(num(o, "overlap", what, 0, 1, &v[10]));
-    builtin b = {m->name, out->source, v[0], v[1], v[2],      v[3], (int)v[4],
-                 v[5],    v[6],        v[7], v[8], (int)v[9], v[10]};
+    /* optional (profiles written before the per-axis overlap rule lack them): the transport,
+     * "nccl" by default, which overlaps every axis as the plan did then; cores 0 (not known);
+     * one thread a device */
+    double cores = 0, threads = 1;
+    int transport = AX_TRANSPORT_NCCL;
+    if (ax_json_get(o, "transport")) {
+        AX_CHECK(ax_json_get_str(o, "transport", what, &s));
+        if (!strcmp(s, "host"))
+            transport = AX_TRANSPORT_HOST;
+        else if (strcmp(s, "nccl"))
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s: \"transport\" is \"%s\"; use \"host\" (MPI: shared memory "
+                             "inside a node) or \"nccl\" (GPU collectives); fix the profile",
+                             what, s);
+    }
+    if (ax_json_get(o, "cores_per_node")) AX_CHECK(num(o, "cores_per_node", what, 0, 1e6, &cores));
+    if (ax_json_get(o, "threads_per_device"))
+        AX_CHECK(num(o, "threads_per_device", what, 1, 1e6, &threads));
+    builtin b = {m->name, out->source, v[0], v[1],      v[2],  v[3],      (int)v[4],  v[5],
+                 v[6],    v[7],        v[8], (int)v[9], v[10], transport, (int)cores, (int)threads};
     char name[64], source[512];
     snprintf(name, sizeof name, "%s", m->name);
     snprintf(source, sizeof source, "%s", out->source);
@@ -161,5 +184,8 @@ void ax_plan_machine_json(const ax_plan_machine *pm, ax_jw *w) {
     ax_jw_key(w, "net_lat_us"), ax_jw_num(w, m->lat[AX_LEVEL_NET] * 1e6);
     ax_jw_key(w, "elem_bytes"), ax_jw_int(w, m->elem_bytes);
     ax_jw_key(w, "overlap"), ax_jw_num(w, m->overlap);
+    ax_jw_key(w, "transport"), ax_jw_str(w, m->transport == AX_TRANSPORT_HOST ? "host" : "nccl");
+    ax_jw_key(w, "cores_per_node"), ax_jw_int(w, m->cores_per_node);
+    ax_jw_key(w, "threads_per_device"), ax_jw_int(w, m->threads_per_device);
     ax_jw_obj_end(w);
 }

@@ -10,6 +10,7 @@
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,11 @@ ax_status ax_plan_measure(const ax_plan_machine *base, double budget_s, ax_plan_
     m->overlap = 0; /* ranks sharing cores: MPI progresses only inside calls (issue 14) */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     m->devices_per_node = cores > 0 ? (int)cores : 1;
+    /* for the per-axis overlap rule: MPI on the host (shared memory inside this node), with
+     * this node's cores and the threads a rank computes with here */
+    m->transport = AX_TRANSPORT_HOST;
+    m->cores_per_node = cores > 0 ? (int)cores : 0;
+    m->threads_per_device = omp_get_max_threads();
     /* without a second rank: the shared-memory transport is bounded by a copy; 2 us a message */
     char what[160];
     double cbw = 0;

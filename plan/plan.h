@@ -10,7 +10,10 @@
  * JSON: {"name": "...", "source": "where the numbers come from", "gemm_tflops": R,
  *        "gemm_half_dim": K, "peak_tflops": P, "mem_gib": M, "devices_per_node": n,
  *        "node_bw_gbs": .., "node_lat_us": .., "net_bw_gbs": .., "net_lat_us": ..,
- *        "elem_bytes": 4|2, "overlap": 0..1}   (GB = 1e9 bytes; bandwidth per device, one way) */
+ *        "elem_bytes": 4|2, "overlap": 0..1,
+ *        "transport": "host"|"nccl", "cores_per_node": n, "threads_per_device": t}
+ * (GB = 1e9 bytes; bandwidth per device, one way). The last three are optional (defaults nccl,
+ * 0 = not known, 1) and feed the per-axis overlap rule (ax_perfmodel_overlap_axis). */
 typedef struct {
     ax_machine m;
     char source[512];
@@ -38,7 +41,8 @@ typedef struct {
 } ax_plan_result;
 
 /* Every grid D x X x Y x Z = devices; for each, the fewest micro-batches (dividing the
- * per-rank batch) that fit memory. overlap as --overlap. */
+ * per-rank batch) that fit memory. overlap: AX_OVERLAP_OFF / FORCE / AUTO (lib/dist/overlap.h),
+ * as --overlap off|force|auto. */
 ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
                        int global_batch, int T, int overlap, ax_plan_result *out);
 void ax_plan_result_free(ax_plan_result *r);

@@ -12,6 +12,8 @@
 #include "lib/dist/comm.h"
 #include "lib/model/model.h"
 
+#include <stddef.h>
+
 typedef struct {
     double bytes[AX_COMM_KINDS][AX_AXIS_COUNT];
     long calls[AX_COMM_KINDS][AX_AXIS_COUNT];
@@ -42,7 +44,15 @@ typedef struct {
     double lat[AX_LEVELS]; /* seconds per ring step (a message) */
     int elem_bytes;        /* bytes per activation and communicated element: 4 fp32, 2 bf16 */
     double overlap;        /* fraction of the overlappable communication that hides, 0..1 */
+    /* what moves a collective's bytes, for the per-axis overlap rule (ax_overlap_decide) */
+    int transport;          /* AX_TRANSPORT_*: 0 (the default) a device transport */
+    int cores_per_node;     /* 0: not known (the ranks x threads test does not apply) */
+    int threads_per_device; /* threads a rank computes with (0 counts as 1) */
 } ax_machine;
+enum {
+    AX_TRANSPORT_NCCL = 0, /* NCCL/RCCL: copy engines and links move device memory by themselves */
+    AX_TRANSPORT_HOST = 1, /* MPI on the host: shared memory (the ranks' cores) inside a node */
+};
 
 /* One grid's prediction for one optimizer step of global_batch sequences of T tokens. */
 typedef struct {
@@ -58,16 +68,31 @@ typedef struct {
     double step_s, tokens_per_s, mfu; /* mfu: model FLOPs / (step x devices x peak) */
     double mem_state, mem_gathered, mem_acts, mem_total; /* bytes per device */
     int fits;                                            /* mem_total <= machine memory */
-    ax_step_volume vol; /* bytes per axis with 4-byte elements: the runtime's counters */
+    ax_step_volume vol;            /* bytes per axis with 4-byte elements: the runtime's counters */
+    int hosts[AX_AXIS_COUNT];      /* hosts an axis' groups span (ax_perfmodel_axis_hosts) */
+    int overlap_on[AX_AXIS_COUNT]; /* the runtime's per-axis decision (ax_overlap_decide) */
+    char overlap_why[AX_AXIS_COUNT][160]; /* and its reason */
 } ax_plan_pred;
 
-/* Predicts one grid (dims {D, X, Y, Z}) with n_micro micro-batches per step; overlap as
- * --overlap. AX_ERR_ARG with a message when the shape does not split over the grid or the
- * batch does not divide into D x Z x n_micro; a grid that does not fit memory is a prediction
- * with fits = 0. */
+/* Predicts one grid (dims {D, X, Y, Z}) with n_micro micro-batches per step; overlap is
+ * lib/dist/overlap.h's mode: AX_OVERLAP_OFF (0), AX_OVERLAP_FORCE (1: every axis, the old
+ * "on") or AX_OVERLAP_AUTO (2: per axis, the runtime's rule on the profile's placement and
+ * transport; ax_perfmodel_overlap_axis). AX_ERR_ARG with a message when the shape does not split
+ * over the grid or the batch does not divide into D x Z x n_micro; a grid that does not fit memory
+ * is a prediction with fits = 0. */
 ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
                                int global_batch, int T, int n_micro, int overlap,
                                ax_plan_pred *out);
 /* AX_LEVEL_NODE when every group of `axis` lies within one node under the rank layout of
  * lib/dist/grid.h (X innermost), else AX_LEVEL_NET. */
 int ax_perfmodel_axis_level(const int dims[4], ax_axis axis, int devices_per_node);
+/* The hosts (nodes) an axis' groups span when ranks fill nodes of devices_per_node in world-rank
+ * order: 1 when every group lies in one node (AX_LEVEL_NODE), else at least 2 (the first
+ * group's count). */
+int ax_perfmodel_axis_hosts(const int dims[4], ax_axis axis, int devices_per_node);
+/* Whether the runtime overlaps `axis` under `mode` on this machine and grid: ax_overlap_decide
+ * (lib/dist/overlap.h, the function the runtime calls) with the plan's placement (the axis'
+ * hosts, min(devices, devices_per_node) ranks a host, the profile's threads and cores) and
+ * device = the profile's transport is NCCL. 1 for on; the reason in why[cap]. */
+int ax_perfmodel_overlap_axis(const ax_machine *mach, const int dims[4], ax_axis axis, int mode,
+                              char *why, size_t cap);

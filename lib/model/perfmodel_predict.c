@@ -3,23 +3,53 @@
  * schedules it (OAR, ORS, OAG), memory as lib/model/model.c allocates it. */
 #include "lib/model/perfmodel.h"
 
+#include "lib/dist/overlap.h"
+
 static int axis_size(const int dims[4], ax_axis axis) {
     if (axis == AX_AXIS_BATCH) return dims[AX_AXIS_DATA] * dims[AX_AXIS_Z];
     if (axis == AX_AXIS_WORLD) return dims[0] * dims[1] * dims[2] * dims[3];
     return dims[axis];
 }
 
-int ax_perfmodel_axis_level(const int dims[4], ax_axis axis, int devices_per_node) {
-    /* rank = ((d*Gz + z)*Gy + y)*Gx + x: a group of axis a is p ranks at stride s; every group
-     * lies in one node when the span s*p tiles the node. BATCH spans D and Z, so everything
-     * inside it: the world. */
+/* A group of `axis` is p ranks at stride s: rank = ((d*Gz + z)*Gy + y)*Gx + x, X innermost;
+ * BATCH (D and Z) at stride Gx Gy. */
+static int axis_stride(const int dims[4], ax_axis axis) {
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
-    long span = axis == AX_AXIS_X   ? gx
-                : axis == AX_AXIS_Y ? (long)gx * gy
-                : axis == AX_AXIS_Z ? (long)gx * gy * gz
-                                    : (long)axis_size(dims, AX_AXIS_WORLD);
-    if (axis_size(dims, axis) == 1) return AX_LEVEL_NODE;
-    return span <= devices_per_node && devices_per_node % span == 0 ? AX_LEVEL_NODE : AX_LEVEL_NET;
+    return axis == AX_AXIS_Y       ? gx
+           : axis == AX_AXIS_Z     ? gx * gy
+           : axis == AX_AXIS_DATA  ? gx * gy * gz
+           : axis == AX_AXIS_BATCH ? gx * gy
+                                   : 1;
+}
+
+int ax_perfmodel_axis_hosts(const int dims[4], ax_axis axis, int devices_per_node) {
+    /* every group lies in one node when the span s*p of the groups' blocks tiles the node
+     * (BATCH and WORLD: the world), or when the whole job fits in one node (ranks fill nodes
+     * in world-rank order) */
+    long p = axis_size(dims, axis), s = axis_stride(dims, axis),
+         world = axis_size(dims, AX_AXIS_WORLD);
+    long span = axis == AX_AXIS_BATCH || axis == AX_AXIS_WORLD ? world : s * p;
+    long n = devices_per_node > 0 ? devices_per_node : 1;
+    if (p == 1 || world <= n || (span <= n && n % span == 0)) return 1;
+    /* else some group crosses a node boundary; report the first group's hosts (ranks 0, s, ..,
+     * (p-1)s: one node each when s >= n, else consecutive nodes), at least 2 */
+    long h = s >= n ? p : (p - 1) * s / n + 1;
+    return h < 2 ? 2 : (int)h;
+}
+
+int ax_perfmodel_axis_level(const int dims[4], ax_axis axis, int devices_per_node) {
+    return ax_perfmodel_axis_hosts(dims, axis, devices_per_node) == 1 ? AX_LEVEL_NODE
+                                                                      : AX_LEVEL_NET;
+}
+
+int ax_perfmodel_overlap_axis(const ax_machine *mach, const int dims[4], ax_axis axis, int mode,
+                              char *why, size_t cap) {
+    int world = axis_size(dims, AX_AXIS_WORLD), n = mach->devices_per_node;
+    int local = n > 0 && n < world ? n : world; /* ranks on a (full) host */
+    int threads = mach->threads_per_device > 0 ? mach->threads_per_device : 1;
+    return ax_overlap_decide(mode, axis_size(dims, axis), ax_perfmodel_axis_hosts(dims, axis, n),
+                             local, threads, mach->cores_per_node,
+                             mach->transport == AX_TRANSPORT_NCCL, why, cap);
 }
 
 /* ring steps (messages) per call: allreduce 2(p-1), allgather and reduce-scatter p-1 */
@@ -80,6 +110,9 @@ ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach,
     *out = (ax_plan_pred){0};
     for (int a = 0; a < 4; a++) out->dims[a] = dims[a];
     AX_CHECK(ax_model_config_check_grid(c, dims));
+    if (overlap != AX_OVERLAP_OFF && overlap != AX_OVERLAP_FORCE && overlap != AX_OVERLAP_AUTO)
+        return ax_errorf(AX_ERR_ARG, "overlap mode %d: use off (0), force (1) or auto (2)",
+                         overlap);
     int parts = dims[AX_AXIS_DATA] * dims[AX_AXIS_Z];
     if (n_micro < 1 || global_batch % ((long)parts * n_micro))
         return ax_errorf(AX_ERR_ARG,
@@ -109,22 +142,29 @@ ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach,
     ax_perfmodel_step_volume(c, dims, B, T, n_micro, &out->vol);
     double t[3][AX_AXIS_COUNT];
     for (int a = 0; a < AX_AXIS_COUNT; a++) {
-        out->level[a] = ax_perfmodel_axis_level(dims, (ax_axis)a, mach->devices_per_node);
+        out->hosts[a] = ax_perfmodel_axis_hosts(dims, (ax_axis)a, mach->devices_per_node);
+        out->level[a] = out->hosts[a] == 1 ? AX_LEVEL_NODE : AX_LEVEL_NET;
+        out->overlap_on[a] = ax_perfmodel_overlap_axis(
+            mach, dims, (ax_axis)a, overlap, out->overlap_why[a], sizeof out->overlap_why[a]);
         for (int i = 0; i < 3; i++) t[i][a] = phase_time(&ph[i], dims, a, mach, out->level[a]);
         out->comm_s[a] = t[0][a] + t[1][a] + t[2][a];
         out->exposed_s[a] = out->comm_s[a];
     }
 
-    if (overlap) {
-        /* compute split: forward 1/3, backward 2/3 of which the dW GEMMs are half */
+    if (overlap != AX_OVERLAP_OFF) {
+        /* compute split: forward 1/3, backward 2/3 of which the dW GEMMs are half. Only the
+         * axes the runtime overlaps (overlap_on, per axis) hide anything; an axis it leaves
+         * blocking stays exposed. With every axis on this is the one-fraction model of before,
+         * term for term (an axis of one rank is off but has nothing to hide). */
         double f = mach->overlap, fwd = out->compute_s / 3, dw = out->compute_s / 3;
         double L = c->n_layers;
+        int on_x = out->overlap_on[AX_AXIS_X], on_y = out->overlap_on[AX_AXIS_Y];
         /* OAR: backward dX all-reduces (X and Y) behind the dW GEMMs, every micro-batch */
-        double bwd_ar = t[1][AX_AXIS_X] + t[1][AX_AXIS_Y];
+        double bwd_ar = (on_x ? t[1][AX_AXIS_X] : 0) + (on_y ? t[1][AX_AXIS_Y] : 0);
         double oar = bwd_ar > 0 ? f * min2(bwd_ar, dw) : 0;
         if (bwd_ar > 0) {
-            out->exposed_s[AX_AXIS_X] -= oar * t[1][AX_AXIS_X] / bwd_ar;
-            out->exposed_s[AX_AXIS_Y] -= oar * t[1][AX_AXIS_Y] / bwd_ar;
+            if (on_x) out->exposed_s[AX_AXIS_X] -= oar * t[1][AX_AXIS_X] / bwd_ar;
+            if (on_y) out->exposed_s[AX_AXIS_Y] -= oar * t[1][AX_AXIS_Y] / bwd_ar;
         }
         /* ORS and OAG on Z (once per step): a layer's reduce-scatter runs behind the backward
          * of the layers before it, the last one (the embedding) exposed; a layer's gather
@@ -132,7 +172,7 @@ ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach,
         double ag = 0, rs = 0;
         double zb = ph[2].bytes[AX_COMM_ALLGATHER][AX_AXIS_Z] +
                     ph[2].bytes[AX_COMM_REDUCE_SCATTER][AX_AXIS_Z];
-        if (zb > 0) {
+        if (zb > 0 && out->overlap_on[AX_AXIS_Z]) {
             ag = t[2][AX_AXIS_Z] * ph[2].bytes[AX_COMM_ALLGATHER][AX_AXIS_Z] / zb;
             rs = t[2][AX_AXIS_Z] - ag;
         }

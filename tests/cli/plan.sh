@@ -48,6 +48,49 @@ J
 printf '{"name": "x"}' >"$T/bad.json"
 expect_fail "incomplete profile" 1 "bad.json.*gemm_tflops" "$AX" plan --machine "$T/bad.json"
 
+# per-axis overlap (as `axmem train` decides it): this CPU's profile (MPI on one host) blocks
+# every axis; a host profile of one rank a node overlaps the axes that span nodes; NCCL: every axis
+shape=(--layers 4 --dim 512 --heads 8 --ffn 1376 --vocab 8192 --seq-len 128 --global-batch 8)
+"$AX" plan "${shape[@]}" --devices 2 --machine plan/machines/this-cpu.json --top 4 >"$T/out" 2>"$T/err" &&
+  grep -q "overlap auto$" "$T/out" &&
+  grep -q "^     overlap x (2 ranks, 1 host): off: its 2 ranks share one host" "$T/out" &&
+  grep -q "^     overlap z (2 ranks, 1 host): off: its 2 ranks share one host" "$T/out" &&
+  ok "auto on one host: every axis off, said per axis" || bad "auto on one host: every axis off"
+python3 - plan/machines/this-cpu.json "$T/nodes.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m.update(name="one-a-node", devices_per_node=1, cores_per_node=4, overlap=1)
+json.dump(m, open(sys.argv[2], "w"))
+PY
+"$AX" plan "${shape[@]}" --devices 4 --machine "$T/nodes.json" --top 20 --json >"$T/j" 2>"$T/err" &&
+  "$AX" plan "${shape[@]}" --devices 4 --machine "$T/nodes.json" --top 20 >"$T/out" 2>>"$T/err" &&
+  grep -q "^     overlap x (2 ranks, 2 hosts): on: its 2 ranks span 2 hosts" "$T/out" &&
+  python3 - "$T/j" <<'PY' && ok "auto across nodes: on, hidden" || bad "auto across nodes: on, hidden"
+import json, sys
+g = {x["grid"]: x for x in json.load(open(sys.argv[1]))["grids"]}
+x = g["1x4x1x1"]
+assert x["overlap"] == {"x": "on: its 4 ranks span 4 hosts"}, x["overlap"]
+assert x["hidden_s"] > 0, x
+PY
+"$AX" plan --devices 8 --machine h100 --top 20 >"$T/out" 2>"$T/err" &&
+  grep -q "^     overlap x (8 ranks, 1 host): on: device memory over NCCL" "$T/out" &&
+  ok "auto with NCCL: on inside a node" || bad "auto with NCCL: on inside a node"
+# train's spellings are the same modes; off hides nothing
+"$AX" plan --devices 16 --machine frontier --json --top 50 --overlap force >"$T/f1" &&
+  "$AX" plan --devices 16 --machine frontier --json --top 50 --force-overlap >"$T/f2" &&
+  "$AX" plan --devices 16 --machine frontier --json --top 50 --overlap off >"$T/o1" &&
+  "$AX" plan --devices 16 --machine frontier --json --top 50 --no-overlap >"$T/o2" &&
+  cmp -s "$T/f1" "$T/f2" && cmp -s "$T/o1" "$T/o2" && python3 - "$T/o1" "$T/f1" <<'PY' &&
+import json, sys
+off, force = (json.load(open(f)) for f in sys.argv[1:3])
+assert off["overlap"] == "off" and force["overlap"] == "force"
+assert all(g["hidden_s"] == 0 for g in off["grids"])
+assert any(g["hidden_s"] > 0 for g in force["grids"])
+PY
+  ok "--overlap force|off = --force-overlap / --no-overlap" || bad "--overlap force|off"
+expect_fail "bad --overlap" 2 "--overlap sometimes: use auto, force or off" "$AX" plan --overlap sometimes
+expect_fail "--no-overlap --overlap force" 2 "contradicts" "$AX" plan --overlap force --no-overlap
+
 # --ckpt: the shape of a trained model's checkpoint (tiny: 2 layers, dim 128, 4 heads, ffn 352)
 head -n 40 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
 "$AX" data tokenizer-train --input "$T/kjv.jsonl" --vocab-size 300 --out "$T/tok" 2>"$T/err" &&

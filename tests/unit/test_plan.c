@@ -9,6 +9,7 @@
 #include "lib/core/json.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
+#include "lib/dist/overlap.h"
 #include "lib/model/model.h"
 #include "lib/model/perfmodel.h"
 #include "plan/plan.h"
@@ -72,8 +73,146 @@ Test(plan, levels_follow_the_rank_layout) {
     cr_assert_eq(ax_perfmodel_axis_level(dims, AX_AXIS_X, 2), AX_LEVEL_NODE);
     cr_assert_eq(ax_perfmodel_axis_level(dims, AX_AXIS_Z, 1), AX_LEVEL_NODE); /* size 1 */
     cr_assert_eq(ax_perfmodel_axis_level(dims, AX_AXIS_DATA, 8), AX_LEVEL_NODE);
-    int odd[4] = {1, 3, 1, 1}; /* 3 ranks do not tile a node of 4: some groups cross */
+    int odd[4] = {2, 3, 1, 1}; /* groups of 3 do not tile a node of 4: ranks 3..5 cross */
     cr_assert_eq(ax_perfmodel_axis_level(odd, AX_AXIS_X, 4), AX_LEVEL_NET);
+    cr_assert_eq(ax_perfmodel_axis_hosts(odd, AX_AXIS_X, 4), 2);
+    /* a job no larger than a node sits in one node whatever its shape (ranks fill nodes in
+     * rank order): 3 or 6 ranks of a node of 4 or 8 never reach the network */
+    int three[4] = {1, 3, 1, 1}, six[4] = {1, 3, 1, 2};
+    cr_assert_eq(ax_perfmodel_axis_level(three, AX_AXIS_X, 4), AX_LEVEL_NODE);
+    for (int a = 0; a < AX_AXIS_COUNT; a++)
+        cr_assert_eq(ax_perfmodel_axis_hosts(six, (ax_axis)a, 8), 1, "axis %d", a);
+}
+
+/* ---- the per-axis overlap rule: the plan against the runtime's, on simulated placements ----
+ * A placement: world ranks, devices_per_node a node, rank r on host r / n. For each axis, the
+ * groups and the hosts each spans, counted rank by rank as the runtime counts them
+ * (ax_grid_axis_hosts: one count per host's first rank of the axis' communicator). */
+static int in_group(const int dims[4], ax_axis axis, int r, int q) {
+    int cr[4], cq[4];
+    for (int a = AX_AXIS_X, rr = r, qq = q; a <= AX_AXIS_Z + 1; a++) {
+        int d = a <= AX_AXIS_Z ? dims[a] : dims[AX_AXIS_DATA];
+        int i = a <= AX_AXIS_Z ? a : AX_AXIS_DATA;
+        cr[i] = rr % d, rr /= d, cq[i] = qq % d, qq /= d;
+    }
+    for (int a = 0; a < 4; a++) {
+        int varies = a == (int)axis || axis == AX_AXIS_WORLD ||
+                     (axis == AX_AXIS_BATCH && (a == AX_AXIS_DATA || a == AX_AXIS_Z));
+        if (!varies && cr[a] != cq[a]) return 0;
+    }
+    return 1;
+}
+
+/* hosts of the group holding rank r */
+static int group_hosts(const int dims[4], ax_axis axis, int r, int n) {
+    int world = dims[0] * dims[1] * dims[2] * dims[3], hosts = 0;
+    for (int h = 0; h * n < world; h++) {
+        int here = 0;
+        for (int q = h * n; q < (h + 1) * n && q < world; q++) here |= in_group(dims, axis, r, q);
+        hosts += here;
+    }
+    return hosts;
+}
+
+static const int placements_n[] = {1, 2, 3, 4, 8};
+
+/* every grid of `world` ranks: fn(dims) */
+#define FOR_GRIDS(world, dims)                                                                     \
+    for (int d_ = 1; d_ <= (world); d_++)                                                          \
+        for (int x_ = 1; (world) % d_ == 0 && x_ <= (world) / d_; x_++)                            \
+            for (int y_ = 1; ((world) / d_) % x_ == 0 && y_ <= (world) / d_ / x_; y_++)            \
+                for (int dims[4] = {d_, x_, y_, (world) / d_ / x_ / y_};                           \
+                     ((world) / d_ / x_) % y_ == 0 && dims[0]; dims[0] = 0)
+
+Test(plan, axis_hosts_match_the_placement) {
+    int worlds[] = {2, 3, 4, 6, 8, 12, 16};
+    for (int w = 0; w < 7; w++)
+        for (int ni = 0; ni < 5; ni++) {
+            int n = placements_n[ni], world = worlds[w];
+            FOR_GRIDS(world, dims) {
+                for (int a = 0; a < AX_AXIS_COUNT; a++) {
+                    int lo = 1 << 30, hi = 0;
+                    for (int r = 0; r < world; r++) {
+                        int h = group_hosts(dims, (ax_axis)a, r, n);
+                        lo = h < lo ? h : lo, hi = h > hi ? h : hi;
+                    }
+                    int got = ax_perfmodel_axis_hosts(dims, (ax_axis)a, n);
+                    cr_assert_eq(got == 1, hi == 1,
+                                 "%dx%dx%dx%d axis %d, %d a node: plan %d hosts, "
+                                 "groups %d..%d",
+                                 dims[0], dims[1], dims[2], dims[3], a, n, got, lo, hi);
+                    if (lo == hi)
+                        cr_assert_eq(got, hi, "%dx%dx%dx%d axis %d, %d a node", dims[0], dims[1],
+                                     dims[2], dims[3], a, n);
+                }
+            }
+        }
+}
+
+static ax_machine host_machine(int per_node, int cores, int threads) {
+    ax_plan_machine pm = machine("h100");
+    pm.m.devices_per_node = per_node, pm.m.transport = AX_TRANSPORT_HOST;
+    pm.m.cores_per_node = cores, pm.m.threads_per_device = threads;
+    return pm.m;
+}
+
+/* The plan's decision is the runtime's rule (ax_overlap_decide) on the inputs a run on that
+ * placement would measure: its group's hosts, the ranks on its host, threads, cores, device. */
+Test(plan, overlap_decision_matches_the_runtime_rule) {
+    int worlds[] = {2, 4, 6, 8, 12, 16}, checked = 0, on = 0, off = 0;
+    for (int w = 0; w < 6; w++)
+        for (int ni = 0; ni < 5; ni++)
+            for (int kind = 0; kind < 3; kind++) {
+                int n = placements_n[ni], world = worlds[w];
+                /* host transport with cores to spare; host with too few cores; NCCL */
+                ax_machine m = host_machine(n, kind == 1 ? n : 4 * n, kind == 1 ? 2 : 1);
+                if (kind == 2) m.transport = AX_TRANSPORT_NCCL;
+                FOR_GRIDS(world, dims) {
+                    for (int a = AX_AXIS_DATA; a <= AX_AXIS_Z; a++)
+                        for (int mode = 0; mode <= 2; mode++) {
+                            /* the runtime: rank 0's group (every group alike when the plan
+                             * says one host, or when the node is tiled) */
+                            int hosts = group_hosts(dims, (ax_axis)a, 0, n);
+                            int local = world < n ? world : n;
+                            char want[160], got[160];
+                            int rt =
+                                ax_overlap_decide(mode, dims[a], hosts, local, m.threads_per_device,
+                                                  m.cores_per_node, kind == 2, want, sizeof want);
+                            int pl = ax_perfmodel_overlap_axis(&m, dims, (ax_axis)a, mode, got,
+                                                               sizeof got);
+                            int same_hosts = ax_perfmodel_axis_hosts(dims, (ax_axis)a, n) == hosts;
+                            if (!same_hosts) continue; /* uneven groups: the plan takes the worst */
+                            cr_assert_eq(pl, rt, "%dx%dx%dx%d axis %d mode %d, %d a node: %s vs %s",
+                                         dims[0], dims[1], dims[2], dims[3], a, mode, n, got, want);
+                            cr_assert_str_eq(got, want);
+                            checked++, on += pl, off += !pl;
+                        }
+                }
+            }
+    cr_assert(checked > 1000 && on > 100 && off > 100, "%d cases, %d on, %d off", checked, on, off);
+
+    /* the named cases: one host over MPI -> off; across nodes -> on; NCCL -> on; too few cores */
+    char why[160];
+    int x2[4] = {1, 2, 1, 1}, d2[4] = {2, 1, 1, 1};
+    ax_machine one = host_machine(2, 2, 1), two = host_machine(1, 2, 1);
+    cr_assert_eq(ax_perfmodel_overlap_axis(&one, x2, AX_AXIS_X, AX_OVERLAP_AUTO, why, sizeof why),
+                 0);
+    cr_assert(strstr(why, "share one host"), "%s", why);
+    cr_assert_eq(
+        ax_perfmodel_overlap_axis(&two, d2, AX_AXIS_DATA, AX_OVERLAP_AUTO, why, sizeof why), 1);
+    cr_assert(strstr(why, "span 2 hosts"), "%s", why);
+    ax_machine busy = host_machine(1, 1, 2); /* 1 rank x 2 threads on 1 core */
+    cr_assert_eq(
+        ax_perfmodel_overlap_axis(&busy, d2, AX_AXIS_DATA, AX_OVERLAP_AUTO, why, sizeof why), 0);
+    cr_assert(strstr(why, "cores"), "%s", why);
+    ax_plan_machine gpu = machine("h100");
+    cr_assert_eq(ax_perfmodel_overlap_axis(&gpu.m, x2, AX_AXIS_X, AX_OVERLAP_AUTO, why, sizeof why),
+                 1);
+    cr_assert(strstr(why, "NCCL"), "%s", why);
+    cr_assert_eq(ax_perfmodel_overlap_axis(&one, x2, AX_AXIS_X, AX_OVERLAP_FORCE, why, sizeof why),
+                 1);
+    cr_assert_eq(ax_perfmodel_overlap_axis(&gpu.m, x2, AX_AXIS_X, AX_OVERLAP_OFF, why, sizeof why),
+                 0);
 }
 
 /* the parameter/gradient/moment memory is exactly the slabs the model allocates */
@@ -214,4 +353,128 @@ Test(plan, machine_profiles, .init = ts_quiet, .fini = ts_cleanup) {
     cr_assert_eq(ax_plan_machine_load(path, &pm), AX_ERR_CORRUPT);
     cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), "gemm_half_dim"), "%s",
               ax_error_msg());
+}
+
+/* The prediction before the per-axis rule (commit 1c80b5d's perfmodel_predict.c: one overlap
+ * fraction for every axis), written out again term for term from the public byte counts, as
+ * the reference --overlap force (1) and off (0) must reproduce bit for bit. */
+static void one_fraction_model(const ax_model_config *c, const ax_machine *m, const int dims[4],
+                               int B, int T, int n_micro, int overlap, double compute_s,
+                               double exposed[AX_AXIS_COUNT], double *hidden, double *step) {
+    ax_step_volume ph[3];
+    ax_perfmodel_step_phases(c, dims, B, T, n_micro, ph);
+    double t[3][AX_AXIS_COUNT];
+    for (int a = 0; a < AX_AXIS_COUNT; a++) {
+        int p = a == AX_AXIS_BATCH   ? dims[0] * dims[3]
+                : a == AX_AXIS_WORLD ? dims[0] * dims[1] * dims[2] * dims[3]
+                                     : dims[a];
+        int level = ax_perfmodel_axis_level(dims, (ax_axis)a, m->devices_per_node);
+        for (int i = 0; i < 3; i++) {
+            t[i][a] = 0;
+            if (p == 1) continue;
+            for (int k = 0; k < AX_COMM_KINDS; k++) {
+                double s = a == AX_AXIS_WORLD ? 1.0 : m->elem_bytes / 4.0;
+                double steps = k == AX_COMM_ALLREDUCE ? 2.0 * (p - 1) : (double)(p - 1);
+                t[i][a] += ph[i].bytes[k][a] * s / m->bw[level] +
+                           (double)ph[i].calls[k][a] * steps * m->lat[level];
+            }
+        }
+        exposed[a] = t[0][a] + t[1][a] + t[2][a];
+    }
+    *hidden = 0;
+    if (overlap) {
+        double f = m->overlap, fwd = compute_s / 3, dw = compute_s / 3, L = c->n_layers;
+        double bwd_ar = t[1][AX_AXIS_X] + t[1][AX_AXIS_Y];
+        double oar = bwd_ar > 0 ? f * (bwd_ar < dw ? bwd_ar : dw) : 0;
+        if (bwd_ar > 0) {
+            exposed[AX_AXIS_X] -= oar * t[1][AX_AXIS_X] / bwd_ar;
+            exposed[AX_AXIS_Y] -= oar * t[1][AX_AXIS_Y] / bwd_ar;
+        }
+        double ag = 0, rs = 0;
+        double zb = ph[2].bytes[AX_COMM_ALLGATHER][AX_AXIS_Z] +
+                    ph[2].bytes[AX_COMM_REDUCE_SCATTER][AX_AXIS_Z];
+        if (zb > 0) {
+            ag = t[2][AX_AXIS_Z] * ph[2].bytes[AX_COMM_ALLGATHER][AX_AXIS_Z] / zb;
+            rs = t[2][AX_AXIS_Z] - ag;
+        }
+        double bwd_free = 2 * compute_s / 3 / n_micro - oar / n_micro;
+        double bf = bwd_free > 0 ? bwd_free : 0, rl = rs * L / (L + 1), al = ag * L / (L + 1);
+        double ors = f * (rl < bf ? rl : bf), oag = f * (al < fwd / n_micro ? al : fwd / n_micro);
+        exposed[AX_AXIS_Z] -= ors + oag;
+        *hidden = oar + ors + oag;
+    }
+    double comm = 0;
+    for (int a = 0; a < AX_AXIS_COUNT; a++) comm += exposed[a];
+    *step = compute_s + comm;
+}
+
+Test(plan, off_and_force_are_the_one_fraction_model_bit_for_bit) {
+    ax_model_config c = small();
+    const char *names[] = {"a100", "frontier", "perlmutter"};
+    int worlds[] = {8, 16, 32}, cases = 0;
+    for (int i = 0; i < 3; i++) {
+        ax_plan_machine pm = machine(names[i]);
+        for (int host = 0; host <= 1; host++) {
+            pm.m.transport = host ? AX_TRANSPORT_HOST : AX_TRANSPORT_NCCL;
+            pm.m.cores_per_node = host ? 64 : 0;
+            FOR_GRIDS(worlds[i], dims) {
+                if (ax_model_config_check_grid(&c, dims) != AX_OK) {
+                    ax_error_clear();
+                    continue;
+                }
+                int B = 64 / (dims[0] * dims[3]) / 2;
+                if (B < 1) continue;
+                for (int mode = 0; mode <= 1; mode++) {
+                    ax_plan_pred p;
+                    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 64, 256, 2, mode, &p), AX_OK,
+                                 "%s", ax_error_msg());
+                    double ex[AX_AXIS_COUNT], hidden, step;
+                    one_fraction_model(&c, &pm.m, dims, B, 256, 2, mode, p.compute_s, ex, &hidden,
+                                       &step);
+                    cr_assert(p.step_s == step && p.hidden_s == hidden,
+                              "%s %dx%dx%dx%d mode %d: step %.17g vs %.17g", names[i], dims[0],
+                              dims[1], dims[2], dims[3], mode, p.step_s, step);
+                    for (int a = 0; a < AX_AXIS_COUNT; a++) cr_assert(p.exposed_s[a] == ex[a]);
+                    cases++;
+                }
+            }
+        }
+    }
+    cr_assert(cases > 50, "%d cases", cases);
+}
+
+/* auto: the GPU profiles (NCCL) overlap every axis, so auto is force exactly; a host profile
+ * keeps intra-node axes blocking and overlaps only the axes that span nodes */
+Test(plan, auto_per_axis) {
+    ax_model_config c = small();
+    ax_plan_machine pm = machine("frontier");
+    int dims[4] = {1, 2, 2, 2};
+    ax_plan_pred a, f, o;
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, &a), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_FORCE, &f), AX_OK);
+    cr_assert(a.step_s == f.step_s && a.hidden_s == f.hidden_s && a.hidden_s > 0);
+    for (int x = 0; x < AX_AXIS_COUNT; x++) cr_assert(a.exposed_s[x] == f.exposed_s[x]);
+
+    /* every rank on one host over MPI: auto is off */
+    pm.m.transport = AX_TRANSPORT_HOST, pm.m.cores_per_node = 64;
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, &a), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_OFF, &o), AX_OK);
+    cr_assert(a.step_s == o.step_s && a.hidden_s == 0);
+    for (int x = 1; x <= 3; x++)
+        cr_assert(!a.overlap_on[x] && strstr(a.overlap_why[x], "share one host"), "%s",
+                  a.overlap_why[x]);
+
+    /* 2 ranks a node: X inside a node (blocking), Y and Z across nodes (overlapped) */
+    pm.m.devices_per_node = 2;
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, &a), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_FORCE, &f), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_OFF, &o), AX_OK);
+    cr_assert(!a.overlap_on[AX_AXIS_X] && a.overlap_on[AX_AXIS_Y] && a.overlap_on[AX_AXIS_Z]);
+    cr_assert(a.exposed_s[AX_AXIS_X] == a.comm_s[AX_AXIS_X], "X stays exposed");
+    cr_assert(a.exposed_s[AX_AXIS_Y] < a.comm_s[AX_AXIS_Y], "Y hides behind the dW GEMMs");
+    cr_assert(a.exposed_s[AX_AXIS_Z] < a.comm_s[AX_AXIS_Z], "Z hides (ORS, OAG)");
+    cr_assert(f.exposed_s[AX_AXIS_X] < f.comm_s[AX_AXIS_X], "forced hides X too");
+    cr_assert(a.hidden_s > 0 && a.step_s < o.step_s, "auto %g, off %g", a.step_s, o.step_s);
+    /* a bad mode is refused */
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, 3, &a), AX_ERR_ARG);
 }
