@@ -70,6 +70,10 @@ enum { G_WTE, G_WPE, G_NORMF, G_NORMFB, G_HEAD };
 int model_tensor_specs(const ax_model_config *c, void (*emit)(void *u, const tensor_spec *s),
                        void *u);
 
+/* Elements of tensor s's block on one rank of grid dims (before the ZeRO split over Z); the
+ * vocabulary block counts its padding (ceil(V / Gy) rows). What model.c allocates per tensor. */
+int64_t model_spec_block(const tensor_spec *s, const int dims[4]);
+
 /* Dims of each head that rotate: 0 with learned positions, else rotary_dim or the head dim. */
 static inline int model_rotary_dim(const ax_model_config *c) {
     if (c->pos == AX_POS_LEARNED) return 0;

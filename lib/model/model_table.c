@@ -41,6 +41,25 @@ static void add(spec_list *s, int layer, int slot, tp_kind kind, int groups, int
     add_g(s, layer, slot, kind, groups, NULL, rows, cols, init, name);
 }
 
+int64_t model_spec_block(const tensor_spec *s, const int dims[4]) {
+    int64_t gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y];
+    switch (s->kind) {
+    case TP_NORMAL:
+        return s->rows / gy * (s->cols / gx);
+    case TP_TRANSPOSED:
+        return s->rows / gx * (s->cols / gy);
+    case TP_VEC:
+        return s->cols / gx;
+    case TP_VOCAB:
+        return (s->rows + gy - 1) / gy * (s->cols / gx);
+    case TP_YVEC:
+        return s->cols / gy;
+    case TP_ROWS:
+        return s->rows * (s->cols / gx);
+    }
+    return 0;
+}
+
 int model_tensor_specs(const ax_model_config *c, void (*emit)(void *u, const tensor_spec *s),
                        void *u) {
     spec_list s = {emit, u, 0};

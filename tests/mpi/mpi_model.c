@@ -246,8 +246,9 @@ static void run(ax_grid_t *g, int overlap) {
         EXPECT(ax_optim_step(oref, ref, 1e-2, &gn_ref) == AX_OK, "step: %s", ax_error_msg());
         EXPECT(ax_optim_step(opar, par, 1e-2, &gn_par) == AX_OK, "step: %s", ax_error_msg());
         if (step == 1) {
-            /* the performance model counts the Llama model's collectives */
-            if (!g_arch) check_volume(g, &c, bl);
+            /* the performance model counts every architecture's collectives (LayerNorm's two
+             * statistics, GQA's narrower qkv, GELU's narrower up, biases' Z shards) */
+            check_volume(g, &c, bl);
             /* the overlap is engaged: with a tensor-parallel axis the dX all-reduces (and Z's
              * reduce-scatters) are still in flight between dW chunks, so the progress step runs;
              * with overlap off every collective is blocking and it never does */
