@@ -394,6 +394,51 @@ Test(hf_import, export_refuses_unknown_mix) {
     ax_rm_rf(tmp);
 }
 
+/* grouped-query attention exists only in the Llama format: a GPT-NeoX-shaped checkpoint with
+ * kv-heads is refused, naming it */
+Test(hf_import, export_refuses_gqa_outside_llama) {
+    ax_model_config c = {.n_layers = 1,
+                         .dim = 32,
+                         .n_heads = 2,
+                         .ffn = 48,
+                         .vocab = 300,
+                         .rope_theta = 1e4f,
+                         .norm_eps = 1e-5f,
+                         .norm = AX_NORM_LAYER,
+                         .mlp = AX_MLP_GELU,
+                         .bias = 1,
+                         .n_kv_heads = 1};
+    int n_t = ax_model_config_n_tensors(&c);
+    int64_t n = ax_model_config_n_params(&c);
+    ax_tensor_info *ts = calloc((size_t)n_t, sizeof *ts);
+    ax_model_tensor_table(&c, ts);
+    float *p = calloc((size_t)n, sizeof *p);
+    ax_ckpt_blob blob = {.name = "params", .data = p, .count = n};
+    ax_ckpt_write_args a = {.grid = "1x1x1x1",
+                            .config_json = "{\"layers\":1,\"dim\":32,\"heads\":2,\"ffn\":48,"
+                                           "\"vocab\":300,\"tie-embeddings\":false,\"rope-theta\":"
+                                           "10000,\"norm-eps\":1e-5,\"norm\":\"layer\","
+                                           "\"mlp\":\"gelu\",\"bias\":true,\"kv-heads\":1}",
+                            .state_json = "{\"step\":0}",
+                            .tensors = ts,
+                            .n_tensors = n_t,
+                            .blobs = &blob,
+                            .n_blobs = 1};
+    char tmp[] = "/tmp/ax_hfq_XXXXXX", ck[300], out[300];
+    cr_assert(mkdtemp(tmp));
+    snprintf(ck, sizeof ck, "%s/ck", tmp);
+    snprintf(out, sizeof out, "%s/out", tmp);
+    cr_assert_eq(ax_ckpt_write(ck, 0, &a), AX_OK, "%s", ax_error_msg());
+    snprintf(ck, sizeof ck, "%s/ck/step-000000", tmp);
+    ax_error_clear();
+    cr_assert_neq(ax_hf_export(ck, out), AX_OK);
+    cr_assert(strstr(ax_error_msg(), "kv-heads 1") && strstr(ax_error_msg(), "GPTNeoXForCausalLM"),
+              "%s", ax_error_msg());
+    cr_assert(!ax_path_exists(out), "a refused export left %s", out);
+    free(p), free(ts);
+    ax_rm_rf(tmp);
+}
+
 /* the fixture's tensors plus an attention bias: a tensor with no place is refused by name */
 Test(hf_import, refuses_unknown_tensor) {
     char src[256], tmp[] = "/tmp/ax_hfb_XXXXXX", p[400], q[400], ck[400];
