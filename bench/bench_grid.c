@@ -1,10 +1,13 @@
 /* Training-step throughput of the 4D-parallel model on a grid (run under mpirun). With
  * bench/grid_scaling.sh it compares 2 ranks x 1 thread against 1 rank x 2 threads for the
  * same model and global batch: the single-rank rate measured in the same script is the
- * ceiling. Usage: bench_grid --grid DxXxYxZ [--overlap 0|1] [--steps N] [--batch B]
- * Prints one line: "bench_grid GRID overlap=O tokens/s=R step_s=S comm_wait_s=W". */
+ * ceiling. Usage: bench_grid --grid DxXxYxZ [--overlap 0|1|2] [--steps N] [--batch B]
+ *   --overlap: lib/dist/overlap.h's modes: 0 off, 1 forced on every axis, 2 auto (per axis)
+ * Prints one line: "bench_grid GRID overlap=O tokens/s=R step_s=S comm_wait_s=W used=AXIS:on|off"
+ * (used: what the schedule did on each axis of more than one rank). */
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
+#include "lib/dist/overlap.h"
 #include "lib/core/log.h"
 #include "lib/model/model.h"
 #include "lib/dist/mpienv.h"
@@ -91,9 +94,17 @@ int main(int argc, char **argv) {
     }
     qsort(times, (size_t)steps, sizeof *times, cmp_double);
     double med = times[steps / 2];
-    if (ax_grid_rank(g) == 0)
-        printf("bench_grid %s overlap=%d tokens/s=%.0f step_s=%.4f comm_wait_s=%.4f\n", spec,
+    if (ax_grid_rank(g) == 0) {
+        printf("bench_grid %s overlap=%d tokens/s=%.0f step_s=%.4f comm_wait_s=%.4f used=", spec,
                overlap, B * T / med, med, wait / steps);
+        for (int a = AX_AXIS_DATA, first = 1; a <= AX_AXIS_Z; a++) {
+            if (ax_grid_dim(g, (ax_axis)a) < 2) continue;
+            int on = ax_overlap_decide_axis(g, overlap, (ax_axis)a, NULL, 0);
+            printf("%s%s:%s", first ? "" : ",", ax_axis_name((ax_axis)a), on ? "on" : "off");
+            first = 0;
+        }
+        printf("\n");
+    }
     free(in), free(tg), free(mask), free(times);
     ax_optim_free(o);
     ax_model_free(m);

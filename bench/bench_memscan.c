@@ -3,14 +3,17 @@
  * Synthetic datasets (random tokens from a 50k alphabet, plus planted duplicated passages) of
  * growing size show whether build time is linear in tokens.
  *
- * usage: bench_memscan [SIZES] [n]   SIZES: comma list with K/M suffixes (default 1M,10M,100M)
- *        bench_memscan --write-data PATH.axd TOKENS   only write the dataset (bench/peers/)
+ * usage: bench_memscan [--build-only] [SIZES] [n]   SIZES: comma list with K/M suffixes (default
+ *        1M,10M,100M); --build-only: the ceiling and the build alone (wall and CPU time ratios)
+ *        bench_memscan --write-data PATH.axd TOKENS [PLANTS.jsonl]   only write the dataset
+ *        (bench/peers/), and its planted passages as lookup queries (bench/index_scale.sh)
  * Targets (issue 5): build >= 25% of the hash ceiling per core; <= 16 bytes per window. The
  * occurrence lists (issue 8) add bytes only for windows that occur more than once: printed
- * per distinct window and per listed position. Issue 12: a cold process (fork, open the dataset
- * and the saved index in place, answer one 64-token passage as `memscan lookup` does) and a
- * batch (1000 passages in that process, as `lookup --file Q.jsonl`): targets < 200 ms per
- * single-query process and < 10 ms per batch query at 100M tokens. */
+ * per distinct window and per listed position. Issue 12: a cold single-query process (build/bin/
+ * axmem memscan lookup run for one 64-token passage: exec, shared libraries, the dataset and the
+ * index opened in place, one answer), the same inside a forked process (no exec: the open and
+ * answer costs alone), and a batch (1000 passages in one process, as `lookup --file Q.jsonl`):
+ * targets < 200 ms per single-query process and < 10 ms per batch query at 100M tokens. */
 #include "data/axd.h"
 #include "lib/core/log.h"
 #include "lib/core/timer.h"
@@ -23,16 +26,25 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile uint64_t sink;
 
+/* this process's CPU seconds (user + system): on a shared machine a ratio of CPU times moves
+ * less than one of wall times, which other processes' load stretches unevenly */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* XXH3 of every window of the dataset, tokens copied to int32 in chunks as the build does */
-static double hash_ceiling(const ax_axd_t *ds, int n, uint64_t *windows) {
+static double hash_ceiling(const ax_axd_t *ds, int n, uint64_t *windows, double *cpu) {
     const uint64_t chunk = 1 << 20, T = ax_axd_n_tokens(ds);
     int32_t *buf = malloc(sizeof *buf * (chunk + (uint64_t)n));
     uint64_t acc = 0, w = 0;
-    double t0 = ax_now();
+    double t0 = ax_now(), c0 = cpu_now();
     for (uint64_t s = 0; s + (uint64_t)n <= T; s += chunk) {
         uint64_t m = T - s < chunk + (uint64_t)n - 1 ? T - s : chunk + (uint64_t)n - 1;
         ax_axd_tokens(ds, s, m, buf);
@@ -40,6 +52,7 @@ static double hash_ceiling(const ax_axd_t *ds, int n, uint64_t *windows) {
             acc += ax_ms_hash(buf + i, n, 0, 64);
     }
     double dt = ax_now() - t0;
+    *cpu = cpu_now() - c0;
     sink = acc;
     free(buf);
     *windows = w;
@@ -104,9 +117,11 @@ static void cold_child(const char *path, const char *ipath, const int32_t *qs, s
             acc += ax_ms_hash(qs + k * qlen + i, n, 0, 64);
     sink = acc;
     r[6] = (ax_now() - t0) / (double)nq;
-    qsort(lat + 1, nq - 1, sizeof *lat, cmp_double);
-    r[3] = lat[1 + (nq - 1) / 2];
-    r[4] = lat[1 + (nq - 1) * 9 / 10];
+    if (nq > 1) {
+        qsort(lat + 1, nq - 1, sizeof *lat, cmp_double);
+        r[3] = lat[1 + (nq - 1) / 2];
+        r[4] = lat[1 + (nq - 1) * 9 / 10];
+    }
     free(lat);
     free(cnt);
     free(fp);
@@ -139,9 +154,72 @@ static int cold_process(const char *path, const char *ipath, const int32_t *qs, 
            WEXITSTATUS(status) == 0 && r[1] > 0;
 }
 
+static char g_axmem[4096]; /* the CLI next to this bench (build/bin/axmem), "" if absent */
+
+/* Wall seconds of one process running `axmem ARGS...` (fork, exec, exit) with its output
+ * discarded; < 0 when it failed. What a user pays for one query: the program's start (its
+ * shared libraries) included. */
+static double cli_process(char *const *args) {
+    double t0 = ax_now();
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
+        execv(g_axmem, args);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    double dt = ax_now() - t0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? dt : -1;
+}
+
+/* median of REPS runs of cli_process, < 0 if any failed */
+static double cli_median(char *const *args, int reps) {
+    double v[16];
+    for (int r = 0; r < reps; r++)
+        if ((v[r] = cli_process(args)) < 0) return -1;
+    qsort(v, (size_t)reps, sizeof *v, cmp_double);
+    return v[reps / 2];
+}
+
+/* The planted passages as `memscan lookup --file` queries, one JSON line each: {"id": j,
+ * "tokens": [...], "copies": c, "places": [[doc, offset], ...]} (copies in document order; a
+ * lookup ignores the extra keys' values but they tell a checker what to expect). */
+static void write_plants(const char *path, const ax_memscan_synth_opts *o,
+                         const ax_memscan_plant *pl, size_t np) {
+    FILE *f = fopen(path, "w");
+    int32_t *tok = malloc(sizeof *tok * o->passage_len);
+    if (!f || !tok) {
+        fprintf(stderr, "bench_memscan: cannot write %s\n", path);
+        exit(1);
+    }
+    for (uint32_t j = 0; j < o->n_passages; j++) {
+        ax_memscan_synth_passage(o, j, tok);
+        size_t c = 0;
+        for (size_t k = 0; k < np; k++) c += pl[k].passage == j;
+        fprintf(f, "{\"id\": %u, \"copies\": %zu, \"tokens\": [", j, c);
+        for (uint32_t i = 0; i < o->passage_len; i++) fprintf(f, "%s%d", i ? ", " : "", tok[i]);
+        fprintf(f, "], \"places\": [");
+        const char *sep = "";
+        for (size_t k = 0; k < np; k++)
+            if (pl[k].passage == j) {
+                fprintf(f, "%s[%llu, %llu]", sep, (unsigned long long)pl[k].doc,
+                        (unsigned long long)pl[k].offset);
+                sep = ", ";
+            }
+        fprintf(f, "]}\n");
+    }
+    free(tok);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "bench_memscan: cannot write %s\n", path);
+        exit(1);
+    }
+}
+
 /* The benchmark's dataset of about `tokens` tokens: ~1000-token documents; 1% of documents
  * carry a passage copied 2..512 times (also written alone by --write-data, for bench/peers) */
-static void write_data(const char *path, uint64_t tokens) {
+static void write_data(const char *path, uint64_t tokens, const char *plants_path) {
     ax_memscan_synth_opts o = {.vocab = 50257,
                                .doc_len_min = 500,
                                .doc_len_max = 1500,
@@ -153,11 +231,17 @@ static void write_data(const char *path, uint64_t tokens) {
     o.n_docs = tokens / 1001;
     o.n_passages = 5; /* 2 + 8 + 32 + 128 + 512 copies */
     if (o.n_docs < 700) o.n_passages = 3;
-    if (ax_memscan_synth_write(path, &o, NULL, NULL) != AX_OK) {
+    ax_memscan_plant *pl = NULL;
+    size_t np = 0;
+    if (ax_memscan_synth_write(path, &o, plants_path ? &pl : NULL, &np) != AX_OK) {
         fprintf(stderr, "bench_memscan: %s\n", ax_error_msg());
         exit(1);
     }
+    if (plants_path) write_plants(plants_path, &o, pl, np);
+    free(pl);
 }
+
+static int g_build_only; /* --build-only: the ceiling and the build, no save or lookups */
 
 static void bench_size(uint64_t tokens, int n, int first) {
     char path[256], ipath[300];
@@ -165,7 +249,7 @@ static void bench_size(uint64_t tokens, int n, int first) {
              (unsigned long long)tokens);
     snprintf(ipath, sizeof ipath, "%s.idx", path);
     double t0 = ax_now();
-    write_data(path, tokens);
+    write_data(path, tokens, NULL);
     double t_gen = ax_now() - t0;
     ax_axd_t *ds;
     if (ax_axd_open(path, 1, &ds) != AX_OK) {
@@ -174,8 +258,10 @@ static void bench_size(uint64_t tokens, int n, int first) {
     }
     uint64_t T = ax_axd_n_tokens(ds), W;
     /* ceiling: best of 2 (the first pass also pages the dataset in) */
-    double t_hash = hash_ceiling(ds, n, &W), t2 = hash_ceiling(ds, n, &W);
+    double c_hash, c2;
+    double t_hash = hash_ceiling(ds, n, &W, &c_hash), t2 = hash_ceiling(ds, n, &W, &c2);
     if (t2 < t_hash) t_hash = t2;
+    if (c2 < c_hash) c_hash = c2;
     double ceil_wps = (double)W / t_hash;
 
     ax_memscan_build_opts bo;
@@ -184,16 +270,18 @@ static void bench_size(uint64_t tokens, int n, int first) {
     /* best of 2 builds: the first also pays for the system handing over fresh pages, which
      * varies run to run (a VM's host backs them lazily) */
     ax_memscan_index_t *idx = NULL;
-    double t_build = 1e30;
+    double t_build = 1e30, c_build = 1e30;
     for (int rep = 0; rep < 2; rep++) {
         ax_memscan_index_free(idx);
         t0 = ax_now();
+        double c0 = cpu_now();
         if (ax_memscan_index_build(ds, &bo, &idx) != AX_OK) {
             fprintf(stderr, "bench_memscan: %s\n", ax_error_msg());
             exit(1);
         }
-        double dt = ax_now() - t0;
+        double dt = ax_now() - t0, dc = cpu_now() - c0;
         if (dt < t_build) t_build = dt;
+        if (dc < c_build) c_build = dc;
     }
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     double build_wps = (double)in->n_windows / t_build;
@@ -201,6 +289,19 @@ static void bench_size(uint64_t tokens, int n, int first) {
     double bpw = (double)ax_memscan_index_table_bytes(idx) / (double)in->n_windows;
     double occ_b = (double)ax_memscan_index_occ_bytes(idx);
 
+    if (g_build_only) {
+        if (first)
+            printf("%-7s %9s %11s %9s %7s %10s %9s %7s\n", "tokens", "windows", "hash Mw/s",
+                   "build", "%ceil", "hash CPU", "build CPU", "%ceil");
+        printf("%-7.0e %9.3g %11.1f %8.2fs %6.1f%% %9.2fs %8.2fs %6.1f%%\n", (double)T,
+               (double)in->n_windows, ceil_wps / 1e6, t_build, 100.0 * build_wps / ceil_wps, c_hash,
+               c_build, 100.0 * c_hash * (double)in->n_windows / (double)W / c_build);
+        fflush(stdout);
+        ax_memscan_index_free(idx);
+        ax_axd_free(ds);
+        unlink(path);
+        return;
+    }
     t0 = ax_now();
     ax_memscan_index_save(idx, ipath, NULL);
     double t_save = ax_now() - t0;
@@ -223,15 +324,36 @@ static void bench_size(uint64_t tokens, int n, int first) {
         else
             for (size_t i = 0; i < QL; i++) cq[k * QL + i] = (int32_t)(splitmix(&cs) % 50000);
     }
-    double cold[REPS][COLD_N + 1], med[COLD_N + 1];
+    double cold[REPS][COLD_N + 1], med[COLD_N + 1], one[REPS][COLD_N + 1], med1[COLD_N + 1];
     int cold_ok = 1;
     for (int r = 0; r < REPS && cold_ok; r++)
-        cold_ok = cold_process(path, ipath, cq, NQ, QL, n, cold[r]);
+        cold_ok = cold_process(path, ipath, cq, NQ, QL, n, cold[r]) &&
+                  cold_process(path, ipath, cq, 1, QL, n, one[r]);
     for (int f = 0; f <= COLD_N && cold_ok; f++) {
-        double v[REPS];
-        for (int r = 0; r < REPS; r++) v[r] = cold[r][f];
+        double v[REPS], v1[REPS];
+        for (int r = 0; r < REPS; r++) v[r] = cold[r][f], v1[r] = one[r][f];
         qsort(v, REPS, sizeof *v, cmp_double);
+        qsort(v1, REPS, sizeof *v1, cmp_double);
         med[f] = v[REPS / 2];
+        med1[f] = v1[REPS / 2];
+    }
+    /* the CLI as a user runs it for one passage: a fresh program (exec), the query in a file */
+    double cli_one = -1, cli_start = -1;
+    char qpath[320];
+    snprintf(qpath, sizeof qpath, "%s.q.jsonl", path);
+    FILE *qf = g_axmem[0] ? fopen(qpath, "w") : NULL;
+    if (qf) {
+        fprintf(qf, "{\"tokens\": [");
+        for (size_t i = 0; i < QL; i++) fprintf(qf, "%s%d", i ? ", " : "", cq[i]);
+        fprintf(qf, "]}\n");
+        if (fclose(qf) == 0) {
+            char *a1[] = {g_axmem, "memscan", "lookup", "--index", ipath, "--data",
+                          path,    "--file",  qpath,    "--json",  NULL};
+            char *a0[] = {g_axmem, "--help", NULL};
+            cli_one = cli_median(a1, REPS);
+            cli_start = cli_median(a0, REPS);
+        }
+        unlink(qpath);
     }
     free(cq);
 
@@ -291,8 +413,10 @@ static void bench_size(uint64_t tokens, int n, int first) {
            t_build / (double)T * 1e9, 100.0 * build_wps / ceil_wps, bpd, bpw,
            (double)sb.st_size / (double)in->n_distinct, t_load);
     printf("        build %.1f M windows/s = %.1f M tokens/s per core (ceiling %.1f M windows/s); "
-           "save %.2f s; dataset written in %.1f s\n",
-           build_wps / 1e6, (double)T / t_build / 1e6, ceil_wps / 1e6, t_save, t_gen);
+           "in CPU time %.2f s = %.1f%% of the ceiling's %.2f s; save %.2f s; dataset written "
+           "in %.1f s\n",
+           build_wps / 1e6, (double)T / t_build / 1e6, ceil_wps / 1e6, c_build,
+           100.0 * c_hash * (double)in->n_windows / (double)W / c_build, c_hash, t_save, t_gen);
     printf("        occurrence lists: %.3g repeated windows, %.3g positions: %.2f MB = %.2f B per "
            "distinct window, %.2f B per position listed (table + lists %.2f B/dist)\n",
            (double)in->n_dup, (double)in->n_dup_pos, occ_b / 1e6, occ_b / (double)in->n_distinct,
@@ -304,15 +428,27 @@ static void bench_size(uint64_t tokens, int n, int first) {
            nl / t_look / 1e6, nl / t_look1 / 1e6, nl / t_look_mem / 1e6, nl / t_qhash / 1e6,
            100.0 * (double)hits / nl, hits == hits1 && hits == hits_mem ? "all agree" : "DISAGREE");
     if (cold_ok) {
-        printf("        cold process (median of %d): %.1f ms fork to exit = dataset open %.2f ms + "
-               "index open %.2f ms (in place) + first %d-token passage %.2f ms; full load "
-               "(every page verified) %.0f ms\n",
-               REPS, med[COLD_N] * 1e3, med[0] * 1e3, med[1] * 1e3, QL, med[2] * 1e3, t_load * 1e3);
-        printf("        batch of %d passages in that process: median %.1f us, p90 %.1f us, mean "
-               "%.1f us per passage (XXH3 of its windows alone %.2f us = %.1f%% of it; %.0f "
-               "with a span)\n",
-               NQ, med[3] * 1e6, med[4] * 1e6, med[5] * 1e6, med[6] * 1e6,
-               med[3] > 0 ? 100.0 * med[6] / med[3] : 0.0, med[7]);
+        if (cli_one >= 0)
+            printf(
+                "        cold single-query process (median of %d): `axmem memscan lookup --file` "
+                "with one %d-token passage %.1f ms fork + exec to exit, of which the program's "
+                "start alone (`axmem --help`: its shared libraries) %.1f ms\n",
+                REPS, QL, cli_one * 1e3, cli_start * 1e3);
+        else
+            printf("        cold single-query process: no %s to run\n",
+                   g_axmem[0] ? g_axmem : "build/bin/axmem");
+        printf("        one query in a forked process (median of %d): %.1f ms fork to exit = "
+               "dataset open %.2f ms + index open %.2f ms (in place) + first %d-token passage "
+               "%.2f ms (+ fork and exit of this large process); full load (every page "
+               "verified) %.0f ms\n",
+               REPS, med1[COLD_N] * 1e3, med1[0] * 1e3, med1[1] * 1e3, QL, med1[2] * 1e3,
+               t_load * 1e3);
+        printf(
+            "        batch of %d passages in a forked process (%.1f ms fork to exit): median %.1f "
+            "us, p90 %.1f us, mean %.1f us per passage (XXH3 of its windows alone %.2f us = "
+            "%.1f%% of it; %.0f with a span)\n",
+            NQ, med[COLD_N] * 1e3, med[3] * 1e6, med[4] * 1e6, med[5] * 1e6, med[6] * 1e6,
+            med[3] > 0 ? 100.0 * med[6] / med[3] : 0.0, med[7]);
     } else {
         printf("        cold process: FAILED (%s)\n", ax_error_msg());
     }
@@ -332,13 +468,30 @@ static void bench_size(uint64_t tokens, int n, int first) {
 
 int main(int argc, char **argv) {
     ax_log_set_level(AX_LOG_WARN);
-    if (argc == 4 && strcmp(argv[1], "--write-data") == 0) {
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "--write-data") == 0) {
         if (parse_size(argv[3]) < 2000) {
-            fprintf(stderr, "bench_memscan --write-data PATH.axd TOKENS: TOKENS >= 2K\n");
+            fprintf(stderr,
+                    "bench_memscan --write-data PATH.axd TOKENS [PLANTS.jsonl]: TOKENS >= 2K\n");
             return 2;
         }
-        write_data(argv[2], parse_size(argv[3]));
+        write_data(argv[2], parse_size(argv[3]), argc == 5 ? argv[4] : NULL);
         return 0;
+    }
+    /* build/bench/bench_memscan -> build/bin/axmem */
+    char self[2048];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl > 0) {
+        self[sl] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(g_axmem, sizeof g_axmem, "%s/../bin/axmem", self);
+            if (access(g_axmem, X_OK) != 0) g_axmem[0] = 0;
+        }
+    }
+    if (argc > 1 && strcmp(argv[1], "--build-only") == 0) {
+        g_build_only = 1;
+        argc--, argv++;
     }
     const char *sizes = argc > 1 ? argv[1] : "1M,10M,100M";
     int n = argc > 2 ? atoi(argv[2]) : 32;

@@ -3,8 +3,12 @@
 # (`axmem plan --measure` under mpirun -np 2, one thread a rank, as the grids run), predicts
 # the step time of bench/grid_scaling.sh's grids (bench_grid's model, global batch 8 x 128
 # tokens, 2 ranks, overlap on and off), measures them, and prints both side by side with the
-# ratio and whether the predicted ordering matches the measured one (issue 14: same order,
-# step times within 25%). Needs a quiet machine for numbers that mean anything.
+# ratio, whether each is within 25%, and whether the predicted ordering matches the measured one
+# (issue 14: same order, step times within 25%). The plan's "overlap on" is compared with what a
+# run does by default, bench_grid --overlap 2 (auto: per axis, lib/dist/overlap.h; on this
+# machine every axis falls back, as the measured profile's overlap 0 predicts); "off" with
+# --overlap 0. grid_scaling's forced overlap (1) is listed, not predicted. Needs a quiet machine
+# for numbers that mean anything.
 # Usage: bench/plan_validate.sh [build] [--quick]
 #   --quick: 2 timed steps per grid with bench_grid directly instead of grid_scaling.sh
 #            (checks the script works; not a measurement)
@@ -34,7 +38,7 @@ grids="2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2"
 : >"$tmp/measured.txt"
 if [ $quick = 1 ]; then
   for grid in $grids; do
-    for ov in 1 0; do
+    for ov in 2 0; do
       OMP_NUM_THREADS=1 "${MPIRUN[@]}" -np 2 "$build/bench/bench_grid" --grid "$grid" \
         --overlap "$ov" --steps 2 >>"$tmp/measured.txt"
     done
@@ -50,28 +54,53 @@ pred = {}
 for ov in (0, 1):
     for g in json.load(open(f"{tmp}/plan{ov}.json"))["grids"]:
         pred[(g["grid"], ov)] = g
-meas = {}
+# measured: bench_grid's --overlap 2 (auto, what a run does) against the plan's overlap on,
+# 0 against off; 1 (forced) is shown only
+meas, forced = {}, {}
 for line in open(f"{tmp}/measured.txt"):
     m = re.search(r"bench_grid (\S+) overlap=(\d) .*step_s=([0-9.]+)", line)
     if m:
-        meas[(m.group(1), int(m.group(2)))] = float(m.group(3))
+        g, ov, t = m.group(1), int(m.group(2)), float(m.group(3))
+        if ov == 1:
+            forced[g] = t
+        else:
+            meas[(g, 1 if ov == 2 else 0)] = t
 rows = [k for k in meas if k in pred]
-print(f"{'grid':10} {'overlap':7} {'predicted_s':>11} {'measured_s':>10} {'pred/meas':>9}  "
-      f"breakdown (compute; exposed comm data/x/y/z)")
-worst = 0
+if not rows:
+    sys.exit("plan_validate: no measured grid matches a predicted one (see the bench_grid output)")
+print(f"{'grid':10} {'overlap':8} {'predicted_s':>11} {'measured_s':>10} {'pred/meas':>9} "
+      f"{'within 25%':>10}  breakdown (compute; exposed comm data/x/y/z)")
+worst, n_ok = 0, 0
 for k in sorted(rows):
     p = pred[k]
     r = p["step_s"] / meas[k]
-    worst = max(worst, abs(r - 1))
+    ok = abs(r - 1) <= 0.25
+    worst, n_ok = max(worst, abs(r - 1)), n_ok + ok
     e = p["exposed_s"]
-    print(f"{k[0]:10} {k[1]:7} {p['step_s']:11.4f} {meas[k]:10.4f} {r:9.3f}  "
+    print(f"{k[0]:10} {'auto' if k[1] else 'off':8} {p['step_s']:11.4f} {meas[k]:10.4f} "
+          f"{r:9.3f} {'yes' if ok else 'NO':>10}  "
           f"{p['compute_s']:.4f}; {e['data']:.4f}/{e['x']:.4f}/{e['y']:.4f}/{e['z']:.4f}")
+for g in sorted(forced):
+    print(f"{g:10} {'forced':8} {'-':>11} {forced[g]:10.4f}  (not predicted: the plan models "
+          f"the overlap a run uses)")
+same_all = True
 for ov in (1, 0):
     ks = [k for k in rows if k[1] == ov]
+    if not ks:
+        continue
     po = [k[0] for k in sorted(ks, key=lambda k: pred[k]["step_s"])]
     mo = [k[0] for k in sorted(ks, key=lambda k: meas[k])]
-    print(f"overlap={ov}: predicted order {' < '.join(po)}")
-    print(f"overlap={ov}: measured  order {' < '.join(mo)}  -> "
-          f"{'same' if po == mo else 'DIFFERENT'}")
-print(f"largest step-time error: {100 * worst:.1f}% (target: within 25%)")
+    # pairs the plan tells apart (predicted step times > 2% apart) must come out in the same
+    # order; a predicted tie (e.g. data and Z moving the same bytes) may come out either way
+    bad = [(a[0], b[0]) for a in ks for b in ks
+           if pred[a]["step_s"] < 0.98 * pred[b]["step_s"] and meas[a] >= meas[b]]
+    same_all &= not bad
+    name = "auto" if ov else "off"
+    print(f"overlap {name}: predicted order {' < '.join(po)}")
+    print(f"overlap {name}: measured  order {' < '.join(mo)}  -> "
+          + ("same (predicted ties aside)" if not bad else
+             "DIFFERENT: " + ", ".join(f"{a} predicted faster than {b}" for a, b in bad)))
+print(f"within 25%: {n_ok} of {len(rows)}; largest step-time error {100 * worst:.1f}%; ordering "
+      f"{'same' if same_all else 'DIFFERENT'} -> {'PASS' if n_ok == len(rows) and same_all else 'FAIL'}"
+      f" (issue 14: same order, every grid within 25%)")
 PY

@@ -33,6 +33,7 @@ static const ax_cfg_entry entries[] = {
     AX_CFG_SEED_ENTRY(F, "0", "draws the random candidates"),
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
+    AX_CFG_PRECISION_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "", "output folder: exposure.json and exposure.samples.jsonl (required)"),
 };
@@ -214,7 +215,8 @@ ax_status ax_ms_exposure_run(const ax_ms_exposure_opts *fl, ax_ms_exposure_summa
                        T);
         goto out;
     }
-    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, fl->device, c.batch * T, T, &mm), out);
+    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), c.batch * T, T, &mm),
+                  out);
     if (ax_tokenizer_vocab_size(tok) > mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "the tokenizer %s has %d tokens but the model %s only %d; pass the "

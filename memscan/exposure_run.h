@@ -19,6 +19,7 @@ typedef struct {
     char out[AX_CFG_STR_MAX];       /* output folder (required) */
     char grid[AX_CFG_STR_MAX];      /* DxXxYxZ */
     char device[AX_CFG_STR_MAX];    /* "cpu" | "cuda" */
+    char precision[AX_CFG_STR_MAX]; /* "auto" | "fp32" | "bf16" */
     double exact_max;               /* enumerate spaces up to this size */
     int64_t candidates, batch, seed;
     int64_t threads; /* OpenMP threads, 0 = leave as is */

@@ -34,6 +34,7 @@ static const ax_cfg_entry entries[] = {
      "documents listed per span (all are counted)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
+    AX_CFG_PRECISION_ENTRY(F),
     AX_CFG_COMM_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "regurgitation.json",
@@ -175,13 +176,14 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
     ax_memscan_info info;
     AX_CHECK_GOTO(ax_memscan_index_read_info(fl->index, 0, &info), out);
     AX_CHECK_GOTO(ax_axd_open(fl->data[0] ? fl->data : info.ds_path, 1, &ds), out);
-    AX_CHECK_GOTO(ax_memscan_index_load(fl->index, ds, &idx), out);
+    /* read in place: only the pages the generations' windows touch (damage fails the scan) */
+    AX_CHECK_GOTO(ax_memscan_index_open(fl->index, ds, &idx), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
     AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
-    AX_CHECK_GOTO(
-        ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch, (int)fl->length, &mm),
-        out);
+    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), (int)fl->batch,
+                                   (int)fl->length, &mm),
+                  out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "the indexed dataset has vocabulary %u but the model %d; "
@@ -207,6 +209,7 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
         AX_CHECK_GOTO(scan_all(fl, idx, gen, tok, &so, &sum->with_span, &sum->mean_longest_span,
                                &sum->max_longest_span, sum->longest_span_hist),
                       out);
+        AX_CHECK_GOTO(ax_memscan_index_check(idx), out);
         AX_CHECK_GOTO(write_scan(fl, &mm, idx, &so, sum->with_span, sum->mean_longest_span,
                                  sum->max_longest_span, sum->longest_span_hist),
                       out);

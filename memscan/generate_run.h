@@ -21,6 +21,7 @@ typedef struct {
     char out[AX_CFG_STR_MAX];         /* the scan JSON */
     char samples_out[AX_CFG_STR_MAX]; /* "": named after out (ax_ms_samples_path) */
     char device[AX_CFG_STR_MAX];      /* "cpu" | "cuda" */
+    char precision[AX_CFG_STR_MAX];   /* "auto" | "fp32" | "bf16" */
     char comm[AX_CFG_STR_MAX];        /* "auto" | "mpi" | "nccl" */
     int64_t samples, length, batch, top_k, seed;
     int64_t threads;     /* OpenMP threads, 0 = leave as is */

@@ -4,6 +4,7 @@
 
 #include "lib/core/json.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include <stdlib.h>
@@ -20,6 +21,19 @@ void ax_memscan_build_opts_default(ax_memscan_build_opts *o) {
     o->n = AX_MEMSCAN_N_DEFAULT;
     o->round_windows = 1u << 20;
     o->hash_bits = ax_memscan_hash_bits();
+}
+
+static ax_memscan_open_counts g_open_counts;
+
+void ax_ms_count_open(size_t field_offset) {
+    __atomic_fetch_add((uint64_t *)((char *)&g_open_counts + field_offset), 1, __ATOMIC_RELAXED);
+}
+
+void ax_memscan_open_counts_get(ax_memscan_open_counts *out) {
+    __atomic_load(&g_open_counts.in_place, &out->in_place, __ATOMIC_RELAXED);
+    __atomic_load(&g_open_counts.verified, &out->verified, __ATOMIC_RELAXED);
+    __atomic_load(&g_open_counts.in_memory, &out->in_memory, __ATOMIC_RELAXED);
+    __atomic_load(&g_open_counts.built, &out->built, __ATOMIC_RELAXED);
 }
 
 void ax_memscan_index_free(ax_memscan_index_t *idx) {

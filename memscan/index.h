@@ -153,6 +153,16 @@ ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
  * answer "absent" and is reported by ax_memscan_index_check. */
 ax_status ax_memscan_index_load(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out);
 ax_status ax_memscan_index_open(const char *path, const ax_axd_t *ds, ax_memscan_index_t **out);
+/* Process-wide counts of how indexes came to be in this process, so tests can prove that a
+ * scan read its index in place (in_place rises, built and in_memory do not). */
+typedef struct {
+    uint64_t in_place;  /* version-3 files mapped: nothing built (_open and _load) */
+    uint64_t verified;  /* of those, every page hashed at open (_load) */
+    uint64_t in_memory; /* version-2 files loaded into an in-memory table */
+    uint64_t built;     /* tables built from a dataset (ax_memscan_index_build) */
+} ax_memscan_open_counts;
+void ax_memscan_open_counts_get(ax_memscan_open_counts *out);
+
 /* AX_OK, or AX_ERR_CORRUPT naming the file and the damage a lookup has met (opened v3). */
 ax_status ax_memscan_index_check(const ax_memscan_index_t *idx);
 /* Writes the previous format, version 2 (a whole index built in this process only): for tests

@@ -13,10 +13,22 @@
 #include "lib/core/timer.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+/* this thread's CPU seconds: phase times for the debug log that a loaded machine disturbs less */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* The windows starting in [s, e) of one rank's slice, visited as segments of consecutive starts
  * inside one document (so a window never crosses a document boundary). */
@@ -62,14 +74,17 @@ typedef struct {
     int rank, size, active;
     int n, bits;
     uint64_t seed, B, lo, hi;
-    int32_t *tok;      /* B + n - 1 tokens */
-    ax_ms_pair *pair;  /* B: this round's windows */
-    ax_ms_pair *send;  /* B: the same, grouped by owner */
-    ax_ms_pair *recv;  /* recv_cap + P */
-    ax_ms_pair *chunk; /* R regions of rcap pairs: pairs waiting to be counted */
-    uint32_t *rfill;   /* R: pairs in each region */
+    int32_t *tok;     /* B + n - 1 tokens */
+    ax_ms_pair *pair; /* B: this round's windows */
+    ax_ms_pair *send; /* B: the same, grouped by owner */
+    ax_ms_pair *recv; /* recv_cap + P */
+    uint64_t *chunk;  /* R regions of rcap packed pairs (pack_pair) waiting to be counted */
+    uint64_t *stage;  /* R cache lines: each region's pairs on their way to the chunk */
+    int pb;           /* bits of a position in a packed pair */
+    uint32_t *rfill;  /* R: pairs in each region */
     uint64_t recv_cap, rcap;
     int rb;                                            /* R = 2^rb regions */
+    double t_flush;                                    /* CPU seconds counting chunks (debug log) */
     int *sc, *sd, *rc, *rd, *scount, *sdispl, *rcount; /* P each */
 } builder;
 
@@ -101,16 +116,35 @@ static void sizing_pass(builder *bd, ax_ms_hll *hll, uint64_t *n_windows) {
  * to stay in L2); when a region of the chunk is full, or at the end, the chunk is counted region
  * by region: a table region's lines come from memory about once per chunk, streamed in while
  * the region before is counted, and the inserts hit cache. The order of inserts changes
- * neither the counts nor the first occurrences (a minimum). */
+ * neither the counts nor the first occurrences (a minimum).
+ *
+ * A pair waits in the chunk packed in 8 bytes: the table needs only hash bits 26..63 (tag and
+ * ext), of which the region already gives the top rb, and positions below 2^pb (pb: the bits
+ * of the dataset's token count), so (38 - rb) + pb <= 64 bits hold it; rb is raised to make it
+ * fit (pb <= 40: rb <= 14). Half the bytes of (hash, position): twice the pairs per chunk of
+ * the same memory, so half the passes over the table and half the chunk traffic. */
+static inline uint64_t pack_pair(const builder *bd, uint64_t h, uint64_t pos) {
+    uint64_t low = (h >> 26) & ((1ULL << (38 - bd->rb)) - 1);
+    return low << bd->pb | pos;
+}
+/* the hash (bits 26..63; the rest 0) and position of a packed pair of region r */
+static inline uint64_t unpack_hash(const builder *bd, uint64_t r, uint64_t q) {
+    return (r << (38 - bd->rb) | q >> bd->pb) << 26;
+}
+static inline uint64_t unpack_pos(const builder *bd, uint64_t q) {
+    return q & ((1ULL << bd->pb) - 1);
+}
 
 /* how far ahead of the insert the home bucket is prefetched */
 #define PREFETCH 16
-/* most pairs a chunk holds (16 bytes each; 512 MB), whatever the dataset */
-#define CHUNK_MAX ((uint64_t)1 << 25)
+/* most pairs a chunk holds (8 bytes each; 128 MB), whatever the dataset: counting costs about
+ * the same per pair with smaller chunks (more passes over the table, each sparser; measured at
+ * 100M tokens), and fresh pages cost (the system zeroes them) */
+#define CHUNK_MAX ((uint64_t)1 << 24)
 /* buckets per region (64 bytes each): half of L2, so the region and the pairs streaming
  * through stay resident together */
 #define REGION_BUCKETS 8192
-#define REGION_BITS_MAX 12
+#define REGION_BITS_MAX 12 /* unless packing needs more */
 /* stream the next region in only if its pairs would touch at least 1 / STREAM_MIN of its lines */
 #define STREAM_MIN 2
 
@@ -157,10 +191,19 @@ static inline void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) 
     for (;;) {
         ax_ms_bucket *bk = &t->b[b];
         unsigned occ = 0, tm = 0;
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+        /* the 5 values and the 5 tags in two masked vector loads: far fewer instructions
+         * than 10 scalar compares, in the build's hottest loop */
+        occ = _mm512_mask_test_epi64_mask(0x1f, _mm512_maskz_loadu_epi64(0x1f, bk->val),
+                                          _mm512_set1_epi64(-1));
+        tm = _mm256_mask_cmpeq_epi32_mask(0x1f, _mm256_maskz_loadu_epi32(0x1f, bk->tag),
+                                          _mm256_set1_epi32((int)k.tag));
+#else
         for (int j = 0; j < AX_MS_BUCKET; j++) {
             occ |= (unsigned)(bk->val[j] != 0) << j;
             tm |= (unsigned)(bk->tag[j] == k.tag) << j;
         }
+#endif
         tm &= occ;
         if (__builtin_expect(tm != 0, 0) && merge_tags(idx, bk, tm, k, pos)) return;
         if (occ != (1u << AX_MS_BUCKET) - 1) {
@@ -172,14 +215,35 @@ static inline void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) 
     }
 }
 
+/* PAIRS_PER_LINE pairs of a region's staging line, written to the chunk as one cache line that
+ * bypasses the cache: a plain store to one of thousands of region tails would first read its
+ * line from memory (it is long evicted), doubling the traffic and stalling the hashing */
+#define PAIRS_PER_LINE 8
+static inline void stream_line(uint64_t *dst, const uint64_t *line) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512((void *)dst, _mm512_load_si512((const void *)line));
+#elif defined(__SSE2__)
+    for (int i = 0; i < 4; i++)
+        _mm_stream_si128((__m128i *)dst + i, _mm_load_si128((const __m128i *)line + i));
+#else
+    memcpy(dst, line, 64);
+#endif
+}
+
 /* counts every pair of the chunk into the table, region by region, and empties it */
 static ax_status flush_chunk(builder *bd) {
+    double t0 = cpu_now();
     ax_ms_table *t = &bd->idx->t;
     size_t R = (size_t)1 << bd->rb;
+#if defined(__SSE2__)
+    _mm_sfence(); /* the streamed lines before they are read */
+#endif
     for (size_t r = 0; r < R; r++) {
-        const ax_ms_pair *p = bd->chunk + r * bd->rcap;
-        size_t m = bd->rfill[r];
+        uint64_t *p = bd->chunk + r * bd->rcap;
+        size_t m = bd->rfill[r], tail = m % PAIRS_PER_LINE;
         bd->rfill[r] = 0;
+        /* the region's last pairs, still in its staging line */
+        memcpy(p + (m - tail), bd->stage + PAIRS_PER_LINE * r, sizeof *p * tail);
         /* While region r is counted, the next region's buckets are streamed into cache in
          * address order (what the hardware prefetcher and DRAM do best), so its inserts find
          * their lines there; only when it has enough pairs to touch most of its lines. */
@@ -192,26 +256,33 @@ static ax_status flush_chunk(builder *bd) {
             step = (pf_end - pf + m - 1) / m;
         }
         for (size_t i = 0; i < m; i++) {
-            if (i + PREFETCH < m) ax_ms_prefetch(t, p[i + PREFETCH].h);
+            if (i + PREFETCH < m) ax_ms_prefetch(t, unpack_hash(bd, r, p[i + PREFETCH]));
             for (uint64_t k = 0; k < step && pf < pf_end; k++)
                 __builtin_prefetch(&t->b[pf++], 1, 3);
-            count_one(bd->idx, p[i].h, p[i].pos);
+            count_one(bd->idx, unpack_hash(bd, r, p[i]), unpack_pos(bd, p[i]));
             if (t->n >= t->n_grow) {
                 AX_CHECK(ax_ms_table_resize(t, t->n + t->n / 3));
                 pf = pf_end = 0;
             }
         }
     }
+    bd->t_flush += cpu_now() - t0;
     return AX_OK;
 }
 
 /* adds a pair to the chunk, counting the chunk first when the pair's region is full */
 static inline ax_status put_pair(builder *bd, uint64_t h, uint64_t pos) {
     size_t r = (size_t)((h >> 1) >> (63 - bd->rb)); /* top rb bits; 0 when rb = 0 */
-    if (bd->rfill[r] == bd->rcap) AX_CHECK(flush_chunk(bd));
-    ax_ms_pair *q = bd->chunk + r * bd->rcap + bd->rfill[r]++;
-    q->h = h;
-    q->pos = pos;
+    uint32_t f = bd->rfill[r];
+    if (f == bd->rcap) {
+        AX_CHECK(flush_chunk(bd));
+        f = 0;
+    }
+    uint64_t *line = bd->stage + PAIRS_PER_LINE * r;
+    line[f % PAIRS_PER_LINE] = pack_pair(bd, h, pos);
+    bd->rfill[r] = f + 1;
+    if (f % PAIRS_PER_LINE == PAIRS_PER_LINE - 1)
+        stream_line(bd->chunk + r * bd->rcap + (f + 1 - PAIRS_PER_LINE), line);
     return AX_OK;
 }
 
@@ -315,7 +386,8 @@ static void builder_free(builder *bd) {
     free(bd->pair);
     free(bd->send);
     free(bd->recv);
-    big_free(bd->chunk, sizeof(ax_ms_pair) * (bd->rcap << bd->rb));
+    big_free(bd->chunk, sizeof(uint64_t) * (bd->rcap << bd->rb));
+    free(bd->stage);
     free(bd->rfill);
     free(bd->sc);
     free(bd->sd);
@@ -349,26 +421,29 @@ static ax_status builder_alloc(builder *bd) {
                           (unsigned long long)bd->B);
 }
 
-/* The chunk, once the table is sized: regions of about REGION_BUCKETS buckets, each with room
- * for its share of up to CHUNK_MAX pairs (or of `expect`, the pairs this rank will count, when
- * fewer) plus a margin for the spread of a uniform hash. Memory is bounded whatever the
- * dataset; a region filling early (a window repeated very often) only counts the chunk sooner. */
-static ax_status chunk_alloc(builder *bd, uint64_t expect) {
+/* The chunk for a table of about nb buckets: regions of about REGION_BUCKETS buckets, each with
+ * room for its share of `want` pairs (or of `expect`, the pairs this rank will count, when
+ * fewer) plus a margin for the spread of a uniform hash. A region filling early (a window
+ * repeated very often) only counts the chunk sooner. */
+static ax_status chunk_alloc(builder *bd, uint64_t expect, uint64_t nb, uint64_t want) {
     int rb = 0;
-    while (rb < REGION_BITS_MAX && (bd->idx->t.nb >> rb) > REGION_BUCKETS) rb++;
-    /* at most half the table's bytes, so the build's peak stays within 1.5x the index */
-    uint64_t want = ax_ms_table_bytes(&bd->idx->t) / 2 / sizeof(ax_ms_pair);
-    if (want > CHUNK_MAX) want = CHUNK_MAX;
+    while (rb < REGION_BITS_MAX && (nb >> rb) > REGION_BUCKETS) rb++;
+    int pb = 1; /* positions < the dataset's tokens */
+    while (pb < 40 && (ax_axd_n_tokens(bd->ds) >> pb) != 0) pb++;
+    if (rb < pb - 26) rb = pb - 26; /* (38 - rb) + pb <= 64 */
+    bd->pb = pb;
     if (want > expect) want = expect;
     uint64_t per = (want >> rb) + 1;
     bd->rb = rb;
     bd->rcap = per + 4 * (uint64_t)sqrt((double)per) + 16;
+    bd->rcap = (bd->rcap + PAIRS_PER_LINE - 1) / PAIRS_PER_LINE * PAIRS_PER_LINE; /* lines */
     bd->rfill = calloc((size_t)1 << rb, sizeof(uint32_t));
-    bd->chunk = big_alloc(sizeof(ax_ms_pair) * (bd->rcap << rb));
-    return bd->rfill && bd->chunk
+    bd->stage = aligned_alloc(64, sizeof(uint64_t) * PAIRS_PER_LINE << rb);
+    bd->chunk = big_alloc(sizeof(uint64_t) * (bd->rcap << rb));
+    return bd->rfill && bd->stage && bd->chunk
                ? AX_OK
                : ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory for a %.0f MB chunk",
-                           (double)(sizeof(ax_ms_pair) * (bd->rcap << rb)) / 1e6);
+                           (double)(sizeof(uint64_t) * (bd->rcap << rb)) / 1e6);
 }
 
 static ax_status agree(builder *bd, ax_status st) {
@@ -472,6 +547,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     memset(&bd, 0, sizeof bd);
     ax_memscan_index_t *idx = calloc(1, sizeof *idx);
     if (!idx) return ax_errorf(AX_ERR_NOMEM, "memscan index: out of memory");
+    ax_ms_count_open(offsetof(ax_memscan_open_counts, built));
     ax_status st = ax_grid_create_world(&idx->grid);
     if (st != AX_OK) {
         free(idx);
@@ -500,6 +576,9 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     st = bd.active ? agree(&bd, st) : st;
     if (st != AX_OK) goto fail;
 
+    uint64_t cnt[2];
+    double tp[5];
+    tp[0] = cpu_now();
     /* sizing: distinct windows over all ranks, so each owner's table starts at its share */
     ax_ms_hll *hll = calloc(1, sizeof *hll);
     if (!hll) {
@@ -507,8 +586,8 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
         st = bd.active ? agree(&bd, st) : st;
         goto fail;
     }
-    uint64_t cnt[2];
     sizing_pass(&bd, hll, &cnt[0]);
+    tp[1] = cpu_now();
     cnt[1] = (bd.hi - bd.lo + bd.B - 1) / bd.B; /* this rank's rounds */
     st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, hll->reg, AX_MS_HLL_M, AX_DT_U8, AX_OP_MAX);
     if (st == AX_OK) st = ax_coll_allreduce(bd.g, AX_AXIS_WORLD, &cnt[0], 1, AX_DT_U64, AX_OP_SUM);
@@ -525,14 +604,19 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
      * the table from growing while staying near its fill target */
     double share = est / P;
     st = ax_ms_table_init(&idx->t, (uint64_t)(share * 1.02 + 3 * sqrt(share) + 16));
-    if (st == AX_OK) st = chunk_alloc(&bd, bd.hi - bd.lo);
+    /* at most half the table's bytes, so the build's peak stays within 1.5x the index */
+    uint64_t want = ax_ms_table_bytes(&idx->t) / 2 / sizeof(uint64_t);
+    if (want > CHUNK_MAX) want = CHUNK_MAX;
+    if (st == AX_OK) st = chunk_alloc(&bd, bd.hi - bd.lo, idx->t.nb, want);
     st = bd.active ? agree(&bd, st) : st;
     if (st != AX_OK) goto fail;
     AX_DEBUG("memscan index: %llu windows, ~%.0f distinct (sketch), %.1f MB table per rank",
              (unsigned long long)cnt[0], est, (double)ax_ms_table_bytes(&idx->t) / 1e6);
 
+    tp[2] = cpu_now();
     st = run_rounds(&bd, cnt[1], o);
     if (st != AX_OK) goto fail;
+    tp[3] = cpu_now();
 
     /* global statistics */
     ax_memscan_info loc = idx->info;
@@ -563,7 +647,11 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
                       (unsigned long long)idx->info.n_dup, (unsigned long long)idx->info.n_dup_pos);
         goto fail;
     }
-    AX_DEBUG("memscan index: built in %.2f s", ax_now() - t0);
+    tp[4] = cpu_now();
+    AX_DEBUG("memscan index: built in %.2f s; CPU: sizing %.2f s, table %.2f s, hashing %.2f s, "
+             "counting %.2f s, lists and statistics %.2f s",
+             ax_now() - t0, tp[1] - tp[0], tp[2] - tp[1], tp[3] - tp[2] - bd.t_flush, bd.t_flush,
+             tp[4] - tp[3]);
     builder_free(&bd);
     *out = idx;
     return AX_OK;

@@ -23,6 +23,9 @@ struct ax_memscan_index {
     int edge_oom;
 };
 
+/* ax_memscan_open_counts: adds one to the field at this offset */
+void ax_ms_count_open(size_t field_offset);
+
 /* Occurrences of the window whose table entry is (first, count): its list, or first alone. */
 static inline uint64_t ax_ms_index_occ(const ax_memscan_index_t *idx, uint64_t first,
                                        uint32_t count, const uint64_t **list) {
@@ -80,6 +83,9 @@ void ax_ms_collect_sort(ax_ms_collect *c);
 void ax_ms_collect_free(ax_ms_collect *c);
 
 int ax_ms_ent_cmp(const void *x, const void *y); /* by key, then val */
+/* Sorts e[0..n) in ax_ms_ent_cmp's order, fast for keys spread over their range (binning on
+ * the range's top bin_bits bits, ~log2 n); tmp: n entries, cnt: 2^bin_bits + 1 counters. */
+void ax_ms_ent_sort(ax_ms_ent *e, size_t n, ax_ms_ent *tmp, uint32_t *cnt, int bin_bits);
 
 /* Writes a version-3 index (path via path.partial, and path.json) from collected, sorted
  * entries and lists in ascending order of first occurrence. */

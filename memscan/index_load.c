@@ -4,6 +4,7 @@
 #include "memscan/index_format.h"
 #include "memscan/index_impl.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,10 @@ static ax_status open_any(const char *path, const ax_axd_t *ds, int verify_all,
     if (st == AX_OK && ver == AX_MS_VERSION) {
         /* read in place: nothing is built (the mapping outlives the stream) */
         st = ax_ms_map_open(f, path, &idx->info, (uint64_t)ftell(f), verify_all, &idx->map);
+        if (st == AX_OK) ax_ms_count_open(offsetof(ax_memscan_open_counts, in_place));
+        if (st == AX_OK && verify_all) ax_ms_count_open(offsetof(ax_memscan_open_counts, verified));
     } else if (st == AX_OK) { /* version 2: loaded into a table, as it was written */
+        ax_ms_count_open(offsetof(ax_memscan_open_counts, in_memory));
         st = ax_ms_table_init(&idx->t, idx->info.n_distinct);
         if (st == AX_OK) st = ax_ms_blocks_read(f, path, &idx->info, put_block, &idx->t, &idx->occ);
         if (st == AX_OK) st = ax_ms_occ_sort_groups(&idx->occ);

@@ -145,7 +145,18 @@ static ax_status put_col(spill *s, int c, const void *p, size_t n) {
 
 /* sorts ent[0..d) and appends it to the column files */
 static ax_status write_cols(spill *s, ax_ms_ent *ent, uint64_t d) {
-    qsort(ent, (size_t)d, sizeof *ent, ax_ms_ent_cmp);
+    /* binned on about log2(d) bits (at most 2^20 bins: 4 MB of counters); the scratch takes
+     * the place of the partition's table, freed before this */
+    int bb = 1;
+    while (bb < 20 && ((uint64_t)1 << bb) < d) bb++;
+    ax_ms_ent *tmp = d > 1 ? malloc(sizeof *tmp * (size_t)d) : NULL;
+    uint32_t *cnt = tmp ? malloc(sizeof *cnt * (((size_t)1 << bb) + 1)) : NULL;
+    if (tmp && cnt)
+        ax_ms_ent_sort(ent, (size_t)d, tmp, cnt, bb);
+    else /* no room for the scratch: the same order, slower */
+        qsort(ent, (size_t)d, sizeof *ent, ax_ms_ent_cmp);
+    free(tmp);
+    free(cnt);
     uint8_t stage[8 * 1024];
     ax_status st = AX_OK;
     for (int c = 0; c < 3 && st == AX_OK; c++)
@@ -186,6 +197,8 @@ static int pair_pos_cmp(const void *x, const void *y) {
 }
 
 /* pass 2 for partition k: count, sort, append columns and the list run */
+#define PART_PREFETCH 16
+
 static ax_status count_part(spill *s, uint64_t k) {
     part *p = &s->parts[k];
     uint64_t m = p->pairs;
@@ -206,6 +219,14 @@ static ax_status count_part(spill *s, uint64_t k) {
     if (st == AX_OK && s->dist) qsort(pr, (size_t)m, sizeof *pr, pair_pos_cmp);
     if (st == AX_OK) st = ax_ms_table_init(&t, m);
     for (uint64_t i = 0; i < m && st == AX_OK; i++) {
+        /* a partition's table is far larger than the caches: its home bucket is fetched
+         * PART_PREFETCH pairs ahead, so the inserts do not wait on memory one by one */
+        if (i + PART_PREFETCH < m) {
+            uint32_t tg = ax_ms_key_of(pr[i + PART_PREFETCH].h).tag << s->kb;
+            const ax_ms_bucket *pb = &t.b[ax_ms_home(&t, tg)];
+            __builtin_prefetch(pb, 1, 1);
+            __builtin_prefetch(pb + 1, 1, 1); /* the table has a spare bucket at the end */
+        }
         /* every tag here shares its top kb bits (the partition): shifted out, so the homes
          * spread over the whole table (they are put back below) */
         ax_ms_key key = ax_ms_key_of(pr[i].h);

@@ -38,6 +38,7 @@ static const ax_cfg_entry entries[] = {
     AX_CFG_SEED_ENTRY(F, "0", "picks the document subsets and the bootstrap"),
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
+    AX_CFG_PRECISION_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "", "output folder: mia.json and mia.samples.jsonl (required)"),
 };
@@ -217,11 +218,12 @@ ax_status ax_ms_mia_run(const ax_ms_mia_opts *fl, ax_ms_mia_summary *sum) {
         AX_CHECK_GOTO(ax_axd_check_tokenizer(non, tok, fl->tokenizer), out);
     }
     /* the model holds `batch` sequences of T positions per rank */
-    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, fl->device, B * T, T, &mm), out);
+    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), B * T, T, &mm), out);
     AX_CHECK_GOTO(check_vocab("--members", fl->members, mem, &mm), out);
     AX_CHECK_GOTO(check_vocab("--nonmembers", fl->nonmembers, non, &mm), out);
     if (fl->ref_ckpt[0]) {
-        AX_CHECK_GOTO(ax_ms_model_open(fl->ref_ckpt, fl->grid, fl->device, B * T, T, &ref), out);
+        AX_CHECK_GOTO(
+            ax_ms_model_open(fl->ref_ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), B * T, T, &ref), out);
         AX_CHECK_GOTO(check_vocab("--members", fl->members, mem, &ref), out);
         AX_CHECK_GOTO(check_vocab("--nonmembers", fl->nonmembers, non, &ref), out);
     }

@@ -22,6 +22,7 @@ typedef struct {
     char out[AX_CFG_STR_MAX];        /* output folder (required) */
     char grid[AX_CFG_STR_MAX];       /* DxXxYxZ */
     char device[AX_CFG_STR_MAX];     /* "cpu" | "cuda" */
+    char precision[AX_CFG_STR_MAX];  /* "auto" | "fp32" | "bf16" */
     int64_t max_docs, tokens_per_doc, k, bootstrap, batch, seed;
     int64_t threads; /* OpenMP threads, 0 = leave as is */
 } ax_ms_mia_opts;

@@ -51,6 +51,7 @@ static const ax_cfg_entry entries[] = {
      "duplication bucket (memorization follows duplication)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
+    AX_CFG_PRECISION_ENTRY(F),
     AX_CFG_COMM_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "probe.json",
@@ -390,7 +391,8 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
 static ax_status count_duplicates(const ax_ms_probe_opts *fl, const ax_axd_t *ds,
                                   ax_probe_result *r) {
     ax_memscan_index_t *idx = NULL;
-    AX_CHECK(ax_memscan_index_load(fl->index, ds, &idx));
+    /* read in place: a few pages per probe, nothing loaded (damage met fails the scan) */
+    AX_CHECK(ax_memscan_index_open(fl->index, ds, &idx));
     int n = (int)ax_memscan_index_info(idx)->n;
     int32_t *win = malloc(sizeof(int32_t) * (size_t)n);
     ax_status st = win ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
@@ -403,6 +405,7 @@ static ax_status count_duplicates(const ax_ms_probe_opts *fl, const ax_axd_t *ds
         ax_axd_tokens(ds, start, (uint64_t)n, win);
         ax_memscan_index_lookup(idx, win, &s->duplicates, &pos);
     }
+    if (st == AX_OK) st = ax_memscan_index_check(idx);
     free(win);
     ax_memscan_index_free(idx);
     return st;
@@ -515,7 +518,7 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
     AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
-    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, fl->device, (int)fl->batch,
+    AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), (int)fl->batch,
                                    (int)(maxP + fl->suffix), &mm),
                   out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {

@@ -22,6 +22,7 @@ typedef struct {
     char grid[AX_CFG_STR_MAX];        /* DxXxYxZ */
     char index[AX_CFG_STR_MAX];       /* optional: duplication counts of the probed windows */
     char device[AX_CFG_STR_MAX];      /* "cpu" | "cuda" */
+    char precision[AX_CFG_STR_MAX];   /* "auto" | "fp32" | "bf16" */
     char comm[AX_CFG_STR_MAX];        /* "auto" | "mpi" | "nccl" */
     int64_t samples, prefix, suffix, batch, seed;
     int64_t threads;                     /* OpenMP threads, 0 = leave as is */

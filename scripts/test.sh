@@ -76,6 +76,7 @@ step signals bash tests/cli/signals.sh build/bin/axmem
 step plan bash tests/cli/plan.sh build/bin/axmem
 step arch bash tests/cli/arch.sh build/bin/axmem
 step hf-arch bash tests/cli/hf_arch.sh build/bin/axmem
+step index-scale bash bench/index_scale.sh --quick build
 # every file reader under libFuzzer (ASan+UBSan) for 10 s each, from the committed seeds
 step build-fuzz scons -Q -j"$JOBS" fuzz=yes
 step fuzz bash tests/fuzz/run.sh 10

@@ -10,6 +10,7 @@
 #include "goldfish/goldfish.h"
 #include "lib/ckpt/ckpt.h"
 #include "lib/dist/comm.h"
+#include "lib/dist/overlap.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/log.h"
@@ -269,6 +270,34 @@ static ax_status open_inputs(run_state *r) {
     return AX_OK;
 }
 
+/* --overlap / --force-overlap / --no-overlap as lib/dist/overlap.h's mode */
+static int overlap_mode(const ax_train_config *c) {
+    return !c->overlap ? AX_OVERLAP_OFF : c->force_overlap ? AX_OVERLAP_FORCE : AX_OVERLAP_AUTO;
+}
+
+/* Per grid axis of more than one rank, whether the schedule overlaps and why (the model made the
+ * same decision from the same inputs: ax_overlap_decide_axis), as {"x": "off: ...", ...}. */
+static void overlap_json(run_state *r, ax_jw *w) {
+    ax_jw_obj_begin(w);
+    for (int a = AX_AXIS_DATA; a <= AX_AXIS_Z; a++) {
+        if (ax_grid_dim(r->grid, (ax_axis)a) < 2) continue;
+        char why[160];
+        ax_overlap_decide_axis(r->grid, overlap_mode(r->cfg), (ax_axis)a, why, sizeof why);
+        ax_jw_key(w, ax_axis_name((ax_axis)a)), ax_jw_str(w, why);
+    }
+    ax_jw_obj_end(w);
+}
+
+static void overlap_summary(run_state *r) {
+    for (int a = AX_AXIS_DATA; a <= AX_AXIS_Z; a++) {
+        if (ax_grid_dim(r->grid, (ax_axis)a) < 2) continue;
+        char why[160];
+        ax_overlap_decide_axis(r->grid, overlap_mode(r->cfg), (ax_axis)a, why, sizeof why);
+        AX_INFO("overlap on axis %s (%d ranks): %s", ax_axis_name((ax_axis)a),
+                ax_grid_dim(r->grid, (ax_axis)a), why);
+    }
+}
+
 static ax_status build(run_state *r) {
     ax_train_config *c = r->cfg;
     int parts = ax_grid_dim(r->grid, AX_AXIS_BATCH);
@@ -283,7 +312,8 @@ static ax_status build(run_state *r) {
     ax_model_config mc = ax_train_model_config(c);
     int T = (int)c->seq_len;
     AX_CHECK(ax_comm_select(c->comm));
-    AX_CHECK(ax_model_create_dev(r->grid, &mc, r->mb_local, T, c->overlap, c->device, &r->model));
+    AX_CHECK(ax_model_create_dev(r->grid, &mc, r->mb_local, T, overlap_mode(c),
+                                 AX_CFG_DEVICE_SPEC(c), &r->model));
     ax_adamw_config oc = {(float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                           (float)c->grad_clip};
     AX_CHECK(ax_optim_create(r->model, &oc, &r->optim));
@@ -373,6 +403,7 @@ static ax_status append_metrics(run_state *r, long step, double loss, double lr,
     ax_jw_key(&w, "tokens_per_s"), ax_jw_num(&w, (double)tokens / dt);
     ax_jw_key(&w, "flops_per_s"), ax_jw_num(&w, flops * (double)tokens / dt);
     ax_jw_key(&w, "comm"), ax_comm_stats_json(&cs, &w);
+    ax_jw_key(&w, "overlap"), overlap_json(r, &w);
     ax_jw_obj_end(&w);
     ax_status st = AX_OK;
     FILE *f = fopen(r->metrics_path, "a");
@@ -657,6 +688,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
                 (double)ax_model_n_params(r.model) / 1e6, (long long)cfg->batch,
                 (long long)cfg->seq_len, ax_grid_spec(r.grid), ax_grid_size(r.grid),
                 omp_get_max_threads());
+    if (r.rank0) overlap_summary(&r);
 
     ax_progress prog;
     ax_progress_begin(&prog, "train", res->first_step, cfg->steps);

@@ -94,9 +94,13 @@ static const ax_cfg_entry entries[] = {
         F, "process grid DxXxYxZ: data x 3D tensor parallel (launch D*X*Y*Z ranks with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes); a "
                            "run may resume on another device"),
+    AX_CFG_PRECISION_ENTRY(F),
     AX_CFG_COMM_ENTRY(F),
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
-     "overlap communication with compute (AxoNN OAR/ORS/OAG); --no-overlap for comparison"},
+     "overlap communication with compute (AxoNN OAR/ORS/OAG) on the grid axes where it can help "
+     "(not on an axis whose ranks share one host: docs/DESIGN.md); --no-overlap: never"},
+    {"force-overlap", AX_CFG_BOOL, F(force_overlap), "false", 1, 0,
+     "overlap on every grid axis, even where --overlap would fall back (for measurement)"},
     {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,
      "stop after N steps of this invocation with a checkpoint, exit 75 (0 = off): "
      "scheduler-sized chunks of one run; the schedule still ends at --steps"},
@@ -217,6 +221,8 @@ ax_model_config ax_train_model_config(const ax_train_config *c) {
 
 ax_status ax_train_config_check(const ax_train_config *c) {
     AX_CHECK(ax_comm_check(c->comm)); /* a transport this build lacks fails before any rank */
+    if (c->force_overlap && !c->overlap)
+        return ax_errorf(AX_ERR_ARG, "--force-overlap contradicts --no-overlap: drop one of them");
     if (!c->data[0])
         return ax_errorf(AX_ERR_ARG, "--data is required: a .axd dataset from `axmem data encode`");
     int64_t mb = c->micro_batch ? c->micro_batch : c->batch;
@@ -356,7 +362,9 @@ static const struct {
     {"threads", OVERRIDE},
     {"grid", OVERRIDE},
     {"overlap", OVERRIDE},
+    {"force-overlap", OVERRIDE},
     {"device", OVERRIDE},
+    {"precision", OVERRIDE}, /* master weights and moments are fp32 either way */
     {"comm", OVERRIDE},
     {"log-every", OVERRIDE},
     {"ckpt-every", OVERRIDE},

@@ -36,8 +36,10 @@ typedef struct {
     char val_data[AX_CFG_STR_MAX];
     int64_t val_every, val_batches;
     char grid[AX_CFG_STR_MAX]; /* DxXxYxZ */
-    int overlap;
+    int overlap;               /* 1: where it helps (AX_OVERLAP_AUTO); 0: --no-overlap */
+    int force_overlap;         /* overlap on every axis (AX_OVERLAP_FORCE), for measurement */
     char device[AX_CFG_STR_MAX];
+    char precision[AX_CFG_STR_MAX];
     char comm[AX_CFG_STR_MAX]; /* auto | mpi | nccl (lib/dist/comm.h, ax_comm_select) */
     int64_t exit_after_steps;  /* this invocation only: 0 = off */
     double exit_after_minutes; /* this invocation only: 0 = off */

@@ -24,12 +24,65 @@ ax_status ax_backend_select(const char *name, const ax_backend **out) {
     return ax_errorf(AX_ERR_ARG, "--device %s is not a backend; use cpu or cuda", name);
 }
 
-ax_status ax_ctx_create(const ax_backend *be, size_t scratch_bytes, ax_ctx **out) {
+const char *ax_precision_name(ax_precision p) {
+    return p == AX_PREC_BF16 ? "bf16" : "fp32";
+}
+
+ax_status ax_precision_resolve(const ax_backend *be, const char *name, ax_precision *out) {
+    *out = AX_PREC_FP32;
+    if (!name || !*name || !strcmp(name, "auto")) {
+        *out = be->bf16 ? AX_PREC_BF16 : AX_PREC_FP32;
+        return AX_OK;
+    }
+    if (!strcmp(name, "fp32")) return AX_OK;
+    if (!strcmp(name, "bf16")) {
+        if (!be->bf16)
+            return ax_errorf(AX_ERR_UNSUPPORTED,
+                             "--precision bf16 needs --device cuda; the %s backend computes in "
+                             "fp32 (use --precision fp32 or auto)",
+                             !strcmp(be->name, "cpu") ? "CPU" : be->name);
+        *out = AX_PREC_BF16;
+        return AX_OK;
+    }
+    return ax_errorf(AX_ERR_ARG, "--precision %s is not a precision; use auto, fp32 or bf16", name);
+}
+
+ax_status ax_ctx_open(const char *spec, size_t scratch_bytes, ax_ctx **out) {
     *out = NULL;
+    char dev[64] = "cpu";
+    const char *prec = NULL;
+    if (spec) {
+        const char *colon = strchr(spec, ':');
+        size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+        if (n >= sizeof dev)
+            return ax_errorf(AX_ERR_ARG, "--device %.64s is not a backend; use cpu or cuda", spec);
+        memcpy(dev, spec, n);
+        dev[n] = '\0';
+        if (colon) prec = colon + 1;
+    }
+    const ax_backend *be = NULL;
+    AX_CHECK(ax_backend_select(dev, &be));
+    ax_precision p;
+    AX_CHECK(ax_precision_resolve(be, prec, &p));
+    return ax_ctx_create_prec(be, p, scratch_bytes, out);
+}
+
+ax_status ax_ctx_create(const ax_backend *be, size_t scratch_bytes, ax_ctx **out) {
+    return ax_ctx_create_prec(be, AX_PREC_FP32, scratch_bytes, out);
+}
+
+ax_status ax_ctx_create_prec(const ax_backend *be, ax_precision p, size_t scratch_bytes,
+                             ax_ctx **out) {
+    *out = NULL;
+    if (p == AX_PREC_BF16 && !be->bf16)
+        return ax_errorf(AX_ERR_UNSUPPORTED,
+                         "--precision bf16 needs --device cuda; the %s backend computes in fp32",
+                         !strcmp(be->name, "cpu") ? "CPU" : be->name);
     ax_ctx *ctx = be->host_alloc(sizeof *ctx);
     if (!ctx) return ax_errorf(AX_ERR_NOMEM, "out of memory creating an execution context");
     ctx->be = be;
     ctx->stream = NULL;
+    ctx->precision = p;
     if (be->ctx_init) {
         ax_status st = be->ctx_init(ctx);
         if (st != AX_OK) {

@@ -17,6 +17,13 @@
 
 typedef struct ax_backend ax_backend;
 
+/* The arithmetic of a context's GEMMs (--precision). fp32: fp32 everywhere (the CPU backend's
+ * and the specification). bf16: the GEMMs' operands are rounded to bf16 (round to nearest
+ * even) and multiplied with fp32 accumulation and fp32 output; parameters, gradients,
+ * optimizer state, activations and every other op stay fp32. Only a backend that sets
+ * `bf16` in its table computes it (CUDA). */
+typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16 = 1 } ax_precision;
+
 /* Bump arena for kernel workspace: one block, reused by every kernel in turn (ops on one
  * context run one after another, so at most one kernel holds it at a time). */
 typedef struct {
@@ -30,6 +37,7 @@ typedef struct ax_ctx {
     ax_arena scratch; /* device memory of `be` */
     ax_status status; /* first failure inside an op (ops return nothing): see ax_ctx_status */
     void *impl;       /* the backend's per-context state (CUDA: cuBLAS handle); NULL on the CPU */
+    ax_precision precision; /* set at creation (ax_ctx_create_prec), before ctx_init */
 } ax_ctx;
 
 typedef enum {
@@ -148,6 +156,7 @@ struct ax_backend {
      * ax_ctx_free releases the context */
     ax_status (*ctx_init)(ax_ctx *ctx);
     void (*ctx_fini)(ax_ctx *ctx);
+    int bf16; /* 1 when contexts may compute in AX_PREC_BF16 (ax_ctx_create_prec) */
 };
 
 /* The CPU backend (always built). */
@@ -160,8 +169,23 @@ ax_status ax_backend_cuda_open(const ax_backend **out);
 ax_status ax_backend_select(const char *name, const ax_backend **out);
 const char *ax_backend_name(const ax_backend *be);
 
-/* A context on backend be with scratch_bytes of workspace (may be 0; grown by ax_ctx_reserve). */
+/* A context on backend be with scratch_bytes of workspace (may be 0; grown by ax_ctx_reserve),
+ * computing in fp32. */
 ax_status ax_ctx_create(const ax_backend *be, size_t scratch_bytes, ax_ctx **out);
+/* As ax_ctx_create, computing in precision p; AX_PREC_BF16 on a backend without it fails
+ * naming --precision. */
+ax_status ax_ctx_create_prec(const ax_backend *be, ax_precision p, size_t scratch_bytes,
+                             ax_ctx **out);
+/* --precision: "fp32", "bf16" or "auto" (NULL or "" too) on backend be. auto is bf16 where the
+ * backend computes it (cuda) and fp32 elsewhere (cpu); bf16 on the CPU fails ("bf16 needs
+ * --device cuda; the CPU backend computes in fp32"). */
+ax_status ax_precision_resolve(const ax_backend *be, const char *name, ax_precision *out);
+const char *ax_precision_name(ax_precision p);
+/* A context from a device spec "DEVICE[:PRECISION]" ("cpu", "cuda", "cuda:fp32", "cuda:bf16",
+ * "cpu:auto", ...; NULL is "cpu"): ax_backend_select(DEVICE), then ax_precision_resolve
+ * (PRECISION absent = auto) and ax_ctx_create_prec. This is how lib/model opens its context:
+ * the --device and --precision flags reach it as one string, so it never interprets them. */
+ax_status ax_ctx_open(const char *spec, size_t scratch_bytes, ax_ctx **out);
 void ax_ctx_free(ax_ctx *ctx);
 /* Makes the scratch arena at least `bytes` large. Call before the ops that need it, never from
  * a kernel (this is where the allocation happens). */

@@ -97,6 +97,25 @@ int ax_cfg_is_text(ax_cfg_type type);
     { "grid", AX_CFG_STR, F(grid), "1x1x1x1", 1, 0, help }
 #define AX_CFG_DEVICE_ENTRY(F, help)                                                               \
     { "device", AX_CFG_CHOICE, F(device), "cpu|cuda", 1, 0, help }
+/* --precision: the GEMMs' arithmetic (lib/backend/backend.h, ax_precision_resolve); the field
+ * is a char[AX_CFG_STR_MAX] that reaches the model as "DEVICE:PRECISION" */
+#define AX_CFG_PRECISION_ENTRY(F)                                                                  \
+    {                                                                                              \
+        "precision", AX_CFG_CHOICE, F(precision), "auto|fp32|bf16", 1, 0,                          \
+            "GEMM arithmetic: bf16 (bf16 operands, fp32 accumulation; fp32 master weights and "    \
+            "optimizer state; needs --device cuda), fp32 (TF32 off: reproduces the CPU), auto "    \
+            "(bf16 on cuda, fp32 on cpu)"                                                          \
+    }
+/* The device spec the model opens its context with (ax_model_create_dev): "DEVICE:PRECISION"
+ * from a flags struct with `device` and `precision` fields, in a buffer that lives as long as
+ * the enclosing block (so it can be written straight into the call). */
+#define AX_CFG_DEVICE_SPEC_MAX (2 * AX_CFG_STR_MAX + 2)
+static inline const char *ax_cfg_device_spec(char *out, const char *device, const char *precision) {
+    snprintf(out, AX_CFG_DEVICE_SPEC_MAX, "%s:%s", device, precision[0] ? precision : "auto");
+    return out;
+}
+#define AX_CFG_DEVICE_SPEC(fl)                                                                     \
+    ax_cfg_device_spec((char[AX_CFG_DEVICE_SPEC_MAX]){0}, (fl)->device, (fl)->precision)
 /* --comm: how collectives move bytes (lib/dist/comm.h, ax_comm_select) */
 #define AX_CFG_COMM_ENTRY(F)                                                                       \
     {                                                                                              \

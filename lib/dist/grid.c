@@ -32,6 +32,8 @@ struct ax_grid {
     int n_stage;
     void *ext; /* a transport's state (lib/dist/comm_nccl.c), freed by ext_free */
     void (*ext_free)(void *);
+    int hosts[AX_AXIS_COUNT]; /* hosts (shared-memory domains) each axis spans; 0 = not known */
+    int local_ranks;          /* world ranks on this rank's host; 0 = not known */
     char spec[64];
 };
 
@@ -167,6 +169,28 @@ static void free_comms(ax_grid_t *g) {
         if (g->comm[a] != MPI_COMM_NULL) MPI_Comm_free(&g->comm[a]);
 }
 
+/* Per axis, how many hosts its ranks span: ranks that can share memory
+ * (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) are one host; each host's first rank counts 1.
+ * Collective over every axis communicator (ax_grid_create is collective anyway). The overlap
+ * schedule reads it (lib/dist/overlap.c): an axis inside one host talks through shared memory,
+ * copied by the ranks' own cores. */
+static int measure_placement(ax_grid_t *g) {
+    for (int a = 0; a < AX_AXIS_COUNT; a++) {
+        MPI_Comm node = MPI_COMM_NULL;
+        int rc = MPI_Comm_split_type(g->comm[a], MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        if (rc != MPI_SUCCESS) return rc;
+        int r = 0, n = 0;
+        MPI_Comm_rank(node, &r);
+        MPI_Comm_size(node, &n);
+        MPI_Comm_free(&node);
+        int first = r == 0;
+        rc = MPI_Allreduce(&first, &g->hosts[a], 1, MPI_INT, MPI_SUM, g->comm[a]);
+        if (rc != MPI_SUCCESS) return rc;
+        if (a == AX_AXIS_WORLD) g->local_ranks = n;
+    }
+    return MPI_SUCCESS;
+}
+
 ax_status ax_grid_create(const int dims[4], ax_grid_t **out) {
     *out = NULL;
     long long prod = 1;
@@ -198,7 +222,8 @@ ax_status ax_grid_create(const int dims[4], ax_grid_t **out) {
     g->rank = ax_mpi_world_rank();
     g->size = (int)prod;
     ax_grid_coords_of(dims, g->rank, g->coords);
-    for (int a = 0; a < AX_AXIS_COUNT; a++) g->comm[a] = MPI_COMM_NULL;
+    for (int a = 0; a < AX_AXIS_COUNT; a++) g->comm[a] = MPI_COMM_NULL, g->hosts[a] = 1;
+    g->local_ranks = 1;
     if (!ax_mpi_active()) {
         *out = g;
         return AX_OK;
@@ -235,6 +260,7 @@ ax_status ax_grid_create(const int dims[4], ax_grid_t **out) {
                              ax_axis_name((ax_axis)a), r, s, want_r, want_s);
         }
     }
+    if (measure_placement(g) != MPI_SUCCESS) goto fail;
     *out = g;
     return AX_OK;
 fail:
@@ -248,7 +274,8 @@ ax_status ax_grid_create_serial(ax_grid_t **out) {
     ax_grid_t *g = calloc(1, sizeof *g);
     if (!g) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the process grid");
     for (int i = 0; i < 4; i++) g->dims[i] = 1;
-    for (int a = 0; a < AX_AXIS_COUNT; a++) g->comm[a] = MPI_COMM_NULL;
+    for (int a = 0; a < AX_AXIS_COUNT; a++) g->comm[a] = MPI_COMM_NULL, g->hosts[a] = 1;
+    g->local_ranks = 1;
     g->size = 1;
     snprintf(g->spec, sizeof g->spec, "1x1x1x1");
     *out = g;
@@ -270,6 +297,9 @@ ax_status ax_grid_create_world(ax_grid_t **out) {
     g->rank = rank;
     g->size = size;
     g->mpi = g->borrowed = 1;
+    /* local, not collective: placement is not measured */
+    for (int a = 0; a < AX_AXIS_COUNT; a++) g->hosts[a] = 0;
+    g->local_ranks = 0;
     /* DATA, BATCH and WORLD span every rank; X, Y, Z have one (and never reach MPI) */
     for (int a = 0; a < AX_AXIS_COUNT; a++)
         g->comm[a] =
@@ -313,6 +343,12 @@ const char *ax_grid_spec(const ax_grid_t *g) {
 }
 int ax_grid_uses_mpi(const ax_grid_t *g) {
     return g->mpi;
+}
+int ax_grid_axis_hosts(const ax_grid_t *g, ax_axis axis) {
+    return ((int)axis >= 0 && (int)axis < AX_AXIS_COUNT) ? g->hosts[axis] : 0;
+}
+int ax_grid_local_ranks(const ax_grid_t *g) {
+    return g->local_ranks;
 }
 
 const char *ax_axis_name(ax_axis axis) {

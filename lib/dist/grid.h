@@ -44,7 +44,12 @@ int ax_grid_rank(const ax_grid_t *g);                /* world rank */
 int ax_grid_size(const ax_grid_t *g);                /* world size = product of dims */
 const char *ax_grid_spec(const ax_grid_t *g);        /* "DxXxYxZ" */
 int ax_grid_uses_mpi(const ax_grid_t *g);            /* 0 for a serial grid */
-const char *ax_axis_name(ax_axis axis);              /* "data","x","y","z","batch","world" */
+/* Placement, measured by ax_grid_create (MPI_Comm_split_type SHARED): how many hosts the ranks
+ * of `axis` span (1 for a serial grid), and how many world ranks share this rank's host.
+ * 0 = not known (ax_grid_create_world grids, which are made without a collective). */
+int ax_grid_axis_hosts(const ax_grid_t *g, ax_axis axis);
+int ax_grid_local_ranks(const ax_grid_t *g);
+const char *ax_axis_name(ax_axis axis); /* "data","x","y","z","batch","world" */
 
 /* The layout formula, for planners and tests (no grid needed).
  * coords = {d, x, y, z}. */

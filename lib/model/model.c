@@ -363,11 +363,14 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
                          "sequence length %d exceeds the %d learned positions (--max-pos); use a "
                          "shorter --seq-len",
                          T, c->max_pos);
-    const ax_backend *be = NULL;
-    AX_CHECK(ax_backend_select(device, &be));
-    AX_CHECK(check_backend_ops(be, c));
     ax_ctx *ctx = NULL;
-    AX_CHECK(ax_ctx_create(be, 0, &ctx));
+    AX_CHECK(ax_ctx_open(device, 0, &ctx)); /* "cuda:bf16": --device and --precision */
+    const ax_backend *be = ctx->be;
+    ax_status ops_st = check_backend_ops(be, c);
+    if (ops_st != AX_OK) {
+        ax_ctx_free(ctx);
+        return ops_st;
+    }
     ax_model_t *m = ax_host_alloc(ctx, sizeof *m);
     if (!m) {
         ax_ctx_free(ctx);

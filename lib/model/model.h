@@ -66,11 +66,13 @@ typedef struct ax_model ax_model_t;
 
 /* A model on grid g for micro-batches of B sequences of T tokens PER RANK (the global
  * micro-batch is B x Gdata x Gz). overlap: hide communication behind compute (AxoNN's OAR,
- * ORS, OAG); 0 issues every collective blocking, for comparison. The grid is borrowed. */
+ * ORS, OAG) as lib/dist/overlap.h's AX_OVERLAP_* (1: on every axis; 2: only on axes where it
+ * can help; 0 issues every collective blocking, for comparison). The grid is borrowed. */
 ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                              ax_model_t **out);
 /* As ax_model_create_on, on the backend named by device ("cpu", or "cuda" in a CUDA build;
- * the --device flag). ax_model_create_on uses "cpu". */
+ * the --device flag), optionally with ":PRECISION" (--precision: "cuda:bf16", "cuda:fp32";
+ * none or ":auto" is bf16 on cuda, fp32 on cpu; ax_ctx_open). ax_model_create_on uses "cpu". */
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out);
 /* Serial convenience: a private 1x1x1x1 grid. */

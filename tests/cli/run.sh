@@ -265,6 +265,20 @@ expect_fail "probe --device cuda says how to get it" 1 "built without CUDA; rebu
   "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --device cuda
 expect_fail "generate --device lists its words" 2 "use cpu or cuda" \
   "$AX" memscan generate --ckpt "$T/run" --index x.idx --device tpu
+# --precision (issue 10): a bad word names the flag; bf16 is refused on the CPU backend (it
+# computes in fp32) naming the flag and --device cuda; fp32 on the CPU is the default (auto)
+expect_fail "train --precision lists its words" 2 "--precision 'fp16' is not allowed: use auto, fp32 or bf16" \
+  "$AX" train --data x.axd --precision fp16
+expect_fail "train --precision bf16 on cpu is refused" 1 "--precision bf16 needs --device cuda; the CPU backend computes in fp32" \
+  "$AX" train --data "$T/kjv.axd" --model tiny --seq-len 16 --batch 2 --steps 1 --warmup 0 --precision bf16 --out "$T/bf"
+expect_fail "probe --precision bf16 on cpu is refused" 1 "--precision bf16 needs --device cuda" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --device cpu --precision bf16
+PP=(--ckpt "$T/run" --data "$T/kjv.axd" --samples 4 --prefix 8 --suffix 8)
+"$AX" memscan probe "${PP[@]}" --out "$T/pa.json" >/dev/null 2>"$T/err" \
+  && "$AX" memscan probe "${PP[@]}" --precision fp32 --out "$T/pf.json" >/dev/null 2>"$T/err" \
+  && cmp -s "$T/pa.samples.jsonl" "$T/pf.samples.jsonl" \
+  && ok "probe --precision fp32 on cpu: the same samples as auto" \
+  || bad "probe --precision fp32 on cpu: the same samples as auto"
 
 # ---- privacy-attack data (issue 11): member/held-out split and canaries
 expect_fail "split: --out-holdout is required" 2 "--out-holdout B.axd is required" \

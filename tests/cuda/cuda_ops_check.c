@@ -1,13 +1,18 @@
 /* CUDA vs CPU: runs every op of lib/backend/ops.h on both backends with the same random
  * inputs (odd sizes, sharded variants, accumulating outputs pre-filled) and prints, per op
  * output, the relative error max|cpu - gpu| / max|cpu| and PASS/FAIL against the tolerance
- * (fp32: 1e-5; the CPU backend is the specification).
+ * (fp32: 1e-5; the CPU backend is the specification). Then the GEMM-using ops once more on a
+ * --precision bf16 context: against the CPU in fp32 (< 2e-2, the issue's bound) and against
+ * the CPU given the same operands rounded to bf16 (< 1e-5: the rounding is round-to-nearest-
+ * even of exactly the operands, accumulation is fp32), plus the reuse of staged operands and
+ * ops that must stay fp32 on a bf16 context.
  *
  * Exit: 0 every comparison passed; 1 a comparison failed; 77 with one line
  * "SKIP: no CUDA device: <reason>" when there is no GPU (a skip, never a pass).
  * Usage: cuda_ops_check [--quick]   (--quick: skips the largest shapes, for the emulator of
  *                                    tests/cuda/emu/, where a launch costs OS threads) */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +21,11 @@
 #include "lib/core/status.h"
 
 #define TOL 1e-5
+#define TOL_BF16 2e-2 /* bf16 operands vs the CPU's fp32 */
 
-static ax_ctx *C_, *G_; /* CPU and CUDA contexts */
+static ax_ctx *C_, *G_; /* CPU and CUDA contexts (G_: the fp32 one, then the bf16 one) */
 static int n_pass, n_fail;
+static int bf16_; /* G_ computes GEMMs in bf16: compare with TOL_BF16 and the bf16 reference */
 
 /* ---- inputs ---- */
 static unsigned long long rng = 0x9e3779b97f4a7c15ull;
@@ -90,6 +97,35 @@ static void check_scalar(const char *op, double cpu, double gpu, double tol) {
            ok ? "PASS" : "FAIL");
 }
 
+/* ---- the bf16 reference: the CPU backend given operands rounded to bf16 ---- */
+static float bf16_round(float f) { /* round to nearest even (no NaNs in these inputs) */
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+/* a CPU copy of x's n floats (CPU side), rounded to bf16 when `round` */
+static float *cpu_copy(const void *x, size_t n, int round) {
+    float *r = malloc(sizeof(float) * (n ? n : 1));
+    memcpy(r, x, sizeof(float) * n);
+    for (size_t i = 0; round && i < n; i++) r[i] = bf16_round(r[i]);
+    return r;
+}
+/* C = alpha op(bf16(A)) op(bf16(B)) + beta C on the CPU backend */
+static void ref_gemm(char ta, char tb, long m, long n, long k, float alpha, const float *A,
+                     long lda, const float *B, long ldb, float beta, float *C, long ldc) {
+    float *a = cpu_copy(A, (size_t)((ta == 'N' ? m : k) * lda), 1);
+    float *b = cpu_copy(B, (size_t)((tb == 'N' ? k : n) * ldb), 1);
+    ax_gemm(C_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, C, ldc);
+    free(a), free(b);
+}
+/* compares the GPU side of b with a CPU reference buffer */
+static void check_ref(const char *op, const char *what, float *ref, const both *b, size_t n) {
+    both t = {ref, b->g, b->bytes};
+    check(op, what, &t, n, TOL);
+}
+
 /* ---- the ops ---- */
 static void t_gemm(char ta, char tb, long m, long n, long k, float alpha, float beta, int pad) {
     long ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m, br = tb == 'N' ? k : n,
@@ -97,11 +133,17 @@ static void t_gemm(char ta, char tb, long m, long n, long k, float alpha, float 
     long lda = ac + pad, ldb = bc + pad, ldc = n + pad;
     both A = put_rand((size_t)(ar * lda), 1), B = put_rand((size_t)(br * ldb), 1);
     both Cm = put_rand((size_t)(m * ldc), 1);
+    float *ref = cpu_copy(Cm.c, (size_t)(m * ldc), 0);
     ax_gemm(C_, ta, tb, m, n, k, alpha, A.c, lda, B.c, ldb, beta, Cm.c, ldc);
     ax_gemm(G_, ta, tb, m, n, k, alpha, A.g, lda, B.g, ldb, beta, Cm.g, ldc);
     char name[96];
     snprintf(name, sizeof name, "gemm %c%c %ldx%ldx%ld ld+%d", ta, tb, m, n, k, pad);
-    check(name, "C", &Cm, (size_t)(m * ldc), TOL);
+    check(name, "C", &Cm, (size_t)(m * ldc), bf16_ ? TOL_BF16 : TOL);
+    if (bf16_) {
+        ref_gemm(ta, tb, m, n, k, alpha, A.c, lda, B.c, ldb, beta, ref, ldc);
+        check_ref(name, "C bf16 ref", ref, &Cm, (size_t)(m * ldc));
+    }
+    free(ref);
     drop(&A), drop(&B), drop(&Cm);
 }
 
@@ -111,17 +153,85 @@ static void t_matmul(int N, int C, int OC) {
     both dinp = put_rand((size_t)N * C, 1), dw = put_rand((size_t)OC * C, 1);
     char name[64];
     snprintf(name, sizeof name, "matmul N=%d C=%d OC=%d", N, C, OC);
+    double tol = bf16_ ? TOL_BF16 : TOL;
+    /* the bf16 reference: the same ops on the CPU with inputs rounded to bf16 */
+    float *ri = cpu_copy(inp.c, (size_t)N * C, 1), *rw = cpu_copy(w.c, (size_t)OC * C, 1);
+    float *rdo = cpu_copy(dout.c, (size_t)N * OC, 1), *ro = cpu_copy(out.c, (size_t)N * OC, 0);
+    float *rdi = cpu_copy(dinp.c, (size_t)N * C, 0), *rdw = cpu_copy(dw.c, (size_t)OC * C, 0);
     ax_matmul_forward(C_, out.c, inp.c, w.c, N, C, OC);
     ax_matmul_forward(G_, out.g, inp.g, w.g, N, C, OC);
-    check(name, "out", &out, (size_t)N * OC, TOL);
+    check(name, "out", &out, (size_t)N * OC, tol);
+    if (bf16_) {
+        ax_matmul_forward(C_, ro, ri, rw, N, C, OC);
+        check_ref(name, "out bf16 ref", ro, &out, (size_t)N * OC);
+    }
     ax_matmul_backward(C_, dinp.c, dw.c, dout.c, inp.c, w.c, N, C, OC);
     ax_matmul_backward(G_, dinp.g, dw.g, dout.g, inp.g, w.g, N, C, OC);
-    check(name, "dinp+=", &dinp, (size_t)N * C, TOL);
-    check(name, "dw+=", &dw, (size_t)OC * C, TOL);
+    check(name, "dinp+=", &dinp, (size_t)N * C, tol);
+    check(name, "dw+=", &dw, (size_t)OC * C, tol);
+    if (bf16_) {
+        ax_matmul_backward(C_, rdi, rdw, rdo, ri, rw, N, C, OC);
+        check_ref(name, "dinp+= bf16 ref", rdi, &dinp, (size_t)N * C);
+        check_ref(name, "dw+= bf16 ref", rdw, &dw, (size_t)OC * C);
+    }
     ax_matmul_backward(C_, NULL, dw.c, dout.c, inp.c, w.c, N, C, OC); /* one output NULL */
     ax_matmul_backward(G_, NULL, dw.g, dout.g, inp.g, w.g, N, C, OC);
-    check(name, "dw only", &dw, (size_t)OC * C, TOL);
+    check(name, "dw only", &dw, (size_t)OC * C, tol);
+    if (bf16_) {
+        ax_matmul_backward(C_, NULL, rdw, rdo, ri, rw, N, C, OC);
+        check_ref(name, "dw only bf16 ref", rdw, &dw, (size_t)OC * C);
+    }
+    free(ri), free(rw), free(rdo), free(ro), free(rdi), free(rdw);
     drop(&inp), drop(&w), drop(&out), drop(&dout), drop(&dinp), drop(&dw);
+}
+
+/* bf16 staging reuse (lib/backend/cuda/gemm.c): a staged operand must not outlive a write to
+ * its source. Z = X Y stages X and Y; X = Y Y (both operands hit Y's slot, X's stays) writes X
+ * through a GEMM's output; then W = X Y must see the new X. A kernel's write (accumulate) and
+ * a copy into X must be seen too; and dW in row chunks (the model's overlap schedule: every
+ * chunk reads the same input, which stays staged) must equal one GEMM. n x n, row-major. */
+static void t_bf16_reuse(long n) {
+    size_t nn = (size_t)(n * n);
+    both X = put_rand(nn, 1), Y = put_rand(nn, 1), Z = put(NULL, sizeof(float) * nn);
+    both W = put(NULL, sizeof(float) * nn);
+    float *rx = cpu_copy(X.c, nn, 0), *ry = cpu_copy(Y.c, nn, 0);
+    float *rz = cpu_copy(Z.c, nn, 0), *rwm = cpu_copy(W.c, nn, 0);
+    char name[64];
+    snprintf(name, sizeof name, "bf16 staging reuse n=%ld", n);
+    ax_gemm(G_, 'N', 'N', n, n, n, 1.0f, X.g, n, Y.g, n, 0.0f, Z.g, n);
+    ax_gemm(G_, 'N', 'N', n, n, n, 1.0f, Y.g, n, Y.g, n, 0.0f, X.g, n);
+    ax_gemm(G_, 'N', 'N', n, n, n, 1.0f, X.g, n, Y.g, n, 0.0f, W.g, n);
+    ref_gemm('N', 'N', n, n, n, 1.0f, rx, n, ry, n, 0.0f, rz, n);
+    ref_gemm('N', 'N', n, n, n, 1.0f, ry, n, ry, n, 0.0f, rx, n);
+    ref_gemm('N', 'N', n, n, n, 1.0f, rx, n, ry, n, 0.0f, rwm, n);
+    check_ref(name, "after C=X", rwm, &W, nn);
+    ax_accumulate(G_, X.g, Y.g, (long)nn); /* a kernel writes X */
+    ax_gemm(G_, 'N', 'N', n, n, n, 1.0f, X.g, n, Y.g, n, 0.0f, W.g, n);
+    ax_accumulate(C_, rx, ry, (long)nn);
+    ref_gemm('N', 'N', n, n, n, 1.0f, rx, n, ry, n, 0.0f, rwm, n);
+    check_ref(name, "after kernel", rwm, &W, nn);
+    float *h = host_rand(nn, 1);
+    ax_copy(G_, X.g, h, sizeof(float) * nn, AX_COPY_H2D); /* a copy writes X */
+    ax_gemm(G_, 'N', 'N', n, n, n, 1.0f, X.g, n, Y.g, n, 0.0f, W.g, n);
+    memcpy(rx, h, sizeof(float) * nn);
+    ref_gemm('N', 'N', n, n, n, 1.0f, rx, n, ry, n, 0.0f, rwm, n);
+    check_ref(name, "after copy", rwm, &W, nn);
+    /* as model_linear.c's backward: dX = Z Y stages Z (the dout), then dW[n, n] += Z^T X in
+     * chunks of 7 rows of dW, which read column blocks of the staged Z (and all of X each) */
+    both V = put(NULL, sizeof(float) * nn);
+    float *rv = cpu_copy(V.c, nn, 0);
+    ax_gemm(G_, 'N', 'N', n, n, n, 1.0f, Z.g, n, Y.g, n, 0.0f, V.g, n);
+    ref_gemm('N', 'N', n, n, n, 1.0f, rz, n, ry, n, 0.0f, rv, n);
+    for (long r0 = 0; r0 < n; r0 += 7) {
+        long r1 = r0 + 7 < n ? r0 + 7 : n;
+        ax_gemm(G_, 'T', 'N', r1 - r0, n, n, 1.0f, (float *)Z.g + r0, n, X.g, n, 1.0f,
+                (float *)W.g + r0 * n, n);
+    }
+    ref_gemm('T', 'N', n, n, n, 1.0f, rz, n, rx, n, 1.0f, rwm, n);
+    check_ref(name, "dX", rv, &V, nn); /* after the chunks: a check's copy ends the reuse */
+    check_ref(name, "dW in chunks", rwm, &W, nn);
+    free(h), free(rx), free(ry), free(rz), free(rwm), free(rv);
+    drop(&X), drop(&Y), drop(&Z), drop(&W), drop(&V);
 }
 
 static both put_tokens(int N, int V) {
@@ -549,6 +659,35 @@ int main(int argc, char **argv) {
     t_bias(7, 131);
     t_bias(300, 40);
 
+    ax_sync(G_);
+    if (ax_ctx_status(G_) != AX_OK) {
+        printf("FAIL: the CUDA backend reported an error: %s\n", ax_error_msg());
+        n_fail++;
+    }
+    ax_ctx_free(G_);
+
+    /* --precision bf16: the GEMM-using ops, staging reuse, and ops that stay fp32 (the header
+     * line first: bench/device_check.sh splits the output there) */
+    printf("CUDA bf16 vs CPU: tolerance %.0e vs fp32, %.0e vs the CPU on bf16-rounded "
+           "operands\n",
+           TOL_BF16, TOL);
+    if (ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &G_) != AX_OK) {
+        printf("FAIL: cannot create a bf16 context: %s\n", ax_error_msg());
+        return 1;
+    }
+    bf16_ = 1;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            t_gemm("NT"[ta], "NT"[tb], 37, 53, 29, 0.7f, 0.3f, 0);
+            t_gemm("NT"[ta], "NT"[tb], 64, 17, 130, 1.0f, 1.0f, 3);
+        }
+    t_gemm('N', 'N', 5, 7, 0, 1.0f, 0.0f, 1); /* k = 0: C = beta C */
+    t_matmul(33, 48, 71);
+    t_matmul(128, 256, 96);
+    t_bf16_reuse(29);
+    t_add(10007);   /* elementwise: fp32 on a bf16 context, 1e-5 */
+    t_adamw(10007); /* fp32 master weights and moments */
+    t_attention(2, 37, 48, 3);
     ax_sync(G_);
     if (ax_ctx_status(G_) != AX_OK) {
         printf("FAIL: the CUDA backend reported an error: %s\n", ax_error_msg());

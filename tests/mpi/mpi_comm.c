@@ -720,6 +720,32 @@ static void check_overlap(ax_grid_t *g) {
     OK(ax_overlap_allreduce(ov, 0, AX_AXIS_WORLD, ar, n, AX_DT_F32, AX_OP_SUM));
     OK(ax_overlap_wait(ov, 0));
     ax_overlap_free(ov);
+    /* auto (the training default): every rank of these tests runs on this one host, so every
+     * axis of more than one rank falls back to blocking collectives and says why; the compute
+     * then runs in one piece */
+    for (int a = 0; a < AX_AXIS_COUNT; a++)
+        CHECK(ax_grid_axis_hosts(g, (ax_axis)a) == 1, "axis %s spans %d hosts, want 1",
+              ax_axis_name((ax_axis)a), ax_grid_axis_hosts(g, (ax_axis)a));
+    CHECK(ax_grid_local_ranks(g) == p, "%d local ranks, want %d", ax_grid_local_ranks(g), p);
+    OK(ax_overlap_create(g, AX_OVERLAP_AUTO, 2, &ov));
+    if (!ov) return;
+    CHECK(!ax_overlap_enabled(ov), "auto overlap on with every rank on one host");
+    for (int a = 0; a < AX_AXIS_COUNT; a++) {
+        const char *why = ax_overlap_axis_why(ov, (ax_axis)a);
+        int multi = ax_grid_dim(g, (ax_axis)a) > 1;
+        CHECK(!ax_overlap_axis_on(ov, (ax_axis)a) &&
+                  strstr(why, multi ? "share one host" : "one rank"),
+              "auto, axis %s of %d ranks: %s", ax_axis_name((ax_axis)a), ax_grid_dim(g, (ax_axis)a),
+              why);
+    }
+    for (long i = 0; i < n; i++) ar[i] = (float)(me + 1);
+    OK(ax_overlap_allreduce(ov, 0, AX_AXIS_WORLD, ar, n, AX_DT_F32, AX_OP_SUM));
+    g_chunks = g_next = 0;
+    ax_overlap_compute(ov, 1000, 256, chunk_fn, NULL);
+    CHECK(g_chunks == 1 && g_next == 1000, "auto: %ld chunks up to %ld", g_chunks, g_next);
+    OK(ax_overlap_wait(ov, 0));
+    CHECK(ar[0] == want_ar && ar[n - 1] == want_ar, "auto allreduce = %g, want %g", ar[0], want_ar);
+    ax_overlap_free(ov);
     free(ar), free(rs), free(out);
 }
 

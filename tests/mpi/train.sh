@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `axmem train` on MPI grids against the single-rank run, through the CLI a user runs:
-# per-step losses agree (relative difference < 1e-4) with overlap on and off, and a checkpoint
+# per-step losses agree (relative difference < 1e-4) with overlap forced and off (and the default,
+# auto, falls back per axis and says so in the log and metrics.jsonl), and a checkpoint
 # written on 2x2x2x1 resumes on 1x1x1x1, 1x2x1x2 and (given only --out and --grid) 1x2x1x1
 # with the same losses.
 # Usage: tests/mpi/train.sh [path/to/axmem]. Prints "mpi-train: N passed, N failed".
@@ -47,12 +48,31 @@ PY
 
 run ref 1x1x1x1 && ok "reference run 1x1x1x1" || bad "reference run 1x1x1x1"
 for grid in 2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2 2x2x2x1 1x2x2x2 2x1x2x2; do
-  for ov in --overlap --no-overlap; do
+  for ov in --force-overlap --no-overlap; do
     name="g$grid$ov"
     if run "$name" "$grid" "$ov" && compare ref "$name"; then ok "losses $grid $ov = 1x1x1x1"
     else bad "losses $grid $ov = 1x1x1x1"; fi
   done
 done
+
+# the default overlap (auto) on 1x2x1x2: both axes' ranks share this host, so both fall back to
+# blocking collectives; the start summary and every metrics line say so per axis, and forced
+# overlap is reported as such. The losses equal the forced run's.
+if run auto 1x2x1x2 && compare ref auto && grep -q "overlap on axis x (2 ranks): off: its 2 ranks share one host" "$T/err" &&
+   grep -q "overlap on axis z (2 ranks): off: its 2 ranks share one host" "$T/err" &&
+   python3 -c '
+import json, sys
+a = [json.loads(l)["overlap"] for l in open(sys.argv[1])]
+f = [json.loads(l)["overlap"] for l in open(sys.argv[2])]
+ok = a and all(sorted(o) == ["x", "z"] and all("share one host" in v and v.startswith("off: ")
+                                                for v in o.values()) for o in a)
+ok = ok and f and all(o == {"x": "on: forced"} for o in f)
+sys.exit(0 if ok else 1)' "$T/auto/metrics.jsonl" "$T/g1x2x1x1--force-overlap/metrics.jsonl"
+then ok "overlap auto falls back per axis on one host, reported in the log and metrics"
+else bad "overlap auto falls back per axis on one host, reported in the log and metrics"; fi
+if run both 1x2x1x1 --force-overlap --no-overlap; then bad "--force-overlap with --no-overlap refused"
+elif grep -q "contradicts --no-overlap" "$T/err"; then ok "--force-overlap with --no-overlap refused"
+else bad "--force-overlap with --no-overlap refused"; fi
 
 # gradient accumulation: micro-batches of 4 (1 per batch rank on 2x1x1x2) = the whole batch
 if run mb-ref 1x1x1x1 --micro-batch 4 && compare ref mb-ref; then ok "micro-batches 2x4 = batch 8"

@@ -346,3 +346,50 @@ Test(grid, overlap_slots) {
     ax_overlap_free(ov);
     ax_grid_free(g);
 }
+
+/* The per-axis overlap rule (lib/dist/overlap.h ax_overlap_decide): auto turns it off on an axis
+ * inside one host, with placement unknown, or with more ranks x threads than cores; on across
+ * hosts with cores to spare; off and forced are what they say; a 1-rank axis is always off. The
+ * reason says which. */
+static void decide_dev(int mode, int ranks, int hosts, int local, int threads, int cores, int dev,
+                       int want, const char *why_has) {
+    char why[160] = "";
+    int on = ax_overlap_decide(mode, ranks, hosts, local, threads, cores, dev, why, sizeof why);
+    cr_assert_eq(on, want, "mode %d ranks %d hosts %d local %d x %d threads, %d cores: %d (%s)",
+                 mode, ranks, hosts, local, threads, cores, on, why);
+    cr_assert(!strncmp(why, want ? "on: " : "off: ", want ? 4 : 5), "reason starts on/off: %s",
+              why);
+    cr_assert(strstr(why, why_has), "reason '%s' should say '%s'", why, why_has);
+}
+static void decide(int mode, int ranks, int hosts, int local, int threads, int cores, int want,
+                   const char *why_has) {
+    decide_dev(mode, ranks, hosts, local, threads, cores, 0, want, why_has);
+}
+
+Test(grid, overlap_decision_per_axis) {
+    decide(AX_OVERLAP_AUTO, 2, 1, 2, 1, 2, 0, "share one host");
+    decide(AX_OVERLAP_AUTO, 4, 0, 4, 1, 8, 0, "not known");
+    decide(AX_OVERLAP_AUTO, 4, 2, 2, 4, 4, 0, "2 ranks x 4 threads on this host's 4 cores");
+    decide(AX_OVERLAP_AUTO, 4, 2, 2, 2, 4, 1, "span 2 hosts");
+    decide(AX_OVERLAP_FORCE, 2, 1, 2, 1, 2, 1, "forced");
+    decide(AX_OVERLAP_FORCE, 8, 8, 64, 4, 2, 1, "forced");
+    decide(AX_OVERLAP_OFF, 4, 2, 2, 1, 8, 0, "--no-overlap");
+    for (int mode = 0; mode <= 2; mode++) decide(mode, 1, 1, 1, 1, 1, 0, "one rank");
+    /* GPUs on one host over NCCL: the copy engines move the bytes, so auto overlaps */
+    decide_dev(AX_OVERLAP_AUTO, 8, 1, 8, 16, 8, 1, 1, "NCCL");
+    decide_dev(AX_OVERLAP_OFF, 8, 1, 8, 1, 8, 1, 0, "--no-overlap");
+    cr_assert_eq(ax_overlap_decide(AX_OVERLAP_FORCE, 2, 1, 2, 1, 2, 0, NULL, 0), 1); /* no reason */
+    /* a serial grid: placement is known (one host), every axis has one rank: off everywhere */
+    ax_grid_t *g = NULL;
+    cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
+    cr_assert_eq(ax_grid_axis_hosts(g, AX_AXIS_X), 1);
+    cr_assert_eq(ax_grid_local_ranks(g), 1);
+    ax_overlap *ov = NULL;
+    cr_assert_eq(ax_overlap_create(g, AX_OVERLAP_FORCE, 1, &ov), AX_OK);
+    for (int a = 0; a < AX_AXIS_COUNT; a++) {
+        cr_assert_eq(ax_overlap_axis_on(ov, (ax_axis)a), 0);
+        cr_assert(strstr(ax_overlap_axis_why(ov, (ax_axis)a), "one rank"));
+    }
+    ax_overlap_free(ov);
+    ax_grid_free(g);
+}

@@ -355,6 +355,92 @@ Test(memscan_probe, library_calls_return_what_they_write) {
     ax_rm_rf(run);
 }
 
+/* a whole file into a malloc'd buffer (NUL-terminated) */
+static char *slurp(const char *path, size_t *len) {
+    char *text = NULL;
+    cr_assert_eq(ax_read_file(path, &text, len), AX_OK, "%s", ax_error_msg());
+    return text;
+}
+
+/* probe --index and generate (the regurgitation scan) read a version-3 index in place: the
+ * open counters show a mapping and no table built or loaded, and their samples are the bytes
+ * the same scans write from a version-2 copy of the index (loaded into an in-memory table,
+ * how every scan read its index before) */
+Test(memscan_probe, scans_read_the_index_in_place) {
+    char data[128], run[128], idx3[128], idx2[128], out[4][160], samp[4][200];
+    int pid = (int)getpid();
+    snprintf(data, sizeof data, "/tmp/axmem_test_%d_inpl.axd", pid);
+    snprintf(run, sizeof run, "/tmp/axmem_test_%d_inplrun", pid);
+    snprintf(idx3, sizeof idx3, "/tmp/axmem_test_%d_inpl3.idx", pid);
+    snprintf(idx2, sizeof idx2, "/tmp/axmem_test_%d_inpl2.idx", pid);
+    for (int k = 0; k < 4; k++) {
+        snprintf(out[k], sizeof out[k], "/tmp/axmem_test_%d_inpl_%d.json", pid, k);
+        snprintf(samp[k], sizeof samp[k], "/tmp/axmem_test_%d_inpl_%d.samples.jsonl", pid, k);
+    }
+    make_run(data, run);
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *ix = NULL;
+    ax_memscan_build_opts bo;
+    ax_memscan_build_opts_default(&bo);
+    bo.n = 2; /* short windows: probed windows and generations repeat training text */
+    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_build(ds, &bo, &ix), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save(ix, idx3, NULL), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save_v2(ix, idx2, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(ix);
+    ax_axd_free(ds);
+
+    for (int v = 0; v < 2; v++) { /* v = 0: version 3 (in place), 1: version 2 (in memory) */
+        const char *index = v == 0 ? idx3 : idx2;
+        ax_memscan_open_counts c0, c1, c2;
+        ax_memscan_open_counts_get(&c0);
+        ax_ms_probe_opts po;
+        ax_ms_probe_summary ps;
+        cr_assert_eq(ax_cfg_set_defaults(&ax_ms_probe_table, &po), AX_OK);
+        snprintf(po.ckpt, sizeof po.ckpt, "%s", run);
+        snprintf(po.data, sizeof po.data, "%s", data);
+        snprintf(po.index, sizeof po.index, "%s", index);
+        snprintf(po.out, sizeof po.out, "%.159s", out[2 * v]);
+        snprintf(po.prefix_lengths, sizeof po.prefix_lengths, "4,8");
+        po.samples = 6, po.prefix = 8, po.suffix = 8, po.batch = 4;
+        cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_OK, "%s", ax_error_msg());
+        ax_memscan_open_counts_get(&c1);
+        ax_ms_generate_opts go;
+        ax_ms_generate_summary gs;
+        cr_assert_eq(ax_cfg_set_defaults(&ax_ms_generate_table, &go), AX_OK);
+        snprintf(go.ckpt, sizeof go.ckpt, "%s", run);
+        snprintf(go.index, sizeof go.index, "%s", index);
+        snprintf(go.out, sizeof go.out, "%.159s", out[2 * v + 1]);
+        go.samples = 6, go.length = 16, go.batch = 4;
+        cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_OK, "%s", ax_error_msg());
+        ax_memscan_open_counts_get(&c2);
+        cr_assert(gs.with_span > 0, "no generation repeats training text");
+        cr_assert_eq(c2.built, c0.built, "a scan built an index");
+        if (v == 0) { /* one mapping per prefix length and one for generate, none verified */
+            cr_assert_eq(c1.in_place - c0.in_place, 2);
+            cr_assert_eq(c2.in_place - c1.in_place, 1);
+            cr_assert_eq(c2.verified, c0.verified, "a scan hashed the whole index at open");
+            cr_assert_eq(c2.in_memory, c0.in_memory, "a scan loaded the index into memory");
+        } else { /* the counter sees what the old path did */
+            cr_assert_eq(c2.in_memory - c0.in_memory, 3);
+            cr_assert_eq(c2.in_place, c0.in_place);
+        }
+    }
+    /* the same samples, byte for byte; the probes saw duplicates */
+    for (int k = 0; k < 2; k++) {
+        size_t l3, l2;
+        char *a = slurp(samp[k], &l3), *b = slurp(samp[k + 2], &l2);
+        cr_assert(l3 > 0 && l3 == l2 && memcmp(a, b, l3) == 0, "%s differs from %s", samp[k],
+                  samp[k + 2]);
+        if (k == 0) cr_assert(strstr(a, "\"duplicates\":"), "probe samples carry no duplicates");
+        free(a);
+        free(b);
+    }
+    for (int k = 0; k < 4; k++) unlink(out[k]), unlink(samp[k]);
+    unlink(idx3), unlink(idx2), unlink(data);
+    ax_rm_rf(run);
+}
+
 /* ---- sampled extraction (lib/model/sample.h; ax_probe_config.draws) ---- */
 
 /* The distribution ax_sample_rows should draw from, computed directly: softmax(x / T) over the

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/backend/ops.h"
+#include "lib/backend/cpu/cpu.h"
 
 /* the CPU backend's context the kernels under test run on (scratch grows on demand) */
 static ax_ctx *cpu_ctx(void) {
@@ -230,6 +231,51 @@ Test(ops, matmul_larger_shapes) {
     ref_gemm('N', 'T', N, OC, C, 1, inp, C, w, C, 0, want, OC, want);
     expect_close("matmul out", out, want, N * OC, TOL_FWD * 2);
     free(inp), free(w), free(out), free(want);
+}
+
+/* matmul_forward for a few rows (decoding's batches: N <= AX_CPU_GEMV_MAX_N) runs gemv.c's
+ * kernel: against the float64 reference and dnnl_sgemm for every tile tail (N % 2, OC % 8,
+ * C % 16 and C < 16), the same bits on 1, 2 and 3 threads, and a row's bits whatever batch it is
+ * in (so a sequence decodes the same at any --batch) */
+Test(ops, matmul_forward_few_rows_gemv) {
+    seed(23);
+    const int Ns[] = {1, 2, 3, 7, 16, 31, AX_CPU_GEMV_MAX_N};
+    const int Cs[] = {5, 16, 67, 130}, OCs[] = {1, 7, 8, 9, 200};
+    for (size_t a = 0; a < sizeof Ns / sizeof *Ns; a++)
+        for (size_t b = 0; b < sizeof Cs / sizeof *Cs; b++)
+            for (size_t c = 0; c < sizeof OCs / sizeof *OCs; c++) {
+                int N = Ns[a], C = Cs[b], OC = OCs[c];
+                float *inp = frand((long)N * C, 1), *w = frand((long)OC * C, 0.5);
+                float *out = fzeros((long)N * OC), *blas = fzeros((long)N * OC);
+                double *want = dzeros((long)N * OC);
+                ref_gemm('N', 'T', N, OC, C, 1, inp, C, w, C, 0, want, OC, want);
+                char what[64];
+                snprintf(what, sizeof what, "gemv N=%d C=%d OC=%d", N, C, OC);
+                omp_set_num_threads(1);
+                ax_matmul_forward(CTX, out, inp, w, N, C, OC);
+                expect_close(what, out, want, (long)N * OC, TOL_FWD * 2);
+                ax_sgemm('N', 'T', N, OC, C, 1.0f, inp, C, w, C, 0.0f, blas, OC);
+                double *bd = todbl(blas, (long)N * OC);
+                expect_close(what, out, bd, (long)N * OC, TOL_FWD * 4);
+                for (int nt = 2; nt <= 3; nt++) {
+                    float *o2 = fzeros((long)N * OC);
+                    omp_set_num_threads(nt);
+                    ax_cpu_gemv_forward(o2, inp, w, N, C, OC);
+                    cr_expect(!memcmp(o2, out, sizeof(float) * N * OC),
+                              "%s: %d threads change the bits", what, nt);
+                    free(o2);
+                }
+                omp_set_num_threads(1);
+                /* a row's result does not depend on the batch around it (paired or alone) */
+                float *one = fzeros(OC);
+                for (int r = 0; r<N; r += N - 1> 0 ? N - 1 : 1) {
+                    ax_matmul_forward(CTX, one, inp + (long)r * C, w, 1, C, OC);
+                    cr_expect(!memcmp(one, out + (long)r * OC, sizeof(float) * OC),
+                              "%s: row %d alone differs from the batch's", what, r);
+                }
+                free(one);
+                free(inp), free(w), free(out), free(blas), free(want), free(bd);
+            }
 }
 
 /* ---------------------------------------------------------------- embedding */

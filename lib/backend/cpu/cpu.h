@@ -15,6 +15,11 @@ void ax_cpu_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, 
                  long ldc);
 void ax_cpu_matmul_forward(ax_ctx *ctx, float *out, const float *inp, const float *w, int N, int C,
                            int OC);
+/* out[N,OC] = inp[N,C] w[OC,C]^T reading each weight row once (lib/backend/cpu/gemv.c): what
+ * matmul_forward runs for N <= AX_CPU_GEMV_MAX_N rows (decoding's batches). Threads split OC;
+ * the result does not depend on the thread count. */
+#define AX_CPU_GEMV_MAX_N 32
+void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, int C, int OC);
 void ax_cpu_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
                             const float *inp, const float *w, int N, int C, int OC);
 void ax_cpu_embedding_forward(ax_ctx *ctx, float *out, const int32_t *tokens, const float *wte,

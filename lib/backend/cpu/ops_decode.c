@@ -13,6 +13,7 @@ void ax_cpu_attention_decode(ax_ctx *ctx, float *out, const float *q, const floa
     /* one row of len scores per thread, from the context's scratch */
     long per = ((long)(len > 0 ? len : 1) + 15) / 16 * 16; /* 64-byte rows: no false sharing */
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if ((long)B * H * len * D < 32768) nt = 1; /* batch 1, early positions: not worth a fork */
     float *scores = ax_ctx_scratch(ctx, sizeof(float) * (size_t)(per * nt));
     if (!scores) return; /* out of memory growing an arena the caller under-reserved */
 #pragma omp parallel num_threads(nt)

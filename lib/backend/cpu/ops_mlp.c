@@ -4,7 +4,7 @@
 /* out[N,F] = silu(gate) * up, h[N,2F] = [gate | up] per row */
 void ax_cpu_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F) {
     (void)ctx;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * F >= 16384) /* decoding: a few rows */
     for (int i = 0; i < N; i++) {
         const float *restrict g = h + (long)i * 2 * F;
         const float *restrict u = g + F;

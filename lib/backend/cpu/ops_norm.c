@@ -7,7 +7,8 @@
 void ax_cpu_rmsnorm_forward(ax_ctx *ctx, float *out, float *rstd, const float *inp,
                             const float *weight, int N, int C, float eps) {
     (void)ctx;
-#pragma omp parallel for schedule(static)
+    /* a few rows (decoding at batch 1) are not worth a fork and join of the team */
+#pragma omp parallel for schedule(static) if ((long)N * C >= 16384)
     for (int i = 0; i < N; i++) {
         const float *restrict x = inp + (long)i * C;
         float *restrict o = out + (long)i * C;

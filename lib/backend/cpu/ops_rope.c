@@ -20,7 +20,7 @@ void ax_cpu_rope_table(ax_ctx *ctx, float *cos_t, float *sin_t, int T, int D, fl
 static void rope_apply(float *x, const float *cos_t, const float *sin_t, int B, int T, int H, int D,
                        long ld, float sgn) {
     int h2 = D / 2;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((long)B * T * H * D >= 16384)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *restrict cs = cos_t + (long)t * h2;

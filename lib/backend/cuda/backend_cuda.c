@@ -35,7 +35,19 @@ static int check(cudaError_t e, const char *what) {
     return 0;
 }
 
+/* ---- what may have written device memory (bf16 operand reuse, gemm.c) ---- */
+static unsigned long g_generation;
+
+unsigned long ax_cuda_generation(void) {
+    return __atomic_load_n(&g_generation, __ATOMIC_ACQUIRE);
+}
+
+void ax_cuda_advance(void) {
+    __atomic_add_fetch(&g_generation, 1, __ATOMIC_ACQ_REL);
+}
+
 void ax_cuda_launched(const char *op) {
+    ax_cuda_advance();
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) ax_cuda_fail("kernel launch of %s: %s", op, cudaGetErrorString(e));
 }
@@ -99,6 +111,7 @@ static void cu_host_free(void *p) {
 
 static void cu_copy(ax_ctx *ctx, void *dst, const void *src, size_t bytes, ax_copy_kind kind) {
     if (!bytes || dst == src) return;
+    if (kind != AX_COPY_D2H) ax_cuda_advance(); /* device memory is written */
     enum cudaMemcpyKind k = kind == AX_COPY_H2D   ? cudaMemcpyHostToDevice
                             : kind == AX_COPY_D2H ? cudaMemcpyDeviceToHost
                                                   : cudaMemcpyDeviceToDevice;
@@ -119,7 +132,9 @@ static int cu_is_device(const void *p) {
 }
 
 static void cu_zero(ax_ctx *ctx, void *p, size_t bytes) {
-    if (bytes) check(cudaMemsetAsync(p, 0, bytes, (cudaStream_t)ctx->stream), "cudaMemsetAsync");
+    if (!bytes) return;
+    ax_cuda_advance();
+    check(cudaMemsetAsync(p, 0, bytes, (cudaStream_t)ctx->stream), "cudaMemsetAsync");
 }
 
 static void cu_sync(ax_ctx *ctx) {
@@ -152,6 +167,7 @@ static void *cu_map(ax_ctx *ctx, void *dev, size_t bytes, int flags) {
 static void cu_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags) {
     if (!host) return;
     if ((flags & AX_MAP_WRITE) && bytes) {
+        ax_cuda_advance();
         cudaStream_t s = (cudaStream_t)ctx->stream;
         if (check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s), "ax_unmap copy"))
             check(cudaStreamSynchronize(s), "ax_unmap wait"); /* before the staging is freed */
@@ -164,6 +180,7 @@ static ax_status cu_ctx_init(ax_ctx *ctx) {
     ax_cuda_ctx *c = calloc(1, sizeof *c);
     if (!c) return ax_errorf(AX_ERR_NOMEM, "out of memory creating a CUDA context");
     c->device = g_device < 0 ? 0 : g_device;
+    c->bf16 = ctx->precision == AX_PREC_BF16;
     cudaError_t e = cudaSetDevice(c->device);
     cudaStream_t s = NULL;
     /* a blocking stream: it waits for the legacy default stream (cudaMemset of allocations) */
@@ -178,8 +195,10 @@ static ax_status cu_ctx_init(ax_ctx *ctx) {
     cublasStatus_t bs = cublasCreate(&h);
     if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(h, s);
     /* fp32 means fp32: no TF32 tensor cores even under NVIDIA_TF32_OVERRIDE, so the GEMMs
-     * reproduce the CPU backend to float rounding */
-    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+     * reproduce the CPU backend to float rounding. bf16 names its types and compute type
+     * (cublasGemmEx, CUBLAS_COMPUTE_32F) and wants the tensor cores: the default math. */
+    if (bs == CUBLAS_STATUS_SUCCESS)
+        bs = cublasSetMathMode(h, c->bf16 ? CUBLAS_DEFAULT_MATH : CUBLAS_PEDANTIC_MATH);
     if (bs != CUBLAS_STATUS_SUCCESS) {
         if (h) cublasDestroy(h);
         cudaStreamDestroy(s);
@@ -190,6 +209,7 @@ static ax_status cu_ctx_init(ax_ctx *ctx) {
     c->blas = h;
     ctx->stream = s;
     ctx->impl = c;
+    AX_DEBUG("cuda: context on device %d, %s GEMMs", c->device, c->bf16 ? "bf16" : "fp32");
     return AX_OK;
 }
 
@@ -197,6 +217,8 @@ static void cu_ctx_fini(ax_ctx *ctx) {
     ax_cuda_ctx *c = ctx->impl;
     if (ctx->stream) check(cudaStreamSynchronize((cudaStream_t)ctx->stream), "final stream wait");
     if (c && c->blas) cublasDestroy((cublasHandle_t)c->blas);
+    for (int i = 0; c && i < 2; i++)
+        if (c->slot[i].buf) check(cudaFree(c->slot[i].buf), "cudaFree of bf16 staging");
     if (ctx->stream) cudaStreamDestroy((cudaStream_t)ctx->stream);
     free(c);
     ctx->impl = NULL;
@@ -259,6 +281,7 @@ static const ax_backend cuda_backend = {
     .bias_backward = ax_cuda_bias_backward,
     .ctx_init = cu_ctx_init,
     .ctx_fini = cu_ctx_fini,
+    .bf16 = 1,
 };
 
 ax_status ax_backend_cuda_open(const ax_backend **out) {

@@ -23,16 +23,42 @@ extern "C" {
 
 #include "lib/backend/ops.h"
 
+/* bf16 mode (gemm.c): one GEMM operand rounded to bf16, packed with a leading dimension padded
+ * to 8 (16-byte rows for the tensor cores), and what it was made from. It is reused, or a
+ * block of it, while nothing may have written its source since: same pointer and leading
+ * dimension, same ax_cuda_generation (the model's dW GEMMs come in row chunks that all read
+ * the same input and column blocks of the dout the dX GEMM staged). */
+typedef struct {
+    void *buf; /* device, cap bf16 elements */
+    size_t cap;
+    const float *src; /* NULL: empty */
+    long rows, cols, ld;
+    unsigned long gen;
+} ax_cuda_bf16_slot;
+
 /* per-context state behind ctx->impl (the stream itself is ctx->stream) */
 typedef struct {
     void *blas; /* cublasHandle_t */
     int device;
+    int bf16;                  /* ctx->precision == AX_PREC_BF16 */
+    ax_cuda_bf16_slot slot[2]; /* the two operands of a bf16 GEMM */
 } ax_cuda_ctx;
 
 /* Records the first failure (printf-style message) for ax_cuda_status; later ones are logged. */
 void ax_cuda_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* After a launch: records a launch error (bad configuration, no device) naming `op`. */
+/* After a launch: records a launch error (bad configuration, no device) naming `op`, and
+ * advances ax_cuda_generation (device memory may have changed). Every op calls it after its
+ * launches; a new kernel file must too, or a bf16 GEMM may reuse a stale operand. */
 void ax_cuda_launched(const char *op);
+/* A counter of everything that may write device memory through this backend: kernels
+ * (ax_cuda_launched), copies, zeroing, unmap, cuBLAS outputs. Process-wide. */
+unsigned long ax_cuda_generation(void);
+void ax_cuda_advance(void);
+/* dst[rows, ldd] (bf16, packed rows of ldd >= cols; the padding is left alone) =
+ * round-to-nearest-even of src[rows, cols] (leading dimension ld). Does not advance the
+ * generation (it writes only the backend's own staging): ops_bf16.cu. */
+void ax_cuda_to_bf16(ax_ctx *ctx, void *dst, long ldd, const float *src, long rows, long cols,
+                     long ld);
 ax_status ax_cuda_status(ax_ctx *ctx);
 /* Copies `bytes` of device memory to host and waits (results of the double-returning ops). */
 void ax_cuda_d2h_sync(ax_ctx *ctx, void *host, const void *dev, size_t bytes);

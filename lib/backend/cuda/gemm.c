@@ -1,16 +1,113 @@
-/* GEMM on cuBLAS (fp32, pedantic math: no TF32), and the linear layer built on it.
+/* GEMM on cuBLAS, and the linear layer built on it. fp32 contexts: cublasSgemm in pedantic
+ * math (no TF32). bf16 contexts (--precision bf16): both operands are rounded to bf16 into the
+ * context's staging slots and multiplied by cublasGemmEx with fp32 accumulation and fp32 C
+ * (CUBLAS_COMPUTE_32F), so everything around the GEMMs stays fp32.
  *
  * cuBLAS is column-major. A row-major matrix X[r,c] with leading dimension ld is, read
  * column-major, X^T[c,r] with the same ld. So the row-major C = op(A) op(B) is the
  * column-major C^T = op(B)^T op(A)^T: call cuBLAS with the operands swapped (B first), the
  * same transpose flags, and m and n swapped. */
 #include <cublas_v2.h>
+#include <cuda_runtime_api.h>
 #include <limits.h>
+#include <stdint.h>
 
 #include "lib/backend/cuda/cuda.h"
 
 static cublasOperation_t op_of(char t) {
     return t == 'T' || t == 't' ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
+
+/* padded leading dimension of a staged operand: 16-byte rows */
+static long bf16_ld(long cols) {
+    return (cols + 7) & ~7L;
+}
+
+/* the slot already holding src[rows, cols] (leading dimension ld), or a matrix it is a block
+ * of, with nothing written since (generation gen): its index, and the block's bf16 copy in *p
+ * with leading dimension *pld; -1 when none. (The dW chunks of the overlap schedule read
+ * column blocks of the dout that the dX GEMM just staged.) */
+static int slot_find(const ax_cuda_ctx *c, const float *src, long rows, long cols, long ld,
+                     unsigned long gen, const void **p, long *pld) {
+    for (int i = 0; i < 2; i++) {
+        const ax_cuda_bf16_slot *s = &c->slot[i];
+        if (!s->src || s->gen != gen || s->ld != ld || src < s->src) continue;
+        long off = (long)(src - s->src), r = off / ld, col = off % ld;
+        if (r + rows > s->rows || col + cols > s->cols) continue;
+        *pld = bf16_ld(s->cols);
+        *p = (const uint16_t *)s->buf + r * *pld + col;
+        return i;
+    }
+    return -1;
+}
+
+/* converts src into slot v (growing it); 0 when the staging cannot be allocated (recorded) */
+static int slot_fill(ax_ctx *ctx, ax_cuda_ctx *c, int v, const float *src, long rows, long cols,
+                     long ld, unsigned long gen) {
+    ax_cuda_bf16_slot *s = &c->slot[v];
+    size_t need = (size_t)rows * (size_t)bf16_ld(cols);
+    s->src = NULL;
+    if (need > s->cap) {
+        /* once per larger shape, not per step: cudaFree waits for the GEMMs reading it */
+        if (s->buf) cudaFree(s->buf);
+        s->buf = NULL, s->cap = 0;
+        if (cudaMalloc(&s->buf, need * 2) != cudaSuccess) {
+            cudaGetLastError();
+            s->buf = NULL;
+            ax_cuda_fail("out of device memory for %zu bytes of bf16 GEMM staging", need * 2);
+            return 0;
+        }
+        s->cap = need;
+    }
+    ax_cuda_to_bf16(ctx, s->buf, bf16_ld(cols), src, rows, cols, ld);
+    s->src = src, s->rows = rows, s->cols = cols, s->ld = ld, s->gen = gen;
+    return 1;
+}
+
+/* bf16 operands, fp32 accumulation and output; C's writes end the slots' reuse */
+static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, long m, long n, long k,
+                      float alpha, const float *A, long lda, const float *B, long ldb, float beta,
+                      float *C, long ldc) {
+    int ta = op_of(transa) == CUBLAS_OP_T, tb = op_of(transb) == CUBLAS_OP_T;
+    /* row-major storage: A is [m,k] ('N') or [k,m] ('T'); B is [k,n] or [n,k] */
+    long ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    unsigned long gen = ax_cuda_generation();
+    const void *a = NULL, *b = NULL;
+    long la = 0, lb = 0;
+    int ha = slot_find(c, A, ar, ac, lda, gen, &a, &la);
+    int hb = slot_find(c, B, br, bc, ldb, gen, &b, &lb);
+    if (ha < 0) { /* not into the slot B hits */
+        ha = hb == 0 ? 1 : 0;
+        if (!slot_fill(ctx, c, ha, A, ar, ac, lda, gen)) return;
+        a = c->slot[ha].buf, la = bf16_ld(ac);
+        hb = slot_find(c, B, br, bc, ldb, gen, &b, &lb); /* B may be A, or a block of it */
+    }
+    if (hb < 0) {
+        hb = 1 - ha;
+        if (!slot_fill(ctx, c, hb, B, br, bc, ldb, gen)) return;
+        b = c->slot[hb].buf, lb = bf16_ld(bc);
+    }
+    if (la > INT_MAX || lb > INT_MAX) {
+        ax_cuda_fail("gemm(%c,%c,m=%ld,n=%ld,k=%ld): a dimension exceeds cuBLAS's int range",
+                     transa, transb, m, n, k);
+        return;
+    }
+    cublasStatus_t s =
+        cublasGemmEx((cublasHandle_t)c->blas, op_of(transb), op_of(transa), (int)n, (int)m, (int)k,
+                     &alpha, b, CUDA_R_16BF, (int)lb, a, CUDA_R_16BF, (int)la, &beta, C, CUDA_R_32F,
+                     (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        ax_cuda_fail("cublasGemmEx(bf16,%c,%c,m=%ld,n=%ld,k=%ld,lda=%ld,ldb=%ld,ldc=%ld): %s",
+                     transa, transb, m, n, k, la, lb, ldc, cublasGetStatusString(s));
+    /* a staged operand whose source overlaps C is stale now */
+    const char *c0 = (const char *)C, *c1 = (const char *)(C + (m - 1) * ldc + n);
+    for (int i = 0; i < 2; i++) {
+        ax_cuda_bf16_slot *sl = &c->slot[i];
+        if (!sl->src) continue;
+        const char *s0 = (const char *)sl->src,
+                   *s1 = (const char *)(sl->src + (sl->rows - 1) * sl->ld + sl->cols);
+        if (s0 < c1 && c0 < s1) sl->src = NULL;
+    }
 }
 
 /* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C, row-major */
@@ -29,6 +126,10 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
         return;
     }
     ax_cuda_ctx *c = ctx->impl;
+    if (c->bf16) {
+        gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     cublasStatus_t s =
         cublasSgemm((cublasHandle_t)c->blas, op_of(transb), op_of(transa), (int)n, (int)m, (int)k,
                     &alpha, B, (int)ldb, A, (int)lda, &beta, C, (int)ldc);

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # End to end on the emulated device (tests/cuda/emu/run.sh builds build/cuda-emu/axmem first):
-# train 2 steps with --device cuda and --device cpu and compare the losses (< 1e-4 relative),
-# then probe and generate from the CPU checkpoint on both and compare the samples. Device
-# memory is guarded (AX_EMU_GUARD=1): host code that touches it directly faults, and the
-# backtrace names the line (gdb, if installed). Slow (fibers): a tiny model, ~1-2 minutes.
+# train 2 steps with --device cuda --precision fp32 and --device cpu and compare the losses
+# (< 1e-4 relative), then probe and generate from the CPU checkpoint on both and compare the
+# samples. --precision bf16 (the default on cuda): 6 steps whose losses track the CPU's fp32
+# run (< 2e-2 relative per step), a checkpoint that the CPU loads (fp32 master weights, the
+# CPU checkpoint's layout), and probe and generate that run. Device memory is guarded
+# (AX_EMU_GUARD=1): host code that touches it directly faults, and the backtrace names the line
+# (gdb, if installed). Slow (fibers): a tiny model, ~2-3 minutes.
 #
 #   bash tests/cuda/emu/e2e.sh [BUILD=build]     exit 0 when every comparison passed
 set -uo pipefail
@@ -36,10 +39,8 @@ head -n 200 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
 S=(--data "$T/kjv.axd" --layers 2 --dim 32 --heads 2 --ffn 64 --seq-len 16 --batch 2 --steps 2
    --lr 3e-3 --warmup 1 --seed 7 --threads 1 --goldfish hash:k=4,h=3)
 "$A" train "${S[@]}" --device cpu --out "$T/cpu" 2>/dev/null
-name="train --device cuda (emulated) runs, checkpoint included"
-check emu train "${S[@]}" --device cuda --out "$T/gpu"
-name="train: losses cuda vs cpu < 1e-4 relative"
-check python3 - "$T/cpu/metrics.jsonl" "$T/gpu/metrics.jsonl" <<'PY'
+same_losses() { # CPU_RUN GPU_RUN TOLERANCE: every step's loss, relative
+  python3 - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" <<'PY'
 import json, sys
 a = [json.loads(l) for l in open(sys.argv[1])]
 try:
@@ -48,19 +49,58 @@ except OSError:
     sys.exit(1)
 worst = max(abs(x["loss"] - y["loss"]) / abs(x["loss"]) for x, y in zip(a, b)) if b else 1
 print(f"     {len(b)} of {len(a)} steps, max relative loss difference {worst:.2e}")
-sys.exit(0 if len(a) == len(b) and worst < 1e-4 else 1)
+sys.exit(0 if len(a) == len(b) and worst < float(sys.argv[3]) else 1)
 PY
+}
+name="train --device cuda --precision fp32 (emulated) runs, checkpoint included"
+check emu train "${S[@]}" --device cuda --precision fp32 --out "$T/gpu"
+name="train: losses cuda fp32 vs cpu < 1e-4 relative"
+check same_losses "$T/cpu" "$T/gpu" 1e-4
+# bf16 (the default on cuda): 6 steps (~8 s each on the emulator), losses track the CPU's fp32 run
+S6=(--data "$T/kjv.axd" --layers 1 --dim 32 --heads 2 --ffn 64 --seq-len 8 --batch 2 --steps 6
+    --lr 3e-3 --warmup 1 --seed 7 --threads 1 --goldfish hash:k=4,h=3 --log-every 1)
+"$A" train "${S6[@]}" --device cpu --out "$T/cpu6" 2>/dev/null
+name="train --device cuda (bf16 by default, emulated) runs 6 steps"
+check emu train "${S6[@]}" --device cuda --out "$T/bf16"
+name="train: losses cuda bf16 vs cpu fp32 < 2e-2 relative per step"
+check same_losses "$T/cpu6" "$T/bf16" 2e-2
+name="bf16 run: the manifest records --precision (auto)"
+check bash -c 'grep -q "\"precision\": *\"auto\"" "$0"/ckpt/step-*/manifest.json' "$T/bf16"
+name="bf16 checkpoint: fp32 master weights (the CPU run's tensors and raw shard bytes)"
+check python3 - "$T/cpu6" "$T/bf16" <<'PY'
+import glob, json, sys
+def layout(run):
+    m = json.load(open(sorted(glob.glob(run + "/ckpt/step-*/manifest.json"))[-1]))
+    return m["tensors"], [s["bytes"] for s in m["shards"]]
+a, b = layout(sys.argv[1]), layout(sys.argv[2])
+print(f"     shard bytes {a[1]} vs {b[1]}")
+sys.exit(0 if a[1] and a == b else 1)
+PY
+name="bf16 checkpoint loads on cpu (probe --device cpu)"
+probe_cpu() {
+  "$A" memscan probe --ckpt "$1" --data "$T/kjv.axd" --samples 4 --prefix 4 --suffix 4 \
+    --threads 1 --device cpu --out "$T/pbc.json" >/dev/null 2>&1 && [ -s "$T/pbc.samples.jsonl" ]
+}
+check probe_cpu "$T/bf16"
 P=(--ckpt "$T/cpu" --data "$T/kjv.axd" --samples 4 --prefix 4 --suffix 4 --threads 1)
 "$A" memscan probe "${P[@]}" --device cpu --out "$T/pc.json" >/dev/null 2>&1
 name="probe --device cuda (emulated): same samples as cpu"
-check bash -c 'AX_EMU_GUARD=1 "$0" memscan probe "${@:2}" --device cuda --out "$1/pg.json" \
+check bash -c 'AX_EMU_GUARD=1 "$0" memscan probe "${@:2}" --device cuda --precision fp32 --out "$1/pg.json" \
   >/dev/null 2>&1 && cmp -s "$1/pc.samples.jsonl" "$1/pg.samples.jsonl"' \
   "$E" "$T" "${P[@]}"
 G=(--ckpt "$T/cpu" --index "$T/kjv.idx" --samples 2 --length 4 --seed 5 --threads 1)
 "$A" memscan generate "${G[@]}" --device cpu --out "$T/gc.json" --samples-out "$T/gc.jsonl" >/dev/null 2>&1
 name="generate --device cuda (emulated): same samples as cpu"
-check bash -c 'AX_EMU_GUARD=1 "$0" memscan generate "${@:2}" --device cuda --out "$1/gg.json" \
+check bash -c 'AX_EMU_GUARD=1 "$0" memscan generate "${@:2}" --device cuda --precision fp32 --out "$1/gg.json" \
   --samples-out "$1/gg.jsonl" >/dev/null 2>&1 && cmp -s "$1/gc.jsonl" "$1/gg.jsonl"' \
+  "$E" "$T" "${G[@]}"
+name="probe --device cuda --precision bf16 (emulated) runs, every sample scored"
+check bash -c 'AX_EMU_GUARD=1 "$0" memscan probe "${@:2}" --device cuda --precision bf16 \
+  --out "$1/pb.json" >/dev/null 2>&1 && [ "$(wc -l <"$1/pb.samples.jsonl")" = "$(wc -l <"$1/pc.samples.jsonl")" ]' \
+  "$E" "$T" "${P[@]}"
+name="generate --device cuda --precision bf16 (emulated) runs"
+check bash -c 'AX_EMU_GUARD=1 "$0" memscan generate "${@:2}" --device cuda --precision bf16 \
+  --out "$1/gb.json" --samples-out "$1/gb.jsonl" >/dev/null 2>&1 && [ -s "$1/gb.jsonl" ]' \
   "$E" "$T" "${G[@]}"
 echo "emu e2e: $fails failed"
 [ "$fails" -eq 0 ]

@@ -1,0 +1,201 @@
+/* out[N,OC] = inp[N,C] w[OC,C]^T for a few rows N: the matmuls of KV-cached decoding (N = the
+ * decoding batch), where dnnl_sgemm packs the whole weight matrix for a handful of rows, i.e.
+ * reads and writes every weight once more than the product needs.
+ *
+ * Here each weight row is read once, straight from its row-major place: the output rows
+ * (weight rows) are split into one contiguous range per thread; a tile of JB = 4 weight rows
+ * against NB <= 4 input rows keeps NB x JB vector accumulators (lanes over k)
+ * in registers, then sums the accumulators' lanes (16 at once by a shuffle tree). The inputs (N x C
+ * floats, <= 256 KB at N = 32, C = 2048) stay in L2 while the weights stream from memory once. Per
+ * output element the sum runs in fixed order (16 lane partial sums over k, then a fixed reduction
+ * tree), whatever the thread count: results do not depend on threads. */
+#include "lib/backend/cpu/cpu.h"
+
+#include <omp.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define VL 16
+typedef __m512 vec;
+static inline vec vzero(void) {
+    return _mm512_setzero_ps();
+}
+static inline vec vload(const float *p) {
+    return _mm512_loadu_ps(p);
+}
+static inline vec vfma(vec a, vec b, vec c) {
+    return _mm512_fmadd_ps(a, b, c);
+}
+static inline float vsum(vec v) {
+    return _mm512_reduce_add_ps(v);
+}
+/* the value in a register: gcc would otherwise fold a weight load into each of its NB FMAs,
+ * reading it NB times (the load port, not the FMAs, then sets the pace) */
+static inline vec vkeep(vec v) {
+    __asm__("" : "+v"(v));
+    return v;
+}
+/* 16 accumulators' lane sums in one vector, by a fixed tree of 15 adds (against 16 x 4 for
+ * reducing each alone): halves, then quarters, then pairs within 128-bit lanes. Lane i of the
+ * result holds the sum of a[g_sum16_src[i]]. */
+static int g_sum16_src[16];
+static inline vec sum16(const vec *a) {
+    vec b[8], c[4], d[2];
+    for (int i = 0; i < 8; i++)
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+    for (int i = 0; i < 4; i++)
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; i++)
+        d[i] = _mm512_add_ps(_mm512_unpacklo_ps(c[2 * i], c[2 * i + 1]),
+                             _mm512_unpackhi_ps(c[2 * i], c[2 * i + 1]));
+    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x44), _mm512_shuffle_ps(d[0], d[1], 0xEE));
+}
+/* which accumulator each lane of sum16 holds: found by running it on a[i] = i in every lane */
+__attribute__((constructor)) static void sum16_map(void) {
+    vec a[16];
+    float r[16];
+    for (int i = 0; i < 16; i++) a[i] = _mm512_set1_ps((float)i);
+    _mm512_storeu_ps(r, sum16(a));
+    for (int i = 0; i < 16; i++) g_sum16_src[i] = (int)(r[i] / 16.0f + 0.5f);
+}
+#define HAVE_SUM16 1
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define VL 8
+typedef __m256 vec;
+static inline vec vzero(void) {
+    return _mm256_setzero_ps();
+}
+static inline vec vload(const float *p) {
+    return _mm256_loadu_ps(p);
+}
+static inline vec vfma(vec a, vec b, vec c) {
+    return _mm256_fmadd_ps(a, b, c);
+}
+static inline vec vkeep(vec v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+static inline float vsum(vec v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+#else
+#define VL 8 /* portable: an array the compiler may vectorise */
+typedef struct {
+    float f[VL];
+} vec;
+static inline vec vzero(void) {
+    vec v = {{0}};
+    return v;
+}
+static inline vec vload(const float *p) {
+    vec v;
+    for (int i = 0; i < VL; i++) v.f[i] = p[i];
+    return v;
+}
+static inline vec vfma(vec a, vec b, vec c) {
+    for (int i = 0; i < VL; i++) c.f[i] += a.f[i] * b.f[i];
+    return c;
+}
+static inline float vsum(vec v) {
+    float s = 0.0f;
+    for (int i = 0; i < VL; i++) s += v.f[i];
+    return s;
+}
+static inline vec vkeep(vec v) {
+    return v;
+}
+#endif
+
+/* NB x JB accumulators + NB input vectors + one weight vector: 16 + 2 + 1 of the 32 AVX-512
+ * registers; per k step NB + JB loads feed NB x JB FMAs, and a full tile's 16 sums reduce
+ * together. 8 x 2 rather than 4 x 4: each weight vector serves fewer inputs, but the inputs
+ * (from L2) are read half as often; measured in cache at N = 32 (one thread, GFLOP/s,
+ * dnnl_sgemm / 4 x 4 / 8 x 2): C = 768: 82-87 / 58-62 / 75-88; C = 2048: 52-54 / 76-80 / 65-70 */
+enum { JB = 8, NB = 2 };
+
+/* out[n, j] for n < nb, j < jb (compile-time constants after inlining) over k in [0, C):
+ * whole vectors, then the k tail (C % VL) added scalar at the end, in order. */
+static inline __attribute__((always_inline)) void tile(int nb, int jb, const float *x, long ldx,
+                                                       const float *w, long ldw, int C, float *out,
+                                                       long ldo, const float *pf) {
+    vec acc[16]; /* acc[n * jb + j]; nb * jb <= 16 */
+    for (int n = 0; n < nb; n++)
+        for (int j = 0; j < jb; j++) acc[n * jb + j] = vzero();
+    int kv = C / VL * VL;
+    for (int k = 0; k < kv; k += VL) {
+        vec xv[NB];
+        if (pf) /* the next tile's weight rows, one cache line a row per 16 floats of k */
+            for (int j = 0; j < jb; j++) __builtin_prefetch(pf + j * ldw + k, 0, 3);
+        for (int n = 0; n < nb; n++) xv[n] = vload(x + n * ldx + k);
+        for (int j = 0; j < jb; j++) {
+            vec wv = vkeep(vload(w + j * ldw + k));
+            for (int n = 0; n < nb; n++) acc[n * jb + j] = vfma(xv[n], wv, acc[n * jb + j]);
+        }
+    }
+#ifdef HAVE_SUM16
+    if (nb * jb == 16 && kv == C) {
+        float r[16];
+        _mm512_storeu_ps(r, sum16(acc));
+        for (int i = 0; i < 16; i++) {
+            int a = g_sum16_src[i];
+            out[a / jb * ldo + a % jb] = r[i];
+        }
+        return;
+    }
+#endif
+    for (int n = 0; n < nb; n++)
+        for (int j = 0; j < jb; j++) {
+            float s = vsum(acc[n * jb + j]);
+            for (int k = kv; k < C; k++) s += x[n * ldx + k] * w[j * ldw + k];
+            out[n * ldo + j] = s;
+        }
+}
+
+/* weight rows [j0, j1) against every input row: tiles of JB rows x NB inputs, the weight tile
+ * (JB x C floats) read from memory once and reused from L1 by every input tile. With more than
+ * one input tile (N > NB) the first one prefetches the next weight tile, whose load the later
+ * input tiles' FMAs then hide; with one (N <= 2, bandwidth-bound) the tiles follow each other in
+ * memory and the hardware prefetcher keeps up (software prefetches there only took load slots:
+ * 0.67x in cache). */
+static void rows(float *out, const float *inp, const float *w, int N, int C, int OC, long j0,
+                 long j1) {
+    long j = j0;
+    for (; j + JB <= j1; j += JB) {
+        const float *wj = w + j * C, *pf = N > NB && j + 2 * JB <= j1 ? wj + (long)JB * C : 0;
+        int n = 0;
+        for (; n + NB <= N; n += NB, pf = 0)
+            tile(NB, JB, inp + (long)n * C, C, wj, C, C, out + (long)n * OC + j, OC, pf);
+        if (n < N) tile(1, JB, inp + (long)n * C, C, wj, C, C, out + (long)n * OC + j, OC, pf);
+    }
+    for (; j < j1; j++) {
+        int n = 0;
+        for (; n + NB <= N; n += NB)
+            tile(NB, 1, inp + (long)n * C, C, w + j * C, C, C, out + (long)n * OC + j, OC, 0);
+        if (n < N) tile(1, 1, inp + (long)n * C, C, w + j * C, C, C, out + (long)n * OC + j, OC, 0);
+    }
+}
+
+void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, int C, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    /* at least 64 weight rows a thread: below that the fork costs more than it saves */
+    long max_nt = (OC + 63) / 64;
+    if (nt > max_nt) nt = (int)max_nt;
+    if (nt <= 1) {
+        rows(out, inp, w, N, C, OC, 0, OC);
+        return;
+    }
+    long per = ((long)OC + nt - 1) / nt;
+    per = (per + JB - 1) / JB * JB;
+#pragma omp parallel num_threads(nt)
+    {
+        long j0 = per * omp_get_thread_num(), j1 = j0 + per < OC ? j0 + per : OC;
+        if (j1 > j0) rows(out, inp, w, N, C, OC, j0, j1);
+    }
+}
