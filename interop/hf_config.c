@@ -154,6 +154,7 @@ static ax_status parse_llama(const ax_json *c, const char *path, ax_hf_config *o
     AX_CHECK(opt_bool(c, "attention_bias", path, &ab));
     AX_CHECK(opt_bool(c, "mlp_bias", path, &mb));
     m.bias = ab || mb;
+    m.n_kv_heads = kv == m.n_heads ? 0 : kv; /* grouped-query attention, natively */
     *out = (ax_hf_config){.cfg = m,
                           .arch = AX_HF_LLAMA,
                           .kv_heads = kv,

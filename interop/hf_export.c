@@ -107,6 +107,12 @@ static ax_status pick_arch(const ax_model_config *c, const char *path, ax_hf_arc
             path, c->norm == AX_NORM_LAYER ? "layer" : "rms", MLP_KEY[c->mlp],
             c->bias ? "true" : "false", c->parallel_residual ? "true" : "false", c->rotary_dim,
             c->pos == AX_POS_LEARNED ? "learned" : "rope");
+    if (c->n_kv_heads && c->n_kv_heads != c->n_heads && *out != AX_HF_LLAMA)
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: kv-heads %d (grouped-query attention) has no %s form; only the Llama "
+                         "architecture exports it (num_key_value_heads)",
+                         path, c->n_kv_heads,
+                         *out == AX_HF_NEOX ? "GPTNeoXForCausalLM" : "GPT2LMHeadModel");
     return AX_OK;
 }
 
@@ -128,6 +134,9 @@ static int any_nonzero(outs *u, const ax_model_config *c, const char *a, int64_t
 
 static void tensors_llama(outs *u, const ax_model_config *c, int attn_bias, int mlp_bias) {
     int64_t C = c->dim, F = c->ffn, V = c->vocab;
+    /* [q | k | v] rows: C, then Ckv and Ckv (grouped-query attention's K/V heads) */
+    int64_t Ckv = (int64_t)(c->n_kv_heads ? c->n_kv_heads : c->n_heads) * (C / c->n_heads);
+    int64_t off[3] = {0, C, C + Ckv}, rows[3] = {C, Ckv, Ckv};
     char nm[NAME_LEN], an[64];
     const float *t;
     add(u, "model.embed_tokens.weight", tensor(u, "wte", V * C), V, C);
@@ -136,15 +145,15 @@ static void tensors_llama(outs *u, const ax_model_config *c, int attn_bias, int 
 #define AN(S) (snprintf(an, sizeof an, "layers.%d." S, l), an)
 #define NM(S) (snprintf(nm, sizeof nm, "model.layers.%d." S, l), nm)
         add(u, NM("input_layernorm.weight"), tensor(u, AN("attn_norm"), C), C, 0);
-        t = tensor(u, AN("wqkv"), 3 * C * C);
+        t = tensor(u, AN("wqkv"), (C + 2 * Ckv) * C);
         for (int j = 0; t && j < 3; j++) {
             snprintf(nm, sizeof nm, "model.layers.%d.self_attn.%s_proj.weight", l, qkv[j]);
-            add(u, nm, t + j * C * C, C, C);
+            add(u, nm, t + off[j] * C, rows[j], C);
         }
-        t = attn_bias ? tensor(u, AN("bqkv"), 3 * C) : NULL;
+        t = attn_bias ? tensor(u, AN("bqkv"), C + 2 * Ckv) : NULL;
         for (int j = 0; t && j < 3; j++) {
             snprintf(nm, sizeof nm, "model.layers.%d.self_attn.%s_proj.bias", l, qkv[j]);
-            add(u, nm, t + j * C, C, 0);
+            add(u, nm, t + off[j], rows[j], 0);
         }
         add(u, NM("self_attn.o_proj.weight"), tensor(u, AN("wo"), C * C), C, C);
         if (attn_bias) add(u, NM("self_attn.o_proj.bias"), tensor(u, AN("bo"), C), C, 0);
@@ -263,7 +272,8 @@ static ax_status config_json(const ax_model_config *c, ax_hf_arch arch, int max_
     }
     ax_jw_key(&w, "vocab_size"), ax_jw_int(&w, c->vocab);
     if (arch == AX_HF_LLAMA) {
-        ax_jw_key(&w, "num_key_value_heads"), ax_jw_int(&w, c->n_heads);
+        ax_jw_key(&w, "num_key_value_heads"),
+            ax_jw_int(&w, c->n_kv_heads ? c->n_kv_heads : c->n_heads);
         ax_jw_key(&w, "rope_theta"), ax_jw_num(&w, c->rope_theta);
         ax_jw_key(&w, "rms_norm_eps"), ax_jw_num(&w, c->norm_eps);
         ax_jw_key(&w, "attention_bias"), ax_jw_bool(&w, attn_bias);
@@ -321,8 +331,9 @@ static ax_status export_ck(const ax_ckpt_t *ck, const char *tmp_dir) {
                : ax_errorf(AX_ERR_NOMEM, "out of memory exporting %s", path);
     /* biases: GPT-2 always; GPT-NeoX's MLP always; the rest unless all zero */
     int64_t C = c.dim, F = c.ffn;
+    int64_t Q3 = C + 2 * (int64_t)(c.n_kv_heads ? c.n_kv_heads : c.n_heads) * (C / c.n_heads);
     int attn_bias =
-            c.bias && arch != AX_HF_GPT2 ? any_nonzero(&u, &c, "bqkv", 3 * C, "bo", C) : c.bias,
+            c.bias && arch != AX_HF_GPT2 ? any_nonzero(&u, &c, "bqkv", Q3, "bo", C) : c.bias,
         mlp_bias = c.bias && arch == AX_HF_LLAMA ? any_nonzero(&u, &c, "b_up", 2 * F, "b_down", C)
                                                  : c.bias;
     if (arch == AX_HF_NEOX)

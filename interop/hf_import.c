@@ -1,9 +1,9 @@
 /* Hugging Face model directory -> axmem checkpoint in the global layout
- * (ax_model_tensor_table): wqkv [3C, C] = q rows, then k, then v (head h at rows h*D of its
- * block); w_up [2F, C] = gate rows, then up (SwiGLU) or [F, C] (GELU); wo [C, C] and w_down
- * [C, F] as [out, in]. Llama and GPT-NeoX store [out, in] already, GPT-2's Conv1D [in, out].
- * Rotary pairs (i, i + rd/2) are transformers' rotate-half layout already, so no row
- * permutation is needed beyond GPT-NeoX's per-head q/k/v interleave. */
+ * (ax_model_tensor_table): wqkv [C + 2 KV D, C] = q rows, then k, then v (head h at rows h*D of
+ * its block; KV = num_key_value_heads, kept natively); w_up [2F, C] = gate rows, then up (SwiGLU)
+ * or [F, C] (GELU); wo [C, C] and w_down [C, F] as [out, in]. Llama and GPT-NeoX store [out, in]
+ * already, GPT-2's Conv1D [in, out]. Rotary pairs (i, i + rd/2) are transformers' rotate-half
+ * layout already, so no row permutation is needed beyond GPT-NeoX's per-head q/k/v interleave. */
 #include "interop/hf_model.h"
 #include "lib/core/json.h"
 #include "lib/model/model_io.h"
@@ -98,20 +98,17 @@ static ax_status map_llama(const src_t *s, const char *what, int l, float *dst) 
         else
             LNAME("self_attn.q_proj.bias");
         AX_CHECK(fetch(s, name, C, qkv_w ? C : 0, dst));
-        /* grouped-query attention: query head h reads K/V head h / (H / KV) (transformers'
-         * repeat_kv), so copying that head's rows (and bias) to every h of the group is exact */
+        /* grouped-query attention: the engine's query head h reads K/V head h / (H / KV), as
+         * transformers' repeat_kv does, so the KV heads' rows go in as they are */
         for (int k = 0; k < 2; k++) {
             snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.%s", l, k ? "v" : "k",
                      qkv_w ? "weight" : "bias");
-            AX_CHECK(fetch(s, name, KV * D, qkv_w ? C : 0, s->tmp));
-            for (int64_t h = 0; h < H; h++)
-                memcpy(dst + (1 + k) * C * w + h * D * w, s->tmp + (h / (H / KV)) * D * w,
-                       (size_t)(D * w) * sizeof *dst);
+            AX_CHECK(fetch(s, name, KV * D, qkv_w ? C : 0, dst + (C + k * KV * D) * w));
         }
         return AX_OK;
     }
     /* attention_bias or mlp_bias false while the other is true: zero biases, the same function */
-    if (qkv_b) return memset(dst, 0, (size_t)(3 * C) * sizeof *dst), AX_OK;
+    if (qkv_b) return memset(dst, 0, (size_t)(C + 2 * KV * D) * sizeof *dst), AX_OK;
     if (!strcmp(what, "bo"))
         return s->hc->attn_bias ? (LNAME("self_attn.o_proj.bias"), fetch(s, name, C, 0, dst))
                                 : (memset(dst, 0, (size_t)C * sizeof *dst), AX_OK);
@@ -335,6 +332,7 @@ static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const 
     ax_jw_key(&cw, "norm-eps"), ax_jw_num(&cw, c->norm_eps);
     if (hc->max_pos) ax_jw_key(&cw, "max-positions"), ax_jw_int(&cw, hc->max_pos);
     if (hc->arch == AX_HF_LLAMA && c->bias) ax_jw_key(&cw, "bias"), ax_jw_bool(&cw, 1);
+    if (c->n_kv_heads) ax_jw_key(&cw, "kv-heads"), ax_jw_int(&cw, c->n_kv_heads);
     if (hc->arch != AX_HF_LLAMA) { /* the architecture keys (absent: Llama's defaults) */
         static const char *const mlp[] = {"swiglu", "gelu", "gelu-tanh"};
         ax_jw_key(&cw, "norm"), ax_jw_str(&cw, c->norm == AX_NORM_LAYER ? "layer" : "rms");
@@ -348,8 +346,6 @@ static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const 
             ax_jw_str(&cw, hc->arch == AX_HF_NEOX ? "GPTNeoXForCausalLM" : "GPT2LMHeadModel");
     }
     ax_jw_key(&cw, "imported-from"), ax_jw_str(&cw, hf_dir);
-    if (hc->arch == AX_HF_LLAMA)
-        ax_jw_key(&cw, "kv-heads-replicated-from"), ax_jw_int(&cw, hc->kv_heads);
     ax_jw_obj_end(&cw);
     ax_ckpt_blob blob = {.name = "params", .data = global, .count = n};
     ax_ckpt_write_args a = {.grid = "1x1x1x1",

@@ -37,8 +37,8 @@ int ax_hf_weights_count(const ax_hf_weights *w);
 const char *ax_hf_weights_name(const ax_hf_weights *w, int i, const ax_st_file **file);
 
 /* Imports DIR into CKPT_DIR/step-000000 (atomically, ax_ckpt_write); grouped-query K/V heads
- * are replicated for their query group, which computes the same function. The written step
- * directory goes to step_out[n] (may be NULL). */
+ * stay as they are (the checkpoint's "kv-heads"). The written step directory goes to
+ * step_out[n] (may be NULL). */
 ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out, size_t n);
 /* Exports a checkpoint step directory to OUT_DIR (config.json + fp32 model.safetensors) as the
  * architecture its config keys describe: LlamaForCausalLM (RMSNorm, SwiGLU, rotary),

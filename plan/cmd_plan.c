@@ -7,6 +7,7 @@
 #include "lib/core/json.h"
 #include "lib/dist/mpienv.h"
 #include "lib/dist/overlap.h"
+#include "lib/model/model_io.h"
 #include "plan/plan.h"
 
 #include <stddef.h>
@@ -14,7 +15,7 @@
 #include <string.h>
 
 typedef struct {
-    int64_t layers, dim, heads, ffn, vocab, seq_len, global_batch, devices, top;
+    int64_t layers, dim, heads, ffn, vocab, seq_len, global_batch, devices, top, kv_heads;
     int tie, no_overlap, force_overlap, json, measure;
     double budget;
     char ckpt[AX_CFG_STR_MAX], machine[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
@@ -50,6 +51,8 @@ static const ax_cfg_entry entries[] = {
     {"budget", AX_CFG_FLOAT, F(budget), "20", 1, 600,
      "--measure: below 5 s a smaller large GEMM (768 instead of 1536)"},
     AX_CFG_OUT_ENTRY(F, "", "--measure: the profile file to write (default: print it)"),
+    {"kv-heads", AX_CFG_INT, F(kv_heads), "0", 0, 4096,
+     "grouped-query attention: K/V heads (divides --heads; 0 = one per head)"},
 };
 #undef F
 
@@ -92,6 +95,17 @@ static ax_status shape_from_ckpt(const char *dir, int heads_flag_set, ax_model_c
         if (dot && !strcmp(dot, ".w_up")) c->ffn = (int)(t->shape[0] / 2);
     }
     c->n_layers = L, c->tie_embeddings = tie;
+    /* a checkpoint axmem wrote or imported names its whole configuration (architecture and
+     * kv-heads included): the tensor-table guesses above are for older ones */
+    ax_model_config whole;
+    if (ax_model_config_from_ckpt(ck, &whole) == AX_OK) {
+        int flag_heads = c->n_heads;
+        *c = whole;
+        if (heads_flag_set) c->n_heads = flag_heads;
+        ax_ckpt_free(ck);
+        return AX_OK;
+    }
+    ax_error_clear();
     int64_t h = 0;
     const ax_json *hv = ax_json_get(ax_ckpt_config(ck), "heads");
     if (!heads_flag_set && hv && ax_json_int_in(hv, 1, 4096, &h) && h > 0) c->n_heads = (int)h;
@@ -181,9 +195,11 @@ static void pred_json(const ax_plan_pred *p, ax_jw *w) {
 
 static void print_table(const plan_args *a, int mode, const ax_model_config *c,
                         const ax_plan_machine *pm, const ax_plan_result *r) {
-    printf("model: %d layers, dim %d, %d heads, ffn %d, vocab %d%s; %.3g B parameters\n",
-           c->n_layers, c->dim, c->n_heads, c->ffn, c->vocab, c->tie_embeddings ? " (tied)" : "",
-           (double)ax_model_config_n_params(c) / 1e9);
+    char kv[32] = "";
+    if (c->n_kv_heads) snprintf(kv, sizeof kv, " (%d K/V)", c->n_kv_heads);
+    printf("model: %d layers, dim %d, %d heads%s, ffn %d, vocab %d%s; %.3g B parameters\n",
+           c->n_layers, c->dim, c->n_heads, kv, c->ffn, c->vocab,
+           c->tie_embeddings ? " (tied)" : "", (double)ax_model_config_n_params(c) / 1e9);
     printf("run: %lld devices on %s (%d per node, %s transport), global batch %lld x %lld tokens, "
            "overlap %s\n",
            (long long)a->devices, pm->m.name, pm->m.devices_per_node,
@@ -271,6 +287,7 @@ int ax_cmd_plan(int argc, char **argv) {
                          .ffn = (int)a.ffn,
                          .vocab = (int)a.vocab,
                          .tie_embeddings = a.tie,
+                         .n_kv_heads = (int)a.kv_heads,
                          .rope_theta = 10000.0f,
                          .norm_eps = 1e-5f};
     ax_plan_machine pm;

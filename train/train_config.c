@@ -47,6 +47,9 @@ static const ax_cfg_entry entries[] = {
      "positions: rotary, or a learned table added to the embedding (needs --max-pos)"},
     {"max-pos", AX_CFG_INT, F(max_pos), "0", 0, 1 << 20,
      "rows of the learned position table (--pos learned; >= --seq-len)"},
+    {"kv-heads", AX_CFG_INT, F(kv_heads), "0", 0, 1024,
+     "grouped-query attention: K/V heads shared by groups of query heads (divides --heads; "
+     "0 = one per head)"},
     {"seq-len", AX_CFG_INT, F(seq_len), "128", 2, 1 << 20, "tokens per training sequence T"},
     {"batch", AX_CFG_INT, F(batch), "16", 1, 1 << 24, "global sequences per optimizer step"},
     {"micro-batch", AX_CFG_INT, F(micro_batch), "0", 0, 1 << 24,
@@ -211,6 +214,7 @@ ax_model_config ax_train_model_config(const ax_train_config *c) {
         .rotary_dim = (int)c->rotary_dim,
         .pos = !strcmp(c->pos, "learned") ? AX_POS_LEARNED : AX_POS_ROPE,
         .max_pos = (int)c->max_pos,
+        .n_kv_heads = (int)c->kv_heads,
     };
     return m;
 }
@@ -261,8 +265,9 @@ static ax_status arch_from_init(ax_train_config *c, const uint8_t *was_set,
     snprintf(theirs.pos, sizeof theirs.pos, "%s", poss[mc->pos]);
     theirs.bias = mc->bias, theirs.parallel_residual = mc->parallel_residual;
     theirs.rotary_dim = mc->rotary_dim, theirs.max_pos = mc->max_pos;
-    static const char *const flags[] = {"norm",       "mlp",    "pos", "bias", "parallel-residual",
-                                        "rotary-dim", "max-pos"};
+    theirs.kv_heads = mc->n_kv_heads;
+    static const char *const flags[] = {
+        "norm", "mlp", "pos", "bias", "parallel-residual", "rotary-dim", "max-pos", "kv-heads"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         const ax_cfg_entry *e = ax_cfg_find(&ax_train_table, flags[i]);
         const char *mine = (const char *)c + e->offset, *other = (const char *)&theirs + e->offset;
@@ -280,6 +285,7 @@ static ax_status arch_from_init(ax_train_config *c, const uint8_t *was_set,
     memcpy(c->pos, theirs.pos, sizeof c->pos);
     c->bias = theirs.bias, c->parallel_residual = theirs.parallel_residual;
     c->rotary_dim = theirs.rotary_dim, c->max_pos = theirs.max_pos;
+    c->kv_heads = theirs.kv_heads;
     return AX_OK;
 }
 
@@ -436,6 +442,7 @@ ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
     if (!ax_json_get(ckpt_config, "parallel-residual")) merged.parallel_residual = 0;
     if (!ax_json_get(ckpt_config, "rotary-dim")) merged.rotary_dim = 0;
     if (!ax_json_get(ckpt_config, "max-pos")) merged.max_pos = 0;
+    if (!ax_json_get(ckpt_config, "kv-heads")) merged.kv_heads = 0;
     AX_CHECK(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path));
     const ax_train_config *ck = &merged; /* before the command line's values go in */
     ax_train_config out = merged;

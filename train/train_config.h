@@ -22,6 +22,7 @@ typedef struct {
     int64_t rotary_dim;
     char pos[AX_CFG_STR_MAX]; /* rope | learned */
     int64_t max_pos;
+    int64_t kv_heads; /* grouped-query attention: K/V heads (0 = --heads) */
     int64_t seq_len, batch, micro_batch, steps;
     double lr, min_lr_frac;
     int64_t warmup;

@@ -91,13 +91,26 @@ static inline void ax_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, 
  * context's arena (reserve it once; the CPU kernels take per-thread tiles from it). */
 static inline void ax_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv,
                                         int B, int T, int C, int H) {
-    ctx->be->attention_forward(ctx, out, att, qkv, B, T, C, H);
+    ctx->be->attention_forward(ctx, out, att, qkv, B, T, C, H, H);
 }
 /* dqkv[B,T,3C] +=. scratch: B*H*T floats of workspace (contents ignored; CUDA keeps D_i there). */
 static inline void ax_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
                                          const float *dout, const float *qkv, const float *att,
                                          int B, int T, int C, int H) {
-    ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H);
+    ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H, H);
+}
+/* Grouped-query attention: Hkv K/V heads (Hkv divides H), rows qkv[B,T,C + 2 Hkv D] =
+ * [q (H heads) | k (Hkv heads) | v (Hkv heads)]; query head h reads K/V head h / (H / Hkv).
+ * The backward sums dK, dV over each group's query heads in a fixed order (deterministic).
+ * Hkv == H is the multi-head op above. */
+static inline void ax_attention_forward_gqa(ax_ctx *ctx, float *out, float *att, const float *qkv,
+                                            int B, int T, int C, int H, int Hkv) {
+    ctx->be->attention_forward(ctx, out, att, qkv, B, T, C, H, Hkv);
+}
+static inline void ax_attention_backward_gqa(ax_ctx *ctx, float *dqkv, float *scratch,
+                                             const float *dout, const float *qkv, const float *att,
+                                             int B, int T, int C, int H, int Hkv) {
+    ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H, Hkv);
 }
 /* The CPU attention's tiles: queries per tile and keys per forward tile (BK a multiple of BQ). */
 #define AX_ATT_BQ 64
@@ -260,7 +273,14 @@ static inline void ax_embedding_shard_backward(ax_ctx *ctx, float *dwte, const f
  * 0..len-1 (the newest already appended); out[B, H*D]. scale = 1/sqrt(D). */
 static inline void ax_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
                                        const float *vc, int B, int H, int D, int len, int Tmax) {
-    ctx->be->attention_decode(ctx, out, q, kc, vc, B, H, D, len, Tmax);
+    ctx->be->attention_decode(ctx, out, q, kc, vc, B, H, H, D, len, Tmax);
+}
+/* Grouped-query: the caches kc, vc[B, Hkv, Tmax, D] hold Hkv heads; query head h reads head
+ * h / (H / Hkv). */
+static inline void ax_attention_decode_gqa(ax_ctx *ctx, float *out, const float *q, const float *kc,
+                                           const float *vc, int B, int H, int Hkv, int D, int len,
+                                           int Tmax) {
+    ctx->be->attention_decode(ctx, out, q, kc, vc, B, H, Hkv, D, len, Tmax);
 }
 
 /* ---- data movement of decoding (lib/backend/cpu/ops_move.c) ---- */

@@ -31,6 +31,12 @@ ax_status ax_model_config_check(const ax_model_config *c) {
                          "--parallel-residual)",
                          (int)c->norm, (int)c->mlp, (int)c->pos, c->bias, c->parallel_residual);
     int D = c->dim / c->n_heads;
+    if (c->n_kv_heads < 0 || c->n_kv_heads > c->n_heads ||
+        (c->n_kv_heads && c->n_heads % c->n_kv_heads))
+        return ax_errorf(AX_ERR_ARG,
+                         "--kv-heads %d must divide --heads %d (grouped-query attention: each K/V "
+                         "head serves heads / kv-heads query heads); 0 = one per head",
+                         c->n_kv_heads, c->n_heads);
     if (c->pos == AX_POS_LEARNED) {
         if (c->rotary_dim)
             return ax_errorf(AX_ERR_ARG,
@@ -70,6 +76,13 @@ ax_status ax_model_config_check_grid(const ax_model_config *c, const int dims[4]
                          "--heads %d do not split over Gy = %d (grid %dx%dx%dx%d); "
                          "heads are divided among the Y ranks",
                          c->n_heads, gy, dims[0], dims[1], dims[2], dims[3]);
+    if (model_kv_heads(c) % gy)
+        return ax_errorf(AX_ERR_ARG,
+                         "kv-heads %d (--kv-heads, or the checkpoint's \"kv-heads\") do not split "
+                         "over Gy = %d (--grid %dx%dx%dx%d): each Y rank holds whole K/V heads "
+                         "with their query groups; pick a --grid whose Y divides %d",
+                         model_kv_heads(c), gy, dims[0], dims[1], dims[2], dims[3],
+                         model_kv_heads(c));
     if (c->ffn % gy)
         return ax_errorf(AX_ERR_ARG, "--ffn %d does not split over Gy = %d (grid %dx%dx%dx%d)",
                          c->ffn, gy, dims[0], dims[1], dims[2], dims[3]);
@@ -80,7 +93,8 @@ int64_t ax_model_config_n_params(const ax_model_config *c) {
     int64_t C = c->dim, F = c->ffn, V = c->vocab, U = model_up_rows(c);
     int ln = c->norm == AX_NORM_LAYER, b = c->bias != 0;
     int64_t norm = ln ? 2 * C : C;
-    int64_t per_layer = 2 * norm + 3 * C * C + C * C + U * C + C * F + (b ? 3 * C + C + U + C : 0);
+    int64_t Q3 = C + 2 * (int64_t)model_kv_heads(c) * (C / c->n_heads); /* rows of wqkv */
+    int64_t per_layer = 2 * norm + Q3 * C + C * C + U * C + C * F + (b ? Q3 + C + U + C : 0);
     int64_t wpe = c->pos == AX_POS_LEARNED ? (int64_t)c->max_pos * C : 0;
     return V * C + wpe + c->n_layers * per_layer + norm + (c->tie_embeddings ? 0 : V * C);
 }
@@ -94,8 +108,8 @@ double ax_model_flops_per_token(const ax_model_config *c, int T) {
     return 6.0 * matmul_params + 12.0 * c->n_layers * c->dim * (double)T;
 }
 
-static void add_tensor(ax_model_t *m, const char *name, tp_kind kind, int groups, int64_t rows,
-                       int64_t cols) {
+static void add_tensor(ax_model_t *m, const char *name, tp_kind kind, int groups,
+                       const int64_t *group_g, int64_t rows, int64_t cols) {
     int i = m->n_tensors++, vec = kind == TP_VEC || kind == TP_YVEC;
     ax_tensor_info *t = &m->info[i];
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -110,6 +124,7 @@ static void add_tensor(ax_model_t *m, const char *name, tp_kind kind, int groups
     int gx = m->dims[AX_AXIS_X], gy = m->dims[AX_AXIS_Y], gz = m->dims[AX_AXIS_Z];
     p->kind = kind;
     p->groups = groups;
+    for (int g = 0; g < 3; g++) p->group_g[g] = group_g[g];
     p->rows_g = rows;
     p->cols_g = cols;
     switch (kind) {
@@ -138,16 +153,26 @@ static void add_tensor(ax_model_t *m, const char *name, tp_kind kind, int groups
     m->n_local += p->shard_n;
 }
 
+/* Global index of local row (TP_YVEC: entry) r of a tensor split over Y in row groups: each group
+ * of G rows gives this rank its rows [y G/Gy, (y+1) G/Gy), the groups' slices one after another. */
+static int64_t group_global(const ax_model_t *m, const tp_tensor *p, int64_t r) {
+    int64_t gy = m->dims[AX_AXIS_Y], goff = 0;
+    for (int g = 0; g < p->groups; g++) {
+        int64_t per = p->group_g[g] / gy;
+        if (r < per || g == p->groups - 1) return goff + m->y * per + r;
+        r -= per, goff += p->group_g[g];
+    }
+    return -1; /* unreachable: groups >= 1 */
+}
+
 /* Global row-major index of element b of this rank's block, or -1 for vocabulary padding. */
 static int64_t global_index(const ax_model_t *m, const tp_tensor *p, int64_t b) {
     int64_t r = b / p->cols_l, c = b % p->cols_l, gr, gc;
     switch (p->kind) {
-    case TP_NORMAL: {
-        int64_t per_group = p->rows_l / p->groups, group = r / per_group;
-        gr = group * (p->rows_g / p->groups) + m->y * per_group + r % per_group;
+    case TP_NORMAL:
+        gr = group_global(m, p, r);
         gc = m->x * p->cols_l + c;
         break;
-    }
     case TP_TRANSPOSED:
         gr = m->x * p->rows_l + r;
         gc = m->y * p->cols_l + c;
@@ -156,12 +181,10 @@ static int64_t global_index(const ax_model_t *m, const tp_tensor *p, int64_t b) 
         gr = 0;
         gc = m->x * p->cols_l + c;
         break;
-    case TP_YVEC: {
-        int64_t per_group = p->cols_l / p->groups, group = c / per_group;
+    case TP_YVEC:
         gr = 0;
-        gc = group * (p->cols_g / p->groups) + m->y * per_group + c % per_group;
+        gc = group_global(m, p, c);
         break;
-    }
     case TP_ROWS:
         gr = r;
         gc = m->x * p->cols_l + c;
@@ -189,6 +212,7 @@ typedef struct {
 
 static int alloc_acts(ax_model_t *m) {
     int64_t N = (int64_t)m->B * m->T, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy;
+    int64_t Q3 = Cy + 2 * (int64_t)m->Ky;    /* a qkv row: [q | k | v], K/V Ky wide each */
     int64_t att = (int64_t)m->B * m->Hy * T; /* the attention's row logsumexp: linear in T */
     int D = m->cfg.dim / m->cfg.n_heads, L = m->cfg.n_layers, n = 0;
     int64_t NL = m->cfg.norm == AX_NORM_LAYER ? N : 0, NP = m->cfg.parallel_residual ? N * Cx : 0;
@@ -197,7 +221,7 @@ static int alloc_acts(ax_model_t *m) {
 #define ACT(p, count) (slots[n++] = (act_slot){(void **)&(p), (size_t)(count) * sizeof *(p)})
     for (int l = 0; l < L; l++) {
         layer_acts *a = &m->acts[l];
-        ACT(a->res, N * Cx), ACT(a->ln1, N * Cx), ACT(a->rstd1, N), ACT(a->qkv, N * 3 * Cy);
+        ACT(a->res, N * Cx), ACT(a->ln1, N * Cx), ACT(a->rstd1, N), ACT(a->qkv, N * Q3);
         ACT(a->att, att), ACT(a->atty, N * Cy), ACT(a->res_mid, N * Cx), ACT(a->ln2, N * Cx);
         ACT(a->rstd2, N), ACT(a->h, N * 2 * Fy), ACT(a->hs, N * Fy);
         ACT(a->mean1, NL), ACT(a->mean2, NL);
@@ -206,7 +230,7 @@ static int alloc_acts(ax_model_t *m) {
     ACT(m->meanf, NL), ACT(m->dres2, NP);
     ACT(m->losses, N), ACT(m->rowstat, 3 * N), ACT(m->rope_cos, T * D / 2);
     ACT(m->rope_sin, T * D / 2), ACT(m->dres, N * Cx), ACT(m->dln, N * Cx);
-    ACT(m->dbig, N * (Fy > Cy ? Fy : Cy)), ACT(m->dh, N * 2 * Fy), ACT(m->dqkv, N * 3 * Cy);
+    ACT(m->dbig, N * (Fy > Cy ? Fy : Cy)), ACT(m->dh, N * 2 * Fy), ACT(m->dqkv, N * Q3);
     ACT(m->att_scratch, att), ACT(m->inputs_copy, N), ACT(m->targets_copy, N);
     ACT(m->mask_copy, N);
 #undef ACT
@@ -233,7 +257,7 @@ static void build_tensor(void *u, const tensor_spec *s) {
     else
         *global[s->slot] = m->n_tensors;
     m->tp[m->n_tensors].init = s->init;
-    add_tensor(m, s->name, s->kind, s->groups, s->rows, s->cols);
+    add_tensor(m, s->name, s->kind, s->groups, s->group_g, s->rows, s->cols);
 }
 
 static void build_tensors(ax_model_t *m) {
@@ -264,7 +288,8 @@ static size_t scratch_bytes(const ax_model_t *m) {
     int64_t N = (int64_t)m->B * m->T, wide = m->Cx;
     if (m->cfg.bias) {
         int64_t up = model_up_rows(&m->cfg) / m->dims[AX_AXIS_Y];
-        wide = 3 * m->Cy > wide ? 3 * m->Cy : wide;
+        int64_t q3 = m->Cy + 2 * (int64_t)m->Ky;
+        wide = q3 > wide ? q3 : wide;
         wide = up > wide ? up : wide;
     }
     size_t arch = m->cfg.bias || m->cfg.norm == AX_NORM_LAYER ? colsum_bytes(N, wide) : 0;
@@ -370,6 +395,8 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
     m->Cx = c->dim / gx;
     m->Cy = c->dim / gy;
     m->Hy = c->n_heads / gy;
+    m->Hky = model_kv_heads(c) / gy;
+    m->Ky = m->Hky * (c->dim / c->n_heads);
     m->Fy = c->ffn / gy;
     m->Vp = (c->vocab + gy - 1) / gy * gy;
     m->Vl = m->Vp / gy;

@@ -47,11 +47,14 @@ typedef struct {
     int rotary_dim;        /* dims rotated per head (partial rotary, even, <= head dim); 0 = all */
     ax_pos_kind pos;       /* learned positions add wpe[t] to the token embedding (GPT-2) */
     int max_pos;           /* rows of wpe (AX_POS_LEARNED); T must be <= max_pos */
+    int n_kv_heads; /* grouped-query attention: Hkv K/V heads (dividing H); query head h reads
+                     * K/V head h / (H / Hkv); wqkv is [(H + 2 Hkv) D, C]. 0 = n_heads */
 } ax_model_config;
 
 /* Checks the shape is buildable; the error names the offending numbers and flags. */
 ax_status ax_model_config_check(const ax_model_config *c);
-/* Checks the shape splits over the grid (heads by Gy, dim by Gx, ffn by Gy); names both. */
+/* Checks the shape splits over the grid (heads and K/V heads by Gy, dim by Gx, ffn by Gy);
+ * names both. */
 ax_status ax_model_config_check_grid(const ax_model_config *c, const int dims[4]);
 /* Parameters of the model (embedding counted once when tied). */
 int64_t ax_model_config_n_params(const ax_model_config *c);

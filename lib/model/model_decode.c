@@ -19,9 +19,10 @@ ax_status ax_model_decode_begin(ax_model_t *m, int B) {
         if (!m->kcache || !m->vcache)
             return ax_errorf(AX_ERR_NOMEM, "out of memory for the KV cache");
     }
-    /* one device block: L key and L value caches [B, Hy, T, D], then logits [B, Vl] and their
-     * all-gather over Y [Gy, B, Vl]; every part a multiple of 16 floats (64 bytes) */
-    size_t cache = ((size_t)B * m->Hy * m->T * D + 15) / 16 * 16;
+    /* one device block: L key and L value caches [B, Hky, T, D] (grouped-query attention keeps
+     * only the K/V heads), then logits [B, Vl] and their all-gather over Y [Gy, B, Vl]; every
+     * part a multiple of 16 floats (64 bytes) */
+    size_t cache = ((size_t)B * m->Hky * m->T * D + 15) / 16 * 16;
     size_t logits = ((size_t)B * m->Vl + 15) / 16 * 16;
     ax_dev_free(ctx, m->dec_arena), ax_host_free(ctx, m->dec_best);
     m->dec_best = NULL;
@@ -48,7 +49,9 @@ int ax_model_decode_batch(const ax_model_t *m) {
 void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
     const ax_model_config *c = &m->cfg;
     int B = m->dec_B, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy, D = c->dim / c->n_heads;
-    layer_acts *s = &m->acts[0]; /* scratch */
+    int Hky = m->Hky, Ky = m->Ky;
+    long Q3 = (long)Cy + 2L * Ky; /* a qkv row: [q | k | v] */
+    layer_acts *s = &m->acts[0];  /* scratch */
     /* q: the backward's dqkv buffer [N, 3Cy] is free while decoding and always large enough */
     float *x = m->res_final, *x_mid = s->res_mid, *q = m->dqkv;
     if (m->stale) { /* weights changed since the last gather */
@@ -70,15 +73,15 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         tp_linear_forward(m, LT(m, l, L_WQKV), s->qkv, s->ln1, B);
         tp_bias_forward(m, LT(m, l, L_BQKV), s->qkv, B);
         if (rd) { /* one position per sequence: B "sequences" of length 1 at angle table row pos */
-            ax_rope_partial_forward(m->ctx, s->qkv, cos_t, sin_t, B, 1, Hy, D, rd, 3L * Cy);
-            ax_rope_partial_forward(m->ctx, s->qkv + Cy, cos_t, sin_t, B, 1, Hy, D, rd, 3L * Cy);
+            ax_rope_partial_forward(m->ctx, s->qkv, cos_t, sin_t, B, 1, Hy, D, rd, Q3);
+            ax_rope_partial_forward(m->ctx, s->qkv + Cy, cos_t, sin_t, B, 1, Hky, D, rd, Q3);
         }
-        ax_kv_append(m->ctx, m->kcache[l], m->vcache[l], s->qkv + Cy, s->qkv + 2 * Cy, 3L * Cy, B,
-                     Hy, D, m->T, pos);
+        ax_kv_append(m->ctx, m->kcache[l], m->vcache[l], s->qkv + Cy, s->qkv + Cy + Ky, Q3, B, Hky,
+                     D, m->T, pos);
         /* the query is the first Cy columns of each qkv row: compact it for the kernel */
-        ax_copy_rows(m->ctx, q, Cy, s->qkv, 3L * Cy, B, Cy);
-        ax_attention_decode(m->ctx, s->atty, q, m->kcache[l], m->vcache[l], B, Hy, D, pos + 1,
-                            m->T);
+        ax_copy_rows(m->ctx, q, Cy, s->qkv, Q3, B, Cy);
+        ax_attention_decode_gqa(m->ctx, s->atty, q, m->kcache[l], m->vcache[l], B, Hy, Hky, D,
+                                pos + 1, m->T);
         tp_linear_forward(m, LT(m, l, L_WO), x_mid, s->atty, B);
         tp_bias_forward(m, LT(m, l, L_BO), x_mid, B);
         if (!par) ax_accumulate(m->ctx, x_mid, x, (long)B * Cx);

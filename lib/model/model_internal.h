@@ -7,11 +7,11 @@
 
 /* How a global tensor is split (docs/DESIGN.md "The 4D grid"). */
 typedef enum {
-    TP_NORMAL,     /* [n, k]: rows (outputs) over Y in `groups` equal groups, cols over X */
+    TP_NORMAL,     /* [n, k]: rows (outputs) over Y in `groups` groups (group_g), cols over X */
     TP_TRANSPOSED, /* [n, k]: rows over X, cols (inputs) over Y */
     TP_VEC,        /* [C]: over X, replicated over Y (norm weights) */
     TP_VOCAB,      /* [V, C]: rows over Y padded to Vp = ceil(V/Gy)*Gy, cols over X */
-    TP_YVEC,       /* [n]: over Y in `groups` equal groups, replicated over X (the bias of a
+    TP_YVEC,       /* [n]: over Y in `groups` groups (group_g), replicated over X (the bias of a
                     * TP_NORMAL layer: split like the rows it belongs to) */
     TP_ROWS,       /* [n, k]: every row, cols over X, replicated over Y (learned positions) */
 } tp_kind;
@@ -22,6 +22,8 @@ typedef enum { INIT_NORMAL, INIT_PROJ, INIT_ONE, INIT_ZERO } tp_init;
 typedef struct {
     tp_kind kind;
     int groups;             /* TP_NORMAL row groups: 3 for [q|k|v], 2 for [gate|up] */
+    int64_t group_g[3];     /* global rows (TP_YVEC: entries) of each group; each splits over Y
+                             * on its own (GQA's [q|k|v] groups differ in size) */
     int64_t rows_g, cols_g; /* global shape */
     int64_t rows_l, cols_l; /* this rank's block */
     int64_t block_n;        /* rows_l * cols_l */
@@ -57,6 +59,7 @@ typedef struct {
     char name[64];
     tp_kind kind;
     int groups;
+    int64_t group_g[3]; /* global size of each row group (TP_NORMAL, TP_YVEC) */
     int64_t rows, cols;
     tp_init init;
     int layer, slot; /* slot: L_* within the layer, or one of the G_* below */
@@ -67,10 +70,18 @@ enum { G_WTE, G_WPE, G_NORMF, G_NORMFB, G_HEAD };
 int model_tensor_specs(const ax_model_config *c, void (*emit)(void *u, const tensor_spec *s),
                        void *u);
 
+/* Elements of tensor s's block on one rank of grid dims (before the ZeRO split over Z); the
+ * vocabulary block counts its padding (ceil(V / Gy) rows). What model.c allocates per tensor. */
+int64_t model_spec_block(const tensor_spec *s, const int dims[4]);
+
 /* Dims of each head that rotate: 0 with learned positions, else rotary_dim or the head dim. */
 static inline int model_rotary_dim(const ax_model_config *c) {
     if (c->pos == AX_POS_LEARNED) return 0;
     return c->rotary_dim ? c->rotary_dim : c->dim / c->n_heads;
+}
+/* K/V heads (grouped-query attention; n_kv_heads 0 = one per query head). */
+static inline int model_kv_heads(const ax_model_config *c) {
+    return c->n_kv_heads ? c->n_kv_heads : c->n_heads;
 }
 /* Rows of w_up: [gate | up] for SwiGLU, one matrix for GELU. */
 static inline int model_up_rows(const ax_model_config *c) {
@@ -81,7 +92,7 @@ typedef struct {
     float *ln1;     /* [N, Cx] */
     float *rstd1;   /* [N] */
     float *mean1;   /* [N] LayerNorm only */
-    float *qkv;     /* [N, 3 Cy] this rank's heads of q, k (rotated in place), v */
+    float *qkv;     /* [N, Cy + 2 Ky] this rank's heads of q, k (rotated in place), v */
     float *att;     /* [B, Hy, T] attention's saved row logsumexp (backend-private) */
     float *atty;    /* [N, Cy] attention output before the out-projection */
     float *res_mid; /* [N, Cx] after the attention residual */
@@ -104,6 +115,7 @@ struct ax_model {
     ax_status status; /* first collective failure */
     /* sizes on this rank */
     int Cx, Cy, Hy, Fy, Vp, Vl, v0, vvalid;
+    int Hky, Ky; /* this rank's K/V heads and their width Hky * D (= Hy, Cy without GQA) */
     /* tensors */
     int n_tensors;
     ax_tensor_info *info; /* global table */
@@ -132,7 +144,7 @@ struct ax_model {
     /* decoding: one device block (dec_arena) for the caches and logits */
     int dec_B;
     void *dec_arena;
-    float **kcache, **vcache; /* per layer [dec_B, Hy, T, D] */
+    float **kcache, **vcache; /* per layer [dec_B, Hky, T, D] */
     float *dec_logits;        /* [dec_B, Vl] */
     float *dec_all;           /* [Gy, dec_B, Vl] logits all-gathered over Y */
     double *dec_best;         /* host [3 dec_B]: argmax (value, -id) pairs and a column */

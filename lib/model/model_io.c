@@ -82,6 +82,9 @@ static ax_status arch_from_config(const ax_json *cfg, const char *path, ax_model
         AX_CHECK(get_int(cfg, "rotary-dim", path, 0, 65536, &c->rotary_dim));
     if (ax_json_get(cfg, "max-pos"))
         AX_CHECK(get_int(cfg, "max-pos", path, 0, 1 << 20, &c->max_pos));
+    c->n_kv_heads = 0; /* grouped-query attention; absent = one K/V head per head */
+    if (ax_json_get(cfg, "kv-heads"))
+        AX_CHECK(get_int(cfg, "kv-heads", path, 0, 1024, &c->n_kv_heads));
     return AX_OK;
 }
 

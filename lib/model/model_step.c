@@ -36,7 +36,8 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
                         const uint8_t *mask, int B, float dscale, int want_grad) {
     const ax_model_config *c = &m->cfg;
     int T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy, D = c->dim / c->n_heads;
-    int N = B * T, L = c->n_layers;
+    int N = B * T, L = c->n_layers, Ky = m->Ky, Hky = m->Hky;
+    long Q3 = (long)Cy + 2L * Ky; /* a qkv row: [q (Hy heads) | k (Hky) | v (Hky)] */
     m->cur_B = B;
     /* the batch to the backend: the kernels (and the backward's embedding) read these copies */
     ax_copy(m->ctx, m->inputs_copy, inputs, (size_t)N * sizeof(int32_t), AX_COPY_H2D);
@@ -67,12 +68,11 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
         tp_linear_forward(m, LT(m, l, L_WQKV), a->qkv, a->ln1, N);
         tp_bias_forward(m, LT(m, l, L_BQKV), a->qkv, N);
         if (rd) {
-            ax_rope_partial_forward(m->ctx, a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd,
-                                    3L * Cy);
-            ax_rope_partial_forward(m->ctx, a->qkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D, rd,
-                                    3L * Cy);
+            ax_rope_partial_forward(m->ctx, a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd, Q3);
+            ax_rope_partial_forward(m->ctx, a->qkv + Cy, m->rope_cos, m->rope_sin, B, T, Hky, D, rd,
+                                    Q3);
         }
-        ax_attention_forward(m->ctx, a->atty, a->att, a->qkv, B, T, Cy, Hy);
+        ax_attention_forward_gqa(m->ctx, a->atty, a->att, a->qkv, B, T, Cy, Hy, Hky);
         /* res_mid: the attention branch; sequential adds the residual into it, parallel adds
          * both branches and the residual at the end (HF's mlp + attn + x) */
         tp_linear_forward(m, LT(m, l, L_WO), a->res_mid, a->atty, N);
@@ -131,8 +131,8 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
     if (!m->have_grad_logits) return; /* forward ran without want_grad: nothing to do */
     const ax_model_config *c = &m->cfg;
     int B = m->cur_B, T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy;
-    int D = c->dim / c->n_heads, N = B * T, L = c->n_layers;
-    long NC = (long)N * Cx;
+    int D = c->dim / c->n_heads, N = B * T, L = c->n_layers, Hky = m->Hky;
+    long NC = (long)N * Cx, Q3 = (long)Cy + 2L * m->Ky;
     float *dres = m->dres, *dln = m->dln, *dalt = m->dres2;
     int rd = model_rotary_dim(c), par = c->parallel_residual;
 
@@ -178,13 +178,14 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
         zero(m, datty, (long)N * Cy);
         tp_bias_backward(m, LT(m, l, L_BO), dres, N);
         tp_linear_backward(m, LT(m, l, L_WO), datty, dres, a->atty, N);
-        zero(m, m->dqkv, (long)N * 3 * Cy);
-        ax_attention_backward(m->ctx, m->dqkv, m->att_scratch, datty, a->qkv, a->att, B, T, Cy, Hy);
+        zero(m, m->dqkv, N * Q3);
+        ax_attention_backward_gqa(m->ctx, m->dqkv, m->att_scratch, datty, a->qkv, a->att, B, T, Cy,
+                                  Hy, Hky);
         if (rd) {
             ax_rope_partial_backward(m->ctx, m->dqkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd,
-                                     3L * Cy);
-            ax_rope_partial_backward(m->ctx, m->dqkv + Cy, m->rope_cos, m->rope_sin, B, T, Hy, D,
-                                     rd, 3L * Cy);
+                                     Q3);
+            ax_rope_partial_backward(m->ctx, m->dqkv + Cy, m->rope_cos, m->rope_sin, B, T, Hky, D,
+                                     rd, Q3);
         }
         tp_bias_backward(m, LT(m, l, L_BQKV), m->dqkv, N);
         zero(m, dln, NC);

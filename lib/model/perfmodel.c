@@ -1,6 +1,7 @@
 /* Mirrors the collectives of model_step.c / model_linear.c / ax_model_grad_sumsq call by call.
  * Keep the two in step: the MPI driver compares them on every grid. */
 #include "lib/model/perfmodel.h"
+#include "lib/model/model_internal.h"
 
 #include <string.h>
 
@@ -22,6 +23,32 @@ static long shard(long block, int gz) {
     return (block + gz - 1) / gz;
 }
 
+/* Per tensor of the configuration's table (model_table.c: the same list model.c allocates), in
+ * model order: its Z all-gather or reduce-scatter (kind), or only its shard counted (n_local). */
+typedef struct {
+    acc *a;
+    int gz;
+    int kind; /* -1: count n_local only */
+    long n_local;
+} per_tensor;
+
+static void tensor_cb(void *u, const tensor_spec *s) {
+    per_tensor *t = u;
+    long sh = shard((long)model_spec_block(s, t->a->dims), t->gz);
+    t->n_local += sh;
+    if (t->kind >= 0) add(t->a, (ax_comm_kind)t->kind, AX_AXIS_Z, sh, 4);
+}
+
+/* a norm's statistics over X: RMSNorm one row sum of squares; LayerNorm the row sum and then
+ * the squared deviations (forward), both backward row sums in one call */
+static void norm_fwd(acc *a, const ax_model_config *c, long N) {
+    add(a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);
+    if (c->norm == AX_NORM_LAYER) add(a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);
+}
+static void norm_bwd(acc *a, const ax_model_config *c, long N) {
+    add(a, AX_COMM_ALLREDUCE, AX_AXIS_X, c->norm == AX_NORM_LAYER ? 2 * N : N, 4);
+}
+
 void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume phase[3]) {
     for (int i = 0; i < 3; i++) phase[i] = (ax_step_volume){0};
@@ -29,58 +56,51 @@ void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
     long N = (long)B * T, Cx = c->dim / gx, Cy = c->dim / gy, Fy = c->ffn / gy;
     long Vl = (c->vocab + gy - 1) / gy, L = c->n_layers;
-    /* block sizes per tensor, in model order */
-    long vocab_block = Vl * Cx, vec_block = Cx;
-    long layer_blocks[6] = {vec_block, 3 * Cy * Cx, Cx * Cy, vec_block, 2 * Fy * Cx, Cx * Fy};
-    long n_local = shard(vocab_block, gz) * (c->tie_embeddings ? 1 : 2) + shard(vec_block, gz);
-    for (int s = 0; s < 6; s++) n_local += L * shard(layer_blocks[s], gz);
+    /* this rank's qkv row: Cy query columns and Ky of each of k and v (grouped-query attention:
+     * fewer); the MLP's up rows (SwiGLU: gate and up, GELU: one) */
+    long Ky = (long)(c->n_kv_heads ? c->n_kv_heads : c->n_heads) / gy * (c->dim / c->n_heads);
+    long Uy = (c->mlp == AX_MLP_SWIGLU ? 2L : 1L) * Fy;
+    per_tensor pt = {&a, gz, -1, 0};
+    model_tensor_specs(c, tensor_cb, &pt); /* n_local */
+    long n_local = pt.n_local;
 
     /* weight all-gathers over Z: once per step, when the parameters changed */
     if (gz > 1) {
-        add(&a, AX_COMM_ALLGATHER, AX_AXIS_Z, shard(vocab_block, gz), 4);
-        for (long l = 0; l < L; l++)
-            for (int s = 0; s < 6; s++)
-                add(&a, AX_COMM_ALLGATHER, AX_AXIS_Z, shard(layer_blocks[s], gz), 4);
-        add(&a, AX_COMM_ALLGATHER, AX_AXIS_Z, shard(vec_block, gz), 4);
-        if (!c->tie_embeddings) add(&a, AX_COMM_ALLGATHER, AX_AXIS_Z, shard(vocab_block, gz), 4);
+        pt.kind = AX_COMM_ALLGATHER;
+        model_tensor_specs(c, tensor_cb, &pt);
     }
     for (int mb = 0; mb < n_micro; mb++) {
         a.v = &phase[0];                                  /* forward */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* embedding */
         for (long l = 0; l < L; l++) {
-            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);          /* norm 1 */
-            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * 3 * Cy, 4); /* qkv */
-            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4);     /* out-proj */
-            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);          /* norm 2 */
-            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * 2 * Fy, 4); /* up */
-            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4);     /* down */
+            norm_fwd(&a, c, N);                                          /* norm 1 */
+            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * (Cy + 2 * Ky), 4); /* qkv */
+            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4);            /* out-proj */
+            norm_fwd(&a, c, N);                                          /* norm 2 */
+            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * Uy, 4);            /* up */
+            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4);            /* down */
         }
-        add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);      /* final norm */
+        norm_fwd(&a, c, N);                               /* final norm */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * Vl, 4); /* LM head */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N, 4);      /* cross-entropy row max */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, 2 * N, 4);  /* cross-entropy sums */
         a.v = &phase[1];                                  /* backward */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* LM head dX */
-        add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);      /* final norm */
+        norm_bwd(&a, c, N);                               /* final norm */
         for (long l = 0; l < L; l++) {
             add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * Fy, 4); /* down dX */
             add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* up dX */
-            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);      /* norm 2 */
+            norm_bwd(&a, c, N);                               /* norm 2 */
             add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * Cy, 4); /* out-proj dX */
             add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* qkv dX */
-            add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N, 4);      /* norm 1 */
+            norm_bwd(&a, c, N);                               /* norm 1 */
         }
     }
     /* gradients: reduce-scatter over Z per tensor, then one all-reduce over data */
     a.v = &phase[2];
     if (gz > 1) {
-        add(&a, AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, shard(vec_block, gz), 4);
-        if (!c->tie_embeddings)
-            add(&a, AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, shard(vocab_block, gz), 4);
-        for (long l = 0; l < L; l++)
-            for (int s = 0; s < 6; s++)
-                add(&a, AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, shard(layer_blocks[s], gz), 4);
-        add(&a, AX_COMM_REDUCE_SCATTER, AX_AXIS_Z, shard(vocab_block, gz), 4);
+        pt.kind = AX_COMM_REDUCE_SCATTER;
+        model_tensor_specs(c, tensor_cb, &pt);
     }
     add(&a, AX_COMM_ALLREDUCE, AX_AXIS_DATA, n_local, 4);
     add(&a, AX_COMM_ALLREDUCE, AX_AXIS_WORLD, 1, 8); /* gradient norm */

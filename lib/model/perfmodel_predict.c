@@ -2,6 +2,7 @@
  * same byte counts the runtime's counters see (ax_perfmodel_step_phases), overlap as the model
  * schedules it (OAR, ORS, OAG), memory as lib/model/model.c allocates it. */
 #include "lib/model/perfmodel.h"
+#include "lib/model/model_internal.h"
 
 #include "lib/dist/overlap.h"
 
@@ -79,27 +80,34 @@ static double min2(double a, double b) {
 /* Memory as model.c and optim.c allocate it (bytes per device): the parameter, gradient and
  * two AdamW slabs of the rank's ZeRO shard; with Gz > 1 the gathered blocks and their gradient
  * accumulators; the activation arena for B sequences of T. */
+typedef struct {
+    const int *dims;
+    double local, full; /* this rank's shards and blocks, summed over the tensors */
+} blocks_sum;
+static void sum_block(void *u, const tensor_spec *s) {
+    blocks_sum *b = u;
+    int64_t block = model_spec_block(s, b->dims), gz = b->dims[AX_AXIS_Z];
+    b->local += (double)((block + gz - 1) / gz); /* whole elements a shard */
+    b->full += (double)block;
+}
+
 static void memory(const ax_model_config *c, const int dims[4], int B, int T, int eb,
                    ax_plan_pred *o) {
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
     double Cx = c->dim / gx, Cy = c->dim / gy, Fy = c->ffn / gy, L = c->n_layers;
     double Vl = (c->vocab + gy - 1) / gy, Hy = c->n_heads / gy, D = c->dim / c->n_heads;
-    double blocks[6] = {Cx, 3 * Cy * Cx, Cx * Cy, Cx, 2 * Fy * Cx, Cx * Fy};
-    double vocab = Vl * Cx, local = 0, full = 0;
-    for (int s = 0; s < 6; s++) {
-        local += L * (double)(((long)blocks[s] + gz - 1) / gz); /* whole elements a shard */
-        full += L * blocks[s];
-    }
-    int heads_blocks = c->tie_embeddings ? 1 : 2;
-    local += heads_blocks * (double)(((long)vocab + gz - 1) / gz) + ((long)Cx + gz - 1) / gz;
-    full += heads_blocks * vocab + Cx;
+    /* grouped-query attention: the qkv row holds Cy query and 2 Ky key/value columns */
+    double Q3 = Cy + 2.0 * ((c->n_kv_heads ? c->n_kv_heads : c->n_heads) / gy) * D;
+    blocks_sum bs = {dims, 0, 0}; /* every tensor of the table, as model.c allocates them */
+    model_tensor_specs(c, sum_block, &bs);
+    double local = bs.local, full = bs.full;
     /* 16 bytes per parameter: fp32 params, grads, m, v (bf16 training with fp32 master weights
      * and moments needs the same 2 + 2 + 4 + 4 + 4) */
     o->mem_state = 16.0 * local;
     o->mem_gathered = gz > 1 ? 2.0 * eb * full : 0;
     double N = (double)B * T, att = (double)B * Hy * T; /* per-row logsumexp (blocked attention) */
-    double per_layer = N * (4 * Cx + 2 + 4 * Cy + 3 * Fy) + att;
-    double rest = N * (4 * Cx + 5 + Vl + (Fy > Cy ? Fy : Cy) + 2 * Fy + 3 * Cy) + T * D + att;
+    double per_layer = N * (4 * Cx + 2 + Q3 + Cy + 3 * Fy) + att;
+    double rest = N * (4 * Cx + 5 + Vl + (Fy > Cy ? Fy : Cy) + 2 * Fy + Q3) + T * D + att;
     o->mem_acts = eb * (L * per_layer + rest) + 3 * N * 4 + 64.0 * (11 * L + 17);
     o->mem_total = o->mem_state + o->mem_gathered + o->mem_acts;
 }

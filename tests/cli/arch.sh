@@ -3,7 +3,9 @@
 # `axmem train --arch neox|gpt2` trains (goldfish on) and lowers the loss, the checkpoint stores
 # the architecture and its tensors, resume is bit-exact, --init fine-tunes with the checkpoint's
 # architecture (a contradicting flag is an error), a probe decodes the checkpoint, impossible
-# flags are refused, and a 2-rank grid matches one rank. A few seconds on 2 cores.
+# flags are refused, and a 2-rank grid matches one rank. Grouped-query attention (--kv-heads)
+# trains, decodes, matches one rank on a grid, and a grid whose Y does not divide the K/V heads
+# is refused. A few seconds on 2 cores.
 # Usage: tests/cli/arch.sh [path/to/axmem]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -92,6 +94,25 @@ then ok "--init fine-tunes a neox checkpoint with its architecture"
 else bad "--init fine-tunes a neox checkpoint with its architecture"; fi
 expect_fail "--init with a contradicting --norm" 1 "--norm differs" "$AX" train --data "$T/kjv.axd" --init "$T/neox" --norm rms --steps 2 --out "$T/ft2"
 
+# grouped-query attention: --kv-heads keeps K/V at 2 heads (wqkv [64 + 2*2*16, 64]), trains, decodes
+if "$AX" train "${SMALL[@]}" --kv-heads 2 --steps 20 --out "$T/gqa" 2>"$T/err" >/dev/null &&
+   python3 - "$T/gqa" <<'PY'
+import json, sys, glob
+run = sys.argv[1]
+r = [json.loads(l) for l in open(f"{run}/metrics.jsonl")]
+assert r[-1]["loss"] < r[0]["loss"] - 0.5, (r[0]["loss"], r[-1]["loss"])
+m = json.load(open(sorted(glob.glob(f"{run}/ckpt/step-*/manifest.json"))[-1]))
+assert m["config"]["kv-heads"] == 2, m["config"]
+shapes = {t["name"]: t["shape"] for t in m["tensors"]}
+assert shapes["layers.0.wqkv"] == [128, 64], shapes["layers.0.wqkv"]
+PY
+then ok "train --kv-heads 2: loss falls, K/V projections of 2 heads in the checkpoint"
+else bad "train --kv-heads 2: loss falls, K/V projections of 2 heads in the checkpoint"; fi
+"$AX" memscan probe --ckpt "$T/gqa" --data "$T/kjv.axd" --samples 4 --prefix 8 --suffix 8 \
+  --out "$T/probe-gqa" 2>"$T/err" >/dev/null && ok "gqa: memscan probe decodes" ||
+  bad "gqa: memscan probe decodes"
+expect_fail "--kv-heads that do not divide --heads" 2 "--kv-heads 3 must divide --heads 4" "$AX" train "${SMALL[@]}" --kv-heads 3 --steps 4 --out "$T/b0"
+
 # impossible flags are refused with the flag named
 expect_fail "odd --rotary-dim" 2 "--rotary-dim 3" "$AX" train "${SMALL[@]}" --arch neox --rotary-dim 3 --steps 4 --out "$T/b1"
 expect_fail "--seq-len over --max-pos" 2 "exceeds the 16 learned positions" "$AX" train "${SMALL[@]}" --arch gpt2 --max-pos 16 --steps 4 --out "$T/b2"
@@ -103,9 +124,10 @@ if command -v mpirun >/dev/null; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   MPIRUN=(mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader
           --mca btl_vader_single_copy_mechanism none)
-  for arch in neox gpt2; do
-    "$AX" train "${SMALL[@]}" --arch $arch --steps 4 --out "$T/g1-$arch" 2>"$T/err" >/dev/null
-    OMP_NUM_THREADS=1 timeout 120 "${MPIRUN[@]}" -np 4 "$AX" train "${SMALL[@]}" --arch $arch --steps 4 \
+  for arch in neox gpt2 gqa; do
+    flags=(--arch $arch); [ $arch = gqa ] && flags=(--arch neox --kv-heads 2)
+    "$AX" train "${SMALL[@]}" "${flags[@]}" --steps 4 --out "$T/g1-$arch" 2>"$T/err" >/dev/null
+    OMP_NUM_THREADS=1 timeout 120 "${MPIRUN[@]}" -np 4 "$AX" train "${SMALL[@]}" "${flags[@]}" --steps 4 \
       --grid 1x2x2x1 --out "$T/g4-$arch" 2>"$T/err" >/dev/null
     if python3 - "$T/g1-$arch" "$T/g4-$arch" <<'PY'
 import json, sys
@@ -115,6 +137,11 @@ assert len(a) == len(b) == 4 and all(abs(x - y) <= 1e-4 * abs(x) for x, y in zip
 PY
     then ok "$arch on grid 1x2x2x1 matches one rank"; else bad "$arch on grid 1x2x2x1 matches one rank"; fi
   done
+  # one K/V head cannot split over Y = 2: refused naming the grid and kv-heads
+  OMP_NUM_THREADS=1 timeout 120 "${MPIRUN[@]}" -np 2 "$AX" train "${SMALL[@]}" --kv-heads 1 --steps 4 \
+    --grid 1x1x2x1 --out "$T/g2-mq" >"$T/out" 2>"$T/err"
+  if [ $? -ne 0 ] && grep -q -- "--grid 1x1x2x1" "$T/err" && grep -q "kv-heads 1" "$T/err"; then
+    ok "kv-heads not divisible by the grid's Y refused"; else bad "kv-heads not divisible by the grid's Y refused"; fi
 else
   echo "skip grid checks: no mpirun (not counted as passed)"
 fi

@@ -100,6 +100,12 @@ head -n 40 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
 "$AX" plan --ckpt "$T/run" --devices 2 --seq-len 32 --global-batch 4 >"$T/out" 2>"$T/err" &&
   grep -q "2 layers, dim 128, 4 heads, ffn 352, vocab 300 (tied)" "$T/out" && ok "--ckpt shape" ||
   bad "--ckpt shape"
+# an imported grouped-query model: its K/V heads from the checkpoint's config, and a grid whose
+# Y does not split them rejected with the reason
+"$AX" model import --hf tests/fixtures/hf/llama_tied_gqa --out "$T/gqa" >/dev/null 2>"$T/err" &&
+  "$AX" plan --ckpt "$T/gqa" --devices 4 --seq-len 32 --global-batch 4 --top 20 >"$T/out" 2>"$T/err" &&
+  grep -q "4 heads (2 K/V)" "$T/out" && grep -q "1x1x4x1 rejected: shape: kv-heads 2" "$T/out" &&
+  ok "--ckpt of a GQA model" || bad "--ckpt of a GQA model"
 
 echo "plan: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -341,22 +341,26 @@ static void t_rope(int B, int T, int H, int D) {
     drop(&cs), drop(&sn), drop(&x);
 }
 
-static void t_attention(int B, int T, int C, int H) {
-    long n3 = (long)B * T * 3 * C, att = (long)B * H * T; /* att, scratch: [B,H,T] */
+/* Hkv K/V heads (grouped-query attention; H for multi-head): rows [q | k | v] of C + 2 Hkv D */
+static void t_attention_gqa(int B, int T, int C, int H, int Hkv) {
+    long n3 = (long)B * T * (C + 2L * Hkv * (C / H)), att = (long)B * H * T; /* [B,H,T] */
     both qkv = put_rand((size_t)n3, 1), out = put(NULL, sizeof(float) * B * T * C);
     both a = put(NULL, sizeof(float) * att), scratch = put(NULL, sizeof(float) * att);
     both dout = put_rand((size_t)B * T * C, 1), dqkv = put_rand((size_t)n3, 1);
     char name[64];
-    snprintf(name, sizeof name, "attention B=%d T=%d C=%d H=%d", B, T, C, H);
-    ax_attention_forward(C_, out.c, a.c, qkv.c, B, T, C, H);
-    ax_attention_forward(G_, out.g, a.g, qkv.g, B, T, C, H);
+    snprintf(name, sizeof name, "attention B=%d T=%d C=%d H=%d Hkv=%d", B, T, C, H, Hkv);
+    ax_attention_forward_gqa(C_, out.c, a.c, qkv.c, B, T, C, H, Hkv);
+    ax_attention_forward_gqa(G_, out.g, a.g, qkv.g, B, T, C, H, Hkv);
     check(name, "out", &out, (size_t)B * T * C, TOL);
     /* each backend's own saved `att` (both keep the row logsumexp, but only the backward that
      * reads it is the contract): the check compares out and the gradients, never att */
-    ax_attention_backward(C_, dqkv.c, scratch.c, dout.c, qkv.c, a.c, B, T, C, H);
-    ax_attention_backward(G_, dqkv.g, scratch.g, dout.g, qkv.g, a.g, B, T, C, H);
+    ax_attention_backward_gqa(C_, dqkv.c, scratch.c, dout.c, qkv.c, a.c, B, T, C, H, Hkv);
+    ax_attention_backward_gqa(G_, dqkv.g, scratch.g, dout.g, qkv.g, a.g, B, T, C, H, Hkv);
     check(name, "dqkv+=", &dqkv, (size_t)n3, TOL);
     drop(&qkv), drop(&out), drop(&a), drop(&scratch), drop(&dout), drop(&dqkv);
+}
+static void t_attention(int B, int T, int C, int H) {
+    t_attention_gqa(B, T, C, H, H);
 }
 
 static void t_swiglu(int N, int F) {
@@ -468,27 +472,32 @@ static void t_adamw(long n) {
     drop(&p), drop(&g), drop(&m), drop(&v);
 }
 
-static void t_decode(int B, int H, int D, int len, int Tmax) {
-    long ld = 3L * H * D;
-    both kc = put_rand((size_t)B * H * Tmax * D, 1), vc = put_rand((size_t)B * H * Tmax * D, 1);
+/* Hkv K/V heads in the caches [B, Hkv, Tmax, D] (grouped-query attention; H for multi-head) */
+static void t_decode_gqa(int B, int H, int Hkv, int D, int len, int Tmax) {
+    long ld = (long)(H + 2 * Hkv) * D;
+    both kc = put_rand((size_t)B * Hkv * Tmax * D, 1), vc = put_rand((size_t)B * Hkv * Tmax * D, 1);
     both row = put_rand((size_t)B * ld, 1), out = put(NULL, sizeof(float) * B * H * D);
     char name[64];
-    snprintf(name, sizeof name, "kv_append B=%d H=%d D=%d pos=%d", B, H, D, len - 1);
+    snprintf(name, sizeof name, "kv_append B=%d H=%d Hkv=%d D=%d pos=%d", B, H, Hkv, D, len - 1);
     float *r = row.c, *rg = row.g;
-    ax_kv_append(C_, kc.c, vc.c, r + H * D, r + 2 * H * D, ld, B, H, D, Tmax, len - 1);
-    ax_kv_append(G_, kc.g, vc.g, rg + H * D, rg + 2 * H * D, ld, B, H, D, Tmax, len - 1);
-    check(name, "k cache", &kc, (size_t)B * H * Tmax * D, 1e-30);
-    check(name, "v cache", &vc, (size_t)B * H * Tmax * D, 1e-30);
-    snprintf(name, sizeof name, "attention_decode len=%d Tmax=%d", len, Tmax);
+    long k0 = (long)H * D, v0 = (long)(H + Hkv) * D;
+    ax_kv_append(C_, kc.c, vc.c, r + k0, r + v0, ld, B, Hkv, D, Tmax, len - 1);
+    ax_kv_append(G_, kc.g, vc.g, rg + k0, rg + v0, ld, B, Hkv, D, Tmax, len - 1);
+    check(name, "k cache", &kc, (size_t)B * Hkv * Tmax * D, 1e-30);
+    check(name, "v cache", &vc, (size_t)B * Hkv * Tmax * D, 1e-30);
+    snprintf(name, sizeof name, "attention_decode len=%d Tmax=%d Hkv=%d", len, Tmax, Hkv);
     /* q: the first H*D floats of each packed row */
     both q = put(NULL, sizeof(float) * B * H * D);
     ax_copy_rows(C_, q.c, H * D, row.c, ld, B, H * D);
     ax_copy_rows(G_, q.g, H * D, row.g, ld, B, H * D);
     check("copy_rows", "dst", &q, (size_t)B * H * D, 1e-30);
-    ax_attention_decode(C_, out.c, q.c, kc.c, vc.c, B, H, D, len, Tmax);
-    ax_attention_decode(G_, out.g, q.g, kc.g, vc.g, B, H, D, len, Tmax);
+    ax_attention_decode_gqa(C_, out.c, q.c, kc.c, vc.c, B, H, Hkv, D, len, Tmax);
+    ax_attention_decode_gqa(G_, out.g, q.g, kc.g, vc.g, B, H, Hkv, D, len, Tmax);
     check(name, "out", &out, (size_t)B * H * D, TOL);
     drop(&kc), drop(&vc), drop(&row), drop(&out), drop(&q);
+}
+static void t_decode(int B, int H, int D, int len, int Tmax) {
+    t_decode_gqa(B, H, H, D, len, Tmax);
 }
 
 static void t_argmax(int B, int Vl, int valid, int v0) {
@@ -618,6 +627,10 @@ int main(int argc, char **argv) {
     t_attention(1, 65, 96, 1);  /* D = 96 */
     t_attention(1, 40, 256, 2); /* D = 128: the largest the kernel takes */
     t_attention(3, 1, 32, 2);   /* T = 1 */
+    /* grouped-query attention: groups of 2 and 3, multi-query (one K/V head) */
+    t_attention_gqa(2, 37, 64, 4, 2);
+    t_attention_gqa(1, 45, 96, 6, 2);
+    t_attention_gqa(2, 33, 48, 3, 1);
     t_swiglu(13, 67);
     if (!quick) t_swiglu(64, 1024);
     t_add(10007);
@@ -633,6 +646,8 @@ int main(int argc, char **argv) {
     t_decode(2, 3, 16, 37, 50);
     t_decode(1, 4, 64, 1, 8);
     t_decode(3, 2, 128, 100, 128);
+    t_decode_gqa(2, 6, 2, 16, 37, 50); /* grouped-query: K/V head h / 3 */
+    t_decode_gqa(1, 4, 1, 32, 9, 16);  /* multi-query */
     t_argmax(4, 1003, 1003, 0);
     t_argmax(3, 1000, 999, 2000);
     t_argmax(2, 64, 0, 64);

@@ -59,6 +59,17 @@ static void check(ax_grid_t *g, const char *name, const char *work) {
     if (failures) goto out;
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), bc = ax_grid_coord(g, AX_AXIS_BATCH);
     int bl = FB / parts > 0 ? FB / parts : 1, row0 = (bc * bl) % FB; /* 4 parts: rows repeat */
+    int kv = cfg.n_kv_heads ? cfg.n_kv_heads : cfg.n_heads, gy = ax_grid_dim(g, AX_AXIS_Y);
+    if (kv % gy) { /* whole K/V heads per Y rank: such a grid is refused, naming both */
+        ax_status st = ax_model_create_on(g, &cfg, bl, FT, 1, &m);
+        EXPECT(st == AX_ERR_ARG && strstr(ax_error_msg(), "--grid") &&
+                   strstr(ax_error_msg(), "kv-heads"),
+               "%s on %s: %d K/V heads over Y = %d must be refused naming --grid and kv-heads, "
+               "got %d: %s",
+               name, ax_grid_spec(g), kv, gy, (int)st, ax_error_msg());
+        ax_error_clear();
+        goto out;
+    }
     EXPECT(ax_model_create_on(g, &cfg, bl, FT, 1, &m) == AX_OK, "%s", ax_error_msg());
     if (failures) goto out;
     EXPECT(ax_model_load_blob(m, c, "params", ax_model_slab(m, AX_SLAB_PARAMS)) == AX_OK, "%s",

@@ -35,8 +35,13 @@ static int failures;
         }                                                                                          \
     } while (0)
 
-/* the architecture under test: 0 Llama, 1 GPT-NeoX, 2 GPT-2 */
+/* the architecture under test: 0 Llama, 1 GPT-NeoX, 2 GPT-2; 3 and 4 are Llama and GPT-NeoX with
+ * grouped-query attention (2 K/V heads for 4 query heads: on Y = 2 each rank holds one K/V
+ * head and its two query heads) */
 static int g_arch;
+static int arch_kind(void) { /* the architecture without GQA */
+    return g_arch >= 3 ? g_arch - 3 : g_arch;
+}
 
 static ax_model_config cfg(void) {
     /* vocab 301: not divisible by Gy = 2, so the padded vocabulary shard is exercised */
@@ -48,10 +53,12 @@ static ax_model_config cfg(void) {
                          .tie_embeddings = 1,
                          .rope_theta = 10000.0f,
                          .norm_eps = 1e-5f};
-    if (g_arch) c.norm = AX_NORM_LAYER, c.bias = 1;
-    if (g_arch == 1) /* 2 of the 8 dims of each head rotate */
+    int kind = arch_kind();
+    if (kind) c.norm = AX_NORM_LAYER, c.bias = 1;
+    if (kind == 1) /* 2 of the 8 dims of each head rotate */
         c.mlp = AX_MLP_GELU, c.parallel_residual = 1, c.rotary_dim = 2, c.tie_embeddings = 0;
-    if (g_arch == 2) c.mlp = AX_MLP_GELU_TANH, c.pos = AX_POS_LEARNED, c.max_pos = T + 4;
+    if (g_arch >= 3) c.n_kv_heads = 2;
+    if (kind == 2) c.mlp = AX_MLP_GELU_TANH, c.pos = AX_POS_LEARNED, c.max_pos = T + 4;
     return c;
 }
 
@@ -180,10 +187,11 @@ static void run(ax_grid_t *g, int overlap) {
     ax_model_init(ref, 9);
     ax_model_init(par, 9);
     if (g_arch) perturb(ref), perturb(par);
+    int biased = arch_kind() != 0;
     /* Decoding is compared on the initial weights for these: a key bias has an exactly zero
      * gradient (softmax ignores a constant added to every score), whose float noise AdamW turns
      * into +-lr steps that differ between the grids, so after training the models differ. */
-    if (g_arch) check_decode(ref, par, bl, bc);
+    if (biased) check_decode(ref, par, bl, bc);
     int32_t in[B * T], tg[B * T];
     uint8_t mask[B * T];
     for (int step = 0; step < STEPS; step++) {
@@ -243,8 +251,9 @@ static void run(ax_grid_t *g, int overlap) {
         EXPECT(ax_optim_step(oref, ref, 1e-2, &gn_ref) == AX_OK, "step: %s", ax_error_msg());
         EXPECT(ax_optim_step(opar, par, 1e-2, &gn_par) == AX_OK, "step: %s", ax_error_msg());
         if (step == 1) {
-            /* the performance model counts the Llama model's collectives */
-            if (!g_arch) check_volume(g, &c, bl);
+            /* the performance model counts every architecture's collectives (LayerNorm's two
+             * statistics, GQA's narrower qkv, GELU's narrower up, biases' Z shards) */
+            check_volume(g, &c, bl);
             /* the overlap is engaged: with a tensor-parallel axis the dX all-reduces (and Z's
              * reduce-scatters) are still in flight between dW chunks, so the progress step runs;
              * with overlap off every collective is blocking and it never does */
@@ -257,7 +266,7 @@ static void run(ax_grid_t *g, int overlap) {
             if (!overlap) EXPECT(st.test_s == 0, "overlap off: %g s of progress calls", st.test_s);
         }
     }
-    if (!g_arch) check_decode(ref, par, bl, bc); /* gathers the blocks over Z: the next check */
+    if (!biased) check_decode(ref, par, bl, bc); /* gathers the blocks over Z: the next check */
     check_write_params(ref, par, bl, bc);
     ax_optim_free(oref), ax_optim_free(opar);
     ax_model_free(ref), ax_model_free(par);
@@ -353,7 +362,7 @@ int main(int argc, char **argv) {
                "grid %s step %d: loss %.17g with overlap forced, %.17g without", spec, s,
                g_losses[AX_OVERLAP_FORCE][s], g_losses[AX_OVERLAP_OFF][s]);
     failing_steps(g);
-    for (g_arch = 1; g_arch <= 2; g_arch++) run(g, 1);
+    for (g_arch = 1; g_arch <= 4; g_arch++) run(g, 1);
     double bad = failures;
     ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
     if (ax_grid_rank(g) == 0) printf("mpi_model %s: %s\n", spec, bad ? "FAILED" : "ok");

@@ -94,11 +94,12 @@ static ax_ckpt_t *ckpt_with(const char *config, long step) {
 Test(arch_config, checkpoint_keys, .init = mk, .fini = rm) {
     ax_model_config m;
     ax_ckpt_t *ck = ckpt_with("{" SHAPE "\"tie-embeddings\":false,\"norm\":\"layer\",\"mlp\":"
-                              "\"gelu\",\"bias\":true,\"parallel-residual\":true,\"rotary-dim\":2}",
+                              "\"gelu\",\"bias\":true,\"parallel-residual\":true,\"rotary-dim\":2,"
+                              "\"kv-heads\":2}",
                               1);
     cr_assert_eq(ax_model_config_from_ckpt(ck, &m), AX_OK, "%s", ax_error_msg());
     cr_assert(m.norm == AX_NORM_LAYER && m.mlp == AX_MLP_GELU && m.bias && m.parallel_residual &&
-              m.rotary_dim == 2 && m.pos == AX_POS_ROPE && !m.tie_embeddings);
+              m.rotary_dim == 2 && m.pos == AX_POS_ROPE && !m.tie_embeddings && m.n_kv_heads == 2);
     ax_ckpt_free(ck);
     ck = ckpt_with("{" SHAPE "\"tie-embeddings\":true,\"norm\":\"layer\",\"mlp\":\"gelu-tanh\","
                    "\"bias\":true,\"pos\":\"learned\",\"max-pos\":64}",
@@ -109,7 +110,14 @@ Test(arch_config, checkpoint_keys, .init = mk, .fini = rm) {
     /* absent: Llama */
     ck = ckpt_with("{" SHAPE "\"tie-embeddings\":true}", 3);
     cr_assert_eq(ax_model_config_from_ckpt(ck, &m), AX_OK, "%s", ax_error_msg());
-    cr_assert(m.norm == AX_NORM_RMS && m.mlp == AX_MLP_SWIGLU && !m.bias && m.pos == AX_POS_ROPE);
+    cr_assert(m.norm == AX_NORM_RMS && m.mlp == AX_MLP_SWIGLU && !m.bias && m.pos == AX_POS_ROPE &&
+              m.n_kv_heads == 0);
+    ax_ckpt_free(ck);
+    /* kv-heads that do not divide the heads: the manifest is refused, naming the flag */
+    ck = ckpt_with("{" SHAPE "\"tie-embeddings\":true,\"kv-heads\":3}", 7);
+    cr_assert_eq(ax_model_config_from_ckpt(ck, &m), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), "kv-heads 3"), "%s", ax_error_msg());
+    ax_error_clear();
     ax_ckpt_free(ck);
     /* an unknown word, or an impossible combination, names the file and the key or fault */
     ck = ckpt_with("{" SHAPE "\"tie-embeddings\":true,\"mlp\":\"relu\"}", 4);

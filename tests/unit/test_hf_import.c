@@ -81,6 +81,8 @@ static void same_cfg(const ax_model_config *a, const ax_model_config *b, const c
                   a->tie_embeddings == b->tie_embeddings && a->rope_theta == b->rope_theta &&
                   a->norm_eps == b->norm_eps,
               "%s: the shape differs", what);
+    cr_assert_eq(a->n_kv_heads, b->n_kv_heads, "%s: kv-heads %d, expected %d", what, a->n_kv_heads,
+                 b->n_kv_heads);
     cr_assert(a->norm == b->norm && a->mlp == b->mlp && a->bias == b->bias &&
                   a->parallel_residual == b->parallel_residual && a->rotary_dim == b->rotary_dim &&
                   a->pos == b->pos && (a->pos != AX_POS_LEARNED || a->max_pos == b->max_pos),
@@ -101,8 +103,8 @@ static int is_buffer(const char *n) {
 
 /* The exporter's file read back by the C reader: every tensor is the source's tensor of the
  * same name (GPT2Model saves lack "transformer."), same shape, same values (fp16/bf16 sources
- * upcast exactly); every source tensor but buffers and a tied head's copy is there. K/V of a
- * grouped-query source are expanded, so only their count is checked. */
+ * upcast exactly); every source tensor but buffers and a tied head's copy is there, the K/V
+ * projections of a grouped-query source too (kept natively, not expanded). */
 static void same_tensors(const char *src, const char *out, const ax_hf_config *hc) {
     ax_hf_weights *a, *b;
     cr_assert_eq(ax_hf_weights_open(src, &a), AX_OK, "%s", ax_error_msg());
@@ -128,8 +130,6 @@ static void same_tensors(const char *src, const char *out, const ax_hf_config *h
                           ax_hf_weights_find(a, n + 12, &fa, &ta) == AX_OK,
                       "%s: exported tensor %s is not in the source", out, n);
         }
-        if (hc->kv_heads != hc->cfg.n_heads && (strstr(n, "k_proj") || strstr(n, "v_proj")))
-            continue;
         cr_assert(ta->ndim == tb->ndim && !memcmp(ta->shape, tb->shape, sizeof(int64_t) * ta->ndim),
                   "%s: tensor %s has another shape than the source's", out, n);
         float *x = malloc(sizeof(float) * (size_t)ta->numel),
@@ -166,6 +166,8 @@ static void check_fixture(const char *name) {
     cr_assert_eq(ax_model_config_from_ckpt(c, &mc), AX_OK, "%s", ax_error_msg());
     ax_ckpt_free(c);
     same_cfg(&mc, &hc.cfg, step);
+    /* grouped-query attention is kept: K/V heads as config.json has them */
+    cr_assert_eq(mc.n_kv_heads ? mc.n_kv_heads : mc.n_heads, hc.kv_heads, "%s", name);
     /* export: the same architecture, the source's tensors */
     snprintf(out, sizeof out, "%s/exported", tmp);
     cr_assert_eq(ax_hf_export(step, out), AX_OK, "%s", ax_error_msg());
@@ -199,7 +201,7 @@ Test(hf_import, tied_gqa_f16) {
 Test(hf_import, walkthrough_one_layer) {
     check_fixture("llama_walkthrough");
 }
-/* attention and MLP biases, grouped-query K/V biases replicated as their weights */
+/* attention and MLP biases, grouped-query K/V biases kept natively as their weights */
 Test(hf_import, llama_biases_gqa) {
     check_fixture("llama_bias_gqa");
 }
@@ -386,6 +388,51 @@ Test(hf_import, export_refuses_unknown_mix) {
     cr_assert_neq(ax_hf_export(ck, out), AX_OK);
     cr_assert(strstr(ax_error_msg(), "norm layer, mlp swiglu") &&
                   strstr(ax_error_msg(), "GPTNeoXForCausalLM"),
+              "%s", ax_error_msg());
+    cr_assert(!ax_path_exists(out), "a refused export left %s", out);
+    free(p), free(ts);
+    ax_rm_rf(tmp);
+}
+
+/* grouped-query attention exists only in the Llama format: a GPT-NeoX-shaped checkpoint with
+ * kv-heads is refused, naming it */
+Test(hf_import, export_refuses_gqa_outside_llama) {
+    ax_model_config c = {.n_layers = 1,
+                         .dim = 32,
+                         .n_heads = 2,
+                         .ffn = 48,
+                         .vocab = 300,
+                         .rope_theta = 1e4f,
+                         .norm_eps = 1e-5f,
+                         .norm = AX_NORM_LAYER,
+                         .mlp = AX_MLP_GELU,
+                         .bias = 1,
+                         .n_kv_heads = 1};
+    int n_t = ax_model_config_n_tensors(&c);
+    int64_t n = ax_model_config_n_params(&c);
+    ax_tensor_info *ts = calloc((size_t)n_t, sizeof *ts);
+    ax_model_tensor_table(&c, ts);
+    float *p = calloc((size_t)n, sizeof *p);
+    ax_ckpt_blob blob = {.name = "params", .data = p, .count = n};
+    ax_ckpt_write_args a = {.grid = "1x1x1x1",
+                            .config_json = "{\"layers\":1,\"dim\":32,\"heads\":2,\"ffn\":48,"
+                                           "\"vocab\":300,\"tie-embeddings\":false,\"rope-theta\":"
+                                           "10000,\"norm-eps\":1e-5,\"norm\":\"layer\","
+                                           "\"mlp\":\"gelu\",\"bias\":true,\"kv-heads\":1}",
+                            .state_json = "{\"step\":0}",
+                            .tensors = ts,
+                            .n_tensors = n_t,
+                            .blobs = &blob,
+                            .n_blobs = 1};
+    char tmp[] = "/tmp/ax_hfq_XXXXXX", ck[300], out[300];
+    cr_assert(mkdtemp(tmp));
+    snprintf(ck, sizeof ck, "%s/ck", tmp);
+    snprintf(out, sizeof out, "%s/out", tmp);
+    cr_assert_eq(ax_ckpt_write(ck, 0, &a), AX_OK, "%s", ax_error_msg());
+    snprintf(ck, sizeof ck, "%s/ck/step-000000", tmp);
+    ax_error_clear();
+    cr_assert_neq(ax_hf_export(ck, out), AX_OK);
+    cr_assert(strstr(ax_error_msg(), "kv-heads 1") && strstr(ax_error_msg(), "GPTNeoXForCausalLM"),
               "%s", ax_error_msg());
     cr_assert(!ax_path_exists(out), "a refused export left %s", out);
     free(p), free(ts);

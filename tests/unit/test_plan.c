@@ -241,6 +241,38 @@ Test(plan, state_memory_matches_the_model) {
                  q.mem_state, q.vol.bytes[AX_COMM_ALLREDUCE][AX_AXIS_DATA]);
 }
 
+/* grouped-query attention and the GPT-NeoX / GPT-2 tensors: the state is still the model's own
+ * allocation (the table's smaller wqkv, biases, LayerNorm biases, learned positions) */
+Test(plan, state_memory_matches_other_architectures) {
+    ax_model_config cs[3] = {small(), small(), small()};
+    cs[0].n_kv_heads = 2;
+    cs[1].n_kv_heads = 4, cs[1].norm = AX_NORM_LAYER, cs[1].mlp = AX_MLP_GELU, cs[1].bias = 1;
+    cs[1].parallel_residual = 1, cs[1].rotary_dim = 16;
+    cs[2].norm = AX_NORM_LAYER, cs[2].mlp = AX_MLP_GELU_TANH, cs[2].bias = 1;
+    cs[2].pos = AX_POS_LEARNED, cs[2].max_pos = 64;
+    ax_plan_machine pm = machine("h100");
+    for (int k = 0; k < 3; k++) {
+        ax_model_t *m = NULL;
+        cr_assert_eq(ax_model_create(&cs[k], 1, 8, &m), AX_OK, "%s", ax_error_msg());
+        ax_plan_pred p;
+        int dims[4] = {1, 1, 1, 1};
+        cr_assert_eq(ax_perfmodel_predict(&cs[k], &pm.m, dims, 1, 8, 1, 1, &p), AX_OK);
+        cr_assert_eq(p.mem_state, 16.0 * (double)ax_model_n_local(m),
+                     "config %d: %.0f vs 16 x %lld", k, p.mem_state,
+                     (long long)ax_model_n_local(m));
+        ax_model_free(m);
+    }
+    /* GQA's narrower qkv: fewer parameters and a smaller qkv all-reduce over X */
+    ax_model_config mha = small(), gqa = small();
+    gqa.n_kv_heads = 2;
+    int x2[4] = {1, 2, 1, 1};
+    ax_step_volume vm, vg;
+    ax_perfmodel_step_volume(&mha, x2, 1, 8, 1, &vm);
+    ax_perfmodel_step_volume(&gqa, x2, 1, 8, 1, &vg);
+    cr_assert_lt(vg.bytes[AX_COMM_ALLREDUCE][AX_AXIS_X], vm.bytes[AX_COMM_ALLREDUCE][AX_AXIS_X]);
+    cr_assert_lt(ax_model_config_n_params(&gqa), ax_model_config_n_params(&mha));
+}
+
 static ax_plan_machine tiny_memory(double gib) {
     ax_plan_machine pm = machine("a100");
     pm.m.mem_bytes = gib * 1073741824.0;

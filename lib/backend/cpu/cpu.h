@@ -37,9 +37,10 @@ void ax_cpu_rope_forward(ax_ctx *ctx, float *x, const float *cos_t, const float 
 void ax_cpu_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, const float *sin_t, int B,
                           int T, int H, int D, long ld);
 void ax_cpu_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
-                              int C, int H);
+                              int C, int H, int Hkv);
 void ax_cpu_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
-                               const float *qkv, const float *att, int B, int T, int C, int H);
+                               const float *qkv, const float *att, int B, int T, int C, int H,
+                               int Hkv);
 void ax_cpu_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F);
 void ax_cpu_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N,
                             int F);
@@ -73,7 +74,7 @@ void ax_cpu_embedding_shard_forward(ax_ctx *ctx, float *out, const int32_t *toke
 void ax_cpu_embedding_shard_backward(ax_ctx *ctx, float *dwte, const float *dout,
                                      const int32_t *tokens, int N, int C, int v0, int rows);
 void ax_cpu_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
-                             const float *vc, int B, int H, int D, int len, int Tmax);
+                             const float *vc, int B, int H, int Hkv, int D, int len, int Tmax);
 void ax_cpu_kv_append(ax_ctx *ctx, float *kc, float *vc, const float *k, const float *v, long ld,
                       int B, int H, int D, int Tmax, int pos);
 void ax_cpu_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, long ld_src,

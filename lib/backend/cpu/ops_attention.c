@@ -1,5 +1,7 @@
 /* Causal multi-head self-attention over a packed qkv buffer, in blocks (flash-attention style):
- * the T x T probability matrix is never stored, so memory is linear in T.
+ * the T x T probability matrix is never stored, so memory is linear in T. Grouped-query
+ * attention: rows are [q (H heads) | k (Hkv heads) | v (Hkv heads)] and query head h reads K/V
+ * head h / (H / Hkv); Hkv == H is plain multi-head attention.
  *
  * Forward: one task per (b, h, tile of AX_ATT_BQ queries), OpenMP-dynamic over tasks. Keys
  * stream in tiles of AX_ATT_BK (only up to the tile's last query: the causal triangle above the
@@ -28,11 +30,26 @@ static long ld_rows(int T) { /* row stride of the backward's per-thread P and dS
     return ((long)T + 15) / 16 * 16;
 }
 
-/* one (b, h, query tile) of the forward; w: BQ*BK (S) + BQ*D (O) + BQ (m) + BQ (l) floats */
-static void fwd_tile(float *out, float *lse, const float *qkv, int T, int C, int D, int b, int h,
-                     int r0, float scale, float *w) {
-    long C3 = 3L * C;
-    const float *q = qkv + (long)b * T * C3 + (long)h * D, *k = q + C, *v = q + 2L * C;
+/* Where a head's q, k, v start in a packed row of C3 = (H + 2 Hkv) D floats: query head h,
+ * K/V head hk of sequence b. */
+typedef struct {
+    int C, Ckv, D; /* C = H D (the output's row), Ckv = Hkv D */
+    long C3;
+} qkv_layout;
+static long q_off(const qkv_layout *s, int T, int b, int h) {
+    return (long)b * T * s->C3 + (long)h * s->D;
+}
+static long k_off(const qkv_layout *s, int T, int b, int hk) {
+    return (long)b * T * s->C3 + s->C + (long)hk * s->D;
+}
+
+/* one (b, h, query tile) of the forward, h reading K/V head hk; w: BQ*BK (S) + BQ*D (O) + BQ (m)
+ * + BQ (l) floats */
+static void fwd_tile(float *out, float *lse, const float *qkv, int T, const qkv_layout *s_, int b,
+                     int h, int hk, int r0, float scale, float *w) {
+    long C3 = s_->C3;
+    int C = s_->C, D = s_->D;
+    const float *q = qkv + q_off(s_, T, b, h), *k = qkv + k_off(s_, T, b, hk), *v = k + s_->Ckv;
     int r1 = r0 + BQ < T ? r0 + BQ : T, rb = r1 - r0;
     float *S = w, *O = S + BQ * BK, *mr = O + (long)BQ * D, *lr = mr + BQ;
     for (int i = 0; i < rb; i++) mr[i] = -INFINITY, lr[i] = 0.0f;
@@ -76,10 +93,11 @@ static void fwd_tile(float *out, float *lse, const float *qkv, int T, int C, int
     }
 }
 
-/* out[B,T,C], att: lse[B,H,T] in its first B*H*T floats, qkv[B,T,3C] = [q | k | v] */
+/* out[B,T,C], att: lse[B,H,T] in its first B*H*T floats, qkv[B,T,C + 2 Hkv D] = [q | k | v] */
 void ax_cpu_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
-                              int C, int H) {
-    int D = C / H, nq = (T + BQ - 1) / BQ, nt = omp_get_max_threads();
+                              int C, int H, int Hkv) {
+    int D = C / H, nq = (T + BQ - 1) / BQ, nt = omp_get_max_threads(), G = H / Hkv;
+    qkv_layout lay = {C, Hkv * D, D, (long)C + 2L * Hkv * D};
     float scale = 1.0f / sqrtf((float)D);
     float *ws = ax_ctx_scratch(ctx, ax_attention_scratch_bytes(T, D, nt));
     if (!ws) return; /* recorded on the context */
@@ -89,18 +107,19 @@ void ax_cpu_attention_forward(ax_ctx *ctx, float *out, float *att, const float *
     for (long task = 0; task < ntask; task++) {
         /* the longest tiles (last queries: the most keys) first, for the load balance */
         int qi = nq - 1 - (int)(task % nq), bh = (int)(task / nq);
-        fwd_tile(out, att + (long)bh * T, qkv, T, C, D, bh / H, bh % H, qi * BQ, scale,
+        fwd_tile(out, att + (long)bh * T, qkv, T, &lay, bh / H, bh % H, bh % H / G, qi * BQ, scale,
                  ws + per * omp_get_thread_num());
     }
 }
 
-/* one (b, h) of the backward; w: 2 * BQ * ld_rows(T) floats (P and dS tiles) */
+/* one (b, h) of the backward, h reading K/V head hk; w: 2 * BQ * ld_rows(T) floats (P and dS
+ * tiles) */
 static void bwd_head(float *dqkv, const float *dout, const float *qkv, const float *lse, int T,
-                     int C, int D, int b, int h, float scale, float *w) {
-    long C3 = 3L * C, ld = ld_rows(T);
-    long qoff = (long)b * T * C3 + (long)h * D;
-    const float *q = qkv + qoff, *k = q + C, *v = q + 2L * C;
-    float *dq = dqkv + qoff, *dk = dq + C, *dv = dq + 2L * C;
+                     const qkv_layout *s_, int b, int h, int hk, float scale, float *w) {
+    long C3 = s_->C3, ld = ld_rows(T), qoff = q_off(s_, T, b, h), koff = k_off(s_, T, b, hk);
+    int C = s_->C, D = s_->D;
+    const float *q = qkv + qoff, *k = qkv + koff, *v = k + s_->Ckv;
+    float *dq = dqkv + qoff, *dk = dqkv + koff, *dv = dk + s_->Ckv;
     const float *dO = dout + (long)b * T * C + (long)h * D;
     float *P = w, *dS = w + BQ * ld;
     for (int r0 = 0; r0 < T; r0 += BQ) {
@@ -133,20 +152,27 @@ static void bwd_head(float *dqkv, const float *dout, const float *qkv, const flo
     }
 }
 
-/* dqkv[B,T,3C] +=. att: the forward's lse[B,H,T]. scratch: unused here (the CUDA backend keeps
- * D_i there); the per-thread tiles come from the context's arena. */
+/* dqkv[B,T,C + 2 Hkv D] +=. att: the forward's lse[B,H,T]. scratch: unused here (the CUDA
+ * backend keeps D_i there); the per-thread tiles come from the context's arena. One task per
+ * (b, K/V head) runs the group's query heads in order, so dK and dV sum over the group in a fixed
+ * order (no atomics). */
 void ax_cpu_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
-                               const float *qkv, const float *att, int B, int T, int C, int H) {
+                               const float *qkv, const float *att, int B, int T, int C, int H,
+                               int Hkv) {
     (void)scratch;
-    int D = C / H, nt = omp_get_max_threads();
+    int D = C / H, nt = omp_get_max_threads(), G = H / Hkv;
+    qkv_layout lay = {C, Hkv * D, D, (long)C + 2L * Hkv * D};
     float scale = 1.0f / sqrtf((float)D);
     float *ws = ax_ctx_scratch(ctx, ax_attention_scratch_bytes(T, D, nt));
     if (!ws) return;
     long per = (long)ax_attention_scratch_bytes(T, D, 1) / (long)sizeof(float);
     /* fewer heads than threads: the heads run one after another and each GEMM uses every
      * thread (deterministic for a fixed thread count, like the model's other GEMMs) */
-#pragma omp parallel for schedule(dynamic, 1) if (B * H >= nt)
-    for (int bh = 0; bh < B * H; bh++)
-        bwd_head(dqkv, dout, qkv, att + (long)bh * T, T, C, D, bh / H, bh % H, scale,
-                 ws + per * omp_get_thread_num());
+#pragma omp parallel for schedule(dynamic, 1) if (B * Hkv >= nt)
+    for (int bk = 0; bk < B * Hkv; bk++) {
+        int b = bk / Hkv, hk = bk % Hkv;
+        for (int h = hk * G; h < hk * G + G; h++)
+            bwd_head(dqkv, dout, qkv, att + ((long)b * H + h) * T, T, &lay, b, h, hk, scale,
+                     ws + per * omp_get_thread_num());
+    }
 }

@@ -1,12 +1,14 @@
 /* Attention for one new query per sequence against cached keys and values: the inner loop of
- * KV-cached generation. Parallel over (sequence, head); the cache rows are contiguous. */
+ * KV-cached generation. Parallel over (sequence, head); the cache rows are contiguous. With
+ * grouped-query attention the cache holds Hkv heads and query head h reads head h / (H / Hkv). */
 #include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
 #include <omp.h>
 
 void ax_cpu_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
-                             const float *vc, int B, int H, int D, int len, int Tmax) {
+                             const float *vc, int B, int H, int Hkv, int D, int len, int Tmax) {
+    int G = H / Hkv;
     float scale = 1.0f / sqrtf((float)D);
     /* one row of len scores per thread, from the context's scratch */
     long per = ((long)(len > 0 ? len : 1) + 15) / 16 * 16; /* 64-byte rows: no false sharing */
@@ -21,8 +23,8 @@ void ax_cpu_attention_decode(ax_ctx *ctx, float *out, const float *q, const floa
         for (int bh = 0; bh < B * H; bh++) {
             int b = bh / H, h = bh % H;
             const float *qv = q + (long)b * H * D + (long)h * D;
-            const float *k = kc + ((long)b * H + h) * Tmax * D;
-            const float *v = vc + ((long)b * H + h) * Tmax * D;
+            const float *k = kc + ((long)b * Hkv + h / G) * Tmax * D;
+            const float *v = vc + ((long)b * Hkv + h / G) * Tmax * D;
             float *o = out + (long)b * H * D + (long)h * D;
             float mx = -INFINITY, sum = 0.0f;
             for (int t = 0; t < len; t++) {
