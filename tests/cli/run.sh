@@ -280,6 +280,7 @@ if grep -q "built without CUDA" "$T/ld3"; then
     || bad "no CUDA build: --device cuda loads no CUDA library"
 else
   grep -q "libaxmem_cuda.so" "$T/ld3" && grep -qE "$cuda_libs" "$T/ld3" \
+    && ! grep -q "cannot load the CUDA plugin" "$T/ld3" \
     && ok "--device cuda loads the CUDA plugin" || bad "--device cuda loads the CUDA plugin"
   expect_fail "--device cuda: a missing plugin is named, with what to do" 1 \
     "cannot load the CUDA plugin $T/none.so: .*No such file.*rebuild with scons cuda=yes.*--device cpu" \
