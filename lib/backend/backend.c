@@ -1,5 +1,6 @@
 /* Backend selection and execution contexts (the backend-neutral half of lib/backend). */
 #include "lib/backend/backend.h"
+#include "lib/core/plugin.h"
 
 #include <string.h>
 
@@ -14,8 +15,14 @@ ax_status ax_backend_select(const char *name, const ax_backend **out) {
         return AX_OK;
     }
     if (!strcmp(name, "cuda")) {
-#ifdef AX_HAVE_CUDA
+#if defined(AX_HAVE_CUDA) /* linked in (the emulator's build, tests/cuda/emu/run.sh) */
         return ax_backend_cuda_open(out);
+#elif defined(AX_CUDA_PLUGIN) /* the release build: from libaxmem_cuda.so, loaded now */
+        void *open_fn = NULL;
+        AX_CHECK(
+            ax_cuda_plugin_sym("--device cuda", "--device cpu", "ax_backend_cuda_open", &open_fn));
+        ax_status (*open_cuda)(const ax_backend **) = (ax_status(*)(const ax_backend **))open_fn;
+        return open_cuda(out);
 #else
         return ax_errorf(AX_ERR_UNSUPPORTED,
                          "--device cuda: built without CUDA; rebuild with scons cuda=yes");

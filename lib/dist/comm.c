@@ -3,6 +3,7 @@
  * the local combine (shared by every transport and by the tests' references). What moves the
  * bytes is the grid's transport (lib/dist/comm_transport.h; MPI: lib/dist/comm_mpi.c). */
 #include "lib/dist/comm_transport.h"
+#include "lib/core/plugin.h"
 #include "lib/core/stop.h"
 #include "lib/core/timer.h"
 
@@ -130,11 +131,30 @@ void ax_reduce_local(ax_dtype t, ax_redop op, void *acc, const void *in, long n)
 
 static const char *comm_choice = "auto";
 
+#ifdef AX_HAVE_NCCL
+/* The NCCL transport is built into the CUDA plugin (lib/core/plugin.h), loaded by --comm nccl
+ * (ax_comm_check) or, with --comm auto, taken from the plugin the CUDA backend has loaded. */
+static struct {
+    const ax_transport *tr; /* NULL until loaded */
+    int (*use)(ax_grid_t *g, ax_axis axis, int forced);
+} nccl;
+
+static ax_status nccl_load(const char *flag) {
+    if (nccl.tr) return AX_OK;
+    void *tr_fn = NULL, *use_fn = NULL;
+    AX_CHECK(ax_cuda_plugin_sym(flag, "--comm mpi", "ax_transport_nccl", &tr_fn));
+    AX_CHECK(ax_cuda_plugin_sym(flag, "--comm mpi", "ax_nccl_use_", &use_fn));
+    nccl.use = (int (*)(ax_grid_t *, ax_axis, int))use_fn;
+    nccl.tr = ((const ax_transport *(*)(void))tr_fn)();
+    return AX_OK;
+}
+#endif
+
 ax_status ax_comm_check(const char *name) {
     if (!name || !*name || !strcmp(name, "auto") || !strcmp(name, "mpi")) return AX_OK;
     if (!strcmp(name, "nccl")) {
 #ifdef AX_HAVE_NCCL
-        return AX_OK;
+        return nccl_load("--comm nccl");
 #else
         return ax_errorf(AX_ERR_UNSUPPORTED,
                          "--comm nccl: this build has no NCCL transport (not built: it comes with "
@@ -292,9 +312,17 @@ static ax_status copy_local(ax_grid_t *g, void *dst, const void *src, long n, ax
  * grid with device memory), else NULL (device buffers are staged for the MPI transport). */
 static const ax_transport *dev_tr_axis(ax_grid_t *g, ax_axis axis) {
 #ifdef AX_HAVE_NCCL
+    int forced = !strcmp(comm_choice, "nccl");
+    /* auto: only once the CUDA backend has loaded the plugin (the grid's device memory is then
+     * CUDA memory; a test's emulated device memory never loads the CUDA libraries) */
     if (ax_grid_uses_mpi(g) && ax_grid_memory(g) && strcmp(comm_choice, "mpi") != 0 &&
-        ax_nccl_use_(g, axis, !strcmp(comm_choice, "nccl")))
-        return ax_transport_nccl();
+        (forced || ax_cuda_plugin_loaded())) {
+        if (nccl_load(forced ? "--comm nccl" : "--comm auto") != AX_OK) {
+            ax_error_clear(); /* handled: the staged MPI path serves the call */
+            return NULL;
+        }
+        if (nccl.use(g, axis, forced)) return nccl.tr;
+    }
 #else
     (void)g, (void)axis;
 #endif
@@ -766,7 +794,7 @@ ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, 
 /* the transport a request was issued on */
 static const ax_transport *req_tr(const ax_req *req) {
 #ifdef AX_HAVE_NCCL
-    if (req->dev) return ax_transport_nccl();
+    if (req->dev) return nccl.tr; /* loaded when the request was issued on it */
 #endif
     return tr(req->g);
 }

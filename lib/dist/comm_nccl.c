@@ -1,6 +1,8 @@
 /* The NCCL transport (lib/dist/comm_transport.h) for grids whose buffers are GPU memory
  * (--comm nccl, or auto on a GPU run; lib/dist/comm.h). Built only with CUDA and NCCL
- * (SConstruct: AX_HAVE_NCCL).
+ * (SConstruct: AX_HAVE_NCCL), into the CUDA plugin (lib/core/plugin.h), not into lib/dist: the
+ * front end (comm.c) looks up ax_transport_nccl and ax_nccl_use_ there by name, and the calls
+ * below into lib/dist and lib/core resolve to the executable's own copies.
  *
  * One NCCL communicator and one communication stream per grid axis, made on the axis's first
  * device collective (every rank along the axis issues it, so the lazy creation is collective

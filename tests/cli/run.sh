@@ -263,6 +263,29 @@ sys.exit(0 if m["config"]["norm-eps"]==1e-5 else 1)' "$T/run" 2>"$T/err" \
 # (a CUDA build on a machine without a GPU says that instead)
 expect_fail "probe --device cuda says how to get it" 1 "built without CUDA; rebuild with scons cuda=yes|no CUDA device found" \
   "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --device cuda
+# The CUDA stack (cudart, cuBLAS, NCCL) is loaded only by a run that asks for the GPU: in a CUDA
+# build it lives in the plugin lib/libaxmem_cuda.so, which the executable dlopens then
+# (lib/core/plugin.h). The dynamic loader's log (LD_DEBUG=libs) of --help and of a CPU lookup
+# names none of it; --device cuda does load it (so the check can see a load when there is one),
+# and a missing plugin is named with what to do. A build without CUDA never loads it.
+cuda_libs='libcudart|libcublas|libnccl'
+LD_DEBUG=libs "$AX" --help >/dev/null 2>"$T/ld1"
+LD_DEBUG=libs "$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" "In the beginning" \
+  >/dev/null 2>"$T/ld2"
+grep -q "calling init" "$T/ld1" && grep -q "calling init" "$T/ld2" && ! grep -qE "$cuda_libs" "$T/ld1" "$T/ld2" \
+  && ok "--help and a CPU lookup load no CUDA library" || bad "--help and a CPU lookup load no CUDA library"
+LD_DEBUG=libs "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --device cuda >/dev/null 2>"$T/ld3"
+if grep -q "built without CUDA" "$T/ld3"; then
+  ! grep -qE "$cuda_libs|libaxmem_cuda" "$T/ld3" && ok "no CUDA build: --device cuda loads no CUDA library" \
+    || bad "no CUDA build: --device cuda loads no CUDA library"
+else
+  grep -q "libaxmem_cuda.so" "$T/ld3" && grep -qE "$cuda_libs" "$T/ld3" \
+    && ! grep -q "cannot load the CUDA plugin" "$T/ld3" \
+    && ok "--device cuda loads the CUDA plugin" || bad "--device cuda loads the CUDA plugin"
+  expect_fail "--device cuda: a missing plugin is named, with what to do" 1 \
+    "cannot load the CUDA plugin $T/none.so: .*No such file.*rebuild with scons cuda=yes.*--device cpu" \
+    env AXMEM_CUDA_PLUGIN="$T/none.so" "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --device cuda
+fi
 expect_fail "generate --device lists its words" 2 "use cpu or cuda" \
   "$AX" memscan generate --ckpt "$T/run" --index x.idx --device tpu
 # --precision (issue 10): a bad word names the flag; bf16 is refused on the CPU backend (it
