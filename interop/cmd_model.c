@@ -5,22 +5,28 @@
 #include "lib/core/log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *TOP_HELP =
     "usage: axmem model SUBCOMMAND [flags]\n\n"
     "  import --hf DIR --out CKPT_DIR   Hugging Face LlamaForCausalLM, MistralForCausalLM,\n"
-    "                                   GPTNeoXForCausalLM (Pythia) or GPT2LMHeadModel\n"
+    "         [--kv-heads K]            GPTNeoXForCausalLM (Pythia) or GPT2LMHeadModel\n"
     "                                   (config.json + model.safetensors or shards with their\n"
-    "                                   index; fp32/fp16/bf16) -> CKPT_DIR/step-000000\n"
+    "                                   index; fp32/fp16/bf16) -> CKPT_DIR/step-000000;\n"
+    "                                   --kv-heads copies each K/V head of a grouped-query\n"
+    "                                   model up to K heads (same function), for grids whose\n"
+    "                                   Y divides K but not the model's K/V head count\n"
     "  export --ckpt STEP_DIR --out DIR axmem checkpoint -> config.json + fp32\n"
     "                                   model.safetensors, as the architecture its config\n"
     "                                   describes (Llama, GPT-NeoX or GPT-2)\n";
 
-/* --a X --b Y with both required; 2 on a usage error (printed), 1 on help, 0 when parsed */
+/* --a X --b Y with both required, and optionally --opt Z (nopt NULL: none); 2 on a usage error
+ * (printed), 1 on help, 0 when parsed */
 static int two_flags(const char *sub, int argc, char **argv, const char *na, const char **a,
-                     const char *nb, const char **b) {
+                     const char *nb, const char **b, const char *nopt, const char **opt) {
     *a = *b = NULL;
+    if (opt) *opt = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int r;
@@ -32,6 +38,8 @@ static int two_flags(const char *sub, int argc, char **argv, const char *na, con
             *a = v;
         else if (r == 0 && (r = ax_cli_flag(argc, argv, &i, nb, &v)) == 1)
             *b = v;
+        else if (r == 0 && nopt && (r = ax_cli_flag(argc, argv, &i, nopt, &v)) == 1)
+            *opt = v;
         if (r != 1) {
             fprintf(stderr, "axmem model %s: %s '%s'; see axmem model --help\n", sub,
                     r < 0 ? "missing value for" : "unknown argument", argv[i]);
@@ -47,11 +55,20 @@ static int two_flags(const char *sub, int argc, char **argv, const char *na, con
 }
 
 static int cmd_import(int argc, char **argv) {
-    const char *hf, *out;
-    int rc = two_flags("import", argc, argv, "--hf", &hf, "--out", &out);
+    const char *hf, *out, *kv;
+    int rc = two_flags("import", argc, argv, "--hf", &hf, "--out", &out, "--kv-heads", &kv);
     if (rc) return rc == 1 ? 0 : rc;
+    long kv_heads = 0;
+    if (kv) {
+        char *end;
+        kv_heads = strtol(kv, &end, 10);
+        if (*end || end == kv || kv_heads < 1 || kv_heads > 4096) {
+            fprintf(stderr, "axmem model import: --kv-heads '%s' is not a count in [1, 4096]\n", kv);
+            return 2;
+        }
+    }
     char step[4200];
-    if (ax_hf_import(hf, out, step, sizeof step) != AX_OK) {
+    if (ax_hf_import_kv(hf, out, (int)kv_heads, step, sizeof step) != AX_OK) {
         fprintf(stderr, "axmem model import: %s\n", ax_error_msg());
         return 1;
     }
@@ -62,7 +79,7 @@ static int cmd_import(int argc, char **argv) {
 
 static int cmd_export(int argc, char **argv) {
     const char *ck, *out;
-    int rc = two_flags("export", argc, argv, "--ckpt", &ck, "--out", &out);
+    int rc = two_flags("export", argc, argv, "--ckpt", &ck, "--out", &out, NULL, NULL);
     if (rc) return rc == 1 ? 0 : rc;
     if (ax_hf_export(ck, out) != AX_OK) {
         fprintf(stderr, "axmem model export: %s\n", ax_error_msg());

@@ -19,6 +19,7 @@ typedef struct {
     const char *dir;
     const ax_hf_config *hc;
     const char *gpt2; /* GPT-2 tensor prefix: "transformer." (GPT2LMHeadModel) or "" (GPT2Model) */
+    int kv_rep;       /* each source K/V head written this many times (model import --kv-heads) */
     float *tmp;
 } src_t;
 
@@ -98,17 +99,23 @@ static ax_status map_llama(const src_t *s, const char *what, int l, float *dst) 
         else
             LNAME("self_attn.q_proj.bias");
         AX_CHECK(fetch(s, name, C, qkv_w ? C : 0, dst));
-        /* grouped-query attention: the engine's query head h reads K/V head h / (H / KV), as
-         * transformers' repeat_kv does, so the KV heads' rows go in as they are */
+        /* grouped-query attention: the engine's query head h reads K/V head h / (H / KVn), as
+         * transformers' repeat_kv does, so the KV heads' rows go in as they are; with kv_rep > 1
+         * each source head is written kv_rep times in a row (head j = source head j / kv_rep),
+         * which computes the same function with more, smaller groups */
+        int64_t KVn = KV * s->kv_rep;
         for (int k = 0; k < 2; k++) {
             snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.%s", l, k ? "v" : "k",
                      qkv_w ? "weight" : "bias");
-            AX_CHECK(fetch(s, name, KV * D, qkv_w ? C : 0, dst + (C + k * KV * D) * w));
+            AX_CHECK(fetch(s, name, KV * D, qkv_w ? C : 0, s->tmp));
+            for (int64_t j = 0; j < KVn; j++)
+                memcpy(dst + (C + k * KVn * D + j * D) * w, s->tmp + (j / s->kv_rep) * D * w,
+                       (size_t)(D * w) * sizeof *dst);
         }
         return AX_OK;
     }
     /* attention_bias or mlp_bias false while the other is true: zero biases, the same function */
-    if (qkv_b) return memset(dst, 0, (size_t)(C + 2 * KV * D) * sizeof *dst), AX_OK;
+    if (qkv_b) return memset(dst, 0, (size_t)(C + 2 * KV * s->kv_rep * D) * sizeof *dst), AX_OK;
     if (!strcmp(what, "bo"))
         return s->hc->attn_bias ? (LNAME("self_attn.o_proj.bias"), fetch(s, name, C, 0, dst))
                                 : (memset(dst, 0, (size_t)C * sizeof *dst), AX_OK);
@@ -333,6 +340,8 @@ static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const 
     if (hc->max_pos) ax_jw_key(&cw, "max-positions"), ax_jw_int(&cw, hc->max_pos);
     if (hc->arch == AX_HF_LLAMA && c->bias) ax_jw_key(&cw, "bias"), ax_jw_bool(&cw, 1);
     if (c->n_kv_heads) ax_jw_key(&cw, "kv-heads"), ax_jw_int(&cw, c->n_kv_heads);
+    if ((c->n_kv_heads ? c->n_kv_heads : c->n_heads) != hc->kv_heads) /* model import --kv-heads */
+        ax_jw_key(&cw, "kv-heads-replicated-from"), ax_jw_int(&cw, hc->kv_heads);
     if (hc->arch != AX_HF_LLAMA) { /* the architecture keys (absent: Llama's defaults) */
         static const char *const mlp[] = {"swiglu", "gelu", "gelu-tanh"};
         ax_jw_key(&cw, "norm"), ax_jw_str(&cw, c->norm == AX_NORM_LAYER ? "layer" : "rms");
@@ -362,11 +371,32 @@ static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const 
 }
 
 ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out, size_t len) {
+    return ax_hf_import_kv(hf_dir, ckpt_dir, 0, step_out, len);
+}
+
+ax_status ax_hf_import_kv(const char *hf_dir, const char *ckpt_dir, int kv_heads, char *step_out,
+                          size_t len) {
     ax_hf_config hc;
     AX_CHECK(ax_hf_config_load(hf_dir, &hc));
+    int H = hc.cfg.n_heads, rep = 1;
+    if (kv_heads) {
+        if (kv_heads < hc.kv_heads || kv_heads % hc.kv_heads || H % kv_heads)
+            return ax_errorf(AX_ERR_ARG,
+                             "--kv-heads %d: %s/config.json has %d K/V heads for %d query heads; "
+                             "give a multiple of %d that divides %d (each K/V head is copied for "
+                             "its query group, the same function)",
+                             kv_heads, hf_dir, hc.kv_heads, H, hc.kv_heads, H);
+        if (hc.arch != AX_HF_LLAMA && kv_heads != H)
+            return ax_errorf(AX_ERR_ARG,
+                             "--kv-heads %d: %s is a %s model, which has one K/V head per query "
+                             "head (%d); drop --kv-heads",
+                             kv_heads, hf_dir, hc.arch == AX_HF_NEOX ? "GPT-NeoX" : "GPT-2", H);
+        rep = kv_heads / hc.kv_heads;
+        hc.cfg.n_kv_heads = kv_heads == H ? 0 : kv_heads;
+    }
     ax_hf_weights *w = NULL;
     AX_CHECK(ax_hf_weights_open(hf_dir, &w));
-    src_t s = {.w = w, .dir = hf_dir, .hc = &hc, .gpt2 = "transformer."};
+    src_t s = {.w = w, .dir = hf_dir, .hc = &hc, .gpt2 = "transformer.", .kv_rep = rep};
     const ax_st_file *f;
     const ax_st_tensor *t;
     /* GPT2Model saves (the original gpt2 checkpoints) name tensors without the prefix */

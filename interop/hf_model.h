@@ -40,6 +40,13 @@ const char *ax_hf_weights_name(const ax_hf_weights *w, int i, const ax_st_file *
  * stay as they are (the checkpoint's "kv-heads"). The written step directory goes to
  * step_out[n] (may be NULL). */
 ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out, size_t n);
+/* As ax_hf_import with kv_heads K/V heads in the checkpoint (0: as config.json has them): each
+ * source K/V head is copied for K / num_key_value_heads consecutive heads, the same function,
+ * so a grouped-query model loads on grids whose Y divides K but not the source's count (each Y
+ * rank holds whole K/V heads). K must be a multiple of the source's count dividing the query
+ * heads; AX_ERR_ARG naming --kv-heads otherwise. */
+ax_status ax_hf_import_kv(const char *hf_dir, const char *ckpt_dir, int kv_heads, char *step_out,
+                          size_t n);
 /* Exports a checkpoint step directory to OUT_DIR (config.json + fp32 model.safetensors) as the
  * architecture its config keys describe: LlamaForCausalLM (RMSNorm, SwiGLU, rotary),
  * GPTNeoXForCausalLM (LayerNorm, GELU, biases, rotary) or GPT2LMHeadModel (LayerNorm, GELU,

@@ -41,12 +41,13 @@ static void *slurp(const char *dir, const char *name, size_t want) {
     return d;
 }
 
-static void check(ax_grid_t *g, const char *name, const char *work) {
+/* kv_heads: 0 imports the K/V heads as they are, else model import --kv-heads kv_heads */
+static void check(ax_grid_t *g, const char *name, const char *work, int kv_heads) {
     char src[256], ck[512], step[600];
     snprintf(src, sizeof src, "tests/fixtures/hf/%s", name);
-    snprintf(ck, sizeof ck, "%s/%s", work, name);
+    snprintf(ck, sizeof ck, "%s/%s-kv%d", work, name, kv_heads);
     snprintf(step, sizeof step, "%s/step-000000", ck);
-    ax_status st = ax_grid_rank(g) == 0 ? ax_hf_import(src, ck, NULL, 0) : AX_OK;
+    ax_status st = ax_grid_rank(g) == 0 ? ax_hf_import_kv(src, ck, kv_heads, NULL, 0) : AX_OK;
     EXPECT(ax_coll_agree(g, AX_AXIS_WORLD, st, "import") == AX_OK, "%s: import: %s", name,
            ax_error_msg());
     if (failures) return;
@@ -68,6 +69,8 @@ static void check(ax_grid_t *g, const char *name, const char *work) {
                "got %d: %s",
                name, ax_grid_spec(g), kv, gy, (int)st, ax_error_msg());
         ax_error_clear();
+        /* ... and loads once imported with every K/V head copied for its group (--kv-heads H) */
+        if (!kv_heads && !failures) check(g, name, work, cfg.n_heads);
         goto out;
     }
     EXPECT(ax_model_create_on(g, &cfg, bl, FT, 1, &m) == AX_OK, "%s", ax_error_msg());
@@ -125,7 +128,7 @@ int main(int argc, char **argv) {
                            "gpt2_gelu_bf16", "neox_tied_tanh_fullrot",  "gpt2_untied",
                            "llama_bias_gqa"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names) && !failures; i++)
-        check(g, names[i], work);
+        check(g, names[i], work, 0);
     ax_barrier(g, AX_AXIS_WORLD);
     if (ax_grid_rank(g) == 0 && work[0]) ax_rm_rf(work);
     double bad = failures;

@@ -275,6 +275,42 @@ static void with_config(const char *name, const char *from, const char *to, cons
     with_edit(name, "config.json", from, to, fault);
 }
 
+/* model import --kv-heads: K/V heads copied for their query groups compute the same function */
+Test(hf_import, kv_heads_copied_for_wider_grids) {
+    char src[256], tmp[] = "/tmp/ax_hf_XXXXXX", ck[300], step[400];
+    snprintf(src, sizeof src, "%s/mistral_gqa_bf16", fixture_root()); /* 4 heads, 1 K/V head */
+    cr_assert(mkdtemp(tmp));
+    int32_t *ids = slurp(src, "ids.i32", sizeof(int32_t) * FB * FT);
+    float *ref = NULL;
+    for (int kv = 2; kv <= 4; kv += 2) {
+        snprintf(ck, sizeof ck, "%s/ck%d", tmp, kv);
+        cr_assert_eq(ax_hf_import_kv(src, ck, kv, step, sizeof step), AX_OK, "%s", ax_error_msg());
+        ax_ckpt_t *c;
+        ax_model_config mc;
+        cr_assert_eq(ax_ckpt_open(step, &c), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ax_model_config_from_ckpt(c, &mc), AX_OK, "%s", ax_error_msg());
+        ax_ckpt_free(c);
+        cr_assert_eq(mc.n_kv_heads ? mc.n_kv_heads : mc.n_heads, kv, "kv-heads %d stored", kv);
+        int V;
+        float *got = run_ckpt(step, ids, &V);
+        if (!ref) ref = slurp(src, "logits.f32", sizeof(float) * FB * FT * V);
+        double e = max_rel(got, ref, (size_t)FB * FT * V);
+        cr_assert_lt(e, 1e-4, "--kv-heads %d: max relative error %g against transformers", kv, e);
+        free(got);
+    }
+    /* not a multiple of the source's count dividing the heads, or a model without GQA */
+    snprintf(ck, sizeof ck, "%s/bad", tmp);
+    cr_assert_neq(ax_hf_import_kv(src, ck, 3, NULL, 0), AX_OK);
+    cr_assert(strstr(ax_error_msg(), "--kv-heads 3"), "%s", ax_error_msg());
+    cr_assert_neq(ax_hf_import_kv(src, ck, 8, NULL, 0), AX_OK);
+    snprintf(src, sizeof src, "%s/neox_parallel", fixture_root());
+    cr_assert_neq(ax_hf_import_kv(src, ck, 1, NULL, 0), AX_OK);
+    cr_assert(strstr(ax_error_msg(), "--kv-heads"), "%s", ax_error_msg());
+    ax_error_clear();
+    free(ref), free(ids);
+    ax_rm_rf(tmp);
+}
+
 Test(hf_import, refuses_disagreeing_config) {
     /* shapes that disagree with config.json: the weights file is named */
     with_config("llama_tied_gqa", "\"intermediate_size\": 96", "\"intermediate_size\": 128",
