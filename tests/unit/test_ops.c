@@ -234,9 +234,9 @@ Test(ops, matmul_larger_shapes) {
 }
 
 /* matmul_forward for a few rows (decoding's batches: N <= AX_CPU_GEMV_MAX_N) runs gemv.c's
- * kernel: against the float64 reference and dnnl_sgemm for every tile tail (N % 2, OC % 8,
- * C % 16 and C < 16), the same bits on 1, 2 and 3 threads, and a row's bits whatever batch it is
- * in (so a sequence decodes the same at any --batch) */
+ * kernel: against the float64 reference and dnnl_sgemm for every tile tail (N % 4 = 1..3,
+ * OC % 5 = 1..4, C % 16 and C < 16), the same bits on 1, 2 and 3 threads, and a row's bits
+ * whatever batch it is in (so a sequence decodes the same at any --batch) */
 Test(ops, matmul_forward_few_rows_gemv) {
     seed(23);
     const int Ns[] = {1, 2, 3, 7, 16, 31, AX_CPU_GEMV_MAX_N};

@@ -3,9 +3,10 @@
  * reads and writes every weight once more than the product needs.
  *
  * Here each weight row is read once, straight from its row-major place: the output rows
- * (weight rows) are split into one contiguous range per thread; a tile of JB = 4 weight rows
- * against NB <= 4 input rows keeps NB x JB vector accumulators (lanes over k)
- * in registers, then sums the accumulators' lanes (16 at once by a shuffle tree). The inputs (N x C
+ * (weight rows) are split into one contiguous range per thread; a tile of JB = 5 weight rows
+ * against NB <= 4 input rows keeps NB x JB vector accumulators (lanes over k) in registers, then
+ * sums the accumulators' lanes (16 at once by a shuffle tree that adds each output's lanes in the
+ * same pairwise order as a lone vector's reduction). The inputs (N x C
  * floats, <= 256 KB at N = 32, C = 2048) stay in L2 while the weights stream from memory once. Per
  * output element the sum runs in fixed order (16 lane partial sums over k, then a fixed reduction
  * tree), whatever the thread count: results do not depend on threads. */
@@ -112,26 +113,34 @@ static inline vec vkeep(vec v) {
 }
 #endif
 
-/* NB x JB accumulators + NB input vectors + one weight vector: 16 + 2 + 1 of the 32 AVX-512
- * registers; per k step NB + JB loads feed NB x JB FMAs, and a full tile's 16 sums reduce
- * together. 8 x 2 rather than 4 x 4: each weight vector serves fewer inputs, but the inputs
- * (from L2) are read half as often; measured in cache at N = 32 (one thread, GFLOP/s,
- * dnnl_sgemm / 4 x 4 / 8 x 2): C = 768: 82-87 / 58-62 / 75-88; C = 2048: 52-54 / 76-80 / 65-70 */
-enum { JB = 8, NB = 2 };
+/* NB x JB accumulators + NB input vectors + one weight vector: 20 + 4 + 1 of the 32 AVX-512
+ * registers; per k step NB + JB = 9 loads feed 20 FMAs (the 8 x 2 tile before: 10 loads for 16),
+ * and the accumulators' sums reduce 16 at a time. Measured streaming the weights of a
+ * GPT-2-124M-shaped step at N = 32 (one thread, ms, 12 layers + LM head, interleaved runs on a
+ * shared machine; 8 x 2 with one prefetch burst / 8 x 3 / 6 x 4 / 5 x 4 with spread prefetches):
+ * 108 / 94 / 91 / 89, and 152-158 / 135-145 / 133-142 / 125-136 under load; at N = 1 all the
+ * same (bandwidth-bound). 4 x 6 and 4 x 4 were slower (71-73 GFLOP/s against 85). */
+enum { JB = 5, NB = 4, JB_FEW = 8 };
 
 /* out[n, j] for n < nb, j < jb (compile-time constants after inlining) over k in [0, C):
  * whole vectors, then the k tail (C % VL) added scalar at the end, in order. */
 static inline __attribute__((always_inline)) void tile(int nb, int jb, const float *x, long ldx,
                                                        const float *w, long ldw, int C, float *out,
-                                                       long ldo, const float *pf) {
-    vec acc[16]; /* acc[n * jb + j]; nb * jb <= 16 */
+                                                       long ldo, const float *pf, int npf) {
+    vec acc[NB * JB > 2 * JB_FEW ? NB * JB : 2 * JB_FEW]; /* acc[n * jb + j] */
     for (int n = 0; n < nb; n++)
         for (int j = 0; j < jb; j++) acc[n * jb + j] = vzero();
-    int kv = C / VL * VL;
+    int kv = C / VL * VL, steps = kv / VL, acc_pf = 0;
     for (int k = 0; k < kv; k += VL) {
         vec xv[NB];
-        if (pf) /* the next tile's weight rows, one cache line a row per 16 floats of k */
-            for (int j = 0; j < jb; j++) __builtin_prefetch(pf + j * ldw + k, 0, 3);
+        /* npf cache lines of the next weight tile, spread evenly over the k steps (Bresenham):
+         * one burst of them all stalled on the load queue */
+        acc_pf += npf;
+        while (acc_pf >= steps && npf) {
+            acc_pf -= steps;
+            __builtin_prefetch(pf, 0, 3);
+            pf += 16;
+        }
         for (int n = 0; n < nb; n++) xv[n] = vload(x + n * ldx + k);
         for (int j = 0; j < jb; j++) {
             vec wv = vkeep(vload(w + j * ldw + k));
@@ -139,12 +148,18 @@ static inline __attribute__((always_inline)) void tile(int nb, int jb, const flo
         }
     }
 #ifdef HAVE_SUM16
-    if (nb * jb == 16 && kv == C) {
-        float r[16];
-        _mm512_storeu_ps(r, sum16(acc));
-        for (int i = 0; i < 16; i++) {
-            int a = g_sum16_src[i];
-            out[a / jb * ldo + a % jb] = r[i];
+    if (nb * jb > 8 && kv == C) {
+        /* 16 at a time; a short last group is padded with copies, whose lanes are dropped (each
+         * output lane of sum16 adds only its own accumulator's lanes) */
+        for (int a0 = 0; a0 < nb * jb; a0 += 16) {
+            vec g[16];
+            float r[16];
+            for (int i = 0; i < 16; i++) g[i] = acc[a0 + i < nb * jb ? a0 + i : a0];
+            _mm512_storeu_ps(r, sum16(g));
+            for (int i = 0; i < 16; i++) {
+                int a = a0 + g_sum16_src[i];
+                if (a < nb * jb) out[a / jb * ldo + a % jb] = r[i];
+            }
         }
         return;
     }
@@ -158,26 +173,62 @@ static inline __attribute__((always_inline)) void tile(int nb, int jb, const flo
 }
 
 /* weight rows [j0, j1) against every input row: tiles of JB rows x NB inputs, the weight tile
- * (JB x C floats) read from memory once and reused from L1 by every input tile. With more than
- * one input tile (N > NB) the first one prefetches the next weight tile, whose load the later
- * input tiles' FMAs then hide; with one (N <= 2, bandwidth-bound) the tiles follow each other in
- * memory and the hardware prefetcher keeps up (software prefetches there only took load slots:
- * 0.67x in cache). */
+ * (JB x C floats, contiguous) read from memory once and reused from L1 by every input tile. With
+ * more than one input tile (N > NB) each of them prefetches its share of the next weight tile's
+ * cache lines, so the load of the next tile hides behind this one's FMAs; with one (N <= NB,
+ * bandwidth-bound) the tiles follow each other in memory and the hardware prefetcher keeps up
+ * (software prefetches there only took load slots: 0.67x in cache). */
 static void rows(float *out, const float *inp, const float *w, int N, int C, int OC, long j0,
                  long j1) {
+    if (N <= 2) { /* bandwidth-bound: 8 weight rows a tile streamed 10% faster than 5 (one
+                   * thread, N = 1, CPU time) */
+        long j = j0;
+        for (; j + JB_FEW <= j1; j += JB_FEW) {
+            if (N == 2)
+                tile(2, JB_FEW, inp, C, w + j * C, C, C, out + j, OC, 0, 0);
+            else
+                tile(1, JB_FEW, inp, C, w + j * C, C, C, out + j, OC, 0, 0);
+        }
+        for (; j < j1; j++)
+            for (int n = 0; n < N; n++)
+                tile(1, 1, inp + (long)n * C, C, w + j * C, C, C, out + (long)n * OC + j, OC, 0, 0);
+        return;
+    }
+    int ntile = (N + NB - 1) / NB;
+    long lines = ((long)JB * C + 15) / 16; /* 16 floats a line */
     long j = j0;
     for (; j + JB <= j1; j += JB) {
-        const float *wj = w + j * C, *pf = N > NB && j + 2 * JB <= j1 ? wj + (long)JB * C : 0;
-        int n = 0;
-        for (; n + NB <= N; n += NB, pf = 0)
-            tile(NB, JB, inp + (long)n * C, C, wj, C, C, out + (long)n * OC + j, OC, pf);
-        if (n < N) tile(1, JB, inp + (long)n * C, C, wj, C, C, out + (long)n * OC + j, OC, pf);
+        const float *wj = w + j * C, *next = wj + (long)JB * C, *pf = 0;
+        int do_pf = ntile > 1 && j + 2 * JB <= j1, n = 0, it = 0, npf = 0;
+        for (; n < N; n += NB, it++) {
+            if (do_pf) { /* lines [it * lines / ntile, (it + 1) * lines / ntile) */
+                long l0 = it * lines / ntile, l1 = (it + 1) * lines / ntile;
+                pf = next + l0 * 16, npf = (int)(l1 - l0);
+            }
+            const float *x = inp + (long)n * C;
+            float *o = out + (long)n * OC + j;
+            switch (N - n < NB ? N - n : NB) { /* nb a compile-time constant in each case */
+            case NB:
+                tile(NB, JB, x, C, wj, C, C, o, OC, pf, npf);
+                break;
+            case 3:
+                tile(3, JB, x, C, wj, C, C, o, OC, pf, npf);
+                break;
+            case 2:
+                tile(2, JB, x, C, wj, C, C, o, OC, pf, npf);
+                break;
+            default:
+                tile(1, JB, x, C, wj, C, C, o, OC, pf, npf);
+                break;
+            }
+        }
     }
     for (; j < j1; j++) {
         int n = 0;
         for (; n + NB <= N; n += NB)
-            tile(NB, 1, inp + (long)n * C, C, w + j * C, C, C, out + (long)n * OC + j, OC, 0);
-        if (n < N) tile(1, 1, inp + (long)n * C, C, w + j * C, C, C, out + (long)n * OC + j, OC, 0);
+            tile(NB, 1, inp + (long)n * C, C, w + j * C, C, C, out + (long)n * OC + j, OC, 0, 0);
+        for (; n < N; n++)
+            tile(1, 1, inp + (long)n * C, C, w + j * C, C, C, out + (long)n * OC + j, OC, 0, 0);
     }
 }
 
@@ -192,7 +243,7 @@ void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, in
         return;
     }
     long per = ((long)OC + nt - 1) / nt;
-    per = (per + JB - 1) / JB * JB;
+    per = (per + JB * JB_FEW - 1) / (JB * JB_FEW) * (JB * JB_FEW); /* whole tiles of both kinds */
 #pragma omp parallel num_threads(nt)
     {
         long j0 = per * omp_get_thread_num(), j1 = j0 + per < OC ? j0 + per : OC;
