@@ -562,6 +562,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     bd.ds = ds;
     idx->shard_rank = r;
     idx->shard_size = P;
+    idx->mem_limit = o->mem_limit;
     fill_info(&idx->info, ds, o, P);
     bd.idx = idx;
     bd.n = o->n;
