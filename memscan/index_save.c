@@ -8,6 +8,7 @@
 
 #include "lib/core/fsutil.h"
 #include "lib/core/log.h"
+#include "lib/core/timer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -284,7 +285,8 @@ static ax_status save_local(const ax_memscan_index_t *idx, const char *path, vol
 
 #define TAG_ENT 3
 #define TAG_OCC 4
-#define CHUNK ((size_t)1 << 20) /* values (8 or 16 bytes each) per message */
+#define CHUNK ((size_t)1 << 20) /* u64 values per message (even: whole entries) */
+#define SORT_BITS 11            /* ax_ms_ent_sort's bins, as index_save_v3.c */
 
 /* the memory this process may use: the build's --mem-limit, or half the machine */
 static uint64_t save_limit(const ax_memscan_index_t *idx) {
@@ -305,42 +307,6 @@ static uint64_t gather_bytes(const ax_memscan_info *in) {
     return 16 * D + D / 4 + 16 * L;
 }
 
-static ax_status fill_ents(ax_ms_collect *c, const ax_ms_ent *e, size_t k) {
-    for (size_t i = 0; i < k; i++) {
-        uint64_t p = ax_ms_v3_part((uint32_t)(e[i].key >> 6), c->part_bits);
-        if (c->cur[p] >= c->dir[p + 1])
-            return ax_errorf(AX_ERR_INTERNAL, "memscan: partition %llu overflows",
-                             (unsigned long long)p);
-        c->ent[c->cur[p]++] = e[i];
-    }
-    return AX_OK;
-}
-
-/* a sender's table, CHUNK entries a message: a count (TAG_HDR), then the entries */
-typedef struct {
-    ax_grid_t *g;
-    ax_ms_ent *buf;
-    size_t k;
-} ent_sender;
-
-static ax_status send_ents(ent_sender *s) {
-    uint64_t k = s->k;
-    AX_CHECK(ax_coll_send(s->g, AX_AXIS_WORLD, &k, 1, AX_DT_U64, 0, TAG_HDR));
-    if (k)
-        AX_CHECK(ax_coll_send(s->g, AX_AXIS_WORLD, s->buf, (long)(2 * k), AX_DT_U64, 0, TAG_ENT));
-    s->k = 0;
-    return AX_OK;
-}
-
-static ax_status ent_put(void *ctx, const ax_ms_key *keys, const uint64_t *vals, size_t k) {
-    ent_sender *s = ctx;
-    for (size_t i = 0; i < k; i++) {
-        s->buf[s->k++] = (ax_ms_ent){(uint64_t)keys[i].tag << 6 | keys[i].ext, vals[i]};
-        if (s->k == CHUNK) AX_CHECK(send_ents(s));
-    }
-    return AX_OK;
-}
-
 /* n u64 values in CHUNK-sized messages; into dst, or dropped into scratch when dst is NULL */
 static ax_status send_u64s(ax_grid_t *g, const uint64_t *v, uint64_t n) {
     for (uint64_t i = 0; i < n; i += CHUNK) {
@@ -358,8 +324,30 @@ static ax_status recv_u64s(ax_grid_t *g, int r, uint64_t *dst, uint64_t n, uint6
     return AX_OK;
 }
 
-/* Collective: every rank's shard -> rank 0 -> version 3 at path. Returns rank 0's own
- * status there (MPI failures everywhere); the caller broadcasts rank 0's verdict. */
+/* Merges the sorted runs e[0..a) and e[a..n) through tmp (n entries). */
+static void merge_runs(ax_ms_ent *e, size_t a, size_t n, ax_ms_ent *tmp) {
+    if (a == 0 || a == n || ax_ms_ent_cmp(&e[a - 1], &e[a]) <= 0) return; /* in order already */
+    size_t i = 0, j = a, k = 0;
+    while (i < a && j < n) tmp[k++] = ax_ms_ent_cmp(&e[j], &e[i]) < 0 ? e[j++] : e[i++];
+    while (i < a) tmp[k++] = e[i++];
+    while (j < n) tmp[k++] = e[j++];
+    memcpy(e, tmp, sizeof *e * n);
+}
+
+/* Sorts each partition's entries of c in [dir[p], end[p]) (end NULL: the whole partition). */
+static void sort_parts(const ax_ms_collect *c, const uint64_t *end, ax_ms_ent *tmp, uint32_t *cnt) {
+    uint64_t Pp = 1ULL << c->part_bits;
+    for (uint64_t p = 0; p < Pp; p++) {
+        size_t m = (size_t)((end ? end[p] : c->dir[p + 1]) - c->dir[p]);
+        if (m > 1) ax_ms_ent_sort(c->ent + c->dir[p], m, tmp, cnt, SORT_BITS);
+    }
+}
+
+/* Collective: every rank's shard -> rank 0 -> version 3 at path. Each rank puts its own
+ * entries in partition order and sorts them (all ranks at once); rank 0 places each other
+ * rank's sorted runs after its own in every partition (a near-sequential copy, as they come in
+ * partition order) and merges them. Returns rank 0's own status there (MPI failures
+ * everywhere); the caller broadcasts rank 0's verdict. */
 static ax_status save_gathered(const ax_memscan_index_t *idx, const char *path, volatile int *stop,
                                ax_grid_t *g) {
     int P = idx->shard_size, rank = ax_grid_coord(g, AX_AXIS_WORLD);
@@ -367,48 +355,114 @@ static ax_status save_gathered(const ax_memscan_index_t *idx, const char *path, 
     ax_ms_collect c;
     ax_ms_occ o;
     memset(&o, 0, sizeof o);
-    ax_status st = ax_ms_collect_init(&c, in->n_distinct);
-    ax_ms_ent *buf = st == AX_OK ? malloc(sizeof *buf * CHUNK) : NULL;
-    if (st == AX_OK && !buf) st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    uint64_t *aux = NULL; /* rank 0: its own counts, then each run's end; others: starts */
+    ax_ms_ent *tmp = NULL;
+    uint32_t *cnt = NULL;
+    ax_status st = ax_ms_collect_init(&c, in->n_distinct); /* the global plan's partitions */
+    uint64_t Pp = 1ULL << c.part_bits;
+    uint64_t *buf = st == AX_OK ? malloc(sizeof *buf * CHUNK) : NULL;
+    if (st == AX_OK) {
+        aux = malloc(sizeof *aux * (size_t)(Pp + 1));
+        cnt = malloc(sizeof *cnt * ((1u << SORT_BITS) + 2));
+        if (!buf || !aux || !cnt) st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    }
     if (st == AX_OK) st = table_feed(&idx->t, ax_ms_collect_count, &c);
-    /* nobody starts streaming alone; then the partition counts of all ranks */
+    if (st == AX_OK) memcpy(aux, c.dir, sizeof *aux * (size_t)(Pp + 1)); /* summed below */
+    if (st == AX_OK && rank != 0) { /* my entries in partition order, sorted */
+        c.n = idx->t.n;
+        st = ax_ms_collect_place(&c);
+        if (st == AX_OK) st = table_feed(&idx->t, ax_ms_collect_fill, &c);
+    }
+    uint64_t big = 0; /* the largest partition (of mine; rank 0: of all, below) */
+    for (uint64_t p = 0; p < Pp && st == AX_OK; p++) {
+        uint64_t m = rank ? c.dir[p + 1] - c.dir[p] : c.dir[p + 1];
+        big = m > big ? m : big;
+    }
+    if (st == AX_OK && rank != 0) {
+        tmp = malloc(sizeof *tmp * (size_t)(big ? big : 1));
+        if (!tmp)
+            st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+        else
+            sort_parts(&c, NULL, tmp, cnt);
+    }
+    /* nobody streams alone */
     ax_status ag = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan index save");
     if (ag != AX_OK) {
-        free(buf);
-        ax_ms_collect_free(&c);
-        return st != AX_OK ? st : ag;
+        st = st != AX_OK ? st : ag;
+        goto out;
     }
-    uint64_t np1 = (1ULL << c.part_bits) + 1;
-    st = ax_coll_allreduce(g, AX_AXIS_WORLD, c.dir, (long)np1, AX_DT_U64, AX_OP_SUM);
+    /* every partition's entries over all ranks: rank 0 places them */
+    st = ax_coll_allreduce(g, AX_AXIS_WORLD, aux, (long)(Pp + 1), AX_DT_U64, AX_OP_SUM);
     if (st != AX_OK) goto out;
     if (rank != 0) {
-        ent_sender s = {g, buf, 0};
-        st = table_feed(&idx->t, ent_put, &s);
-        if (st == AX_OK && s.k) st = send_ents(&s);
-        if (st == AX_OK) st = send_ents(&s); /* the end: an empty message */
+        /* my partitions' starts, then my entries, then my lists */
+        st = send_u64s(g, c.dir, Pp + 1);
+        if (st == AX_OK) st = send_u64s(g, (const uint64_t *)c.ent, 2 * c.n);
         uint64_t hdr[2] = {idx->occ.n_groups, idx->occ.n_pos};
         if (st == AX_OK) st = ax_coll_send(g, AX_AXIS_WORLD, hdr, 2, AX_DT_U64, 0, TAG_HDR);
         if (st == AX_OK && hdr[0]) st = send_u64s(g, idx->occ.off, hdr[0] + 1);
         if (st == AX_OK && hdr[1]) st = send_u64s(g, idx->occ.pos, hdr[1]);
         goto out;
     }
-    /* rank 0. A local failure (w) still drains every message, so no rank is left waiting;
-     * st is the transport's (fatal everywhere). */
+    /* rank 0: the counts of all ranks give each partition's place; mine go first in it. A
+     * local failure (w) still drains every message, so no rank is left waiting; st is the
+     * transport's (fatal everywhere). */
+    double t0 = ax_now(), t1 = 0, t2 = 0, t3 = 0;
+    uint64_t *own = c.dir; /* my counts; the sums become the directory */
+    c.dir = aux;
+    aux = own;
     ax_status w = ax_ms_collect_place(&c);
     if (w == AX_OK) w = table_feed(&idx->t, ax_ms_collect_fill, &c);
-    for (int r = 1; r < P && st == AX_OK; r++)
-        for (;;) {
-            uint64_t k;
-            st = ax_coll_recv(g, AX_AXIS_WORLD, &k, 1, AX_DT_U64, r, TAG_HDR);
-            if (st != AX_OK || !k) break;
-            if (k > CHUNK) {
-                st = ax_errorf(AX_ERR_MPI, "memscan index: rank %d sent %llu entries at once", r,
-                               (unsigned long long)k);
-                break;
-            }
-            st = ax_coll_recv(g, AX_AXIS_WORLD, buf, (long)(2 * k), AX_DT_U64, r, TAG_ENT);
-            if (st == AX_OK && w == AX_OK) w = fill_ents(&c, buf, (size_t)k);
+    big = 0;
+    for (uint64_t p = 0; p < Pp; p++)
+        big = c.dir[p + 1] - c.dir[p] > big ? c.dir[p + 1] - c.dir[p] : big;
+    if (w == AX_OK && !(tmp = malloc(sizeof *tmp * (size_t)(big ? big : 1))))
+        w = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    if (w == AX_OK) {
+        sort_parts(&c, c.cur, tmp, cnt);
+        memcpy(aux, c.cur, sizeof *aux * (size_t)Pp); /* the end of the merged runs */
+    }
+    for (int r = 1; r < P && st == AX_OK; r++) {
+        /* r's starts (into buf: at most CHUNK values a message, so a message at a time) */
+        uint64_t q = 0, qend = 0, got = 0, n_r = 0;
+        uint64_t *starts = malloc(sizeof *starts * (size_t)(Pp + 1));
+        if (!starts && w == AX_OK) w = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+        st = recv_u64s(g, r, starts, Pp + 1, buf);
+        if (st == AX_OK && starts) n_r = starts[Pp];
+        if (st == AX_OK && !starts) {
+            st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory (rank 0)", path);
+            break; /* the other ranks cannot be drained without knowing what comes */
         }
+        for (uint64_t i = 0; i < 2 * n_r && st == AX_OK; i += CHUNK) {
+            size_t m = 2 * n_r - i < CHUNK ? (size_t)(2 * n_r - i) : CHUNK;
+            st = ax_coll_recv(g, AX_AXIS_WORLD, buf, (long)m, AX_DT_U64, r, TAG_OCC);
+            const ax_ms_ent *e = (const ax_ms_ent *)buf;
+            for (size_t k = 0; k < m / 2 && st == AX_OK && w == AX_OK; k++, got++) {
+                while (got >= qend) qend = starts[++q]; /* r's entry `got` is in partition q-1 */
+                uint64_t p = q - 1;
+                if (c.cur[p] >= c.dir[p + 1]) {
+                    w = ax_errorf(AX_ERR_INTERNAL, "memscan: partition %llu overflows",
+                                  (unsigned long long)p);
+                    break;
+                }
+                c.ent[c.cur[p]++] = e[k];
+            }
+        }
+        free(starts);
+        for (uint64_t p = 0; p < Pp && st == AX_OK && w == AX_OK; p++) {
+            ax_ms_ent *base = c.ent + c.dir[p];
+            merge_runs(base, (size_t)(aux[p] - c.dir[p]), (size_t)(c.cur[p] - c.dir[p]), tmp);
+            aux[p] = c.cur[p];
+        }
+    }
+    for (uint64_t p = 0; p < Pp && st == AX_OK && w == AX_OK; p++)
+        if (c.cur[p] != c.dir[p + 1])
+            w = ax_errorf(AX_ERR_INTERNAL,
+                          "memscan index: partition %llu got %llu of its %llu entries (a rank "
+                          "failed; see its message)",
+                          (unsigned long long)p, (unsigned long long)(c.cur[p] - c.dir[p]),
+                          (unsigned long long)(c.dir[p + 1] - c.dir[p]));
+    t1 = ax_now();
     /* lists: each rank's in turn, offsets shifted by the positions before them */
     if (st == AX_OK && w == AX_OK) {
         o.n_groups = in->n_dup;
@@ -437,9 +491,8 @@ static ax_status save_gathered(const ax_memscan_index_t *idx, const char *path, 
         int keep = w == AX_OK && G + hdr[0] <= o.n_groups && N + hdr[1] <= o.n_pos;
         if (w == AX_OK && !keep)
             w = ax_errorf(AX_ERR_INTERNAL, "memscan index: rank %d's lists exceed the header's", r);
-        uint64_t *scratch = (uint64_t *)buf; /* CHUNK * 2 values: room for a message */
-        if (hdr[0]) st = recv_u64s(g, r, keep ? o.off + G : NULL, hdr[0] + 1, scratch);
-        if (st == AX_OK && hdr[1]) st = recv_u64s(g, r, keep ? o.pos + N : NULL, hdr[1], scratch);
+        if (hdr[0]) st = recv_u64s(g, r, keep ? o.off + G : NULL, hdr[0] + 1, buf);
+        if (st == AX_OK && hdr[1]) st = recv_u64s(g, r, keep ? o.pos + N : NULL, hdr[1], buf);
         if (keep && hdr[0]) {
             for (uint64_t q = 0; q <= hdr[0]; q++) o.off[G + q] += N;
             G += hdr[0];
@@ -452,21 +505,28 @@ static ax_status save_gathered(const ax_memscan_index_t *idx, const char *path, 
                       "%llu, %llu",
                       (unsigned long long)G, (unsigned long long)N, (unsigned long long)o.n_groups,
                       (unsigned long long)o.n_pos);
-    free(buf);
-    buf = NULL;
+    free(tmp);
+    tmp = NULL;
     if (st == AX_OK && w == AX_OK) {
-        ax_ms_collect_sort(&c);
         int in_order = 1; /* each rank's lists ascend by first occurrence; the runs interleave */
         for (uint64_t q = 1; q < o.n_groups && in_order; q++)
             in_order = o.pos[o.off[q - 1]] < o.pos[o.off[q]];
         if (!in_order) w = ax_ms_occ_sort_groups(&o);
+        t2 = ax_now();
         ax_ms_occ none;
         memset(&none, 0, sizeof none);
         if (w == AX_OK) w = ax_ms_v3_write(in, &c, o.off ? &o : &none, path, stop);
+        t3 = ax_now();
+        AX_DEBUG("memscan index: saved in %.2f s: gathering and merging %.2f s, lists %.2f s, "
+                 "writing %.2f s",
+                 t3 - t0, t1 - t0, t2 - t1, t3 - t2);
     }
     if (st == AX_OK) st = w;
 out:
     free(buf);
+    free(aux);
+    free(tmp);
+    free(cnt);
     ax_ms_occ_free(&o);
     ax_ms_collect_free(&c);
     return st;

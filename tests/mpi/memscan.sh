@@ -67,13 +67,15 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
   # files above), and, when --mem-limit lets each rank build its share in memory (48 bytes a
   # window) but leaves no room to gather every entry on rank 0, streamed through a version-2
   # file reordered on disk; both write the same bytes
-  W=$("$AX" memscan info --json "$T/lim/serial.idx" | grep -o '"windows":[0-9]*' | head -1 | cut -d: -f2)
+  W=$("$AX" memscan info --json "$T/lim/serial.idx" | grep -o '"windows":[0-9]*' | head -1 |
+    cut -d: -f2)
   o=$T/lim/np2-b64
   AXMEM_LOG=debug mpirun --oversubscribe -np 2 "$AX" memscan index --data "$L" \
     --out "$o.v2.idx" --n 8 --mem-limit $(( 48 * (W + 1) / 2 )) >"$o.v2.out" 2>&1 || fail=1
-  if grep -q "gathered in memory on rank 0" <(AXMEM_LOG=debug mpirun --oversubscribe -np 2 \
-    "$AX" memscan index --data "$L" --out "$o.g.idx" --n 8 2>&1) &&
-    grep -q "built on 2 ranks" "$o.v2.out" && grep -q "version-2 stream" "$o.v2.out" &&
+  AXMEM_LOG=debug mpirun --oversubscribe -np 2 "$AX" memscan index --data "$L" \
+    --out "$o.g.idx" --n 8 >"$o.g.out" 2>&1 || fail=1
+  if grep -q "gathered in memory on rank 0" "$o.g.out" && grep -q "built on 2 ranks" "$o.v2.out" &&
+    grep -q "version-2 stream" "$o.v2.out" &&
     cmp -s "$o.mem.idx" "$o.v2.idx" && cmp -s "$o.mem.idx" "$o.g.idx" &&
     cmp -s "$o.mem.idx.json" "$o.v2.idx.json"; then
     echo "memscan index on 2 ranks: saved gathered and through version 2, same bytes: ok"
