@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -575,9 +576,20 @@ ax_status ax_memscan_index_save(const ax_memscan_index_t *idx, const char *path,
             unlink(tmp);
         }
     }
-    /* everyone returns rank 0's verdict (it did the writing) */
-    int32_t v = (int32_t)st;
-    AX_CHECK(ax_coll_bcast(g, AX_AXIS_WORLD, &v, 1, AX_DT_I32, 0));
+    /* everyone returns rank 0's verdict (it did the writing): a max where only rank 0's
+     * counts, polled with sleeps by the others, which are done long before rank 0 has written
+     * the file; a blocking collective would spin a core that rank 0 needs when ranks share
+     * cores (MPI polls while it waits) */
+    int32_t v = ax_grid_coord(g, AX_AXIS_WORLD) == 0 ? (int32_t)st : (int32_t)AX_OK;
+    ax_req req;
+    memset(&req, 0, sizeof req);
+    AX_CHECK(ax_coll_iallreduce(g, AX_AXIS_WORLD, &v, 1, AX_DT_I32, AX_OP_MAX, &req));
+    if (ax_grid_coord(g, AX_AXIS_WORLD) != 0)
+        while (!ax_test(&req)) {
+            struct timespec ts = {0, 2000000}; /* 2 ms */
+            nanosleep(&ts, NULL);
+        }
+    AX_CHECK(ax_wait(&req));
     if (v != AX_OK && st == AX_OK)
         return ax_errorf((ax_status)v,
                          "memscan index: rank 0 could not write %s (see its "
