@@ -59,6 +59,9 @@ static inline void ax_ms_occ_info(ax_memscan_info *in) {
     in->n_dup_pos = in->n_windows - in->hist[0];
 }
 
+/* A barrier over g's world axis whose waiting ranks sleep instead of polling (index_build.c). */
+ax_status ax_ms_calm_sync(ax_grid_t *g);
+
 /* Fills the histogram, distinct and saturated counts of info from this process's table. */
 void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);
 

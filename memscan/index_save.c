@@ -396,8 +396,10 @@ static ax_status save_gathered(const ax_memscan_index_t *idx, const char *path, 
     st = ax_coll_allreduce(g, AX_AXIS_WORLD, aux, (long)(Pp + 1), AX_DT_U64, AX_OP_SUM);
     if (st != AX_OK) goto out;
     if (rank != 0) {
-        /* my partitions' starts, then my entries, then my lists */
-        st = send_u64s(g, c.dir, Pp + 1);
+        /* my partitions' starts, then my entries, then my lists, once rank 0 has sorted its
+         * own (waiting asleep) */
+        st = ax_ms_calm_sync(g);
+        if (st == AX_OK) st = send_u64s(g, c.dir, Pp + 1);
         if (st == AX_OK) st = send_u64s(g, (const uint64_t *)c.ent, 2 * c.n);
         uint64_t hdr[2] = {idx->occ.n_groups, idx->occ.n_pos};
         if (st == AX_OK) st = ax_coll_send(g, AX_AXIS_WORLD, hdr, 2, AX_DT_U64, 0, TAG_HDR);
@@ -423,6 +425,7 @@ static ax_status save_gathered(const ax_memscan_index_t *idx, const char *path, 
         sort_parts(&c, c.cur, tmp, cnt);
         memcpy(aux, c.cur, sizeof *aux * (size_t)Pp); /* the end of the merged runs */
     }
+    st = ax_ms_calm_sync(g);
     for (int r = 1; r < P && st == AX_OK; r++) {
         /* r's starts (into buf: at most CHUNK values a message, so a message at a time) */
         uint64_t q = 0, qend = 0, got = 0, n_r = 0;
