@@ -215,6 +215,7 @@ static int cmd_index(int argc, char **argv) {
         printf("wrote %s (%.1f MB) and %s.json\n", out, mb, out);
         goto done;
     }
+    o.mem_limit = mem_limit; /* rank 0 gathers the shards in memory when this allows */
     if (st == AX_OK) st = ax_memscan_index_build(ds, &o, &idx);
     double t_build = ax_now() - t0;
     if (st == AX_OK) st = ax_memscan_index_save(idx, out, o.stop);

@@ -106,6 +106,7 @@ typedef struct {
     int hash_bits;          /* 64, or the ax_memscan_set_hash_bits test knob */
     int progress;           /* tokens/s and ETA on rank 0 (stderr) */
     volatile int *stop;     /* polled every round; nonzero -> AX_ERR_INTERRUPTED everywhere */
+    uint64_t mem_limit;     /* bytes per rank a save on several ranks may use (0: half the RAM) */
 } ax_memscan_build_opts;
 
 void ax_memscan_build_opts_default(ax_memscan_build_opts *o);

@@ -315,8 +315,25 @@ static ax_status hash_round(builder *bd, uint64_t s, uint64_t e, ax_ms_pair *dst
  * receive more than recv_cap pairs (a window repeated all over this round), the exchange is
  * split into K slices so receive memory stays bounded. *flags: in = this rank's stop/error
  * bits, out = the OR over ranks (checked before any data moves, so all ranks agree). */
+/* A barrier whose waiting ranks sleep: a non-blocking allreduce of nothing, tested every
+ * 200 us. MPI's blocking collectives poll, so a rank done with its share of a round would spin
+ * a core that the ranks still hashing need when ranks share cores (mpirun --oversubscribe, or
+ * other load). */
+ax_status ax_ms_calm_sync(ax_grid_t *g) {
+    int32_t x = 0;
+    ax_req req;
+    memset(&req, 0, sizeof req);
+    AX_CHECK(ax_coll_iallreduce(g, AX_AXIS_WORLD, &x, 1, AX_DT_I32, AX_OP_MAX, &req));
+    while (!ax_test(&req)) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return ax_wait(&req);
+}
+
 static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
     int P = bd->size;
+    AX_CHECK(ax_ms_calm_sync(bd->g)); /* ranks meet here sleeping, then exchange */
     memset(bd->scount, 0, sizeof(int) * (size_t)P);
     for (size_t i = 0; i < m; i++) bd->scount[ax_ms_owner(bd->pair[i].h, P)]++;
     int acc = 0;
@@ -562,6 +579,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     bd.ds = ds;
     idx->shard_rank = r;
     idx->shard_size = P;
+    idx->mem_limit = o->mem_limit;
     fill_info(&idx->info, ds, o, P);
     bd.idx = idx;
     bd.n = o->n;

@@ -15,6 +15,7 @@ struct ax_memscan_index {
                                    ax_memscan_index_comm_stats); NULL for a loaded index */
     uint64_t table_bytes_all;   /* over all ranks, after a build (0: use this table's) */
     uint64_t occ_bytes_all;     /* the same for the occurrence lists */
+    uint64_t mem_limit;         /* the build's ax_memscan_build_opts.mem_limit (0: half the RAM) */
     ax_ms_occ occ;              /* positions of the windows that occur more than once */
     ax_ms_map *map;             /* a version-3 file read in place (then t and occ are empty) */
     /* build only: merge edges (memscan/occ.h), turned into occ once every pair is counted */
@@ -57,6 +58,9 @@ static inline void ax_ms_occ_info(ax_memscan_info *in) {
     in->n_dup = in->n_distinct - in->hist[0];
     in->n_dup_pos = in->n_windows - in->hist[0];
 }
+
+/* A barrier over g's world axis whose waiting ranks sleep instead of polling (index_build.c). */
+ax_status ax_ms_calm_sync(ax_grid_t *g);
 
 /* Fills the histogram, distinct and saturated counts of info from this process's table. */
 void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);

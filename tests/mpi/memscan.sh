@@ -63,6 +63,23 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
       else echo "memscan index --mem-limit 1M on $np ranks (hash bits $bits): FAILED"; fail=1; fi
     done
   done
+  # the save of an in-memory build on 2 ranks: gathered on rank 0 in memory by default (the
+  # files above), and, when --mem-limit lets each rank build its share in memory (48 bytes a
+  # window) but leaves no room to gather every entry on rank 0, streamed through a version-2
+  # file reordered on disk; both write the same bytes
+  W=$("$AX" memscan info --json "$T/lim/serial.idx" | grep -o '"windows":[0-9]*' | head -1 |
+    cut -d: -f2)
+  o=$T/lim/np2-b64
+  AXMEM_LOG=debug mpirun --oversubscribe -np 2 "$AX" memscan index --data "$L" \
+    --out "$o.v2.idx" --n 8 --mem-limit $(( 48 * (W + 1) / 2 )) >"$o.v2.out" 2>&1 || fail=1
+  AXMEM_LOG=debug mpirun --oversubscribe -np 2 "$AX" memscan index --data "$L" \
+    --out "$o.g.idx" --n 8 >"$o.g.out" 2>&1 || fail=1
+  if grep -q "gathered in memory on rank 0" "$o.g.out" && grep -q "built on 2 ranks" "$o.v2.out" &&
+    grep -q "version-2 stream" "$o.v2.out" &&
+    cmp -s "$o.mem.idx" "$o.v2.idx" && cmp -s "$o.mem.idx" "$o.g.idx" &&
+    cmp -s "$o.mem.idx.json" "$o.v2.idx.json"; then
+    echo "memscan index on 2 ranks: saved gathered and through version 2, same bytes: ok"
+  else echo "memscan index on 2 ranks: gathered or version-2 save FAILED"; fail=1; fi
   # peak RSS per rank (getrusage in the driver): the spilled build stays within a 4 MB limit
   # plus the dataset's pages plus 8 MB on 2 and 4 ranks, the in-memory one does not, same bytes
   SP=$B/tests/mpi/mpi_memscan_spill
