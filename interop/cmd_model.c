@@ -63,7 +63,8 @@ static int cmd_import(int argc, char **argv) {
         char *end;
         kv_heads = strtol(kv, &end, 10);
         if (*end || end == kv || kv_heads < 1 || kv_heads > 4096) {
-            fprintf(stderr, "axmem model import: --kv-heads '%s' is not a count in [1, 4096]\n", kv);
+            fprintf(stderr, "axmem model import: --kv-heads '%s' is not a count in [1, 4096]\n",
+                    kv);
             return 2;
         }
     }
