@@ -156,6 +156,9 @@ struct ax_backend {
      * ax_ctx_free releases the context */
     ax_status (*ctx_init)(ax_ctx *ctx);
     void (*ctx_fini)(ax_ctx *ctx);
+    /* optional (NULL: ax_attention_scratch_bytes, the CPU's tiles): arena bytes that
+     * attention_forward/backward take for B sequences of T tokens and H local heads of D */
+    size_t (*attention_scratch)(int B, int T, int H, int D, int nthreads);
     int bf16; /* 1 when contexts may compute in AX_PREC_BF16 (ax_ctx_create_prec) */
 };
 

@@ -125,6 +125,14 @@ static inline size_t ax_attention_scratch_bytes(int T, int D, int nthreads) {
     return sizeof(float) * per * (size_t)(nthreads > 0 ? nthreads : 1);
 }
 
+/* The arena bytes ctx's backend takes for attention over B x T tokens, H heads of D: reserve
+ * this once (the CUDA backend's query-block score matrices, the CPU's per-thread tiles). */
+static inline size_t ax_attention_workspace(const ax_ctx *ctx, int B, int T, int H, int D,
+                                            int nthreads) {
+    if (ctx->be->attention_scratch) return ctx->be->attention_scratch(B, T, H, D, nthreads);
+    return ax_attention_scratch_bytes(T, D, nthreads);
+}
+
 /* ---- SwiGLU: out = silu(gate) * up, h = [gate | up] per row ----
  * out[N,F], h[N,2F] */
 static inline void ax_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F) {

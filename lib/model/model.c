@@ -296,7 +296,7 @@ static size_t scratch_bytes(const ax_model_t *m) {
     size_t wpe = m->cfg.pos == AX_POS_LEARNED ? colsum_bytes(m->B, (int64_t)m->T * m->Cx) : 0;
     size_t need[6] = {sizeof(double) * (size_t)(m->n_local / 32768 + 1),
                       sizeof(float) * (size_t)((m->T + 15) / 16 * 16) * (size_t)nt,
-                      ax_attention_scratch_bytes(m->T, D, nt),
+                      ax_attention_workspace(m->ctx, m->B, m->T, m->Cy / D, D, nt),
                       sizeof(double) * ((size_t)m->B * (size_t)m->T + 1),
                       arch,
                       wpe};

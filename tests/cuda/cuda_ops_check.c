@@ -347,20 +347,38 @@ static void t_attention_gqa(int B, int T, int C, int H, int Hkv) {
     both qkv = put_rand((size_t)n3, 1), out = put(NULL, sizeof(float) * B * T * C);
     both a = put(NULL, sizeof(float) * att), scratch = put(NULL, sizeof(float) * att);
     both dout = put_rand((size_t)B * T * C, 1), dqkv = put_rand((size_t)n3, 1);
-    char name[64];
-    snprintf(name, sizeof name, "attention B=%d T=%d C=%d H=%d Hkv=%d", B, T, C, H, Hkv);
+    char name[96];
+    const char *mode = getenv("AXMEM_CUDA_ATTENTION");
+    snprintf(name, sizeof name, "attention %s B=%d T=%d C=%d H=%d Hkv=%d", mode ? mode : "gemm", B,
+             T, C, H, Hkv);
     ax_attention_forward_gqa(C_, out.c, a.c, qkv.c, B, T, C, H, Hkv);
     ax_attention_forward_gqa(G_, out.g, a.g, qkv.g, B, T, C, H, Hkv);
-    check(name, "out", &out, (size_t)B * T * C, TOL);
+    check(name, "out", &out, (size_t)B * T * C, bf16_ ? TOL_BF16 : TOL);
     /* each backend's own saved `att` (both keep the row logsumexp, but only the backward that
      * reads it is the contract): the check compares out and the gradients, never att */
     ax_attention_backward_gqa(C_, dqkv.c, scratch.c, dout.c, qkv.c, a.c, B, T, C, H, Hkv);
     ax_attention_backward_gqa(G_, dqkv.g, scratch.g, dout.g, qkv.g, a.g, B, T, C, H, Hkv);
-    check(name, "dqkv+=", &dqkv, (size_t)n3, TOL);
+    check(name, "dqkv+=", &dqkv, (size_t)n3, bf16_ ? TOL_BF16 : TOL);
     drop(&qkv), drop(&out), drop(&a), drop(&scratch), drop(&dout), drop(&dqkv);
 }
 static void t_attention(int B, int T, int C, int H) {
     t_attention_gqa(B, T, C, H, H);
+}
+/* the attention shapes, on the path AXMEM_CUDA_ATTENTION picks (lib/backend/cuda/
+ * ops_attention.cu): query blocks on cuBLAS by default, "gemm:16" for several blocks per
+ * sequence, "fused" for the warp-per-row kernels (head dim <= 128) */
+static void t_attention_shapes(int fused) {
+    t_attention(2, 37, 48, 3);              /* D = 16 */
+    t_attention(1, 70, 128, 2);             /* D = 64 */
+    t_attention(2, 33, 45, 3);              /* D = 15: odd */
+    t_attention(1, 65, 96, 1);              /* D = 96 */
+    t_attention(1, 40, 256, 2);             /* D = 128: the largest the fused kernel takes */
+    if (!fused) t_attention(1, 20, 512, 2); /* D = 256 */
+    t_attention(3, 1, 32, 2);               /* T = 1 */
+    /* grouped-query attention: groups of 2 and 3, multi-query (one K/V head) */
+    t_attention_gqa(2, 37, 64, 4, 2);
+    t_attention_gqa(1, 45, 96, 6, 2);
+    t_attention_gqa(2, 33, 48, 3, 1);
 }
 
 static void t_swiglu(int N, int F) {
@@ -626,16 +644,12 @@ int main(int argc, char **argv) {
     t_rmsnorm(600, 96); /* dweight in three row chunks, the last one partial */
     t_rope(2, 37, 3, 16);
     t_rope(1, 9, 2, 64);
-    t_attention(2, 37, 48, 3);  /* D = 16 */
-    t_attention(1, 70, 128, 2); /* D = 64 */
-    t_attention(2, 33, 45, 3);  /* D = 15: odd */
-    t_attention(1, 65, 96, 1);  /* D = 96 */
-    t_attention(1, 40, 256, 2); /* D = 128: the largest the kernel takes */
-    t_attention(3, 1, 32, 2);   /* T = 1 */
-    /* grouped-query attention: groups of 2 and 3, multi-query (one K/V head) */
-    t_attention_gqa(2, 37, 64, 4, 2);
-    t_attention_gqa(1, 45, 96, 6, 2);
-    t_attention_gqa(2, 33, 48, 3, 1);
+    t_attention_shapes(0);
+    setenv("AXMEM_CUDA_ATTENTION", "gemm:16", 1);
+    t_attention_shapes(0);
+    setenv("AXMEM_CUDA_ATTENTION", "fused", 1);
+    t_attention_shapes(1);
+    unsetenv("AXMEM_CUDA_ATTENTION");
     t_swiglu(13, 67);
     if (!quick) t_swiglu(64, 1024);
     t_add(10007);
@@ -690,9 +704,13 @@ int main(int argc, char **argv) {
     t_matmul(33, 48, 71);
     t_matmul(128, 256, 96);
     t_bf16_reuse(29);
-    t_add(10007);   /* elementwise: fp32 on a bf16 context, 1e-5 */
-    t_adamw(10007); /* fp32 master weights and moments */
-    t_attention(2, 37, 48, 3);
+    t_add(10007);              /* elementwise: fp32 on a bf16 context, 1e-5 */
+    t_adamw(10007);            /* fp32 master weights and moments */
+    t_attention(2, 37, 48, 3); /* bf16 products on the tensor cores: 2e-2 */
+    t_attention_gqa(2, 33, 48, 3, 1);
+    setenv("AXMEM_CUDA_ATTENTION", "gemm:16", 1);
+    t_attention(1, 70, 128, 2);
+    unsetenv("AXMEM_CUDA_ATTENTION");
     ax_sync(G_);
     if (ax_ctx_status(G_) != AX_OK) {
         printf("FAIL: the CUDA backend reported an error: %s\n", ax_error_msg());

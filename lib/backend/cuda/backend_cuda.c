@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/backend/cuda/cuda.h"
 #include "lib/core/log.h"
@@ -46,7 +47,66 @@ void ax_cuda_advance(void) {
     __atomic_add_fetch(&g_generation, 1, __ATOMIC_ACQ_REL);
 }
 
+/* ---- profiling (AXMEM_CUDA_PROFILE=1): per-op device time, each op waited for ---- */
+#define PROF_ROWS 96
+static int g_prof = -1; /* -1 unread, 0 off, 1 on */
+static struct {
+    const char *op; /* string literals of the ops */
+    double s;
+    long n;
+} g_prof_tab[PROF_ROWS];
+static double g_prof_last;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void prof_print(void) {
+    double total = 0;
+    int n = 0;
+    while (n < PROF_ROWS && g_prof_tab[n].op) total += g_prof_tab[n++].s;
+    for (int i = 1; i < n; i++) /* by time, largest first (insertion sort: few rows) */
+        for (int j = i; j > 0 && g_prof_tab[j].s > g_prof_tab[j - 1].s; j--) {
+            __typeof__(g_prof_tab[0]) t = g_prof_tab[j];
+            g_prof_tab[j] = g_prof_tab[j - 1], g_prof_tab[j - 1] = t;
+        }
+    fprintf(stderr,
+            "axmem cuda profile (AXMEM_CUDA_PROFILE=1; every op waited for, so each row is its "
+            "device time plus launch; host work and copies between ops count to the next op)\n"
+            "  %-40s %8s %10s %8s %10s\n",
+            "op", "calls", "total s", "share", "ms/call");
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "  %-40s %8ld %10.3f %7.1f%% %10.3f\n", g_prof_tab[i].op, g_prof_tab[i].n,
+                g_prof_tab[i].s, total > 0 ? 100 * g_prof_tab[i].s / total : 0,
+                1e3 * g_prof_tab[i].s / (double)g_prof_tab[i].n);
+    fprintf(stderr, "  %-40s %8s %10.3f\n", "all", "", total);
+}
+
+void ax_cuda_prof_mark(const char *op) {
+    if (g_prof < 0) {
+        const char *e = getenv("AXMEM_CUDA_PROFILE");
+        g_prof = e && *e && strcmp(e, "0") != 0;
+        if (g_prof) {
+            atexit(prof_print);
+            g_prof_last = now_s();
+        }
+    }
+    if (!g_prof) return;
+    cudaDeviceSynchronize();
+    double t = now_s(), dt = t - g_prof_last;
+    g_prof_last = t;
+    int i = 0;
+    while (i < PROF_ROWS && g_prof_tab[i].op && strcmp(g_prof_tab[i].op, op) != 0) i++;
+    if (i == PROF_ROWS) return; /* full: dropped */
+    g_prof_tab[i].op = op;
+    g_prof_tab[i].s += dt;
+    g_prof_tab[i].n++;
+}
+
 void ax_cuda_launched(const char *op) {
+    ax_cuda_prof_mark(op);
     ax_cuda_advance();
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) ax_cuda_fail("kernel launch of %s: %s", op, cudaGetErrorString(e));
@@ -281,6 +341,7 @@ static const ax_backend cuda_backend = {
     .bias_backward = ax_cuda_bias_backward,
     .ctx_init = cu_ctx_init,
     .ctx_fini = cu_ctx_fini,
+    .attention_scratch = ax_cuda_attention_scratch,
     .bf16 = 1,
 };
 

@@ -66,6 +66,15 @@ void ax_cuda_d2h_sync(ax_ctx *ctx, void *host, const void *dev, size_t bytes);
 void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
                   const float *A, long lda, const float *B, long ldb, float beta, float *C,
                   long ldc);
+/* batched: C_q = alpha op(A_q) op(B_q) + beta C_q, X_q = X + q s_X (the attention's products) */
+void ax_cuda_gemm_strided(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
+                          float alpha, const float *A, long lda, long sa, const float *B, long ldb,
+                          long sb, float beta, float *C, long ldc, long sc, long batch);
+/* Arena bytes attention_forward/backward take for B sequences of T tokens, H heads of D */
+size_t ax_cuda_attention_scratch(int B, int T, int H, int D, int nthreads);
+/* Profiling (AXMEM_CUDA_PROFILE=1): waits for the device and adds the time since the last mark
+ * to `op`'s row of the table printed at exit. Costs one getenv'd flag test when off. */
+void ax_cuda_prof_mark(const char *op);
 void ax_cuda_matmul_forward(ax_ctx *ctx, float *out, const float *inp, const float *w, int N, int C,
                             int OC);
 void ax_cuda_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *dout,

@@ -11,6 +11,8 @@
 #include <cuda_runtime_api.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lib/backend/cuda/cuda.h"
 
@@ -87,6 +89,7 @@ static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, lon
         if (!slot_fill(ctx, c, hb, B, br, bc, ldb, gen)) return;
         b = c->slot[hb].buf, lb = bf16_ld(bc);
     }
+    ax_cuda_prof_mark("gemm (bf16): operand conversion");
     if (la > INT_MAX || lb > INT_MAX) {
         ax_cuda_fail("gemm(%c,%c,m=%ld,n=%ld,k=%ld): a dimension exceeds cuBLAS's int range",
                      transa, transb, m, n, k);
@@ -99,6 +102,7 @@ static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, lon
     if (s != CUBLAS_STATUS_SUCCESS)
         ax_cuda_fail("cublasGemmEx(bf16,%c,%c,m=%ld,n=%ld,k=%ld,lda=%ld,ldb=%ld,ldc=%ld): %s",
                      transa, transb, m, n, k, la, lb, ldc, cublasGetStatusString(s));
+    ax_cuda_prof_mark("gemm (bf16)");
     /* a staged operand whose source overlaps C is stale now */
     const char *c0 = (const char *)C, *c1 = (const char *)(C + (m - 1) * ldc + n);
     for (int i = 0; i < 2; i++) {
@@ -108,6 +112,18 @@ static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, lon
                    *s1 = (const char *)(sl->src + (sl->rows - 1) * sl->ld + sl->cols);
         if (s0 < c1 && c0 < s1) sl->src = NULL;
     }
+}
+
+/* AXMEM_CUDA_BF16_GEMM=fast: bf16 GEMMs take the fp32 operands as they are and let cuBLAS
+ * round them (CUBLAS_COMPUTE_32F_FAST_16BF) instead of staging bf16 copies (the default,
+ * "staged", whose rounding the ops check reproduces exactly) */
+static int bf16_in_kernel(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("AXMEM_CUDA_BF16_GEMM");
+        on = e && !strcmp(e, "fast");
+    }
+    return on;
 }
 
 /* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C, row-major */
@@ -126,6 +142,12 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
         return;
     }
     ax_cuda_ctx *c = ctx->impl;
+    if (c->bf16 && bf16_in_kernel()) { /* fp32 in memory, rounded to bf16 by cuBLAS */
+        ax_cuda_gemm_strided(ctx, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C,
+                             ldc, 0, 1);
+        ax_cuda_prof_mark("gemm (bf16 in cuBLAS)");
+        return;
+    }
     if (c->bf16) {
         gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -136,6 +158,7 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
     if (s != CUBLAS_STATUS_SUCCESS)
         ax_cuda_fail("cublasSgemm(%c,%c,m=%ld,n=%ld,k=%ld,lda=%ld,ldb=%ld,ldc=%ld): %s", transa,
                      transb, m, n, k, lda, ldb, ldc, cublasGetStatusString(s));
+    ax_cuda_prof_mark("gemm (fp32)");
 }
 
 /* out[N,OC] = inp[N,C] w[OC,C]^T */
@@ -149,4 +172,30 @@ void ax_cuda_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *d
                              const float *inp, const float *w, int N, int C, int OC) {
     if (dinp) ax_cuda_gemm(ctx, 'N', 'N', N, C, OC, 1.0f, dout, OC, w, C, 1.0f, dinp, C);
     if (dw) ax_cuda_gemm(ctx, 'T', 'N', OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
+}
+
+/* C_q[m,n] = alpha op(A_q) op(B_q) + beta C_q for q < batch, X_q = X + q stride_X, row-major,
+ * fp32 in memory. fp32 contexts multiply in fp32 (pedantic math: no TF32); bf16 contexts let
+ * the tensor cores round A and B to bf16 (CUBLAS_COMPUTE_32F_FAST_16BF), fp32 accumulation. */
+void ax_cuda_gemm_strided(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
+                          float alpha, const float *A, long lda, long sa, const float *B, long ldb,
+                          long sb, float beta, float *C, long ldc, long sc, long batch) {
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return; /* the callers never pass k = 0 */
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
+        ldc > INT_MAX || batch > INT_MAX) {
+        ax_cuda_fail("gemm_strided(%c,%c,m=%ld,n=%ld,k=%ld,batch=%ld): a dimension exceeds "
+                     "cuBLAS's int range",
+                     transa, transb, m, n, k, batch);
+        return;
+    }
+    ax_cuda_ctx *c = ctx->impl;
+    cublasComputeType_t ct = c->bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+    cublasStatus_t s = cublasGemmStridedBatchedEx(
+        (cublasHandle_t)c->blas, op_of(transb), op_of(transa), (int)n, (int)m, (int)k, &alpha, B,
+        CUDA_R_32F, (int)ldb, (long long)sb, A, CUDA_R_32F, (int)lda, (long long)sa, &beta, C,
+        CUDA_R_32F, (int)ldc, (long long)sc, (int)batch, ct, CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        ax_cuda_fail("cublasGemmStridedBatchedEx(%c,%c,m=%ld,n=%ld,k=%ld,batch=%ld): %s", transa,
+                     transb, m, n, k, batch, cublasGetStatusString(s));
+    ax_cuda_advance(); /* C written: no staged bf16 operand of it may be reused */
 }

@@ -1,13 +1,28 @@
-// Causal attention as fused, memory-efficient kernels (flash-attention style): the T x T
-// score matrix is never stored.
+// Causal attention on the GPU, two ways; neither stores the whole T x T matrix per head.
 //
-// Forward: one warp per query row, 8 rows per block; keys and values stream through shared
+// By query blocks on cuBLAS (the default): the queries go in blocks of Tq rows (Tq from a fixed
+// 256 MiB budget for one [B, H, Tq, T] score block, so memory does not grow with T^2), and each
+// block is three batched GEMMs and row kernels in the context's arena:
+//   forward   S = scale Q_blk K^T ; P = softmax(S) (causal, lse kept) ; O_blk = P V
+//   backward  S again, P = exp(S - lse) ; dP = dO_blk V^T ; dS = scale P (dP - D_i),
+//             D_i = sum_j P_ij dP_ij ; dQ_blk += dS K ; dK += dS^T Q_blk ; dV += P^T dO_blk
+// The products run on the tensor cores: fp32 contexts in fp32 (no TF32, like the CPU), bf16
+// contexts with Q, K, V, P and dS rounded to bf16 inside cuBLAS and fp32 accumulation. Keys
+// past a block's last query are not computed (a block reads keys [0, i0 + Tq)). Every
+// accumulation has a fixed order (GQA: a group's query heads in turn), so results are
+// deterministic.
+//
+// Fused kernels (AXMEM_CUDA_ATTENTION=fused; the first version, kept as the reference the
+// blocked path is checked against): one warp per query row, fp32 CUDA cores, T x T never
+// materialised at all.
+//
+// Fused forward: one warp per query row, 8 rows per block; keys and values stream through shared
 // memory in tiles of 32, lane j scoring key j of the tile, with the online softmax (running
 // max m and sum l, the output rescaled when m grows). The op's `att` buffer [B,H,T] receives
 // the per-row logsumexp lse = m + log(l), as on the CPU (lib/backend/cpu/ops_attention.c); only
 // this backend's own attention_backward reads it.
 //
-// Backward recomputes the probabilities from q, k and lse (p = exp(scale q.k - lse)):
+// Fused backward recomputes the probabilities from q, k and lse (p = exp(scale q.k - lse)):
 //   pass 1, per query row:  Di = sum_j p_ij dp_ij with dp_ij = dO_i . v_j   (into `scratch`)
 //                           dq_i += sum_j ds_ij k_j, ds_ij = scale p_ij (dp_ij - Di)
 //   pass 2, per key row:    dv_j += sum_i p_ij dO_i ; dk_j += sum_i ds_ij q_i
@@ -17,6 +32,9 @@
 // Grouped-query attention: rows are [q (H heads) | k (Hkv heads) | v (Hkv heads)], C3 = C + 2 Ckv
 // (Ckv = Hkv D), and query head h reads K/V head h / (H / Hkv). Pass 2 runs per (b, K/V head)
 // and walks the group's query heads in order, so dk, dv still have one owner.
+#include <stdlib.h>
+#include <string.h>
+
 #include "lib/backend/cuda/kernels.cuh"
 
 #define TILE 32 // keys (or queries) per shared-memory tile: one per lane
@@ -248,9 +266,9 @@ static int shape_ok(int B, int C, int H, int Hkv, const char *op) {
 }
 
 // out[B,T,C]; att: lse in its first B*H*T floats (see the top of this file)
-extern "C" void ax_cuda_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv,
-                                          int B, int T, int C, int H, int Hkv) {
-    if (B <= 0 || T <= 0 || !shape_ok(B, C, H, Hkv, "attention_forward")) return;
+static void fused_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
+                          int C, int H, int Hkv) {
+    if (!shape_ok(B, C, H, Hkv, "attention_forward")) return;
     int D = C / H;
     dim3 grid((T + NW - 1) / NW, B * H);
     size_t sh = sizeof(float) * ((size_t)TILE * (D + 1) + (size_t)TILE * D + (size_t)NW * D);
@@ -260,10 +278,10 @@ extern "C" void ax_cuda_attention_forward(ax_ctx *ctx, float *out, float *att, c
 }
 
 // dqkv += ; scratch: the first B*H*T floats hold Di between the two passes
-extern "C" void ax_cuda_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
-                                           const float *dout, const float *qkv, const float *att,
-                                           int B, int T, int C, int H, int Hkv) {
-    if (B <= 0 || T <= 0 || !shape_ok(B, C, H, Hkv, "attention_backward")) return;
+static void fused_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
+                           const float *qkv, const float *att, int B, int T, int C, int H,
+                           int Hkv) {
+    if (!shape_ok(B, C, H, Hkv, "attention_backward")) return;
     int D = C / H;
     float scale = 1.0f / sqrtf((float)D);
     dim3 grid((T + NW - 1) / NW, B * H);
@@ -277,6 +295,199 @@ extern "C" void ax_cuda_attention_backward(ax_ctx *ctx, float *dqkv, float *scra
     attn_bwd_dkv_kernel<<<grid2, NW * 32, sh2, AX_STREAM(ctx)>>>(dqkv, dout, qkv, att, scratch, T,
                                                                  C, H, Hkv, D, scale);
     ax_cuda_launched("attention_backward (dk, dv)");
+}
+
+
+// ---- by query blocks on cuBLAS ----
+// The score block S[B, H, q, kend] (q queries from i0, keys [0, kend = i0 + q)) is rows
+// R = (b H + h) q + r of kend floats; row R is query i = i0 + r, whose keys are [0, i].
+
+// P = softmax(S) per row over keys [0, i] (0 past i), in place; lse[b, h, i] = m + log(l)
+__global__ void blk_softmax_kernel(float *S, float *lse, long rows, int q, int kend, int i0, int T) {
+    long R = (long)blockIdx.x * NW + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (R >= rows) return; // warp-uniform
+    long bh = R / q;
+    int i = i0 + (int)(R % q);
+    float *s = S + R * kend;
+    float m = -INFINITY;
+    for (int j = lane; j <= i; j += 32) m = fmaxf(m, s[j]);
+    m = ax_warp_max(m);
+    float l = 0.0f;
+    for (int j = lane; j <= i; j += 32) l += expf(s[j] - m);
+    l = ax_warp_sum(l);
+    float inv = 1.0f / l;
+    for (int j = lane; j < kend; j += 32) s[j] = j <= i ? expf(s[j] - m) * inv : 0.0f;
+    if (lane == 0) lse[bh * T + i] = m + logf(l);
+}
+
+// P = exp(S - lse) over keys [0, i] (0 past i), in place: the forward's probabilities again
+__global__ void blk_probs_kernel(float *S, const float *lse, long rows, int q, int kend, int i0,
+                                 int T) {
+    long R = (long)blockIdx.x * NW + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (R >= rows) return;
+    int i = i0 + (int)(R % q);
+    float L = lse[R / q * T + i], *s = S + R * kend;
+    for (int j = lane; j < kend; j += 32) s[j] = j <= i ? expf(s[j] - L) : 0.0f;
+}
+
+// dS = scale P (dP - D), D = sum_j P_j dP_j per row, into dP
+__global__ void blk_dsoft_kernel(float *dP, const float *P, long rows, int kend, float scale) {
+    long R = (long)blockIdx.x * NW + (threadIdx.x >> 5);
+    int lane = threadIdx.x & 31;
+    if (R >= rows) return;
+    const float *p = P + R * kend;
+    float *d = dP + R * kend, Di = 0.0f;
+    for (int j = lane; j < kend; j += 32) Di += p[j] * d[j];
+    Di = ax_warp_sum(Di);
+    for (int j = lane; j < kend; j += 32) d[j] = scale * p[j] * (d[j] - Di);
+}
+
+static inline int imin(int a, int b) {
+    return a < b ? a : b;
+}
+
+#define BLK_BUDGET (256L << 20) // bytes of one score block [B, H, Tq, T]
+
+// query rows per block: AXMEM_CUDA_ATTENTION=gemm:ROWS (tests), else the most that fit the
+// budget (all of T when they do; multiples of 16 otherwise, at least 16)
+static int blk_rows(int B, int T, int H) {
+    const char *e = getenv("AXMEM_CUDA_ATTENTION");
+    if (e && !strncmp(e, "gemm:", 5) && atoi(e + 5) > 0) return imin(atoi(e + 5), T);
+    long per_row = (long)B * H * T * (long)sizeof(float);
+    long q = BLK_BUDGET / (per_row > 0 ? per_row : 1);
+    if (q >= T) return T;
+    q = q / 16 * 16;
+    return (int)(q < 16 ? imin(16, T) : q);
+}
+
+static int use_fused(void) {
+    const char *e = getenv("AXMEM_CUDA_ATTENTION");
+    return e && !strcmp(e, "fused");
+}
+
+extern "C" size_t ax_cuda_attention_scratch(int B, int T, int H, int D, int nthreads) {
+    (void)D, (void)nthreads;
+    if (B <= 0 || T <= 0 || H <= 0) return 0;
+    return 2 * sizeof(float) * (size_t)B * H * (size_t)blk_rows(B, T, H) * T; // S and dP blocks
+}
+
+static unsigned row_blocks(long rows) {
+    return (unsigned)((rows + NW - 1) / NW);
+}
+
+// S[b, hk G + g] = scale Q_blk K^T for every (b, g), one batched GEMM over the K/V heads each
+static void blk_scores(ax_ctx *ctx, float *S, const float *qkv, int B, int T, int C, int H,
+                       int Hkv, int i0, int q) {
+    int D = C / H, G = H / Hkv, kend = i0 + q;
+    long C3 = C + 2L * Hkv * D, sz = (long)q * kend;
+    float scale = 1.0f / sqrtf((float)D);
+    for (int b = 0; b < B; b++)
+        for (int g = 0; g < G; g++)
+            ax_cuda_gemm_strided(ctx, 'N', 'T', q, kend, D, scale,
+                                 qkv + ((long)b * T + i0) * C3 + (long)g * D, C3, (long)G * D,
+                                 qkv + (long)b * T * C3 + C, C3, D, 0.0f,
+                                 S + ((long)b * H + g) * sz, kend, G * sz, Hkv);
+}
+
+static void blocked_forward(ax_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T,
+                            int C, int H, int Hkv) {
+    int D = C / H, G = H / Hkv, Tq = blk_rows(B, T, H);
+    long C3 = C + 2L * Hkv * D, Ckv = (long)Hkv * D;
+    float *S = (float *)ax_ctx_scratch(ctx, ax_cuda_attention_scratch(B, T, H, D, 1));
+    if (!S) return; // recorded on the context
+    for (int i0 = 0; i0 < T; i0 += Tq) {
+        int q = imin(Tq, T - i0), kend = i0 + q;
+        long sz = (long)q * kend, rows = (long)B * H * q;
+        blk_scores(ctx, S, qkv, B, T, C, H, Hkv, i0, q);
+        blk_softmax_kernel<<<row_blocks(rows), NW * 32, 0, AX_STREAM(ctx)>>>(S, lse, rows, q, kend,
+                                                                             i0, T);
+        ax_cuda_launched("attention_forward");
+        for (int b = 0; b < B; b++)
+            for (int g = 0; g < G; g++)
+                ax_cuda_gemm_strided(ctx, 'N', 'N', q, D, kend, 1.0f, S + ((long)b * H + g) * sz,
+                                     kend, G * sz, qkv + (long)b * T * C3 + C + Ckv, C3, D, 0.0f,
+                                     out + ((long)b * T + i0) * C + (long)g * D, C, (long)G * D,
+                                     Hkv);
+        ax_cuda_prof_mark("attention_forward");
+    }
+}
+
+static void blocked_backward(ax_ctx *ctx, float *dqkv, const float *dout, const float *qkv,
+                             const float *lse, int B, int T, int C, int H, int Hkv) {
+    int D = C / H, G = H / Hkv, Tq = blk_rows(B, T, H);
+    long C3 = C + 2L * Hkv * D, Ckv = (long)Hkv * D;
+    float scale = 1.0f / sqrtf((float)D);
+    float *S = (float *)ax_ctx_scratch(ctx, ax_cuda_attention_scratch(B, T, H, D, 1));
+    if (!S) return;
+    float *dP = S + (long)B * H * Tq * T;
+    for (int i0 = 0; i0 < T; i0 += Tq) {
+        int q = imin(Tq, T - i0), kend = i0 + q;
+        long sz = (long)q * kend, rows = (long)B * H * q;
+        blk_scores(ctx, S, qkv, B, T, C, H, Hkv, i0, q);
+        blk_probs_kernel<<<row_blocks(rows), NW * 32, 0, AX_STREAM(ctx)>>>(S, lse, rows, q, kend,
+                                                                           i0, T);
+        ax_cuda_launched("attention_backward");
+        for (int b = 0; b < B; b++)
+            for (int g = 0; g < G; g++) // dP = dO_blk V^T
+                ax_cuda_gemm_strided(ctx, 'N', 'T', q, kend, D, 1.0f,
+                                     dout + ((long)b * T + i0) * C + (long)g * D, C, (long)G * D,
+                                     qkv + (long)b * T * C3 + C + Ckv, C3, D, 0.0f,
+                                     dP + ((long)b * H + g) * sz, kend, G * sz, Hkv);
+        blk_dsoft_kernel<<<row_blocks(rows), NW * 32, 0, AX_STREAM(ctx)>>>(dP, S, rows, kend,
+                                                                           scale);
+        ax_cuda_launched("attention_backward");
+        for (int b = 0; b < B; b++)
+            for (int g = 0; g < G; g++) {
+                const float *dS = dP + ((long)b * H + g) * sz, *P = S + ((long)b * H + g) * sz;
+                const float *Q = qkv + ((long)b * T + i0) * C3 + (long)g * D;
+                const float *dO = dout + ((long)b * T + i0) * C + (long)g * D;
+                float *kv = dqkv + (long)b * T * C3 + C;
+                // dQ_blk += dS K
+                ax_cuda_gemm_strided(ctx, 'N', 'N', q, D, kend, 1.0f, dS, kend, G * sz,
+                                     qkv + (long)b * T * C3 + C, C3, D, 1.0f,
+                                     dqkv + ((long)b * T + i0) * C3 + (long)g * D, C3,
+                                     (long)G * D, Hkv);
+                // dK[0, kend) += dS^T Q_blk ; dV[0, kend) += P^T dO_blk
+                ax_cuda_gemm_strided(ctx, 'T', 'N', kend, D, q, 1.0f, dS, kend, G * sz, Q, C3,
+                                     (long)G * D, 1.0f, kv, C3, D, Hkv);
+                ax_cuda_gemm_strided(ctx, 'T', 'N', kend, D, q, 1.0f, P, kend, G * sz, dO, C,
+                                     (long)G * D, 1.0f, kv + Ckv, C3, D, Hkv);
+            }
+        ax_cuda_prof_mark("attention_backward");
+    }
+}
+
+static int heads_ok(int C, int H, int Hkv, const char *op) {
+    if (H <= 0 || C % H || Hkv <= 0 || H % Hkv) {
+        ax_cuda_fail("%s: C=%d, %d heads, %d K/V heads: heads must divide C and K/V heads the "
+                     "heads",
+                     op, C, H, Hkv);
+        return 0;
+    }
+    return 1;
+}
+
+// out[B,T,C]; att: lse in its first B*H*T floats (see the top of this file)
+extern "C" void ax_cuda_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv,
+                                          int B, int T, int C, int H, int Hkv) {
+    if (B <= 0 || T <= 0 || !heads_ok(C, H, Hkv, "attention_forward")) return;
+    if (use_fused())
+        fused_forward(ctx, out, att, qkv, B, T, C, H, Hkv);
+    else
+        blocked_forward(ctx, out, att, qkv, B, T, C, H, Hkv);
+}
+
+// dqkv += ; scratch: B*H*T floats, D_i between the fused kernels' passes (unused when blocked)
+extern "C" void ax_cuda_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
+                                           const float *dout, const float *qkv, const float *att,
+                                           int B, int T, int C, int H, int Hkv) {
+    if (B <= 0 || T <= 0 || !heads_ok(C, H, Hkv, "attention_backward")) return;
+    if (use_fused())
+        fused_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H, Hkv);
+    else
+        blocked_backward(ctx, dqkv, dout, qkv, att, B, T, C, H, Hkv);
 }
 
 // ---- one decoding step: a warp per (sequence, head), keys straight from the cache ----
