@@ -76,7 +76,11 @@ result() { # result PASS|FAIL|NOT RUN  name  [detail]
 echo "=== axmem device check, $(date -u '+%F %T UTC')"
 echo "GPU: $GPU"
 [ "$SELF_TEST" -eq 1 ] && echo "SELF-TEST: --device cpu on both sides; no result here measures a GPU"
-echo "commit: ${DC_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}$(git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (+ uncommitted changes)')"
+else
+  echo "commit: ${DC_COMMIT:-unknown} (DC_COMMIT; no git repository here)"
+fi
 [ "$SELF_TEST" -eq 0 ] && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 echo "host: $(nproc) cores; $(nvcc --version 2>/dev/null | tail -1)"
 

@@ -297,13 +297,13 @@ static void fused_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float
     ax_cuda_launched("attention_backward (dk, dv)");
 }
 
-
 // ---- by query blocks on cuBLAS ----
 // The score block S[B, H, q, kend] (q queries from i0, keys [0, kend = i0 + q)) is rows
 // R = (b H + h) q + r of kend floats; row R is query i = i0 + r, whose keys are [0, i].
 
 // P = softmax(S) per row over keys [0, i] (0 past i), in place; lse[b, h, i] = m + log(l)
-__global__ void blk_softmax_kernel(float *S, float *lse, long rows, int q, int kend, int i0, int T) {
+__global__ void blk_softmax_kernel(float *S, float *lse, long rows, int q, int kend, int i0,
+                                   int T) {
     long R = (long)blockIdx.x * NW + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (R >= rows) return; // warp-uniform
@@ -378,8 +378,8 @@ static unsigned row_blocks(long rows) {
 }
 
 // S[b, hk G + g] = scale Q_blk K^T for every (b, g), one batched GEMM over the K/V heads each
-static void blk_scores(ax_ctx *ctx, float *S, const float *qkv, int B, int T, int C, int H,
-                       int Hkv, int i0, int q) {
+static void blk_scores(ax_ctx *ctx, float *S, const float *qkv, int B, int T, int C, int H, int Hkv,
+                       int i0, int q) {
     int D = C / H, G = H / Hkv, kend = i0 + q;
     long C3 = C + 2L * Hkv * D, sz = (long)q * kend;
     float scale = 1.0f / sqrtf((float)D);
@@ -447,8 +447,8 @@ static void blocked_backward(ax_ctx *ctx, float *dqkv, const float *dout, const 
                 // dQ_blk += dS K
                 ax_cuda_gemm_strided(ctx, 'N', 'N', q, D, kend, 1.0f, dS, kend, G * sz,
                                      qkv + (long)b * T * C3 + C, C3, D, 1.0f,
-                                     dqkv + ((long)b * T + i0) * C3 + (long)g * D, C3,
-                                     (long)G * D, Hkv);
+                                     dqkv + ((long)b * T + i0) * C3 + (long)g * D, C3, (long)G * D,
+                                     Hkv);
                 // dK[0, kend) += dS^T Q_blk ; dV[0, kend) += P^T dO_blk
                 ax_cuda_gemm_strided(ctx, 'T', 'N', kend, D, q, 1.0f, dS, kend, G * sz, Q, C3,
                                      (long)G * D, 1.0f, kv, C3, D, Hkv);

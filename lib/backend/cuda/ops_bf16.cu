@@ -6,8 +6,8 @@
 
 #define TPB 256
 
-__global__ void to_bf16_kernel(__nv_bfloat16 *dst, long ldd, const float *src, long rows,
-                               long cols, long ld) {
+__global__ void to_bf16_kernel(__nv_bfloat16 *dst, long ldd, const float *src, long rows, long cols,
+                               long ld) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < rows * cols;
          i += (long)gridDim.x * blockDim.x) {
         long r = i / cols, c = i % cols;
