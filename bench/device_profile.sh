@@ -3,7 +3,9 @@
 # ~1B model of bench/device_check.sh in bf16 under GEMM variants (tokens/s, MFU against the
 # 989 TFLOP/s dense bf16 peak; median of the steps after the first two), then one run with
 # AXMEM_CUDA_PROFILE=1 (per-op device time). Logs under ${OUT:-/tmp/device_profile}.
-#   bash bench/device_profile.sh [VARIANT=ENV ...]   default variants: staged, fast
+#   bash bench/device_profile.sh [NAME=VAR=VALUE ...]   default: blocked vs flash attention
+# (AXMEM_CUDA_ATTENTION=gemm|flash); the profiled run uses $DP_PROFILE_ENV (default: flash).
+# DC_BIG overrides the shape, DP_DEVICE the device flags (to try the script on a CPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 O=${OUT:-/tmp/device_profile}
@@ -17,22 +19,31 @@ head -n 2000 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
   "$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.jsonl" --out "$T/kjv.axd" 2>/dev/null
 read -r -a BIG <<<"${DC_BIG:---layers 24 --dim 2048 --heads 16 --ffn 5632 --seq-len 2048 --batch 4 --vocab 32768}"
 variants=("$@")
-[ ${#variants[@]} -eq 0 ] && variants=(staged=AXMEM_CUDA_BF16_GEMM=staged fast=AXMEM_CUDA_BF16_GEMM=fast)
+[ ${#variants[@]} -eq 0 ] && variants=(blocked=AXMEM_CUDA_ATTENTION=gemm flash=AXMEM_CUDA_ATTENTION=flash)
 for v in "${variants[@]}"; do
   name=${v%%=*}
-  env "${v#*=}" timeout 150 "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --steps 6 --warmup 2 \
-    --log-every 1 --device cuda --precision bf16 --out "$T/$name" >"$O/$name.log" 2>&1
-  echo "== $name (${v#*=}): exit $?"
+  # 6 steps, then SIGKILL: the final checkpoint (~16 GB with the AdamW moments) is not timed
+  env "${v#*=}" "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --steps 1000 --warmup 2 \
+    --log-every 1 ${DP_DEVICE:---device cuda --precision bf16} --out "$T/$name" >"$O/$name.log" 2>&1 &
+  pid=$! t0=$SECONDS # env execs axmem: $pid is the trainer itself
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$(cat "$T/$name/metrics.jsonl" 2>/dev/null | wc -l)" -ge 6 ] || [ $((SECONDS - t0)) -gt 150 ]; then
+      kill -9 "$pid" 2>/dev/null
+    fi
+    sleep 0.5
+  done
+  wait "$pid" 2>/dev/null
+  echo "== $name (${v#*=}): $(tail -1 "$O/$name.log" | cut -c1-100)"
   python3 - "$T/$name/metrics.jsonl" <<'PY' 2>&1 | tail -1
 import json, statistics, sys
-r = [json.loads(l) for l in open(sys.argv[1])][2:]
+r = [json.loads(l) for l in open(sys.argv[1])][2:6]
 tps = statistics.median(x["tokens_per_s"] for x in r)
 fps = statistics.median(x["flops_per_s"] for x in r)
 print(f"  {len(r)} steps: {tps:,.0f} tokens/s, {fps / 1e12:.1f} TFLOP/s, MFU {100 * fps / 989e12:.1f}%")
 PY
 done
-AXMEM_CUDA_PROFILE=1 timeout 150 "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --steps 3 --warmup 1 \
-  --device cuda --precision bf16 --out "$T/prof" >/dev/null 2>"$O/profile.txt"
+env AXMEM_CUDA_PROFILE=1 "${DP_PROFILE_ENV:-AXMEM_CUDA_ATTENTION=flash}" timeout 150 "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --steps 3 --warmup 1 \
+  ${DP_DEVICE:---device cuda --precision bf16} --out "$T/prof" >/dev/null 2>"$O/profile.txt"
 echo "== profile (3 steps, every op waited for): exit $?"
 grep -A40 "cuda profile" "$O/profile.txt"
 rm -rf "$T"

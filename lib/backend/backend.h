@@ -89,8 +89,8 @@ struct ax_backend {
     void (*attention_forward)(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
                               int C, int H, int Hkv);
     void (*attention_backward)(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
-                               const float *qkv, const float *att, int B, int T, int C, int H,
-                               int Hkv);
+                               const float *qkv, const float *att, const float *out, int B, int T,
+                               int C, int H, int Hkv);
     void (*swiglu_forward)(ax_ctx *ctx, float *out, const float *h, int N, int F);
     void (*swiglu_backward)(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N,
                             int F);

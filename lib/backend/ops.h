@@ -93,11 +93,13 @@ static inline void ax_attention_forward(ax_ctx *ctx, float *out, float *att, con
                                         int B, int T, int C, int H) {
     ctx->be->attention_forward(ctx, out, att, qkv, B, T, C, H, H);
 }
-/* dqkv[B,T,3C] +=. scratch: B*H*T floats of workspace (contents ignored; CUDA keeps D_i there). */
+/* dqkv[B,T,3C] +=. scratch: B*H*T floats of workspace (contents ignored; CUDA keeps D_i there).
+ * out: the forward's output [B,T,C] as it returned it, or NULL; a backend may read it (CUDA's
+ * flash kernels take D_i = rowsum(dout * out) from it instead of recomputing it). */
 static inline void ax_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
                                          const float *dout, const float *qkv, const float *att,
-                                         int B, int T, int C, int H) {
-    ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H, H);
+                                         const float *out, int B, int T, int C, int H) {
+    ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, out, B, T, C, H, H);
 }
 /* Grouped-query attention: Hkv K/V heads (Hkv divides H), rows qkv[B,T,C + 2 Hkv D] =
  * [q (H heads) | k (Hkv heads) | v (Hkv heads)]; query head h reads K/V head h / (H / Hkv).
@@ -109,8 +111,9 @@ static inline void ax_attention_forward_gqa(ax_ctx *ctx, float *out, float *att,
 }
 static inline void ax_attention_backward_gqa(ax_ctx *ctx, float *dqkv, float *scratch,
                                              const float *dout, const float *qkv, const float *att,
-                                             int B, int T, int C, int H, int Hkv) {
-    ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H, Hkv);
+                                             const float *out, int B, int T, int C, int H,
+                                             int Hkv) {
+    ctx->be->attention_backward(ctx, dqkv, scratch, dout, qkv, att, out, B, T, C, H, Hkv);
 }
 /* The CPU attention's tiles: queries per tile and keys per forward tile (BK a multiple of BQ). */
 #define AX_ATT_BQ 64

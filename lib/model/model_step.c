@@ -179,8 +179,8 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
         tp_bias_backward(m, LT(m, l, L_BO), dres, N);
         tp_linear_backward(m, LT(m, l, L_WO), datty, dres, a->atty, N);
         zero(m, m->dqkv, N * Q3);
-        ax_attention_backward_gqa(m->ctx, m->dqkv, m->att_scratch, datty, a->qkv, a->att, B, T, Cy,
-                                  Hy, Hky);
+        ax_attention_backward_gqa(m->ctx, m->dqkv, m->att_scratch, datty, a->qkv, a->att, a->atty,
+                                  B, T, Cy, Hy, Hky);
         if (rd) {
             ax_rope_partial_backward(m->ctx, m->dqkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd,
                                      Q3);

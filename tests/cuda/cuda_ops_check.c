@@ -356,8 +356,8 @@ static void t_attention_gqa(int B, int T, int C, int H, int Hkv) {
     check(name, "out", &out, (size_t)B * T * C, bf16_ ? TOL_BF16 : TOL);
     /* each backend's own saved `att` (both keep the row logsumexp, but only the backward that
      * reads it is the contract): the check compares out and the gradients, never att */
-    ax_attention_backward_gqa(C_, dqkv.c, scratch.c, dout.c, qkv.c, a.c, B, T, C, H, Hkv);
-    ax_attention_backward_gqa(G_, dqkv.g, scratch.g, dout.g, qkv.g, a.g, B, T, C, H, Hkv);
+    ax_attention_backward_gqa(C_, dqkv.c, scratch.c, dout.c, qkv.c, a.c, out.c, B, T, C, H, Hkv);
+    ax_attention_backward_gqa(G_, dqkv.g, scratch.g, dout.g, qkv.g, a.g, out.g, B, T, C, H, Hkv);
     check(name, "dqkv+=", &dqkv, (size_t)n3, bf16_ ? TOL_BF16 : TOL);
     drop(&qkv), drop(&out), drop(&a), drop(&scratch), drop(&dout), drop(&dqkv);
 }
@@ -710,6 +710,14 @@ int main(int argc, char **argv) {
     t_attention_gqa(2, 33, 48, 3, 1);
     setenv("AXMEM_CUDA_ATTENTION", "gemm:16", 1);
     t_attention(1, 70, 128, 2);
+    /* the fused bf16 tensor-core kernels (ops_flash.cu): head dims 16, 32, 64, 128, several
+     * 64-row tiles with a partial last one, grouped-query, T = 1 */
+    setenv("AXMEM_CUDA_ATTENTION", "flash", 1);
+    t_attention(2, 37, 64, 4);         /* D = 16 */
+    t_attention(1, 70, 128, 2);        /* D = 64 */
+    t_attention(1, 130, 256, 2);       /* D = 128, three tiles */
+    t_attention_gqa(2, 67, 128, 4, 2); /* D = 32, groups of 2 */
+    t_attention(3, 1, 32, 2);          /* T = 1 */
     unsetenv("AXMEM_CUDA_ATTENTION");
     ax_sync(G_);
     if (ax_ctx_status(G_) != AX_OK) {

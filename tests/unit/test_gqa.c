@@ -83,7 +83,7 @@ Test(gqa, attention_matches_reference_and_finite_differences) {
     float *att = calloc((size_t)B * H * T, 4), *scr = calloc((size_t)B * H * T, 4);
     float *dqkv = calloc((size_t)nq, 4);
     ax_attention_forward_gqa(CTX, out, att, qkv, B, T, (int)C, H, Hkv);
-    ax_attention_backward_gqa(CTX, dqkv, scr, G, qkv, att, B, T, (int)C, H, Hkv);
+    ax_attention_backward_gqa(CTX, dqkv, scr, G, qkv, att, NULL, B, T, (int)C, H, Hkv);
     double *x = todbl(qkv, nq), *g = todbl(G, no), *o = malloc(sizeof(double) * (size_t)no);
     gqa_ref r = {x, g, B, T, H, Hkv, D};
     ref_forward(&r, o);
@@ -131,8 +131,8 @@ static void check_vs_replicated(int B, int T, int H, int Hkv, int D) {
         cr_assert(fabsf(o1[i] - o2[i]) <= 1e-6f * (1 + fabsf(o2[i])), "T=%d out[%ld]: %g vs %g", T,
                   i, o1[i], o2[i]);
     for (long i = 0; i < (long)B * H * T; i++) cr_assert(fabsf(a1[i] - a2[i]) <= 1e-5f);
-    ax_attention_backward_gqa(CTX, d1, s, G, qkv, a1, B, T, (int)C, H, Hkv);
-    ax_attention_backward(CTX, d2, s, G, rep, a2, B, T, (int)C, H);
+    ax_attention_backward_gqa(CTX, d1, s, G, qkv, a1, NULL, B, T, (int)C, H, Hkv);
+    ax_attention_backward(CTX, d2, s, G, rep, a2, NULL, B, T, (int)C, H);
     for (long n = 0; n < N; n++) {
         for (long i = 0; i < C; i++) /* dq */
             cr_assert(fabsf(d1[n * R + i] - d2[n * 3 * C + i]) <=
@@ -171,7 +171,7 @@ Test(gqa, backward_is_deterministic) {
     int threads[2] = {1, 3};
     for (int k = 0; k < 2; k++) {
         omp_set_num_threads(threads[k]);
-        ax_attention_backward_gqa(CTX, d[k], s, G, qkv, a, B, T, (int)C, H, Hkv);
+        ax_attention_backward_gqa(CTX, d[k], s, G, qkv, a, NULL, B, T, (int)C, H, Hkv);
     }
     omp_set_num_threads(1);
     cr_assert(memcmp(d[0], d[1], sizeof(float) * (size_t)(N * R)) == 0);

@@ -500,7 +500,7 @@ static void check_attention(int B, int T, int C, int H, int full) {
     expect_close("attention lse", att, aref, na, TOL_FWD * 2);
 
     float *dqkv = fzeros(nq), *scratch = frand(na, 1);
-    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, B, T, C, H);
+    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H);
     if (full) {
         double *g = fd_grad(att_loss, &c, c.qkv, nq);
         expect_close("attention dqkv", dqkv, g, nq, TOL_GRAD);
@@ -521,7 +521,7 @@ static void check_attention(int B, int T, int C, int H, int full) {
     /* accumulates: a second call doubles dqkv (scratch contents are irrelevant) */
     float *d1 = fcopy(dqkv, nq);
     for (long i = 0; i < na; i++) scratch[i] = 1e30f;
-    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, B, T, C, H);
+    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H);
     for (long i = 0; i < nq; i++) d1[i] *= 2;
     expect_closef("attention dqkv x2", dqkv, d1, nq, 1e-6);
     free(qkv), free(out), free(att), free(G), free(aref), free(dqkv), free(scratch), free(d1);
@@ -574,7 +574,7 @@ Test(ops, attention_causal) {
     float *G = fzeros(no), *dqkv = fzeros(nq), *scratch = fzeros((long)B * H * T);
     for (int b = 0; b < B; b++)
         for (int j = 0; j < (t0 + 1) * C; j++) G[(long)b * T * C + j] = 1.0f;
-    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, B, T, C, H);
+    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H);
     for (int b = 0; b < B; b++)
         for (long j = (t0 + 1) * 3L * C; j < T * 3L * C; j++)
             cr_expect(dqkv[(long)b * T * 3 * C + j] == 0.0f);
@@ -593,9 +593,9 @@ Test(ops, attention_deterministic) {
         omp_set_num_threads(r == 0 ? 1 : 3);
         o[r] = fzeros(no), a[r] = fzeros(na), d[r] = fzeros(nq);
         ax_attention_forward(CTX, o[r], a[r], qkv, B, T, C, H);
-        ax_attention_backward(CTX, d[r], scratch, G, qkv, a[r], B, T, C, H);
+        ax_attention_backward(CTX, d[r], scratch, G, qkv, a[r], NULL, B, T, C, H);
     }
-    ax_attention_backward(CTX, d2, scratch, G, qkv, a[1], B, T, C, H);
+    ax_attention_backward(CTX, d2, scratch, G, qkv, a[1], NULL, B, T, C, H);
     cr_expect(memcmp(o[0], o[1], sizeof(float) * no) == 0, "out: 1 vs 3 threads");
     cr_expect(memcmp(a[0], a[1], sizeof(float) * na) == 0, "lse: 1 vs 3 threads");
     cr_expect(memcmp(d[0], d[1], sizeof(float) * nq) == 0, "dqkv: 1 vs 3 threads");
@@ -605,7 +605,7 @@ Test(ops, attention_deterministic) {
     float *e[2];
     for (int r = 0; r < 2; r++) {
         e[r] = fzeros(nq);
-        ax_attention_backward(CTX, e[r], scratch, G, qkv, a[1], 1, T, C, 2);
+        ax_attention_backward(CTX, e[r], scratch, G, qkv, a[1], NULL, 1, T, C, 2);
     }
     cr_expect(memcmp(e[0], e[1], sizeof(float) * nq / 2) == 0, "dqkv, heads in turn: twice");
     double *want = todbl(d[0], nq / 2);

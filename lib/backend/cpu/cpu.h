@@ -39,8 +39,8 @@ void ax_cpu_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, const floa
 void ax_cpu_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
                               int C, int H, int Hkv);
 void ax_cpu_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
-                               const float *qkv, const float *att, int B, int T, int C, int H,
-                               int Hkv);
+                               const float *qkv, const float *att, const float *out, int B, int T,
+                               int C, int H, int Hkv);
 void ax_cpu_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F);
 void ax_cpu_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N,
                             int F);

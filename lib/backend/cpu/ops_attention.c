@@ -152,14 +152,15 @@ static void bwd_head(float *dqkv, const float *dout, const float *qkv, const flo
     }
 }
 
-/* dqkv[B,T,C + 2 Hkv D] +=. att: the forward's lse[B,H,T]. scratch: unused here (the CUDA
+/* dqkv[B,T,C + 2 Hkv D] +=. att: the forward's lse[B,H,T]. out: unused here (the forward's
+ * output; CUDA's flash backward reads D_i from it). scratch: unused here (the CUDA
  * backend keeps D_i there); the per-thread tiles come from the context's arena. One task per
  * (b, K/V head) runs the group's query heads in order, so dK and dV sum over the group in a fixed
  * order (no atomics). */
 void ax_cpu_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
-                               const float *qkv, const float *att, int B, int T, int C, int H,
-                               int Hkv) {
-    (void)scratch;
+                               const float *qkv, const float *att, const float *out, int B, int T,
+                               int C, int H, int Hkv) {
+    (void)scratch, (void)out;
     int D = C / H, nt = omp_get_max_threads(), G = H / Hkv;
     qkv_layout lay = {C, Hkv * D, D, (long)C + 2L * Hkv * D};
     float scale = 1.0f / sqrtf((float)D);

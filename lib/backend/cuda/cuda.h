@@ -70,6 +70,15 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
 void ax_cuda_gemm_strided(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
                           float alpha, const float *A, long lda, long sa, const float *B, long ldb,
                           long sb, float beta, float *C, long ldc, long sc, long batch);
+/* Fused bf16 tensor-core attention (ops_flash.cu), AXMEM_CUDA_ATTENTION=flash on bf16 contexts:
+ * supported for head dims 16, 32, 64, 128. Same lse as the blocked path; the backward reads the
+ * forward's output `out` and keeps D_i in Di[B*H*T]. */
+int ax_cuda_flash_supported(int B, int C, int H, int Hkv);
+void ax_cuda_flash_forward(ax_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T,
+                           int C, int H, int Hkv);
+void ax_cuda_flash_backward(ax_ctx *ctx, float *dqkv, float *Di, const float *dout,
+                            const float *qkv, const float *lse, const float *out, int B, int T,
+                            int C, int H, int Hkv);
 /* Arena bytes attention_forward/backward take for B sequences of T tokens, H heads of D */
 size_t ax_cuda_attention_scratch(int B, int T, int H, int D, int nthreads);
 /* Profiling (AXMEM_CUDA_PROFILE=1): waits for the device and adds the time since the last mark
@@ -98,8 +107,8 @@ void ax_cuda_rope_backward(ax_ctx *ctx, float *dx, const float *cos_t, const flo
 void ax_cuda_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
                                int C, int H, int Hkv);
 void ax_cuda_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
-                                const float *qkv, const float *att, int B, int T, int C, int H,
-                                int Hkv);
+                                const float *qkv, const float *att, const float *out, int B, int T,
+                                int C, int H, int Hkv);
 void ax_cuda_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F);
 void ax_cuda_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h, int N,
                              int F);

@@ -367,6 +367,14 @@ static int use_fused(void) {
     return e && !strcmp(e, "fused");
 }
 
+// AXMEM_CUDA_ATTENTION=flash: the fused bf16 kernels of ops_flash.cu, on bf16 contexts and the
+// head dims they take (not yet the default: unmeasured on a GPU)
+static int use_flash(const ax_ctx *ctx, int B, int C, int H, int Hkv) {
+    const char *e = getenv("AXMEM_CUDA_ATTENTION");
+    return e && !strcmp(e, "flash") && ((const ax_cuda_ctx *)ctx->impl)->bf16 &&
+           ax_cuda_flash_supported(B, C, H, Hkv);
+}
+
 extern "C" size_t ax_cuda_attention_scratch(int B, int T, int H, int D, int nthreads) {
     (void)D, (void)nthreads;
     if (B <= 0 || T <= 0 || H <= 0) return 0;
@@ -475,17 +483,22 @@ extern "C" void ax_cuda_attention_forward(ax_ctx *ctx, float *out, float *att, c
     if (B <= 0 || T <= 0 || !heads_ok(C, H, Hkv, "attention_forward")) return;
     if (use_fused())
         fused_forward(ctx, out, att, qkv, B, T, C, H, Hkv);
+    else if (use_flash(ctx, B, C, H, Hkv))
+        ax_cuda_flash_forward(ctx, out, att, qkv, B, T, C, H, Hkv);
     else
         blocked_forward(ctx, out, att, qkv, B, T, C, H, Hkv);
 }
 
 // dqkv += ; scratch: B*H*T floats, D_i between the fused kernels' passes (unused when blocked)
+// out: the forward's output (flash reads D_i from it; NULL takes the blocked path)
 extern "C" void ax_cuda_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
                                            const float *dout, const float *qkv, const float *att,
-                                           int B, int T, int C, int H, int Hkv) {
+                                           const float *out, int B, int T, int C, int H, int Hkv) {
     if (B <= 0 || T <= 0 || !heads_ok(C, H, Hkv, "attention_backward")) return;
     if (use_fused())
         fused_backward(ctx, dqkv, scratch, dout, qkv, att, B, T, C, H, Hkv);
+    else if (out && scratch && use_flash(ctx, B, C, H, Hkv))
+        ax_cuda_flash_backward(ctx, dqkv, scratch, dout, qkv, att, out, B, T, C, H, Hkv);
     else
         blocked_backward(ctx, dqkv, dout, qkv, att, B, T, C, H, Hkv);
 }

@@ -22,3 +22,11 @@ static inline __nv_bfloat16 __float2bfloat16_rn(float f) {
     b.x = (uint16_t)(u >> 16);
     return b;
 }
+
+// the exact value of a bf16 as a float: its 16 bits on top of a binary32
+static inline float __bfloat162float(__nv_bfloat16 b) {
+    uint32_t u = (uint32_t)b.x << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}

@@ -13,6 +13,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_runtime_api.h"
@@ -106,14 +108,31 @@ inline void ax_emu_entry() {
     swapcontext(&st->f[st->cur].ctx, &st->sched);
 }
 
+// cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes): the launch
+// check below allows k up to `bytes` of dynamic shared memory (48 KiB otherwise), 227 KiB at most
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+inline std::map<const void *, size_t> &ax_emu_smem_optin() {
+    static std::map<const void *, size_t> m;
+    return m;
+}
+template <class F> inline cudaError_t cudaFuncSetAttribute(F *k, cudaFuncAttribute a, int v) {
+    if (a != cudaFuncAttributeMaxDynamicSharedMemorySize || v < 0 || v > 227 * 1024)
+        return cudaErrorInvalidValue;
+    ax_emu_smem_optin()[(const void *)k] = (size_t)v;
+    return cudaSuccess;
+}
+
 // the kernel's parameter types, not deduced from the arguments (so NULL converts at the call)
 template <class T> struct ax_emu_id { using type = T; };
 template <class... P>
 void ax_emu_launch(dim3 g, dim3 b, size_t shmem, void (*k)(P...),
                    typename ax_emu_id<P>::type... a) {
     unsigned nt = b.x * b.y * b.z;
+    size_t smem_cap = 48 * 1024;
+    auto opt = ax_emu_smem_optin().find((const void *)k);
+    if (opt != ax_emu_smem_optin().end() && opt->second > smem_cap) smem_cap = opt->second;
     if (nt == 0 || nt > 1024 || b.y != 1 || b.z != 1 || g.z != 1 || g.x == 0 || g.y == 0 ||
-        g.y > 65535 || shmem > 48 * 1024 || (nt % 32 && nt > 32)) {
+        g.y > 65535 || shmem > smem_cap || (nt % 32 && nt > 32)) {
         fprintf(stderr,
                 "emu: bad launch configuration grid (%u,%u,%u) block (%u,%u,%u) shmem %zu\n", g.x,
                 g.y, g.z, b.x, b.y, b.z, shmem);
