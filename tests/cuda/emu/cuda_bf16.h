@@ -30,3 +30,8 @@ static inline float __bfloat162float(__nv_bfloat16 b) {
     memcpy(&f, &u, sizeof f);
     return f;
 }
+
+// the 16 bits of a bf16
+static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) {
+    return b.x;
+}

@@ -25,6 +25,14 @@
 #define __forceinline__ inline
 #define __shared__ static
 
+// vector_types.h's aligned vectors, as the kernels load and store them
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
+
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
