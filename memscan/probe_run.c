@@ -7,6 +7,7 @@
 #include "goldfish/goldfish.h"
 #include "lib/ckpt/ckpt.h"
 #include "lib/core/json.h"
+#include "lib/core/timer.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "memscan/index.h"
@@ -113,6 +114,8 @@ typedef struct {
     ax_probe_result res[AX_MS_PROBE_MAX_LENGTHS];
     uint8_t *dropped[AX_MS_PROBE_MAX_LENGTHS]; /* [n * S]: 1 where training dropped the target */
     char goldfish[AX_GOLDFISH_SPEC_MAX];       /* the audited spec ("" : no audit) */
+    double decode_s; /* wall time of the decoding (prefill and generation), all lengths */
+    long tokens;     /* tokens generated: samples x suffix x (1 + draws) per length */
 } probe_set;
 
 /* one samples line per probe; the fields after "generated_text" only with their feature */
@@ -557,7 +560,10 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
                               .lead_eot = !strcmp(packing, "doc"),
                               .draws = (int)fl->samples_per_prefix,
                               .sampling = sp};
+        double t0 = ax_now();
         AX_CHECK_GOTO(ax_probe_run(mm.model, ds, &pc, &ps.res[l]), out);
+        ps.decode_s += ax_now() - t0;
+        ps.tokens += (long)ps.res[l].n * fl->suffix * (1 + fl->samples_per_prefix);
         if (ax_grid_rank(mm.grid) != 0) continue;
         if (fl->index[0]) AX_CHECK_GOTO(count_duplicates(fl, ds, &ps.res[l]), out);
         if (ps.goldfish[0]) {
@@ -572,6 +578,7 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
         }
     }
     if (ax_grid_rank(mm.grid) == 0) st = write_outputs(fl, mm.ck, ds, &ps, tok, sum);
+    sum->decode_s = ps.decode_s, sum->tokens = ps.tokens;
 out:
     for (int l = 0; l < ps.n_len; l++) ax_probe_result_free(&ps.res[l]), free(ps.dropped[l]);
     ax_ms_model_close(&mm);
@@ -599,6 +606,9 @@ void ax_ms_probe_print(const ax_ms_probe_opts *o, const ax_ms_probe_summary *s, 
                 "probe: sampled %d continuations per prefix: mean per-draw extraction %.2f%%, "
                 "at least one of %d exact in %.1f%% of probes\n",
                 s->draws, 100 * s->sampled_p_mean, s->draws, 100 * s->sampled_any_rate);
+    if (s->decode_s > 0)
+        fprintf(f, "probe: generated %ld tokens in %.2f s: %.0f tokens/s (model load excluded)\n",
+                s->tokens, s->decode_s, (double)s->tokens / s->decode_s);
     if (s->audited)
         fprintf(f,
                 "probe: goldfish audit: %ld of %ld first divergences on dropped positions "

@@ -62,6 +62,8 @@ typedef struct {
     int audited;
     long diverged, diverged_on_dropped;
     double dropped_fraction;
+    double decode_s; /* decoding wall time (model load excluded) and the tokens generated */
+    long tokens;
     char scan[AX_MS_PATH_MAX], samples_path[AX_MS_PATH_MAX]; /* the files written */
 } ax_ms_probe_summary;
 

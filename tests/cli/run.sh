@@ -355,6 +355,10 @@ PY
   --samples-per-prefix 4 --temperature 0.8 --top-k 20 --top-p 0.9 --offset deep \
   --out "$T/pd.json" >"$T/pd.out" 2>"$T/err" && grep -q "sampled 4 continuations per prefix" "$T/pd.out" \
   && ok "probe: draws, two prefix lengths, deep offsets" || bad "probe: draws, two prefix lengths, deep offsets"
+# the decoding-speed line counts every generated token: per sample line, 8 greedy + 4 x 8 drawn
+n=$(sed -n 's/^probe: generated \([0-9]*\) tokens in [0-9.]* s: [0-9]* tokens\/s (model load excluded)$/\1/p' "$T/pd.out")
+[ -n "$n" ] && [ "$n" -eq $(($(wc -l <"$T/pd.samples.jsonl") * 8 * 5)) ] \
+  && ok "probe: generated-tokens line ($n tokens)" || bad "probe: generated-tokens line: '$n' vs $(wc -l <"$T/pd.samples.jsonl") samples"
 python3 - "$T/pd.json" "$T/pd.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: p_hat, any-match and discoverable rates add up" || bad "probe: p_hat, any-match and discoverable rates add up"
 import json, sys
 j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
