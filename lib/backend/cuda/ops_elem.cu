@@ -72,34 +72,43 @@ extern "C" void ax_cuda_embedding_backward(ax_ctx *ctx, float *dwte, const float
 }
 
 // ---- SwiGLU: out = silu(gate) * up, h[N,2F] = [gate | up] ----
+// Rows over blockIdx.y (in turn past gridDim.y), columns over the threads: no 64-bit division
+// per element (the flat index's i / F held these kernels at about half the memory rate).
+static dim3 row_grid(long rows, long cols) {
+    long x = (cols + TPB - 1) / TPB;
+    return dim3((unsigned)(x < 1024 ? x : 1024), (unsigned)(rows < 65535 ? rows : 65535));
+}
 __global__ void swiglu_fwd_kernel(float *out, const float *h, long N, int F) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * F;
-         i += (long)gridDim.x * blockDim.x) {
-        long r = i / F, j = i % F;
-        float g = h[r * 2 * F + j], u = h[r * 2 * F + F + j];
-        out[i] = g / (1.0f + expf(-g)) * u;
+    for (long r = blockIdx.y; r < N; r += gridDim.y) {
+        const float *gate = h + r * 2 * F, *up = gate + F;
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < F; j += gridDim.x * blockDim.x) {
+            float g = gate[j];
+            out[r * F + j] = g / (1.0f + expf(-g)) * up[j];
+        }
     }
 }
 // dh[N,2F] += ; s = sigmoid(g): d gate = dout u s (1 + g (1 - s)), d up = dout g s
 __global__ void swiglu_bwd_kernel(float *dh, const float *dout, const float *h, long N, int F) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * F;
-         i += (long)gridDim.x * blockDim.x) {
-        long r = i / F, j = i % F;
-        float g = h[r * 2 * F + j], u = h[r * 2 * F + F + j], dy = dout[i];
-        float s = 1.0f / (1.0f + expf(-g));
-        dh[r * 2 * F + j] += dy * u * s * (1.0f + g * (1.0f - s));
-        dh[r * 2 * F + F + j] += dy * g * s;
+    for (long r = blockIdx.y; r < N; r += gridDim.y) {
+        const float *gate = h + r * 2 * F, *up = gate + F, *dy = dout + r * F;
+        float *dg = dh + r * 2 * F, *du = dg + F;
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < F; j += gridDim.x * blockDim.x) {
+            float g = gate[j], u = up[j], d = dy[j];
+            float s = 1.0f / (1.0f + expf(-g));
+            dg[j] += d * u * s * (1.0f + g * (1.0f - s));
+            du[j] += d * g * s;
+        }
     }
 }
 extern "C" void ax_cuda_swiglu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F) {
     if (N <= 0 || F <= 0) return;
-    swiglu_fwd_kernel<<<ax_blocks((long)N * F, TPB), TPB, 0, AX_STREAM(ctx)>>>(out, h, N, F);
+    swiglu_fwd_kernel<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>(out, h, N, F);
     ax_cuda_launched("swiglu_forward");
 }
 extern "C" void ax_cuda_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h,
                                         int N, int F) {
     if (N <= 0 || F <= 0) return;
-    swiglu_bwd_kernel<<<ax_blocks((long)N * F, TPB), TPB, 0, AX_STREAM(ctx)>>>(dh, dout, h, N, F);
+    swiglu_bwd_kernel<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>(dh, dout, h, N, F);
     ax_cuda_launched("swiglu_backward");
 }
 
@@ -138,23 +147,23 @@ __global__ void rope_table_kernel(float *cos_t, float *sin_t, int T, int D, floa
         sin_t[k] = (float)sin(a);
     }
 }
-// x[B,T,ld], heads at x[row*ld + h*D + d]; sgn = -1 applies the inverse rotation (backward)
+// x[B,T,ld], heads at x[row*ld + h*D + d]; sgn = -1 applies the inverse rotation (backward).
+// Rows (b, t) over blockIdx.y, the row's H * D/2 pairs over the threads.
 __global__ void rope_kernel(float *x, const float *cos_t, const float *sin_t, int B, int T, int H,
                             int D, long ld, float sgn) {
-    int h2 = D / 2;
-    long total = (long)B * T * H * h2;
-    for (long k = blockIdx.x * (long)blockDim.x + threadIdx.x; k < total;
-         k += (long)gridDim.x * blockDim.x) {
-        int i = (int)(k % h2);
-        long rest = k / h2;
-        int hd = (int)(rest % H);
-        long row = rest / H; // b*T + t
+    int h2 = D / 2, pairs = H * h2;
+    for (long row = blockIdx.y; row < (long)B * T; row += gridDim.y) {
         int t = (int)(row % T);
-        float *x1 = x + row * ld + (long)hd * D, *x2 = x1 + h2;
-        float cs = cos_t[(long)t * h2 + i], s = sgn * sin_t[(long)t * h2 + i];
-        float a = x1[i], c = x2[i];
-        x1[i] = a * cs - c * s;
-        x2[i] = a * s + c * cs;
+        const float *ct = cos_t + (long)t * h2, *st = sin_t + (long)t * h2;
+        for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < pairs;
+             p += gridDim.x * blockDim.x) {
+            int hd = p / h2, i = p - hd * h2;
+            float *x1 = x + row * ld + (long)hd * D, *x2 = x1 + h2;
+            float cs = ct[i], s = sgn * st[i];
+            float a = x1[i], c = x2[i];
+            x1[i] = a * cs - c * s;
+            x2[i] = a * s + c * cs;
+        }
     }
 }
 extern "C" void ax_cuda_rope_table(ax_ctx *ctx, float *cos_t, float *sin_t, int T, int D,
@@ -168,8 +177,8 @@ static void rope(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t, 
                  int D, long ld, float sgn) {
     long total = (long)B * T * H * (D / 2);
     if (total <= 0) return;
-    rope_kernel<<<ax_blocks(total, TPB), TPB, 0, AX_STREAM(ctx)>>>(x, cos_t, sin_t, B, T, H, D, ld,
-                                                                   sgn);
+    rope_kernel<<<row_grid((long)B * T, (long)H * (D / 2)), TPB, 0, AX_STREAM(ctx)>>>(
+        x, cos_t, sin_t, B, T, H, D, ld, sgn);
     ax_cuda_launched(sgn > 0 ? "rope_forward" : "rope_backward");
 }
 extern "C" void ax_cuda_rope_forward(ax_ctx *ctx, float *x, const float *cos_t, const float *sin_t,
