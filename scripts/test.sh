@@ -64,6 +64,9 @@ step cuda-emu-e2e bash tests/cuda/emu/e2e.sh build
 # 2 ranks with --device cuda --comm mpi on the emulator (device buffers staged through the host)
 # on 1x2x1x1, 1x1x1x2 and 2x1x1x1 against 1 rank on --device cpu
 step cuda-emu-e2e-mpi bash tests/cuda/emu/e2e_mpi.sh build
+# the GPU machine's check script runs its own logic with --device cpu on both sides (~30 s),
+# so a lent GPU's few minutes are not spent on a broken script
+step device-check-self-test bash bench/device_check.sh --self-test
 step mpi bash tests/mpi/run.sh
 step mpi-memscan bash tests/mpi/memscan.sh build
 step mpi-train bash tests/mpi/train.sh build/bin/axmem
