@@ -468,6 +468,7 @@ static void bench_size(uint64_t tokens, int n, int first) {
 
 int main(int argc, char **argv) {
     ax_log_set_level(AX_LOG_WARN);
+    ax_log_init(); /* AXMEM_LOG=debug shows the build's phase times */
     if ((argc == 4 || argc == 5) && strcmp(argv[1], "--write-data") == 0) {
         if (parse_size(argv[3]) < 2000) {
             fprintf(stderr,

@@ -380,18 +380,10 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
     return st;
 }
 
-/* The chunk buffers: huge pages, faulted in up front (as the table is): 4 KB page faults taken
- * while hashing into a fresh buffer cost about as much as the hashing. */
+/* The chunk buffers: faulted in up front (as the table is): 4 KB page faults taken while
+ * hashing into a fresh buffer cost about as much as the hashing. */
 static void *big_alloc(size_t bytes) {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-#ifdef MADV_POPULATE_WRITE
-    madvise(p, bytes, MADV_POPULATE_WRITE);
-#endif
-    return p;
+    return ax_ms_alloc_populated(bytes);
 }
 
 static void big_free(void *p, size_t bytes) {

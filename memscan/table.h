@@ -86,7 +86,11 @@ static inline unsigned ax_ms_bucket_match(const ax_ms_bucket *bk, ax_ms_key k, u
     return m;
 }
 
-/* A table sized for `expect` entries at AX_MS_LOAD (huge pages requested). */
+/* bytes of zeroed memory (mmap: free with munmap), faulted in now: huge pages while the system
+ * hands them over fast, else 4 KB pages; NULL (errno set) when out of memory */
+void *ax_ms_alloc_populated(size_t bytes);
+
+/* A table sized for `expect` entries at AX_MS_LOAD (populated by ax_ms_alloc_populated). */
 ax_status ax_ms_table_init(ax_ms_table *t, uint64_t expect);
 void ax_ms_table_free(ax_ms_table *t);
 /* Rehash into a table for `expect` entries (>= t->n). */
