@@ -24,7 +24,10 @@ typedef struct {
  * (256) is an assumption (tensor-core GEMMs lose about half their rate when a side drops to a
  * few hundred). Bandwidths are per GPU, one direction, as a ring collective sees them: within
  * a node a collective drives every NVLink of the GPU (NCCL builds rings over all of them), so
- * the node figure is 0.8 of the GPU's total NVLink bandwidth; across nodes the NIC share. */
+ * the node figure is 0.8 of the GPU's total NVLink bandwidth; across nodes the NIC share.
+ * Measured on a lent H200 (2026-11-30, bench/results/device_check-2026-11-30-nvidia-h200.txt):
+ * cuBLAS bf16 8192^3 through PyTorch 787-798 TFLOP/s (0.80 of peak); axmem's own bf16 GEMMs in
+ * the ~1B model about 620 (0.63, operands staged per GEMM), so 0.75 sits between the two. */
 static const builtin builtins[] = {
     {"a100",
      "NVIDIA A100 SXM4 80GB datasheet: 312 TFLOP/s dense bf16, 80 GB HBM2e, NVLink 3 "
