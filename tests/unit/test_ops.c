@@ -163,7 +163,7 @@ Test(ops, sgemm_nt_wide_column_split) {
     float *A = frand(m * lda, 1), *B = frand(n * ldb, 1), *C0 = frand(m * ldc, 1);
     double *want = todbl(C0, m * ldc);
     ref_gemm('N', 'T', m, n, k, 1.0, A, lda, B, ldb, 0.5, want, ldc, want);
-    for (int nt = 2; nt <= 3; nt++) {
+    for (int nt = 2; nt <= 4; nt++) {
         omp_set_num_threads(nt);
         float *C = fcopy(C0, m * ldc);
         ax_gemm(CTX, 'N', 'T', m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
@@ -235,12 +235,13 @@ Test(ops, matmul_larger_shapes) {
 
 /* matmul_forward for a few rows (decoding's batches: N <= AX_CPU_GEMV_MAX_N) runs gemv.c's
  * kernel: against the float64 reference and dnnl_sgemm for every tile tail (N % 4 = 1..3,
- * OC % 5 = 1..4, C % 16 and C < 16), the same bits on 1, 2 and 3 threads, and a row's bits
+ * OC % 5 = 1..4, C % 16 and C < 16), the same bits on 1 to 4 threads (OC = 1000: threads take
+ * ~8 chunks each from a shared counter, in an order that varies run to run), and a row's bits
  * whatever batch it is in (so a sequence decodes the same at any --batch) */
 Test(ops, matmul_forward_few_rows_gemv) {
     seed(23);
     const int Ns[] = {1, 2, 3, 7, 16, 31, AX_CPU_GEMV_MAX_N};
-    const int Cs[] = {5, 16, 67, 130}, OCs[] = {1, 7, 8, 9, 200};
+    const int Cs[] = {5, 16, 67, 130}, OCs[] = {1, 7, 8, 9, 200, 1000};
     for (size_t a = 0; a < sizeof Ns / sizeof *Ns; a++)
         for (size_t b = 0; b < sizeof Cs / sizeof *Cs; b++)
             for (size_t c = 0; c < sizeof OCs / sizeof *OCs; c++) {
@@ -257,7 +258,7 @@ Test(ops, matmul_forward_few_rows_gemv) {
                 ax_sgemm('N', 'T', N, OC, C, 1.0f, inp, C, w, C, 0.0f, blas, OC);
                 double *bd = todbl(blas, (long)N * OC);
                 expect_close(what, out, bd, (long)N * OC, TOL_FWD * 4);
-                for (int nt = 2; nt <= 3; nt++) {
+                for (int nt = 2; nt <= 4; nt++) {
                     float *o2 = fzeros((long)N * OC);
                     omp_set_num_threads(nt);
                     ax_cpu_gemv_forward(o2, inp, w, N, C, OC);
