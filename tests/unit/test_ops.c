@@ -554,6 +554,62 @@ Test(ops, attention_head_dim_64) {
     check_attention(2, 70, 128, 2, 0);
 }
 
+/* one query per sequence against caches [B, Hkv, Tmax, D] (KV-cached decoding): against a
+ * float64 softmax(q k / sqrt(D)) v for the generic loops (D = 8, 24) and the register paths
+ * (D = 64, 128), with grouped-query heads; the same bits on 1 to 3 threads and for a sequence
+ * decoded alone (its cache rows copied to a batch of 1) */
+Test(ops, attention_decode_head_sizes) {
+    seed(16);
+    const int Ds[] = {8, 24, 64, 128}, lens[] = {1, 17, 40};
+    int B = 3, H = 4, Hkv = 2, Tmax = 40, G = H / Hkv;
+    for (size_t a = 0; a < sizeof Ds / sizeof *Ds; a++)
+        for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+            int D = Ds[a], len = lens[l];
+            long nq = (long)B * H * D, nc = (long)B * Hkv * Tmax * D;
+            float *q = frand(nq, 1), *kc = frand(nc, 1), *vc = frand(nc, 1);
+            float *out = fzeros(nq);
+            double *want = dzeros(nq), *p = dzeros(len);
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++) {
+                    const float *qv = q + ((long)b * H + h) * D;
+                    long off = ((long)b * Hkv + h / G) * Tmax * D;
+                    double mx = -INFINITY, sum = 0;
+                    for (int t = 0; t < len; t++) {
+                        double s = 0;
+                        for (int d = 0; d < D; d++) s += (double)qv[d] * kc[off + (long)t * D + d];
+                        p[t] = s / sqrt((double)D);
+                        mx = p[t] > mx ? p[t] : mx;
+                    }
+                    for (int t = 0; t < len; t++) sum += p[t] = exp(p[t] - mx);
+                    for (int t = 0; t < len; t++)
+                        for (int d = 0; d < D; d++)
+                            want[((long)b * H + h) * D + d] +=
+                                p[t] / sum * vc[off + (long)t * D + d];
+                }
+            char what[64];
+            snprintf(what, sizeof what, "attention decode D=%d len=%d", D, len);
+            omp_set_num_threads(1);
+            ax_attention_decode_gqa(CTX, out, q, kc, vc, B, H, Hkv, D, len, Tmax);
+            expect_close(what, out, want, nq, TOL_FWD * 4);
+            for (int nt = 2; nt <= 3; nt++) {
+                float *o2 = fzeros(nq);
+                omp_set_num_threads(nt);
+                ax_attention_decode_gqa(CTX, o2, q, kc, vc, B, H, Hkv, D, len, Tmax);
+                cr_expect(!memcmp(o2, out, sizeof(float) * nq), "%s: %d threads change the bits",
+                          what, nt);
+                free(o2);
+            }
+            omp_set_num_threads(1);
+            int b = B - 1; /* the last sequence alone */
+            float *one = fzeros((long)H * D);
+            ax_attention_decode_gqa(CTX, one, q + (long)b * H * D, kc + (long)b * Hkv * Tmax * D,
+                                    vc + (long)b * Hkv * Tmax * D, 1, H, Hkv, D, len, Tmax);
+            cr_expect(!memcmp(one, out + (long)b * H * D, sizeof(float) * H * D),
+                      "%s: a sequence alone differs from the batch's", what);
+            free(q), free(kc), free(vc), free(out), free(want), free(p), free(one);
+        }
+}
+
 Test(ops, attention_causal) {
     seed(12);
     int B = 2, T = 19, C = 20, H = 4, t0 = 11;
