@@ -163,7 +163,7 @@ Test(ops, sgemm_nt_wide_column_split) {
     float *A = frand(m * lda, 1), *B = frand(n * ldb, 1), *C0 = frand(m * ldc, 1);
     double *want = todbl(C0, m * ldc);
     ref_gemm('N', 'T', m, n, k, 1.0, A, lda, B, ldb, 0.5, want, ldc, want);
-    for (int nt = 2; nt <= 3; nt++) {
+    for (int nt = 2; nt <= 4; nt++) {
         omp_set_num_threads(nt);
         float *C = fcopy(C0, m * ldc);
         ax_gemm(CTX, 'N', 'T', m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
@@ -235,12 +235,13 @@ Test(ops, matmul_larger_shapes) {
 
 /* matmul_forward for a few rows (decoding's batches: N <= AX_CPU_GEMV_MAX_N) runs gemv.c's
  * kernel: against the float64 reference and dnnl_sgemm for every tile tail (N % 4 = 1..3,
- * OC % 5 = 1..4, C % 16 and C < 16), the same bits on 1, 2 and 3 threads, and a row's bits
+ * OC % 5 = 1..4, C % 16 and C < 16), the same bits on 1 to 4 threads (OC = 1000: threads take
+ * ~8 chunks each from a shared counter, in an order that varies run to run), and a row's bits
  * whatever batch it is in (so a sequence decodes the same at any --batch) */
 Test(ops, matmul_forward_few_rows_gemv) {
     seed(23);
     const int Ns[] = {1, 2, 3, 7, 16, 31, AX_CPU_GEMV_MAX_N};
-    const int Cs[] = {5, 16, 67, 130}, OCs[] = {1, 7, 8, 9, 200};
+    const int Cs[] = {5, 16, 67, 130}, OCs[] = {1, 7, 8, 9, 200, 1000};
     for (size_t a = 0; a < sizeof Ns / sizeof *Ns; a++)
         for (size_t b = 0; b < sizeof Cs / sizeof *Cs; b++)
             for (size_t c = 0; c < sizeof OCs / sizeof *OCs; c++) {
@@ -257,7 +258,7 @@ Test(ops, matmul_forward_few_rows_gemv) {
                 ax_sgemm('N', 'T', N, OC, C, 1.0f, inp, C, w, C, 0.0f, blas, OC);
                 double *bd = todbl(blas, (long)N * OC);
                 expect_close(what, out, bd, (long)N * OC, TOL_FWD * 4);
-                for (int nt = 2; nt <= 3; nt++) {
+                for (int nt = 2; nt <= 4; nt++) {
                     float *o2 = fzeros((long)N * OC);
                     omp_set_num_threads(nt);
                     ax_cpu_gemv_forward(o2, inp, w, N, C, OC);
@@ -551,6 +552,62 @@ Test(ops, attention_key_tiles_exact) { /* T = 512: tile edges exactly on T */
 Test(ops, attention_head_dim_64) {
     seed(11);
     check_attention(2, 70, 128, 2, 0);
+}
+
+/* one query per sequence against caches [B, Hkv, Tmax, D] (KV-cached decoding): against a
+ * float64 softmax(q k / sqrt(D)) v for the generic loops (D = 8, 24) and the register paths
+ * (D = 64, 128), with grouped-query heads; the same bits on 1 to 3 threads and for a sequence
+ * decoded alone (its cache rows copied to a batch of 1) */
+Test(ops, attention_decode_head_sizes) {
+    seed(16);
+    const int Ds[] = {8, 24, 64, 128}, lens[] = {1, 17, 40};
+    int B = 3, H = 4, Hkv = 2, Tmax = 40, G = H / Hkv;
+    for (size_t a = 0; a < sizeof Ds / sizeof *Ds; a++)
+        for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+            int D = Ds[a], len = lens[l];
+            long nq = (long)B * H * D, nc = (long)B * Hkv * Tmax * D;
+            float *q = frand(nq, 1), *kc = frand(nc, 1), *vc = frand(nc, 1);
+            float *out = fzeros(nq);
+            double *want = dzeros(nq), *p = dzeros(len);
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++) {
+                    const float *qv = q + ((long)b * H + h) * D;
+                    long off = ((long)b * Hkv + h / G) * Tmax * D;
+                    double mx = -INFINITY, sum = 0;
+                    for (int t = 0; t < len; t++) {
+                        double s = 0;
+                        for (int d = 0; d < D; d++) s += (double)qv[d] * kc[off + (long)t * D + d];
+                        p[t] = s / sqrt((double)D);
+                        mx = p[t] > mx ? p[t] : mx;
+                    }
+                    for (int t = 0; t < len; t++) sum += p[t] = exp(p[t] - mx);
+                    for (int t = 0; t < len; t++)
+                        for (int d = 0; d < D; d++)
+                            want[((long)b * H + h) * D + d] +=
+                                p[t] / sum * vc[off + (long)t * D + d];
+                }
+            char what[64];
+            snprintf(what, sizeof what, "attention decode D=%d len=%d", D, len);
+            omp_set_num_threads(1);
+            ax_attention_decode_gqa(CTX, out, q, kc, vc, B, H, Hkv, D, len, Tmax);
+            expect_close(what, out, want, nq, TOL_FWD * 4);
+            for (int nt = 2; nt <= 3; nt++) {
+                float *o2 = fzeros(nq);
+                omp_set_num_threads(nt);
+                ax_attention_decode_gqa(CTX, o2, q, kc, vc, B, H, Hkv, D, len, Tmax);
+                cr_expect(!memcmp(o2, out, sizeof(float) * nq), "%s: %d threads change the bits",
+                          what, nt);
+                free(o2);
+            }
+            omp_set_num_threads(1);
+            int b = B - 1; /* the last sequence alone */
+            float *one = fzeros((long)H * D);
+            ax_attention_decode_gqa(CTX, one, q + (long)b * H * D, kc + (long)b * Hkv * Tmax * D,
+                                    vc + (long)b * Hkv * Tmax * D, 1, H, Hkv, D, len, Tmax);
+            cr_expect(!memcmp(one, out + (long)b * H * D, sizeof(float) * H * D),
+                      "%s: a sequence alone differs from the batch's", what);
+            free(q), free(kc), free(vc), free(out), free(want), free(p), free(one);
+        }
 }
 
 Test(ops, attention_causal) {

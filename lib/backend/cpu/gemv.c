@@ -175,11 +175,12 @@ static inline __attribute__((always_inline)) void tile(int nb, int jb, const flo
 /* weight rows [j0, j1) against every input row: tiles of JB rows x NB inputs, the weight tile
  * (JB x C floats, contiguous) read from memory once and reused from L1 by every input tile. With
  * more than one input tile (N > NB) each of them prefetches its share of the next weight tile's
- * cache lines, so the load of the next tile hides behind this one's FMAs; with one (N <= NB,
- * bandwidth-bound) the tiles follow each other in memory and the hardware prefetcher keeps up
- * (software prefetches there only took load slots: 0.67x in cache). */
+ * cache lines, so the load of the next tile hides behind this one's FMAs (the last whole tile
+ * prefetches `after`, the first tile of the caller's next range, when not NULL); with one
+ * (N <= NB, bandwidth-bound) the tiles follow each other in memory and the hardware prefetcher
+ * keeps up (software prefetches there only took load slots: 0.67x in cache). */
 static void rows(float *out, const float *inp, const float *w, int N, int C, int OC, long j0,
-                 long j1) {
+                 long j1, const float *after) {
     if (N <= 2) { /* bandwidth-bound: 8 weight rows a tile streamed 10% faster than 5 (one
                    * thread, N = 1, CPU time) */
         long j = j0;
@@ -198,8 +199,9 @@ static void rows(float *out, const float *inp, const float *w, int N, int C, int
     long lines = ((long)JB * C + 15) / 16; /* 16 floats a line */
     long j = j0;
     for (; j + JB <= j1; j += JB) {
-        const float *wj = w + j * C, *next = wj + (long)JB * C, *pf = 0;
-        int do_pf = ntile > 1 && j + 2 * JB <= j1, n = 0, it = 0, npf = 0;
+        const float *wj = w + j * C, *pf = 0;
+        const float *next = j + 2 * JB <= j1 ? wj + (long)JB * C : after;
+        int do_pf = ntile > 1 && next, n = 0, it = 0, npf = 0;
         for (; n < N; n += NB, it++) {
             if (do_pf) { /* lines [it * lines / ntile, (it + 1) * lines / ntile) */
                 long l0 = it * lines / ntile, l1 = (it + 1) * lines / ntile;
@@ -232,6 +234,12 @@ static void rows(float *out, const float *inp, const float *w, int N, int C, int
     }
 }
 
+/* Threads take chunks of whole tiles from a shared counter rather than one fixed share each: on
+ * a machine where other work takes a core now and then (2 cores shared here), a fixed half
+ * left the other thread spinning at the join for as long as its partner was off the core;
+ * with about 8 chunks a thread the wait is at most one chunk. A thread claims its next chunk
+ * before it runs the current one, so the current one's last tile prefetches the next's first.
+ * Which thread computes an output does not change its bits. */
 void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -239,14 +247,21 @@ void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, in
     long max_nt = (OC + 63) / 64;
     if (nt > max_nt) nt = (int)max_nt;
     if (nt <= 1) {
-        rows(out, inp, w, N, C, OC, 0, OC);
+        rows(out, inp, w, N, C, OC, 0, OC, NULL);
         return;
     }
-    long per = ((long)OC + nt - 1) / nt;
-    per = (per + JB * JB_FEW - 1) / (JB * JB_FEW) * (JB * JB_FEW); /* whole tiles of both kinds */
+    long tr = N <= 2 ? JB_FEW : JB, tiles = (OC + tr - 1) / tr; /* weight rows a tile */
+    long ct = tiles / (8L * nt) > 4 ? tiles / (8L * nt) : 4;    /* tiles a chunk */
+    long chunk = ct * tr, nchunks = (OC + chunk - 1) / chunk, next = nt;
 #pragma omp parallel num_threads(nt)
     {
-        long j0 = per * omp_get_thread_num(), j1 = j0 + per < OC ? j0 + per : OC;
-        if (j1 > j0) rows(out, inp, w, N, C, OC, j0, j1);
+        long cur = omp_get_thread_num(), nxt; /* chunks 0..nt-1 start the threads */
+        while (cur < nchunks) {
+#pragma omp atomic capture
+            nxt = next++;
+            long j0 = cur * chunk, j1 = j0 + chunk < OC ? j0 + chunk : OC;
+            rows(out, inp, w, N, C, OC, j0, j1, nxt < nchunks ? w + nxt * chunk * C : NULL);
+            cur = nxt;
+        }
     }
 }
