@@ -255,6 +255,7 @@ static void make_run(const char *data, const char *run) {
     make_run_gf(data, run, "none");
 }
 static void make_run_gf(const char *data, const char *run, const char *goldfish) {
+    ax_rm_rf(run); /* a run left by an earlier, failed process with the same pid */
     ax_axd_writer_t *w = NULL;
     cr_assert_eq(ax_axd_writer_create(data, VOCAB, &w), AX_OK, "%s", ax_error_msg());
     for (int d = 0; d < 12; d++) {
