@@ -8,8 +8,6 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-/* in the memscan suite: as a one-test suite of its own, the ASan run of the whole binary
- * reported a 48-byte leak inside libcriterion's runner in 2 of 4 runs (0 of 6 after the move) */
 Test(memscan, populated_memory_is_zeroed_and_writable) {
     const size_t piece = (size_t)32 << 20;
     const size_t sizes[] = {4096, piece, 3 * piece + 12345};
