@@ -6,6 +6,7 @@
 #include "data/tokenizer.h"
 #include "lib/dist/comm.h"
 #include "lib/core/json.h"
+#include "lib/core/timer.h"
 #include "memscan/generate.h"
 #include "memscan/index.h"
 #include "memscan/model_load.h"
@@ -203,7 +204,9 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
                              .top_k = (int)fl->top_k,
                              .seed = (uint64_t)fl->seed,
                              .start_token = (int32_t)ax_axd_eot(ds)};
+    double t0 = ax_now();
     AX_CHECK_GOTO(ax_generate(mm.model, &gc, gen), out);
+    sum->decode_s = ax_now() - t0;
     if (ax_grid_rank(mm.grid) == 0) {
         AX_CHECK_GOTO(ax_ms_scan_out_open(&so, fl->out, fl->samples_out), out);
         AX_CHECK_GOTO(scan_all(fl, idx, gen, tok, &so, &sum->with_span, &sum->mean_longest_span,
@@ -236,4 +239,8 @@ void ax_ms_generate_print(const ax_ms_generate_summary *s, FILE *f) {
             "training tokens; longest %ld (mean %.1f); wrote %s and %s\n",
             s->samples, s->length, 100.0 * (double)s->with_span / (double)s->samples, s->n,
             s->max_longest_span, s->mean_longest_span, s->scan, s->samples_path);
+    if (s->decode_s > 0)
+        fprintf(
+            f, "generate: generated %ld tokens in %.2f s: %.0f tokens/s (model load excluded)\n",
+            s->samples * s->length, s->decode_s, (double)(s->samples * s->length) / s->decode_s);
 }

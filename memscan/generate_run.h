@@ -39,6 +39,7 @@ typedef struct {
     double mean_longest_span;  /* tokens, over all generations (0 where none) */
     long max_longest_span;     /* tokens */
     long longest_span_hist[4]; /* none, n..2n-1, 2n..4n-1, >= 4n */
+    double decode_s;           /* decoding wall time (model load excluded) */
     char scan[AX_MS_PATH_MAX], samples_path[AX_MS_PATH_MAX]; /* the files written */
 } ax_ms_generate_summary;
 

@@ -110,10 +110,12 @@ else bad "interrupted run resumes"; fi
 "$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/kjv.idx" 2>"$T/err" && ok "memscan index" || bad "memscan index"
 for i in 1 2; do
   "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 6 --length 24 --seed 5 \
-    --out "$T/g$i.json" --samples-out "$T/g$i.jsonl" >/dev/null 2>"$T/err"
+    --out "$T/g$i.json" --samples-out "$T/g$i.jsonl" >"$T/g$i.out" 2>"$T/err"
 done
 if [ -s "$T/g1.jsonl" ] && cmp -s "$T/g1.jsonl" "$T/g2.jsonl"; then ok "generate: same seed, same generations"
 else bad "generate: same seed, same generations"; fi
+grep -qE "^generate: generated 144 tokens in [0-9.]+ s: [0-9]+ tokens/s \(model load excluded\)$" "$T/g1.out" \
+  && ok "generate: generated-tokens line (6 x 24)" || bad "generate: generated-tokens line: $(cat "$T/g1.out")"
 python3 -c '
 import json,sys
 s=json.load(open(sys.argv[1]))
