@@ -665,7 +665,7 @@ int main(int argc, char **argv) {
     t_decode(2, 3, 16, 37, 50);
     t_decode(1, 4, 64, 1, 8);
     t_decode(3, 2, 128, 100, 128);
-    t_decode(3, 3, 10, 40, 41); /* D not a multiple of 4: one float at a time */
+    t_decode(3, 3, 10, 40, 41);        /* D not a multiple of 4: one float at a time */
     t_decode_gqa(2, 6, 2, 16, 37, 50); /* grouped-query: K/V head h / 3 */
     t_decode_gqa(1, 4, 1, 32, 9, 16);  /* multi-query */
     t_argmax(4, 1003, 1003, 0);

@@ -104,6 +104,35 @@ static inline cudaError_t cudaStreamCreate(cudaStream_t *s) {
     *s = &token;
     return cudaSuccess;
 }
+#define cudaStreamNonBlocking 0x1
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+    (void)flags;
+    return cudaStreamCreate(s);
+}
+/* events (the NCCL transport orders its streams with them): streams are synchronous here, so
+ * every event has happened once it is recorded */
+typedef struct ax_emu_event *cudaEvent_t;
+#define cudaEventDisableTiming 0x2
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+    (void)flags;
+    *e = (cudaEvent_t)malloc(1);
+    return *e ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+static inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    free(e);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    (void)s;
+    return e ? cudaSuccess : cudaErrorInvalidValue;
+}
+static inline cudaError_t cudaEventQuery(cudaEvent_t e) {
+    return e ? cudaSuccess : cudaErrorInvalidValue;
+}
+static inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+    (void)s, (void)flags;
+    return e ? cudaSuccess : cudaErrorInvalidValue;
+}
 static inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
     (void)s;
     return cudaSuccess;

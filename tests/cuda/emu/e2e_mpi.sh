@@ -8,7 +8,11 @@
 # lib/dist/comm.c) faults. Then generate on 1x2x1x1 (vocabulary-sharded decoding: argmax over Y
 # and the full-logit gather) must give the CPU's samples. --precision bf16 on 1x1x1x2: the GEMMs
 # read the Z-gathered weight blocks in bf16; the losses track the CPU's (< 2e-2 relative).
-# A tiny model: ~2-4 minutes on 2 cores.
+# The same training grids and generate again with --comm nccl on build/cuda-emu/axmem-nccl: the
+# NCCL transport (lib/dist/comm_nccl.c) on the NCCL stand-in of this folder (nccl.h: NCCL's
+# calls over MPI, on the guarded device memory), which must be used by both ranks and give the
+# same losses and samples: its logic checked without a GPU (NCCL itself is not).
+# A tiny model: ~4-6 minutes on 2 cores.
 #
 #   bash tests/cuda/emu/e2e_mpi.sh [BUILD=build]     exit 0 when every comparison passed
 set -uo pipefail
@@ -16,7 +20,8 @@ cd "$(dirname "$0")/../../.."
 B=${1:-build}
 A=$B/bin/axmem
 E=$B/cuda-emu/axmem
-[ -x "$E" ] || { echo "e2e_mpi: $E missing: run tests/cuda/emu/run.sh $B first"; exit 2; }
+N=$B/cuda-emu/axmem-nccl # the same with the NCCL transport on tests/cuda/emu/nccl.h
+[ -x "$E" ] && [ -x "$N" ] || { echo "e2e_mpi: $E missing: run tests/cuda/emu/run.sh $B first"; exit 2; }
 command -v mpirun >/dev/null || { echo "e2e_mpi: SKIP (no mpirun): not a pass"; exit 2; }
 T=$(mktemp -d /tmp/axmem-emu-mpi.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -45,12 +50,20 @@ print(f"     {len(b)} of {len(a)} steps, max relative loss difference {worst:.2e
 sys.exit(0 if len(a) == len(b) and worst < float(sys.argv[3]) else 1)
 PY
 }
-train_grid() { # GRID [PRECISION TOLERANCE]: 2 ranks on the emulated device, then the losses
-  # against 1 rank on the cpu
-  local p=${2:-fp32}
-  "${MPI[@]}" "$E" train "${S[@]}" --device cuda --precision "$p" --comm mpi --grid "$1" \
-    --out "$T/g$1$p" >"$T/g$1$p.log" 2>&1 || { tail -5 "$T/g$1$p.log"; return 1; }
-  same_losses "$T/g$1$p" "${3:-1e-4}"
+train_grid() { # GRID [PRECISION TOLERANCE [COMM]]: 2 ranks on the emulated device, then the
+  # losses against 1 rank on the cpu
+  local p=${2:-fp32} c=${4:-mpi} exe=$E
+  [ "$c" = nccl ] && exe=$N
+  local o="$T/g$1$p$c"
+  "${MPI[@]}" -x AX_EMU_NCCL_REPORT=1 "$exe" train "${S[@]}" --device cuda --precision "$p" \
+    --comm "$c" --grid "$1" --out "$o" >"$o.log" 2>&1 || { tail -5 "$o.log"; return 1; }
+  if [ "$c" = nccl ]; then # the collectives went through the NCCL transport, on both ranks
+    local used
+    used=$(grep -c "emulated NCCL: [1-9][0-9]* communicators, [1-9][0-9]* operations" "$o.log")
+    echo "     ranks that used the NCCL transport: $used of 2"
+    [ "$used" -eq 2 ] || return 1
+  fi
+  same_losses "$o" "${3:-1e-4}"
 }
 for grid in 1x2x1x1 1x1x1x2 2x1x1x1; do
   name="train --device cuda --comm mpi --grid $grid, 2 ranks (emulated): losses = 1 rank cpu"
@@ -58,16 +71,33 @@ for grid in 1x2x1x1 1x1x1x2 2x1x1x1; do
 done
 name="train --device cuda --precision bf16 --grid 1x1x1x2, 2 ranks (emulated): losses ~ cpu (2e-2)"
 check train_grid 1x1x1x2 bf16 2e-2
+# the NCCL transport (lib/dist/comm_nccl.c) on the NCCL stand-in: Y all-reduces, Z's non-blocking
+# all-gathers and reduce-scatters (overlap on), the data all-reduce; bf16 gathers on Z
+for grid in 1x2x1x1 1x1x1x2 2x1x1x1; do
+  name="train --device cuda --comm nccl --grid $grid, 2 ranks (emulated NCCL): losses = 1 rank cpu"
+  check train_grid "$grid" fp32 1e-4 nccl
+done
+name="train --device cuda --precision bf16 --comm nccl --grid 1x1x1x2 (emulated NCCL): losses ~ cpu"
+check train_grid 1x1x1x2 bf16 2e-2 nccl
 G=(--ckpt "$T/cpu" --index "$T/kjv.idx" --samples 2 --length 4 --seed 5 --threads 1)
 "$A" memscan generate "${G[@]}" --device cpu --out "$T/gc.json" --samples-out "$T/gc.jsonl" \
   >/dev/null 2>&1
-gen_y2() {
-  "${MPI[@]}" "$E" memscan generate "${G[@]}" --device cuda --precision fp32 --comm mpi --grid 1x2x1x1 \
+gen_y2() { # COMM EXECUTABLE
+  rm -f "$T/gg.jsonl"
+  "${MPI[@]}" -x AX_EMU_NCCL_REPORT=1 "$2" memscan generate "${G[@]}" --device cuda --precision fp32 --comm "$1" --grid 1x2x1x1 \
     --out "$T/gg.json" --samples-out "$T/gg.jsonl" >"$T/gg.log" 2>&1 ||
     { tail -5 "$T/gg.log"; return 1; }
+  if [ "$1" = nccl ]; then
+    local used
+    used=$(grep -c "emulated NCCL: [1-9][0-9]* communicators, [1-9][0-9]* operations" "$T/gg.log")
+    echo "     ranks that used the NCCL transport: $used of 2"
+    [ "$used" -eq 2 ] || return 1
+  fi
   cmp "$T/gc.jsonl" "$T/gg.jsonl"
 }
 name="generate --device cuda --comm mpi --grid 1x2x1x1, 2 ranks (emulated): same samples as cpu"
-check gen_y2
+check gen_y2 mpi "$E"
+name="generate --device cuda --comm nccl --grid 1x2x1x1, 2 ranks (emulated NCCL): same samples"
+check gen_y2 nccl "$N"
 echo "emu e2e mpi: $fails failed"
 [ "$fails" -eq 0 ]

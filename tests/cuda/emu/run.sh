@@ -75,5 +75,20 @@ ar rcs "$E/libaxmem_dist_emu.a" "${DIST[@]}"
 g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{interop,plan,train,memscan,reports,goldfish,data,model,ckpt}.a \
   "$E/libaxmem_backend_emu.a" "$E/libaxmem_dist_emu.a" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
+# and axmem-nccl: lib/dist WITH the NCCL transport (lib/dist/comm_nccl.c, AX_HAVE_NCCL) on the
+# NCCL stand-in of this folder (nccl.h, nccl_emu.c: NCCL's calls carried out over MPI), linked in
+# instead of loaded from the plugin (emu_plugin.c): tests/cuda/emu/e2e_mpi.sh runs --comm nccl
+# with it
+NDIST=()
+for f in lib/dist/*.c tests/cuda/emu/nccl_emu.c tests/cuda/emu/emu_plugin.c; do
+  gcc -std=c11 -O1 -g -Wall -Wextra -Werror -fopenmp -D_GNU_SOURCE -DAX_HAVE_NCCL \
+    -I tests/cuda/emu/c -I tests/cuda/emu -I . $(mpicc --showme:compile) \
+    -c "$f" -o "$E/nccl_$(basename "${f%.c}").o"
+  NDIST+=("$E/nccl_$(basename "${f%.c}").o")
+done
+g++ -fopenmp -rdynamic -o "$E/axmem-nccl" "$B"/cli/*.o \
+  "$B"/lib/libaxmem_{interop,plan,train,memscan,reports,goldfish,data,model,ckpt}.a \
+  "$E/libaxmem_backend_emu.a" "${NDIST[@]}" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
+  -ldnnl -lxxhash -lzstd -lz -lm
 echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1)"
 AX_EMU_GUARD=1 OMP_NUM_THREADS=1 "$E/cuda_ops_check" "$@"
