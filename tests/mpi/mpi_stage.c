@@ -4,13 +4,22 @@
  * transport faults) stands in for GPU memory. Every collective on every axis runs twice, on a
  * grid without a hook with host buffers and on a grid with the hook with device buffers, and
  * the results must be byte-identical; the hook's copies must have been used (counted), and
- * size-1 axes must copy device to device. The verdict is reduced over all ranks. */
+ * size-1 axes must copy device to device. The verdict is reduced over all ranks.
+ *
+ * Built with AX_STAGE_NCCL by the CUDA emulator (tests/cuda/emu/run.sh, with lib/dist's NCCL
+ * transport on the emulator's NCCL stand-in): the arena is emulated device memory, --comm is
+ * nccl, and device buffers must go through NCCL instead (no staging copy on axes of more than
+ * one rank, NCCL operations counted), with the same byte-identical results. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#ifdef AX_STAGE_NCCL
+#include <nccl.h> /* the emulator's stand-in: ax_emu_open/close, ax_emu_nccl_calls */
+#endif
 
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
@@ -38,12 +47,21 @@ static char *g_arena;
 static size_t g_used;
 static long g_copies[3], g_allocs; /* to_host, from_host, dev_copy; staging allocations */
 
+#ifdef AX_STAGE_NCCL
+static void dev_open(void) {
+    ax_emu_open();
+}
+static void dev_close(void) {
+    ax_emu_close();
+}
+#else
 static void dev_open(void) {
     mprotect(g_arena, ARENA, PROT_READ | PROT_WRITE);
 }
 static void dev_close(void) {
     mprotect(g_arena, ARENA, PROT_NONE);
 }
+#endif
 static void *dev_alloc(size_t bytes) {
     void *p = g_arena + g_used;
     g_used += (bytes + 63) / 64 * 64;
@@ -112,6 +130,9 @@ static void check_axis(ax_grid_t *H, ax_grid_t *D, ax_axis axis, long n) {
     long big = n * p;
     float *h = calloc((size_t)big, sizeof(float)), *h2 = calloc((size_t)big, sizeof(float));
     long c0[3] = {g_copies[0], g_copies[1], g_copies[2]};
+#ifdef AX_STAGE_NCCL
+    long n0 = ax_emu_nccl_calls();
+#endif
 
     fill(h, n, 1);
     float *d = to_dev(h, n);
@@ -213,9 +234,16 @@ static void check_axis(ax_grid_t *H, ax_grid_t *D, ax_axis axis, long n) {
               "size-1 %s: %ld device, %ld to-host, %ld from-host "
               "copies (want 6, 0, 0)",
               an, dd, th, fh);
+#ifdef AX_STAGE_NCCL
+    else /* every call on NCCL (a group for each all-to-all), none staged */
+        CHECK(ax_emu_nccl_calls() - n0 == 12 && th == 0 && fh == 0 && dd == 0,
+              "%s: %ld NCCL operations (want 12), %ld to-host, %ld from-host, %ld device copies",
+              an, ax_emu_nccl_calls() - n0, th, fh, dd);
+#else
     else /* every call staged: in for all but recv (and a non-root bcast), out for all but send */
         CHECK(th >= 10 && fh >= 11 && dd == 0, "%s: %ld to-host, %ld from-host, %ld device copies",
               an, th, fh, dd);
+#endif
     free(h), free(h2), free(har), free(hv), free(hvs), free(hg), free(hr), free(ha);
     free(sc), free(sd), free(rc), free(rd);
 }
@@ -248,9 +276,16 @@ int main(int argc, char **argv) {
         return 1;
     }
     g_rank = ax_mpi_world_rank();
+#ifdef AX_STAGE_NCCL
+    void *arena = NULL;
+    if (cudaMalloc(&arena, ARENA) != cudaSuccess) return 2;
+    g_arena = arena;
+    OK(ax_comm_select("nccl"));
+#else
     g_arena = mmap(NULL, ARENA, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (g_arena == MAP_FAILED) return 2;
     OK(ax_comm_select("mpi")); /* the host-staged path, also in builds with NCCL */
+#endif
     int dims[4];
     ax_grid_t *H = NULL, *D = NULL;
     OK(ax_grid_parse(spec, dims));

@@ -8,7 +8,8 @@
 # lib/dist/comm.c) faults. Then generate on 1x2x1x1 (vocabulary-sharded decoding: argmax over Y
 # and the full-logit gather) must give the CPU's samples. --precision bf16 on 1x1x1x2: the GEMMs
 # read the Z-gathered weight blocks in bf16; the losses track the CPU's (< 2e-2 relative).
-# The same training grids and generate again with --comm nccl on build/cuda-emu/axmem-nccl: the
+# Every collective on every axis of 5 grids through the NCCL transport (mpi_stage-nccl), then the
+# same training grids and generate again with --comm nccl on build/cuda-emu/axmem-nccl: the
 # NCCL transport (lib/dist/comm_nccl.c) on the NCCL stand-in of this folder (nccl.h: NCCL's
 # calls over MPI, on the guarded device memory), which must be used by both ranks and give the
 # same losses and samples: its logic checked without a GPU (NCCL itself is not).
@@ -71,6 +72,19 @@ for grid in 1x2x1x1 1x1x1x2 2x1x1x1; do
 done
 name="train --device cuda --precision bf16 --grid 1x1x1x2, 2 ranks (emulated): losses ~ cpu (2e-2)"
 check train_grid 1x1x1x2 bf16 2e-2
+# every collective of the NCCL transport on every axis (tests/mpi/mpi_stage.c built on the
+# emulator): byte-identical to the host path, and on NCCL, none staged
+stage_nccl() { # GRID
+  local n=1 d
+  for d in ${1//x/ }; do n=$((n * d)); done
+  mpirun --oversubscribe -np "$n" -x AX_EMU_GUARD=1 -x OMP_NUM_THREADS \
+    "$B/cuda-emu/mpi_stage-nccl" --grid "$1" >"$T/stage$1.log" 2>&1 || { tail -5 "$T/stage$1.log"; return 1; }
+  grep -q "mpi_stage $1: ok" "$T/stage$1.log"
+}
+for grid in 1x1x1x1 2x1x1x1 1x2x1x2 2x1x2x2 3x1x1x1; do
+  name="mpi_stage --grid $grid on the NCCL transport (emulated): every collective, every axis"
+  check stage_nccl "$grid"
+done
 # the NCCL transport (lib/dist/comm_nccl.c) on the NCCL stand-in: Y all-reduces, Z's non-blocking
 # all-gathers and reduce-scatters (overlap on), the data all-reduce; bf16 gathers on Z
 for grid in 1x2x1x1 1x1x1x2 2x1x1x1; do

@@ -90,5 +90,10 @@ g++ -fopenmp -rdynamic -o "$E/axmem-nccl" "$B"/cli/*.o \
   "$B"/lib/libaxmem_{interop,plan,train,memscan,reports,goldfish,data,model,ckpt}.a \
   "$E/libaxmem_backend_emu.a" "${NDIST[@]}" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
+# tests/mpi/mpi_stage.c on the same: every collective of the NCCL transport on every axis
+gcc -std=c11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -DAX_STAGE_NCCL -I tests/cuda/emu/c \
+  -I tests/cuda/emu -I . $(mpicc --showme:compile) -c tests/mpi/mpi_stage.c -o "$E/mpi_stage_nccl.o"
+g++ -fopenmp -rdynamic -o "$E/mpi_stage-nccl" "$E/mpi_stage_nccl.o" "${NDIST[@]}" "$E"/emu_mem.c.o \
+  "$B/lib/libaxmem_core.a" $(mpicc --showme:link) -lm
 echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1)"
 AX_EMU_GUARD=1 OMP_NUM_THREADS=1 "$E/cuda_ops_check" "$@"
