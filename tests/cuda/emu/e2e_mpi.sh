@@ -7,7 +7,9 @@
 # so a collective that hands device memory to MPI (instead of staging it through the host,
 # lib/dist/comm.c) faults. Then generate on 1x2x1x1 (vocabulary-sharded decoding: argmax over Y
 # and the full-logit gather) must give the CPU's samples. --precision bf16 on 1x1x1x2: the GEMMs
-# read the Z-gathered weight blocks in bf16; the losses track the CPU's (< 2e-2 relative).
+# read the Z-gathered weight blocks in bf16; the losses track the CPU's (< 2e-2 relative), with
+# the bf16 weight cache's check mode on (AXMEM_CUDA_BF16_CHECK=1: a cached copy of a block that
+# outlived its re-gather fails the run) and hits on both ranks in the debug log.
 # A tiny model: ~2-4 minutes on 2 cores.
 #
 #   bash tests/cuda/emu/e2e_mpi.sh [BUILD=build]     exit 0 when every comparison passed
@@ -21,7 +23,7 @@ command -v mpirun >/dev/null || { echo "e2e_mpi: SKIP (no mpirun): not a pass"; 
 T=$(mktemp -d /tmp/axmem-emu-mpi.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPI=(mpirun --oversubscribe -np 2 -x AX_EMU_GUARD=1 -x OMP_NUM_THREADS)
+MPI=(mpirun --oversubscribe -np 2 -x AX_EMU_GUARD=1 -x OMP_NUM_THREADS -x AXMEM_CUDA_BF16_CHECK=1)
 fails=0
 check() { if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi; }
 
@@ -47,8 +49,9 @@ PY
 }
 train_grid() { # GRID [PRECISION TOLERANCE]: 2 ranks on the emulated device, then the losses
   # against 1 rank on the cpu
-  local p=${2:-fp32}
-  "${MPI[@]}" "$E" train "${S[@]}" --device cuda --precision "$p" --comm mpi --grid "$1" \
+  local p=${2:-fp32} dbg=()
+  [ "$p" = bf16 ] && dbg=(-x AXMEM_LOG=debug)
+  "${MPI[@]}" "${dbg[@]}" "$E" train "${S[@]}" --device cuda --precision "$p" --comm mpi --grid "$1" \
     --out "$T/g$1$p" >"$T/g$1$p.log" 2>&1 || { tail -5 "$T/g$1$p.log"; return 1; }
   same_losses "$T/g$1$p" "${3:-1e-4}"
 }
@@ -58,6 +61,16 @@ for grid in 1x2x1x1 1x1x1x2 2x1x1x1; do
 done
 name="train --device cuda --precision bf16 --grid 1x1x1x2, 2 ranks (emulated): losses ~ cpu (2e-2)"
 check train_grid 1x1x1x2 bf16 2e-2
+cache_hits() { # LOG: both ranks' bf16 weight caches served hits, every one checked
+  local r n=0 l
+  for r in 0 1; do
+    l=$(grep -E "\[r$r\].*bf16 weight cache: .* [1-9][0-9]* hits.*every hit checked" "$1" | tail -1)
+    [ -n "$l" ] && echo "     ${l#*cuda: }" && n=$((n + 1))
+  done
+  [ "$n" = 2 ]
+}
+name="bf16 --grid 1x1x1x2: gathered weight blocks from the bf16 cache on both ranks, none stale"
+check cache_hits "$T/g1x1x1x2bf16.log"
 G=(--ckpt "$T/cpu" --index "$T/kjv.idx" --samples 2 --length 4 --seed 5 --threads 1)
 "$A" memscan generate "${G[@]}" --device cpu --out "$T/gc.json" --samples-out "$T/gc.jsonl" \
   >/dev/null 2>&1
