@@ -97,6 +97,9 @@ void ax_cuda_params_freed(const void *p);
 ax_status ax_cuda_wcache_init(ax_cuda_wcache *w);
 /* logs the counters (debug), frees the copies, withdraws the ranges ctx declared */
 void ax_cuda_wcache_fini(ax_ctx *ctx, ax_cuda_wcache *w);
+/* frees every entry but the current GEMM's (device memory the staging slots need first);
+ * returns how many */
+int ax_cuda_wcache_release(ax_cuda_wcache *w);
 /* the bf16 copy of src[rows, cols] (leading dimension ld) when it lies in a parameter range and
  * the cache is on: *p (inside an entry; converted now on a miss) with leading dimension *pld,
  * returning 1; 0 otherwise (the caller stages it). `what` names the operand for check mode.

@@ -48,7 +48,12 @@ static int slot_fill(ax_ctx *ctx, ax_cuda_ctx *c, int v, const float *src, long 
         /* once per larger shape, not per step: cudaFree waits for the GEMMs reading it */
         if (s->buf) cudaFree(s->buf);
         s->buf = NULL, s->cap = 0;
-        if (cudaMalloc(&s->buf, need * 2) != cudaSuccess) {
+        cudaError_t e = cudaMalloc(&s->buf, need * 2);
+        if (e != cudaSuccess && ax_cuda_wcache_release(&c->wc)) { /* weights give way */
+            cudaGetLastError();
+            e = cudaMalloc(&s->buf, need * 2);
+        }
+        if (e != cudaSuccess) {
             cudaGetLastError();
             s->buf = NULL;
             ax_cuda_fail("out of device memory for %zu bytes of bf16 GEMM staging", need * 2);

@@ -60,8 +60,10 @@ static unsigned long range_stamp(const void *p, size_t bytes, size_t *total) {
     return s;
 }
 
+/* g_nr changes under the lock but is also read without it (atomic stores and loads) */
 static void remove_at(int i) {
-    g_r[i] = g_r[--g_nr];
+    g_r[i] = g_r[g_nr - 1];
+    __atomic_store_n(&g_nr, g_nr - 1, __ATOMIC_RELEASE);
 }
 
 void ax_cuda_params_range(ax_ctx *ctx, const void *p, size_t bytes) {
@@ -82,7 +84,8 @@ void ax_cuda_params_range(ax_ctx *ctx, const void *p, size_t bytes) {
             }
             g_r = r, g_capr = cap;
         }
-        g_r[g_nr++] = (prange){(const char *)p, bytes, ++g_stamp, ctx};
+        g_r[g_nr] = (prange){(const char *)p, bytes, ++g_stamp, ctx};
+        __atomic_store_n(&g_nr, g_nr + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g_mu);
 }
@@ -221,6 +224,16 @@ static void evict(ax_cuda_wcache *w, int i) {
     w->bytes -= w->e[i].cap * 2;
     w->e[i] = w->e[--w->n];
     w->evictions++;
+}
+
+int ax_cuda_wcache_release(ax_cuda_wcache *w) {
+    int n = 0;
+    for (int i = 0; i < w->n;)
+        if (w->e[i].used != w->tick) /* not an operand of the GEMM being set up */
+            evict(w, i), n++;
+        else
+            i++;
+    return n;
 }
 
 int ax_cuda_wcache_get(ax_ctx *ctx, ax_cuda_wcache *w, const float *src, long rows, long cols,
