@@ -16,7 +16,8 @@
 #
 # Steps: build (scons cuda=yes); every op CUDA vs CPU (build/tests/cuda_ops_check: fp32
 # < 1e-5; the GEMM-using ops in bf16 < 2e-2 vs fp32 and < 1e-5 vs the CPU on bf16-rounded
-# operands); 20 training steps --precision fp32 on GPU vs CPU (loss < 1e-4 relative per step)
+# operands; every bf16 weight-cache hit checked against a fresh conversion, and --stale: check
+# mode catches a copy made stale on purpose); 20 training steps --precision fp32 on GPU vs CPU (loss < 1e-4 relative per step)
 # and --precision bf16 (< 2e-2); 2 ranks on one GPU with --comm mpi on 1x2x1x1 and 1x1x1x2 and
 # --comm nccl on 1x2x1x1 against 1 rank (fp32); a checkpoint probed on GPU (fp32) and CPU
 # (per-sample results equal); the ~1B model (24 layers, width 2048, sequence 2048) in bf16 on
@@ -109,8 +110,10 @@ echo "=== 2. ops: CUDA vs CPU, fp32 (relative error < 1e-5 per output), then bf1
 if [ "$SELF_TEST" -eq 1 ]; then
   result "NOT RUN" "ops CUDA vs CPU fp32" "self-test: no GPU"
   result "NOT RUN" "ops CUDA bf16 vs CPU (< 2e-2)" "self-test: no GPU"
+  result "NOT RUN" "bf16 weight cache: check mode catches a stale copy" "self-test: no GPU"
 else
-  timeout 300 build/tests/cuda_ops_check | tee "$T/ops.txt"
+  # every hit of the bf16 weight cache compared with a fresh conversion as well
+  AXMEM_CUDA_BF16_CHECK=1 timeout 300 build/tests/cuda_ops_check | tee "$T/ops.txt"
   rc=${PIPESTATUS[0]}
   # the check prints the fp32 section, then a line "CUDA bf16 vs CPU ..." and the bf16 one
   fp32_fail=$(sed '/^CUDA bf16 vs CPU/,$d' "$T/ops.txt" | grep -c "FAIL")
@@ -126,6 +129,11 @@ else
       result PASS "ops CUDA bf16 vs CPU (< 2e-2 vs fp32, < 1e-5 vs bf16-rounded operands)"
     else
       result FAIL "ops CUDA bf16 vs CPU (< 2e-2)" "exit $rc, $bf16_fail FAIL lines"
+    fi
+    if timeout 60 build/tests/cuda_ops_check --stale >"$T/stale.txt" 2>&1; then
+      result PASS "bf16 weight cache: check mode catches a stale copy"
+    else
+      result FAIL "bf16 weight cache: check mode catches a stale copy" "$(tail -1 "$T/stale.txt")"
     fi
   fi
 fi
@@ -382,6 +390,9 @@ if timeout 120 "$AX" train --data "$T/kjv.axd" "${MID[@]}" --seq-len 128 --batch
       "$(awk -v n="$NPROBE" -v s="${SECS[$dev]}" 'BEGIN {printf "%.0f", n * 32 / s}') tokens/s;" \
       "decoding alone ${DEC[$dev]:-?} tokens/s"
   done
+  # bf16 decoding with the bf16 weight cache (default) and without it (=0), for the record
+  [ "$SELF_TEST" -eq 0 ] && for c in "" 0; do AXMEM_CUDA_BF16_CACHE=$c timeout 100 "$AX" memscan probe "${PP[@]}" \
+    --device "$GPU_DEV" --precision bf16 --out "$T/tb$c.json" 2>/dev/null | sed -n "s/^probe: generated/  bf16, AXMEM_CUDA_BF16_CACHE=${c:-default}: generated/p"; done
   if [ "${SECS[cpu]}" != fail ] && [ "${SECS[$GPU_DEV]}" != fail ]; then
     echo "  GPU / CPU tokens/s: whole command $(awk -v c="${SECS[cpu]}" -v g="${SECS[$GPU_DEV]}" 'BEGIN {printf "%.1f", c / g}')x," \
       "decoding $(awk -v c="${DEC[cpu]:-0}" -v g="${DEC[$GPU_DEV]:-0}" 'BEGIN {if (c > 0) printf "%.1f", g / c; else printf "?"}')x (target >= 10x)"

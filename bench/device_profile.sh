@@ -3,8 +3,10 @@
 # ~1B model of bench/device_check.sh in bf16 under GEMM variants (tokens/s, MFU against the
 # 989 TFLOP/s dense bf16 peak; median of the steps after the first two), then one run with
 # AXMEM_CUDA_PROFILE=1 (per-op device time). Logs under ${OUT:-/tmp/device_profile}.
-#   bash bench/device_profile.sh [NAME=VAR=VALUE ...]   default: blocked vs flash attention
-# (AXMEM_CUDA_ATTENTION=gemm|flash); the profiled run uses $DP_PROFILE_ENV (default: flash).
+#   bash bench/device_profile.sh [NAME="VAR=VALUE ..." ...]   default: blocked vs flash attention
+# (AXMEM_CUDA_ATTENTION=gemm|flash), and flash with the bf16 weight cache off
+# (AXMEM_CUDA_BF16_CACHE=0: every GEMM converts its weight again, as before the cache); the
+# profiled run uses $DP_PROFILE_ENV (default: flash).
 # DC_BIG overrides the shape, DP_DEVICE the device flags (to try the script on a CPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,11 +21,12 @@ head -n 2000 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
   "$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.jsonl" --out "$T/kjv.axd" 2>/dev/null
 read -r -a BIG <<<"${DC_BIG:---layers 24 --dim 2048 --heads 16 --ffn 5632 --seq-len 2048 --batch 4 --vocab 32768}"
 variants=("$@")
-[ ${#variants[@]} -eq 0 ] && variants=(blocked=AXMEM_CUDA_ATTENTION=gemm flash=AXMEM_CUDA_ATTENTION=flash)
+[ ${#variants[@]} -eq 0 ] && variants=(blocked=AXMEM_CUDA_ATTENTION=gemm flash=AXMEM_CUDA_ATTENTION=flash
+  flash-nocache="AXMEM_CUDA_ATTENTION=flash AXMEM_CUDA_BF16_CACHE=0")
 for v in "${variants[@]}"; do
   name=${v%%=*}
   # 6 steps, then SIGKILL: the final checkpoint (~16 GB with the AdamW moments) is not timed
-  env "${v#*=}" "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --steps 1000 --warmup 2 \
+  env ${v#*=} "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --steps 1000 --warmup 2 \
     --log-every 1 ${DP_DEVICE:---device cuda --precision bf16} --out "$T/$name" >"$O/$name.log" 2>&1 &
   pid=$! t0=$SECONDS # env execs axmem: $pid is the trainer itself
   while kill -0 "$pid" 2>/dev/null; do

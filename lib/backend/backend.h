@@ -159,6 +159,12 @@ struct ax_backend {
     /* optional (NULL: ax_attention_scratch_bytes, the CPU's tiles): arena bytes that
      * attention_forward/backward take for B sequences of T tokens and H local heads of D */
     size_t (*attention_scratch)(int B, int T, int H, int D, int nthreads);
+    /* optional (NULL on the CPU): [p, p + bytes) of device memory holds parameters, the weights
+     * GEMMs read; bytes = 0 withdraws the range declared at p (before it is freed). Declare
+     * whole allocations. A backend may keep derived copies (CUDA bf16 contexts: bf16 copies of
+     * weights), valid until something writes into the range through the backend (an op's
+     * output, a copy, zeroing, unmap) or its collectives: see ax_params_range. */
+    void (*params_range)(ax_ctx *ctx, const void *p, size_t bytes);
     int bf16; /* 1 when contexts may compute in AX_PREC_BF16 (ax_ctx_create_prec) */
 };
 
@@ -235,6 +241,11 @@ static inline void *ax_map(ax_ctx *ctx, void *dev, size_t bytes, int flags) {
 }
 static inline void ax_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags) {
     ctx->be->unmap(ctx, dev, host, bytes, flags);
+}
+/* declares (bytes > 0) or withdraws (bytes = 0) a device range holding parameters
+ * (params_range above; a no-op on the CPU) */
+static inline void ax_params_range(ax_ctx *ctx, const void *p, size_t bytes) {
+    if (ctx->be->params_range) ctx->be->params_range(ctx, p, bytes);
 }
 /* waits until every op issued on the context has finished (a no-op on the CPU) */
 static inline void ax_sync(ax_ctx *ctx) {

@@ -423,7 +423,10 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
                    !(p->gfull = falloc(m, p->shard_n * gz))) {
             goto oom;
         }
+        if (gz > 1) ax_params_range(ctx, p->full, (size_t)(p->shard_n * gz) * sizeof(float));
     }
+    /* the GEMMs' weights: a bf16 context may keep bf16 copies of them until they are written */
+    ax_params_range(ctx, m->params, (size_t)m->n_local * sizeof(float));
     if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
     if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
     int rd = model_rotary_dim(c); /* the table [T, rd/2]: only the rotating dims */
@@ -455,8 +458,11 @@ void ax_model_free(ax_model_t *m) {
     if (!m) return;
     ax_ctx *ctx = m->ctx;
     if (m->tp && m->dims[AX_AXIS_Z] > 1)
-        for (int i = 0; i < m->n_tensors; i++)
+        for (int i = 0; i < m->n_tensors; i++) {
+            ax_params_range(ctx, m->tp[i].full, 0);
             ax_dev_free(ctx, m->tp[i].full), ax_dev_free(ctx, m->tp[i].gfull);
+        }
+    ax_params_range(ctx, m->params, 0);
     ax_dev_free(ctx, m->act_arena), ax_dev_free(ctx, m->dec_arena);
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);

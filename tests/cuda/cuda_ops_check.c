@@ -9,8 +9,13 @@
  *
  * Exit: 0 every comparison passed; 1 a comparison failed; 77 with one line
  * "SKIP: no CUDA device: <reason>" when there is no GPU (a skip, never a pass).
+ * The bf16 section also checks the weight cache (hits, misses after writes into a parameter
+ * range, blocks, eviction: its counters and the bf16 reference); run it with
+ * AXMEM_CUDA_BF16_CHECK=1 and every hit is compared with a fresh conversion as well.
  * Usage: cuda_ops_check [--quick]   (--quick: skips the largest shapes, for the emulator of
- *                                    tests/cuda/emu/, where a launch costs OS threads) */
+ *                                    tests/cuda/emu/, where a launch costs OS threads)
+ *        cuda_ops_check --stale     check mode must catch a cached weight copy made stale on
+ *                                    purpose (a test-only hook skips the invalidation) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +23,7 @@
 #include <string.h>
 
 #include "lib/backend/ops.h"
+#include "lib/core/plugin.h"
 #include "lib/core/status.h"
 
 #define TOL 1e-5
@@ -232,6 +238,249 @@ static void t_bf16_reuse(long n) {
     check_ref(name, "dW in chunks", rwm, &W, nn);
     free(h), free(rx), free(ry), free(rz), free(rwm), free(rv);
     drop(&X), drop(&Y), drop(&Z), drop(&W), drop(&V);
+}
+
+/* ---- the bf16 weight cache (lib/backend/cuda/wcache.c) ----
+ * Test-only entry points of the backend: its counters, and a switch that makes it ignore
+ * writes (so a cached copy goes stale on purpose). Linked in on the emulator; in a CUDA build
+ * they are in the plugin, which the backend has already loaded. */
+typedef void (*stats_fn)(ax_ctx *ctx, long out[7]);
+typedef void (*skip_fn)(int on);
+typedef void (*accumulate_fn)(ax_ctx *ctx, float *dst, const float *src, long n);
+static stats_fn wc_stats_;
+static skip_fn wc_skip_;
+static accumulate_fn raw_accumulate_; /* the kernel's entry point itself, not the table's op */
+#ifdef AX_HAVE_CUDA
+void ax_cuda_bf16_cache_stats(ax_ctx *ctx, long out[7]);
+void ax_cuda_bf16_test_skip(int on);
+void ax_cuda_accumulate(ax_ctx *ctx, float *dst, const float *src, long n);
+static int wc_hooks(void) {
+    wc_stats_ = ax_cuda_bf16_cache_stats, wc_skip_ = ax_cuda_bf16_test_skip;
+    raw_accumulate_ = ax_cuda_accumulate;
+    return 1;
+}
+#else
+static int wc_hooks(void) {
+    void *a = NULL, *b = NULL, *c = NULL;
+    if (ax_cuda_plugin_sym("cuda_ops_check", "--device cpu", "ax_cuda_bf16_cache_stats", &a) !=
+            AX_OK ||
+        ax_cuda_plugin_sym("cuda_ops_check", "--device cpu", "ax_cuda_bf16_test_skip", &b) !=
+            AX_OK ||
+        ax_cuda_plugin_sym("cuda_ops_check", "--device cpu", "ax_cuda_accumulate", &c) != AX_OK)
+        return 0;
+    wc_stats_ = (stats_fn)a, wc_skip_ = (skip_fn)b, raw_accumulate_ = (accumulate_fn)c;
+    return 1;
+}
+#endif
+enum { WC_HITS, WC_MISSES, WC_REFILLS, WC_EVICTIONS, WC_OVER, WC_ENTRIES, WC_BYTES };
+
+/* one counter of G_'s cache against its value in `before` plus `want` */
+static void check_count(const char *op, const char *what, const long *before, int i, long want) {
+    long now[7];
+    wc_stats_(G_, now);
+    long got = now[i] - (before ? before[i] : 0);
+    int ok = got == want;
+    ok ? n_pass++ : n_fail++;
+    printf("%-34s %-10s %ld (want %ld)  %s\n", op, what, got, want, ok ? "PASS" : "FAIL");
+}
+/* the CPU side of b <- the GPU side (after a write whose fp32 arithmetic may differ in the last
+ * bit: the bf16 reference then starts from the same weights) */
+static void pull(both *b) {
+    ax_copy(G_, b->c, b->g, b->bytes, AX_COPY_D2H);
+    ax_sync(G_);
+}
+/* y[N, OC] = x[N, C] W^T, W = slab + off: the GPU against the CPU on bf16-rounded operands */
+static void wc_matmul(const char *name, const char *what, const both *slab, long off, both *x,
+                      both *y, int N, int C, int OC) {
+    ax_matmul_forward(G_, y->g, x->g, (const float *)slab->g + off, N, C, OC);
+    float *rx = cpu_copy(x->c, (size_t)N * C, 1);
+    float *rw = cpu_copy((const float *)slab->c + off, (size_t)OC * C, 1);
+    float *ry = malloc(sizeof(float) * (size_t)N * OC);
+    ax_matmul_forward(C_, ry, rx, rw, N, C, OC);
+    check_ref(name, what, ry, y, (size_t)N * OC);
+    free(rx), free(rw), free(ry);
+}
+
+/* G_'s cache (the default budget): a slab of three weights [OC, C] declared as parameters.
+ * Every GEMM is checked against the CPU on bf16-rounded operands (a stale copy fails that),
+ * and the counters say whether it was served from the cache (hit) or converted (miss). */
+static void t_wcache(int N, int C, int OC) {
+    long w = (long)OC * C, b0[7];
+    both slab = put_rand((size_t)(3 * w), 0.5f), x = put_rand((size_t)N * C, 1);
+    both y = put(NULL, sizeof(float) * N * OC), z = put(NULL, sizeof(float) * OC * OC);
+    both g = put_rand((size_t)(3 * w), 1), m = put_rand((size_t)(3 * w), 0.1f);
+    both v = put(NULL, sizeof(float) * 3 * w);
+    const char *nm = "bf16 weight cache";
+    ax_params_range(G_, slab.g, slab.bytes);
+    wc_stats_(G_, b0);
+    wc_matmul(nm, "first use", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "misses", b0, WC_MISSES, 1);
+    ax_accumulate(C_, x.c, x.c, (long)N * C); /* an unrelated kernel (writes the input) */
+    ax_accumulate(G_, x.g, x.g, (long)N * C);
+    wc_matmul(nm, "after kernel", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "hits", b0, WC_HITS, 1);
+    wc_matmul(nm, "row block", &slab, 5L * C, &x, &y, N, C, OC - 7); /* rows 5.. of W0 */
+    {                                                                /* columns 8..23 */
+        ax_gemm(G_, 'N', 'T', N, OC, 16, 1.0f, x.g, C, (float *)slab.g + 8, C, 0.0f, y.g, OC);
+        float *ry = malloc(sizeof(float) * (size_t)N * OC);
+        ref_gemm('N', 'T', N, OC, 16, 1.0f, x.c, C, (float *)slab.c + 8, C, 0.0f, ry, OC);
+        check_ref(nm, "col block", ry, &y, (size_t)N * OC);
+        free(ry);
+    }
+    check_count(nm, "hits", b0, WC_HITS, 3);
+    check_count(nm, "misses", b0, WC_MISSES, 1);
+    ax_adamw_update(G_, slab.g, g.g, m.g, v.g, 3 * w, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1);
+    pull(&slab);
+    wc_matmul(nm, "after adamw", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "refills", b0, WC_REFILLS, 1);
+    float *h = host_rand((size_t)w, 1);
+    memcpy(slab.c, h, sizeof(float) * (size_t)w / 2); /* a copy into W0's first half */
+    ax_copy(G_, slab.g, h, sizeof(float) * (size_t)w / 2, AX_COPY_H2D);
+    wc_matmul(nm, "after copy", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "refills", b0, WC_REFILLS, 2);
+    memset((float *)slab.c + 3 * C, 0, sizeof(float) * 2 * C); /* zero W0's rows 3 and 4 */
+    ax_zero(G_, (float *)slab.g + 3 * C, sizeof(float) * 2 * C);
+    wc_matmul(nm, "after zero", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "refills", b0, WC_REFILLS, 3);
+    /* a GEMM's output: W0[:, :OC] = y^T y (C >= OC) */
+    ax_gemm(G_, 'T', 'N', OC, OC, N, 0.01f, y.g, OC, y.g, OC, 0.0f, slab.g, C);
+    pull(&slab);
+    wc_matmul(nm, "after gemm C", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "refills", b0, WC_REFILLS, 4);
+    ax_add_forward(G_, (float *)slab.g + w, slab.g, (float *)slab.g + w, w); /* op into W1 */
+    pull(&slab);
+    wc_matmul(nm, "W1", &slab, w, &x, &y, N, C, OC);            /* a new entry */
+    ax_add_forward(G_, slab.g, slab.g, (float *)slab.g + w, w); /* an op's output: W0 */
+    pull(&slab);
+    wc_matmul(nm, "after op", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "refills", b0, WC_REFILLS, 5);
+    check_count(nm, "misses", b0, WC_MISSES, 7);
+    /* both operands weights: z = W0 W2^T, twice (the second from the cache) */
+    for (int rep = 0; rep < 2; rep++) {
+        ax_gemm(G_, 'N', 'T', OC, OC, C, 1.0f, slab.g, C, (float *)slab.g + 2 * w, C, 0.0f, z.g,
+                OC);
+        float *rz = malloc(sizeof(float) * (size_t)OC * OC);
+        ref_gemm('N', 'T', OC, OC, C, 1.0f, slab.c, C, (float *)slab.c + 2 * w, C, 0.0f, rz, OC);
+        check_ref(nm, rep ? "W W^T again" : "W W^T", rz, &z, (size_t)OC * OC);
+        free(rz);
+    }
+    check_count(nm, "misses", b0, WC_MISSES, 8);
+    check_count(nm, "hits", b0, WC_HITS, 6); /* W0 was cached already */
+    /* a kernel launched outside a table op (a new op without its wrapper in ops_table.c): its
+     * outputs are unknown, so every cached copy goes, although this one writes only x */
+    ax_accumulate(C_, x.c, x.c, (long)N * C);
+    raw_accumulate_(G_, x.g, x.g, (long)N * C);
+    wc_matmul(nm, "unwrapped op", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "refills", b0, WC_REFILLS, 6);
+    ax_params_range(G_, slab.g, 0); /* withdrawn: staged again, the cache not asked */
+    wc_stats_(G_, b0);
+    wc_matmul(nm, "withdrawn", &slab, 0, &x, &y, N, C, OC);
+    check_count(nm, "hits+miss", b0, WC_HITS, 0);
+    check_count(nm, "misses", b0, WC_MISSES, 0);
+    free(h);
+    drop(&slab), drop(&x), drop(&y), drop(&z), drop(&g), drop(&m), drop(&v);
+}
+
+/* A context whose budget holds two of three weights: LRU eviction, an operand over the budget
+ * (staged instead), and AXMEM_CUDA_BF16_CACHE=0 (off: the cache is never asked) and a bad
+ * value (refused, naming the variable). */
+static void t_wcache_budget(const ax_backend *gpu, int N, int C, int OC) {
+    ax_ctx *keep = G_, *ctx = NULL;
+    long w = (long)OC * C, b0[7];
+    const char *nm = "bf16 weight cache budget";
+    char mb[32];
+    /* two entries of OC x C bf16 (rows padded to 8) and a half */
+    snprintf(mb, sizeof mb, "%.6f", 2.5 * OC * ((C + 7) / 8 * 8) * 2 / 1048576.0);
+    setenv("AXMEM_CUDA_BF16_CACHE", mb, 1);
+    if (ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &ctx) != AX_OK) {
+        printf("FAIL: bf16 context with AXMEM_CUDA_BF16_CACHE=%s: %s\n", mb, ax_error_msg());
+        n_fail++;
+        unsetenv("AXMEM_CUDA_BF16_CACHE");
+        return;
+    }
+    G_ = ctx;
+    both slab = put_rand((size_t)(3 * w), 0.5f), x = put_rand((size_t)N * C, 1);
+    both y = put(NULL, sizeof(float) * N * 3 * OC);
+    ax_params_range(G_, slab.g, slab.bytes);
+    wc_stats_(G_, b0);
+    wc_matmul(nm, "W0", &slab, 0, &x, &y, N, C, OC);
+    wc_matmul(nm, "W1", &slab, w, &x, &y, N, C, OC);
+    wc_matmul(nm, "W2 evicts W0", &slab, 2 * w, &x, &y, N, C, OC);
+    wc_matmul(nm, "W0 evicts W1", &slab, 0, &x, &y, N, C, OC);
+    wc_matmul(nm, "W2 kept", &slab, 2 * w, &x, &y, N, C, OC);
+    check_count(nm, "misses", b0, WC_MISSES, 4);
+    check_count(nm, "hits", b0, WC_HITS, 1);
+    check_count(nm, "evictions", b0, WC_EVICTIONS, 2);
+    check_count(nm, "entries", NULL, WC_ENTRIES, 2);
+    wc_matmul(nm, "over budget", &slab, 0, &x, &y, N, C, 3 * OC); /* all three at once */
+    check_count(nm, "over", b0, WC_OVER, 1);
+    ax_params_range(G_, slab.g, 0);
+    drop(&slab), drop(&x), drop(&y);
+    ax_ctx_free(ctx);
+    G_ = keep;
+
+    setenv("AXMEM_CUDA_BF16_CACHE", "0", 1);
+    ctx = NULL;
+    if (ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &ctx) == AX_OK) {
+        G_ = ctx;
+        slab = put_rand((size_t)w, 0.5f), x = put_rand((size_t)N * C, 1);
+        y = put(NULL, sizeof(float) * N * OC);
+        ax_params_range(G_, slab.g, slab.bytes);
+        wc_matmul(nm, "off", &slab, 0, &x, &y, N, C, OC);
+        wc_matmul(nm, "off again", &slab, 0, &x, &y, N, C, OC);
+        check_count(nm, "off: hits", NULL, WC_HITS, 0);
+        check_count(nm, "off: misses", NULL, WC_MISSES, 0);
+        ax_params_range(G_, slab.g, 0);
+        drop(&slab), drop(&x), drop(&y);
+        ax_ctx_free(ctx);
+        G_ = keep;
+    } else {
+        printf("FAIL: bf16 context with AXMEM_CUDA_BF16_CACHE=0: %s\n", ax_error_msg());
+        n_fail++;
+    }
+    setenv("AXMEM_CUDA_BF16_CACHE", "12MB", 1);
+    ctx = NULL;
+    int refused = ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &ctx) != AX_OK &&
+                  strstr(ax_error_msg(), "AXMEM_CUDA_BF16_CACHE=12MB");
+    refused ? n_pass++ : n_fail++;
+    printf("%-34s %-10s %s\n", nm, "bad value", refused ? "refused  PASS" : "accepted  FAIL");
+    if (ctx) ax_ctx_free(ctx);
+    unsetenv("AXMEM_CUDA_BF16_CACHE");
+}
+
+/* --stale: check mode must catch a cached weight copy gone stale. A write into a cached weight
+ * with invalidation switched off (the test-only hook), then a GEMM that reads it: the backend
+ * must fail with "stale bf16 weight copy". Its own process: the failure is sticky. */
+static int stale_run(const ax_backend *gpu) {
+    setenv("AXMEM_CUDA_BF16_CHECK", "1", 1);
+    if (ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &G_) != AX_OK) {
+        printf("FAIL: cannot create a bf16 context: %s\n", ax_error_msg());
+        return 1;
+    }
+    const int N = 5, C = 24, OC = 16;
+    both slab = put_rand((size_t)OC * C, 0.5f), x = put_rand((size_t)N * C, 1);
+    both y = put(NULL, sizeof(float) * N * OC);
+    ax_params_range(G_, slab.g, slab.bytes);
+    wc_matmul("stale check", "first use", &slab, 0, &x, &y, N, C, OC);
+    wc_matmul("stale check", "hit, fresh", &slab, 0, &x, &y, N, C, OC);
+    check_count("stale check", "hits", NULL, WC_HITS, 1);
+    int clean = ax_ctx_status(G_) == AX_OK;
+    clean ? n_pass++ : n_fail++;
+    printf("%-34s %-10s %s\n", "stale check", "clean hit", clean ? "no failure  PASS" : "FAIL");
+    float *h = host_rand((size_t)OC * C, 1);
+    wc_skip_(1);
+    ax_copy(G_, slab.g, h, slab.bytes, AX_COPY_H2D); /* not seen by the cache */
+    wc_skip_(0);
+    ax_matmul_forward(G_, y.g, x.g, slab.g, N, C, OC);
+    ax_sync(G_);
+    int caught = ax_ctx_status(G_) != AX_OK && strstr(ax_error_msg(), "stale bf16 weight copy");
+    caught ? n_pass++ : n_fail++;
+    printf("%-34s %-10s %s\n", "stale check", "stale hit",
+           caught ? "caught  PASS" : "NOT caught  FAIL");
+    if (caught) printf("  (%s)\n", ax_error_msg());
+    free(h);
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
 }
 
 static both put_tokens(int N, int V) {
@@ -612,6 +861,7 @@ static void t_bias(int N, int OC) {
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    int stale = argc > 1 && !strcmp(argv[1], "--stale");
     const ax_backend *gpu = NULL;
     if (ax_backend_select("cuda", &gpu) != AX_OK) {
         /* a CUDA build whose plugin does not load is broken, not a machine without a GPU */
@@ -621,6 +871,15 @@ int main(int argc, char **argv) {
         }
         printf("SKIP: no CUDA device: %s\n", ax_error_msg());
         return 77;
+    }
+    if (!wc_hooks()) {
+        printf("FAIL: the CUDA backend's test hooks: %s\n", ax_error_msg());
+        return 1;
+    }
+    if (stale) {
+        if (ax_ctx_create(ax_backend_cpu(), 1 << 20, &C_) != AX_OK) return 1;
+        bf16_ = 1;
+        return stale_run(gpu);
     }
     if (ax_ctx_create(ax_backend_cpu(), 1 << 20, &C_) != AX_OK ||
         ax_ctx_create(gpu, 1 << 20, &G_) != AX_OK) {
@@ -705,6 +964,8 @@ int main(int argc, char **argv) {
     t_matmul(33, 48, 71);
     t_matmul(128, 256, 96);
     t_bf16_reuse(29);
+    t_wcache(9, 40, 24);
+    t_wcache_budget(gpu, 9, 40, 24);
     t_add(10007);              /* elementwise: fp32 on a bf16 context, 1e-5 */
     t_adamw(10007);            /* fp32 master weights and moments */
     t_attention(2, 37, 48, 3); /* bf16 products on the tensor cores: 2e-2 */

@@ -3,6 +3,7 @@
  * are the kernels of this folder (*.cu) and cuBLAS (gemm.c). */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,9 +106,19 @@ void ax_cuda_prof_mark(const char *op) {
     g_prof_tab[i].n++;
 }
 
+/* inside a table op (ops_table.c), whose wrapper renews the ranges of its outputs */
+static _Thread_local int t_op_scope;
+
+int ax_cuda_op_scope(int on) {
+    int was = t_op_scope;
+    t_op_scope = on;
+    return was;
+}
+
 void ax_cuda_launched(const char *op) {
     ax_cuda_prof_mark(op);
     ax_cuda_advance();
+    if (!t_op_scope) ax_cuda_bf16_invalidate_all(); /* outputs unknown: every weight copy */
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) ax_cuda_fail("kernel launch of %s: %s", op, cudaGetErrorString(e));
 }
@@ -155,7 +166,9 @@ static void *cu_dev_alloc(size_t bytes) {
 }
 
 static void cu_dev_free(void *p) {
-    if (p) check(cudaFree(p), "cudaFree");
+    if (!p) return;
+    ax_cuda_params_freed(p); /* a parameter range there is gone (lib/model withdraws first) */
+    check(cudaFree(p), "cudaFree");
 }
 
 /* Host memory is plain pageable memory: a D2H cudaMemcpyAsync into pageable memory returns
@@ -177,6 +190,7 @@ static void cu_copy(ax_ctx *ctx, void *dst, const void *src, size_t bytes, ax_co
                                                   : cudaMemcpyDeviceToDevice;
     cudaStream_t s = (cudaStream_t)ctx->stream;
     check(cudaMemcpyAsync(dst, src, bytes, k, s), "cudaMemcpyAsync");
+    if (kind != AX_COPY_D2H) ax_cuda_bf16_invalidate(dst, bytes); /* after the enqueue */
     /* D2H into pageable memory has completed on return, but a host source of H2D may be
      * reused by the caller at once: also complete for pageable memory (staged by the driver) */
 }
@@ -195,6 +209,7 @@ static void cu_zero(ax_ctx *ctx, void *p, size_t bytes) {
     if (!bytes) return;
     ax_cuda_advance();
     check(cudaMemsetAsync(p, 0, bytes, (cudaStream_t)ctx->stream), "cudaMemsetAsync");
+    ax_cuda_bf16_invalidate(p, bytes);
 }
 
 static void cu_sync(ax_ctx *ctx) {
@@ -231,6 +246,7 @@ static void cu_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags
         cudaStream_t s = (cudaStream_t)ctx->stream;
         if (check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s), "ax_unmap copy"))
             check(cudaStreamSynchronize(s), "ax_unmap wait"); /* before the staging is freed */
+        ax_cuda_bf16_invalidate(dev, bytes);
     }
     free(host);
 }
@@ -241,6 +257,11 @@ static ax_status cu_ctx_init(ax_ctx *ctx) {
     if (!c) return ax_errorf(AX_ERR_NOMEM, "out of memory creating a CUDA context");
     c->device = g_device < 0 ? 0 : g_device;
     c->bf16 = ctx->precision == AX_PREC_BF16;
+    ax_status wst = ax_cuda_wcache_init(&c->wc);
+    if (wst != AX_OK) {
+        free(c);
+        return wst;
+    }
     cudaError_t e = cudaSetDevice(c->device);
     cudaStream_t s = NULL;
     /* a blocking stream: it waits for the legacy default stream (cudaMemset of allocations) */
@@ -279,13 +300,16 @@ static void cu_ctx_fini(ax_ctx *ctx) {
     if (c && c->blas) cublasDestroy((cublasHandle_t)c->blas);
     for (int i = 0; c && i < 2; i++)
         if (c->slot[i].buf) check(cudaFree(c->slot[i].buf), "cudaFree of bf16 staging");
+    if (c) ax_cuda_wcache_fini(ctx, &c->wc);
     if (ctx->stream) cudaStreamDestroy((cudaStream_t)ctx->stream);
     free(c);
     ctx->impl = NULL;
     ctx->stream = NULL;
 }
 
-static const ax_backend cuda_backend = {
+/* the memory functions and context hooks; the ops are filled in by ax_cuda_table_ops
+ * (ops_table.c: each wrapped to renew the parameter ranges of its outputs) at the first open */
+static ax_backend cuda_backend = {
     .name = "cuda",
     .dev_alloc = cu_dev_alloc,
     .dev_free = cu_dev_free,
@@ -298,52 +322,17 @@ static const ax_backend cuda_backend = {
     .map = cu_map,
     .unmap = cu_unmap,
     .is_device = cu_is_device,
-    .gemm = ax_cuda_gemm,
-    .matmul_forward = ax_cuda_matmul_forward,
-    .matmul_backward = ax_cuda_matmul_backward,
-    .embedding_forward = ax_cuda_embedding_forward,
-    .embedding_backward = ax_cuda_embedding_backward,
-    .rmsnorm_forward = ax_cuda_rmsnorm_forward,
-    .rmsnorm_backward = ax_cuda_rmsnorm_backward,
-    .rope_table = ax_cuda_rope_table,
-    .rope_forward = ax_cuda_rope_forward,
-    .rope_backward = ax_cuda_rope_backward,
-    .attention_forward = ax_cuda_attention_forward,
-    .attention_backward = ax_cuda_attention_backward,
-    .swiglu_forward = ax_cuda_swiglu_forward,
-    .swiglu_backward = ax_cuda_swiglu_backward,
-    .add_forward = ax_cuda_add_forward,
-    .accumulate = ax_cuda_accumulate,
-    .crossentropy_forward_backward = ax_cuda_crossentropy_forward_backward,
-    .adamw_update = ax_cuda_adamw_update,
-    .sum_squares = ax_cuda_sum_squares,
-    .rmsnorm_sumsq = ax_cuda_rmsnorm_sumsq,
-    .rmsnorm_apply = ax_cuda_rmsnorm_apply,
-    .rmsnorm_backward_dot = ax_cuda_rmsnorm_backward_dot,
-    .rmsnorm_backward_apply = ax_cuda_rmsnorm_backward_apply,
-    .ce_rowmax = ax_cuda_ce_rowmax,
-    .ce_partial = ax_cuda_ce_partial,
-    .ce_finish = ax_cuda_ce_finish,
-    .embedding_shard_forward = ax_cuda_embedding_shard_forward,
-    .embedding_shard_backward = ax_cuda_embedding_shard_backward,
-    .attention_decode = ax_cuda_attention_decode,
-    .kv_append = ax_cuda_kv_append,
-    .copy_rows = ax_cuda_copy_rows,
-    .argmax_rows = ax_cuda_argmax_rows,
-    .layernorm_rowsum = ax_cuda_layernorm_rowsum,
-    .layernorm_sqdev = ax_cuda_layernorm_sqdev,
-    .layernorm_apply = ax_cuda_layernorm_apply,
-    .layernorm_backward_dot = ax_cuda_layernorm_backward_dot,
-    .layernorm_backward_apply = ax_cuda_layernorm_backward_apply,
-    .gelu_forward = ax_cuda_gelu_forward,
-    .gelu_backward = ax_cuda_gelu_backward,
-    .bias_add = ax_cuda_bias_add,
-    .bias_backward = ax_cuda_bias_backward,
     .ctx_init = cu_ctx_init,
     .ctx_fini = cu_ctx_fini,
     .attention_scratch = ax_cuda_attention_scratch,
+    .params_range = ax_cuda_params_range,
     .bf16 = 1,
 };
+static pthread_once_t g_table_once = PTHREAD_ONCE_INIT;
+
+static void table_fill(void) {
+    ax_cuda_table_ops(&cuda_backend);
+}
 
 ax_status ax_backend_cuda_open(const ax_backend **out) {
     *out = NULL;
@@ -371,6 +360,7 @@ ax_status ax_backend_cuda_open(const ax_backend **out) {
             AX_DEBUG("cuda: device %d of %d: %s, sm_%d%d, %.1f GiB", dev, n, prop.name, prop.major,
                      prop.minor, (double)prop.totalGlobalMem / (1 << 30));
     }
+    pthread_once(&g_table_once, table_fill);
     *out = &cuda_backend;
     return AX_OK;
 }

@@ -36,13 +36,88 @@ typedef struct {
     unsigned long gen;
 } ax_cuda_bf16_slot;
 
+/* padded leading dimension of a bf16 copy of `cols` columns: 16-byte rows */
+static inline long ax_cuda_bf16_ld(long cols) {
+    return (cols + 7) & ~7L;
+}
+
+/* bf16 mode, parameters (wcache.c): one weight matrix (or block of one) that lies inside a
+ * declared parameter range (the table's params_range), rounded to bf16 like a staged operand
+ * and kept across GEMMs until something writes into its range. */
+typedef struct {
+    void *buf; /* device, cap bf16 elements; NULL: empty */
+    size_t cap;
+    const float *src;
+    long rows, cols, ld;
+    unsigned long stamp; /* the range's write stamp when converted (valid while equal) */
+    unsigned long used;  /* last use (LRU eviction) */
+} ax_cuda_wentry;
+
+/* a context's bf16 weight cache: entries, a byte budget, counters for the debug log */
+typedef struct {
+    ax_cuda_wentry *e;
+    int n, cap;
+    size_t bytes;  /* device bytes held by entries */
+    double budget; /* bytes; < 0: the default (declared parameter bytes / 2 plus slack); 0: off */
+    int check;     /* AXMEM_CUDA_BF16_CHECK=1: every hit compared with a fresh conversion */
+    unsigned long tick;
+    long hits, misses, refills, evictions, over;
+    void *chk; /* check mode's fresh conversion, chk_cap bf16 elements */
+    size_t chk_cap;
+} ax_cuda_wcache;
+
 /* per-context state behind ctx->impl (the stream itself is ctx->stream) */
 typedef struct {
     void *blas; /* cublasHandle_t */
     int device;
     int bf16;                  /* ctx->precision == AX_PREC_BF16 */
     ax_cuda_bf16_slot slot[2]; /* the two operands of a bf16 GEMM */
+    int slot_last;             /* the slot used last (the other one takes a new operand) */
+    ax_cuda_wcache wc;         /* bf16 copies of weights */
 } ax_cuda_ctx;
+
+/* ---- the bf16 weight cache (wcache.c) ----
+ * Parameter ranges are process-wide (memory, whoever writes it), each with a write stamp drawn
+ * from one counter; an entry is valid while its range's stamp is the one it was converted
+ * under. Every route that writes device memory through this plugin calls
+ * ax_cuda_bf16_invalidate AFTER enqueueing the write (a conversion enqueued before it then
+ * carries the old stamp): the table's ops (ops_table.c, their outputs), copies, zeroing,
+ * unmap, cuBLAS outputs and NCCL's receive buffers (lib/dist/comm_nccl.c). */
+/* the table's params_range hook: declares [p, p + bytes) as parameters (bytes = 0 withdraws
+ * the range starting at p) */
+void ax_cuda_params_range(ax_ctx *ctx, const void *p, size_t bytes);
+/* something wrote [p, p + bytes) (bytes = 0: at p, extent unknown): the parameter ranges it
+ * overlaps get new stamps, so their cached bf16 copies are converted again at next use */
+void ax_cuda_bf16_invalidate(const void *p, size_t bytes);
+/* every range gets a new stamp (a kernel launched outside a table op: outputs unknown) */
+void ax_cuda_bf16_invalidate_all(void);
+/* device memory at p is being freed: a range starting there is withdrawn */
+void ax_cuda_params_freed(const void *p);
+/* reads AXMEM_CUDA_BF16_CACHE (MB; 0 = off) and AXMEM_CUDA_BF16_CHECK; fails on a bad value */
+ax_status ax_cuda_wcache_init(ax_cuda_wcache *w);
+/* logs the counters (debug), frees the copies, withdraws the ranges ctx declared */
+void ax_cuda_wcache_fini(ax_ctx *ctx, ax_cuda_wcache *w);
+/* frees every entry but the current GEMM's (device memory the staging slots need first);
+ * returns how many */
+int ax_cuda_wcache_release(ax_cuda_wcache *w);
+/* the bf16 copy of src[rows, cols] (leading dimension ld) when it lies in a parameter range and
+ * the cache is on: *p (inside an entry; converted now on a miss) with leading dimension *pld,
+ * returning 1; 0 otherwise (the caller stages it). `what` names the operand for check mode.
+ * The caller advances w->tick once per GEMM: an entry taken under the current tick is never
+ * evicted for the GEMM's other operand. */
+int ax_cuda_wcache_get(ax_ctx *ctx, ax_cuda_wcache *w, const float *src, long rows, long cols,
+                       long ld, const char *what, const void **p, long *pld);
+/* Test-only (tests/cuda/cuda_ops_check.c --stale): while `on`, ax_cuda_bf16_invalidate ignores
+ * writes, so a cached copy goes stale and check mode must catch it. */
+void ax_cuda_bf16_test_skip(int on);
+/* Test-only: ctx's counters: hits, misses (incl. refills), refills, evictions, over budget,
+ * entries, bytes */
+void ax_cuda_bf16_cache_stats(ax_ctx *ctx, long out[7]);
+/* Table ops run in an op scope (ops_table.c): a kernel launched outside one (a new op that
+ * bypassed the wrappers) drops every cached weight copy. Returns the previous state. */
+int ax_cuda_op_scope(int on);
+/* fills the table's op entries with those wrappers (ops_table.c) */
+void ax_cuda_table_ops(ax_backend *t);
 
 /* Records the first failure (printf-style message) for ax_cuda_status; later ones are logged. */
 void ax_cuda_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -20,11 +20,6 @@ static cublasOperation_t op_of(char t) {
     return t == 'T' || t == 't' ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-/* padded leading dimension of a staged operand: 16-byte rows */
-static long bf16_ld(long cols) {
-    return (cols + 7) & ~7L;
-}
-
 /* the slot already holding src[rows, cols] (leading dimension ld), or a matrix it is a block
  * of, with nothing written since (generation gen): its index, and the block's bf16 copy in *p
  * with leading dimension *pld; -1 when none. (The dW chunks of the overlap schedule read
@@ -36,7 +31,7 @@ static int slot_find(const ax_cuda_ctx *c, const float *src, long rows, long col
         if (!s->src || s->gen != gen || s->ld != ld || src < s->src) continue;
         long off = (long)(src - s->src), r = off / ld, col = off % ld;
         if (r + rows > s->rows || col + cols > s->cols) continue;
-        *pld = bf16_ld(s->cols);
+        *pld = ax_cuda_bf16_ld(s->cols);
         *p = (const uint16_t *)s->buf + r * *pld + col;
         return i;
     }
@@ -47,13 +42,18 @@ static int slot_find(const ax_cuda_ctx *c, const float *src, long rows, long col
 static int slot_fill(ax_ctx *ctx, ax_cuda_ctx *c, int v, const float *src, long rows, long cols,
                      long ld, unsigned long gen) {
     ax_cuda_bf16_slot *s = &c->slot[v];
-    size_t need = (size_t)rows * (size_t)bf16_ld(cols);
+    size_t need = (size_t)rows * (size_t)ax_cuda_bf16_ld(cols);
     s->src = NULL;
     if (need > s->cap) {
         /* once per larger shape, not per step: cudaFree waits for the GEMMs reading it */
         if (s->buf) cudaFree(s->buf);
         s->buf = NULL, s->cap = 0;
-        if (cudaMalloc(&s->buf, need * 2) != cudaSuccess) {
+        cudaError_t e = cudaMalloc(&s->buf, need * 2);
+        if (e != cudaSuccess && ax_cuda_wcache_release(&c->wc)) { /* weights give way */
+            cudaGetLastError();
+            e = cudaMalloc(&s->buf, need * 2);
+        }
+        if (e != cudaSuccess) {
             cudaGetLastError();
             s->buf = NULL;
             ax_cuda_fail("out of device memory for %zu bytes of bf16 GEMM staging", need * 2);
@@ -61,12 +61,13 @@ static int slot_fill(ax_ctx *ctx, ax_cuda_ctx *c, int v, const float *src, long 
         }
         s->cap = need;
     }
-    ax_cuda_to_bf16(ctx, s->buf, bf16_ld(cols), src, rows, cols, ld);
+    ax_cuda_to_bf16(ctx, s->buf, ax_cuda_bf16_ld(cols), src, rows, cols, ld);
     s->src = src, s->rows = rows, s->cols = cols, s->ld = ld, s->gen = gen;
     return 1;
 }
 
-/* bf16 operands, fp32 accumulation and output; C's writes end the slots' reuse */
+/* bf16 operands, fp32 accumulation and output; C's writes end the slots' reuse. Operands in a
+ * declared parameter range come from the weight cache (wcache.c), the rest from the slots. */
 static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, long m, long n, long k,
                       float alpha, const float *A, long lda, const float *B, long ldb, float beta,
                       float *C, long ldc) {
@@ -76,20 +77,27 @@ static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, lon
     unsigned long gen = ax_cuda_generation();
     const void *a = NULL, *b = NULL;
     long la = 0, lb = 0;
-    int ha = slot_find(c, A, ar, ac, lda, gen, &a, &la);
-    int hb = slot_find(c, B, br, bc, ldb, gen, &b, &lb);
-    if (ha < 0) { /* not into the slot B hits */
-        ha = hb == 0 ? 1 : 0;
+    c->wc.tick++; /* this GEMM's entries stay while its other operand is looked up */
+    int ca = ax_cuda_wcache_get(ctx, &c->wc, A, ar, ac, lda, "gemm operand A", &a, &la);
+    int cb = ax_cuda_wcache_get(ctx, &c->wc, B, br, bc, ldb, "gemm operand B", &b, &lb);
+    if (ca || cb) ax_cuda_prof_mark("gemm (bf16): weight conversion (cached)");
+    /* -2: served by the cache; -1: not in a slot */
+    int ha = ca ? -2 : slot_find(c, A, ar, ac, lda, gen, &a, &la);
+    int hb = cb ? -2 : slot_find(c, B, br, bc, ldb, gen, &b, &lb);
+    if (ha == -1) { /* not into the slot B hits (the older one when B is cached) */
+        ha = hb == 0 ? 1 : hb == -2 ? 1 - c->slot_last : 0;
         if (!slot_fill(ctx, c, ha, A, ar, ac, lda, gen)) return;
-        a = c->slot[ha].buf, la = bf16_ld(ac);
-        hb = slot_find(c, B, br, bc, ldb, gen, &b, &lb); /* B may be A, or a block of it */
+        a = c->slot[ha].buf, la = ax_cuda_bf16_ld(ac);
+        if (!cb) hb = slot_find(c, B, br, bc, ldb, gen, &b, &lb); /* B may be A, or a block */
     }
-    if (hb < 0) {
-        hb = 1 - ha;
+    if (hb == -1) {
+        hb = ha >= 0 ? 1 - ha : 1 - c->slot_last;
         if (!slot_fill(ctx, c, hb, B, br, bc, ldb, gen)) return;
-        b = c->slot[hb].buf, lb = bf16_ld(bc);
+        b = c->slot[hb].buf, lb = ax_cuda_bf16_ld(bc);
     }
-    ax_cuda_prof_mark("gemm (bf16): operand conversion");
+    if (ha >= 0) c->slot_last = ha;
+    if (hb >= 0) c->slot_last = hb;
+    if (!ca || !cb) ax_cuda_prof_mark("gemm (bf16): operand conversion");
     if (la > INT_MAX || lb > INT_MAX) {
         ax_cuda_fail("gemm(%c,%c,m=%ld,n=%ld,k=%ld): a dimension exceeds cuBLAS's int range",
                      transa, transb, m, n, k);
@@ -114,6 +122,11 @@ static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, lon
     }
 }
 
+/* C[m, n] (leading dimension ldc) is being written: cached weight copies of it are stale */
+static void wrote_c(const float *C, long m, long n, long ldc) {
+    ax_cuda_bf16_invalidate(C, (size_t)((m - 1) * ldc + n) * sizeof(float));
+}
+
 /* AXMEM_CUDA_BF16_GEMM=fast: bf16 GEMMs take the fp32 operands as they are and let cuBLAS
  * round them (CUBLAS_COMPUTE_32F_FAST_16BF) instead of staging bf16 copies (the default,
  * "staged", whose rounding the ops check reproduces exactly) */
@@ -133,6 +146,7 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
     if (m <= 0 || n <= 0) return;
     if (k <= 0) { /* empty product: C = beta C, as the CPU backend does */
         ax_cuda_scale_matrix(ctx, C, ldc, m, n, beta);
+        wrote_c(C, m, n, ldc);
         return;
     }
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
@@ -146,10 +160,12 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
         ax_cuda_gemm_strided(ctx, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C,
                              ldc, 0, 1);
         ax_cuda_prof_mark("gemm (bf16 in cuBLAS)");
+        wrote_c(C, m, n, ldc);
         return;
     }
     if (c->bf16) {
         gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        wrote_c(C, m, n, ldc);
         return;
     }
     cublasStatus_t s =
@@ -159,6 +175,7 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
         ax_cuda_fail("cublasSgemm(%c,%c,m=%ld,n=%ld,k=%ld,lda=%ld,ldb=%ld,ldc=%ld): %s", transa,
                      transb, m, n, k, lda, ldb, ldc, cublasGetStatusString(s));
     ax_cuda_prof_mark("gemm (fp32)");
+    wrote_c(C, m, n, ldc);
 }
 
 /* out[N,OC] = inp[N,C] w[OC,C]^T */
@@ -198,4 +215,5 @@ void ax_cuda_gemm_strided(ax_ctx *ctx, char transa, char transb, long m, long n,
         ax_cuda_fail("cublasGemmStridedBatchedEx(%c,%c,m=%ld,n=%ld,k=%ld,batch=%ld): %s", transa,
                      transb, m, n, k, batch, cublasGetStatusString(s));
     ax_cuda_advance(); /* C written: no staged bf16 operand of it may be reused */
+    ax_cuda_bf16_invalidate(C, (size_t)((batch - 1) * sc + (m - 1) * ldc + n) * sizeof(float));
 }

@@ -6,7 +6,11 @@
 # run (< 2e-2 relative per step), a checkpoint that the CPU loads (fp32 master weights, the
 # CPU checkpoint's layout), and probe and generate that run. Device memory is guarded
 # (AX_EMU_GUARD=1): host code that touches it directly faults, and the backtrace names the line
-# (gdb, if installed). Slow (fibers): a tiny model, ~2-3 minutes.
+# (gdb, if installed). bf16 runs have the weight cache's check mode on (AXMEM_CUDA_BF16_CHECK=1:
+# every cached bf16 weight copy that a GEMM takes is compared with a fresh conversion of its
+# source, so a copy that outlived a write into the parameters fails the run), and their debug
+# log must show that the cache served hits; the bf16 run with the cache off
+# (AXMEM_CUDA_BF16_CACHE=0) must give the same bits. Slow (fibers): a tiny model, ~3 minutes.
 #
 #   bash tests/cuda/emu/e2e.sh [BUILD=build]     exit 0 when every comparison passed
 set -uo pipefail
@@ -17,7 +21,7 @@ E=$B/cuda-emu/axmem
 [ -x "$E" ] || { echo "e2e: $E missing: run tests/cuda/emu/run.sh $B first"; exit 2; }
 T=$(mktemp -d /tmp/axmem-emu-e2e.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-export OMP_NUM_THREADS=1
+export OMP_NUM_THREADS=1 AXMEM_CUDA_BF16_CHECK=1
 fails=0
 emu() { # runs the emulated CLI with guarded device memory; a crash reruns it under gdb (if
   # installed) for the backtrace that names the line (gdb's own exit code is not the child's
@@ -30,7 +34,17 @@ emu() { # runs the emulated CLI with guarded device memory; a crash reruns it un
   fi
   return $rc
 }
+emu_log() { # LOG ARGS...: emu with the debug log (to LOG, and its last lines on failure)
+  local log=$1
+  shift
+  AXMEM_LOG=debug emu "$@" 2>"$log" || { tail -5 "$log"; return 1; }
+}
 check() { if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi; }
+cache_hits() { # LOG: the bf16 weight cache's debug line (at context free) shows hits, checked
+  local l
+  l=$(grep -E "bf16 weight cache: .* [1-9][0-9]* hits.*every hit checked" "$1" | tail -1)
+  [ -n "$l" ] && echo "     ${l#*cuda: }"
+}
 
 head -n 200 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
 "$A" data tokenizer-train --input "$T/kjv.jsonl" --vocab-size 300 --out "$T/tok" 2>/dev/null
@@ -61,7 +75,27 @@ S6=(--data "$T/kjv.axd" --layers 1 --dim 32 --heads 2 --ffn 64 --seq-len 8 --bat
     --lr 3e-3 --warmup 1 --seed 7 --threads 1 --goldfish hash:k=4,h=3 --log-every 1)
 "$A" train "${S6[@]}" --device cpu --out "$T/cpu6" 2>/dev/null
 name="train --device cuda (bf16 by default, emulated) runs 6 steps"
-check emu train "${S6[@]}" --device cuda --out "$T/bf16"
+check emu_log "$T/bf16.log" train "${S6[@]}" --device cuda --out "$T/bf16"
+name="bf16 train: weights served from the bf16 cache (hits after the forward), none stale"
+check cache_hits "$T/bf16.log"
+same_bits() { # the same bf16 run with the weight cache off: losses, gradient norms and the
+  # checkpoint's tensors bit for bit (the cache changes where the bf16 copy comes from, never it)
+  AXMEM_CUDA_BF16_CACHE=0 emu train "${S6[@]}" --device cuda --out "$T/bf16off" >/dev/null 2>&1 ||
+    return 1
+  python3 - "$T/bf16" "$T/bf16off" <<'PY'
+import glob, json, os, sys
+runs = sys.argv[1:]
+def steps(r):
+    return [(m["loss"], m["grad_norm"]) for m in map(json.loads, open(r + "/metrics.jsonl"))]
+a, b = steps(runs[0]), steps(runs[1])
+shards = [sorted(glob.glob(r + "/ckpt/step-*/*.zst")) for r in runs]
+same = [open(x, "rb").read() == open(y, "rb").read() for x, y in zip(*shards)]
+print(f"     {len(a)} steps, losses and norms equal: {a == b}; {sum(same)} of {len(same)} shards equal")
+sys.exit(0 if a and a == b and same and all(same) and len(shards[0]) == len(shards[1]) else 1)
+PY
+}
+name="bf16 with the weight cache off (AXMEM_CUDA_BF16_CACHE=0): same losses and weights, bit for bit"
+check same_bits
 name="train: losses cuda bf16 vs cpu fp32 < 2e-2 relative per step"
 check same_losses "$T/cpu6" "$T/bf16" 2e-2
 name="bf16 run: the manifest records --precision (auto)"
@@ -95,12 +129,16 @@ check bash -c 'AX_EMU_GUARD=1 "$0" memscan generate "${@:2}" --device cuda --pre
   --samples-out "$1/gg.jsonl" >/dev/null 2>&1 && cmp -s "$1/gc.jsonl" "$1/gg.jsonl"' \
   "$E" "$T" "${G[@]}"
 name="probe --device cuda --precision bf16 (emulated) runs, every sample scored"
-check bash -c 'AX_EMU_GUARD=1 "$0" memscan probe "${@:2}" --device cuda --precision bf16 \
-  --out "$1/pb.json" >/dev/null 2>&1 && [ "$(wc -l <"$1/pb.samples.jsonl")" = "$(wc -l <"$1/pc.samples.jsonl")" ]' \
+check bash -c 'AX_EMU_GUARD=1 AXMEM_LOG=debug "$0" memscan probe "${@:2}" --device cuda --precision bf16 \
+  --out "$1/pb.json" >/dev/null 2>"$1/pb.log" && [ "$(wc -l <"$1/pb.samples.jsonl")" = "$(wc -l <"$1/pc.samples.jsonl")" ]' \
   "$E" "$T" "${P[@]}"
+name="bf16 probe: every decoding step's weights from the bf16 cache, none stale"
+check cache_hits "$T/pb.log"
 name="generate --device cuda --precision bf16 (emulated) runs"
-check bash -c 'AX_EMU_GUARD=1 "$0" memscan generate "${@:2}" --device cuda --precision bf16 \
-  --out "$1/gb.json" --samples-out "$1/gb.jsonl" >/dev/null 2>&1 && [ -s "$1/gb.jsonl" ]' \
+check bash -c 'AX_EMU_GUARD=1 AXMEM_LOG=debug "$0" memscan generate "${@:2}" --device cuda --precision bf16 \
+  --out "$1/gb.json" --samples-out "$1/gb.jsonl" >/dev/null 2>"$1/gb.log" && [ -s "$1/gb.jsonl" ]' \
   "$E" "$T" "${G[@]}"
+name="bf16 generate: weights from the bf16 cache, none stale"
+check cache_hits "$T/gb.log"
 echo "emu e2e: $fails failed"
 [ "$fails" -eq 0 ]

@@ -53,7 +53,7 @@ gcc -std=c11 "${CFLAGS[@]}" -c tests/cuda/emu/emu_mem.c -o "$E/emu_mem.c.o"
 gcc -std=c11 "${CFLAGS[@]}" -c tests/cuda/cuda_ops_check.c -o "$E/cuda_ops_check.o"
 # the CPU backend and the lower layers from the release build; backend.o above replaces the
 # library's selection (AX_HAVE_CUDA, with the emulated table)
-EMU_BACKEND=("$E"/backend_cuda.c.o "$E"/gemm.c.o "$E"/backend.c.o "$E"/emu_mem.c.o "$E"/ops_*.o
+EMU_BACKEND=("$E"/backend_cuda.c.o "$E"/gemm.c.o "$E"/wcache.c.o "$E"/backend.c.o "$E"/emu_mem.c.o "$E"/ops_*.o
              "$B"/lib/backend/cpu/*.o)
 g++ -fopenmp -o "$E/cuda_ops_check" "$E/cuda_ops_check.o" "${EMU_BACKEND[@]}" \
   "$B/lib/libaxmem_core.a" -ldnnl -lxxhash -lzstd -lz -lm
@@ -93,7 +93,12 @@ g++ -fopenmp -rdynamic -o "$E/axmem-nccl" "$B"/cli/*.o \
 # tests/mpi/mpi_stage.c on the same: every collective of the NCCL transport on every axis
 gcc -std=c11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -DAX_STAGE_NCCL -I tests/cuda/emu/c \
   -I tests/cuda/emu -I . $(mpicc --showme:compile) -c tests/mpi/mpi_stage.c -o "$E/mpi_stage_nccl.o"
-g++ -fopenmp -rdynamic -o "$E/mpi_stage-nccl" "$E/mpi_stage_nccl.o" "${NDIST[@]}" "$E"/emu_mem.c.o \
-  "$B/lib/libaxmem_core.a" $(mpicc --showme:link) -lm
-echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1)"
-AX_EMU_GUARD=1 OMP_NUM_THREADS=1 "$E/cuda_ops_check" "$@"
+# (the backend for the transport's bf16-cache invalidation and the emulated device memory)
+g++ -fopenmp -rdynamic -o "$E/mpi_stage-nccl" "$E/mpi_stage_nccl.o" "${NDIST[@]}" \
+  "$E/libaxmem_backend_emu.a" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) -ldnnl -lm
+echo "emu: cuda_ops_check on the emulated device, device memory guarded (AX_EMU_GUARD=1), every"
+echo "     bf16 weight-cache hit compared with a fresh conversion (AXMEM_CUDA_BF16_CHECK=1)"
+AX_EMU_GUARD=1 OMP_NUM_THREADS=1 AXMEM_CUDA_BF16_CHECK=1 "$E/cuda_ops_check" "$@"
+# check mode must catch a weight copy made stale on purpose (its own process: the failure sticks)
+echo "emu: cuda_ops_check --stale"
+AX_EMU_GUARD=1 OMP_NUM_THREADS=1 "$E/cuda_ops_check" --stale 2>/dev/null
