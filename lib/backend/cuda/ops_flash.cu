@@ -6,7 +6,7 @@
 // memory as bf16 (rounded to nearest even from the fp32 activations). A block is 4 warps;
 // each warp owns 16 rows of a 64-row tile.
 //   forward   per query tile: for each key tile, S = Q K^T (fp32), online softmax on the
-//             warp's rows (running max m, sum l; O in shared memory rescaled when m grows),
+//             warp's rows (running max m, sum l; O in register fragments rescaled when m grows),
 //             P rounded to bf16, O += P V. Writes O / l and lse = m + log l (as the blocked
 //             path: the two are interchangeable).
 //   backward  D_i = rowsum(dO * O) (the forward's output), then two kernels so every output
@@ -63,37 +63,77 @@ template <int D> __device__ void scores(float *S, const bf16 *A, const bf16 *Bt)
     }
 }
 
+// S[16, FT] = A B^T with A the warp's 16 query rows as register fragments (D / 16 of them) and
+// B the tile's FT key rows [FT, D + 8] in shared memory
+template <int D> __device__ void scores_q(float *S, const frag_a *qf, const bf16 *Bt) {
+    for (int n = 0; n < FT / 16; n++) {
+        frag_c acc;
+        wmma::fill_fragment(acc, 0.0f);
+        for (int k = 0; k < D / 16; k++) {
+            frag_b_col b;
+            wmma::load_matrix_sync(b, Bt + (n * 16) * (D + 8) + k * 16, D + 8);
+            wmma::mma_sync(acc, qf[k], b, acc);
+        }
+        wmma::store_matrix_sync(S + n * 16, acc, LDS, wmma::mem_row_major);
+    }
+}
+
+// acc[i] *= the factor of acc[i]'s row, for every fragment of `o`: the 16 row factors are laid
+// out as a 16 x 16 tile (row r all f[r]) in the warp's scratch and loaded as a fragment of the
+// same type, whose element i sits at the same matrix position as every other fragment's. Lanes
+// 2r and 2r + 1 hold row r's factor `f`. Leaves the scratch free again.
+template <int N> __device__ void scale_rows(frag_c *o, float *scratch, float f) {
+    int lane = threadIdx.x & 31, row = lane >> 1, half = lane & 1;
+    for (int c = half * 8; c < half * 8 + 8; c++) scratch[row * LDS + c] = f;
+    __syncwarp();
+    frag_c fr;
+    wmma::load_matrix_sync(fr, scratch, LDS, wmma::mem_row_major);
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < fr.num_elements; i++) o[n].x[i] *= fr.x[i];
+    __syncwarp();
+}
+
 // ---- forward ----
+// The warp's O[16, D] and its Q[16, D] stay in register fragments across the key tiles (no
+// O round trip through shared memory per tile, and no Q tile): the block's shared memory is
+// the K and V tiles, the warps' scores and probabilities: 61 KB at D = 128 (3 blocks an SM)
+// where O and Q in shared memory took 112 KB (2 blocks).
 template <int D>
-__global__ void flash_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H,
-                                 int Hkv, float scale) {
+__device__ __forceinline__ void flash_fwd_body(float *out, float *lse, const float *qkv, int T,
+                                               int C, int H, int Hkv, float scale) {
     extern __shared__ float fsm[];
-    const int ldq = D + 8, ldo = D + 4;
-    bf16 *Qs = (bf16 *)fsm, *Ks = Qs + FT * ldq, *Vs = Ks + FT * ldq;
+    const int ldq = D + 8;
+    bf16 *Ks = (bf16 *)fsm, *Vs = Ks + FT * ldq;
     float *Ss = (float *)(Vs + FT * ldq);
     bf16 *Ps = (bf16 *)(Ss + FW * 16 * LDS);
-    float *Os = (float *)(Ps + FW * 16 * LDP);
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int bh = blockIdx.y, b = bh / H, h = bh % H;
     int q0 = ((T + FT - 1) / FT - 1 - (int)blockIdx.x) * FT; // the longest rows first
     long Ckv = (long)Hkv * D, C3 = C + 2 * Ckv;
     const float *qbase = qkv + (long)b * T * C3 + (long)h * D;
     const float *kbase = qkv + (long)b * T * C3 + C + (long)(h / (H / Hkv)) * D;
-    float *S = Ss + w * 16 * LDS, *O = Os + w * 16 * ldo;
+    float *S = Ss + w * 16 * LDS;
     bf16 *P = Ps + w * 16 * LDP;
-    stage_rows<D>(Qs, qbase, C3, q0, T);
-    for (int e = lane; e < 16 * D; e += 32) O[(e / D) * ldo + e % D] = 0.0f;
+    // Q through the K buffer into fragments (the first key tile overwrites it after a barrier)
+    frag_a qf[D / 16];
+    frag_c o[D / 16];
+    stage_rows<D>(Ks, qbase, C3, q0, T);
+    __syncthreads();
+    for (int k = 0; k < D / 16; k++) {
+        wmma::load_matrix_sync(qf[k], Ks + w * 16 * ldq + k * 16, ldq);
+        wmma::fill_fragment(o[k], 0.0f);
+    }
     int row = lane >> 1, half = lane & 1; // lanes 2r and 2r + 1 share the warp's row r
     int q = q0 + w * 16 + row, wlast = q0 + w * 16 + 15;
     float m = -INFINITY, l = 0.0f;
     int last = min(q0 + FT, T) - 1; // the block's last query: keys [0, last]
     for (int k0 = 0; k0 <= last; k0 += FT) {
-        __syncthreads(); // the previous tile is no longer read
+        __syncthreads(); // the previous tile (or Q) is no longer read
         stage_rows<D>(Ks, kbase, C3, k0, T);
         stage_rows<D>(Vs, kbase + Ckv, C3, k0, T);
         __syncthreads();
         if (k0 > wlast) continue; // warp-uniform: every key is after the warp's queries
-        scores<D>(S, Qs + w * 16 * ldq, Ks);
+        scores_q<D>(S, qf, Ks);
         __syncwarp();
         float mx = -INFINITY;
         for (int c = half * (FT / 2); c < (half + 1) * (FT / 2); c++)
@@ -113,27 +153,43 @@ __global__ void flash_fwd_kernel(float *out, float *lse, const float *qkv, int T
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         l = l * corr + sum;
         m = mn;
-        for (int d = half * (D / 2); d < (half + 1) * (D / 2); d++) O[row * ldo + d] *= corr;
-        __syncwarp();
+        __syncwarp();                         // S is read: its first 16 columns are scratch now
+        scale_rows<D / 16>(o, S, corr);       // O *= corr per row
         for (int dn = 0; dn < D / 16; dn++) { // O += P V
-            frag_c acc;
-            wmma::load_matrix_sync(acc, O + dn * 16, ldo, wmma::mem_row_major);
             for (int k = 0; k < FT / 16; k++) {
                 frag_a a;
                 frag_b_row v;
                 wmma::load_matrix_sync(a, P + k * 16, LDP);
                 wmma::load_matrix_sync(v, Vs + (k * 16) * ldq + dn * 16, ldq);
-                wmma::mma_sync(acc, a, v, acc);
+                wmma::mma_sync(o[dn], a, v, o[dn]);
             }
-            wmma::store_matrix_sync(O + dn * 16, acc, ldo, wmma::mem_row_major);
         }
+    }
+    // O / l, through the warp's scratch 16 columns at a time (rows past T are not written)
+    scale_rows<D / 16>(o, S, q < T ? 1.0f / l : 0.0f);
+    float *dst = out + ((long)b * T + q) * C + (long)h * D;
+    for (int dn = 0; dn < D / 16; dn++) {
+        wmma::store_matrix_sync(S, o[dn], LDS, wmma::mem_row_major);
+        __syncwarp();
+        if (q < T)
+            for (int c = half * 8; c < half * 8 + 8; c++) dst[dn * 16 + c] = S[row * LDS + c];
         __syncwarp();
     }
-    if (q < T) {
-        float inv = 1.0f / l, *dst = out + ((long)b * T + q) * C + (long)h * D;
-        for (int d = half * (D / 2); d < (half + 1) * (D / 2); d++) dst[d] = O[row * ldo + d] * inv;
-        if (!half) lse[(long)bh * T + q] = m + logf(l);
-    }
+    if (q < T && !half) lse[(long)bh * T + q] = m + logf(l);
+}
+
+// D = 128 took 177 registers uncapped: 2 blocks an SM, where its 61 KB of shared memory allow 3;
+// capped for 3 (__launch_bounds__) it takes 168 and a 16-byte spill. The smaller head dims
+// stay uncapped (a cap made ptxas use more registers there, not fewer).
+__global__ void __launch_bounds__(FW * 32, 3)
+    flash_fwd_kernel_128(float *out, float *lse, const float *qkv, int T, int C, int H, int Hkv,
+                         float scale) {
+    flash_fwd_body<128>(out, lse, qkv, T, C, H, Hkv, scale);
+}
+template <int D>
+__global__ void flash_fwd_kernel(float *out, float *lse, const float *qkv, int T, int C, int H,
+                                 int Hkv, float scale) {
+    flash_fwd_body<D>(out, lse, qkv, T, C, H, Hkv, scale);
 }
 
 // ---- backward: D_i = rowsum(dO * O) per (b, h, query), one warp per row ----
@@ -302,9 +358,8 @@ __global__ void flash_dkv_kernel(float *dqkv, const float *dout, const float *qk
 }
 
 // ---- host ----
-static size_t fwd_smem(int D) {
-    return 3 * (size_t)FT * (D + 8) * 2 + FW * 16 * (LDS * 4 + LDP * 2) +
-           FW * 16 * (size_t)(D + 4) * 4;
+static size_t fwd_smem(int D) { // K and V tiles, the warps' scores and probabilities
+    return 2 * (size_t)FT * (D + 8) * 2 + FW * 16 * (LDS * 4 + LDP * 2);
 }
 static size_t dq_smem(int D) {
     return 4 * (size_t)FT * (D + 8) * 2 + FW * 16 * (LDS * 4 + LDP * 2);
@@ -316,7 +371,11 @@ static size_t dkv_smem(int D) {
 template <int D>
 static void fwd_launch(ax_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T, int C,
                        int H, int Hkv) {
-    void (*k)(float *, float *, const float *, int, int, int, int, float) = flash_fwd_kernel<D>;
+    void (*k)(float *, float *, const float *, int, int, int, int, float);
+    if constexpr (D == 128)
+        k = flash_fwd_kernel_128;
+    else
+        k = flash_fwd_kernel<D>;
     size_t sh = fwd_smem(D);
     cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
     dim3 grid((T + FT - 1) / FT, B * H);
