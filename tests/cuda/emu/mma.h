@@ -3,9 +3,9 @@
 // lib/backend/cuda/ uses it. On the GPU a fragment's elements are spread over the warp's lanes
 // in an unspecified layout, so correct code only loads, stores, fills and multiplies them, or
 // combines the elements x[i] of two fragments of the same type (element i is the same matrix
-// position in both); here every thread holds the whole tile, which is one valid such layout. The operations are
-// warp-collective there and plain per-thread work here: data written by other lanes must be
-// published with __syncwarp (or __syncthreads) first, as on the GPU, and the emulator's
+// position in both); here every thread holds the whole tile, which is one valid such layout. The
+// operations are warp-collective there and plain per-thread work here: data written by other lanes
+// must be published with __syncwarp (or __syncthreads) first, as on the GPU, and the emulator's
 // fibers, switched only at barriers, make a missing one show as a wrong result.
 #pragma once
 #include <type_traits>
