@@ -11,3 +11,4 @@ int ax_cmd_memscan(int argc, char **argv);  /* memscan/cmd_memscan.c */
 int ax_cmd_report(int argc, char **argv);   /* reports/cmd_report.c */
 int ax_cmd_model(int argc, char **argv);    /* interop/cmd_model.c */
 int ax_cmd_plan(int argc, char **argv);     /* plan/cmd_plan.c */
+int ax_cmd_version(int argc, char **argv);  /* cli/version.c */

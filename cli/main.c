@@ -25,6 +25,8 @@ static const command commands[] = {
     {"plan", ax_cmd_plan, "rank 4D grids by predicted step time, compute/comm/memory breakdown"},
     {"demo", ax_cmd_demo,
      "the whole job on the bundled corpus: baseline vs goldfish, scans, report"},
+    {"version", ax_cmd_version,
+     "this build: commit, BLAS, CUDA plugin, NCCL; --devices lists GPUs"},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 
@@ -37,6 +39,11 @@ static void usage(FILE *f) {
     fprintf(f, "\nenvironment: AXMEM_LOG=error|warn|info|debug, OMP_NUM_THREADS=N,\n"
                "  AXMEM_STALL_TIMEOUT=SECONDS (fail a multi-rank job whose ranks wait longer\n"
                "  than this in one collective; default 600, 0 = off)\n"
+               "GPU runs (--device cuda): AXMEM_CUDA_PLUGIN=PATH (libaxmem_cuda.so),\n"
+               "  AXMEM_CUDA_ATTENTION=flash (fused bf16 kernels; default: blocks on cuBLAS),\n"
+               "  AXMEM_CUDA_BF16_CACHE=MB (bf16 weight copies; 0 = off),\n"
+               "  AXMEM_CUDA_BF16_CHECK=1 (verify every cached copy), AXMEM_CUDA_PROFILE=1\n"
+               "  (per-op device times at exit)\n"
                "\nCtrl-C (SIGINT), SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 stop at the next safe\n"
                "point (train: after the current step, with a checkpoint); a second one exits\n"
                "at once.\n");
@@ -54,6 +61,8 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    static char version_cmd[] = "version";
+    if (!strcmp(argv[1], "--version")) argv[1] = version_cmd;
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

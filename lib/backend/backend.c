@@ -31,6 +31,30 @@ ax_status ax_backend_select(const char *name, const ax_backend **out) {
     return ax_errorf(AX_ERR_ARG, "--device %s is not a backend; use cpu or cuda", name);
 }
 
+const char *ax_backend_cuda_build(void) {
+#if defined(AX_HAVE_CUDA)
+    return "linked in";
+#elif defined(AX_CUDA_PLUGIN)
+    return "plugin";
+#else
+    return NULL;
+#endif
+}
+
+ax_status ax_backend_cuda_describe(char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+#if defined(AX_HAVE_CUDA)
+    return ax_cuda_devices_describe(buf, cap);
+#elif defined(AX_CUDA_PLUGIN)
+    void *fn = NULL;
+    AX_CHECK(ax_cuda_plugin_sym("axmem version --devices", "a build with CUDA",
+                                "ax_cuda_devices_describe", &fn));
+    return ((ax_status(*)(char *, size_t))fn)(buf, cap);
+#else
+    return ax_errorf(AX_ERR_UNSUPPORTED, "built without CUDA; rebuild with scons cuda=yes");
+#endif
+}
+
 const char *ax_precision_name(ax_precision p) {
     return p == AX_PREC_BF16 ? "bf16" : "fp32";
 }

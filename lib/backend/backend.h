@@ -173,6 +173,14 @@ const ax_backend *ax_backend_cpu(void);
 /* The CUDA backend (lib/backend/cuda/, only in a build with AX_HAVE_CUDA): picks this rank's
  * GPU (local rank modulo the visible devices); fails when no device is found at run time. */
 ax_status ax_backend_cuda_open(const ax_backend **out);
+/* How this build has the CUDA backend: "plugin" (build/lib/libaxmem_cuda.so, loaded on demand),
+ * "linked in" (the emulator), or NULL (built without CUDA). */
+const char *ax_backend_cuda_build(void);
+/* One line per visible GPU into buf ("0: NAME, N GiB, sm_XY"), loading the plugin: what
+ * `axmem version --devices` prints. Fails (naming the plugin) when it cannot be loaded. */
+ax_status ax_backend_cuda_describe(char *buf, size_t cap);
+/* the plugin's side of it (lib/backend/cuda/backend_cuda.c) */
+ax_status ax_cuda_devices_describe(char *buf, size_t cap);
 /* Backend by name: "cpu", or "cuda" (fails in a build without CUDA, naming the rebuild flag,
  * and on a machine without a GPU, saying so). */
 ax_status ax_backend_select(const char *name, const ax_backend **out);

@@ -35,6 +35,11 @@ static void plugin_path(char *path, size_t cap) {
     snprintf(path, cap, "%s/../lib/%s", exe, PLUGIN_NAME); /* the one the error names */
 }
 
+int ax_cuda_plugin_locate(char *path, size_t cap) {
+    plugin_path(path, cap);
+    return access(path, F_OK) == 0;
+}
+
 static ax_status load(const char *flag, const char *instead) {
     if (handle) return AX_OK;
     char path[PATH_MAX + 64];

@@ -10,11 +10,15 @@
  * definitions, which it exports (SConstruct: --export-dynamic-symbol=ax_*), so the process
  * keeps one error/log state (docs/DESIGN.md, "The CUDA backend"). */
 #pragma once
+#include <stddef.h>
 #include "lib/core/status.h"
 
 /* *out = the plugin's symbol `sym`, loading the plugin first. The error names `flag`, what asked
  * for it ("--device cuda"), the plugin's path and the loader's reason, and says what to do:
  * rebuild with CUDA, or `instead` ("--device cpu"). */
 ax_status ax_cuda_plugin_sym(const char *flag, const char *instead, const char *sym, void **out);
+/* path <- where the plugin would be loaded from ($AXMEM_CUDA_PLUGIN, else beside the executable);
+ * 1 when a file is there (nothing is loaded) */
+int ax_cuda_plugin_locate(char *path, size_t cap);
 /* 1 when the plugin is loaded in this process (by an earlier ax_cuda_plugin_sym) */
 int ax_cuda_plugin_loaded(void);

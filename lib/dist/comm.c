@@ -131,6 +131,14 @@ void ax_reduce_local(ax_dtype t, ax_redop op, void *acc, const void *in, long n)
 
 static const char *comm_choice = "auto";
 
+int ax_comm_nccl_built(void) {
+#ifdef AX_HAVE_NCCL
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 #ifdef AX_HAVE_NCCL
 /* The NCCL transport is built into the CUDA plugin (lib/core/plugin.h), loaded by --comm nccl
  * (ax_comm_check) or, with --comm auto, taken from the plugin the CUDA backend has loaded. */

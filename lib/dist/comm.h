@@ -110,6 +110,8 @@ const ax_comm_memory *ax_grid_memory(const ax_grid_t *g);
 ax_status ax_comm_check(const char *name);
 ax_status ax_comm_select(const char *name);
 const char *ax_comm_selected(void); /* "auto", "mpi" or "nccl" */
+/* 1 when this build has the NCCL transport (it lives in the CUDA plugin; nothing is loaded) */
+int ax_comm_nccl_built(void);
 
 /* ---- blocking, typed ---- */
 /* in place: buf[n] <- op over the axis */

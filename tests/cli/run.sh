@@ -288,6 +288,30 @@ else
     "cannot load the CUDA plugin $T/none.so: .*No such file.*rebuild with scons cuda=yes.*--device cpu" \
     env AXMEM_CUDA_PLUGIN="$T/none.so" "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --device cuda
 fi
+# axmem version: the build, without loading any CUDA library; --devices loads the plugin and
+# lists the GPUs, or fails saying why (no device here, no plugin, or no CUDA in the build)
+LD_DEBUG=libs "$AX" version >"$T/ver" 2>"$T/ld4"
+grep -qE "^axmem [0-9a-f]+(-dirty)? \((release|debug|asan) build" "$T/ver" && grep -q "^CPU backend: oneDNN" "$T/ver" \
+  && grep -qE "^CUDA backend: (plugin .*libaxmem_cuda.so \(present\)|not built)" "$T/ver" \
+  && grep -qE "^NCCL transport: (built|not built)" "$T/ver" && ! grep -qE "$cuda_libs" "$T/ld4" \
+  && ok "version: commit, flavour, oneDNN, CUDA plugin, NCCL; no CUDA library loaded" \
+  || bad "version: commit, flavour, oneDNN, CUDA plugin, NCCL; no CUDA library loaded"
+"$AX" --version | cmp -s - "$T/ver" && ok "--version = version" || bad "--version = version"
+if grep -q "^CUDA backend: plugin" "$T/ver"; then
+  env AXMEM_CUDA_PLUGIN="$T/none.so" "$AX" version >"$T/ver2"
+  grep -q "^CUDA backend: plugin $T/none.so (MISSING" "$T/ver2" && ok "version: a missing plugin is flagged" \
+    || bad "version: a missing plugin is flagged"
+  expect_fail "version --devices: a missing plugin is named" 1 "cannot load the CUDA plugin $T/none.so" \
+    env AXMEM_CUDA_PLUGIN="$T/none.so" "$AX" version --devices
+fi
+if "$AX" version --devices >"$T/dev" 2>"$T/dev.err"; then
+  grep -qE "^[0-9]+: .*GiB, sm_[0-9]+" "$T/dev" && ok "version --devices lists the GPUs" \
+    || bad "version --devices lists the GPUs"
+else
+  grep -qE "^axmem version --devices: (no CUDA device found|built without CUDA|.*cannot load)" "$T/dev.err" \
+    && ok "version --devices without a GPU says why" || bad "version --devices without a GPU says why"
+fi
+expect_fail "version: unknown flag" 2 "unknown flag '--bogus'" "$AX" version --bogus
 expect_fail "generate --device lists its words" 2 "use cpu or cuda" \
   "$AX" memscan generate --ckpt "$T/run" --index x.idx --device tpu
 # --precision (issue 10): a bad word names the flag; bf16 is refused on the CPU backend (it

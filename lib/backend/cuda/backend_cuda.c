@@ -364,3 +364,28 @@ ax_status ax_backend_cuda_open(const ax_backend **out) {
     *out = &cuda_backend;
     return AX_OK;
 }
+
+ax_status ax_cuda_devices_describe(char *buf, size_t cap) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return ax_errorf(AX_ERR_UNSUPPORTED, "no CUDA device found (cudaGetDeviceCount: %s)",
+                         cudaGetErrorString(e));
+    }
+    size_t len = 0;
+    if (cap) buf[0] = '\0';
+    if (n == 0 && cap) snprintf(buf, cap, "no CUDA device visible\n");
+    for (int d = 0; d < n && len < cap; d++) {
+        struct cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
+            cudaGetLastError();
+            len += (size_t)snprintf(buf + len, cap - len, "%d: (properties unavailable)\n", d);
+            continue;
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "%d: %s, %.0f GiB, sm_%d%d\n", d, prop.name,
+                                (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
+                                prop.major, prop.minor);
+    }
+    return AX_OK;
+}
