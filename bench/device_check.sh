@@ -98,6 +98,7 @@ else
 fi
 if [ $? -eq 0 ]; then
   result PASS "build" "$((SECONDS - t0)) s"
+  "$AX" version --devices 2>&1 | sed 's/^/  /' # what the binaries are and the GPUs they see
 else
   tail -30 "$T/build.log"
   result FAIL "build" "see the log above"
