@@ -286,6 +286,7 @@ static inline ax_status put_pair(builder *bd, uint64_t h, uint64_t pos) {
     return AX_OK;
 }
 
+#define HASH_BATCH 256
 /* Hashes the windows starting in [s, e): into dst (room for bd->B) when given, and *m gets
  * how many; else straight into the chunk. */
 static ax_status hash_round(builder *bd, uint64_t s, uint64_t e, ax_ms_pair *dst, size_t *m) {
@@ -296,15 +297,23 @@ static ax_status hash_round(builder *bd, uint64_t s, uint64_t e, ax_ms_pair *dst
     uint64_t a, b;
     while (seg_next(&it, s, &a, &b)) {
         ax_axd_tokens(ds, a, b - a + (uint64_t)bd->n - 1, bd->tok);
-        for (uint64_t i = 0; i < b - a; i++) {
-            uint64_t h = ax_ms_hash(bd->tok + i, bd->n, bd->seed, bd->bits);
-            if (dst) {
-                dst[k].h = h;
+        if (dst) {
+            for (uint64_t i = 0; i < b - a; i++) {
+                dst[k].h = ax_ms_hash(bd->tok + i, bd->n, bd->seed, bd->bits);
                 dst[k].pos = a + i;
                 k++;
-            } else {
-                AX_CHECK(put_pair(bd, h, a + i));
             }
+            continue;
+        }
+        /* HASH_BATCH hashes first, then their pairs: placed one per hash, each store to a
+         * region's staging line (an L2 miss) waited behind the next XXH3 call; in a tight loop
+         * the misses of a batch overlap */
+        uint64_t hb[HASH_BATCH];
+        for (uint64_t i0 = 0; i0 < b - a; i0 += HASH_BATCH) {
+            uint64_t nb = b - a - i0 < HASH_BATCH ? b - a - i0 : HASH_BATCH;
+            for (uint64_t j = 0; j < nb; j++)
+                hb[j] = ax_ms_hash(bd->tok + i0 + j, bd->n, bd->seed, bd->bits);
+            for (uint64_t j = 0; j < nb; j++) AX_CHECK(put_pair(bd, hb[j], a + i0 + j));
         }
     }
     if (m) *m = k;
