@@ -190,14 +190,19 @@ static int bad_count(size_t n) {
     return n > (size_t)INT32_MAX;
 }
 
+/* a reduction's MPI type, element size and operation; 0 when an argument is invalid */
+static int reduction_args(ncclComm_t comm, size_t count, ncclDataType_t t, ncclRedOp_t op,
+                          MPI_Datatype *mt, size_t *es, MPI_Op *mo) {
+    return comm && mpi_type(t, mt, es) && mpi_op(op, t, mo) && !bad_count(count);
+}
+
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t t,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t s) {
     (void)s;
     MPI_Datatype mt;
     MPI_Op mo;
     size_t es;
-    if (!comm || !mpi_type(t, &mt, &es) || !mpi_op(op, t, &mo) || bad_count(count))
-        return ncclInvalidArgument;
+    if (!reduction_args(comm, count, t, op, &mt, &es, &mo)) return ncclInvalidArgument;
     ax_emu_open();
     return done(
         MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, mt, mo, comm->c));
@@ -223,8 +228,7 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, n
     MPI_Datatype mt;
     MPI_Op mo;
     size_t es;
-    if (!comm || !mpi_type(t, &mt, &es) || !mpi_op(op, t, &mo) || bad_count(recvcount))
-        return ncclInvalidArgument;
+    if (!reduction_args(comm, recvcount, t, op, &mt, &es, &mo)) return ncclInvalidArgument;
     ax_emu_open();
     const char *in = send;
     void *tmp = NULL;
