@@ -105,6 +105,13 @@ void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info) {
         }
 }
 
+void ax_ms_built_stats(const ax_memscan_index_t *idx, ax_memscan_info *info) {
+    for (int i = 0; i < AX_MEMSCAN_HIST; i++) info->hist[i] = (uint64_t)idx->hist_moved[i];
+    info->hist[0] += idx->t.n;
+    info->n_saturated = idx->n_saturated_built;
+    info->n_distinct = idx->t.n;
+}
+
 char *ax_memscan_info_json(const ax_memscan_info *in) {
     ax_jw w;
     ax_jw_init(&w);

@@ -83,8 +83,9 @@ typedef struct {
     int pb;           /* bits of a position in a packed pair */
     uint32_t *rfill;  /* R: pairs in each region */
     uint64_t recv_cap, rcap;
-    int rb;                                            /* R = 2^rb regions */
-    double t_flush;                                    /* CPU seconds counting chunks (debug log) */
+    uint64_t rper;  /* the pairs per region the chunk is sized for (rcap adds the spread) */
+    int rb;         /* R = 2^rb regions */
+    double t_flush; /* CPU seconds counting chunks (debug log) */
     int *sc, *sd, *rc, *rd, *scount, *sdispl, *rcount; /* P each */
 } builder;
 
@@ -127,12 +128,13 @@ static inline uint64_t pack_pair(const builder *bd, uint64_t h, uint64_t pos) {
     uint64_t low = (h >> 26) & ((1ULL << (38 - bd->rb)) - 1);
     return low << bd->pb | pos;
 }
-/* the hash (bits 26..63; the rest 0) and position of a packed pair of region r */
-static inline uint64_t unpack_hash(const builder *bd, uint64_t r, uint64_t q) {
-    return (r << (38 - bd->rb) | q >> bd->pb) << 26;
+/* the hash (bits 26..63; the rest 0) and position of a packed pair of region r (rb and pb
+ * as values, so the counting loop keeps them in registers) */
+static inline uint64_t unpack_hash(int rb, int pb, uint64_t r, uint64_t q) {
+    return ((r << (38 - rb)) | q >> pb) << 26;
 }
-static inline uint64_t unpack_pos(const builder *bd, uint64_t q) {
-    return q & ((1ULL << bd->pb) - 1);
+static inline uint64_t unpack_pos(int pb, uint64_t q) {
+    return q & ((1ULL << pb) - 1);
 }
 
 /* how far ahead of the insert the home bucket is prefetched */
@@ -154,7 +156,13 @@ __attribute__((noinline, cold)) static int merge_if_equal(ax_memscan_index_t *id
     uint64_t p0 = ax_ms_val_pos(*v);
     if (!ax_ms_window_eq_ds(idx->ds, p0, pos, (int)idx->info.n)) return 0;
     uint64_t c = ax_ms_val_count(*v);
-    if (c < AX_MS_COUNT_MAX) c++;
+    if (c < AX_MS_COUNT_MAX) {
+        int from = ax_memscan_hist_bucket(c), to = ax_memscan_hist_bucket(c + 1);
+        idx->hist_moved[from]--;
+        idx->hist_moved[to]++;
+        c++;
+        idx->n_saturated_built += c == AX_MS_COUNT_MAX;
+    }
     *v = ax_ms_val(pos < p0 ? pos : p0, c);
     /* the edge for the occurrence lists (memscan/occ.h) */
     if (idx->n_edge == idx->cap_edge) {
@@ -183,13 +191,15 @@ __attribute__((noinline)) static int merge_tags(ax_memscan_index_t *idx, ax_ms_b
 }
 
 /* The insert's hot path is a new window: no tag in its home bucket matches, and it takes the
- * first free slot (a bucket's occupied slots come first). */
-static inline void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) {
-    ax_ms_table *t = &idx->t;
+ * first free slot (a bucket's occupied slots come first). The table's buckets and size come
+ * in as values: read through t, every store to a bucket (a u64 that might alias them) would
+ * force them to be read again. Returns 1 when the window is new (the caller counts it). */
+static inline int count_one(ax_memscan_index_t *idx, ax_ms_bucket *tb, uint64_t nb, uint64_t h,
+                            uint64_t pos) {
     ax_ms_key k = ax_ms_key_of(h);
-    uint64_t b = ax_ms_home(t, k.tag);
+    uint64_t b = ((uint64_t)k.tag * nb) >> 32; /* ax_ms_home */
     for (;;) {
-        ax_ms_bucket *bk = &t->b[b];
+        ax_ms_bucket *bk = &tb[b];
         unsigned occ = 0, tm = 0;
 #if defined(__AVX512F__) && defined(__AVX512VL__)
         /* the 5 values and the 5 tags in two masked vector loads: far fewer instructions
@@ -205,13 +215,12 @@ static inline void count_one(ax_memscan_index_t *idx, uint64_t h, uint64_t pos) 
         }
 #endif
         tm &= occ;
-        if (__builtin_expect(tm != 0, 0) && merge_tags(idx, bk, tm, k, pos)) return;
+        if (__builtin_expect(tm != 0, 0) && merge_tags(idx, bk, tm, k, pos)) return 0;
         if (occ != (1u << AX_MS_BUCKET) - 1) {
             ax_ms_slot_set(bk, __builtin_ctz(~occ), k, ax_ms_val(pos, 1));
-            t->n++;
-            return;
+            return 1;
         }
-        if (++b == t->nb) b = 0;
+        if (++b == nb) b = 0;
     }
 }
 
@@ -234,7 +243,11 @@ static inline void stream_line(uint64_t *dst, const uint64_t *line) {
 static ax_status flush_chunk(builder *bd) {
     double t0 = cpu_now();
     ax_ms_table *t = &bd->idx->t;
-    size_t R = (size_t)1 << bd->rb;
+    const int rb = bd->rb, pb = bd->pb;
+    size_t R = (size_t)1 << rb;
+    /* the table's fields in registers for the loop (see count_one); t->n is written back */
+    ax_ms_bucket *tb = t->b;
+    uint64_t nb = t->nb, n = t->n, n_grow = t->n_grow;
 #if defined(__SSE2__)
     _mm_sfence(); /* the streamed lines before they are read */
 #endif
@@ -249,23 +262,33 @@ static ax_status flush_chunk(builder *bd) {
          * their lines there; only when it has enough pairs to touch most of its lines. */
         uint64_t pf = 0, pf_end = 0, step = 0;
         if (r + 1 < R && m) {
-            int sh = 32 - bd->rb;
+            int sh = 32 - rb;
             pf = ax_ms_home(t, (uint32_t)((r + 1) << sh));
-            pf_end = (r + 2 < R ? ax_ms_home(t, (uint32_t)((r + 2) << sh)) : t->nb) + 1;
+            pf_end = (r + 2 < R ? ax_ms_home(t, (uint32_t)((r + 2) << sh)) : nb) + 1;
             if ((uint64_t)bd->rfill[r + 1] * STREAM_MIN < pf_end - pf) pf_end = pf;
             step = (pf_end - pf + m - 1) / m;
         }
         for (size_t i = 0; i < m; i++) {
-            if (i + PREFETCH < m) ax_ms_prefetch(t, unpack_hash(bd, r, p[i + PREFETCH]));
-            for (uint64_t k = 0; k < step && pf < pf_end; k++)
-                __builtin_prefetch(&t->b[pf++], 1, 3);
-            count_one(bd->idx, unpack_hash(bd, r, p[i]), unpack_pos(bd, p[i]));
-            if (t->n >= t->n_grow) {
-                AX_CHECK(ax_ms_table_resize(t, t->n + t->n / 3));
+            if (i + PREFETCH < m) { /* ax_ms_prefetch, on the local copies */
+                uint64_t ph = unpack_hash(rb, pb, r, p[i + PREFETCH]);
+                const ax_ms_bucket *hb = &tb[((ph >> 32) * nb) >> 32];
+                __builtin_prefetch(hb, 1, 1);
+                __builtin_prefetch(hb + 1, 1, 1); /* a full home sends the insert on */
+            }
+            for (uint64_t k = 0; k < step && pf < pf_end; k++) __builtin_prefetch(&tb[pf++], 1, 3);
+            n += (uint64_t)count_one(bd->idx, tb, nb, unpack_hash(rb, pb, r, p[i]),
+                                     unpack_pos(pb, p[i]));
+            if (n >= n_grow) {
+                t->n = n;
+                AX_CHECK(ax_ms_table_resize(t, n + n / 3));
+                tb = t->b;
+                nb = t->nb;
+                n_grow = t->n_grow;
                 pf = pf_end = 0;
             }
         }
     }
+    t->n = n;
     bd->t_flush += cpu_now() - t0;
     return AX_OK;
 }
@@ -286,44 +309,59 @@ static inline ax_status put_pair(builder *bd, uint64_t h, uint64_t pos) {
     return AX_OK;
 }
 
+/* a pair this rank owns: counted here (or handed to the routing sink) without travelling */
+static inline ax_status deliver(builder *bd, uint64_t h, uint64_t pos) {
+    return bd->sink ? bd->sink(bd->sink_ctx, h, pos) : put_pair(bd, h, pos);
+}
+
 #define HASH_BATCH 256
-/* Hashes the windows starting in [s, e): into dst (room for bd->B) when given, and *m gets
- * how many; else straight into the chunk. */
+/* Hashes the windows starting in [s, e). Alone (dst NULL) every pair goes straight into the
+ * chunk; on several ranks the pairs this rank owns are delivered at once and the others go to
+ * dst (room for bd->B), *m getting how many: with P ranks 1/P of the pairs skip the grouping,
+ * the exchange's copies and the receive buffer. */
 static ax_status hash_round(builder *bd, uint64_t s, uint64_t e, ax_ms_pair *dst, size_t *m) {
     const ax_axd_t *ds = bd->ds;
     size_t k = 0;
     seg_iter it;
     seg_begin(&it, ds, bd->n, s, e);
     uint64_t a, b;
+    /* HASH_BATCH hashes first, then their pairs: placed one per hash, each store to a region's
+     * staging line (an L2 miss) waited behind the next XXH3 call; in a tight loop the misses of
+     * a batch overlap */
+    uint64_t hb[HASH_BATCH];
+    if (dst) memset(bd->scount, 0, sizeof(int) * (size_t)bd->size);
     while (seg_next(&it, s, &a, &b)) {
         ax_axd_tokens(ds, a, b - a + (uint64_t)bd->n - 1, bd->tok);
-        if (dst) {
-            for (uint64_t i = 0; i < b - a; i++) {
-                dst[k].h = ax_ms_hash(bd->tok + i, bd->n, bd->seed, bd->bits);
-                dst[k].pos = a + i;
-                k++;
-            }
-            continue;
-        }
-        /* HASH_BATCH hashes first, then their pairs: placed one per hash, each store to a
-         * region's staging line (an L2 miss) waited behind the next XXH3 call; in a tight loop
-         * the misses of a batch overlap */
-        uint64_t hb[HASH_BATCH];
         for (uint64_t i0 = 0; i0 < b - a; i0 += HASH_BATCH) {
             uint64_t nb = b - a - i0 < HASH_BATCH ? b - a - i0 : HASH_BATCH;
             for (uint64_t j = 0; j < nb; j++)
                 hb[j] = ax_ms_hash(bd->tok + i0 + j, bd->n, bd->seed, bd->bits);
-            for (uint64_t j = 0; j < nb; j++) AX_CHECK(put_pair(bd, hb[j], a + i0 + j));
+            if (!dst) {
+                for (uint64_t j = 0; j < nb; j++) AX_CHECK(put_pair(bd, hb[j], a + i0 + j));
+                continue;
+            }
+            /* split without a branch per pair: which rank owns a hash is a coin toss that
+             * a predictor would get wrong half the time on 2 ranks */
+            uint16_t mine[HASH_BATCH], other[HASH_BATCH];
+            int nm = 0, no = 0;
+            for (uint64_t j = 0; j < nb; j++) {
+                int is_mine = ax_ms_owner(hb[j], bd->size) == bd->rank;
+                mine[nm] = other[no] = (uint16_t)j;
+                nm += is_mine;
+                no += !is_mine;
+            }
+            for (int q = 0; q < nm; q++) AX_CHECK(deliver(bd, hb[mine[q]], a + i0 + mine[q]));
+            for (int q = 0; q < no; q++) {
+                uint64_t h = hb[other[q]];
+                bd->scount[ax_ms_owner(h, bd->size)]++;
+                dst[k++] = (ax_ms_pair){h, a + i0 + other[q]};
+            }
         }
     }
     if (m) *m = k;
     return AX_OK;
 }
 
-/* Routes this round's pairs to their owners and counts what arrives. If one owner would
- * receive more than recv_cap pairs (a window repeated all over this round), the exchange is
- * split into K slices so receive memory stays bounded. *flags: in = this rank's stop/error
- * bits, out = the OR over ranks (checked before any data moves, so all ranks agree). */
 /* A barrier whose waiting ranks sleep: a non-blocking allreduce of nothing, tested every
  * 200 us. MPI's blocking collectives poll, so a rank done with its share of a round would spin
  * a core that the ranks still hashing need when ranks share cores (mpirun --oversubscribe, or
@@ -340,23 +378,43 @@ ax_status ax_ms_calm_sync(ax_grid_t *g) {
     return ax_wait(&req);
 }
 
+/* 1 when this rank's chunk, once this round's `incoming` pairs are in, could not take another
+ * round: then every rank counts its chunk after this round, together. Left to put_pair, a
+ * full region makes one rank count its chunk (~0.15 s at 100M tokens) mid-round while the
+ * others wait for it, and then they do the same in turn. */
+static uint64_t chunk_nearly_full(const builder *bd, uint64_t incoming) {
+    if (bd->sink || !bd->chunk) return 0;
+    uint64_t R = (uint64_t)1 << bd->rb, fill = incoming;
+    for (uint64_t r = 0; r < R; r++) fill += bd->rfill[r];
+    return fill + bd->B > R * bd->rper;
+}
+
+/* Routes this round's pairs to their owners and counts what arrives. If one owner would
+ * receive more than recv_cap pairs (a window repeated all over this round), the exchange is
+ * split into K slices so receive memory stays bounded. *flags: in = this rank's stop/error
+ * bits, out = the OR over ranks (checked before any data moves, so all ranks agree).
+ * m: this round's pairs for other ranks, in bd->pair (bd->scount of them per owner). */
 static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
     int P = bd->size;
     AX_CHECK(ax_ms_calm_sync(bd->g)); /* ranks meet here sleeping, then exchange */
-    memset(bd->scount, 0, sizeof(int) * (size_t)P);
-    for (size_t i = 0; i < m; i++) bd->scount[ax_ms_owner(bd->pair[i].h, P)]++;
-    int acc = 0;
+    int acc = 0;                      /* bd->scount: pairs per owner, counted by hash_round */
     for (int r = 0; r < P; r++) {
         bd->sdispl[r] = acc;
         acc += bd->scount[r];
     }
-    memcpy(bd->sd, bd->sdispl, sizeof(int) * (size_t)P);
-    for (size_t i = 0; i < m; i++) bd->send[bd->sd[ax_ms_owner(bd->pair[i].h, P)]++] = bd->pair[i];
+    /* grouped by owner; with one other rank (or all pairs for one owner) they already are */
+    ax_ms_pair *send = bd->pair;
+    if (P > 2 && m && (size_t)bd->scount[ax_ms_owner(bd->pair[0].h, P)] != m) {
+        memcpy(bd->sd, bd->sdispl, sizeof(int) * (size_t)P);
+        for (size_t i = 0; i < m; i++)
+            bd->send[bd->sd[ax_ms_owner(bd->pair[i].h, P)]++] = bd->pair[i];
+        send = bd->send;
+    }
     AX_CHECK(ax_coll_alltoall(bd->g, AX_AXIS_WORLD, bd->scount, 1, bd->rcount, AX_DT_I32));
     uint64_t in = 0;
     for (int r = 0; r < P; r++) in += (uint64_t)bd->rcount[r];
-    uint64_t red[2] = {in, *flags};
-    AX_CHECK(ax_coll_allreduce(bd->g, AX_AXIS_WORLD, red, 2, AX_DT_U64, AX_OP_MAX));
+    uint64_t red[3] = {in, *flags, chunk_nearly_full(bd, in)};
+    AX_CHECK(ax_coll_allreduce(bd->g, AX_AXIS_WORLD, red, 3, AX_DT_U64, AX_OP_MAX));
     *flags = red[1];
     if (*flags) return AX_OK;
     uint64_t K = (red[0] + bd->recv_cap - 1) / bd->recv_cap;
@@ -379,13 +437,13 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
          * 2 (recv_cap + P) <= 2^28 + 2P, well inside an int */
         for (int r = 0; r < P; r++) bd->sc[r] *= U64_PER_PAIR, bd->sd[r] *= U64_PER_PAIR;
         for (int r = 0; r < P; r++) bd->rc[r] *= U64_PER_PAIR, bd->rd[r] *= U64_PER_PAIR;
-        AX_CHECK(ax_coll_alltoallv(bd->g, AX_AXIS_WORLD, bd->send, bd->sc, bd->sd, bd->recv, bd->rc,
+        AX_CHECK(ax_coll_alltoallv(bd->g, AX_AXIS_WORLD, send, bd->sc, bd->sd, bd->recv, bd->rc,
                                    bd->rd, AX_DT_U64));
         /* keep exchanging after a local failure so no rank is left waiting; report it after */
         for (int i = 0; i < racc && st == AX_OK; i++)
-            st = bd->sink ? bd->sink(bd->sink_ctx, bd->recv[i].h, bd->recv[i].pos)
-                          : put_pair(bd, bd->recv[i].h, bd->recv[i].pos);
+            st = deliver(bd, bd->recv[i].h, bd->recv[i].pos);
     }
+    if (st == AX_OK && red[2]) st = flush_chunk(bd);
     return st;
 }
 
@@ -453,6 +511,7 @@ static ax_status chunk_alloc(builder *bd, uint64_t expect, uint64_t nb, uint64_t
     if (want > expect) want = expect;
     uint64_t per = (want >> rb) + 1;
     bd->rb = rb;
+    bd->rper = per;
     bd->rcap = per + 4 * (uint64_t)sqrt((double)per) + 16;
     bd->rcap = (bd->rcap + PAIRS_PER_LINE - 1) / PAIRS_PER_LINE * PAIRS_PER_LINE; /* lines */
     bd->rfill = calloc((size_t)1 << rb, sizeof(uint32_t));
@@ -521,7 +580,8 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
             AX_CHECK(hash_round(bd, s, e, NULL, NULL));
         } else {
             size_t m = 0;
-            hash_round(bd, s, e, bd->pair, &m);
+            ax_status hs = hash_round(bd, s, e, bd->pair, &m);
+            if (st == AX_OK) st = hs;
             if (st != AX_OK) flags |= 2;
             ax_status xs = exchange_round(bd, m, &flags);
             if (xs == AX_ERR_MPI) return xs;
@@ -639,7 +699,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
 
     /* global statistics */
     ax_memscan_info loc = idx->info;
-    ax_ms_local_stats(idx, &loc);
+    ax_ms_built_stats(idx, &loc);
     uint64_t v[6 + AX_MEMSCAN_HIST];
     v[0] = loc.n_distinct;
     v[1] = loc.n_saturated;
@@ -707,10 +767,10 @@ ax_status ax_ms_route_pairs(const ax_axd_t *ds, const ax_memscan_build_opts *o, 
         uint64_t s = bd.lo + k * bd.B, e = s + bd.B;
         if (s > bd.hi) s = bd.hi;
         if (e > bd.hi) e = bd.hi;
+        size_t m = 0;
+        if (sink_st == AX_OK) sink_st = hash_round(&bd, s, e, bd.pair, &m);
         uint64_t flags = (o->stop && *o->stop) ? 1 : 0;
         if (sink_st != AX_OK) flags |= 2;
-        size_t m = 0;
-        hash_round(&bd, s, e, bd.pair, &m);
         ax_status xs = exchange_round(&bd, m, &flags);
         if (xs == AX_ERR_MPI) {
             st = xs;

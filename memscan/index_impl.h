@@ -22,6 +22,11 @@ struct ax_memscan_index {
     ax_ms_edge *edge;
     uint64_t n_edge, cap_edge;
     int edge_oom;
+    /* build only: the histogram as merges move windows between buckets (every new window
+     * starts in bucket 0, so bucket 0 is t.n plus its entry); kept as the table fills so the
+     * statistics need no pass over a table of gigabytes */
+    int64_t hist_moved[AX_MEMSCAN_HIST];
+    uint64_t n_saturated_built;
 };
 
 /* ax_memscan_open_counts: adds one to the field at this offset */
@@ -62,8 +67,11 @@ static inline void ax_ms_occ_info(ax_memscan_info *in) {
 /* A barrier over g's world axis whose waiting ranks sleep instead of polling (index_build.c). */
 ax_status ax_ms_calm_sync(ax_grid_t *g);
 
-/* Fills the histogram, distinct and saturated counts of info from this process's table. */
+/* Fills the histogram, distinct and saturated counts of info from this process's table (a
+ * pass over it; a build keeps them as it counts: ax_ms_built_stats). */
 void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);
+/* The same, from the counts an in-memory build kept while it counted (no pass). */
+void ax_ms_built_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);
 
 /* Putting entries in version-3 order: count them per partition (pass 1), place, fill (pass
  * 2, the same entries again), sort each partition by key (tag << 6 | ext). */
