@@ -75,7 +75,8 @@ typedef struct {
     int n, bits;
     uint64_t seed, B, lo, hi;
     int32_t *tok;     /* B + n - 1 tokens */
-    ax_ms_pair *pair; /* B: this round's windows */
+    ax_ms_pair *pair; /* B: this round's windows (on the wire: wire_pair, or pairs) */
+    uint32_t *owner;  /* B: their owners, when packed on more than 2 ranks */
     ax_ms_pair *send; /* B: the same, grouped by owner */
     ax_ms_pair *recv; /* recv_cap + P */
     uint64_t *chunk;  /* R regions of rcap packed pairs (pack_pair) waiting to be counted */
@@ -92,6 +93,17 @@ typedef struct {
 /* u64 elements of one ax_ms_pair on the wire */
 #define U64_PER_PAIR ((int)(sizeof(ax_ms_pair) / sizeof(uint64_t)))
 _Static_assert(sizeof(ax_ms_pair) == 2 * sizeof(uint64_t), "ax_ms_pair is (hash, position)");
+
+/* The in-memory build sends a pair as one u64: the hash bits the owner's table uses (26..63,
+ * in place) over the window's offset from the start of its sender's round (< round_windows
+ * <= 2^26, check_opts). Half the bytes of (hash, position), on the node and on the network;
+ * the receiver knows each sender's round start (its slice start + round x round_windows). The
+ * routing for the spilled build keeps whole pairs (its partitions use the low hash bits). */
+#define WIRE_OFF_BITS 26
+#define WIRE_OFF_MASK ((1ULL << WIRE_OFF_BITS) - 1)
+static inline uint64_t wire_pair(uint64_t h, uint64_t off) {
+    return (h & ~WIRE_OFF_MASK) | off;
+}
 
 /* pass 1: windows in this rank's slice, and a sketch of their distinct count */
 static void sizing_pass(builder *bd, ax_ms_hll *hll, uint64_t *n_windows) {
@@ -351,10 +363,21 @@ static ax_status hash_round(builder *bd, uint64_t s, uint64_t e, ax_ms_pair *dst
                 no += !is_mine;
             }
             for (int q = 0; q < nm; q++) AX_CHECK(deliver(bd, hb[mine[q]], a + i0 + mine[q]));
+            if (bd->sink) {
+                for (int q = 0; q < no; q++) {
+                    uint64_t h = hb[other[q]];
+                    bd->scount[ax_ms_owner(h, bd->size)]++;
+                    dst[k++] = (ax_ms_pair){h, a + i0 + other[q]};
+                }
+                continue;
+            }
+            uint64_t *w = (uint64_t *)dst;
             for (int q = 0; q < no; q++) {
                 uint64_t h = hb[other[q]];
-                bd->scount[ax_ms_owner(h, bd->size)]++;
-                dst[k++] = (ax_ms_pair){h, a + i0 + other[q]};
+                int o = ax_ms_owner(h, bd->size);
+                bd->scount[o]++;
+                if (bd->owner) bd->owner[k] = (uint32_t)o;
+                w[k++] = wire_pair(h, a + i0 + other[q] - s);
             }
         }
     }
@@ -389,13 +412,21 @@ static uint64_t chunk_nearly_full(const builder *bd, uint64_t incoming) {
     return fill + bd->B > R * bd->rper;
 }
 
+/* where rank r's round `round` starts: the windows it sent are offsets from here (wire_pair) */
+static uint64_t sender_round_start(const builder *bd, int r, uint64_t round) {
+    uint64_t T = ax_axd_n_tokens(bd->ds), P = (uint64_t)bd->size;
+    return T * (uint64_t)r / P + round * bd->B;
+}
+
 /* Routes this round's pairs to their owners and counts what arrives. If one owner would
  * receive more than recv_cap pairs (a window repeated all over this round), the exchange is
  * split into K slices so receive memory stays bounded. *flags: in = this rank's stop/error
  * bits, out = the OR over ranks (checked before any data moves, so all ranks agree).
- * m: this round's pairs for other ranks, in bd->pair (bd->scount of them per owner). */
-static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
+ * m: this round's pairs for other ranks, in bd->pair (bd->scount of them per owner; packed
+ * as wire_pair unless routing to a sink). */
+static ax_status exchange_round(builder *bd, uint64_t round, size_t m, uint64_t *flags) {
     int P = bd->size;
+    const int packed = bd->sink == NULL, words = packed ? 1 : U64_PER_PAIR;
     AX_CHECK(ax_ms_calm_sync(bd->g)); /* ranks meet here sleeping, then exchange */
     int acc = 0;                      /* bd->scount: pairs per owner, counted by hash_round */
     for (int r = 0; r < P; r++) {
@@ -403,11 +434,18 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
         acc += bd->scount[r];
     }
     /* grouped by owner; with one other rank (or all pairs for one owner) they already are */
-    ax_ms_pair *send = bd->pair;
-    if (P > 2 && m && (size_t)bd->scount[ax_ms_owner(bd->pair[0].h, P)] != m) {
+    void *send = bd->pair;
+    int first_owner = P <= 2 || !m ? 0 : packed ? (int)bd->owner[0] : ax_ms_owner(bd->pair[0].h, P);
+    if (P > 2 && m && (size_t)bd->scount[first_owner] != m) {
         memcpy(bd->sd, bd->sdispl, sizeof(int) * (size_t)P);
-        for (size_t i = 0; i < m; i++)
-            bd->send[bd->sd[ax_ms_owner(bd->pair[i].h, P)]++] = bd->pair[i];
+        if (packed) {
+            const uint64_t *w = (const uint64_t *)bd->pair;
+            uint64_t *out = (uint64_t *)bd->send;
+            for (size_t i = 0; i < m; i++) out[bd->sd[bd->owner[i]]++] = w[i];
+        } else {
+            for (size_t i = 0; i < m; i++)
+                bd->send[bd->sd[ax_ms_owner(bd->pair[i].h, P)]++] = bd->pair[i];
+        }
         send = bd->send;
     }
     AX_CHECK(ax_coll_alltoall(bd->g, AX_AXIS_WORLD, bd->scount, 1, bd->rcount, AX_DT_I32));
@@ -433,15 +471,24 @@ static ax_status exchange_round(builder *bd, size_t m, uint64_t *flags) {
             bd->rd[r] = racc;
             racc += bd->rc[r];
         }
-        /* a pair travels as two u64 (hash, position): counts in u64 elements; at most
-         * 2 (recv_cap + P) <= 2^28 + 2P, well inside an int */
-        for (int r = 0; r < P; r++) bd->sc[r] *= U64_PER_PAIR, bd->sd[r] *= U64_PER_PAIR;
-        for (int r = 0; r < P; r++) bd->rc[r] *= U64_PER_PAIR, bd->rd[r] *= U64_PER_PAIR;
+        /* counts in u64 elements (`words` per pair); at most 2 (recv_cap + P) <= 2^28 + 2P,
+         * well inside an int */
+        for (int r = 0; r < P; r++) bd->sc[r] *= words, bd->sd[r] *= words;
+        for (int r = 0; r < P; r++) bd->rc[r] *= words, bd->rd[r] *= words;
         AX_CHECK(ax_coll_alltoallv(bd->g, AX_AXIS_WORLD, send, bd->sc, bd->sd, bd->recv, bd->rc,
                                    bd->rd, AX_DT_U64));
         /* keep exchanging after a local failure so no rank is left waiting; report it after */
-        for (int i = 0; i < racc && st == AX_OK; i++)
-            st = deliver(bd, bd->recv[i].h, bd->recv[i].pos);
+        if (!packed) {
+            for (int i = 0; i < racc && st == AX_OK; i++)
+                st = deliver(bd, bd->recv[i].h, bd->recv[i].pos);
+            continue;
+        }
+        const uint64_t *w = (const uint64_t *)bd->recv;
+        for (int r = 0; r < P && st == AX_OK; r++) {
+            uint64_t start = sender_round_start(bd, r, round);
+            for (int i = bd->rd[r]; i < bd->rd[r] + bd->rc[r] && st == AX_OK; i++)
+                st = put_pair(bd, w[i] & ~WIRE_OFF_MASK, start + (w[i] & WIRE_OFF_MASK));
+        }
     }
     if (st == AX_OK && red[2]) st = flush_chunk(bd);
     return st;
@@ -460,6 +507,7 @@ static void big_free(void *p, size_t bytes) {
 static void builder_free(builder *bd) {
     free(bd->tok);
     free(bd->pair);
+    free(bd->owner);
     free(bd->send);
     free(bd->recv);
     big_free(bd->chunk, sizeof(uint64_t) * (bd->rcap << bd->rb));
@@ -487,6 +535,10 @@ static ax_status builder_alloc(builder *bd) {
         for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++) {
             *arrs[i] = calloc(P, sizeof(int));
             ok = ok && *arrs[i];
+        }
+        if (!bd->sink && P > 2) {
+            bd->owner = malloc(sizeof(uint32_t) * bd->B);
+            ok = ok && bd->owner;
         }
         ok = ok && bd->pair && bd->send && bd->recv;
     }
@@ -583,7 +635,7 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
             ax_status hs = hash_round(bd, s, e, bd->pair, &m);
             if (st == AX_OK) st = hs;
             if (st != AX_OK) flags |= 2;
-            ax_status xs = exchange_round(bd, m, &flags);
+            ax_status xs = exchange_round(bd, k, m, &flags);
             if (xs == AX_ERR_MPI) return xs;
             if (st == AX_OK) st = xs;
             if (flags & 2) return agree(bd, st);
@@ -771,7 +823,7 @@ ax_status ax_ms_route_pairs(const ax_axd_t *ds, const ax_memscan_build_opts *o, 
         if (sink_st == AX_OK) sink_st = hash_round(&bd, s, e, bd.pair, &m);
         uint64_t flags = (o->stop && *o->stop) ? 1 : 0;
         if (sink_st != AX_OK) flags |= 2;
-        ax_status xs = exchange_round(&bd, m, &flags);
+        ax_status xs = exchange_round(&bd, k, m, &flags);
         if (xs == AX_ERR_MPI) {
             st = xs;
             break;
