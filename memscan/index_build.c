@@ -583,7 +583,8 @@ static ax_status check_opts(const ax_axd_t *ds, const ax_memscan_build_opts *o) 
     if (o->n < 1 || o->n > AX_MEMSCAN_N_MAX)
         return ax_errorf(AX_ERR_ARG, "memscan index: --n %d is out of range [1, %d]", o->n,
                          AX_MEMSCAN_N_MAX);
-    if (o->round_windows < 1 || o->round_windows > (1u << 26))
+    /* the u64 wire format (wire_pair) holds a round offset in WIRE_OFF_BITS bits */
+    if (o->round_windows < 1 || o->round_windows > (1u << WIRE_OFF_BITS))
         return ax_errorf(AX_ERR_ARG, "memscan index: round size %llu is out of range [1, 2^26]",
                          (unsigned long long)o->round_windows);
     if (o->hash_bits < 1 || o->hash_bits > 64)
