@@ -89,22 +89,6 @@ int ax_memscan_index_owner(const ax_memscan_index_t *idx, const int32_t *window)
     return ax_ms_owner(h, idx->shard_size);
 }
 
-void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info) {
-    memset(info->hist, 0, sizeof info->hist);
-    info->n_saturated = 0;
-    info->n_distinct = 0;
-    const ax_ms_table *t = &idx->t;
-    for (uint64_t b = 0; b < t->nb; b++)
-        for (int j = 0; j < AX_MS_BUCKET; j++) {
-            uint64_t v = t->b[b].val[j];
-            if (!v) continue;
-            uint32_t c = ax_ms_val_count(v);
-            info->hist[ax_memscan_hist_bucket(c)]++;
-            info->n_saturated += c == AX_MS_COUNT_MAX;
-            info->n_distinct++;
-        }
-}
-
 void ax_ms_built_stats(const ax_memscan_index_t *idx, ax_memscan_info *info) {
     for (int i = 0; i < AX_MEMSCAN_HIST; i++) info->hist[i] = (uint64_t)idx->hist_moved[i];
     info->hist[0] += idx->t.n;

@@ -67,10 +67,8 @@ static inline void ax_ms_occ_info(ax_memscan_info *in) {
 /* A barrier over g's world axis whose waiting ranks sleep instead of polling (index_build.c). */
 ax_status ax_ms_calm_sync(ax_grid_t *g);
 
-/* Fills the histogram, distinct and saturated counts of info from this process's table (a
- * pass over it; a build keeps them as it counts: ax_ms_built_stats). */
-void ax_ms_local_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);
-/* The same, from the counts an in-memory build kept while it counted (no pass). */
+/* Fills the histogram, distinct and saturated counts of info from what an in-memory build kept
+ * while it counted (no pass over the table). */
 void ax_ms_built_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);
 
 /* Putting entries in version-3 order: count them per partition (pass 1), place, fill (pass
