@@ -251,6 +251,34 @@ static inline void stream_line(uint64_t *dst, const uint64_t *line) {
 #endif
 }
 
+/* The m packed pairs of region r counted into the table, while no insert can make it grow (the
+ * caller checks): no test for growth per pair, the prefetches split from the tail, and the
+ * next region streamed in (lines pf..pf_end, step per pair). Returns how many windows were
+ * new. */
+static uint64_t count_region(ax_memscan_index_t *idx, ax_ms_bucket *tb, uint64_t nb,
+                             const uint64_t *p, size_t m, int rb, int pb, uint64_t r, uint64_t pf,
+                             uint64_t pf_end, uint64_t step) {
+    uint64_t added = 0;
+    size_t i = 0;
+    for (; i + PREFETCH < m; i++) {
+        uint64_t ph = unpack_hash(rb, pb, r, p[i + PREFETCH]);
+        const ax_ms_bucket *hb = &tb[((ph >> 32) * nb) >> 32];
+        __builtin_prefetch(hb, 1, 1);
+        __builtin_prefetch(hb + 1, 1, 1); /* a full home sends the insert on */
+        if (pf < pf_end) {                /* step is 1 or 2 (flush_chunk) */
+            __builtin_prefetch(&tb[pf], 1, 3);
+            __builtin_prefetch(&tb[pf + step - 1], 1, 3);
+            pf += step;
+        }
+        added +=
+            (uint64_t)count_one(idx, tb, nb, unpack_hash(rb, pb, r, p[i]), unpack_pos(pb, p[i]));
+    }
+    for (; i < m; i++)
+        added +=
+            (uint64_t)count_one(idx, tb, nb, unpack_hash(rb, pb, r, p[i]), unpack_pos(pb, p[i]));
+    return added;
+}
+
 /* counts every pair of the chunk into the table, region by region, and empties it */
 static ax_status flush_chunk(builder *bd) {
     double t0 = cpu_now();
@@ -279,6 +307,11 @@ static ax_status flush_chunk(builder *bd) {
             pf_end = (r + 2 < R ? ax_ms_home(t, (uint32_t)((r + 2) << sh)) : nb) + 1;
             if ((uint64_t)bd->rfill[r + 1] * STREAM_MIN < pf_end - pf) pf_end = pf;
             step = (pf_end - pf + m - 1) / m;
+        }
+        if (n + m < n_grow) {       /* no insert can grow the table: the lean loop */
+            if (step > 2) step = 2; /* only when this region has far fewer pairs than the next */
+            n += count_region(bd->idx, tb, nb, p, m, rb, pb, r, pf, pf_end, step);
+            continue;
         }
         for (size_t i = 0; i < m; i++) {
             if (i + PREFETCH < m) { /* ax_ms_prefetch, on the local copies */
