@@ -107,6 +107,8 @@ typedef struct {
     int progress;           /* tokens/s and ETA on rank 0 (stderr) */
     volatile int *stop;     /* polled every round; nonzero -> AX_ERR_INTERRUPTED everywhere */
     uint64_t mem_limit;     /* bytes per rank a save on several ranks may use (0: half the RAM) */
+    int messages_only;      /* ranks on one host exchange pairs as MPI messages, not through shared
+                               memory (tests of the path ranks on several hosts take) */
 } ax_memscan_build_opts;
 
 void ax_memscan_build_opts_default(ax_memscan_build_opts *o);

@@ -6,6 +6,7 @@
 #include "memscan/hll.h"
 #include "memscan/index_impl.h"
 #include "lib/dist/comm.h"
+#include "lib/dist/shm.h"
 #include "lib/core/status.h"
 
 #include "lib/core/log.h"
@@ -65,6 +66,21 @@ static int seg_next(seg_iter *it, uint64_t s, uint64_t *a, uint64_t *b) {
     return 0;
 }
 
+/* Rounds a rank's segment holds (shm_round): one being hashed, one its owners take, one
+ * whose owners may still be taking it */
+#define SHM_SLOTS 3
+
+/* A rank's segment for the exchange through shared memory (shm_round). Its counters are
+ * written by it alone and read by the others (acquire/release); a slot's round is published
+ * by `hashed` and released by every owner's `consumed`. */
+typedef struct {
+    uint64_t *hashed;           /* rounds it has published */
+    uint64_t *consumed;         /* rounds whose pairs it has taken from every rank */
+    uint64_t *flags[SHM_SLOTS]; /* its stop (1) and error (2) bits as of the slot's round */
+    int *count[SHM_SLOTS], *displ[SHM_SLOTS]; /* P each: its pairs for each owner, where */
+    uint64_t *pairs[SHM_SLOTS]; /* round_windows wire pairs (wire_pair), grouped by owner */
+} shm_view;
+
 typedef struct {
     ax_memscan_index_t *idx;
     const ax_axd_t *ds;
@@ -88,6 +104,9 @@ typedef struct {
     int rb;         /* R = 2^rb regions */
     double t_flush; /* CPU seconds counting chunks (debug log) */
     int *sc, *sd, *rc, *rd, *scount, *sdispl, *rcount; /* P each */
+    /* Ranks all on one host (shm_alloc): every rank's segment (shm_round) */
+    ax_shm *shm;
+    shm_view *sv; /* P */
 } builder;
 
 /* u64 elements of one ax_ms_pair on the wire */
@@ -451,6 +470,71 @@ static uint64_t sender_round_start(const builder *bd, int r, uint64_t round) {
     return T * (uint64_t)r / P + round * bd->B;
 }
 
+/* waits until *p >= v, another rank's counter: a few checks, then naps (ranks may share cores) */
+static void wait_until(const uint64_t *p, uint64_t v) {
+    for (int spin = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; spin++)
+        if (spin >= 64) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+}
+
+/* With shared memory: before round k is hashed into its slot, every owner has taken the round
+ * that used the slot before (k - SHM_SLOTS) */
+static void shm_slot_free(builder *bd, uint64_t k) {
+    if (k < SHM_SLOTS) return;
+    for (int r = 0; r < bd->size; r++) wait_until(bd->sv[r].consumed, k - SHM_SLOTS + 1);
+}
+
+/* The end of round k with the ranks all on one host (k == rounds: only the last round to take).
+ * Round k goes out by being published in this rank's segment (its pairs for others were hashed
+ * into its slot on 2 ranks, or are grouped there now from bd->pair, m of them); then this rank
+ * takes its share of round k-1 from every segment, in place. No rank waits for the others at
+ * every round: only one more than a round ahead waits (the ranks' speeds wander by 2-12 ms in
+ * a ~35 ms round, one then the other, which the per-round barrier of exchange_round paid for in
+ * full), and nothing is copied but into the chunk. Each rank counts its chunk when it is nearly
+ * full (the others run on meanwhile). *flags: in = this rank's stop/error bits for round k, out
+ * = round k-1's OR over ranks: all ranks see the same and stop at the same round. */
+static ax_status shm_round(builder *bd, uint64_t k, uint64_t rounds, size_t m, uint64_t *flags) {
+    const int P = bd->size, me = bd->rank;
+    shm_view *mine = &bd->sv[me];
+    if (k < rounds) {
+        int j = (int)(k % SHM_SLOTS), acc = 0;
+        for (int r = 0; r < P; r++) {
+            mine->count[j][r] = bd->scount[r];
+            mine->displ[j][r] = acc;
+            acc += bd->scount[r];
+        }
+        if (P > 2) { /* grouped by owner into the slot */
+            memcpy(bd->sd, mine->displ[j], sizeof(int) * (size_t)P);
+            const uint64_t *w = (const uint64_t *)bd->pair;
+            for (size_t i = 0; i < m; i++) mine->pairs[j][bd->sd[bd->owner[i]]++] = w[i];
+        }
+        *mine->flags[j] = *flags;
+        __atomic_store_n(mine->hashed, k + 1, __ATOMIC_RELEASE);
+    }
+    *flags = 0;
+    if (k == 0) return AX_OK;
+    uint64_t q = k - 1; /* the round to take */
+    int j = (int)(q % SHM_SLOTS);
+    for (int r = 0; r < P; r++) wait_until(bd->sv[r].hashed, q + 1);
+    for (int r = 0; r < P; r++) *flags |= *bd->sv[r].flags[j];
+    if (*flags) return AX_OK;
+    ax_status st = AX_OK;
+    for (int r = 0; r < P && st == AX_OK; r++) {
+        if (r == me) continue;
+        const shm_view *v = &bd->sv[r];
+        const uint64_t *w = v->pairs[j] + v->displ[j][me];
+        uint64_t start = sender_round_start(bd, r, q);
+        for (int i = 0; i < v->count[j][me] && st == AX_OK; i++)
+            st = put_pair(bd, w[i] & ~WIRE_OFF_MASK, start + (w[i] & WIRE_OFF_MASK));
+    }
+    __atomic_store_n(mine->consumed, q + 1, __ATOMIC_RELEASE);
+    /* the next round brings about B pairs (this rank's own and the others'); 2B of room */
+    if (st == AX_OK && chunk_nearly_full(bd, bd->B)) st = flush_chunk(bd);
+    return st;
+}
+
 /* Routes this round's pairs to their owners and counts what arrives. If one owner would
  * receive more than recv_cap pairs (a window repeated all over this round), the exchange is
  * split into K slices so receive memory stays bounded. *flags: in = this rank's stop/error
@@ -527,6 +611,57 @@ static ax_status exchange_round(builder *bd, uint64_t round, size_t m, uint64_t 
     return st;
 }
 
+static size_t align_to(size_t x, size_t a) {
+    return (x + a - 1) / a * a;
+}
+
+/* a rank's segment laid out from base (page-aligned; NULL: only the size); returns its bytes */
+static size_t shm_layout(const builder *bd, char *base, shm_view *v) {
+    size_t P = (size_t)bd->size, off = 128; /* the two counters, a cache line each */
+    size_t meta = align_to(sizeof(uint64_t) + 2 * sizeof(int) * P, 64);
+    size_t pairs = align_to(off + SHM_SLOTS * meta, 4096);
+    if (base) {
+        v->hashed = (uint64_t *)base;
+        v->consumed = (uint64_t *)(base + 64);
+        for (int j = 0; j < SHM_SLOTS; j++) {
+            char *m = base + off + (size_t)j * meta;
+            v->flags[j] = (uint64_t *)m;
+            v->count[j] = (int *)(m + sizeof(uint64_t));
+            v->displ[j] = v->count[j] + P;
+            v->pairs[j] = (uint64_t *)(base + pairs + (size_t)j * sizeof(uint64_t) * bd->B);
+        }
+    }
+    return pairs + SHM_SLOTS * sizeof(uint64_t) * bd->B;
+}
+
+/* Several ranks all on this host (and messages_only off): their segments (shm_round).
+ * Collective; where shared memory cannot be had, the pairs go as MPI messages (exchange_round),
+ * as between hosts. */
+static void shm_alloc(builder *bd, int messages_only) {
+    if (!bd->active || bd->sink || messages_only) return;
+    size_t P = (size_t)bd->size;
+    ax_shm *shm = NULL;
+    ax_status st = ax_shm_create(bd->g, AX_AXIS_WORLD, shm_layout(bd, NULL, NULL), &shm);
+    int ok = st == AX_OK && ax_shm_all_local(shm);
+    bd->sv = ok ? calloc(P, sizeof *bd->sv) : NULL;
+    int32_t good = ok && bd->sv;
+    /* all ranks take the same path */
+    if (ax_coll_allreduce(bd->g, AX_AXIS_WORLD, &good, 1, AX_DT_I32, AX_OP_MIN) != AX_OK) good = 0;
+    if (!good) {
+        AX_DEBUG("memscan index: pairs go as MPI messages (%s)",
+                 st != AX_OK ? ax_error_msg() : "ranks on several hosts");
+        ax_shm_free(shm);
+        free(bd->sv);
+        bd->sv = NULL;
+        return;
+    }
+    bd->shm = shm;
+    for (size_t r = 0; r < P; r++)
+        shm_layout(bd, ax_shm_base(shm, ax_shm_index(shm, (int)r)), &bd->sv[r]);
+    /* every segment came zeroed (no round published or taken), seen by all before any round */
+    ax_ms_calm_sync(bd->g);
+}
+
 /* The chunk buffers: faulted in up front (as the table is): 4 KB page faults taken while
  * hashing into a fresh buffer cost about as much as the hashing. */
 static void *big_alloc(size_t bytes) {
@@ -553,6 +688,8 @@ static void builder_free(builder *bd) {
     free(bd->scount);
     free(bd->sdispl);
     free(bd->rcount);
+    ax_shm_free(bd->shm);
+    free(bd->sv);
 }
 
 static ax_status builder_alloc(builder *bd) {
@@ -593,7 +730,16 @@ static ax_status chunk_alloc(builder *bd, uint64_t expect, uint64_t nb, uint64_t
     while (pb < 40 && (ax_axd_n_tokens(bd->ds) >> pb) != 0) pb++;
     if (rb < pb - 26) rb = pb - 26; /* (38 - rb) + pb <= 64 */
     bd->pb = pb;
-    if (want > expect) want = expect;
+    /* The chunk is counted when it could not take the next rounds (about B pairs each), so its
+     * share of the pairs is sized as an even part of them plus that room: counting a chunk
+     * streams the whole table through the cache (~0.1 s at 100M tokens), a last chunk with few
+     * pairs costs as much as a full one, and so does a fourth of 16M pairs where three of 16.1M
+     * do (48.3M pairs a rank on 2 ranks). Within `want` plus the room. */
+    uint64_t parts = want ? (expect + want - 1) / want : 1;
+    if (parts >= 2)
+        want = (expect + parts - 1) / parts + 2 * bd->B;
+    else if (want > expect)
+        want = expect;
     uint64_t per = (want >> rb) + 1;
     bd->rb = rb;
     bd->rper = per;
@@ -664,6 +810,21 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
                 return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing "
                                                      "was written");
             AX_CHECK(hash_round(bd, s, e, NULL, NULL));
+        } else if (bd->shm) {
+            size_t m = 0;
+            shm_slot_free(bd, k);
+            /* on 2 ranks the other rank's pairs go straight to the slot (grouped already) */
+            ax_ms_pair *dst =
+                bd->size == 2 ? (ax_ms_pair *)bd->sv[bd->rank].pairs[k % SHM_SLOTS] : bd->pair;
+            ax_status hs = hash_round(bd, s, e, dst, &m);
+            if (st == AX_OK) st = hs;
+            if (st != AX_OK) flags |= 2;
+            ax_status xs = shm_round(bd, k, rounds, m, &flags);
+            if (st == AX_OK) st = xs;
+            if (flags & 2) return agree(bd, st);
+            if (flags & 1)
+                return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing was "
+                                                     "written");
         } else {
             size_t m = 0;
             ax_status hs = hash_round(bd, s, e, bd->pair, &m);
@@ -686,6 +847,15 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
             if (line) last_line = now;
             ax_progress_update(&prog, (long)done, -1, (double)done / (now - t0 + 1e-9), line);
         }
+    }
+    if (bd->shm && rounds) { /* the last round's pairs */
+        uint64_t flags = 0;
+        ax_status xs = shm_round(bd, rounds, rounds, 0, &flags);
+        if (st == AX_OK) st = xs;
+        if (flags & 2) return agree(bd, st);
+        if (flags & 1)
+            return ax_errorf(AX_ERR_INTERRUPTED, "memscan index: interrupted; nothing was "
+                                                 "written");
     }
     if (st == AX_OK) st = flush_chunk(bd);
     if (st == AX_OK && bd->idx->edge_oom)
@@ -740,6 +910,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     st = builder_alloc(&bd);
     st = bd.active ? agree(&bd, st) : st;
     if (st != AX_OK) goto fail;
+    shm_alloc(&bd, o->messages_only);
 
     uint64_t cnt[2];
     double tp[5];

@@ -16,6 +16,7 @@
 #include "lib/dist/grid_mpi.h"
 #include "lib/dist/mpienv.h"
 #include "lib/dist/overlap.h"
+#include "lib/dist/shm.h"
 
 static int g_fail, g_rank;
 static double g_expect_bytes[AX_COMM_KINDS][AX_AXIS_COUNT];
@@ -490,6 +491,43 @@ static void check_alltoallv(ax_grid_t *g, const int dims[4], ax_axis axis, int k
     free(sc), free(sd), free(rc), free(rd), free(s), free(r);
 }
 
+/* Shared segments along an axis (lib/dist/shm.h): each rank writes its own, page-aligned and
+ * zeroed, and reads every other's after a barrier; a 1-rank axis says unsupported. All ranks
+ * of these tests run on one host. */
+static void check_shm(ax_grid_t *g, ax_axis axis) {
+    int p = ax_grid_dim(g, axis), me = ax_grid_coord(g, axis);
+    const size_t n = 3000; /* u64: not a whole number of pages */
+    ax_shm *s = NULL;
+    ax_status st = ax_shm_create(g, axis, n * sizeof(uint64_t), &s);
+    if (p == 1) {
+        CHECK(st == AX_ERR_UNSUPPORTED, "shm over 1-rank %s: status %d", ax_axis_name(axis), st);
+        return;
+    }
+    CHECK(st == AX_OK, "shm over %s: %s", ax_axis_name(axis), ax_error_msg());
+    if (st != AX_OK) return;
+    CHECK(ax_shm_all_local(s) && ax_shm_ranks(s) == p, "shm over %s: %d of %d ranks here",
+          ax_axis_name(axis), ax_shm_ranks(s), p);
+    uint64_t *mine = ax_shm_base(s, ax_shm_index(s, me));
+    CHECK(((uintptr_t)mine & 4095) == 0, "shm over %s: segment not page-aligned",
+          ax_axis_name(axis));
+    int zero = 1;
+    for (size_t i = 0; i < n; i++) zero &= mine[i] == 0;
+    CHECK(zero, "shm over %s: segment not zeroed", ax_axis_name(axis));
+    for (size_t i = 0; i < n; i++) mine[i] = ((uint64_t)me << 32) | i;
+    OK(ax_barrier(g, axis));
+    for (int r = 0; r < p; r++) {
+        const uint64_t *o = ax_shm_base(s, ax_shm_index(s, r));
+        for (size_t i = 0; i < n; i++)
+            if (o[i] != (((uint64_t)r << 32) | i)) {
+                CHECK(0, "shm over %s: rank %d's [%zu] reads %llx", ax_axis_name(axis), r, i,
+                      (unsigned long long)o[i]);
+                break;
+            }
+    }
+    OK(ax_barrier(g, axis)); /* no rank frees while another reads */
+    ax_shm_free(s);
+}
+
 /* send/recv around the ring (even coordinates send first), and the status agreement */
 static void check_p2p_agree(ax_grid_t *g, ax_axis axis) {
     int p = ax_grid_dim(g, axis), me = ax_grid_coord(g, axis);
@@ -785,6 +823,7 @@ int main(int argc, char **argv) {
         check_alltoallv(g, dims, (ax_axis)a, 0);
         check_alltoallv(g, dims, (ax_axis)a, 5);
         check_p2p_agree(g, (ax_axis)a);
+        check_shm(g, (ax_axis)a);
     }
     check_world_grid(ax_grid_size(g));
     check_cross_axis(g, dims, 4099);
