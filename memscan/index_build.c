@@ -11,6 +11,7 @@
 
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
+#include "lib/core/stop.h"
 #include "lib/core/timer.h"
 
 #include <math.h>
@@ -470,13 +471,26 @@ static uint64_t sender_round_start(const builder *bd, int r, uint64_t round) {
     return T * (uint64_t)r / P + round * bd->B;
 }
 
-/* waits until *p >= v, another rank's counter: a few checks, then naps (ranks may share cores) */
+/* Waits until *p >= v, another rank's counter: checks for up to WAIT_SPIN seconds (small rounds
+ * are often a few microseconds apart), then naps between checks (ranks may share cores: a
+ * spinning rank would take the core of the one it waits for). Marked for the stalled-rank
+ * watchdog (lib/core/stop.h) as the MPI waits are: a rank killed or stopped mid-build would
+ * otherwise leave the others waiting here for ever. */
+#define WAIT_SPIN 20e-6
 static void wait_until(const uint64_t *p, uint64_t v) {
-    for (int spin = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; spin++)
-        if (spin >= 64) {
+    if (__atomic_load_n(p, __ATOMIC_ACQUIRE) >= v) return;
+    ax_stall_begin("memscan index round", "world");
+    double t0 = ax_now();
+    for (unsigned spin = 1; __atomic_load_n(p, __ATOMIC_ACQUIRE) < v; spin++) {
+#if defined(__SSE2__)
+        _mm_pause();
+#endif
+        if (spin % 64 == 0 && ax_now() - t0 > WAIT_SPIN) {
             struct timespec ts = {0, 50000};
             nanosleep(&ts, NULL);
         }
+    }
+    ax_stall_end();
 }
 
 /* With shared memory: before round k is hashed into its slot, every owner has taken the round

@@ -180,5 +180,34 @@ if [ "$rc" != 0 ] && [ "$dt" -le 20 ] && grep -q "waited [0-9]* s in a collectiv
 else bad "SIGSTOPped rank: job fails within 20 s with the stall message (exit $rc after ${dt} s)"; fi
 kill -CONT "$victim" 2>/dev/null
 
+# ---- the same in a memscan index build on one host, where the ranks exchange through shared
+# memory and wait on each other's counters, not in MPI: the whole corpus in rounds of one
+# window (~1.5 s of rounds on 2 cores), the rank stopped once both have sized their tables
+"$AX" data encode --tokenizer "$T/tok" --input data/corpus/kjv.jsonl --out "$T/kjv.axd" 2>"$T/err" ||
+  bad "encode the corpus for memscan"
+AXMEM_LOG=debug AXMEM_STALL_TIMEOUT=3 "${MPIRUN[@]}" -np 2 "$AX" memscan index --data "$T/kjv.axd" \
+  --out "$T/kjv.idx" --round-windows 1 >"$T/ms.out" 2>"$T/err" &
+pid=$!
+LEFT+=("$pid")
+for ((i = 0; i < 600; i++)); do
+  [ "$(grep -c 'table per rank' "$T/err")" -ge 2 ] && break
+  sleep 0.05
+done
+sleep 0.3
+victim=$(pgrep -P "$pid" | tail -1)
+LEFT+=("$victim")
+t0=$SECONDS
+kill -STOP "$victim"
+( sleep 40; kill -KILL "$pid" 2>/dev/null ) &
+guard=$!
+wait "$pid"; rc=$?
+kill "$guard" 2>/dev/null; wait "$guard" 2>/dev/null
+dt=$((SECONDS - t0))
+if [ "$rc" != 0 ] && [ "$dt" -le 20 ] && grep -q "waited [0-9]* s in a collective (memscan index round" "$T/err" &&
+   [ ! -e "$T/kjv.idx" ]; then
+  ok "SIGSTOPped rank in a memscan index build: job fails in ${dt} s with the stall message, no index"
+else bad "SIGSTOPped rank in a memscan index build: fails within 20 s with the stall message (exit $rc after ${dt} s)"; fi
+kill -CONT "$victim" 2>/dev/null
+
 echo "signals: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
