@@ -101,6 +101,10 @@ static const ax_cfg_entry entries[] = {
      "(not on an axis whose ranks share one host: docs/DESIGN.md); --no-overlap: never"},
     {"force-overlap", AX_CFG_BOOL, F(force_overlap), "false", 1, 0,
      "overlap on every grid axis, even where --overlap would fall back (for measurement)"},
+    {"recompute", AX_CFG_BOOL, F(recompute), "false", 1, 0,
+     "activation checkpointing: keep only each layer's input and recompute the rest in the "
+     "backward (about a third more compute; activation memory per layer falls ~10x for the "
+     "Llama shapes; same results bit for bit). For long sequences or large micro-batches"},
     {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,
      "stop after N steps of this invocation with a checkpoint, exit 75 (0 = off): "
      "scheduler-sized chunks of one run; the schedule still ends at --steps"},
@@ -363,6 +367,7 @@ static const struct {
     {"grid", OVERRIDE},
     {"overlap", OVERRIDE},
     {"force-overlap", OVERRIDE},
+    {"recompute", OVERRIDE}, /* the same results bit for bit */
     {"device", OVERRIDE},
     {"precision", OVERRIDE}, /* master weights and moments are fp32 either way */
     {"comm", OVERRIDE},

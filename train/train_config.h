@@ -38,6 +38,7 @@ typedef struct {
     char grid[AX_CFG_STR_MAX]; /* DxXxYxZ */
     int overlap;               /* 1: where it helps (AX_OVERLAP_AUTO); 0: --no-overlap */
     int force_overlap;         /* overlap on every axis (AX_OVERLAP_FORCE), for measurement */
+    int recompute;             /* activation recomputation (ax_model_opts.recompute) */
     char device[AX_CFG_STR_MAX];
     char precision[AX_CFG_STR_MAX];
     char comm[AX_CFG_STR_MAX]; /* auto | mpi | nccl (lib/dist/comm.h, ax_comm_select) */

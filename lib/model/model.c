@@ -221,7 +221,9 @@ static int alloc_acts(ax_model_t *m) {
 #define ACT(p, count) (slots[n++] = (act_slot){(void **)&(p), (size_t)(count) * sizeof *(p)})
     for (int l = 0; l < L; l++) {
         layer_acts *a = &m->acts[l];
-        ACT(a->res, N * Cx), ACT(a->ln1, N * Cx), ACT(a->rstd1, N), ACT(a->qkv, N * Q3);
+        ACT(a->res, N * Cx);
+        if (m->recompute && l > 0) continue; /* shares acts[0]'s, below */
+        ACT(a->ln1, N * Cx), ACT(a->rstd1, N), ACT(a->qkv, N * Q3);
         ACT(a->att, att), ACT(a->atty, N * Cy), ACT(a->res_mid, N * Cx), ACT(a->ln2, N * Cx);
         ACT(a->rstd2, N), ACT(a->h, N * 2 * Fy), ACT(a->hs, N * Fy);
         ACT(a->mean1, NL), ACT(a->mean2, NL);
@@ -237,11 +239,17 @@ static int alloc_acts(ax_model_t *m) {
     size_t total = 0;
     for (int i = 0; i < n; i++) total += (slots[i].bytes + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN;
     char *base = m->act_arena = ax_dev_alloc(m->ctx, total);
+    m->act_bytes = total;
     for (int i = 0; base && i < n; i++) {
         *slots[i].slot = base;
         base += (slots[i].bytes + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN;
     }
     ax_host_free(m->ctx, slots);
+    for (int l = 1; m->recompute && l < L; l++) { /* one working set for every layer */
+        float *res = m->acts[l].res;
+        m->acts[l] = m->acts[0];
+        m->acts[l].res = res;
+    }
     return m->act_arena != NULL;
 }
 
@@ -351,7 +359,15 @@ static ax_status check_backend_ops(const ax_backend *be, const ax_model_config *
 
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out) {
+    ax_model_opts o = {overlap, device, 0};
+    return ax_model_create_ex(g, c, B, T, &o, out);
+}
+
+ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int T,
+                             const ax_model_opts *opts, ax_model_t **out) {
     *out = NULL;
+    int overlap = opts->overlap;
+    const char *device = opts->device ? opts->device : "cpu";
     AX_CHECK(ax_model_config_check(c));
     int dims[4];
     for (int a = 0; a < 4; a++) dims[a] = ax_grid_dim(g, (ax_axis)a);
@@ -391,6 +407,7 @@ ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int
     m->B = B;
     m->T = T;
     m->overlap = overlap;
+    m->recompute = opts->recompute != 0;
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y];
     m->Cx = c->dim / gx;
     m->Cy = c->dim / gy;
@@ -474,6 +491,10 @@ void ax_model_free(ax_model_t *m) {
     ax_grid_free(m->own_grid);
     ax_host_free(ctx, m);
     ax_ctx_free(ctx);
+}
+
+size_t ax_model_activation_bytes(const ax_model_t *m) {
+    return m->act_bytes;
 }
 
 const ax_model_config *ax_model_config_of(const ax_model_t *m) {

@@ -75,6 +75,23 @@ ax_status ax_model_create_on(ax_grid_t *g, const ax_model_config *c, int B, int 
  * none or ":auto" is bf16 on cuda, fp32 on cpu; ax_ctx_open). ax_model_create_on uses "cpu". */
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out);
+/* How a model runs; none of it changes what it computes. */
+typedef struct {
+    int overlap;        /* as ax_model_create_on's */
+    const char *device; /* as ax_model_create_dev's; NULL is "cpu" */
+    /* activation recomputation (checkpointing): keep only each layer's input between the
+     * forward and the backward, and rebuild the layer's other activations in the backward by
+     * running its forward again (all but the down projection; the top layer's are still there).
+     * Activation memory per layer falls from ~(5C + 3F + qkv) to C floats a token, for about a
+     * third more compute and the forward's tensor-parallel all-reduces once more; results are
+     * bit-identical. */
+    int recompute;
+} ax_model_opts;
+ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int T,
+                             const ax_model_opts *opts, ax_model_t **out);
+/* Bytes of this rank's activation buffers (the forward's saved activations and the backward's
+ * scratch), as allocated. */
+size_t ax_model_activation_bytes(const ax_model_t *m);
 /* Serial convenience: a private 1x1x1x1 grid. */
 ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **out);
 void ax_model_free(ax_model_t *m);

@@ -126,8 +126,11 @@ struct ax_model {
     int t_wpe, t_normfb; /* -1 when the configuration has none */
     int *lt;             /* [L * L_SLOTS]: tensor of layer l's slot, or -1 */
     int stale;           /* gathered blocks out of date */
-    /* activations: carved from one device block (act_arena) */
+    /* activations: carved from one device block (act_arena). With recompute every layer has
+     * its own res; the rest of acts[l] points at one shared set (acts[0]'s) */
+    int recompute;
     void *act_arena;
+    size_t act_bytes;
     layer_acts *acts;
     float *res_final, *lnf, *rstdf, *meanf;
     float *logits;  /* [N, Vl], becomes dlogits */

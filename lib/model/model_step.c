@@ -32,12 +32,51 @@ static const float *W(const ax_model_t *m, int t) {
     return m->tp[t].full;
 }
 
+/* Layer l's forward for B sequences from its input acts[l].res. whole = 0 stops before the down
+ * projection: the backward's recomputation (activation checkpointing) needs every activation
+ * but the layer's output, which the layer above already consumed. */
+static void layer_forward(ax_model_t *m, int l, int B, int whole) {
+    const ax_model_config *c = &m->cfg;
+    int T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy, D = c->dim / c->n_heads;
+    int N = B * T, L = c->n_layers, Hky = m->Hky;
+    long Q3 = (long)Cy + 2L * m->Ky; /* a qkv row: [q (Hy heads) | k (Hky) | v (Hky)] */
+    int rd = model_rotary_dim(c), par = c->parallel_residual;
+    layer_acts *a = &m->acts[l];
+    tp_norm_forward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), a->ln1, a->mean1, a->rstd1, a->res,
+                    N);
+    tp_linear_forward(m, LT(m, l, L_WQKV), a->qkv, a->ln1, N);
+    tp_bias_forward(m, LT(m, l, L_BQKV), a->qkv, N);
+    if (rd) {
+        ax_rope_partial_forward(m->ctx, a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd, Q3);
+        ax_rope_partial_forward(m->ctx, a->qkv + Cy, m->rope_cos, m->rope_sin, B, T, Hky, D, rd,
+                                Q3);
+    }
+    ax_attention_forward_gqa(m->ctx, a->atty, a->att, a->qkv, B, T, Cy, Hy, Hky);
+    /* res_mid: the attention branch; sequential adds the residual into it, parallel adds
+     * both branches and the residual at the end (HF's mlp + attn + x) */
+    tp_linear_forward(m, LT(m, l, L_WO), a->res_mid, a->atty, N);
+    tp_bias_forward(m, LT(m, l, L_BO), a->res_mid, N);
+    if (!par) ax_accumulate(m->ctx, a->res_mid, a->res, (long)N * Cx);
+    tp_norm_forward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), a->ln2, a->mean2, a->rstd2,
+                    par ? a->res : a->res_mid, N);
+    tp_linear_forward(m, LT(m, l, L_WUP), a->h, a->ln2, N);
+    tp_bias_forward(m, LT(m, l, L_BUP), a->h, N);
+    if (c->mlp == AX_MLP_SWIGLU)
+        ax_swiglu_forward(m->ctx, a->hs, a->h, N, Fy);
+    else
+        ax_gelu_forward(m->ctx, a->hs, a->h, N, Fy, c->mlp == AX_MLP_GELU_TANH);
+    if (!whole) return;
+    float *res_out = l + 1 < L ? m->acts[l + 1].res : m->res_final;
+    tp_linear_forward(m, LT(m, l, L_WDOWN), res_out, a->hs, N);
+    tp_bias_forward(m, LT(m, l, L_BDOWN), res_out, N);
+    ax_accumulate(m->ctx, res_out, a->res_mid, (long)N * Cx);
+    if (par) ax_accumulate(m->ctx, res_out, a->res, (long)N * Cx);
+}
+
 double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *targets,
                         const uint8_t *mask, int B, float dscale, int want_grad) {
     const ax_model_config *c = &m->cfg;
-    int T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy, D = c->dim / c->n_heads;
-    int N = B * T, L = c->n_layers, Ky = m->Ky, Hky = m->Hky;
-    long Q3 = (long)Cy + 2L * Ky; /* a qkv row: [q (Hy heads) | k (Hky) | v (Hky)] */
+    int T = m->T, Cx = m->Cx, N = B * T, L = c->n_layers;
     m->cur_B = B;
     /* the batch to the backend: the kernels (and the backward's embedding) read these copies */
     ax_copy(m->ctx, m->inputs_copy, inputs, (size_t)N * sizeof(int32_t), AX_COPY_H2D);
@@ -57,39 +96,10 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     /* learned positions: rows 0..T-1 of wpe are one contiguous [T * Cx] row added to each
      * sequence's [T * Cx] (replicated over Y: every Y rank adds it after the all-reduce) */
     if (m->t_wpe >= 0) ax_bias_add(m->ctx, m->acts[0].res, W(m, m->t_wpe), B, T * Cx);
-    int rd = model_rotary_dim(c), par = c->parallel_residual;
     for (int l = 0; l < L; l++) {
-        layer_acts *a = &m->acts[l];
-        float *res_out = l + 1 < L ? m->acts[l + 1].res : m->res_final;
         gather_group(m, l + 2, 1);
         gather_group(m, l + 1, 0);
-        tp_norm_forward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), a->ln1, a->mean1, a->rstd1,
-                        a->res, N);
-        tp_linear_forward(m, LT(m, l, L_WQKV), a->qkv, a->ln1, N);
-        tp_bias_forward(m, LT(m, l, L_BQKV), a->qkv, N);
-        if (rd) {
-            ax_rope_partial_forward(m->ctx, a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd, Q3);
-            ax_rope_partial_forward(m->ctx, a->qkv + Cy, m->rope_cos, m->rope_sin, B, T, Hky, D, rd,
-                                    Q3);
-        }
-        ax_attention_forward_gqa(m->ctx, a->atty, a->att, a->qkv, B, T, Cy, Hy, Hky);
-        /* res_mid: the attention branch; sequential adds the residual into it, parallel adds
-         * both branches and the residual at the end (HF's mlp + attn + x) */
-        tp_linear_forward(m, LT(m, l, L_WO), a->res_mid, a->atty, N);
-        tp_bias_forward(m, LT(m, l, L_BO), a->res_mid, N);
-        if (!par) ax_accumulate(m->ctx, a->res_mid, a->res, (long)N * Cx);
-        tp_norm_forward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), a->ln2, a->mean2, a->rstd2,
-                        par ? a->res : a->res_mid, N);
-        tp_linear_forward(m, LT(m, l, L_WUP), a->h, a->ln2, N);
-        tp_bias_forward(m, LT(m, l, L_BUP), a->h, N);
-        if (c->mlp == AX_MLP_SWIGLU)
-            ax_swiglu_forward(m->ctx, a->hs, a->h, N, Fy);
-        else
-            ax_gelu_forward(m->ctx, a->hs, a->h, N, Fy, c->mlp == AX_MLP_GELU_TANH);
-        tp_linear_forward(m, LT(m, l, L_WDOWN), res_out, a->hs, N);
-        tp_bias_forward(m, LT(m, l, L_BDOWN), res_out, N);
-        ax_accumulate(m->ctx, res_out, a->res_mid, (long)N * Cx);
-        if (par) ax_accumulate(m->ctx, res_out, a->res, (long)N * Cx);
+        layer_forward(m, l, B, 1);
     }
     gather_group(m, L + 1, 0);
     m->stale = 0;
@@ -149,6 +159,8 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
 
     for (int l = L - 1; l >= 0; l--) {
         layer_acts *a = &m->acts[l];
+        /* recompute: the shared working set still holds the top layer's activations */
+        if (m->recompute && l < L - 1) layer_forward(m, l, B, 0);
         /* sequential: the norms' input gradients accumulate into dres itself, which after the
          * MLP branch is the gradient of res_mid. Parallel: both branches take the output's
          * gradient dres, and the input's gradient (dres + both norms') builds up in dacc. */

@@ -51,6 +51,11 @@ static void norm_bwd(acc *a, const ax_model_config *c, long N) {
 
 void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume phase[3]) {
+    ax_perfmodel_step_phases_rc(c, dims, B, T, n_micro, 0, phase);
+}
+
+void ax_perfmodel_step_phases_rc(const ax_model_config *c, const int dims[4], int B, int T,
+                                 int n_micro, int recompute, ax_step_volume phase[3]) {
     for (int i = 0; i < 3; i++) phase[i] = (ax_step_volume){0};
     acc a = {dims, &phase[2]};
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
@@ -87,7 +92,17 @@ void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B
         a.v = &phase[1];                                  /* backward */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* LM head dX */
         norm_bwd(&a, c, N);                               /* final norm */
-        for (long l = 0; l < L; l++) {
+        for (long l = L - 1; l >= 0; l--) {
+            if (recompute && l < L - 1) { /* the layer's forward but the down projection, again:
+                                           * blocking all-reduces, counted with the forward's */
+                a.v = &phase[0];
+                norm_fwd(&a, c, N);
+                add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * (Cy + 2 * Ky), 4);
+                add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4);
+                norm_fwd(&a, c, N);
+                add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * Uy, 4);
+                a.v = &phase[1];
+            }
             add(&a, AX_COMM_ALLREDUCE, AX_AXIS_X, N * Fy, 4); /* down dX */
             add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* up dX */
             norm_bwd(&a, c, N);                               /* norm 2 */
@@ -108,8 +123,13 @@ void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B
 
 void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume *out) {
+    ax_perfmodel_step_volume_rc(c, dims, B, T, n_micro, 0, out);
+}
+
+void ax_perfmodel_step_volume_rc(const ax_model_config *c, const int dims[4], int B, int T,
+                                 int n_micro, int recompute, ax_step_volume *out) {
     ax_step_volume ph[3];
-    ax_perfmodel_step_phases(c, dims, B, T, n_micro, ph);
+    ax_perfmodel_step_phases_rc(c, dims, B, T, n_micro, recompute, ph);
     *out = (ax_step_volume){0};
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < AX_COMM_KINDS; k++)

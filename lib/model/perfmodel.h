@@ -24,11 +24,18 @@ void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B
                               int n_micro, ax_step_volume *out);
 
 /* The same volumes split by when they happen in the step (the overlap model needs it):
- * phase[0] forward all-reduces, phase[1] backward all-reduces (every micro-batch), phase[2] the
- * rest (Z all-gathers, Z reduce-scatters, data and gradient-norm all-reduces). The three sum to
- * ax_perfmodel_step_volume's output. */
+ * phase[0] forward all-reduces (blocking), phase[1] backward all-reduces (every micro-batch),
+ * phase[2] the rest (Z all-gathers, Z reduce-scatters, data and gradient-norm all-reduces). The
+ * three sum to ax_perfmodel_step_volume's output. */
 void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume phase[3]);
+/* The two above for a model that recomputes activations (ax_model_opts.recompute): the
+ * backward repeats every layer's forward all-reduces but the down projection's (not the top
+ * layer's), blocking, so they count in phase[0]. recompute 0 is the functions above. */
+void ax_perfmodel_step_phases_rc(const ax_model_config *c, const int dims[4], int B, int T,
+                                 int n_micro, int recompute, ax_step_volume phase[3]);
+void ax_perfmodel_step_volume_rc(const ax_model_config *c, const int dims[4], int B, int T,
+                                 int n_micro, int recompute, ax_step_volume *out);
 
 /* ---- step-time prediction (axmem plan; docs/DESIGN.md "Planning a run") ----
  * A machine profile: what one device computes and holds, and the two network levels. */

@@ -81,6 +81,16 @@ rm -rf "$T/res/ckpt/step-000012"
 losses "$T/res/metrics.jsonl" >"$T/resumed"
 if cmp -s "$T/full" "$T/resumed" && [ "$(wc -l <"$T/full")" -eq 12 ]; then ok "resume bit-exact (loss, grad norm)"; else
   diff "$T/full" "$T/resumed" | head -4; bad "resume bit-exact"; fi
+# --recompute (activation checkpointing) computes the same numbers: a fresh run, and a resume
+# that switches it on (it may change on resume: how the run computes, not what)
+"$AX" train "${TRAIN[@]}" --steps 12 --recompute --out "$T/rc" 2>"$T/err" &&
+  grep -q "recomputed in the backward" "$T/err" && losses "$T/rc/metrics.jsonl" >"$T/rcl" &&
+  cmp -s "$T/full" "$T/rcl" && ok "--recompute: the same losses and grad norms, bit for bit" ||
+  bad "--recompute bit-exact"
+rm -rf "$T/res/ckpt/step-000012"
+"$AX" train --out "$T/res" --data "$T/kjv.axd" --steps 12 --resume --recompute 2>"$T/err" &&
+  losses "$T/res/metrics.jsonl" >"$T/resumed" && cmp -s "$T/full" "$T/resumed" &&
+  ok "resume with --recompute bit-exact" || bad "resume with --recompute"
 expect_fail "resume with changed lr" 1 "--lr" "$AX" train --out "$T/res" --data "$T/kjv.axd" --steps 20 --resume --lr 0.5
 # a damaged shard is caught by its checksum
 shard=$(ls "$T/res/ckpt/step-000012/"*.zst | head -1)

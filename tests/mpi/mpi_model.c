@@ -93,11 +93,11 @@ static double max_abs(const float *x, long n) {
 }
 
 /* the bytes counted per kind and axis equal the performance model's, exactly */
-static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl) {
+static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl, int recompute) {
     int dims[4];
     for (int a = 0; a < 4; a++) dims[a] = ax_grid_dim(g, (ax_axis)a);
     ax_step_volume want;
-    ax_perfmodel_step_volume(c, dims, bl, T, 1, &want);
+    ax_perfmodel_step_volume_rc(c, dims, bl, T, 1, recompute, &want);
     int batch_ranks = dims[AX_AXIS_DATA] * dims[AX_AXIS_Z]; /* + this driver's loss all-reduce */
     want.bytes[AX_COMM_ALLREDUCE][AX_AXIS_BATCH] +=
         ax_comm_volume(AX_COMM_ALLREDUCE, batch_ranks, 1, 8);
@@ -169,8 +169,10 @@ static void check_decode(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
     free(fr), free(fp);
 }
 
-/* the losses of the parallel model per step, per overlap mode (index AX_OVERLAP_*) */
-static double g_losses[3][STEPS];
+/* the losses of the parallel model per step, per recompute (0, 1) and overlap mode (index
+ * AX_OVERLAP_*) */
+static double g_losses[2][3][STEPS];
+static int g_recompute; /* run()'s model recomputes activations (ax_model_opts.recompute) */
 
 static void run(ax_grid_t *g, int overlap) {
     ax_model_config c = cfg();
@@ -179,7 +181,8 @@ static void run(ax_grid_t *g, int overlap) {
     ax_model_t *ref = NULL, *par = NULL;
     ax_optim_t *oref = NULL, *opar = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    if (ax_model_create(&c, B, T, &ref) || ax_model_create_on(g, &c, bl, T, overlap, &par) ||
+    ax_model_opts opts = {overlap, "cpu", g_recompute};
+    if (ax_model_create(&c, B, T, &ref) || ax_model_create_ex(g, &c, bl, T, &opts, &par) ||
         ax_optim_create(ref, &oc, &oref) || ax_optim_create(par, &oc, &opar)) {
         EXPECT(0, "setup: %s", ax_error_msg());
         return;
@@ -227,7 +230,7 @@ static void run(ax_grid_t *g, int overlap) {
         EXPECT(ax_model_status(par) == AX_OK, "collective failed: %s", ax_error_msg());
         ax_coll_allreduce(g, AX_AXIS_BATCH, &lp, 1, AX_DT_F64, AX_OP_SUM);
         lp /= n_sup;
-        g_losses[overlap][step] = lp;
+        g_losses[g_recompute][overlap][step] = lp;
         EXPECT(fabs(lp - lr_) <= 1e-4 * fabs(lr_),
                "overlap=%d step %d loss %.8f vs single-rank %.8f", overlap, step, lp, lr_);
         if (step == 0) { /* every parameter's gradient, assembled in the global layout */
@@ -253,7 +256,7 @@ static void run(ax_grid_t *g, int overlap) {
         if (step == 1) {
             /* the performance model counts every architecture's collectives (LayerNorm's two
              * statistics, GQA's narrower qkv, GELU's narrower up, biases' Z shards) */
-            check_volume(g, &c, bl);
+            check_volume(g, &c, bl, g_recompute);
             /* the overlap is engaged: with a tensor-parallel axis the dX all-reduces (and Z's
              * reduce-scatters) are still in flight between dW chunks, so the progress step runs;
              * with overlap off every collective is blocking and it never does */
@@ -358,11 +361,24 @@ int main(int argc, char **argv) {
     /* the overlapped schedule changes when bytes move, not what is computed: forcing it gives
      * the losses of the blocking schedule bit for bit */
     for (int s = 0; s < STEPS; s++)
-        EXPECT(g_losses[AX_OVERLAP_FORCE][s] == g_losses[AX_OVERLAP_OFF][s],
+        EXPECT(g_losses[0][AX_OVERLAP_FORCE][s] == g_losses[0][AX_OVERLAP_OFF][s],
                "grid %s step %d: loss %.17g with overlap forced, %.17g without", spec, s,
-               g_losses[AX_OVERLAP_FORCE][s], g_losses[AX_OVERLAP_OFF][s]);
+               g_losses[0][AX_OVERLAP_FORCE][s], g_losses[0][AX_OVERLAP_OFF][s]);
+    /* recomputing activations repeats the same ops on the same inputs: the same losses, bit
+     * for bit, on every grid (and its extra all-reduces are what the model counts) */
+    g_recompute = 1;
+    run(g, AX_OVERLAP_FORCE);
+    for (int s = 0; s < STEPS; s++)
+        EXPECT(g_losses[1][AX_OVERLAP_FORCE][s] == g_losses[0][AX_OVERLAP_FORCE][s],
+               "grid %s step %d: loss %.17g recomputing activations, %.17g keeping them", spec, s,
+               g_losses[1][AX_OVERLAP_FORCE][s], g_losses[0][AX_OVERLAP_FORCE][s]);
+    g_recompute = 0;
     failing_steps(g);
-    for (g_arch = 1; g_arch <= 4; g_arch++) run(g, 1);
+    /* the other architectures; NeoX (parallel residual) and Llama with GQA also recomputing */
+    for (g_arch = 1; g_arch <= 4; g_arch++) {
+        run(g, 1);
+        if (g_arch == 1 || g_arch == 3) g_recompute = 1, run(g, 1), g_recompute = 0;
+    }
     double bad = failures;
     ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
     if (ax_grid_rank(g) == 0) printf("mpi_model %s: %s\n", spec, bad ? "FAILED" : "ok");
