@@ -70,6 +70,17 @@ name="train --device cuda --precision fp32 (emulated) runs, checkpoint included"
 check emu train "${S[@]}" --device cuda --precision fp32 --out "$T/gpu"
 name="train: losses cuda fp32 vs cpu < 1e-4 relative"
 check same_losses "$T/cpu" "$T/gpu" 1e-4
+name="train --device cuda --recompute (emulated): the same losses and norms, bit for bit"
+same_recompute() {
+  emu train "${S[@]}" --device cuda --precision fp32 --recompute --out "$T/gpurc" >/dev/null 2>&1 &&
+    python3 - "$T/gpu/metrics.jsonl" "$T/gpurc/metrics.jsonl" <<'PY'
+import json, sys
+a, b = ([(m["loss"], m["grad_norm"]) for m in map(json.loads, open(f))] for f in sys.argv[1:])
+print(f"     {len(b)} steps, equal: {a == b}")
+sys.exit(0 if a and a == b else 1)
+PY
+}
+check same_recompute
 # bf16 (the default on cuda): 6 steps (~8 s each on the emulator), losses track the CPU's fp32 run
 S6=(--data "$T/kjv.axd" --layers 1 --dim 32 --heads 2 --ffn 64 --seq-len 8 --batch 2 --steps 6
     --lr 3e-3 --warmup 1 --seed 7 --threads 1 --goldfish hash:k=4,h=3 --log-every 1)
