@@ -19,7 +19,7 @@ typedef struct {
     int tie, no_overlap, force_overlap, json, measure;
     double budget;
     char ckpt[AX_CFG_STR_MAX], machine[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
-    char overlap[AX_CFG_STR_MAX];
+    char overlap[AX_CFG_STR_MAX], recompute[AX_CFG_STR_MAX];
 } plan_args;
 
 #define F(field) offsetof(plan_args, field)
@@ -44,6 +44,10 @@ static const ax_cfg_entry entries[] = {
     {"no-overlap", AX_CFG_BOOL, F(no_overlap), "false", 1, 0, "as --overlap off (train's flag)"},
     {"force-overlap", AX_CFG_BOOL, F(force_overlap), "false", 1, 0,
      "as --overlap force (train's flag)"},
+    {"recompute", AX_CFG_CHOICE, F(recompute), "auto|on|off", 1, 0,
+     "activation recomputation (train --recompute): auto weighs it per grid (it fits where "
+     "keeping every activation does not, at about a third more compute); on: always; off: "
+     "never"},
     {"json", AX_CFG_BOOL, F(json), "false", 1, 0, "print JSON instead of the table"},
     {"measure", AX_CFG_BOOL, F(measure), "false", 1, 0,
      "measure this machine (GEMM rate; under mpirun -np 2 the intra-node all-reduce) and "
@@ -157,6 +161,8 @@ static void pred_json(const ax_plan_pred *p, ax_jw *w) {
     ax_jw_key(w, "n_micro"), ax_jw_int(w, p->n_micro);
     ax_jw_key(w, "step_s"), ax_jw_num(w, p->step_s);
     ax_jw_key(w, "compute_s"), ax_jw_num(w, p->compute_s);
+    ax_jw_key(w, "recompute"), ax_jw_bool(w, p->recompute);
+    ax_jw_key(w, "recompute_s"), ax_jw_num(w, p->recompute_s);
     ax_jw_key(w, "gemm_eff"), ax_jw_num(w, p->gemm_eff);
     ax_jw_key(w, "hidden_s"), ax_jw_num(w, p->hidden_s);
     const char *keys[3] = {"comm_s", "exposed_s", "bytes"};
@@ -201,10 +207,10 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
            c->n_layers, c->dim, c->n_heads, kv, c->ffn, c->vocab,
            c->tie_embeddings ? " (tied)" : "", (double)ax_model_config_n_params(c) / 1e9);
     printf("run: %lld devices on %s (%d per node, %s transport), global batch %lld x %lld tokens, "
-           "overlap %s\n",
+           "overlap %s, recompute %s\n",
            (long long)a->devices, pm->m.name, pm->m.devices_per_node,
            pm->m.transport == AX_TRANSPORT_HOST ? "host" : "nccl", (long long)a->global_batch,
-           (long long)a->seq_len, mode_name[mode]);
+           (long long)a->seq_len, mode_name[mode], a->recompute);
     printf("%d grids: %d fit, %d rejected\n\n", r->n_grids, r->n_best, r->n_rejected);
     printf("%-4s %-14s %-7s %9s %9s  %-37s %8s %8s %12s %6s\n", "rank", "grid", "BxNmb", "step_s",
            "compute", "exposed comm s: data x y z other", "hidden", "mem_GiB", "tokens/s", "MFU");
@@ -212,13 +218,13 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
         const ax_plan_pred *p = &r->best[i];
         char grid[64], mb[32], comm[96];
         snprintf(grid, sizeof grid, "%dx%dx%dx%d", p->dims[0], p->dims[1], p->dims[2], p->dims[3]);
-        snprintf(mb, sizeof mb, "%dx%d", p->B, p->n_micro);
+        snprintf(mb, sizeof mb, "%dx%d%s", p->B, p->n_micro, p->recompute ? "r" : "");
         snprintf(comm, sizeof comm, "%.3g %.3g%s %.3g%s %.3g%s %.3g", p->exposed_s[0],
                  p->exposed_s[1], p->level[1] ? "n" : "", p->exposed_s[2], p->level[2] ? "n" : "",
                  p->exposed_s[3], p->level[3] ? "n" : "", p->exposed_s[4] + p->exposed_s[5]);
         printf("%-4d %-14s %-7s %9.4g %9.4g  %-37s %8.3g %8.2f %12.4g %5.1f%%\n", i + 1, grid, mb,
-               p->step_s, p->compute_s, comm, p->hidden_s, p->mem_total / 1073741824.0,
-               p->tokens_per_s, 100 * p->mfu);
+               p->step_s, p->compute_s + p->recompute_s, comm, p->hidden_s,
+               p->mem_total / 1073741824.0, p->tokens_per_s, 100 * p->mfu);
         /* per axis, the runtime's overlap decision on this placement (what the row assumed) */
         for (int ax = AX_AXIS_DATA; ax <= AX_AXIS_Z; ax++)
             if (p->dims[ax] > 1)
@@ -226,7 +232,9 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
                        p->hosts[ax], p->hosts[ax] == 1 ? "" : "s", p->overlap_why[ax],
                        data_note(ax));
     }
-    printf("(\"n\" after an axis: its groups span nodes; other = batch + world scalars)\n");
+    printf("(\"n\" after an axis: its groups span nodes; other = batch + world scalars; \"r\" "
+           "after BxNmb: activations recomputed, train --recompute, its extra forward in "
+           "compute)\n");
     int shown = 0;
     for (int i = 0; i < r->n_rejected && shown < a->top; i++, shown++)
         printf("%s%dx%dx%dx%d rejected: %s\n", shown ? "" : "\n", r->rejected[i].dims[0],
@@ -296,7 +304,11 @@ int ax_cmd_plan(int argc, char **argv) {
     if (a.ckpt[0]) st = shape_from_ckpt(a.ckpt, heads_set, &c);
     if (st == AX_OK) st = ax_plan_machine_load(a.machine, &pm);
     if (st == AX_OK)
-        st = ax_plan_rank(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode, &r);
+        st = ax_plan_rank_ex(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode,
+                             !strcmp(a.recompute, "on")    ? AX_PLAN_RECOMPUTE_ON
+                             : !strcmp(a.recompute, "off") ? AX_PLAN_RECOMPUTE_OFF
+                                                           : AX_PLAN_RECOMPUTE_AUTO,
+                             &r);
     if (st != AX_OK) {
         fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
         return st == AX_ERR_ARG ? 2 : 1;
@@ -310,6 +322,7 @@ int ax_cmd_plan(int argc, char **argv) {
         ax_jw_key(&w, "global_batch"), ax_jw_int(&w, a.global_batch);
         ax_jw_key(&w, "seq_len"), ax_jw_int(&w, a.seq_len);
         ax_jw_key(&w, "overlap"), ax_jw_str(&w, mode_name[mode]);
+        ax_jw_key(&w, "recompute"), ax_jw_str(&w, a.recompute);
         ax_jw_key(&w, "n_grids"), ax_jw_int(&w, r.n_grids);
         ax_jw_key(&w, "grids");
         ax_jw_arr_begin(&w);

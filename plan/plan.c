@@ -20,9 +20,10 @@ static void reject(ax_plan_result *r, const int dims[4], const char *why) {
     snprintf(j->reason, sizeof j->reason, "%s", why);
 }
 
-/* the fewest micro-batches that fit memory: the per-rank batch's divisors, smallest first */
+/* the fewest micro-batches that fit memory (the per-rank batch's divisors, smallest first)
+ * without recomputation and with it, as `recompute` allows; the faster of the two */
 static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const int dims[4],
-                      int global_batch, int T, int overlap, ax_plan_result *r) {
+                      int global_batch, int T, int overlap, int recompute, ax_plan_result *r) {
     char why[256];
     int parts = dims[AX_AXIS_DATA] * dims[AX_AXIS_Z];
     if (ax_model_config_check_grid(c, dims) != AX_OK) {
@@ -37,34 +38,55 @@ static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const
         reject(r, dims, why);
         return;
     }
-    int per_rank = global_batch / parts;
-    ax_plan_pred p, smallest = {0};
-    for (int nm = 1; nm <= per_rank; nm++) {
-        if (per_rank % nm) continue;
-        if (ax_perfmodel_predict(c, &pm->m, dims, global_batch, T, nm, overlap, &p) != AX_OK) {
-            snprintf(why, sizeof why, "%s", ax_error_msg());
-            ax_error_clear();
-            reject(r, dims, why);
-            return;
+    int per_rank = global_batch / parts, found = 0;
+    ax_plan_pred p, best = {0}, smallest = {0};
+    for (int rc = 0; rc <= 1; rc++) {
+        if ((rc == 0 && recompute == AX_PLAN_RECOMPUTE_ON) ||
+            (rc == 1 && recompute == AX_PLAN_RECOMPUTE_OFF))
+            continue;
+        for (int nm = 1; nm <= per_rank; nm++) {
+            if (per_rank % nm) continue;
+            if (ax_perfmodel_predict_rc(c, &pm->m, dims, global_batch, T, nm, overlap, rc, &p) !=
+                AX_OK) {
+                snprintf(why, sizeof why, "%s", ax_error_msg());
+                ax_error_clear();
+                reject(r, dims, why);
+                return;
+            }
+            if (p.fits) {
+                if (!found || p.step_s < best.step_s) best = p;
+                found = 1;
+                break;
+            }
+            smallest = p; /* with recompute last when it is allowed: the least memory */
         }
-        if (p.fits) {
-            r->best[r->n_best++] = p;
-            return;
-        }
-        smallest = p;
+    }
+    if (found) {
+        r->best[r->n_best++] = best;
+        return;
     }
     snprintf(why, sizeof why,
-             "memory: %.2f GiB per device even with micro-batches of 1 sequence (state %.2f, "
+             "memory: %.2f GiB per device even with micro-batches of 1 sequence%s (state %.2f, "
              "gathered %.2f, activations %.2f) > %.2f GiB",
-             smallest.mem_total / 1073741824.0, smallest.mem_state / 1073741824.0,
-             smallest.mem_gathered / 1073741824.0, smallest.mem_acts / 1073741824.0,
-             pm->m.mem_bytes / 1073741824.0);
+             smallest.mem_total / 1073741824.0,
+             smallest.recompute ? " and recomputed activations" : "",
+             smallest.mem_state / 1073741824.0, smallest.mem_gathered / 1073741824.0,
+             smallest.mem_acts / 1073741824.0, pm->m.mem_bytes / 1073741824.0);
     reject(r, dims, why);
 }
 
 ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
                        int global_batch, int T, int overlap, ax_plan_result *out) {
+    return ax_plan_rank_ex(c, pm, devices, global_batch, T, overlap, AX_PLAN_RECOMPUTE_OFF, out);
+}
+
+ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, int devices,
+                          int global_batch, int T, int overlap, int recompute,
+                          ax_plan_result *out) {
     *out = (ax_plan_result){0};
+    if (recompute < AX_PLAN_RECOMPUTE_OFF || recompute > AX_PLAN_RECOMPUTE_AUTO)
+        return ax_errorf(AX_ERR_ARG, "recompute mode %d: use off (0), on (1) or auto (2)",
+                         recompute);
     if (devices < 1 || global_batch < 1 || T < 1)
         return ax_errorf(AX_ERR_ARG,
                          "--devices %d, --global-batch %d and --seq-len %d must be >= 1", devices,
@@ -91,7 +113,7 @@ ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int 
             for (int y = 1; y <= devices / d / x; y++) {
                 if ((devices / d / x) % y) continue;
                 int dims[4] = {d, x, y, devices / d / x / y};
-                plan_grid(c, pm, dims, global_batch, T, overlap, out);
+                plan_grid(c, pm, dims, global_batch, T, overlap, recompute, out);
             }
         }
     }

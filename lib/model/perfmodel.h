@@ -68,8 +68,10 @@ typedef struct {
     double flops_device; /* model FLOPs one device does per step */
     double gemm_eff;     /* small-GEMM efficiency applied, 0..1 */
     double compute_s;
-    int level[AX_AXIS_COUNT];         /* AX_LEVEL_NODE / NET of each axis' groups */
-    double comm_s[AX_AXIS_COUNT];     /* communication time per axis, before overlap */
+    int recompute;                /* the model recomputes activations (ax_model_opts.recompute) */
+    double recompute_s;           /* the backward's extra forward, on top of compute_s */
+    int level[AX_AXIS_COUNT];     /* AX_LEVEL_NODE / NET of each axis' groups */
+    double comm_s[AX_AXIS_COUNT]; /* communication time per axis, before overlap */
     double exposed_s[AX_AXIS_COUNT];  /* after overlap */
     double hidden_s;                  /* communication hidden behind compute */
     double step_s, tokens_per_s, mfu; /* mfu: model FLOPs / (step x devices x peak) */
@@ -90,6 +92,12 @@ typedef struct {
 ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
                                int global_batch, int T, int n_micro, int overlap,
                                ax_plan_pred *out);
+/* The same with activation recomputation when recompute != 0: the extra forward FLOPs
+ * (recompute_s, not hidden), its all-reduces (blocking, with the forward's), and the activation
+ * memory of one working set plus every layer's input. */
+ax_status ax_perfmodel_predict_rc(const ax_model_config *c, const ax_machine *mach,
+                                  const int dims[4], int global_batch, int T, int n_micro,
+                                  int overlap, int recompute, ax_plan_pred *out);
 /* AX_LEVEL_NODE when every group of `axis` lies within one node under the rank layout of
  * lib/dist/grid.h (X innermost), else AX_LEVEL_NET. */
 int ax_perfmodel_axis_level(const int dims[4], ax_axis axis, int devices_per_node);

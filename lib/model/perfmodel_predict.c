@@ -91,7 +91,7 @@ static void sum_block(void *u, const tensor_spec *s) {
     b->full += (double)block;
 }
 
-static void memory(const ax_model_config *c, const int dims[4], int B, int T, int eb,
+static void memory(const ax_model_config *c, const int dims[4], int B, int T, int eb, int recompute,
                    ax_plan_pred *o) {
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
     double Cx = c->dim / gx, Cy = c->dim / gy, Fy = c->ffn / gy, L = c->n_layers;
@@ -108,14 +108,33 @@ static void memory(const ax_model_config *c, const int dims[4], int B, int T, in
     double N = (double)B * T, att = (double)B * Hy * T; /* per-row logsumexp (blocked attention) */
     double per_layer = N * (4 * Cx + 2 + Q3 + Cy + 3 * Fy) + att;
     double rest = N * (4 * Cx + 5 + Vl + (Fy > Cy ? Fy : Cy) + 2 * Fy + Q3) + T * D + att;
-    o->mem_acts = eb * (L * per_layer + rest) + 3 * N * 4 + 64.0 * (11 * L + 17);
+    /* recompute: every layer keeps its input res, one working set serves them all */
+    double layers = recompute ? L * N * Cx + (per_layer - N * Cx) : L * per_layer;
+    o->mem_acts = eb * (layers + rest) + 3 * N * 4 + 64.0 * (11 * L + 17);
     o->mem_total = o->mem_state + o->mem_gathered + o->mem_acts;
+}
+
+/* FLOPs per token the backward's recomputation adds: layers 0..L-2's forward without the down
+ * projection (2 per weight of wqkv, wo and w_up; the attention forward's score and value
+ * products, a third of ax_model_flops_per_token's 12 L C T) */
+static double recompute_flops_per_token(const ax_model_config *c, int T) {
+    double C = c->dim, D = C / c->n_heads, kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+    double up = c->mlp == AX_MLP_SWIGLU ? 2.0 * c->ffn : c->ffn;
+    double weights = C * (C + 2 * kv * D) + C * C + C * up;
+    return (c->n_layers - 1) * (2 * weights + 4 * C * (double)T);
 }
 
 ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
                                int global_batch, int T, int n_micro, int overlap,
                                ax_plan_pred *out) {
+    return ax_perfmodel_predict_rc(c, mach, dims, global_batch, T, n_micro, overlap, 0, out);
+}
+
+ax_status ax_perfmodel_predict_rc(const ax_model_config *c, const ax_machine *mach,
+                                  const int dims[4], int global_batch, int T, int n_micro,
+                                  int overlap, int recompute, ax_plan_pred *out) {
     *out = (ax_plan_pred){0};
+    out->recompute = recompute != 0;
     for (int a = 0; a < 4; a++) out->dims[a] = dims[a];
     AX_CHECK(ax_model_config_check_grid(c, dims));
     if (overlap != AX_OVERLAP_OFF && overlap != AX_OVERLAP_FORCE && overlap != AX_OVERLAP_AUTO)
@@ -142,12 +161,22 @@ ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach,
     if (c->dim / gy < k) k = c->dim / gy;
     if ((double)B * T < k) k = (double)B * T;
     out->gemm_eff = mach->gemm_half_dim > 0 ? k / (k + mach->gemm_half_dim) : 1.0;
-    out->compute_s = out->flops_device / (mach->gemm_flops * out->gemm_eff);
+    double rate = mach->gemm_flops * out->gemm_eff;
+    out->compute_s = out->flops_device / rate;
+    /* the recomputed forward, split like the forward (it runs in the backward, blocking: no
+     * collective hides behind it in this model) */
+    double rf = recompute ? recompute_flops_per_token(c, T) : 0, ratt = 4.0 * c->dim * T;
+    out->recompute_s =
+        recompute
+            ? tokens_local *
+                  ((rf - (c->n_layers - 1) * ratt) / (gx * gy) + (c->n_layers - 1) * ratt / gy) /
+                  rate
+            : 0;
 
     /* communication per axis and phase */
     ax_step_volume ph[3];
-    ax_perfmodel_step_phases(c, dims, B, T, n_micro, ph);
-    ax_perfmodel_step_volume(c, dims, B, T, n_micro, &out->vol);
+    ax_perfmodel_step_phases_rc(c, dims, B, T, n_micro, recompute, ph);
+    ax_perfmodel_step_volume_rc(c, dims, B, T, n_micro, recompute, &out->vol);
     double t[3][AX_AXIS_COUNT];
     for (int a = 0; a < AX_AXIS_COUNT; a++) {
         out->hosts[a] = ax_perfmodel_axis_hosts(dims, (ax_axis)a, mach->devices_per_node);
@@ -192,12 +221,12 @@ ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach,
     }
     double comm = 0;
     for (int a = 0; a < AX_AXIS_COUNT; a++) comm += out->exposed_s[a];
-    out->step_s = out->compute_s + comm;
+    out->step_s = out->compute_s + out->recompute_s + comm;
     out->tokens_per_s = (double)global_batch * T / out->step_s;
     double peak = mach->peak_flops > 0 ? mach->peak_flops : mach->gemm_flops;
     out->mfu = per_token * global_batch * T / (out->step_s * devices * peak);
 
-    memory(c, dims, B, T, mach->elem_bytes, out);
+    memory(c, dims, B, T, mach->elem_bytes, recompute, out);
     out->fits = out->mem_total <= mach->mem_bytes;
     return AX_OK;
 }

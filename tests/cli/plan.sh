@@ -28,7 +28,7 @@ g = d["grids"]
 assert len(g) == 4 and d["n_grids"] == 35, (len(g), d["n_grids"])
 assert all(g[i]["step_s"] <= g[i + 1]["step_s"] for i in range(3))
 for x in g:
-    s = x["compute_s"] + sum(x["exposed_s"].values())
+    s = x["compute_s"] + x["recompute_s"] + sum(x["exposed_s"].values())
     assert abs(s - x["step_s"]) <= 1e-9 * x["step_s"], (s, x["step_s"])
     assert 0 < x["mfu"] <= 1 and x["mem_gib"]["total"] <= 64
 PY
@@ -37,6 +37,16 @@ expect_fail "bad shape" 2 "head size|divisible|even" "$AX" plan --dim 100 --head
 # one 80 GB A100 cannot hold a 26 B-parameter model (16 bytes a parameter): rejected
 "$AX" plan --devices 1 --layers 32 --dim 8192 --heads 64 --ffn 22016 --machine a100 >"$T/out" 2>"$T/err"
 grep -q "0 fit, 1 rejected" "$T/out" && ok "nothing fits: rejected" || bad "nothing fits: rejected"
+# 16K tokens of a 48-layer model on one A100: the activations fit only recomputed (--recompute)
+long=(--devices 1 --layers 48 --dim 2048 --heads 16 --ffn 5504 --vocab 32000 --seq-len 16384
+      --global-batch 1 --machine a100)
+"$AX" plan "${long[@]}" --recompute off >"$T/out" 2>"$T/err" && grep -q "0 fit, 1 rejected" "$T/out" &&
+  "$AX" plan "${long[@]}" >"$T/out" 2>"$T/err" && grep -q "recompute auto$" "$T/out" &&
+  grep -qE "^1 +1x1x1x1 +1x1r " "$T/out" &&
+  "$AX" plan "${long[@]}" --json >"$T/out" 2>"$T/err" &&
+  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["grids"][0]; sys.exit(0 if g["recompute"] and g["recompute_s"] > 0 else 1)' "$T/out" &&
+  ok "--recompute auto: recomputes where only that fits (off: rejected)" || bad "--recompute auto"
+expect_fail "bad --recompute" 2 "--recompute 'maybe'" "$AX" plan --recompute maybe
 cat >"$T/m.json" <<'J'
 {"name": "small-gpu", "source": "test", "gemm_tflops": 10, "gemm_half_dim": 0, "peak_tflops": 10,
  "mem_gib": 0.01, "devices_per_node": 2, "node_bw_gbs": 10, "node_lat_us": 1, "net_bw_gbs": 1,
@@ -52,7 +62,7 @@ expect_fail "incomplete profile" 1 "bad.json.*gemm_tflops" "$AX" plan --machine 
 # every axis; a host profile of one rank a node overlaps the axes that span nodes; NCCL: every axis
 shape=(--layers 4 --dim 512 --heads 8 --ffn 1376 --vocab 8192 --seq-len 128 --global-batch 8)
 "$AX" plan "${shape[@]}" --devices 2 --machine plan/machines/this-cpu.json --top 4 >"$T/out" 2>"$T/err" &&
-  grep -q "overlap auto$" "$T/out" &&
+  grep -q "overlap auto, recompute auto$" "$T/out" &&
   grep -q "^     overlap x (2 ranks, 1 host): off: its 2 ranks share one host" "$T/out" &&
   grep -q "^     overlap z (2 ranks, 1 host): off: its 2 ranks share one host" "$T/out" &&
   ok "auto on one host: every axis off, said per axis" || bad "auto on one host: every axis off"

@@ -42,12 +42,13 @@ static void compare(const char *what, const ax_comm_stats *got, const ax_step_vo
 }
 
 /* one optimizer step of n_micro micro-batches; the counters hold exactly that step */
-static void step(ax_grid_t *g, const ax_model_config *c, int n_micro, int overlap,
+static void step(ax_grid_t *g, const ax_model_config *c, int n_micro, int overlap, int recompute,
                  ax_comm_stats *out, int64_t *n_local) {
     ax_model_t *m = NULL;
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    EXPECT(ax_model_create_on(g, c, BL, T, overlap, &m) == AX_OK &&
+    ax_model_opts mo = {overlap, "cpu", recompute};
+    EXPECT(ax_model_create_ex(g, c, BL, T, &mo, &m) == AX_OK &&
                ax_optim_create(m, &oc, &o) == AX_OK,
            "model: %s", ax_error_msg());
     if (!m || !o) return;
@@ -89,22 +90,24 @@ static void run(ax_grid_t *g, int tie) {
     ax_plan_machine pm;
     EXPECT(ax_plan_machine_load("h100", &pm) == AX_OK, "machine: %s", ax_error_msg());
     for (int n_micro = 1; n_micro <= 2; n_micro++)
-        for (int overlap = 0; overlap <= 1; overlap++) {
+        for (int overlap = 0; overlap <= 2; overlap++) {
+            /* overlap 2: overlap on with activation recomputation */
+            int rc = overlap == 2, ov = rc ? 1 : overlap;
             ax_comm_stats got;
             int64_t n_local = 0;
-            step(g, &c, n_micro, overlap, &got, &n_local);
+            step(g, &c, n_micro, ov, rc, &got, &n_local);
             ax_plan_pred p;
-            EXPECT(ax_perfmodel_predict(&c, &pm.m, dims, BL * parts * n_micro, T, n_micro, overlap,
-                                        &p) == AX_OK,
+            EXPECT(ax_perfmodel_predict_rc(&c, &pm.m, dims, BL * parts * n_micro, T, n_micro, ov,
+                                           rc, &p) == AX_OK,
                    "predict: %s", ax_error_msg());
             char what[96];
-            snprintf(what, sizeof what, "grid %s tie %d n_micro %d overlap %d", ax_grid_spec(g),
-                     tie, n_micro, overlap);
+            snprintf(what, sizeof what, "grid %s tie %d n_micro %d overlap %d recompute %d",
+                     ax_grid_spec(g), tie, n_micro, ov, rc);
             compare(what, &got, &p.vol);
             /* the plan's optimizer-state memory is this rank's slabs: 4 x 4 bytes a float */
             EXPECT(p.mem_state == 16.0 * (double)n_local, "%s: state %.0f bytes, slabs 16 x %lld",
                    what, p.mem_state, (long long)n_local);
-            if (n_micro > 1) continue;
+            if (n_micro > 1 || rc) continue;
             /* the planner's entry for this grid carries the same bytes */
             ax_plan_result r;
             EXPECT(ax_plan_rank(&c, &pm, world, BL * parts, T, overlap, &r) == AX_OK, "rank: %s",

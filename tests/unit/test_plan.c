@@ -510,3 +510,47 @@ Test(plan, auto_per_axis) {
     /* a bad mode is refused */
     cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, 3, &a), AX_ERR_ARG);
 }
+
+/* Activation recomputation (train --recompute): less activation memory, the extra forward in
+ * recompute_s (under a third of the step's compute: no down projection, no LM head, not the
+ * top layer), and the planner takes it only where keeping every activation does not fit. */
+Test(plan, recompute_trades_compute_for_activation_memory) {
+    ax_model_config c = small();
+    c.n_layers = 16; /* deep enough that the layers' activations outweigh the logits */
+    ax_plan_machine pm = machine("a100");
+    int dims[4] = {1, 1, 1, 1};
+    ax_plan_pred keep, rc;
+    cr_assert_eq(ax_perfmodel_predict_rc(&c, &pm.m, dims, 1, 2048, 1, 1, 0, &keep), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict_rc(&c, &pm.m, dims, 1, 2048, 1, 1, 1, &rc), AX_OK);
+    cr_assert(!keep.recompute && rc.recompute);
+    cr_assert_eq(keep.recompute_s, 0);
+    cr_assert(rc.mem_acts < keep.mem_acts / 2, "activations %g with recompute, %g without",
+              rc.mem_acts, keep.mem_acts);
+    cr_assert(rc.recompute_s > keep.compute_s / 10 && rc.recompute_s < keep.compute_s / 3,
+              "recompute %g s of compute %g s", rc.recompute_s, keep.compute_s);
+    cr_assert_eq(rc.compute_s, keep.compute_s); /* model FLOPs: the same work */
+    cr_assert(rc.step_s > keep.step_s && rc.mfu < keep.mfu);
+    ax_plan_result r;
+    /* room for the recomputing model only: off rejects, auto and on recompute */
+    pm.m.mem_bytes = (rc.mem_total + keep.mem_total) / 2;
+    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_OFF, &r), AX_OK);
+    cr_assert_eq(r.n_best, 0);
+    cr_assert(strstr(r.rejected[0].reason, "memory:"), "%s", r.rejected[0].reason);
+    ax_plan_result_free(&r);
+    for (int mode = AX_PLAN_RECOMPUTE_ON; mode <= AX_PLAN_RECOMPUTE_AUTO; mode++) {
+        cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, mode, &r), AX_OK);
+        cr_assert_eq(r.n_best, 1);
+        cr_assert(r.best[0].recompute, "mode %d", mode);
+        ax_plan_result_free(&r);
+    }
+    /* room for both: auto keeps the activations (faster), on still recomputes */
+    pm.m.mem_bytes = 2 * keep.mem_total;
+    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_AUTO, &r), AX_OK);
+    cr_assert(r.n_best == 1 && !r.best[0].recompute);
+    ax_plan_result_free(&r);
+    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_ON, &r), AX_OK);
+    cr_assert(r.n_best == 1 && r.best[0].recompute);
+    ax_plan_result_free(&r);
+    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, 3, &r), AX_ERR_ARG);
+    ax_error_clear();
+}
