@@ -2,8 +2,11 @@
  * vocab 50257, B=4) at T = 64, 256 and 1024 (the blocked attention keeps memory linear in T) as a
  * fraction of the GEMM rate measured in the same run.
  * Achieved FLOP/s counts 6 * matmul params * tokens + attention (ax_model_flops_per_token).
- * Usage: bench_train [steps=6] [B=4] [T]   (no T: 64, 256 and 1024; threads from OMP_NUM_THREADS)
+ * Usage: bench_train [--recompute] [steps=6] [B=4] [T]   (no T: 64, 256 and 1024; threads from
+ * OMP_NUM_THREADS). --recompute: activation recomputation (train --recompute); the FLOP/s still
+ * count the model's FLOPs only, so the ratio shows what the extra forward costs.
  */
+#include "lib/dist/grid.h"
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
 #include "lib/backend/cpu/perf.h"
@@ -21,7 +24,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* one sequence length: the median step over `steps` and its ratio to the GEMM ceiling */
-static int run(int steps, int B, int T) {
+static int run(int steps, int B, int T, int recompute) {
     ax_model_config c = {.n_layers = 12,
                          .dim = 768,
                          .n_heads = 12,
@@ -33,7 +36,10 @@ static int run(int steps, int B, int T) {
     ax_model_t *m = NULL;
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    if (ax_model_create(&c, B, T, &m) != AX_OK || ax_optim_create(m, &oc, &o) != AX_OK) {
+    ax_grid_t *g = NULL;
+    ax_model_opts mo = {0, "cpu", recompute};
+    if (ax_grid_create_serial(&g) != AX_OK || ax_model_create_ex(g, &c, B, T, &mo, &m) != AX_OK ||
+        ax_optim_create(m, &oc, &o) != AX_OK) {
         fprintf(stderr, "bench_train: T=%d: %s\n", T, ax_error_msg());
         return 1;
     }
@@ -68,8 +74,9 @@ static int run(int steps, int B, int T) {
     double med = times[steps / 2];
     double flops = ax_model_flops_per_token(&c, T) * N;
     double gflops = flops / med / 1e9;
-    printf("bench_train: gpt2-124m-shaped (%.1fM params) B=%d T=%d threads=%d\n",
-           (double)ax_model_n_params(m) / 1e6, B, T, threads);
+    printf("bench_train: gpt2-124m-shaped (%.1fM params) B=%d T=%d threads=%d%s\n",
+           (double)ax_model_n_params(m) / 1e6, B, T, threads, recompute ? " recompute" : "");
+    printf("  activations %.1f MiB\n", (double)ax_model_activation_bytes(m) / 1048576.0);
     printf("  step time median %.3f s (min %.3f, max %.3f over %d), loss %.3f\n", med, times[0],
            times[steps - 1], steps, loss);
     printf("  tokens/s %.0f\n", N / med);
@@ -79,19 +86,22 @@ static int run(int steps, int B, int T) {
     free(times), free(in), free(tg), free(mask);
     ax_optim_free(o);
     ax_model_free(m);
+    ax_grid_free(g);
     return 0;
 }
 
 int main(int argc, char **argv) {
+    int recompute = argc > 1 && !strcmp(argv[1], "--recompute");
+    if (recompute) argc--, argv++;
     int steps = argc > 1 ? atoi(argv[1]) : 6;
     int B = argc > 2 ? atoi(argv[2]) : 4, T = argc > 3 ? atoi(argv[3]) : 0;
     if (steps < 1 || B < 1 || (argc > 3 && T < 2)) {
-        fprintf(stderr, "usage: bench_train [steps>=1] [B>=1] [T>=2]\n");
+        fprintf(stderr, "usage: bench_train [--recompute] [steps>=1] [B>=1] [T>=2]\n");
         return 2;
     }
-    if (T > 0) return run(steps, B, T);
+    if (T > 0) return run(steps, B, T, recompute);
     static const int Ts[] = {64, 256, 1024};
     for (int i = 0; i < 3; i++)
-        if (run(steps, B, Ts[i]) != 0) return 1;
+        if (run(steps, B, Ts[i], recompute) != 0) return 1;
     return 0;
 }
