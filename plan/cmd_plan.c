@@ -19,7 +19,7 @@ typedef struct {
     int tie, no_overlap, force_overlap, json, measure;
     double budget;
     char ckpt[AX_CFG_STR_MAX], machine[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
-    char overlap[AX_CFG_STR_MAX], recompute[AX_CFG_STR_MAX];
+    char overlap[AX_CFG_STR_MAX], recompute[AX_CFG_STR_MAX], z_gather[AX_CFG_STR_MAX];
 } plan_args;
 
 #define F(field) offsetof(plan_args, field)
@@ -48,6 +48,10 @@ static const ax_cfg_entry entries[] = {
      "activation recomputation (train --recompute): auto weighs it per grid (it fits where "
      "keeping every activation does not, at about a third more compute); on: always; off: "
      "never"},
+    {"z-gather", AX_CFG_CHOICE, F(z_gather), "auto|step|layer", 1, 0,
+     "on grids with Z > 1 (train --z-gather): auto weighs both per grid; step: every layer's "
+     "weights gathered once a step and kept; layer: each layer's gathered before its forward "
+     "and backward, two kept (less memory, more gathers)"},
     {"json", AX_CFG_BOOL, F(json), "false", 1, 0, "print JSON instead of the table"},
     {"measure", AX_CFG_BOOL, F(measure), "false", 1, 0,
      "measure this machine (GEMM rate; under mpirun -np 2 the intra-node all-reduce) and "
@@ -163,6 +167,7 @@ static void pred_json(const ax_plan_pred *p, ax_jw *w) {
     ax_jw_key(w, "compute_s"), ax_jw_num(w, p->compute_s);
     ax_jw_key(w, "recompute"), ax_jw_bool(w, p->recompute);
     ax_jw_key(w, "recompute_s"), ax_jw_num(w, p->recompute_s);
+    ax_jw_key(w, "z_gather"), ax_jw_str(w, p->stream_z ? "layer" : "step");
     ax_jw_key(w, "gemm_eff"), ax_jw_num(w, p->gemm_eff);
     ax_jw_key(w, "hidden_s"), ax_jw_num(w, p->hidden_s);
     const char *keys[3] = {"comm_s", "exposed_s", "bytes"};
@@ -207,10 +212,10 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
            c->n_layers, c->dim, c->n_heads, kv, c->ffn, c->vocab,
            c->tie_embeddings ? " (tied)" : "", (double)ax_model_config_n_params(c) / 1e9);
     printf("run: %lld devices on %s (%d per node, %s transport), global batch %lld x %lld tokens, "
-           "overlap %s, recompute %s\n",
+           "overlap %s, recompute %s, z-gather %s\n",
            (long long)a->devices, pm->m.name, pm->m.devices_per_node,
            pm->m.transport == AX_TRANSPORT_HOST ? "host" : "nccl", (long long)a->global_batch,
-           (long long)a->seq_len, mode_name[mode], a->recompute);
+           (long long)a->seq_len, mode_name[mode], a->recompute, a->z_gather);
     printf("%d grids: %d fit, %d rejected\n\n", r->n_grids, r->n_best, r->n_rejected);
     printf("%-4s %-14s %-7s %9s %9s  %-37s %8s %8s %12s %6s\n", "rank", "grid", "BxNmb", "step_s",
            "compute", "exposed comm s: data x y z other", "hidden", "mem_GiB", "tokens/s", "MFU");
@@ -218,7 +223,8 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
         const ax_plan_pred *p = &r->best[i];
         char grid[64], mb[32], comm[96];
         snprintf(grid, sizeof grid, "%dx%dx%dx%d", p->dims[0], p->dims[1], p->dims[2], p->dims[3]);
-        snprintf(mb, sizeof mb, "%dx%d%s", p->B, p->n_micro, p->recompute ? "r" : "");
+        snprintf(mb, sizeof mb, "%dx%d%s%s", p->B, p->n_micro, p->recompute ? "r" : "",
+                 p->stream_z ? "s" : "");
         snprintf(comm, sizeof comm, "%.3g %.3g%s %.3g%s %.3g%s %.3g", p->exposed_s[0],
                  p->exposed_s[1], p->level[1] ? "n" : "", p->exposed_s[2], p->level[2] ? "n" : "",
                  p->exposed_s[3], p->level[3] ? "n" : "", p->exposed_s[4] + p->exposed_s[5]);
@@ -234,7 +240,7 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
     }
     printf("(\"n\" after an axis: its groups span nodes; other = batch + world scalars; \"r\" "
            "after BxNmb: activations recomputed, train --recompute, its extra forward in "
-           "compute)\n");
+           "compute; \"s\": layer weights streamed over Z, train --z-gather layer)\n");
     int shown = 0;
     for (int i = 0; i < r->n_rejected && shown < a->top; i++, shown++)
         printf("%s%dx%dx%dx%d rejected: %s\n", shown ? "" : "\n", r->rejected[i].dims[0],
@@ -308,6 +314,9 @@ int ax_cmd_plan(int argc, char **argv) {
                              !strcmp(a.recompute, "on")    ? AX_PLAN_RECOMPUTE_ON
                              : !strcmp(a.recompute, "off") ? AX_PLAN_RECOMPUTE_OFF
                                                            : AX_PLAN_RECOMPUTE_AUTO,
+                             !strcmp(a.z_gather, "layer")  ? AX_PLAN_RECOMPUTE_ON
+                             : !strcmp(a.z_gather, "step") ? AX_PLAN_RECOMPUTE_OFF
+                                                           : AX_PLAN_RECOMPUTE_AUTO,
                              &r);
     if (st != AX_OK) {
         fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
@@ -323,6 +332,7 @@ int ax_cmd_plan(int argc, char **argv) {
         ax_jw_key(&w, "seq_len"), ax_jw_int(&w, a.seq_len);
         ax_jw_key(&w, "overlap"), ax_jw_str(&w, mode_name[mode]);
         ax_jw_key(&w, "recompute"), ax_jw_str(&w, a.recompute);
+        ax_jw_key(&w, "z_gather"), ax_jw_str(&w, a.z_gather);
         ax_jw_key(&w, "n_grids"), ax_jw_int(&w, r.n_grids);
         ax_jw_key(&w, "grids");
         ax_jw_arr_begin(&w);

@@ -20,10 +20,17 @@ static void reject(ax_plan_result *r, const int dims[4], const char *why) {
     snprintf(j->reason, sizeof j->reason, "%s", why);
 }
 
-/* the fewest micro-batches that fit memory (the per-rank batch's divisors, smallest first)
- * without recomputation and with it, as `recompute` allows; the faster of the two */
+/* whether a mode (AX_PLAN_RECOMPUTE_*: off, on, auto) allows a setting (0 or 1) */
+static int allows(int mode, int on) {
+    return mode == AX_PLAN_RECOMPUTE_AUTO || mode == on;
+}
+
+/* for each way of running the mode allows (recomputation; with Gz > 1 layer-streamed weights),
+ * the fewest micro-batches that fit memory (the per-rank batch's divisors, smallest first); the
+ * fastest of those */
 static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const int dims[4],
-                      int global_batch, int T, int overlap, int recompute, ax_plan_result *r) {
+                      int global_batch, int T, int overlap, int recompute, int z_gather,
+                      ax_plan_result *r) {
     char why[256];
     int parts = dims[AX_AXIS_DATA] * dims[AX_AXIS_Z];
     if (ax_model_config_check_grid(c, dims) != AX_OK) {
@@ -40,13 +47,13 @@ static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const
     }
     int per_rank = global_batch / parts, found = 0;
     ax_plan_pred p, best = {0}, smallest = {0};
-    for (int rc = 0; rc <= 1; rc++) {
-        if ((rc == 0 && recompute == AX_PLAN_RECOMPUTE_ON) ||
-            (rc == 1 && recompute == AX_PLAN_RECOMPUTE_OFF))
-            continue;
+    for (int flags = 0; flags < 4; flags++) {
+        int rc = (flags & AX_PERF_RECOMPUTE) != 0, st = (flags & AX_PERF_STREAM_Z) != 0;
+        int no_z = dims[AX_AXIS_Z] == 1; /* nothing to stream: any z_gather mode runs as is */
+        if ((st && no_z) || !allows(recompute, rc) || (!no_z && !allows(z_gather, st))) continue;
         for (int nm = 1; nm <= per_rank; nm++) {
             if (per_rank % nm) continue;
-            if (ax_perfmodel_predict_rc(c, &pm->m, dims, global_batch, T, nm, overlap, rc, &p) !=
+            if (ax_perfmodel_predict_ex(c, &pm->m, dims, global_batch, T, nm, overlap, flags, &p) !=
                 AX_OK) {
                 snprintf(why, sizeof why, "%s", ax_error_msg());
                 ax_error_clear();
@@ -58,7 +65,7 @@ static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const
                 found = 1;
                 break;
             }
-            smallest = p; /* with recompute last when it is allowed: the least memory */
+            if (!smallest.step_s || p.mem_total < smallest.mem_total) smallest = p;
         }
     }
     if (found) {
@@ -66,27 +73,31 @@ static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const
         return;
     }
     snprintf(why, sizeof why,
-             "memory: %.2f GiB per device even with micro-batches of 1 sequence%s (state %.2f, "
-             "gathered %.2f, activations %.2f) > %.2f GiB",
+             "memory: %.2f GiB per device even with micro-batches of 1 sequence%s%s (state "
+             "%.2f, gathered %.2f, activations %.2f) > %.2f GiB",
              smallest.mem_total / 1073741824.0,
-             smallest.recompute ? " and recomputed activations" : "",
-             smallest.mem_state / 1073741824.0, smallest.mem_gathered / 1073741824.0,
-             smallest.mem_acts / 1073741824.0, pm->m.mem_bytes / 1073741824.0);
+             smallest.recompute ? ", recomputed activations" : "",
+             smallest.stream_z ? ", layer-streamed weights" : "", smallest.mem_state / 1073741824.0,
+             smallest.mem_gathered / 1073741824.0, smallest.mem_acts / 1073741824.0,
+             pm->m.mem_bytes / 1073741824.0);
     reject(r, dims, why);
 }
 
 ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
                        int global_batch, int T, int overlap, ax_plan_result *out) {
-    return ax_plan_rank_ex(c, pm, devices, global_batch, T, overlap, AX_PLAN_RECOMPUTE_OFF, out);
+    return ax_plan_rank_ex(c, pm, devices, global_batch, T, overlap, AX_PLAN_RECOMPUTE_OFF,
+                           AX_PLAN_RECOMPUTE_OFF, out);
 }
 
 ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, int devices,
-                          int global_batch, int T, int overlap, int recompute,
+                          int global_batch, int T, int overlap, int recompute, int z_gather,
                           ax_plan_result *out) {
     *out = (ax_plan_result){0};
-    if (recompute < AX_PLAN_RECOMPUTE_OFF || recompute > AX_PLAN_RECOMPUTE_AUTO)
-        return ax_errorf(AX_ERR_ARG, "recompute mode %d: use off (0), on (1) or auto (2)",
-                         recompute);
+    if (recompute < AX_PLAN_RECOMPUTE_OFF || recompute > AX_PLAN_RECOMPUTE_AUTO ||
+        z_gather < AX_PLAN_RECOMPUTE_OFF || z_gather > AX_PLAN_RECOMPUTE_AUTO)
+        return ax_errorf(AX_ERR_ARG,
+                         "recompute mode %d, z-gather mode %d: use off (0), on (1) or auto (2)",
+                         recompute, z_gather);
     if (devices < 1 || global_batch < 1 || T < 1)
         return ax_errorf(AX_ERR_ARG,
                          "--devices %d, --global-batch %d and --seq-len %d must be >= 1", devices,
@@ -113,7 +124,7 @@ ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, i
             for (int y = 1; y <= devices / d / x; y++) {
                 if ((devices / d / x) % y) continue;
                 int dims[4] = {d, x, y, devices / d / x / y};
-                plan_grid(c, pm, dims, global_batch, T, overlap, recompute, out);
+                plan_grid(c, pm, dims, global_batch, T, overlap, recompute, z_gather, out);
             }
         }
     }

@@ -45,12 +45,15 @@ typedef struct {
  * as --overlap off|force|auto. */
 ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
                        int global_batch, int T, int overlap, ax_plan_result *out);
-/* The same, also weighing activation recomputation (train --recompute): OFF never (what
- * ax_plan_rank does), ON always, AUTO per grid whichever is faster among what fits (it fits
- * where keeping every activation does not, and costs the extra forward where both fit). */
+/* The same, also weighing how the model runs: recompute, activation recomputation (train
+ * --recompute); z_gather, layer weights streamed over Z (train --z-gather layer). Each is OFF
+ * (never: what ax_plan_rank does), ON (always; z_gather on a grid without Z has nothing to
+ * stream) or AUTO (per grid, whichever fits and is fastest: recomputation and streaming fit
+ * where the default does not, and cost compute or gathers where both fit). */
 enum { AX_PLAN_RECOMPUTE_OFF = 0, AX_PLAN_RECOMPUTE_ON = 1, AX_PLAN_RECOMPUTE_AUTO = 2 };
 ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, int devices,
-                          int global_batch, int T, int overlap, int recompute, ax_plan_result *out);
+                          int global_batch, int T, int overlap, int recompute, int z_gather,
+                          ax_plan_result *out);
 void ax_plan_result_free(ax_plan_result *r);
 
 /* ---- measurement (plan/measure.c) ----

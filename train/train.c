@@ -312,7 +312,8 @@ static ax_status build(run_state *r) {
     ax_model_config mc = ax_train_model_config(c);
     int T = (int)c->seq_len;
     AX_CHECK(ax_comm_select(c->comm));
-    ax_model_opts mo = {overlap_mode(c), AX_CFG_DEVICE_SPEC(c), c->recompute};
+    ax_model_opts mo = {overlap_mode(c), AX_CFG_DEVICE_SPEC(c), c->recompute,
+                        !strcmp(c->z_gather, "layer")};
     AX_CHECK(ax_model_create_ex(r->grid, &mc, r->mb_local, T, &mo, &r->model));
     AX_INFO("activations: %.1f MiB per rank for micro-batches of %d x %d%s",
             (double)ax_model_activation_bytes(r->model) / 1048576.0, r->mb_local, T,

@@ -105,6 +105,11 @@ static const ax_cfg_entry entries[] = {
      "activation checkpointing: keep only each layer's input and recompute the rest in the "
      "backward (about a third more compute; activation memory per layer falls ~10x for the "
      "Llama shapes; same results bit for bit). For long sequences or large micro-batches"},
+    {"z-gather", AX_CFG_CHOICE, F(z_gather), "step|layer", 1, 0,
+     "with Z > 1 in --grid: step gathers every layer's weights over Z once per step and keeps "
+     "them; layer gathers each layer's just before its forward and its backward and keeps two "
+     "(AxoNN at scale, ZeRO-3: ~L/2 less memory for more gathers, gradients reduce-scattered "
+     "every micro-batch)"},
     {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,
      "stop after N steps of this invocation with a checkpoint, exit 75 (0 = off): "
      "scheduler-sized chunks of one run; the schedule still ends at --steps"},
@@ -368,6 +373,7 @@ static const struct {
     {"overlap", OVERRIDE},
     {"force-overlap", OVERRIDE},
     {"recompute", OVERRIDE}, /* the same results bit for bit */
+    {"z-gather", OVERRIDE},  /* where the weights wait, not what is computed */
     {"device", OVERRIDE},
     {"precision", OVERRIDE}, /* master weights and moments are fp32 either way */
     {"comm", OVERRIDE},

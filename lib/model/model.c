@@ -359,7 +359,7 @@ static ax_status check_backend_ops(const ax_backend *be, const ax_model_config *
 
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out) {
-    ax_model_opts o = {overlap, device, 0};
+    ax_model_opts o = {overlap, device, 0, 0};
     return ax_model_create_ex(g, c, B, T, &o, out);
 }
 
@@ -431,15 +431,20 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     m->grads = falloc(m, m->n_local);
     if (!m->params || !m->grads) goto oom;
     int gz = dims[AX_AXIS_Z];
+    m->stream = opts->stream_z && gz > 1;
+    if (m->stream && stream_alloc(m) != AX_OK) goto oom; /* the layers' blocks: two slots */
     for (int i = 0; i < m->n_tensors; i++) {
         tp_tensor *p = &m->tp[i];
-        if (gz == 1) { /* the block is the shard: compute straight on the slabs */
+        if (p->rs_tmp) continue; /* a streamed layer tensor: its blocks are slots */
+        if (gz == 1) {           /* the block is the shard: compute straight on the slabs */
             p->full = m->params + p->shard_off;
             p->gfull = m->grads + p->shard_off;
         } else if (!(p->full = falloc(m, p->shard_n * gz)) ||
                    !(p->gfull = falloc(m, p->shard_n * gz))) {
             goto oom;
         }
+        /* (the slots are not registered: a bf16 context converts what a gather brought there
+         * afresh, since one slot holds another layer's weights every other layer) */
         if (gz > 1) ax_params_range(ctx, p->full, (size_t)(p->shard_n * gz) * sizeof(float));
     }
     /* the GEMMs' weights: a bf16 context may keep bf16 copies of them until they are written */
@@ -476,10 +481,12 @@ void ax_model_free(ax_model_t *m) {
     ax_ctx *ctx = m->ctx;
     if (m->tp && m->dims[AX_AXIS_Z] > 1)
         for (int i = 0; i < m->n_tensors; i++) {
+            if (m->tp[i].rs_tmp) continue; /* a slot's, freed below */
             ax_params_range(ctx, m->tp[i].full, 0);
             ax_dev_free(ctx, m->tp[i].full), ax_dev_free(ctx, m->tp[i].gfull);
         }
     ax_params_range(ctx, m->params, 0);
+    stream_free(m);
     ax_dev_free(ctx, m->act_arena), ax_dev_free(ctx, m->dec_arena);
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
@@ -585,10 +592,12 @@ void ax_model_vocab_slice(const ax_model_t *m, int *v0, int *valid, int *Vl) {
 
 void ax_model_zero_grad(ax_model_t *m) {
     ax_zero(m->ctx, m->grads, (size_t)m->n_local * sizeof(float));
+    m->micro = 0;
     if (m->dims[AX_AXIS_Z] > 1)
         for (int i = 0; i < m->n_tensors; i++)
-            ax_zero(m->ctx, m->tp[i].gfull,
-                    (size_t)(m->tp[i].shard_n * m->dims[AX_AXIS_Z]) * sizeof(float));
+            if (!m->tp[i].rs_tmp) /* a streamed layer's slot is zeroed before each backward */
+                ax_zero(m->ctx, m->tp[i].gfull,
+                        (size_t)(m->tp[i].shard_n * m->dims[AX_AXIS_Z]) * sizeof(float));
 }
 
 /* Norm weights, row-parallel biases and learned positions are replicated over Y, column-parallel

@@ -86,6 +86,13 @@ typedef struct {
      * third more compute and the forward's tensor-parallel all-reduces once more; results are
      * bit-identical. */
     int recompute;
+    /* with Gz > 1: gather each layer's weights over Z just before its forward and again before
+     * its backward, keeping two layers' blocks instead of every layer's for the whole step, and
+     * reduce-scatter its gradients every micro-batch (AxoNN at scale, ZeRO-3). Gathered memory
+     * falls by ~L/2 at the price of up to two gathers a layer a micro-batch. Results: the same
+     * bits with one micro-batch, the same to rounding with more (the sum over Z comes per
+     * micro-batch). Decoding (probe, generate) needs a model without it. */
+    int stream_z;
 } ax_model_opts;
 ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int T,
                              const ax_model_opts *opts, ax_model_t **out);

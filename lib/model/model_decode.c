@@ -8,6 +8,9 @@
 #include <math.h>
 
 ax_status ax_model_decode_begin(ax_model_t *m, int B) {
+    if (m->stream)
+        return ax_errorf(AX_ERR_ARG, "decoding needs every layer's weights at hand: create the "
+                                     "model without stream_z (layer-streamed weights)");
     if (B < 1 || B > m->B * m->T)
         return ax_errorf(AX_ERR_ARG, "decoding batch %d must be in [1, %d]", B, m->B * m->T);
     if (m->dec_arena && B <= m->dec_B) return AX_OK; /* positions restart at 0: overwritten */

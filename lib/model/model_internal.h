@@ -31,6 +31,8 @@ typedef struct {
     int64_t shard_off;      /* offset of the shard in the local slabs */
     float *full;            /* gathered block [rows_l, cols_l] (= the slab when Gz == 1) */
     float *gfull;           /* gradient block, reduce-scattered into the slab (Gz > 1) */
+    float *rs_tmp; /* streamed layer tensors only (below): where a micro-batch after the first
+                    * reduce-scatters its gradient before adding it into the slab */
     tp_init init;
 } tp_tensor;
 
@@ -126,6 +128,18 @@ struct ax_model {
     int t_wpe, t_normfb; /* -1 when the configuration has none */
     int *lt;             /* [L * L_SLOTS]: tensor of layer l's slot, or -1 */
     int stale;           /* gathered blocks out of date */
+    /* Layer weights streamed over Z (ax_model_opts.stream_z, Gz > 1; model_stream.c): layer l's
+     * blocks live in slot l % 2 of wslot (weights) and gslot (gradients), gathered before each
+     * use unless the slot still holds them, and its gradients reduce-scattered every micro-batch
+     * (rstmp: the landing place after the first). The global tensors keep their own blocks. */
+    int stream;
+    float *wslot[2], *gslot[2], *rstmp[2];
+    int64_t slot_block, slot_shard; /* floats of one layer's blocks and of its shards */
+    int slot_layer[2];              /* whose current weights slot s holds (-1: none) */
+    int slot_pending[2];            /* a gather into slot s issued, not yet waited for */
+    int slot_rs_layer[2];           /* the layer whose reduce-scatter from slot s is in flight */
+    int slot_rs_acc[2];             /* ... landing in rstmp (add into the slab when done) */
+    int micro;                      /* backward passes since ax_model_zero_grad */
     /* activations: carved from one device block (act_arena). With recompute every layer has
      * its own res; the rest of acts[l] points at one shared set (acts[0]'s) */
     int recompute;
@@ -182,6 +196,8 @@ void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N)
 void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
                         int N);
 void tp_grad_sync_begin(ax_model_t *m, int t); /* reduce-scatter tensor t's gradient over Z */
+/* the same into recv (this rank's shard of tensor t's gradient) instead of the slab */
+void tp_grad_sync_begin_to(ax_model_t *m, int t, float *recv);
 void tp_grad_sync_end(ax_model_t *m, int t);
 void tp_rmsnorm_forward(ax_model_t *m, int t, float *out, float *rstd, const float *in, int N);
 void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
@@ -196,3 +212,14 @@ void tp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dou
 void tp_bias_forward(ax_model_t *m, int tb, float *out, int N);
 /* bias tb's gradient += column sums of dout[N, n]; nothing when tb < 0 */
 void tp_bias_backward(ax_model_t *m, int tb, const float *dout, int N);
+
+/* lib/model/model_stream.c: layer weights streamed over Z (m->stream). Each call is a no-op
+ * when the model does not stream. */
+void stream_invalidate(ax_model_t *m);          /* the parameters changed: no slot is current */
+void stream_gather_begin(ax_model_t *m, int l); /* layer l's weights into slot l % 2 */
+void stream_gather_end(ax_model_t *m, int l);
+void stream_grad_begin(ax_model_t *m, int l); /* slot l % 2's gradients free and zeroed */
+void stream_grad_sync(ax_model_t *m, int l);  /* reduce-scatter layer l's gradients (async) */
+void stream_grad_end(ax_model_t *m);          /* every reduce-scatter done and added */
+ax_status stream_alloc(ax_model_t *m);        /* the slots; points the layer tensors at them */
+void stream_free(ax_model_t *m);

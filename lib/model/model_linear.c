@@ -77,11 +77,14 @@ void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, con
 }
 
 void tp_grad_sync_begin(ax_model_t *m, int t) {
+    tp_grad_sync_begin_to(m, t, m->grads + m->tp[t].shard_off);
+}
+
+void tp_grad_sync_begin_to(ax_model_t *m, int t, float *recv) {
     tp_tensor *p = &m->tp[t];
     if (dimz(m) == 1) return; /* gfull is the slab itself */
-    tp_note(m,
-            ax_overlap_reduce_scatter(m->ov, ov_scatter(t), AX_AXIS_Z, p->gfull,
-                                      m->grads + p->shard_off, p->shard_n, AX_DT_F32, AX_OP_SUM));
+    tp_note(m, ax_overlap_reduce_scatter(m->ov, ov_scatter(t), AX_AXIS_Z, p->gfull, recv,
+                                         p->shard_n, AX_DT_F32, AX_OP_SUM));
 }
 
 void tp_grad_sync_end(ax_model_t *m, int t) {

@@ -23,6 +23,10 @@ static void group_tensors(const ax_model_t *m, int g, int *ts, int *n) {
 
 static void gather_group(ax_model_t *m, int g, int begin) {
     int ts[L_SLOTS], n;
+    if (m->stream && g >= 1 && g <= m->cfg.n_layers) { /* a layer: into its slot, every pass */
+        begin ? stream_gather_begin(m, g - 1) : stream_gather_end(m, g - 1);
+        return;
+    }
     if (!m->stale || g > m->cfg.n_layers + 1) return;
     group_tensors(m, g, ts, &n);
     for (int i = 0; i < n; i++) begin ? tp_gather_begin(m, ts[i]) : tp_gather_end(m, ts[i]);
@@ -82,6 +86,7 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     ax_copy(m->ctx, m->inputs_copy, inputs, (size_t)N * sizeof(int32_t), AX_COPY_H2D);
     ax_copy(m->ctx, m->targets_copy, targets, (size_t)N * sizeof(int32_t), AX_COPY_H2D);
     if (mask) ax_copy(m->ctx, m->mask_copy, mask, (size_t)N, AX_COPY_H2D);
+    if (m->stale) stream_invalidate(m); /* the slots hold the old weights */
     targets = m->targets_copy;
     mask = mask ? m->mask_copy : NULL;
 
@@ -159,6 +164,11 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
 
     for (int l = L - 1; l >= 0; l--) {
         layer_acts *a = &m->acts[l];
+        /* streamed weights: layer l - 1's gather runs behind this layer; this one's gradient
+         * slot waits for layer l + 2's reduce-scatter to leave it */
+        if (l > 0) stream_gather_begin(m, l - 1);
+        stream_gather_end(m, l);
+        stream_grad_begin(m, l);
         /* recompute: the shared working set still holds the top layer's activations */
         if (m->recompute && l < L - 1) layer_forward(m, l, B, 0);
         /* sequential: the norms' input gradients accumulate into dres itself, which after the
@@ -204,18 +214,23 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
         tp_linear_backward(m, LT(m, l, L_WQKV), dln, m->dqkv, a->ln1, N);
         tp_norm_backward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), dacc, dln, a->res, a->mean1,
                          a->rstd1, N);
-        if (par) dalt = dres, dres = dacc;   /* the next layer down continues from dacc */
-        if (last_micro) sync_layer(m, l, 1); /* ORS: runs behind the layers below */
+        if (par) dalt = dres, dres = dacc; /* the next layer down continues from dacc */
+        /* ORS: runs behind the layers below (streamed: every micro-batch, the slot is reused) */
+        if (m->stream)
+            stream_grad_sync(m, l);
+        else if (last_micro)
+            sync_layer(m, l, 1);
     }
     ax_embedding_shard_backward(m->ctx, m->tp[m->t_wte].gfull, dres, m->inputs_copy, N, Cx, m->v0,
                                 m->vvalid);
     /* learned positions: column sums of dres viewed as [B, T * Cx] (see the forward) */
     if (m->t_wpe >= 0) ax_bias_backward(m->ctx, m->tp[m->t_wpe].gfull, dres, B, T * Cx);
     m->have_grad_logits = 0;
+    stream_grad_end(m); /* the bottom layers' reduce-scatters, behind the embedding's backward */
     if (!last_micro) return;
     tp_grad_sync_begin(m, m->t_wte);
     if (m->t_wpe >= 0) tp_grad_sync_begin(m, m->t_wpe);
-    for (int l = L - 1; l >= 0; l--) sync_layer(m, l, 0);
+    for (int l = L - 1; l >= 0 && !m->stream; l--) sync_layer(m, l, 0);
     tp_grad_sync_end(m, m->t_normf);
     if (m->t_normfb >= 0) tp_grad_sync_end(m, m->t_normfb);
     if (m->t_wpe >= 0) tp_grad_sync_end(m, m->t_wpe);

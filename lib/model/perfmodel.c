@@ -28,15 +28,30 @@ static long shard(long block, int gz) {
 typedef struct {
     acc *a;
     int gz;
-    int kind; /* -1: count n_local only */
+    int kind;  /* -1: count n_local only */
+    int which; /* tensors counted: -2 every one, -1 the global ones, l >= 0 layer l's */
     long n_local;
 } per_tensor;
 
 static void tensor_cb(void *u, const tensor_spec *s) {
     per_tensor *t = u;
+    if (t->which != -2 && (t->which == -1 ? s->layer >= 0 : s->layer != t->which)) return;
     long sh = shard((long)model_spec_block(s, t->a->dims), t->gz);
     t->n_local += sh;
     if (t->kind >= 0) add(t->a, (ax_comm_kind)t->kind, AX_AXIS_Z, sh, 4);
+}
+
+/* the Z collective `kind` of every tensor in `which` (per_tensor.which) */
+static void z_tensors(const ax_model_config *c, acc *a, int gz, int kind, int which) {
+    per_tensor pt = {a, gz, kind, which, 0};
+    model_tensor_specs(c, tensor_cb, &pt);
+}
+
+/* streamed weights (model_stream.c): a layer is gathered when its slot (l % 2) does not hold it */
+static void stream_gather(const ax_model_config *c, acc *a, int gz, int slot_layer[2], int l) {
+    if (slot_layer[l % 2] == l) return;
+    slot_layer[l % 2] = l;
+    z_tensors(c, a, gz, AX_COMM_ALLGATHER, l);
 }
 
 /* a norm's statistics over X: RMSNorm one row sum of squares; LayerNorm the row sum and then
@@ -51,11 +66,12 @@ static void norm_bwd(acc *a, const ax_model_config *c, long N) {
 
 void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume phase[3]) {
-    ax_perfmodel_step_phases_rc(c, dims, B, T, n_micro, 0, phase);
+    ax_perfmodel_step_phases_ex(c, dims, B, T, n_micro, 0, phase);
 }
 
-void ax_perfmodel_step_phases_rc(const ax_model_config *c, const int dims[4], int B, int T,
-                                 int n_micro, int recompute, ax_step_volume phase[3]) {
+void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], int B, int T,
+                                 int n_micro, int flags, ax_step_volume phase[3]) {
+    int recompute = flags & AX_PERF_RECOMPUTE, stream = (flags & AX_PERF_STREAM_Z) != 0;
     for (int i = 0; i < 3; i++) phase[i] = (ax_step_volume){0};
     acc a = {dims, &phase[2]};
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
@@ -65,16 +81,22 @@ void ax_perfmodel_step_phases_rc(const ax_model_config *c, const int dims[4], in
      * fewer); the MLP's up rows (SwiGLU: gate and up, GELU: one) */
     long Ky = (long)(c->n_kv_heads ? c->n_kv_heads : c->n_heads) / gy * (c->dim / c->n_heads);
     long Uy = (c->mlp == AX_MLP_SWIGLU ? 2L : 1L) * Fy;
-    per_tensor pt = {&a, gz, -1, 0};
+    per_tensor pt = {&a, gz, -1, -2, 0};
     model_tensor_specs(c, tensor_cb, &pt); /* n_local */
     long n_local = pt.n_local;
+    stream = stream && gz > 1;
 
-    /* weight all-gathers over Z: once per step, when the parameters changed */
-    if (gz > 1) {
-        pt.kind = AX_COMM_ALLGATHER;
-        model_tensor_specs(c, tensor_cb, &pt);
-    }
+    /* weight all-gathers over Z: once per step, when the parameters changed (streamed: the
+     * global tensors so, the layers below) */
+    if (gz > 1) z_tensors(c, &a, gz, AX_COMM_ALLGATHER, stream ? -1 : -2);
+    int slot_layer[2] = {-1, -1}; /* streamed: the step starts with new weights */
     for (int mb = 0; mb < n_micro; mb++) {
+        if (stream) { /* forward: layers 0..L-1; backward: L-2..0 (the top one is in place) */
+            a.v = &phase[2];
+            for (long l = 0; l < L; l++) stream_gather(c, &a, gz, slot_layer, (int)l);
+            for (long l = L - 2; l >= 0; l--) stream_gather(c, &a, gz, slot_layer, (int)l);
+            for (long l = 0; l < L; l++) z_tensors(c, &a, gz, AX_COMM_REDUCE_SCATTER, (int)l);
+        }
         a.v = &phase[0];                                  /* forward */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* embedding */
         for (long l = 0; l < L; l++) {
@@ -113,23 +135,20 @@ void ax_perfmodel_step_phases_rc(const ax_model_config *c, const int dims[4], in
     }
     /* gradients: reduce-scatter over Z per tensor, then one all-reduce over data */
     a.v = &phase[2];
-    if (gz > 1) {
-        pt.kind = AX_COMM_REDUCE_SCATTER;
-        model_tensor_specs(c, tensor_cb, &pt);
-    }
+    if (gz > 1) z_tensors(c, &a, gz, AX_COMM_REDUCE_SCATTER, stream ? -1 : -2);
     add(&a, AX_COMM_ALLREDUCE, AX_AXIS_DATA, n_local, 4);
     add(&a, AX_COMM_ALLREDUCE, AX_AXIS_WORLD, 1, 8); /* gradient norm */
 }
 
 void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume *out) {
-    ax_perfmodel_step_volume_rc(c, dims, B, T, n_micro, 0, out);
+    ax_perfmodel_step_volume_ex(c, dims, B, T, n_micro, 0, out);
 }
 
-void ax_perfmodel_step_volume_rc(const ax_model_config *c, const int dims[4], int B, int T,
-                                 int n_micro, int recompute, ax_step_volume *out) {
+void ax_perfmodel_step_volume_ex(const ax_model_config *c, const int dims[4], int B, int T,
+                                 int n_micro, int flags, ax_step_volume *out) {
     ax_step_volume ph[3];
-    ax_perfmodel_step_phases_rc(c, dims, B, T, n_micro, recompute, ph);
+    ax_perfmodel_step_phases_ex(c, dims, B, T, n_micro, flags, ph);
     *out = (ax_step_volume){0};
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < AX_COMM_KINDS; k++)

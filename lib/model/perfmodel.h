@@ -29,13 +29,17 @@ void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B
  * three sum to ax_perfmodel_step_volume's output. */
 void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
                               int n_micro, ax_step_volume phase[3]);
-/* The two above for a model that recomputes activations (ax_model_opts.recompute): the
- * backward repeats every layer's forward all-reduces but the down projection's (not the top
- * layer's), blocking, so they count in phase[0]. recompute 0 is the functions above. */
-void ax_perfmodel_step_phases_rc(const ax_model_config *c, const int dims[4], int B, int T,
-                                 int n_micro, int recompute, ax_step_volume phase[3]);
-void ax_perfmodel_step_volume_rc(const ax_model_config *c, const int dims[4], int B, int T,
-                                 int n_micro, int recompute, ax_step_volume *out);
+/* How the model runs (ax_model_opts), as flags for the _ex calls: AX_PERF_RECOMPUTE, activation
+ * recomputation (the backward repeats every layer's forward all-reduces but the down
+ * projection's, not the top layer's; blocking, so they count in phase[0]); AX_PERF_STREAM_Z,
+ * layer weights streamed over Z (each layer gathered before its forward and its backward unless
+ * its slot still holds it, its gradients reduce-scattered every micro-batch; phase[2]). 0 is the
+ * calls above. */
+enum { AX_PERF_RECOMPUTE = 1, AX_PERF_STREAM_Z = 2 };
+void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], int B, int T,
+                                 int n_micro, int flags, ax_step_volume phase[3]);
+void ax_perfmodel_step_volume_ex(const ax_model_config *c, const int dims[4], int B, int T,
+                                 int n_micro, int flags, ax_step_volume *out);
 
 /* ---- step-time prediction (axmem plan; docs/DESIGN.md "Planning a run") ----
  * A machine profile: what one device computes and holds, and the two network levels. */
@@ -69,6 +73,7 @@ typedef struct {
     double gemm_eff;     /* small-GEMM efficiency applied, 0..1 */
     double compute_s;
     int recompute;                /* the model recomputes activations (ax_model_opts.recompute) */
+    int stream_z;                 /* ... streams layer weights over Z (ax_model_opts.stream_z) */
     double recompute_s;           /* the backward's extra forward, on top of compute_s */
     int level[AX_AXIS_COUNT];     /* AX_LEVEL_NODE / NET of each axis' groups */
     double comm_s[AX_AXIS_COUNT]; /* communication time per axis, before overlap */
@@ -92,12 +97,13 @@ typedef struct {
 ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
                                int global_batch, int T, int n_micro, int overlap,
                                ax_plan_pred *out);
-/* The same with activation recomputation when recompute != 0: the extra forward FLOPs
- * (recompute_s, not hidden), its all-reduces (blocking, with the forward's), and the activation
- * memory of one working set plus every layer's input. */
-ax_status ax_perfmodel_predict_rc(const ax_model_config *c, const ax_machine *mach,
+/* The same for a model run with flags (AX_PERF_*): recomputation adds the extra forward
+ * (recompute_s, not hidden), its all-reduces and saves activation memory (one working set plus
+ * every layer's input); streaming over Z keeps two layers' blocks instead of all and moves the
+ * gathers and reduce-scatters counted above. */
+ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *mach,
                                   const int dims[4], int global_batch, int T, int n_micro,
-                                  int overlap, int recompute, ax_plan_pred *out);
+                                  int overlap, int flags, ax_plan_pred *out);
 /* AX_LEVEL_NODE when every group of `axis` lies within one node under the rank layout of
  * lib/dist/grid.h (X innermost), else AX_LEVEL_NET. */
 int ax_perfmodel_axis_level(const int dims[4], ax_axis axis, int devices_per_node);

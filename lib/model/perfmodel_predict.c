@@ -82,29 +82,40 @@ static double min2(double a, double b) {
  * accumulators; the activation arena for B sequences of T. */
 typedef struct {
     const int *dims;
-    double local, full; /* this rank's shards and blocks, summed over the tensors */
+    double local, full;             /* this rank's shards and blocks, summed over the tensors */
+    double global_full;             /* the blocks of the tensors outside the layers */
+    double layer_full, layer_shard; /* layer 0's (every layer's are the same) */
 } blocks_sum;
 static void sum_block(void *u, const tensor_spec *s) {
     blocks_sum *b = u;
     int64_t block = model_spec_block(s, b->dims), gz = b->dims[AX_AXIS_Z];
-    b->local += (double)((block + gz - 1) / gz); /* whole elements a shard */
-    b->full += (double)block;
+    double shard = (double)((block + gz - 1) / gz); /* whole elements a shard */
+    b->local += shard;
+    b->full += (double)(shard * gz);
+    if (s->layer < 0) b->global_full += (double)(shard * gz);
+    if (s->layer == 0) b->layer_full += (double)(shard * gz), b->layer_shard += shard;
 }
 
-static void memory(const ax_model_config *c, const int dims[4], int B, int T, int eb, int recompute,
+static void memory(const ax_model_config *c, const int dims[4], int B, int T, int eb, int flags,
                    ax_plan_pred *o) {
+    int recompute = flags & AX_PERF_RECOMPUTE;
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
     double Cx = c->dim / gx, Cy = c->dim / gy, Fy = c->ffn / gy, L = c->n_layers;
     double Vl = (c->vocab + gy - 1) / gy, Hy = c->n_heads / gy, D = c->dim / c->n_heads;
     /* grouped-query attention: the qkv row holds Cy query and 2 Ky key/value columns */
     double Q3 = Cy + 2.0 * ((c->n_kv_heads ? c->n_kv_heads : c->n_heads) / gy) * D;
-    blocks_sum bs = {dims, 0, 0}; /* every tensor of the table, as model.c allocates them */
+    blocks_sum bs = {dims, 0, 0, 0, 0, 0}; /* every tensor of the table, as model.c allocates */
     model_tensor_specs(c, sum_block, &bs);
     double local = bs.local, full = bs.full;
     /* 16 bytes per parameter: fp32 params, grads, m, v (bf16 training with fp32 master weights
      * and moments needs the same 2 + 2 + 4 + 4 + 4) */
     o->mem_state = 16.0 * local;
-    o->mem_gathered = gz > 1 ? 2.0 * eb * full : 0;
+    /* gathered weights and gradient blocks; streamed: the global tensors' and two layer slots
+     * of each, and two slots of a layer's shards (fp32) where later micro-batches land */
+    o->mem_gathered =
+        gz == 1       ? 0
+        : o->stream_z ? 2.0 * eb * (bs.global_full + 2 * bs.layer_full) + 2 * 4.0 * bs.layer_shard
+                      : 2.0 * eb * full;
     double N = (double)B * T, att = (double)B * Hy * T; /* per-row logsumexp (blocked attention) */
     double per_layer = N * (4 * Cx + 2 + Q3 + Cy + 3 * Fy) + att;
     double rest = N * (4 * Cx + 5 + Vl + (Fy > Cy ? Fy : Cy) + 2 * Fy + Q3) + T * D + att;
@@ -127,14 +138,16 @@ static double recompute_flops_per_token(const ax_model_config *c, int T) {
 ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
                                int global_batch, int T, int n_micro, int overlap,
                                ax_plan_pred *out) {
-    return ax_perfmodel_predict_rc(c, mach, dims, global_batch, T, n_micro, overlap, 0, out);
+    return ax_perfmodel_predict_ex(c, mach, dims, global_batch, T, n_micro, overlap, 0, out);
 }
 
-ax_status ax_perfmodel_predict_rc(const ax_model_config *c, const ax_machine *mach,
+ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *mach,
                                   const int dims[4], int global_batch, int T, int n_micro,
-                                  int overlap, int recompute, ax_plan_pred *out) {
+                                  int overlap, int flags, ax_plan_pred *out) {
     *out = (ax_plan_pred){0};
-    out->recompute = recompute != 0;
+    int recompute = (flags & AX_PERF_RECOMPUTE) != 0;
+    out->recompute = recompute;
+    out->stream_z = (flags & AX_PERF_STREAM_Z) && dims[AX_AXIS_Z] > 1;
     for (int a = 0; a < 4; a++) out->dims[a] = dims[a];
     AX_CHECK(ax_model_config_check_grid(c, dims));
     if (overlap != AX_OVERLAP_OFF && overlap != AX_OVERLAP_FORCE && overlap != AX_OVERLAP_AUTO)
@@ -175,8 +188,8 @@ ax_status ax_perfmodel_predict_rc(const ax_model_config *c, const ax_machine *ma
 
     /* communication per axis and phase */
     ax_step_volume ph[3];
-    ax_perfmodel_step_phases_rc(c, dims, B, T, n_micro, recompute, ph);
-    ax_perfmodel_step_volume_rc(c, dims, B, T, n_micro, recompute, &out->vol);
+    ax_perfmodel_step_phases_ex(c, dims, B, T, n_micro, flags, ph);
+    ax_perfmodel_step_volume_ex(c, dims, B, T, n_micro, flags, &out->vol);
     double t[3][AX_AXIS_COUNT];
     for (int a = 0; a < AX_AXIS_COUNT; a++) {
         out->hosts[a] = ax_perfmodel_axis_hosts(dims, (ax_axis)a, mach->devices_per_node);
@@ -216,6 +229,13 @@ ax_status ax_perfmodel_predict_rc(const ax_model_config *c, const ax_machine *ma
         double bwd_free = 2 * out->compute_s / 3 / n_micro - oar / n_micro;
         double ors = f * min2(rs * L / (L + 1), bwd_free > 0 ? bwd_free : 0);
         double oag = f * min2(ag * L / (L + 1), fwd / n_micro);
+        if (out->stream_z) { /* every micro-batch: reduce-scatters behind every backward, the
+                              * gathers behind whatever compute is left (a layer ahead, in both
+                              * passes) */
+            ors = f * min2(rs * L / (L + 1), bwd_free > 0 ? n_micro * bwd_free : 0);
+            double left = out->compute_s - oar - ors;
+            oag = f * min2(ag * L / (L + 1), left > 0 ? left : 0);
+        }
         out->exposed_s[AX_AXIS_Z] -= ors + oag;
         out->hidden_s = oar + ors + oag;
     }
@@ -226,7 +246,7 @@ ax_status ax_perfmodel_predict_rc(const ax_model_config *c, const ax_machine *ma
     double peak = mach->peak_flops > 0 ? mach->peak_flops : mach->gemm_flops;
     out->mfu = per_token * global_batch * T / (out->step_s * devices * peak);
 
-    memory(c, dims, B, T, mach->elem_bytes, recompute, out);
+    memory(c, dims, B, T, mach->elem_bytes, flags, out);
     out->fits = out->mem_total <= mach->mem_bytes;
     return AX_OK;
 }

@@ -41,7 +41,7 @@ grep -q "0 fit, 1 rejected" "$T/out" && ok "nothing fits: rejected" || bad "noth
 long=(--devices 1 --layers 48 --dim 2048 --heads 16 --ffn 5504 --vocab 32000 --seq-len 16384
       --global-batch 1 --machine a100)
 "$AX" plan "${long[@]}" --recompute off >"$T/out" 2>"$T/err" && grep -q "0 fit, 1 rejected" "$T/out" &&
-  "$AX" plan "${long[@]}" >"$T/out" 2>"$T/err" && grep -q "recompute auto$" "$T/out" &&
+  "$AX" plan "${long[@]}" >"$T/out" 2>"$T/err" && grep -q "recompute auto, z-gather auto$" "$T/out" &&
   grep -qE "^1 +1x1x1x1 +1x1r " "$T/out" &&
   "$AX" plan "${long[@]}" --json >"$T/out" 2>"$T/err" &&
   python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["grids"][0]; sys.exit(0 if g["recompute"] and g["recompute_s"] > 0 else 1)' "$T/out" &&
@@ -62,7 +62,7 @@ expect_fail "incomplete profile" 1 "bad.json.*gemm_tflops" "$AX" plan --machine 
 # every axis; a host profile of one rank a node overlaps the axes that span nodes; NCCL: every axis
 shape=(--layers 4 --dim 512 --heads 8 --ffn 1376 --vocab 8192 --seq-len 128 --global-batch 8)
 "$AX" plan "${shape[@]}" --devices 2 --machine plan/machines/this-cpu.json --top 4 >"$T/out" 2>"$T/err" &&
-  grep -q "overlap auto, recompute auto$" "$T/out" &&
+  grep -q "overlap auto, recompute auto, z-gather auto$" "$T/out" &&
   grep -q "^     overlap x (2 ranks, 1 host): off: its 2 ranks share one host" "$T/out" &&
   grep -q "^     overlap z (2 ranks, 1 host): off: its 2 ranks share one host" "$T/out" &&
   ok "auto on one host: every axis off, said per axis" || bad "auto on one host: every axis off"

@@ -722,6 +722,30 @@ b = [json.loads(l)["loss"] for l in open(sys.argv[2])][:10]
 assert len(a) == 10 and all(abs(x - y) <= 1e-4 * max(1, abs(y)) for x, y in zip(a, b)), (a, b)
 PY
 else echo "skip train --init on a grid (no mpirun; tests/mpi covers grids)"; fi
+# --z-gather layer on 1x1x1x2 (4 layers: the backward re-gathers): the losses and grad norms of
+# --z-gather step, bit for bit (one micro-batch a step); with 2 micro-batches to rounding
+if command -v mpirun >/dev/null; then
+  zg() { # OUT ARGS...
+    local out=$1
+    shift
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
+      mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
+      --mca btl_vader_single_copy_mechanism none -np 2 \
+      "$AX" train --data "$T/kjv.axd" --layers 4 --dim 32 --heads 2 --ffn 64 --seq-len 32 \
+      --batch 4 --steps 6 --warmup 1 --grid 1x1x1x2 --out "$out" "$@" >/dev/null 2>>"$T/err"
+  }
+  : >"$T/err"
+  zg "$T/zs" --z-gather step && zg "$T/zl" --z-gather layer && losses "$T/zs/metrics.jsonl" >"$T/zsl" &&
+    losses "$T/zl/metrics.jsonl" >"$T/zll" && cmp -s "$T/zsl" "$T/zll" && [ "$(wc -l <"$T/zsl")" -eq 6 ] &&
+    ok "--z-gather layer: the losses of --z-gather step, bit for bit (1x1x1x2)" || bad "--z-gather layer bit-exact"
+  zg "$T/zs2" --micro-batch 2 && zg "$T/zl2" --micro-batch 2 --z-gather layer --recompute &&
+    python3 - "$T/zs2/metrics.jsonl" "$T/zl2/metrics.jsonl" >>"$T/err" 2>&1 <<'PY' &&
+import json, sys
+a, b = ([json.loads(l)["loss"] for l in open(f)] for f in sys.argv[1:])
+assert len(a) == 6 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
+PY
+    ok "--z-gather layer --recompute, 2 micro-batches: the losses to 1e-5" || bad "--z-gather layer micro-batches"
+fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

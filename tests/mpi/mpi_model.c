@@ -93,11 +93,11 @@ static double max_abs(const float *x, long n) {
 }
 
 /* the bytes counted per kind and axis equal the performance model's, exactly */
-static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl, int recompute) {
+static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl, int flags) {
     int dims[4];
     for (int a = 0; a < 4; a++) dims[a] = ax_grid_dim(g, (ax_axis)a);
     ax_step_volume want;
-    ax_perfmodel_step_volume_rc(c, dims, bl, T, 1, recompute, &want);
+    ax_perfmodel_step_volume_ex(c, dims, bl, T, 1, flags, &want);
     int batch_ranks = dims[AX_AXIS_DATA] * dims[AX_AXIS_Z]; /* + this driver's loss all-reduce */
     want.bytes[AX_COMM_ALLREDUCE][AX_AXIS_BATCH] +=
         ax_comm_volume(AX_COMM_ALLREDUCE, batch_ranks, 1, 8);
@@ -171,8 +171,9 @@ static void check_decode(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
 
 /* the losses of the parallel model per step, per recompute (0, 1) and overlap mode (index
  * AX_OVERLAP_*) */
-static double g_losses[2][3][STEPS];
+static double g_losses[4][3][STEPS]; /* [recompute + 2 stream] */
 static int g_recompute; /* run()'s model recomputes activations (ax_model_opts.recompute) */
+static int g_stream;    /* ... streams layer weights over Z (ax_model_opts.stream_z) */
 
 static void run(ax_grid_t *g, int overlap) {
     ax_model_config c = cfg();
@@ -181,7 +182,7 @@ static void run(ax_grid_t *g, int overlap) {
     ax_model_t *ref = NULL, *par = NULL;
     ax_optim_t *oref = NULL, *opar = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    ax_model_opts opts = {overlap, "cpu", g_recompute};
+    ax_model_opts opts = {overlap, "cpu", g_recompute, g_stream};
     if (ax_model_create(&c, B, T, &ref) || ax_model_create_ex(g, &c, bl, T, &opts, &par) ||
         ax_optim_create(ref, &oc, &oref) || ax_optim_create(par, &oc, &opar)) {
         EXPECT(0, "setup: %s", ax_error_msg());
@@ -194,7 +195,7 @@ static void run(ax_grid_t *g, int overlap) {
     /* Decoding is compared on the initial weights for these: a key bias has an exactly zero
      * gradient (softmax ignores a constant added to every score), whose float noise AdamW turns
      * into +-lr steps that differ between the grids, so after training the models differ. */
-    if (biased) check_decode(ref, par, bl, bc);
+    if (biased && !g_stream) check_decode(ref, par, bl, bc);
     int32_t in[B * T], tg[B * T];
     uint8_t mask[B * T];
     for (int step = 0; step < STEPS; step++) {
@@ -230,7 +231,7 @@ static void run(ax_grid_t *g, int overlap) {
         EXPECT(ax_model_status(par) == AX_OK, "collective failed: %s", ax_error_msg());
         ax_coll_allreduce(g, AX_AXIS_BATCH, &lp, 1, AX_DT_F64, AX_OP_SUM);
         lp /= n_sup;
-        g_losses[g_recompute][overlap][step] = lp;
+        g_losses[g_recompute + 2 * g_stream][overlap][step] = lp;
         EXPECT(fabs(lp - lr_) <= 1e-4 * fabs(lr_),
                "overlap=%d step %d loss %.8f vs single-rank %.8f", overlap, step, lp, lr_);
         if (step == 0) { /* every parameter's gradient, assembled in the global layout */
@@ -256,7 +257,8 @@ static void run(ax_grid_t *g, int overlap) {
         if (step == 1) {
             /* the performance model counts every architecture's collectives (LayerNorm's two
              * statistics, GQA's narrower qkv, GELU's narrower up, biases' Z shards) */
-            check_volume(g, &c, bl, g_recompute);
+            check_volume(g, &c, bl,
+                         (g_recompute ? AX_PERF_RECOMPUTE : 0) | (g_stream ? AX_PERF_STREAM_Z : 0));
             /* the overlap is engaged: with a tensor-parallel axis the dX all-reduces (and Z's
              * reduce-scatters) are still in flight between dW chunks, so the progress step runs;
              * with overlap off every collective is blocking and it never does */
@@ -269,10 +271,82 @@ static void run(ax_grid_t *g, int overlap) {
             if (!overlap) EXPECT(st.test_s == 0, "overlap off: %g s of progress calls", st.test_s);
         }
     }
-    if (!biased) check_decode(ref, par, bl, bc); /* gathers the blocks over Z: the next check */
+    int zs = g_stream && ax_grid_dim(g, AX_AXIS_Z) > 1;
+    if (!biased && !zs) check_decode(ref, par, bl, bc); /* gathers over Z: the next check */
+    if (zs) { /* decoding needs every layer at hand: refused, with the reason */
+        EXPECT(ax_model_decode_begin(par, bl) == AX_ERR_ARG && strstr(ax_error_msg(), "stream"),
+               "decoding a layer-streamed model: %s", ax_error_msg());
+        ax_error_clear();
+    }
     check_write_params(ref, par, bl, bc);
     ax_optim_free(oref), ax_optim_free(opar);
     ax_model_free(ref), ax_model_free(par);
+}
+
+/* Streaming over Z on 4 layers (so the backward re-gathers and slots change hands), with and
+ * without recomputation, against the kept-blocks model: one micro-batch gives the same gradient
+ * bits; two sum per micro-batch over Z (the kept-blocks schedule sums the micro-batches first),
+ * so they agree to rounding. The counted bytes are the model's in every case (gathers in both
+ * passes, reduce-scatters every micro-batch). */
+static void stream_vs_kept(ax_grid_t *g, int n_micro, int recompute) {
+    ax_model_config c = cfg();
+    c.n_layers = 4;
+    int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts, bc = ax_grid_coord(g, AX_AXIS_BATCH);
+    int bm = bl / n_micro, dims[4];
+    for (int a = 0; a < 4; a++) dims[a] = ax_grid_dim(g, (ax_axis)a);
+    float *grads[2] = {NULL, NULL};
+    long n = 0;
+    for (int k = 0; k < 2; k++) {
+        ax_model_opts o = {AX_OVERLAP_FORCE, "cpu", recompute, k};
+        ax_model_t *m = NULL;
+        if (ax_model_create_ex(g, &c, bm, T, &o, &m) != AX_OK) {
+            EXPECT(0, "setup: %s", ax_error_msg());
+            return;
+        }
+        ax_model_init(m, 9);
+        perturb(m);
+        int32_t in[B * T], tg[B * T];
+        uint8_t mask[B * T];
+        batch(3, in, tg, mask);
+        ax_comm_stats_reset(g);
+        ax_model_zero_grad(m);
+        for (int mb = 0; mb < n_micro; mb++) {
+            long off = ((long)bc * bl + (long)mb * bm) * T;
+            ax_model_forward(m, in + off, tg + off, mask + off, bm, 1e-2f, 1);
+            ax_model_backward_ex(m, mb == n_micro - 1);
+        }
+        EXPECT(ax_model_status(m) == AX_OK, "stream %d: %s", k, ax_error_msg());
+        int flags = (k ? AX_PERF_STREAM_Z : 0) | (recompute ? AX_PERF_RECOMPUTE : 0);
+        ax_step_volume want;
+        ax_perfmodel_step_volume_ex(&c, dims, bm, T, n_micro, flags, &want);
+        ax_comm_stats got;
+        ax_comm_stats_get(g, &got);
+        for (int a = 0; a < AX_AXIS_COUNT; a++)
+            for (int kind = 0; kind < AX_COMM_KINDS; kind++) {
+                if (kind == AX_COMM_ALLREDUCE && a == AX_AXIS_WORLD)
+                    continue; /* no optimizer step here: no gradient norm */
+                EXPECT(got.bytes[kind][a] == want.bytes[kind][a] &&
+                           got.calls[kind][a] == want.calls[kind][a],
+                       "stream %d, %d micro-batches, recompute %d: %s over %s counted %.0f bytes "
+                       "in %ld calls, the model %.0f in %ld",
+                       k, n_micro, recompute, ax_comm_kind_name((ax_comm_kind)kind),
+                       ax_axis_name((ax_axis)a), got.bytes[kind][a], got.calls[kind][a],
+                       want.bytes[kind][a], want.calls[kind][a]);
+            }
+        n = (long)ax_model_n_local(m);
+        grads[k] = malloc(sizeof(float) * (size_t)n);
+        ax_model_read_grads(m, grads[k], 0, n);
+        ax_model_free(m);
+    }
+    if (n_micro == 1)
+        EXPECT(!memcmp(grads[0], grads[1], sizeof(float) * (size_t)n),
+               "grid %s, recompute %d: streamed gradients differ from the kept blocks' bits",
+               ax_grid_spec(g), recompute);
+    double worst = 0, scale = max_abs(grads[0], n);
+    for (long i = 0; i < n; i++) worst = fmax(worst, fabs(grads[0][i] - grads[1][i]));
+    EXPECT(worst <= 1e-5 * scale, "%d micro-batches: streamed gradients differ by %g (scale %g)",
+           n_micro, worst, scale);
+    free(grads[0]), free(grads[1]);
 }
 
 /* One step of the model side of train/train.c's train_step. */
@@ -373,6 +447,21 @@ int main(int argc, char **argv) {
                "grid %s step %d: loss %.17g recomputing activations, %.17g keeping them", spec, s,
                g_losses[1][AX_OVERLAP_FORCE][s], g_losses[0][AX_OVERLAP_FORCE][s]);
     g_recompute = 0;
+    /* layer weights streamed over Z: one micro-batch gives the same bits (the first
+     * micro-batch's reduce-scatter lands in the slab as the kept-blocks one does), also with
+     * recomputation on top */
+    for (g_stream = 1, g_recompute = 0; g_recompute <= 1; g_recompute++) {
+        run(g, AX_OVERLAP_FORCE);
+        for (int s = 0; s < STEPS; s++)
+            EXPECT(g_losses[g_recompute + 2][AX_OVERLAP_FORCE][s] ==
+                       g_losses[0][AX_OVERLAP_FORCE][s],
+                   "grid %s step %d: loss %.17g streaming over Z (recompute %d), %.17g not", spec,
+                   s, g_losses[g_recompute + 2][AX_OVERLAP_FORCE][s], g_recompute,
+                   g_losses[0][AX_OVERLAP_FORCE][s]);
+    }
+    g_stream = 0, g_recompute = 0;
+    for (int nm = 1; nm <= 2; nm++)
+        for (int rc = 0; rc <= 1; rc++) stream_vs_kept(g, nm, rc);
     failing_steps(g);
     /* the other architectures; NeoX (parallel residual) and Llama with GQA also recomputing */
     for (g_arch = 1; g_arch <= 4; g_arch++) {

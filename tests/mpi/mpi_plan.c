@@ -47,7 +47,7 @@ static void step(ax_grid_t *g, const ax_model_config *c, int n_micro, int overla
     ax_model_t *m = NULL;
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    ax_model_opts mo = {overlap, "cpu", recompute};
+    ax_model_opts mo = {overlap, "cpu", recompute, 0};
     EXPECT(ax_model_create_ex(g, c, BL, T, &mo, &m) == AX_OK &&
                ax_optim_create(m, &oc, &o) == AX_OK,
            "model: %s", ax_error_msg());
@@ -97,7 +97,7 @@ static void run(ax_grid_t *g, int tie) {
             int64_t n_local = 0;
             step(g, &c, n_micro, ov, rc, &got, &n_local);
             ax_plan_pred p;
-            EXPECT(ax_perfmodel_predict_rc(&c, &pm.m, dims, BL * parts * n_micro, T, n_micro, ov,
+            EXPECT(ax_perfmodel_predict_ex(&c, &pm.m, dims, BL * parts * n_micro, T, n_micro, ov,
                                            rc, &p) == AX_OK,
                    "predict: %s", ax_error_msg());
             char what[96];

@@ -520,8 +520,8 @@ Test(plan, recompute_trades_compute_for_activation_memory) {
     ax_plan_machine pm = machine("a100");
     int dims[4] = {1, 1, 1, 1};
     ax_plan_pred keep, rc;
-    cr_assert_eq(ax_perfmodel_predict_rc(&c, &pm.m, dims, 1, 2048, 1, 1, 0, &keep), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict_rc(&c, &pm.m, dims, 1, 2048, 1, 1, 1, &rc), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 1, 2048, 1, 1, 0, &keep), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 1, 2048, 1, 1, 1, &rc), AX_OK);
     cr_assert(!keep.recompute && rc.recompute);
     cr_assert_eq(keep.recompute_s, 0);
     cr_assert(rc.mem_acts < keep.mem_acts / 2, "activations %g with recompute, %g without",
@@ -533,24 +533,24 @@ Test(plan, recompute_trades_compute_for_activation_memory) {
     ax_plan_result r;
     /* room for the recomputing model only: off rejects, auto and on recompute */
     pm.m.mem_bytes = (rc.mem_total + keep.mem_total) / 2;
-    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_OFF, &r), AX_OK);
+    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_OFF, 0, &r), AX_OK);
     cr_assert_eq(r.n_best, 0);
     cr_assert(strstr(r.rejected[0].reason, "memory:"), "%s", r.rejected[0].reason);
     ax_plan_result_free(&r);
     for (int mode = AX_PLAN_RECOMPUTE_ON; mode <= AX_PLAN_RECOMPUTE_AUTO; mode++) {
-        cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, mode, &r), AX_OK);
+        cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, mode, 0, &r), AX_OK);
         cr_assert_eq(r.n_best, 1);
         cr_assert(r.best[0].recompute, "mode %d", mode);
         ax_plan_result_free(&r);
     }
     /* room for both: auto keeps the activations (faster), on still recomputes */
     pm.m.mem_bytes = 2 * keep.mem_total;
-    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_AUTO, &r), AX_OK);
+    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_AUTO, 0, &r), AX_OK);
     cr_assert(r.n_best == 1 && !r.best[0].recompute);
     ax_plan_result_free(&r);
-    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_ON, &r), AX_OK);
+    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_ON, 0, &r), AX_OK);
     cr_assert(r.n_best == 1 && r.best[0].recompute);
     ax_plan_result_free(&r);
-    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, 3, &r), AX_ERR_ARG);
+    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, 3, 0, &r), AX_ERR_ARG);
     ax_error_clear();
 }

@@ -108,6 +108,31 @@ name="train --device cuda --precision bf16 --comm nccl --grid 1x1x1x2 (emulated 
 check train_grid 1x1x1x2 bf16 2e-2 nccl
 name="bf16 --comm nccl --grid 1x1x1x2: cached weight blocks invalidated by the NCCL gathers, none stale"
 check cache_hits "$T/g1x1x1x2bf16nccl.log"
+# layer weights streamed over Z (--z-gather layer) on 3 layers: slots change hands and the
+# backward re-gathers; the gathers write device slots (host-staged MPI and emulated NCCL, whose
+# stream ordering matters), fp32 against the CPU, bf16 close to it
+S3=(--data "$T/kjv.axd" --layers 3 --dim 32 --heads 2 --ffn 64 --seq-len 8 --batch 2 --steps 2
+    --lr 3e-3 --warmup 1 --seed 7 --threads 1)
+"$A" train "${S3[@]}" --device cpu --out "$T/cpu3" 2>/dev/null
+train_stream() { # COMM PRECISION TOLERANCE
+  local exe=$E o="$T/zs$1$2"
+  [ "$1" = nccl ] && exe=$N
+  "${MPI[@]}" "$exe" train "${S3[@]}" --device cuda --precision "$2" --comm "$1" --grid 1x1x1x2 \
+    --z-gather layer --out "$o" >"$o.log" 2>&1 || { tail -5 "$o.log"; return 1; }
+  python3 - "$T/cpu3/metrics.jsonl" "$o/metrics.jsonl" "$3" <<'PY'
+import json, sys
+a, b = ([json.loads(l)["loss"] for l in open(f)] for f in sys.argv[1:3])
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b)) if b else 1
+print(f"     {len(b)} of {len(a)} steps, max relative loss difference {worst:.2e}")
+sys.exit(0 if len(a) == len(b) and worst < float(sys.argv[3]) else 1)
+PY
+}
+for comm in mpi nccl; do
+  name="train --device cuda --comm $comm --grid 1x1x1x2 --z-gather layer, 3 layers (emulated): losses = cpu"
+  check train_stream "$comm" fp32 1e-4
+done
+name="train --device cuda --precision bf16 --comm nccl --z-gather layer (emulated NCCL): losses ~ cpu"
+check train_stream nccl bf16 2e-2
 G=(--ckpt "$T/cpu" --index "$T/kjv.idx" --samples 2 --length 4 --seed 5 --threads 1)
 "$A" memscan generate "${G[@]}" --device cpu --out "$T/gc.json" --samples-out "$T/gc.jsonl" \
   >/dev/null 2>&1
