@@ -47,11 +47,21 @@ static void z_tensors(const ax_model_config *c, acc *a, int gz, int kind, int wh
     model_tensor_specs(c, tensor_cb, &pt);
 }
 
-/* streamed weights (model_stream.c): a layer is gathered when its slot (l % 2) does not hold it */
-static void stream_gather(const ax_model_config *c, acc *a, int gz, int slot_layer[2], int l) {
-    if (slot_layer[l % 2] == l) return;
+/* streamed weights (model_stream.c): a layer is gathered when its slot (l % 2) does not hold it;
+ * returns 1 when it is */
+static int stream_gather(int slot_layer[2], int l) {
+    if (slot_layer[l % 2] == l) return 0;
     slot_layer[l % 2] = l;
-    z_tensors(c, a, gz, AX_COMM_ALLGATHER, l);
+    return 1;
+}
+
+/* dst += k x src (every layer has the same tensors: one layer's volume, counted k times) */
+static void add_scaled(ax_step_volume *dst, const ax_step_volume *src, long k) {
+    for (int kind = 0; kind < AX_COMM_KINDS; kind++)
+        for (int x = 0; x < AX_AXIS_COUNT; x++) {
+            dst->bytes[kind][x] += (double)k * src->bytes[kind][x];
+            dst->calls[kind][x] += k * src->calls[kind][x];
+        }
 }
 
 /* a norm's statistics over X: RMSNorm one row sum of squares; LayerNorm the row sum and then
@@ -89,13 +99,21 @@ void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], in
     /* weight all-gathers over Z: once per step, when the parameters changed (streamed: the
      * global tensors so, the layers below) */
     if (gz > 1) z_tensors(c, &a, gz, AX_COMM_ALLGATHER, stream ? -1 : -2);
-    int slot_layer[2] = {-1, -1}; /* streamed: the step starts with new weights */
+    int slot_layer[2] = {-1, -1};                  /* streamed: the step starts with new weights */
+    ax_step_volume layer_ag = {0}, layer_rs = {0}; /* one layer's gathers and reduce-scatters */
+    if (stream) {
+        acc one = {dims, &layer_ag};
+        z_tensors(c, &one, gz, AX_COMM_ALLGATHER, 0);
+        one.v = &layer_rs;
+        z_tensors(c, &one, gz, AX_COMM_REDUCE_SCATTER, 0);
+    }
     for (int mb = 0; mb < n_micro; mb++) {
         if (stream) { /* forward: layers 0..L-1; backward: L-2..0 (the top one is in place) */
-            a.v = &phase[2];
-            for (long l = 0; l < L; l++) stream_gather(c, &a, gz, slot_layer, (int)l);
-            for (long l = L - 2; l >= 0; l--) stream_gather(c, &a, gz, slot_layer, (int)l);
-            for (long l = 0; l < L; l++) z_tensors(c, &a, gz, AX_COMM_REDUCE_SCATTER, (int)l);
+            long gathers = 0;
+            for (long l = 0; l < L; l++) gathers += stream_gather(slot_layer, (int)l);
+            for (long l = L - 2; l >= 0; l--) gathers += stream_gather(slot_layer, (int)l);
+            add_scaled(&phase[2], &layer_ag, gathers);
+            add_scaled(&phase[2], &layer_rs, L);
         }
         a.v = &phase[0];                                  /* forward */
         add(&a, AX_COMM_ALLREDUCE, AX_AXIS_Y, N * Cx, 4); /* embedding */
