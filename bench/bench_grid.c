@@ -2,7 +2,9 @@
  * bench/grid_scaling.sh it compares 2 ranks x 1 thread against 1 rank x 2 threads for the
  * same model and global batch: the single-rank rate measured in the same script is the
  * ceiling. Usage: bench_grid --grid DxXxYxZ [--overlap 0|1|2] [--steps N] [--batch B]
+ *                  [--recompute 0|1] [--z-gather step|layer]
  *   --overlap: lib/dist/overlap.h's modes: 0 off, 1 forced on every axis, 2 auto (per axis)
+ *   --recompute, --z-gather: as axmem train's (ax_model_opts)
  * Prints one line: "bench_grid GRID overlap=O tokens/s=R step_s=S comm_wait_s=W used=AXIS:on|off"
  * (used: what the schedule did on each axis of more than one rank). */
 #include "lib/dist/comm.h"
@@ -28,7 +30,7 @@ int main(int argc, char **argv) {
     ax_log_init();
     if (ax_mpi_start(&argc, &argv) != AX_OK) return 1;
     const char *spec = "1x1x1x1";
-    int overlap = 1, steps = 8, B = 8, T = 128;
+    int overlap = 1, steps = 8, B = 8, T = 128, recompute = 0, stream = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--grid"))
             spec = argv[i + 1];
@@ -38,6 +40,10 @@ int main(int argc, char **argv) {
             steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--batch"))
             B = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--recompute"))
+            recompute = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--z-gather"))
+            stream = !strcmp(argv[i + 1], "layer");
     }
     int dims[4];
     ax_grid_t *g = NULL;
@@ -58,7 +64,8 @@ int main(int argc, char **argv) {
         ax_mpi_abort(2);
     }
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts;
-    if (B % parts || ax_model_create_on(g, &c, bl, T, overlap, &m) || ax_optim_create(m, &oc, &o)) {
+    ax_model_opts mo = {overlap, "cpu", recompute, stream};
+    if (B % parts || ax_model_create_ex(g, &c, bl, T, &mo, &m) || ax_optim_create(m, &oc, &o)) {
         fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
         ax_mpi_abort(2);
     }
