@@ -18,7 +18,8 @@
 # < 1e-5; the GEMM-using ops in bf16 < 2e-2 vs fp32 and < 1e-5 vs the CPU on bf16-rounded
 # operands; every bf16 weight-cache hit checked against a fresh conversion, and --stale: check
 # mode catches a copy made stale on purpose); 20 training steps --precision fp32 on GPU vs CPU (loss < 1e-4 relative per step)
-# and --precision bf16 (< 2e-2); 2 ranks on one GPU with --comm mpi on 1x2x1x1 and 1x1x1x2 and
+# and --precision bf16 (< 2e-2); 2 ranks on one GPU with --comm mpi on 1x2x1x1 and 1x1x1x2 (and
+# 1x1x1x2 with --z-gather layer --recompute: device weight slots) and
 # --comm nccl on 1x2x1x1 against 1 rank (fp32); a checkpoint probed on GPU (fp32) and CPU
 # (per-sample results equal); the ~1B model (24 layers, width 2048, sequence 2048) in bf16 on
 # the GPU: tokens/s and MFU against the H200's dense bf16 peak (989 TFLOP/s).
@@ -194,23 +195,27 @@ fi
 # host) on Y and Z tensor parallelism, then --comm nccl (NCCL may refuse two ranks on one
 # device: then it is NOT RUN with NCCL's reason, and --comm mpi is the multi-rank check) ----
 MPIRUN=(mpirun --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS=1 -x NCCL_DEBUG=WARN)
-two_ranks() { # two_ranks COMM GRID: train SMALL on 2 ranks, compare with the 1-rank CPU run
-  local comm=$1 grid=$2 name="--comm $1, 2 ranks on one GPU, --grid $2 vs 1 rank cpu"
+two_ranks() { # two_ranks COMM GRID [FLAGS...]: train SMALL on 2 ranks, compare with the 1-rank
+  # CPU run (FLAGS: ways of running that must not change the losses, e.g. --z-gather layer)
+  local comm=$1 grid=$2
+  shift 2
+  local name="--comm $comm, 2 ranks on one GPU, --grid $grid${*:+ $*} vs 1 rank cpu"
+  local o="$T/$comm-$grid${*:+-x}"
   timeout 240 "${MPIRUN[@]}" "$AX" train "${SMALL[@]}" --device "$GPU_DEV" --precision fp32 --comm "$comm" \
-    --grid "$grid" --out "$T/$comm-$grid" >"$T/$comm-$grid.err" 2>&1
+    --grid "$grid" "$@" --out "$o" >"$o.err" 2>&1
   local rc=$?
-  if [ $rc -ne 0 ] && grep -q "not built" "$T/$comm-$grid.err"; then
+  if [ $rc -ne 0 ] && grep -q "not built" "$o.err"; then
     result "NOT RUN" "$name" "this build has no NCCL transport"
     return
   fi
-  if [ $rc -ne 0 ] && [ "$comm" = nccl ] && grep -qiE "duplicate GPU|invalid usage" "$T/$comm-$grid.err"; then
+  if [ $rc -ne 0 ] && [ "$comm" = nccl ] && grep -qiE "duplicate GPU|invalid usage" "$o.err"; then
     result "NOT RUN" "$name" "NCCL refuses two ranks on one device; --comm mpi covers 2 ranks"
     return
   fi
   if [ $rc -ne 0 ]; then
-    tail -5 "$T/$comm-$grid.err"
+    tail -5 "$o.err"
     result FAIL "$name" "exit $rc"
-  elif [ -s "$T/cpu/metrics.jsonl" ] && losses_close "$T/cpu/metrics.jsonl" "$T/$comm-$grid/metrics.jsonl" 1e-4; then
+  elif [ -s "$T/cpu/metrics.jsonl" ] && losses_close "$T/cpu/metrics.jsonl" "$o/metrics.jsonl" 1e-4; then
     result PASS "$name (loss < 1e-4 relative)"
   else
     result FAIL "$name (loss < 1e-4 relative)"
@@ -219,6 +224,8 @@ two_ranks() { # two_ranks COMM GRID: train SMALL on 2 ranks, compare with the 1-
 echo "=== 3b. 2 ranks on one GPU: --comm mpi and nccl vs 1 rank"
 if command -v mpirun >/dev/null; then
   for grid in 1x2x1x1 1x1x1x2; do two_ranks mpi "$grid"; done
+  # layer weights streamed over Z through device slots, activations recomputed
+  two_ranks mpi 1x1x1x2 --z-gather layer --recompute
   two_ranks nccl 1x2x1x1
 else
   result "NOT RUN" "2 ranks on one GPU (--comm mpi, nccl)" "no mpirun on this machine"
