@@ -315,6 +315,10 @@ static ax_status build(run_state *r) {
     ax_model_opts mo = {overlap_mode(c), AX_CFG_DEVICE_SPEC(c), c->recompute,
                         !strcmp(c->z_gather, "layer")};
     AX_CHECK(ax_model_create_ex(r->grid, &mc, r->mb_local, T, &mo, &r->model));
+    if (!strcmp(c->z_gather, "layer") && ax_grid_dim(r->grid, AX_AXIS_Z) == 1)
+        AX_WARN("--z-gather layer does nothing on --grid %s: only a Z axis of more than one rank "
+                "gathers weights",
+                c->grid);
     AX_INFO("activations: %.1f MiB per rank for micro-batches of %d x %d%s",
             (double)ax_model_activation_bytes(r->model) / 1048576.0, r->mb_local, T,
             c->recompute ? " (recomputed in the backward: --recompute)" : "");

@@ -460,7 +460,8 @@ oom:
     ax_model_free(m);
     return ax_errorf(AX_ERR_NOMEM,
                      "out of memory allocating a model of %lld parameters for batch %d x %d; use "
-                     "a smaller model, --micro-batch, or more ranks",
+                     "a smaller model, --micro-batch, --recompute (activations), --z-gather layer "
+                     "with Z > 1 (gathered weights), or more ranks (axmem plan says which fits)",
                      (long long)ax_model_config_n_params(c), B, T);
 }
 

@@ -87,6 +87,9 @@ if cmp -s "$T/full" "$T/resumed" && [ "$(wc -l <"$T/full")" -eq 12 ]; then ok "r
   grep -q "recomputed in the backward" "$T/err" && losses "$T/rc/metrics.jsonl" >"$T/rcl" &&
   cmp -s "$T/full" "$T/rcl" && ok "--recompute: the same losses and grad norms, bit for bit" ||
   bad "--recompute bit-exact"
+"$AX" train "${TRAIN[@]}" --steps 1 --warmup 0 --z-gather layer --out "$T/zg1" 2>"$T/err" &&
+  grep -q "z-gather layer does nothing on --grid 1x1x1x1" "$T/err" &&
+  ok "--z-gather layer without Z: a warning says it does nothing" || bad "--z-gather layer without Z"
 rm -rf "$T/res/ckpt/step-000012"
 "$AX" train --out "$T/res" --data "$T/kjv.axd" --steps 12 --resume --recompute 2>"$T/err" &&
   losses "$T/res/metrics.jsonl" >"$T/resumed" && cmp -s "$T/full" "$T/resumed" &&
