@@ -4,9 +4,10 @@
 # 989 TFLOP/s dense bf16 peak; median of the steps after the first two), then one run with
 # AXMEM_CUDA_PROFILE=1 (per-op device time). Logs under ${OUT:-/tmp/device_profile}.
 #   bash bench/device_profile.sh [NAME="VAR=VALUE ..." ...]   default: blocked vs flash attention
-# (AXMEM_CUDA_ATTENTION=gemm|flash), and flash with the bf16 weight cache off
-# (AXMEM_CUDA_BF16_CACHE=0: every GEMM converts its weight again, as before the cache); the
-# profiled run uses $DP_PROFILE_ENV (default: flash).
+# (AXMEM_CUDA_ATTENTION=gemm|flash), flash with the bf16 weight cache off
+# (AXMEM_CUDA_BF16_CACHE=0: every GEMM converts its weight again, as before the cache), and
+# flash with the norm and MLP outputs in fp32 (AXMEM_CUDA_BF16_ACTS=0: staged per GEMM, as
+# before they were stored in bf16); the profiled run uses $DP_PROFILE_ENV (default: flash).
 # DC_BIG overrides the shape, DP_DEVICE the device flags (to try the script on a CPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,8 @@ head -n 2000 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
 read -r -a BIG <<<"${DC_BIG:---layers 24 --dim 2048 --heads 16 --ffn 5632 --seq-len 2048 --batch 4 --vocab 32768}"
 variants=("$@")
 [ ${#variants[@]} -eq 0 ] && variants=(blocked=AXMEM_CUDA_ATTENTION=gemm flash=AXMEM_CUDA_ATTENTION=flash
-  flash-nocache="AXMEM_CUDA_ATTENTION=flash AXMEM_CUDA_BF16_CACHE=0")
+  flash-nocache="AXMEM_CUDA_ATTENTION=flash AXMEM_CUDA_BF16_CACHE=0"
+  flash-acts32="AXMEM_CUDA_ATTENTION=flash AXMEM_CUDA_BF16_ACTS=0")
 for v in "${variants[@]}"; do
   name=${v%%=*}
   # 6 steps, then SIGKILL: the final checkpoint (~16 GB with the AdamW moments) is not timed

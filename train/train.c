@@ -319,9 +319,11 @@ static ax_status build(run_state *r) {
         AX_WARN("--z-gather layer does nothing on --grid %s: only a Z axis of more than one rank "
                 "gathers weights",
                 c->grid);
-    AX_INFO("activations: %.1f MiB per rank for micro-batches of %d x %d%s",
-            (double)ax_model_activation_bytes(r->model) / 1048576.0, r->mb_local, T,
-            c->recompute ? " (recomputed in the backward: --recompute)" : "");
+    size_t act = ax_model_activation_bytes(r->model);
+    AX_INFO("activations: %.1f MiB (%zu bytes) per rank for micro-batches of %d x %d%s%s",
+            (double)act / 1048576.0, act, r->mb_local, T,
+            c->recompute ? " (recomputed in the backward: --recompute)" : "",
+            ax_model_bf16_activations(r->model) ? " (norm and MLP outputs stored in bf16)" : "");
     ax_adamw_config oc = {(float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                           (float)c->grad_clip};
     AX_CHECK(ax_optim_create(r->model, &oc, &r->optim));

@@ -20,8 +20,10 @@ typedef struct ax_backend ax_backend;
 /* The arithmetic of a context's GEMMs (--precision). fp32: fp32 everywhere (the CPU backend's
  * and the specification). bf16: the GEMMs' operands are rounded to bf16 (round to nearest
  * even) and multiplied with fp32 accumulation and fp32 output; parameters, gradients,
- * optimizer state, activations and every other op stay fp32. Only a backend that sets
- * `bf16` in its table computes it (CUDA). */
+ * optimizer state and every other op stay fp32, and so do the activations but those only
+ * GEMMs read, which a backend with the bf16 producers below stores in bf16 (the same values
+ * the GEMMs would have rounded them to). Only a backend that sets `bf16` in its table
+ * computes it (CUDA). */
 typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16 = 1 } ax_precision;
 
 /* Bump arena for kernel workspace: one block, reused by every kernel in turn (ops on one
@@ -165,6 +167,27 @@ struct ax_backend {
      * weights), valid until something writes into the range through the backend (an op's
      * output, a copy, zeroing, unmap) or its collectives: see ax_params_range. */
     void (*params_range)(ax_ctx *ctx, const void *p, size_t bytes);
+    /* optional (NULL: every activation stays fp32): bf16 storage, on bf16 contexts, for the
+     * activations that only GEMMs read (the norms' outputs, the MLP activation's). A bf16
+     * matrix is rows of uint16 bf16 bit patterns, `ax_bf16_ld(cols)` elements apart (ops.h).
+     * The _bf16 producers are their fp32 ops with each output rounded to nearest even as it is
+     * stored, so a bf16 GEMM reading them multiplies the same operands it would have staged from
+     * the fp32 output (bit for bit: the model's results do not change). gemm_mixed is gemm with
+     * each operand either fp32 (a_bf16 / b_bf16 = 0) or such bf16 storage (1, ld in elements).
+     * A backend sets all five or none (ax_bf16_acts). */
+    void (*gemm_mixed)(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                       const void *A, int a_bf16, long lda, const void *B, int b_bf16, long ldb,
+                       float beta, float *C, long ldc);
+    void (*rmsnorm_apply_bf16)(ax_ctx *ctx, uint16_t *out, float *rstd, const float *inp,
+                               const float *weight, const float *ss, int N, int C, int C_total,
+                               float eps);
+    void (*layernorm_apply_bf16)(ax_ctx *ctx, uint16_t *out, float *mean, float *rstd,
+                                 const float *inp, const float *weight, const float *bias,
+                                 const float *sum, const float *sq, int N, int C, int C_total,
+                                 float eps);
+    void (*swiglu_forward_bf16)(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F);
+    void (*gelu_forward_bf16)(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F,
+                              int tanh_approx);
     int bf16; /* 1 when contexts may compute in AX_PREC_BF16 (ax_ctx_create_prec) */
 };
 

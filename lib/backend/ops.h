@@ -418,3 +418,45 @@ static inline void ax_rope_partial_backward(ax_ctx *ctx, float *dx, const float 
     for (int h = 0; h < H; h++)
         ax_rope_backward(ctx, dx + (long)h * D, cos_t, sin_t, B, T, 1, rd, ld);
 }
+
+/* ---- bf16 storage of the activations only GEMMs read (bf16 contexts; backend.h) ----
+ * A bf16 matrix [rows, cols] is rows of uint16 bf16 bit patterns ax_bf16_ld(cols) apart
+ * (16-byte rows, the backend's own staging layout). */
+static inline long ax_bf16_ld(long cols) {
+    return (cols + 7) & ~7L;
+}
+/* 1 when ctx stores those activations in bf16: a bf16 context on a backend with the producers */
+static inline int ax_bf16_acts(const ax_ctx *ctx) {
+    const ax_backend *b = ctx->be;
+    return ctx->precision == AX_PREC_BF16 && b->gemm_mixed && b->rmsnorm_apply_bf16 &&
+           b->layernorm_apply_bf16 && b->swiglu_forward_bf16 && b->gelu_forward_bf16;
+}
+/* ax_gemm with A and/or B in bf16 storage (a_bf16, b_bf16; their ld in elements) */
+static inline void ax_gemm_mixed(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
+                                 float alpha, const void *A, int a_bf16, long lda, const void *B,
+                                 int b_bf16, long ldb, float beta, float *C, long ldc) {
+    ctx->be->gemm_mixed(ctx, transa, transb, m, n, k, alpha, A, a_bf16, lda, B, b_bf16, ldb, beta,
+                        C, ldc);
+}
+/* ax_rmsnorm_apply, ax_layernorm_apply, ax_swiglu_forward and ax_gelu_forward writing out in
+ * bf16 storage [N, ax_bf16_ld(C or F)] */
+static inline void ax_rmsnorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *rstd, const float *inp,
+                                         const float *weight, const float *ss, int N, int C,
+                                         int C_total, float eps) {
+    ctx->be->rmsnorm_apply_bf16(ctx, out, rstd, inp, weight, ss, N, C, C_total, eps);
+}
+static inline void ax_layernorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *mean, float *rstd,
+                                           const float *inp, const float *weight, const float *bias,
+                                           const float *sum, const float *sq, int N, int C,
+                                           int C_total, float eps) {
+    ctx->be->layernorm_apply_bf16(ctx, out, mean, rstd, inp, weight, bias, sum, sq, N, C, C_total,
+                                  eps);
+}
+static inline void ax_swiglu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N,
+                                          int F) {
+    ctx->be->swiglu_forward_bf16(ctx, out, h, N, F);
+}
+static inline void ax_gelu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F,
+                                        int tanh_approx) {
+    ctx->be->gelu_forward_bf16(ctx, out, h, N, F, tanh_approx);
+}

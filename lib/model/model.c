@@ -219,16 +219,20 @@ static int alloc_acts(ax_model_t *m) {
     act_slot *slots = ax_host_alloc(m->ctx, sizeof(act_slot) * ((size_t)L * 13 + 19));
     if (!slots) return 0;
 #define ACT(p, count) (slots[n++] = (act_slot){(void **)&(p), (size_t)(count) * sizeof *(p)})
+        /* a GEMM-only activation [N, cols]: bf16 storage with padded rows, or fp32 */
+#define ACT_GIN(p, cols)                                                                           \
+    (slots[n++] = (act_slot){&(p), m->gin16 ? (size_t)N * (size_t)ax_bf16_ld(cols) * 2             \
+                                            : (size_t)N * (size_t)(cols) * sizeof(float)})
     for (int l = 0; l < L; l++) {
         layer_acts *a = &m->acts[l];
         ACT(a->res, N * Cx);
         if (m->recompute && l > 0) continue; /* shares acts[0]'s, below */
-        ACT(a->ln1, N * Cx), ACT(a->rstd1, N), ACT(a->qkv, N * Q3);
-        ACT(a->att, att), ACT(a->atty, N * Cy), ACT(a->res_mid, N * Cx), ACT(a->ln2, N * Cx);
-        ACT(a->rstd2, N), ACT(a->h, N * 2 * Fy), ACT(a->hs, N * Fy);
+        ACT_GIN(a->ln1, Cx), ACT(a->rstd1, N), ACT(a->qkv, N * Q3);
+        ACT(a->att, att), ACT(a->atty, N * Cy), ACT(a->res_mid, N * Cx), ACT_GIN(a->ln2, Cx);
+        ACT(a->rstd2, N), ACT(a->h, N * 2 * Fy), ACT_GIN(a->hs, Fy);
         ACT(a->mean1, NL), ACT(a->mean2, NL);
     }
-    ACT(m->res_final, N * Cx), ACT(m->lnf, N * Cx), ACT(m->rstdf, N), ACT(m->logits, N * m->Vl);
+    ACT(m->res_final, N * Cx), ACT_GIN(m->lnf, Cx), ACT(m->rstdf, N), ACT(m->logits, N * m->Vl);
     ACT(m->meanf, NL), ACT(m->dres2, NP);
     ACT(m->losses, N), ACT(m->rowstat, 3 * N), ACT(m->rope_cos, T * D / 2);
     ACT(m->rope_sin, T * D / 2), ACT(m->dres, N * Cx), ACT(m->dln, N * Cx);
@@ -236,6 +240,7 @@ static int alloc_acts(ax_model_t *m) {
     ACT(m->att_scratch, att), ACT(m->inputs_copy, N), ACT(m->targets_copy, N);
     ACT(m->mask_copy, N);
 #undef ACT
+#undef ACT_GIN
     size_t total = 0;
     for (int i = 0; i < n; i++) total += (slots[i].bytes + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN;
     char *base = m->act_arena = ax_dev_alloc(m->ctx, total);
@@ -449,6 +454,7 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     }
     /* the GEMMs' weights: a bf16 context may keep bf16 copies of them until they are written */
     ax_params_range(ctx, m->params, (size_t)m->n_local * sizeof(float));
+    m->gin16 = ax_bf16_acts(ctx); /* bf16 contexts on CUDA: the norms' and MLP outputs in bf16 */
     if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
     if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
     int rd = model_rotary_dim(c); /* the table [T, rd/2]: only the rotating dims */
@@ -503,6 +509,9 @@ void ax_model_free(ax_model_t *m) {
 
 size_t ax_model_activation_bytes(const ax_model_t *m) {
     return m->act_bytes;
+}
+int ax_model_bf16_activations(const ax_model_t *m) {
+    return m->gin16;
 }
 
 const ax_model_config *ax_model_config_of(const ax_model_t *m) {

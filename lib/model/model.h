@@ -99,6 +99,9 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
 /* Bytes of this rank's activation buffers (the forward's saved activations and the backward's
  * scratch), as allocated. */
 size_t ax_model_activation_bytes(const ax_model_t *m);
+/* 1 when the activations only GEMMs read (norm and MLP outputs) are stored in bf16: a bf16
+ * context on a backend that writes them so (lib/backend/backend.h) */
+int ax_model_bf16_activations(const ax_model_t *m);
 /* Serial convenience: a private 1x1x1x1 grid. */
 ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **out);
 void ax_model_free(ax_model_t *m);

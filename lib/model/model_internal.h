@@ -89,20 +89,23 @@ static inline int model_kv_heads(const ax_model_config *c) {
 static inline int model_up_rows(const ax_model_config *c) {
     return c->mlp == AX_MLP_SWIGLU ? 2 * c->ffn : c->ffn;
 }
+/* ln1, ln2, hs and lnf are read by GEMMs only: on a model with gin16 (a bf16 context whose
+ * backend stores them, ax_bf16_acts) they are bf16 storage [N, ax_bf16_ld(cols)], else fp32
+ * [N, cols]; either way the GEMMs multiply the same bf16-rounded values (backend.h). */
 typedef struct {
     float *res;     /* [N, Cx] residual stream entering the layer */
-    float *ln1;     /* [N, Cx] */
+    void *ln1;      /* [N, Cx] (gin16: bf16) */
     float *rstd1;   /* [N] */
     float *mean1;   /* [N] LayerNorm only */
     float *qkv;     /* [N, Cy + 2 Ky] this rank's heads of q, k (rotated in place), v */
     float *att;     /* [B, Hy, T] attention's saved row logsumexp (backend-private) */
     float *atty;    /* [N, Cy] attention output before the out-projection */
     float *res_mid; /* [N, Cx] after the attention residual */
-    float *ln2;     /* [N, Cx] */
+    void *ln2;      /* [N, Cx] (gin16: bf16) */
     float *rstd2;   /* [N] */
     float *mean2;   /* [N] LayerNorm only */
     float *h;       /* [N, 2 Fy] gate | up (SwiGLU); [N, Fy] (GELU) */
-    float *hs;      /* [N, Fy] activation output */
+    void *hs;       /* [N, Fy] activation output (gin16: bf16) */
 } layer_acts;
 
 struct ax_model {
@@ -146,7 +149,9 @@ struct ax_model {
     void *act_arena;
     size_t act_bytes;
     layer_acts *acts;
-    float *res_final, *lnf, *rstdf, *meanf;
+    int gin16; /* GEMM-only activations in bf16 storage (ax_bf16_acts of ctx, at creation) */
+    float *res_final, *rstdf, *meanf;
+    void *lnf;      /* [N, Cx] (gin16: bf16) */
     float *logits;  /* [N, Vl], becomes dlogits */
     float *losses;  /* [N] */
     float *rowstat; /* [3N] scratch for norms and cross-entropy */
@@ -195,16 +200,20 @@ void tp_gather_end(ax_model_t *m, int t);
 void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N);
 void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
                         int N);
+/* the same with `in` one of the GEMM-only activations (ln1, ln2, hs, lnf: bf16 when gin16) */
+void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int N);
+void tp_linear_backward_gin(ax_model_t *m, int t, float *din, const float *dout, const void *in,
+                            int N);
+/* hs = the MLP activation (SwiGLU or GELU) of h [N, 2 Fy or Fy], into a GEMM-only activation */
+void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N);
 void tp_grad_sync_begin(ax_model_t *m, int t); /* reduce-scatter tensor t's gradient over Z */
 /* the same into recv (this rank's shard of tensor t's gradient) instead of the slab */
 void tp_grad_sync_begin_to(ax_model_t *m, int t, float *recv);
 void tp_grad_sync_end(ax_model_t *m, int t);
-void tp_rmsnorm_forward(ax_model_t *m, int t, float *out, float *rstd, const float *in, int N);
-void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
-                         const float *rstd, int N);
 /* The configured norm: RMSNorm of weight t, or LayerNorm of weight t and bias tb (mean[N] saved;
- * unused by RMSNorm). The backward accumulates into din. */
-void tp_norm_forward(ax_model_t *m, int t, int tb, float *out, float *mean, float *rstd,
+ * unused by RMSNorm), into out, a GEMM-only activation (bf16 storage when gin16). The backward
+ * accumulates into din. */
+void tp_norm_forward(ax_model_t *m, int t, int tb, void *out, float *mean, float *rstd,
                      const float *in, int N);
 void tp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout, const float *in,
                       const float *mean, const float *rstd, int N);

@@ -35,11 +35,27 @@ static void allreduce_sum(ax_model_t *m, ax_axis axis, float *buf, long n) {
     tp_note(m, ax_coll_allreduce(m->grid, axis, buf, n, AX_DT_F32, AX_OP_SUM));
 }
 
-/* out[N, rows_l] = in[N, cols_l] W^T, summed over the input axis's ranks */
-void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N) {
+/* leading dimension of a GEMM input [N, cols] in elements: bf16 storage pads its rows */
+static long in_ld(int in16, long cols) {
+    return in16 ? ax_bf16_ld(cols) : cols;
+}
+
+/* out[N, rows_l] = in[N, cols_l] W^T (in16: in is bf16 storage), summed over the input axis's
+ * ranks */
+static void linear_forward(ax_model_t *m, int t, float *out, const void *in, int in16, int N) {
     tp_tensor *p = &m->tp[t];
-    ax_matmul_forward(m->ctx, out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
+    if (in16)
+        ax_gemm_mixed(m->ctx, 'N', 'T', N, p->rows_l, p->cols_l, 1.0f, in, 1, in_ld(1, p->cols_l),
+                      p->full, 0, p->cols_l, 0.0f, out, p->rows_l);
+    else
+        ax_matmul_forward(m->ctx, out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
     allreduce_sum(m, out_axis(p), out, (long)N * p->rows_l);
+}
+void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N) {
+    linear_forward(m, t, out, in, 0, N);
+}
+void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int N) {
+    linear_forward(m, t, out, in, m->gin16, N);
 }
 
 /* rows of dW per GEMM chunk while an all-reduce is in flight: small enough to give the
@@ -49,31 +65,54 @@ void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N)
 typedef struct {
     ax_model_t *m;
     tp_tensor *p;
-    const float *dout, *in;
-    int N;
+    const float *dout;
+    const void *in;
+    int in16, N;
 } dw_job;
 
 /* gfull rows [r0, r1) += dout[:, r0:r1]^T in */
 static void dw_rows(void *arg, long r0, long r1) {
     const dw_job *j = arg;
     int n = (int)j->p->rows_l, k = (int)j->p->cols_l;
-    ax_gemm(j->m->ctx, 'T', 'N', (int)(r1 - r0), k, j->N, 1.0f, j->dout + r0, n, j->in, k, 1.0f,
-            j->p->gfull + r0 * k, k);
+    if (j->in16)
+        ax_gemm_mixed(j->m->ctx, 'T', 'N', r1 - r0, k, j->N, 1.0f, j->dout + r0, 0, n, j->in, 1,
+                      in_ld(1, k), 1.0f, j->p->gfull + r0 * k, k);
+    else
+        ax_gemm(j->m->ctx, 'T', 'N', (int)(r1 - r0), k, j->N, 1.0f, j->dout + r0, n, j->in, k, 1.0f,
+                j->p->gfull + r0 * k, k);
 }
 
-/* din[N, cols_l] (zeroed by the caller) += dout W, then all-reduced; gfull += dout^T in.
- * OAR: the all-reduce of din runs while dW is computed in chunks, with progress for it and
- * for every other in-flight gather and reduce-scatter (ORS) between chunks. */
-void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
-                        int N) {
+/* din[N, cols_l] (zeroed by the caller) += dout W, then all-reduced; gfull += dout^T in (in16:
+ * in is bf16 storage). OAR: the all-reduce of din runs while dW is computed in chunks, with
+ * progress for it and for every other in-flight gather and reduce-scatter (ORS) between chunks. */
+static void linear_backward(ax_model_t *m, int t, float *din, const float *dout, const void *in,
+                            int in16, int N) {
     tp_tensor *p = &m->tp[t];
     int n = (int)p->rows_l, k = (int)p->cols_l;
-    ax_matmul_backward(m->ctx, din, NULL, dout, in, p->full, N, k, n);
+    ax_matmul_backward(m->ctx, din, NULL, dout, NULL, p->full, N, k, n); /* dX reads no input */
     tp_note(
         m, ax_overlap_allreduce(m->ov, OV_OAR, in_axis(p), din, (long)N * k, AX_DT_F32, AX_OP_SUM));
-    dw_job job = {m, p, dout, in, N};
+    dw_job job = {m, p, dout, in, in16, N};
     ax_overlap_compute(m->ov, n, DW_CHUNK_ROWS, dw_rows, &job);
     tp_note(m, ax_overlap_wait(m->ov, OV_OAR));
+}
+void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
+                        int N) {
+    linear_backward(m, t, din, dout, in, 0, N);
+}
+void tp_linear_backward_gin(ax_model_t *m, int t, float *din, const float *dout, const void *in,
+                            int N) {
+    linear_backward(m, t, din, dout, in, m->gin16, N);
+}
+
+void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N) {
+    int Fy = m->Fy, swiglu = m->cfg.mlp == AX_MLP_SWIGLU, tanh = m->cfg.mlp == AX_MLP_GELU_TANH;
+    if (m->gin16)
+        swiglu ? ax_swiglu_forward_bf16(m->ctx, hs, h, N, Fy)
+               : ax_gelu_forward_bf16(m->ctx, hs, h, N, Fy, tanh);
+    else
+        swiglu ? ax_swiglu_forward(m->ctx, hs, h, N, Fy)
+               : ax_gelu_forward(m->ctx, hs, h, N, Fy, tanh);
 }
 
 void tp_grad_sync_begin(ax_model_t *m, int t) {
@@ -91,16 +130,22 @@ void tp_grad_sync_end(ax_model_t *m, int t) {
     tp_note(m, ax_overlap_wait(m->ov, ov_scatter(t)));
 }
 
-void tp_rmsnorm_forward(ax_model_t *m, int t, float *out, float *rstd, const float *in, int N) {
+/* out: a GEMM-only activation (bf16 storage when gin16) */
+static void tp_rmsnorm_forward(ax_model_t *m, int t, void *out, float *rstd, const float *in,
+                               int N) {
     float *ss = m->rowstat;
     ax_rmsnorm_sumsq(m->ctx, ss, in, N, m->Cx);
     allreduce_sum(m, AX_AXIS_X, ss, N);
-    ax_rmsnorm_apply(m->ctx, out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim,
-                     m->cfg.norm_eps);
+    if (m->gin16)
+        ax_rmsnorm_apply_bf16(m->ctx, out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim,
+                              m->cfg.norm_eps);
+    else
+        ax_rmsnorm_apply(m->ctx, out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim,
+                         m->cfg.norm_eps);
 }
 
-void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
-                         const float *rstd, int N) {
+static void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout,
+                                const float *in, const float *rstd, int N) {
     float *dot = m->rowstat;
     const float *w = m->tp[t].full;
     ax_rmsnorm_backward_dot(m->ctx, dot, dout, in, w, N, m->Cx);
@@ -111,15 +156,20 @@ void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout, co
 
 /* LayerNorm over the hidden dimension split across X: the row sum, then the squared deviations
  * from the mean it gives, each all-reduced over X (two passes: docs/DESIGN.md "Architectures") */
-static void tp_layernorm_forward(ax_model_t *m, int t, int tb, float *out, float *mean, float *rstd,
+static void tp_layernorm_forward(ax_model_t *m, int t, int tb, void *out, float *mean, float *rstd,
                                  const float *in, int N) {
     float *sum = m->rowstat, *sq = m->rowstat + N;
+    const float *w = m->tp[t].full, *b = m->tp[tb].full;
     ax_layernorm_rowsum(m->ctx, sum, in, N, m->Cx);
     allreduce_sum(m, AX_AXIS_X, sum, N);
     ax_layernorm_sqdev(m->ctx, sq, in, sum, N, m->Cx, m->cfg.dim);
     allreduce_sum(m, AX_AXIS_X, sq, N);
-    ax_layernorm_apply(m->ctx, out, mean, rstd, in, m->tp[t].full, m->tp[tb].full, sum, sq, N,
-                       m->Cx, m->cfg.dim, m->cfg.norm_eps);
+    if (m->gin16)
+        ax_layernorm_apply_bf16(m->ctx, out, mean, rstd, in, w, b, sum, sq, N, m->Cx, m->cfg.dim,
+                                m->cfg.norm_eps);
+    else
+        ax_layernorm_apply(m->ctx, out, mean, rstd, in, w, b, sum, sq, N, m->Cx, m->cfg.dim,
+                           m->cfg.norm_eps);
 }
 
 static void tp_layernorm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout,
@@ -132,7 +182,7 @@ static void tp_layernorm_backward(ax_model_t *m, int t, int tb, float *din, cons
                                 rstd, dots, N, m->Cx, m->cfg.dim);
 }
 
-void tp_norm_forward(ax_model_t *m, int t, int tb, float *out, float *mean, float *rstd,
+void tp_norm_forward(ax_model_t *m, int t, int tb, void *out, float *mean, float *rstd,
                      const float *in, int N) {
     if (m->cfg.norm == AX_NORM_LAYER)
         tp_layernorm_forward(m, t, tb, out, mean, rstd, in, N);

@@ -41,14 +41,14 @@ static const float *W(const ax_model_t *m, int t) {
  * but the layer's output, which the layer above already consumed. */
 static void layer_forward(ax_model_t *m, int l, int B, int whole) {
     const ax_model_config *c = &m->cfg;
-    int T = m->T, Cx = m->Cx, Cy = m->Cy, Fy = m->Fy, Hy = m->Hy, D = c->dim / c->n_heads;
+    int T = m->T, Cx = m->Cx, Cy = m->Cy, Hy = m->Hy, D = c->dim / c->n_heads;
     int N = B * T, L = c->n_layers, Hky = m->Hky;
     long Q3 = (long)Cy + 2L * m->Ky; /* a qkv row: [q (Hy heads) | k (Hky) | v (Hky)] */
     int rd = model_rotary_dim(c), par = c->parallel_residual;
     layer_acts *a = &m->acts[l];
     tp_norm_forward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), a->ln1, a->mean1, a->rstd1, a->res,
                     N);
-    tp_linear_forward(m, LT(m, l, L_WQKV), a->qkv, a->ln1, N);
+    tp_linear_forward_gin(m, LT(m, l, L_WQKV), a->qkv, a->ln1, N);
     tp_bias_forward(m, LT(m, l, L_BQKV), a->qkv, N);
     if (rd) {
         ax_rope_partial_forward(m->ctx, a->qkv, m->rope_cos, m->rope_sin, B, T, Hy, D, rd, Q3);
@@ -63,15 +63,12 @@ static void layer_forward(ax_model_t *m, int l, int B, int whole) {
     if (!par) ax_accumulate(m->ctx, a->res_mid, a->res, (long)N * Cx);
     tp_norm_forward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), a->ln2, a->mean2, a->rstd2,
                     par ? a->res : a->res_mid, N);
-    tp_linear_forward(m, LT(m, l, L_WUP), a->h, a->ln2, N);
+    tp_linear_forward_gin(m, LT(m, l, L_WUP), a->h, a->ln2, N);
     tp_bias_forward(m, LT(m, l, L_BUP), a->h, N);
-    if (c->mlp == AX_MLP_SWIGLU)
-        ax_swiglu_forward(m->ctx, a->hs, a->h, N, Fy);
-    else
-        ax_gelu_forward(m->ctx, a->hs, a->h, N, Fy, c->mlp == AX_MLP_GELU_TANH);
+    tp_mlp_act_forward(m, a->hs, a->h, N);
     if (!whole) return;
     float *res_out = l + 1 < L ? m->acts[l + 1].res : m->res_final;
-    tp_linear_forward(m, LT(m, l, L_WDOWN), res_out, a->hs, N);
+    tp_linear_forward_gin(m, LT(m, l, L_WDOWN), res_out, a->hs, N);
     tp_bias_forward(m, LT(m, l, L_BDOWN), res_out, N);
     ax_accumulate(m->ctx, res_out, a->res_mid, (long)N * Cx);
     if (par) ax_accumulate(m->ctx, res_out, a->res, (long)N * Cx);
@@ -109,7 +106,7 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     gather_group(m, L + 1, 0);
     m->stale = 0;
     tp_norm_forward(m, m->t_normf, m->t_normfb, m->lnf, m->meanf, m->rstdf, m->res_final, N);
-    tp_linear_forward(m, m->t_head, m->logits, m->lnf, N);
+    tp_linear_forward_gin(m, m->t_head, m->logits, m->lnf, N);
 
     /* vocabulary-parallel cross-entropy: row max, then {sum exp, target logit}, over Y */
     float *rowmax = m->rowstat, *stats = m->rowstat + N;
@@ -153,7 +150,7 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
 
     /* LM head and final norm */
     zero(m, dln, NC);
-    tp_linear_backward(m, m->t_head, dln, m->logits, m->lnf, N);
+    tp_linear_backward_gin(m, m->t_head, dln, m->logits, m->lnf, N);
     zero(m, dres, NC);
     tp_norm_backward(m, m->t_normf, m->t_normfb, dres, dln, m->res_final, m->meanf, m->rstdf, N);
     if (last_micro) {
@@ -183,7 +180,7 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
         float *dhs = m->dbig;
         zero(m, dhs, (long)N * Fy);
         tp_bias_backward(m, LT(m, l, L_BDOWN), dres, N);
-        tp_linear_backward(m, LT(m, l, L_WDOWN), dhs, dres, a->hs, N);
+        tp_linear_backward_gin(m, LT(m, l, L_WDOWN), dhs, dres, a->hs, N);
         zero(m, m->dh, (long)N * 2 * Fy);
         if (c->mlp == AX_MLP_SWIGLU)
             ax_swiglu_backward(m->ctx, m->dh, dhs, a->h, N, Fy);
@@ -191,7 +188,7 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
             ax_gelu_backward(m->ctx, m->dh, dhs, a->h, N, Fy, c->mlp == AX_MLP_GELU_TANH);
         tp_bias_backward(m, LT(m, l, L_BUP), m->dh, N);
         zero(m, dln, NC);
-        tp_linear_backward(m, LT(m, l, L_WUP), dln, m->dh, a->ln2, N);
+        tp_linear_backward_gin(m, LT(m, l, L_WUP), dln, m->dh, a->ln2, N);
         tp_norm_backward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), dacc, dln,
                          par ? a->res : a->res_mid, a->mean2, a->rstd2, N);
 
@@ -211,7 +208,7 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
         }
         tp_bias_backward(m, LT(m, l, L_BQKV), m->dqkv, N);
         zero(m, dln, NC);
-        tp_linear_backward(m, LT(m, l, L_WQKV), dln, m->dqkv, a->ln1, N);
+        tp_linear_backward_gin(m, LT(m, l, L_WQKV), dln, m->dqkv, a->ln1, N);
         tp_norm_backward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), dacc, dln, a->res, a->mean1,
                          a->rstd1, N);
         if (par) dalt = dres, dres = dacc; /* the next layer down continues from dacc */

@@ -243,6 +243,113 @@ static void t_bf16_reuse(long n) {
     drop(&X), drop(&Y), drop(&Z), drop(&W), drop(&V);
 }
 
+/* ---- bf16 storage of the GEMM-only activations (backend.h: the _bf16 producers, gemm_mixed) ----
+ * Each producer must store exactly the bf16 rounding of what its fp32 op computes on the same
+ * context (bit for bit: the model's results do not change with them), in rows ax_bf16_ld(cols)
+ * apart; a GEMM reading that storage must give what it gives from the fp32 output. */
+static uint16_t bf16_bits(float f) {
+    float r = bf16_round(f);
+    uint32_t u;
+    memcpy(&u, &r, sizeof u);
+    return (uint16_t)(u >> 16);
+}
+/* out16 [rows, ax_bf16_ld(cols)] against the rounding of out32 [rows, cols], both on the GPU */
+static void check_bf16_store(const char *op, const void *out16, const float *out32, long rows,
+                             long cols) {
+    long ld = ax_bf16_ld(cols), bad = 0;
+    uint16_t *h16 = malloc(sizeof(uint16_t) * (size_t)(rows * ld + 1));
+    float *h32 = malloc(sizeof(float) * (size_t)(rows * cols + 1));
+    ax_copy(G_, h16, out16, sizeof(uint16_t) * (size_t)(rows * ld), AX_COPY_D2H);
+    ax_copy(G_, h32, out32, sizeof(float) * (size_t)(rows * cols), AX_COPY_D2H);
+    ax_sync(G_);
+    for (long r = 0; r < rows; r++)
+        for (long c = 0; c < cols; c++)
+            bad += h16[r * ld + c] != bf16_bits(h32[r * cols + c]) || isnan(h32[r * cols + c]);
+    bad ? n_fail++ : n_pass++;
+    printf("%-34s %-10s n=%-8ld bf16 = rounded fp32 output: %ld differ  %s\n", op, "bf16 out",
+           rows * cols, bad, bad ? "FAIL" : "PASS");
+    free(h16), free(h32);
+}
+static void *dev16(long rows, long cols) {
+    void *p = ax_dev_alloc(G_, sizeof(uint16_t) * (size_t)(rows * ax_bf16_ld(cols)));
+    if (!p) {
+        fprintf(stderr, "cuda_ops_check: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+static void t_bf16_acts(int N, int C, int F) {
+    char name[96];
+    if (!ax_bf16_acts(G_)) {
+        n_fail++;
+        printf("FAIL: the bf16 context stores no activation in bf16 (ax_bf16_acts is 0; "
+               "AXMEM_CUDA_BF16_ACTS=%s)\n",
+               getenv("AXMEM_CUDA_BF16_ACTS") ? getenv("AXMEM_CUDA_BF16_ACTS") : "unset");
+        return;
+    }
+    both inp = put_rand((size_t)N * C, 2), w = put_rand((size_t)C, 1), b = put_rand((size_t)C, 1);
+    both o32 = put(NULL, sizeof(float) * N * C), r32 = put(NULL, sizeof(float) * N);
+    both ss = put(NULL, sizeof(float) * N * 2), mean = put(NULL, sizeof(float) * N);
+    float *rstd16 = ax_dev_alloc(G_, sizeof(float) * N),
+          *mean16 = ax_dev_alloc(G_, sizeof(float) * N);
+    void *o16 = dev16(N, C);
+    snprintf(name, sizeof name, "rmsnorm_apply_bf16 N=%d C=%d", N, C);
+    ax_rmsnorm_sumsq(G_, ss.g, inp.g, N, C);
+    ax_rmsnorm_apply(G_, o32.g, r32.g, inp.g, w.g, ss.g, N, C, C, 1e-5f);
+    ax_rmsnorm_apply_bf16(G_, o16, rstd16, inp.g, w.g, ss.g, N, C, C, 1e-5f);
+    check_bf16_store(name, o16, o32.g, N, C);
+    both rs = {r32.c, rstd16, r32.bytes}; /* rstd as the fp32 op's, on the GPU: copy it over */
+    ax_copy(G_, r32.c, r32.g, sizeof(float) * N, AX_COPY_D2H);
+    ax_sync(G_);
+    check(name, "rstd", &rs, (size_t)N, 1e-30);
+
+    /* a GEMM reading the bf16 storage = the same GEMM on the fp32 output (which the bf16
+     * context rounds to the same operands): as the forward (A) and as the dW GEMM (B) */
+    both wt = put_rand((size_t)F * C, 0.3f), y32 = put(NULL, sizeof(float) * N * F);
+    both y16 = put(NULL, sizeof(float) * N * F);
+    snprintf(name, sizeof name, "gemm_mixed NT %dx%dx%d A bf16", N, F, C);
+    ax_gemm(G_, 'N', 'T', N, F, C, 1.0f, o32.g, C, wt.g, C, 0.0f, y32.g, F);
+    ax_gemm_mixed(G_, 'N', 'T', N, F, C, 1.0f, o16, 1, ax_bf16_ld(C), wt.g, 0, C, 0.0f, y16.g, F);
+    ax_copy(G_, y32.c, y32.g, sizeof(float) * N * F, AX_COPY_D2H);
+    ax_sync(G_);
+    both yy = {y32.c, y16.g, y16.bytes};
+    check(name, "C", &yy, (size_t)N * F, TOL);
+    both d = put_rand((size_t)N * F, 1), g32 = put_rand((size_t)F * C, 1);
+    both g16 = put(NULL, sizeof(float) * F * C);
+    ax_copy(G_, g16.g, g32.g, sizeof(float) * F * C, AX_COPY_D2D);
+    snprintf(name, sizeof name, "gemm_mixed TN %dx%dx%d B bf16", F, C, N);
+    ax_gemm(G_, 'T', 'N', F, C, N, 1.0f, d.g, F, o32.g, C, 1.0f, g32.g, C);
+    ax_gemm_mixed(G_, 'T', 'N', F, C, N, 1.0f, d.g, 0, F, o16, 1, ax_bf16_ld(C), 1.0f, g16.g, C);
+    ax_copy(G_, g32.c, g32.g, sizeof(float) * F * C, AX_COPY_D2H);
+    ax_sync(G_);
+    both gg = {g32.c, g16.g, g16.bytes};
+    check(name, "C+=", &gg, (size_t)F * C, TOL);
+
+    snprintf(name, sizeof name, "layernorm_apply_bf16 N=%d C=%d", N, C);
+    float *sum = ss.g, *sq = (float *)ss.g + N;
+    ax_layernorm_rowsum(G_, sum, inp.g, N, C);
+    ax_layernorm_sqdev(G_, sq, inp.g, sum, N, C, C);
+    ax_layernorm_apply(G_, o32.g, mean.g, r32.g, inp.g, w.g, b.g, sum, sq, N, C, C, 1e-5f);
+    ax_layernorm_apply_bf16(G_, o16, mean16, rstd16, inp.g, w.g, b.g, sum, sq, N, C, C, 1e-5f);
+    check_bf16_store(name, o16, o32.g, N, C);
+
+    both h = put_rand((size_t)N * 2 * F, 3), a32 = put(NULL, sizeof(float) * N * F);
+    void *a16 = dev16(N, F);
+    snprintf(name, sizeof name, "swiglu_forward_bf16 N=%d F=%d", N, F);
+    ax_swiglu_forward(G_, a32.g, h.g, N, F);
+    ax_swiglu_forward_bf16(G_, a16, h.g, N, F);
+    check_bf16_store(name, a16, a32.g, N, F);
+    for (int th = 0; th < 2; th++) {
+        snprintf(name, sizeof name, "gelu_forward_bf16 N=%d F=%d%s", N, F, th ? " tanh" : "");
+        ax_gelu_forward(G_, a32.g, h.g, N, F, th);
+        ax_gelu_forward_bf16(G_, a16, h.g, N, F, th);
+        check_bf16_store(name, a16, a32.g, N, F);
+    }
+    ax_dev_free(G_, o16), ax_dev_free(G_, a16), ax_dev_free(G_, rstd16), ax_dev_free(G_, mean16);
+    drop(&inp), drop(&w), drop(&b), drop(&o32), drop(&r32), drop(&ss), drop(&mean), drop(&wt);
+    drop(&y32), drop(&y16), drop(&d), drop(&g32), drop(&g16), drop(&h), drop(&a32);
+}
+
 /* ---- the bf16 weight cache (lib/backend/cuda/wcache.c) ----
  * Test-only entry points of the backend: its counters, and a switch that makes it ignore
  * writes (so a cached copy goes stale on purpose). Linked in on the emulator; in a CUDA build
@@ -973,6 +1080,8 @@ int main(int argc, char **argv) {
     t_matmul(33, 48, 71);
     t_matmul(128, 256, 96);
     t_bf16_reuse(29);
+    t_bf16_acts(19, 77, 45); /* rows padded: 77 -> 80, 45 -> 48 bf16 columns */
+    t_bf16_acts(64, 128, 96);
     t_wcache(9, 40, 24);
     t_wcache_budget(gpu, 9, 40, 24);
     t_add(10007);              /* elementwise: fp32 on a bf16 context, 1e-5 */

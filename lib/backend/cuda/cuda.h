@@ -141,6 +141,21 @@ void ax_cuda_d2h_sync(ax_ctx *ctx, void *host, const void *dev, size_t bytes);
 void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
                   const float *A, long lda, const float *B, long ldb, float beta, float *C,
                   long ldc);
+/* ax_cuda_gemm with A and/or B in bf16 storage (bf16 contexts; the table's gemm_mixed) */
+void ax_cuda_gemm_mixed(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                        const void *A, int a_bf16, long lda, const void *B, int b_bf16, long ldb,
+                        float beta, float *C, long ldc);
+/* the bf16-storage producers (backend.h): rows ax_cuda_bf16_ld(C or F) elements apart */
+void ax_cuda_rmsnorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *rstd, const float *inp,
+                                const float *weight, const float *ss, int N, int C, int C_total,
+                                float eps);
+void ax_cuda_layernorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *mean, float *rstd,
+                                  const float *inp, const float *weight, const float *bias,
+                                  const float *sum, const float *sq, int N, int C, int C_total,
+                                  float eps);
+void ax_cuda_swiglu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F);
+void ax_cuda_gelu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F,
+                               int tanh_approx);
 /* batched: C_q = alpha op(A_q) op(B_q) + beta C_q, X_q = X + q s_X (the attention's products) */
 void ax_cuda_gemm_strided(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
                           float alpha, const float *A, long lda, long sa, const float *B, long ldb,

@@ -66,21 +66,24 @@ static int slot_fill(ax_ctx *ctx, ax_cuda_ctx *c, int v, const float *src, long 
     return 1;
 }
 
-/* bf16 operands, fp32 accumulation and output; C's writes end the slots' reuse. Operands in a
- * declared parameter range come from the weight cache (wcache.c), the rest from the slots. */
+/* bf16 operands, fp32 accumulation and output; C's writes end the slots' reuse. An operand
+ * already in bf16 storage (A16 / B16 non-NULL: the model's bf16 activations, lda / ldb in
+ * elements) is used as it is; operands in a declared parameter range come from the weight cache
+ * (wcache.c), the rest from the slots. */
 static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, long m, long n, long k,
-                      float alpha, const float *A, long lda, const float *B, long ldb, float beta,
-                      float *C, long ldc) {
+                      float alpha, const float *A, const void *A16, long lda, const float *B,
+                      const void *B16, long ldb, float beta, float *C, long ldc) {
     int ta = op_of(transa) == CUBLAS_OP_T, tb = op_of(transb) == CUBLAS_OP_T;
     /* row-major storage: A is [m,k] ('N') or [k,m] ('T'); B is [k,n] or [n,k] */
     long ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
     unsigned long gen = ax_cuda_generation();
-    const void *a = NULL, *b = NULL;
-    long la = 0, lb = 0;
+    const void *a = A16, *b = B16;
+    long la = lda, lb = ldb;
     c->wc.tick++; /* this GEMM's entries stay while its other operand is looked up */
-    int ca = ax_cuda_wcache_get(ctx, &c->wc, A, ar, ac, lda, "gemm operand A", &a, &la);
-    int cb = ax_cuda_wcache_get(ctx, &c->wc, B, br, bc, ldb, "gemm operand B", &b, &lb);
-    if (ca || cb) ax_cuda_prof_mark("gemm (bf16): weight conversion (cached)");
+    /* 1: no conversion here (cached, or stored in bf16 by the op that wrote it) */
+    int ca = A16 || ax_cuda_wcache_get(ctx, &c->wc, A, ar, ac, lda, "gemm operand A", &a, &la);
+    int cb = B16 || ax_cuda_wcache_get(ctx, &c->wc, B, br, bc, ldb, "gemm operand B", &b, &lb);
+    if ((ca && !A16) || (cb && !B16)) ax_cuda_prof_mark("gemm (bf16): weight conversion (cached)");
     /* -2: served by the cache; -1: not in a slot */
     int ha = ca ? -2 : slot_find(c, A, ar, ac, lda, gen, &a, &la);
     int hb = cb ? -2 : slot_find(c, B, br, bc, ldb, gen, &b, &lb);
@@ -164,7 +167,7 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
         return;
     }
     if (c->bf16) {
-        gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
         wrote_c(C, m, n, ldc);
         return;
     }
@@ -175,6 +178,38 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
         ax_cuda_fail("cublasSgemm(%c,%c,m=%ld,n=%ld,k=%ld,lda=%ld,ldb=%ld,ldc=%ld): %s", transa,
                      transb, m, n, k, lda, ldb, ldc, cublasGetStatusString(s));
     ax_cuda_prof_mark("gemm (fp32)");
+    wrote_c(C, m, n, ldc);
+}
+
+/* ax_cuda_gemm with either operand in bf16 storage (a_bf16 / b_bf16; bf16 contexts only: the
+ * model stores activations in bf16 only there) */
+void ax_cuda_gemm_mixed(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                        const void *A, int a_bf16, long lda, const void *B, int b_bf16, long ldb,
+                        float beta, float *C, long ldc) {
+    if (!a_bf16 && !b_bf16) {
+        ax_cuda_gemm(ctx, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    ax_cuda_ctx *c = ctx->impl;
+    if (!c->bf16) {
+        ax_cuda_fail("gemm with a bf16 operand on an fp32 context (--precision fp32 keeps every "
+                     "activation fp32)");
+        return;
+    }
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        ax_cuda_scale_matrix(ctx, C, ldc, m, n, beta);
+        wrote_c(C, m, n, ldc);
+        return;
+    }
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
+        ldc > INT_MAX) {
+        ax_cuda_fail("gemm(%c,%c,m=%ld,n=%ld,k=%ld): a dimension exceeds cuBLAS's int range",
+                     transa, transb, m, n, k);
+        return;
+    }
+    gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, a_bf16 ? NULL : A, a_bf16 ? A : NULL, lda,
+              b_bf16 ? NULL : B, b_bf16 ? B : NULL, ldb, beta, C, ldc);
     wrote_c(C, m, n, ldc);
 }
 

@@ -1,6 +1,7 @@
 // Device helpers shared by the kernel files of lib/backend/cuda/: launch geometry, warp and
 // block reductions with a fixed order (deterministic: the same inputs give the same bits).
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include "lib/backend/cuda/cuda.h"
@@ -10,6 +11,15 @@
 static inline unsigned ax_blocks(long n, int threads) {
     long b = (n + threads - 1) / threads;
     return (unsigned)(b < 1 ? 1 : b > 1048576 ? 1048576 : b); /* grid-stride loops cover more */
+}
+
+// An op's output element: fp32, or bf16 storage rounded to nearest even (the _bf16 producers:
+// the same arithmetic as the fp32 op, so the stored value is what a bf16 GEMM would stage)
+__device__ __forceinline__ void ax_store(float *p, float v) {
+    *p = v;
+}
+__device__ __forceinline__ void ax_store(__nv_bfloat16 *p, float v) {
+    *p = __float2bfloat16_rn(v);
 }
 
 __device__ __forceinline__ float ax_warp_sum(float v) {

@@ -30,14 +30,17 @@ __global__ void ln_rowstat_kernel(float *out, const float *inp, const float *sum
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
-__global__ void ln_apply_kernel(float *out, float *mean, float *rstd, const float *inp,
+// rows of out are ldo apart (C for fp32; bf16 storage: ax_bf16_ld(C))
+template <typename T>
+__global__ void ln_apply_kernel(T *out, long ldo, float *mean, float *rstd, const float *inp,
                                 const float *w, const float *b, const float *sum, const float *sq,
                                 int C, int C_total, float eps) {
     long off = (long)blockIdx.x * C;
+    T *o = out + (long)blockIdx.x * ldo;
     float mu = sum[blockIdx.x] / (float)C_total,
           r = 1.0f / sqrtf(sq[blockIdx.x] / (float)C_total + eps);
     for (int c = threadIdx.x; c < C; c += blockDim.x)
-        out[off + c] = (inp[off + c] - mu) * r * w[c] + b[c];
+        ax_store(o + c, (inp[off + c] - mu) * r * w[c] + b[c]);
     if (threadIdx.x == 0) mean[blockIdx.x] = mu, rstd[blockIdx.x] = r;
 }
 
@@ -125,9 +128,20 @@ extern "C" void ax_cuda_layernorm_apply(ax_ctx *ctx, float *out, float *mean, fl
                                         const float *sum, const float *sq, int N, int C,
                                         int C_total, float eps) {
     if (N <= 0) return;
-    ln_apply_kernel<<<N, threads_for(C), 0, AX_STREAM(ctx)>>>(out, mean, rstd, inp, weight, bias,
-                                                              sum, sq, C, C_total, eps);
+    auto k = ln_apply_kernel<float>; /* (a variable: the emulator's launch rewrite takes a name) */
+    k<<<N, threads_for(C), 0, AX_STREAM(ctx)>>>(out, C, mean, rstd, inp, weight, bias, sum, sq, C,
+                                                C_total, eps);
     ax_cuda_launched("layernorm_apply");
+}
+extern "C" void ax_cuda_layernorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *mean, float *rstd,
+                                             const float *inp, const float *weight,
+                                             const float *bias, const float *sum, const float *sq,
+                                             int N, int C, int C_total, float eps) {
+    if (N <= 0) return;
+    auto k = ln_apply_kernel<__nv_bfloat16>;
+    k<<<N, threads_for(C), 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_cuda_bf16_ld(C), mean,
+                                                rstd, inp, weight, bias, sum, sq, C, C_total, eps);
+    ax_cuda_launched("layernorm_apply_bf16");
 }
 extern "C" void ax_cuda_layernorm_backward_dot(ax_ctx *ctx, float *dots, const float *dout,
                                                const float *inp, const float *weight,
@@ -156,28 +170,37 @@ extern "C" void ax_cuda_layernorm_backward_apply(ax_ctx *ctx, float *dinp, float
 #define SQRT_2_OVER_PI 0.79788456080286536f
 #define GELU_K 0.044715f
 
+// gelu(x): the one expression both forward kernels store
+__device__ __forceinline__ float gelu_of(float x, int tanh_approx) {
+    if (tanh_approx) return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + GELU_K * x * x * x)));
+    return 0.5f * x * (1.0f + erff(x * SQRT_HALF));
+}
+
 // out = gelu(h) (dout == NULL), or dh += dout gelu'(h)
 __global__ void gelu_kernel(float *out, const float *dout, const float *h, long n,
                             int tanh_approx) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x) {
         float x = h[i];
-        if (tanh_approx) {
+        if (!dout) {
+            out[i] = gelu_of(x, tanh_approx);
+        } else if (tanh_approx) {
             float t = tanhf(SQRT_2_OVER_PI * (x + GELU_K * x * x * x));
-            if (!dout) {
-                out[i] = 0.5f * x * (1.0f + t);
-            } else {
-                float du = SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_K * x * x);
-                out[i] += dout[i] * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
-            }
+            float du = SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_K * x * x);
+            out[i] += dout[i] * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
         } else {
             float e = erff(x * SQRT_HALF);
-            if (!dout)
-                out[i] = 0.5f * x * (1.0f + e);
-            else
-                out[i] += dout[i] * (0.5f * (1.0f + e) + x * INV_SQRT_2PI * expf(-0.5f * x * x));
+            out[i] += dout[i] * (0.5f * (1.0f + e) + x * INV_SQRT_2PI * expf(-0.5f * x * x));
         }
     }
+}
+
+// out[N, ldo] (bf16 storage) = gelu(h[N, F]): rows over blockIdx.y, as the padded rows need
+__global__ void gelu_bf16_kernel(__nv_bfloat16 *out, long ldo, const float *h, long N, int F,
+                                 int tanh_approx) {
+    for (long r = blockIdx.y; r < N; r += gridDim.y)
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < F; j += gridDim.x * blockDim.x)
+            ax_store(out + r * ldo + j, gelu_of(h[r * F + j], tanh_approx));
 }
 
 extern "C" void ax_cuda_gelu_forward(ax_ctx *ctx, float *out, const float *h, int N, int F,
@@ -186,6 +209,15 @@ extern "C" void ax_cuda_gelu_forward(ax_ctx *ctx, float *out, const float *h, in
     if (n <= 0) return;
     gelu_kernel<<<ax_blocks(n, NT), NT, 0, AX_STREAM(ctx)>>>(out, NULL, h, n, tanh_approx);
     ax_cuda_launched("gelu_forward");
+}
+extern "C" void ax_cuda_gelu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F,
+                                          int tanh_approx) {
+    if (N <= 0 || F <= 0) return;
+    long x = (F + NT - 1) / NT;
+    dim3 grid((unsigned)(x < 1024 ? x : 1024), (unsigned)(N < 65535 ? N : 65535));
+    gelu_bf16_kernel<<<grid, NT, 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_cuda_bf16_ld(F), h,
+                                                      N, F, tanh_approx);
+    ax_cuda_launched("gelu_forward_bf16");
 }
 extern "C" void ax_cuda_gelu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h,
                                       int N, int F, int tanh_approx) {

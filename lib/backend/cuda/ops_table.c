@@ -10,6 +10,9 @@
  * not declared (the arena is never a parameter range). */
 #include "lib/backend/cuda/cuda.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #define BEGIN int scope_ = ax_cuda_op_scope(1)
 #define END ax_cuda_op_scope(scope_)
 #define WROTE(p, n) ax_cuda_bf16_invalidate((p), (size_t)(n) * sizeof *(p))
@@ -300,6 +303,48 @@ static void w_bias_add(ax_ctx *ctx, float *out, const float *bias, int N, int OC
     WROTE(out, (long)N * OC);
     END;
 }
+/* bf16 storage (backend.h): rows ax_cuda_bf16_ld(cols) elements of 2 bytes apart */
+#define WROTE16(p, rows, cols)                                                                     \
+    ax_cuda_bf16_invalidate((p), (size_t)(rows) * (size_t)ax_cuda_bf16_ld(cols) * 2)
+static void w_gemm_mixed(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                         const void *A, int a_bf16, long lda, const void *B, int b_bf16, long ldb,
+                         float beta, float *C, long ldc) {
+    BEGIN;
+    ax_cuda_gemm_mixed(ctx, transa, transb, m, n, k, alpha, A, a_bf16, lda, B, b_bf16, ldb, beta, C,
+                       ldc);
+    END;
+}
+static void w_rmsnorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *rstd, const float *inp,
+                                 const float *weight, const float *ss, int N, int C, int C_total,
+                                 float eps) {
+    BEGIN;
+    ax_cuda_rmsnorm_apply_bf16(ctx, out, rstd, inp, weight, ss, N, C, C_total, eps);
+    WROTE16(out, N, C), WROTE(rstd, N);
+    END;
+}
+static void w_layernorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *mean, float *rstd,
+                                   const float *inp, const float *weight, const float *bias,
+                                   const float *sum, const float *sq, int N, int C, int C_total,
+                                   float eps) {
+    BEGIN;
+    ax_cuda_layernorm_apply_bf16(ctx, out, mean, rstd, inp, weight, bias, sum, sq, N, C, C_total,
+                                 eps);
+    WROTE16(out, N, C), WROTE(mean, N), WROTE(rstd, N);
+    END;
+}
+static void w_swiglu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F) {
+    BEGIN;
+    ax_cuda_swiglu_forward_bf16(ctx, out, h, N, F);
+    WROTE16(out, N, F);
+    END;
+}
+static void w_gelu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F,
+                                int tanh_approx) {
+    BEGIN;
+    ax_cuda_gelu_forward_bf16(ctx, out, h, N, F, tanh_approx);
+    WROTE16(out, N, F);
+    END;
+}
 static void w_bias_backward(ax_ctx *ctx, float *dbias, const float *dout, int N, int OC) {
     BEGIN;
     ax_cuda_bias_backward(ctx, dbias, dout, N, OC);
@@ -349,4 +394,13 @@ void ax_cuda_table_ops(ax_backend *t) {
     t->gelu_backward = w_gelu_backward;
     t->bias_add = w_bias_add;
     t->bias_backward = w_bias_backward;
+    /* bf16 activations (AXMEM_CUDA_BF16_ACTS=0 keeps them fp32 and staged per GEMM: the same
+     * results, for comparison) */
+    const char *acts = getenv("AXMEM_CUDA_BF16_ACTS");
+    if (acts && !strcmp(acts, "0")) return;
+    t->gemm_mixed = w_gemm_mixed;
+    t->rmsnorm_apply_bf16 = w_rmsnorm_apply_bf16;
+    t->layernorm_apply_bf16 = w_layernorm_apply_bf16;
+    t->swiglu_forward_bf16 = w_swiglu_forward_bf16;
+    t->gelu_forward_bf16 = w_gelu_forward_bf16;
 }

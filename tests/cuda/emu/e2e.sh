@@ -10,7 +10,9 @@
 # every cached bf16 weight copy that a GEMM takes is compared with a fresh conversion of its
 # source, so a copy that outlived a write into the parameters fails the run), and their debug
 # log must show that the cache served hits; the bf16 run with the cache off
-# (AXMEM_CUDA_BF16_CACHE=0) must give the same bits. Slow (fibers): a tiny model, ~3 minutes.
+# (AXMEM_CUDA_BF16_CACHE=0), and with the GEMM-only activations in fp32 instead of bf16
+# (AXMEM_CUDA_BF16_ACTS=0: train and probe), must give the same bits. Slow (fibers): a tiny
+# model, ~4 minutes.
 #
 #   bash tests/cuda/emu/e2e.sh [BUILD=build]     exit 0 when every comparison passed
 set -uo pipefail
@@ -89,11 +91,14 @@ name="train --device cuda (bf16 by default, emulated) runs 6 steps"
 check emu_log "$T/bf16.log" train "${S6[@]}" --device cuda --out "$T/bf16"
 name="bf16 train: weights served from the bf16 cache (hits after the forward), none stale"
 check cache_hits "$T/bf16.log"
-same_bits() { # the same bf16 run with the weight cache off: losses, gradient norms and the
-  # checkpoint's tensors bit for bit (the cache changes where the bf16 copy comes from, never it)
-  AXMEM_CUDA_BF16_CACHE=0 emu train "${S6[@]}" --device cuda --out "$T/bf16off" >/dev/null 2>&1 ||
-    return 1
-  python3 - "$T/bf16" "$T/bf16off" <<'PY'
+same_bits() { # VAR=VALUE RUN: the same bf16 run with VAR set: losses, gradient norms and the
+  # checkpoint's tensors bit for bit. The weight cache off changes where a weight's bf16 copy
+  # comes from, never the copy; AXMEM_CUDA_BF16_ACTS=0 keeps the activations only GEMMs read in
+  # fp32, staged per GEMM, instead of stored in bf16 by the ops that write them (the same bf16
+  # values either way)
+  env "$1" AX_EMU_GUARD=1 "$E" train "${S6[@]}" --device cuda --out "$T/$2" >/dev/null \
+    2>"$T/$2.log" || return 1
+  python3 - "$T/bf16" "$T/$2" <<'PY'
 import glob, json, os, sys
 runs = sys.argv[1:]
 def steps(r):
@@ -106,7 +111,22 @@ sys.exit(0 if a and a == b and same and all(same) and len(shards[0]) == len(shar
 PY
 }
 name="bf16 with the weight cache off (AXMEM_CUDA_BF16_CACHE=0): same losses and weights, bit for bit"
-check same_bits
+check same_bits AXMEM_CUDA_BF16_CACHE=0 bf16off
+name="bf16 with fp32 activations (AXMEM_CUDA_BF16_ACTS=0): same losses and weights, bit for bit"
+check same_bits AXMEM_CUDA_BF16_ACTS=0 bf16acts32
+less_acts() { # the start log's activation memory: bf16 storage of the norms' and MLP outputs
+  # saves 2 of their 4 bytes (rows padded to 8 columns)
+  python3 - "$T/bf16.log" "$T/bf16acts32.log" <<'PY'
+import re, sys
+logs = [open(f).read() for f in sys.argv[1:]]
+b = [int(re.search(r"activations: [0-9.]+ MiB \(([0-9]+) bytes\)", l).group(1)) for l in logs]
+said = "norm and MLP outputs stored in bf16" in logs[0] and "in bf16" not in logs[1]
+print(f"     activations {b[0]} bytes with bf16 storage, {b[1]} without; the log says which: {said}")
+sys.exit(0 if b[0] < b[1] and said else 1)
+PY
+}
+name="bf16 activations: the run's activation memory is smaller"
+check less_acts
 name="train: losses cuda bf16 vs cpu fp32 < 2e-2 relative per step"
 check same_losses "$T/cpu6" "$T/bf16" 2e-2
 name="bf16 run: the manifest records --precision (auto)"
@@ -145,6 +165,10 @@ check bash -c 'AX_EMU_GUARD=1 AXMEM_LOG=debug "$0" memscan probe "${@:2}" --devi
   "$E" "$T" "${P[@]}"
 name="bf16 probe: every decoding step's weights from the bf16 cache, none stale"
 check cache_hits "$T/pb.log"
+name="bf16 probe with fp32 activations (AXMEM_CUDA_BF16_ACTS=0): the same samples, bit for bit"
+check bash -c 'AX_EMU_GUARD=1 AXMEM_CUDA_BF16_ACTS=0 "$0" memscan probe "${@:2}" --device cuda \
+  --precision bf16 --out "$1/pb32.json" >/dev/null 2>&1 && cmp -s "$1/pb.samples.jsonl" "$1/pb32.samples.jsonl"' \
+  "$E" "$T" "${P[@]}"
 name="generate --device cuda --precision bf16 (emulated) runs"
 check bash -c 'AX_EMU_GUARD=1 AXMEM_LOG=debug "$0" memscan generate "${@:2}" --device cuda --precision bf16 \
   --out "$1/gb.json" --samples-out "$1/gb.jsonl" >/dev/null 2>"$1/gb.log" && [ -s "$1/gb.jsonl" ]' \
