@@ -139,6 +139,23 @@ static void check_write_params(ax_model_t *ref, ax_model_t *par, int bl, int bc)
            lp, lr_);
 }
 
+/* par's parameters := ref's (the serial model's slab is the global layout). After training the
+ * two have drifted apart: float noise in near-zero gradients, which AdamW scales to +-lr steps,
+ * differs between the grids, by more than decoding's tolerance on some CPUs (an AVX2 EPYC: 1.8e-4
+ * of the logits after 10 steps); the copy also leaves par's gathered blocks stale, as a step does.
+ */
+static void copy_params(ax_model_t *ref, ax_model_t *par) {
+    const ax_tensor_info *ts = ax_model_tensors(ref);
+    for (int i = 0; i < ax_model_n_tensors(ref); i++) {
+        float *h = malloc((size_t)ts[i].numel * sizeof(float));
+        EXPECT(h && !ax_model_read_params(ref, h, ts[i].offset, ts[i].numel), "read: %s",
+               ax_error_msg());
+        if (h) ax_model_scatter_tensor(par, i, h, ax_model_slab(par, AX_SLAB_PARAMS));
+        free(h);
+    }
+    EXPECT(ax_model_status(par) == AX_OK, "copy params: %s", ax_error_msg());
+}
+
 /* KV-cached decoding on the grid: the same logits and greedy tokens as the serial model */
 static void check_decode(ax_model_t *ref, ax_model_t *par, int bl, int bc) {
     int V = cfg().vocab, P = 6;
@@ -272,7 +289,10 @@ static void run(ax_grid_t *g, int overlap) {
         }
     }
     int zs = g_stream && ax_grid_dim(g, AX_AXIS_Z) > 1;
-    if (!biased && !zs) check_decode(ref, par, bl, bc); /* gathers over Z: the next check */
+    if (!biased && !zs) { /* the trained weights, on both: gathers over Z the next check */
+        copy_params(ref, par);
+        check_decode(ref, par, bl, bc);
+    }
     if (zs) { /* decoding needs every layer at hand: refused, with the reason */
         EXPECT(ax_model_decode_begin(par, bl) == AX_ERR_ARG && strstr(ax_error_msg(), "stream"),
                "decoding a layer-streamed model: %s", ax_error_msg());
