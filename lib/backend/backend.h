@@ -174,7 +174,9 @@ struct ax_backend {
      * stored, so a bf16 GEMM reading them multiplies the same operands it would have staged from
      * the fp32 output (bit for bit: the model's results do not change). gemm_mixed is gemm with
      * each operand either fp32 (a_bf16 / b_bf16 = 0) or such bf16 storage (1, ld in elements).
-     * A backend sets all five or none (ax_bf16_acts). */
+     * swiglu_backward_bf16 is the gradient the same way: dh = its fp32 op's dh += on a zeroed
+     * dh (the model's SwiGLU without biases feeds dh to the up projection's GEMMs only). A
+     * backend sets all six or none (ax_bf16_acts). */
     void (*gemm_mixed)(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
                        const void *A, int a_bf16, long lda, const void *B, int b_bf16, long ldb,
                        float beta, float *C, long ldc);
@@ -188,6 +190,8 @@ struct ax_backend {
     void (*swiglu_forward_bf16)(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F);
     void (*gelu_forward_bf16)(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F,
                               int tanh_approx);
+    void (*swiglu_backward_bf16)(ax_ctx *ctx, uint16_t *dh, const float *dout, const float *h,
+                                 int N, int F);
     int bf16; /* 1 when contexts may compute in AX_PREC_BF16 (ax_ctx_create_prec) */
 };
 

@@ -429,7 +429,8 @@ static inline long ax_bf16_ld(long cols) {
 static inline int ax_bf16_acts(const ax_ctx *ctx) {
     const ax_backend *b = ctx->be;
     return ctx->precision == AX_PREC_BF16 && b->gemm_mixed && b->rmsnorm_apply_bf16 &&
-           b->layernorm_apply_bf16 && b->swiglu_forward_bf16 && b->gelu_forward_bf16;
+           b->layernorm_apply_bf16 && b->swiglu_forward_bf16 && b->gelu_forward_bf16 &&
+           b->swiglu_backward_bf16;
 }
 /* ax_gemm with A and/or B in bf16 storage (a_bf16, b_bf16; their ld in elements) */
 static inline void ax_gemm_mixed(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
@@ -459,4 +460,10 @@ static inline void ax_swiglu_forward_bf16(ax_ctx *ctx, uint16_t *out, const floa
 static inline void ax_gelu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F,
                                         int tanh_approx) {
     ctx->be->gelu_forward_bf16(ctx, out, h, N, F, tanh_approx);
+}
+/* dh [N, ax_bf16_ld(2F)] (bf16 storage) = what ax_swiglu_backward accumulates into a zeroed dh:
+ * written, not accumulated (no zeroing needed) */
+static inline void ax_swiglu_backward_bf16(ax_ctx *ctx, uint16_t *dh, const float *dout,
+                                           const float *h, int N, int F) {
+    ctx->be->swiglu_backward_bf16(ctx, dh, dout, h, N, F);
 }

@@ -236,7 +236,9 @@ static int alloc_acts(ax_model_t *m) {
     ACT(m->meanf, NL), ACT(m->dres2, NP);
     ACT(m->losses, N), ACT(m->rowstat, 3 * N), ACT(m->rope_cos, T * D / 2);
     ACT(m->rope_sin, T * D / 2), ACT(m->dres, N * Cx), ACT(m->dln, N * Cx);
-    ACT(m->dbig, N * (Fy > Cy ? Fy : Cy)), ACT(m->dh, N * 2 * Fy), ACT(m->dqkv, N * Q3);
+    ACT(m->dbig, N * (Fy > Cy ? Fy : Cy)), ACT(m->dqkv, N * Q3);
+    slots[n++] = (act_slot){&m->dh, m->dh16 ? (size_t)N * (size_t)ax_bf16_ld(2 * Fy) * 2
+                                            : (size_t)N * 2 * Fy * sizeof(float)};
     ACT(m->att_scratch, att), ACT(m->inputs_copy, N), ACT(m->targets_copy, N);
     ACT(m->mask_copy, N);
 #undef ACT
@@ -455,6 +457,7 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     /* the GEMMs' weights: a bf16 context may keep bf16 copies of them until they are written */
     ax_params_range(ctx, m->params, (size_t)m->n_local * sizeof(float));
     m->gin16 = ax_bf16_acts(ctx); /* bf16 contexts on CUDA: the norms' and MLP outputs in bf16 */
+    m->dh16 = m->gin16 && c->mlp == AX_MLP_SWIGLU && !c->bias; /* dh read by GEMMs only */
     if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
     if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
     int rd = model_rotary_dim(c); /* the table [T, rd/2]: only the rotating dims */

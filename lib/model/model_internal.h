@@ -160,7 +160,11 @@ struct ax_model {
     int32_t *targets_copy;
     uint8_t *mask_copy;
     /* backward scratch */
-    float *dres, *dln, *dbig, *dh, *dqkv, *att_scratch; /* att_scratch [B, Hy, T] */
+    float *dres, *dln, *dbig, *dqkv, *att_scratch; /* att_scratch [B, Hy, T] */
+    /* [N, 2 Fy] SwiGLU's (GELU's [N, Fy]) input gradient; bf16 storage when dh16: with gin16 a
+     * SwiGLU without biases, whose dh only the up projection's GEMMs read */
+    void *dh;
+    int dh16;
     float *dres2; /* [N, Cx] parallel residual only: the input gradient's accumulator */
     int have_grad_logits;
     /* decoding: one device block (dec_arena) for the caches and logits */
@@ -206,6 +210,10 @@ void tp_linear_backward_gin(ax_model_t *m, int t, float *din, const float *dout,
                             int N);
 /* hs = the MLP activation (SwiGLU or GELU) of h [N, 2 Fy or Fy], into a GEMM-only activation */
 void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N);
+/* m->dh = the MLP activation's input gradient from dhs (zeroing it first when fp32) */
+void tp_mlp_act_backward(ax_model_t *m, const float *dhs, const float *h, int N);
+/* tp_linear_backward_gin with dout = m->dh (bf16 storage when dh16): the up projection */
+void tp_linear_backward_dh(ax_model_t *m, int t, float *din, const void *in, int N);
 void tp_grad_sync_begin(ax_model_t *m, int t); /* reduce-scatter tensor t's gradient over Z */
 /* the same into recv (this rank's shard of tensor t's gradient) instead of the slab */
 void tp_grad_sync_begin_to(ax_model_t *m, int t, float *recv);

@@ -65,44 +65,71 @@ void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int
 typedef struct {
     ax_model_t *m;
     tp_tensor *p;
-    const float *dout;
-    const void *in;
-    int in16, N;
+    const void *dout, *in;
+    int dout16, in16, N;
 } dw_job;
+
+/* column r0 of a row-major matrix, fp32 or bf16 storage */
+static const void *column(const void *x, int x16, long r0) {
+    return x16 ? (const void *)((const uint16_t *)x + r0) : (const void *)((const float *)x + r0);
+}
 
 /* gfull rows [r0, r1) += dout[:, r0:r1]^T in */
 static void dw_rows(void *arg, long r0, long r1) {
     const dw_job *j = arg;
     int n = (int)j->p->rows_l, k = (int)j->p->cols_l;
-    if (j->in16)
-        ax_gemm_mixed(j->m->ctx, 'T', 'N', r1 - r0, k, j->N, 1.0f, j->dout + r0, 0, n, j->in, 1,
-                      in_ld(1, k), 1.0f, j->p->gfull + r0 * k, k);
+    if (j->in16 || j->dout16)
+        ax_gemm_mixed(j->m->ctx, 'T', 'N', r1 - r0, k, j->N, 1.0f, column(j->dout, j->dout16, r0),
+                      j->dout16, in_ld(j->dout16, n), j->in, j->in16, in_ld(j->in16, k), 1.0f,
+                      j->p->gfull + r0 * k, k);
     else
-        ax_gemm(j->m->ctx, 'T', 'N', (int)(r1 - r0), k, j->N, 1.0f, j->dout + r0, n, j->in, k, 1.0f,
-                j->p->gfull + r0 * k, k);
+        ax_gemm(j->m->ctx, 'T', 'N', (int)(r1 - r0), k, j->N, 1.0f, (const float *)j->dout + r0, n,
+                j->in, k, 1.0f, j->p->gfull + r0 * k, k);
 }
 
-/* din[N, cols_l] (zeroed by the caller) += dout W, then all-reduced; gfull += dout^T in (in16:
- * in is bf16 storage). OAR: the all-reduce of din runs while dW is computed in chunks, with
- * progress for it and for every other in-flight gather and reduce-scatter (ORS) between chunks. */
-static void linear_backward(ax_model_t *m, int t, float *din, const float *dout, const void *in,
-                            int in16, int N) {
+/* din[N, cols_l] (zeroed by the caller) += dout W, then all-reduced; gfull += dout^T in (dout16,
+ * in16: that operand is bf16 storage). OAR: the all-reduce of din runs while dW is computed in
+ * chunks, with progress for it and for every other in-flight gather and reduce-scatter (ORS)
+ * between chunks. */
+static void linear_backward(ax_model_t *m, int t, float *din, const void *dout, int dout16,
+                            const void *in, int in16, int N) {
     tp_tensor *p = &m->tp[t];
     int n = (int)p->rows_l, k = (int)p->cols_l;
-    ax_matmul_backward(m->ctx, din, NULL, dout, NULL, p->full, N, k, n); /* dX reads no input */
+    if (dout16)
+        ax_gemm_mixed(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, 1, in_ld(1, n), p->full, 0, k, 1.0f,
+                      din, k);
+    else /* dX reads no input */
+        ax_matmul_backward(m->ctx, din, NULL, dout, NULL, p->full, N, k, n);
     tp_note(
         m, ax_overlap_allreduce(m->ov, OV_OAR, in_axis(p), din, (long)N * k, AX_DT_F32, AX_OP_SUM));
-    dw_job job = {m, p, dout, in, in16, N};
+    dw_job job = {m, p, dout, in, dout16, in16, N};
     ax_overlap_compute(m->ov, n, DW_CHUNK_ROWS, dw_rows, &job);
     tp_note(m, ax_overlap_wait(m->ov, OV_OAR));
 }
 void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
                         int N) {
-    linear_backward(m, t, din, dout, in, 0, N);
+    linear_backward(m, t, din, dout, 0, in, 0, N);
 }
 void tp_linear_backward_gin(ax_model_t *m, int t, float *din, const float *dout, const void *in,
                             int N) {
-    linear_backward(m, t, din, dout, in, m->gin16, N);
+    linear_backward(m, t, din, dout, 0, in, m->gin16, N);
+}
+void tp_linear_backward_dh(ax_model_t *m, int t, float *din, const void *in, int N) {
+    linear_backward(m, t, din, m->dh, m->dh16, in, m->gin16, N);
+}
+
+void tp_mlp_act_backward(ax_model_t *m, const float *dhs, const float *h, int N) {
+    int Fy = m->Fy, tanh = m->cfg.mlp == AX_MLP_GELU_TANH;
+    if (m->dh16) { /* written, not accumulated: nothing to zero */
+        ax_swiglu_backward_bf16(m->ctx, m->dh, dhs, h, N, Fy);
+        return;
+    }
+    int w = m->cfg.mlp == AX_MLP_SWIGLU ? 2 * Fy : Fy;
+    ax_zero(m->ctx, m->dh, (size_t)N * w * sizeof(float));
+    if (m->cfg.mlp == AX_MLP_SWIGLU)
+        ax_swiglu_backward(m->ctx, m->dh, dhs, h, N, Fy);
+    else
+        ax_gelu_backward(m->ctx, m->dh, dhs, h, N, Fy, tanh);
 }
 
 void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N) {

@@ -181,14 +181,10 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
         zero(m, dhs, (long)N * Fy);
         tp_bias_backward(m, LT(m, l, L_BDOWN), dres, N);
         tp_linear_backward_gin(m, LT(m, l, L_WDOWN), dhs, dres, a->hs, N);
-        zero(m, m->dh, (long)N * 2 * Fy);
-        if (c->mlp == AX_MLP_SWIGLU)
-            ax_swiglu_backward(m->ctx, m->dh, dhs, a->h, N, Fy);
-        else
-            ax_gelu_backward(m->ctx, m->dh, dhs, a->h, N, Fy, c->mlp == AX_MLP_GELU_TANH);
-        tp_bias_backward(m, LT(m, l, L_BUP), m->dh, N);
+        tp_mlp_act_backward(m, dhs, a->h, N);
+        tp_bias_backward(m, LT(m, l, L_BUP), m->dh, N); /* only with biases: dh is fp32 then */
         zero(m, dln, NC);
-        tp_linear_backward_gin(m, LT(m, l, L_WUP), dln, m->dh, a->ln2, N);
+        tp_linear_backward_dh(m, LT(m, l, L_WUP), dln, a->ln2, N);
         tp_norm_backward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), dacc, dln,
                          par ? a->res : a->res_mid, a->mean2, a->rstd2, N);
 

@@ -339,6 +339,26 @@ static void t_bf16_acts(int N, int C, int F) {
     ax_swiglu_forward(G_, a32.g, h.g, N, F);
     ax_swiglu_forward_bf16(G_, a16, h.g, N, F);
     check_bf16_store(name, a16, a32.g, N, F);
+    /* the gradient: the fp32 op accumulates into a zeroed dh, the bf16 one writes */
+    both dy = put_rand((size_t)N * F, 1), dh32 = put(NULL, sizeof(float) * N * 2 * F);
+    void *dh16 = dev16(N, 2L * F);
+    snprintf(name, sizeof name, "swiglu_backward_bf16 N=%d F=%d", N, F);
+    ax_swiglu_backward(G_, dh32.g, dy.g, h.g, N, F);
+    ax_swiglu_backward_bf16(G_, dh16, dy.g, h.g, N, F);
+    check_bf16_store(name, dh16, dh32.g, N, 2L * F);
+    /* ... and a GEMM reading it as dout (the up projection's dX: A bf16 again, another ld) */
+    both wu = put_rand((size_t)2 * F * C, 0.3f), x32 = put(NULL, sizeof(float) * N * C);
+    both x16 = put(NULL, sizeof(float) * N * C);
+    snprintf(name, sizeof name, "gemm_mixed NN %dx%dx%d A bf16", N, C, 2 * F);
+    ax_gemm(G_, 'N', 'N', N, C, 2 * F, 1.0f, dh32.g, 2 * F, wu.g, C, 0.0f, x32.g, C);
+    ax_gemm_mixed(G_, 'N', 'N', N, C, 2 * F, 1.0f, dh16, 1, ax_bf16_ld(2L * F), wu.g, 0, C, 0.0f,
+                  x16.g, C);
+    ax_copy(G_, x32.c, x32.g, sizeof(float) * N * C, AX_COPY_D2H);
+    ax_sync(G_);
+    both xx = {x32.c, x16.g, x16.bytes};
+    check(name, "C", &xx, (size_t)N * C, TOL);
+    ax_dev_free(G_, dh16);
+    drop(&dy), drop(&dh32), drop(&wu), drop(&x32), drop(&x16);
     for (int th = 0; th < 2; th++) {
         snprintf(name, sizeof name, "gelu_forward_bf16 N=%d F=%d%s", N, F, th ? " tanh" : "");
         ax_gelu_forward(G_, a32.g, h.g, N, F, th);

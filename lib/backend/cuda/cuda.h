@@ -156,6 +156,8 @@ void ax_cuda_layernorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *mean, float
 void ax_cuda_swiglu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F);
 void ax_cuda_gelu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int N, int F,
                                int tanh_approx);
+void ax_cuda_swiglu_backward_bf16(ax_ctx *ctx, uint16_t *dh, const float *dout, const float *h,
+                                  int N, int F);
 /* batched: C_q = alpha op(A_q) op(B_q) + beta C_q, X_q = X + q s_X (the attention's products) */
 void ax_cuda_gemm_strided(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
                           float alpha, const float *A, long lda, long sa, const float *B, long ldb,

@@ -89,16 +89,37 @@ __global__ void swiglu_fwd_kernel(T *out, long ldo, const float *h, long N, int 
         }
     }
 }
-// dh[N,2F] += ; s = sigmoid(g): d gate = dout u s (1 + g (1 - s)), d up = dout g s
+// s = sigmoid(g): d gate = dout u s (1 + g (1 - s)), d up = dout g s
+__device__ __forceinline__ void swiglu_grads(float g, float u, float d, float *dg, float *du) {
+    float s = 1.0f / (1.0f + expf(-g));
+    *dg = d * u * s * (1.0f + g * (1.0f - s));
+    *du = d * g * s;
+}
+// dh[N,2F] +=
 __global__ void swiglu_bwd_kernel(float *dh, const float *dout, const float *h, long N, int F) {
     for (long r = blockIdx.y; r < N; r += gridDim.y) {
         const float *gate = h + r * 2 * F, *up = gate + F, *dy = dout + r * F;
         float *dg = dh + r * 2 * F, *du = dg + F;
         for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < F; j += gridDim.x * blockDim.x) {
-            float g = gate[j], u = up[j], d = dy[j];
-            float s = 1.0f / (1.0f + expf(-g));
-            dg[j] += d * u * s * (1.0f + g * (1.0f - s));
-            du[j] += d * g * s;
+            float a, b;
+            swiglu_grads(gate[j], up[j], dy[j], &a, &b);
+            dg[j] += a;
+            du[j] += b;
+        }
+    }
+}
+// dh[N, ldh] (bf16 storage) = the sums above on a zeroed dh (0 + x: the same bits, signed
+// zeros included)
+__global__ void swiglu_bwd_bf16_kernel(__nv_bfloat16 *dh, long ldh, const float *dout,
+                                       const float *h, long N, int F) {
+    for (long r = blockIdx.y; r < N; r += gridDim.y) {
+        const float *gate = h + r * 2 * F, *up = gate + F, *dy = dout + r * F;
+        __nv_bfloat16 *dg = dh + r * ldh, *du = dg + F;
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < F; j += gridDim.x * blockDim.x) {
+            float a, b;
+            swiglu_grads(gate[j], up[j], dy[j], &a, &b);
+            ax_store(dg + j, 0.0f + a);
+            ax_store(du + j, 0.0f + b);
         }
     }
 }
@@ -122,6 +143,13 @@ extern "C" void ax_cuda_swiglu_backward(ax_ctx *ctx, float *dh, const float *dou
     if (N <= 0 || F <= 0) return;
     swiglu_bwd_kernel<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>(dh, dout, h, N, F);
     ax_cuda_launched("swiglu_backward");
+}
+extern "C" void ax_cuda_swiglu_backward_bf16(ax_ctx *ctx, uint16_t *dh, const float *dout,
+                                             const float *h, int N, int F) {
+    if (N <= 0 || F <= 0) return;
+    swiglu_bwd_bf16_kernel<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>(
+        (__nv_bfloat16 *)dh, ax_cuda_bf16_ld(2L * F), dout, h, N, F);
+    ax_cuda_launched("swiglu_backward_bf16");
 }
 
 // ---- residual ----

@@ -345,6 +345,13 @@ static void w_gelu_forward_bf16(ax_ctx *ctx, uint16_t *out, const float *h, int 
     WROTE16(out, N, F);
     END;
 }
+static void w_swiglu_backward_bf16(ax_ctx *ctx, uint16_t *dh, const float *dout, const float *h,
+                                   int N, int F) {
+    BEGIN;
+    ax_cuda_swiglu_backward_bf16(ctx, dh, dout, h, N, F);
+    WROTE16(dh, N, 2L * F);
+    END;
+}
 static void w_bias_backward(ax_ctx *ctx, float *dbias, const float *dout, int N, int OC) {
     BEGIN;
     ax_cuda_bias_backward(ctx, dbias, dout, N, OC);
@@ -403,4 +410,5 @@ void ax_cuda_table_ops(ax_backend *t) {
     t->layernorm_apply_bf16 = w_layernorm_apply_bf16;
     t->swiglu_forward_bf16 = w_swiglu_forward_bf16;
     t->gelu_forward_bf16 = w_gelu_forward_bf16;
+    t->swiglu_backward_bf16 = w_swiglu_backward_bf16;
 }
