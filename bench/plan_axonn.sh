@@ -3,15 +3,21 @@
 # peak), on the built-in perlmutter / frontier / alps profiles. GPT shapes from the AxoNN
 # model table (axonn-ai/Megatron-AxoNN model-table.md); the SwiGLU hidden size is 8C/3 so the
 # MLP has GPT's 8 C^2 parameters per layer; vocab 51200, sequence 2048 and the global batch are
-# assumptions (the papers' values were not at hand). Prints one line per point.
-# Usage: bench/plan_axonn.sh [build]
+# assumptions (the papers' values were not at hand). --engine bf16: AxoNN's engine (bf16
+# activations, gathered blocks and collectives), not axmem's CUDA engine as it runs today (the
+# plan's default, --engine axmem). Extra arguments go to every `axmem plan` (e.g. --engine axmem).
+# Prints one line per point.
+# Usage: bench/plan_axonn.sh [build [plan flags...]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AX=${1:-build}/bin/axmem
+shift || true
+EXTRA=("$@")
 point() { # label published% machine devices layers dim heads ffn global_batch
   local label=$1 pub=$2
   "$AX" plan --json --top 1 --machine "$3" --devices "$4" --layers "$5" --dim "$6" \
-    --heads "$7" --ffn "$8" --vocab 51200 --seq-len 2048 --global-batch "$9" |
+    --heads "$7" --ffn "$8" --vocab 51200 --seq-len 2048 --global-batch "$9" --engine bf16 \
+    ${EXTRA[@]+"${EXTRA[@]}"} |
   python3 -c '
 import json, sys
 label, pub = sys.argv[1], float(sys.argv[2])

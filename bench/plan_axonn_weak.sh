@@ -4,8 +4,10 @@
 # AxoNN model table's GPT sizes doubling with the GCD count (axonn-ai/Megatron-AxoNN
 # model-table.md: GPT-5B on 64 ... GPT-640B on 8192), a global batch of 1024 sequences of 2048
 # tokens, vocab 51200, SwiGLU ffn = 8C/3 rounded up to 128. Prints the best grid per point and
-# the efficiency MFU(N) / MFU(64). Extra arguments go to every `axmem plan` (e.g. --recompute
-# off --z-gather step for the engine without recomputation and streaming).
+# the efficiency MFU(N) / MFU(64). --engine bf16: AxoNN's engine (everything in bf16), not
+# axmem's CUDA engine as it runs today. Extra arguments go to every `axmem plan` (e.g.
+# --recompute off --z-gather step for the engine without recomputation and streaming, or
+# --engine axmem).
 # Usage: bench/plan_axonn_weak.sh [build] [plan flags...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,8 @@ shift || true
 point() { # N L C H
   local f=$(( ($3 * 8 / 3 + 127) / 128 * 128 ))
   "$AX" plan --json --top 1 --machine frontier --devices "$1" --layers "$2" --dim "$3" \
-    --heads "$4" --ffn "$f" --vocab 51200 --seq-len 2048 --global-batch 1024 "${@:5}" |
+    --heads "$4" --ffn "$f" --vocab 51200 --seq-len 2048 --global-batch 1024 --engine bf16 \
+    "${@:5}" |
     python3 -c '
 import json, sys
 n, base = sys.argv[1], sys.argv[2]

@@ -20,6 +20,7 @@ typedef struct {
     double budget;
     char ckpt[AX_CFG_STR_MAX], machine[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
     char overlap[AX_CFG_STR_MAX], recompute[AX_CFG_STR_MAX], z_gather[AX_CFG_STR_MAX];
+    char engine[AX_CFG_STR_MAX];
 } plan_args;
 
 #define F(field) offsetof(plan_args, field)
@@ -52,6 +53,11 @@ static const ax_cfg_entry entries[] = {
      "on grids with Z > 1 (train --z-gather): auto weighs both per grid; step: every layer's "
      "weights gathered once a step and kept; layer: each layer's gathered before its forward "
      "and backward, two kept (less memory, more gathers)"},
+    {"engine", AX_CFG_CHOICE, F(engine), "axmem|bf16", 1, 0,
+     "what runs: axmem, this engine (on a GPU profile its bf16 run: fp32 activations, gathered "
+     "blocks and collectives but bf16 norm and MLP outputs, plus its bf16 weight cache, GEMM "
+     "staging and attention blocks); bf16, an engine with everything in the profile's "
+     "elem_bytes (2 on the GPU profiles: all bf16, as AxoNN runs)"},
     {"json", AX_CFG_BOOL, F(json), "false", 1, 0, "print JSON instead of the table"},
     {"measure", AX_CFG_BOOL, F(measure), "false", 1, 0,
      "measure this machine (GEMM rate; under mpirun -np 2 the intra-node all-reduce) and "
@@ -197,6 +203,7 @@ static void pred_json(const ax_plan_pred *p, ax_jw *w) {
     ax_jw_key(w, "state"), ax_jw_num(w, p->mem_state / 1073741824.0);
     ax_jw_key(w, "gathered"), ax_jw_num(w, p->mem_gathered / 1073741824.0);
     ax_jw_key(w, "activations"), ax_jw_num(w, p->mem_acts / 1073741824.0);
+    ax_jw_key(w, "device"), ax_jw_num(w, p->mem_device / 1073741824.0);
     ax_jw_key(w, "total"), ax_jw_num(w, p->mem_total / 1073741824.0);
     ax_jw_obj_end(w);
     ax_jw_key(w, "tokens_per_s"), ax_jw_num(w, p->tokens_per_s);
@@ -216,6 +223,13 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
            (long long)a->devices, pm->m.name, pm->m.devices_per_node,
            pm->m.transport == AX_TRANSPORT_HOST ? "host" : "nccl", (long long)a->global_batch,
            (long long)a->seq_len, mode_name[mode], a->recompute, a->z_gather);
+    if (pm->m.axmem_cuda)
+        printf("engine: axmem on CUDA, bf16 run (fp32 activations, gathered blocks and "
+               "collectives; bf16 norm and MLP outputs; bf16 weight cache and GEMM staging)\n");
+    else
+        printf("engine: %s (activations, gathered blocks and collectives at %d bytes an "
+               "element)\n",
+               a->engine, pm->m.elem_bytes);
     printf("%d grids: %d fit, %d rejected\n\n", r->n_grids, r->n_best, r->n_rejected);
     printf("%-4s %-14s %-7s %9s %9s  %-37s %8s %8s %12s %6s\n", "rank", "grid", "BxNmb", "step_s",
            "compute", "exposed comm s: data x y z other", "hidden", "mem_GiB", "tokens/s", "MFU");
@@ -309,6 +323,10 @@ int ax_cmd_plan(int argc, char **argv) {
     int heads_set = set[2];
     if (a.ckpt[0]) st = shape_from_ckpt(a.ckpt, heads_set, &c);
     if (st == AX_OK) st = ax_plan_machine_load(a.machine, &pm);
+    /* --engine axmem on a GPU (NCCL) profile: the CUDA engine's bf16 run as it allocates and
+     * communicates; on a host profile the CPU engine is elem_bytes (4) throughout already */
+    pm.m.axmem_cuda =
+        st == AX_OK && !strcmp(a.engine, "axmem") && pm.m.transport == AX_TRANSPORT_NCCL;
     if (st == AX_OK)
         st = ax_plan_rank_ex(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode,
                              !strcmp(a.recompute, "on")    ? AX_PLAN_RECOMPUTE_ON
@@ -333,6 +351,7 @@ int ax_cmd_plan(int argc, char **argv) {
         ax_jw_key(&w, "overlap"), ax_jw_str(&w, mode_name[mode]);
         ax_jw_key(&w, "recompute"), ax_jw_str(&w, a.recompute);
         ax_jw_key(&w, "z_gather"), ax_jw_str(&w, a.z_gather);
+        ax_jw_key(&w, "engine"), ax_jw_str(&w, pm.m.axmem_cuda ? "axmem-cuda" : a.engine);
         ax_jw_key(&w, "n_grids"), ax_jw_int(&w, r.n_grids);
         ax_jw_key(&w, "grids");
         ax_jw_arr_begin(&w);

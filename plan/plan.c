@@ -74,12 +74,12 @@ static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const
     }
     snprintf(why, sizeof why,
              "memory: %.2f GiB per device even with micro-batches of 1 sequence%s%s (state "
-             "%.2f, gathered %.2f, activations %.2f) > %.2f GiB",
+             "%.2f, gathered %.2f, activations %.2f, device buffers %.2f) > %.2f GiB",
              smallest.mem_total / 1073741824.0,
              smallest.recompute ? ", recomputed activations" : "",
              smallest.stream_z ? ", layer-streamed weights" : "", smallest.mem_state / 1073741824.0,
              smallest.mem_gathered / 1073741824.0, smallest.mem_acts / 1073741824.0,
-             pm->m.mem_bytes / 1073741824.0);
+             smallest.mem_device / 1073741824.0, pm->m.mem_bytes / 1073741824.0);
     reject(r, dims, why);
 }
 

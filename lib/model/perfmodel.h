@@ -54,7 +54,14 @@ typedef struct {
     double bw[AX_LEVELS];  /* bytes/s per device: within a node, across nodes */
     double lat[AX_LEVELS]; /* seconds per ring step (a message) */
     int elem_bytes;        /* bytes per activation and communicated element: 4 fp32, 2 bf16 */
-    double overlap;        /* fraction of the overlappable communication that hides, 0..1 */
+    /* 1: price axmem's CUDA engine in a bf16 run instead of elem_bytes throughout: fp32
+     * activations, gathered blocks and collectives, but the GEMM-only activations (norm and MLP
+     * outputs) in bf16, plus the bf16 weight cache, the GEMM staging slots and the blocked
+     * attention's workspace (axmem plan --engine axmem on a GPU profile). 0: an engine whose
+     * activations, gathered blocks and collectives all take elem_bytes (the CPU engine at 4;
+     * at 2, an all-bf16 engine such as AxoNN's: --engine bf16) */
+    int axmem_cuda;
+    double overlap; /* fraction of the overlappable communication that hides, 0..1 */
     /* what moves a collective's bytes, for the per-axis overlap rule (ax_overlap_decide) */
     int transport;          /* AX_TRANSPORT_*: 0 (the default) a device transport */
     int cores_per_node;     /* 0: not known (the ranks x threads test does not apply) */
@@ -81,10 +88,11 @@ typedef struct {
     double hidden_s;                  /* communication hidden behind compute */
     double step_s, tokens_per_s, mfu; /* mfu: model FLOPs / (step x devices x peak) */
     double mem_state, mem_gathered, mem_acts, mem_total; /* bytes per device */
-    int fits;                                            /* mem_total <= machine memory */
-    ax_step_volume vol;            /* bytes per axis with 4-byte elements: the runtime's counters */
-    int hosts[AX_AXIS_COUNT];      /* hosts an axis' groups span (ax_perfmodel_axis_hosts) */
-    int overlap_on[AX_AXIS_COUNT]; /* the runtime's per-axis decision (ax_overlap_decide) */
+    double mem_device;  /* of mem_total: axmem_cuda's weight cache, staging and attention blocks */
+    int fits;           /* mem_total <= machine memory */
+    ax_step_volume vol; /* bytes per axis with 4-byte elements: the runtime's counters */
+    int hosts[AX_AXIS_COUNT];             /* hosts an axis' groups span (ax_perfmodel_axis_hosts) */
+    int overlap_on[AX_AXIS_COUNT];        /* the runtime's per-axis decision (ax_overlap_decide) */
     char overlap_why[AX_AXIS_COUNT][160]; /* and its reason */
 } ax_plan_pred;
 

@@ -59,11 +59,16 @@ static double ring_steps(int kind, int p) {
 }
 
 /* seconds of one phase's communication on one axis */
+/* bytes per communicated (and gathered) element: axmem's CUDA engine moves fp32 */
+static int comm_bytes(const ax_machine *mach) {
+    return mach->axmem_cuda ? 4 : mach->elem_bytes;
+}
+
 static double phase_time(const ax_step_volume *v, const int dims[4], ax_axis axis,
                          const ax_machine *mach, int level) {
     int p = axis_size(dims, axis);
     if (p == 1) return 0;
-    double t = 0, scale = mach->elem_bytes / 4.0; /* counters count 4-byte elements */
+    double t = 0, scale = comm_bytes(mach) / 4.0; /* counters count 4-byte elements */
     for (int k = 0; k < AX_COMM_KINDS; k++) {
         /* the two 8-byte scalars (gradient norm) keep their size whatever the elements are */
         double s = axis == AX_AXIS_WORLD ? 1.0 : scale;
@@ -96,9 +101,17 @@ static void sum_block(void *u, const tensor_spec *s) {
     if (s->layer == 0) b->layer_full += (double)(shard * gz), b->layer_shard += shard;
 }
 
-static void memory(const ax_model_config *c, const int dims[4], int B, int T, int eb, int flags,
-                   ax_plan_pred *o) {
-    int recompute = flags & AX_PERF_RECOMPUTE;
+static double min_d(double a, double b) {
+    return a < b ? a : b;
+}
+static double ceil8(double cols) { /* a bf16 row's elements (ax_bf16_ld) */
+    return (double)(((long)cols + 7) & ~7L);
+}
+
+static void memory(const ax_model_config *c, const ax_machine *mach, const int dims[4], int B,
+                   int T, int flags, ax_plan_pred *o) {
+    int recompute = flags & AX_PERF_RECOMPUTE, cuda = mach->axmem_cuda;
+    int eb = cuda ? 4 : mach->elem_bytes; /* activations and gathered blocks */
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
     double Cx = c->dim / gx, Cy = c->dim / gy, Fy = c->ffn / gy, L = c->n_layers;
     double Vl = (c->vocab + gy - 1) / gy, Hy = c->n_heads / gy, D = c->dim / c->n_heads;
@@ -122,7 +135,30 @@ static void memory(const ax_model_config *c, const int dims[4], int B, int T, in
     /* recompute: every layer keeps its input res, one working set serves them all */
     double layers = recompute ? L * N * Cx + (per_layer - N * Cx) : L * per_layer;
     o->mem_acts = eb * (layers + rest) + 3 * N * 4 + 64.0 * (11 * L + 17);
-    o->mem_total = o->mem_state + o->mem_gathered + o->mem_acts;
+    o->mem_device = 0;
+    if (cuda) {
+        /* ln1, ln2 and hs of every layer (one working set with recompute) and lnf in bf16
+         * storage: 2 bytes an element, rows padded to 8, instead of eb (model.c: gin16) */
+        double sets = recompute ? 1 : L;
+        o->mem_acts -= sets * N * (eb * (2 * Cx + Fy) - 2 * (2 * ceil8(Cx) + ceil8(Fy))) +
+                       N * (eb * Cx - 2 * ceil8(Cx));
+        /* SwiGLU without biases: the backward's dh [N, 2 Fy] too (model.c: dh16) */
+        if (c->mlp == AX_MLP_SWIGLU && !c->bias)
+            o->mem_acts -= N * (eb * 2 * Fy - 2 * ceil8(2 * Fy));
+        /* the bf16 weight cache: a bf16 copy of every weight the GEMMs read from a declared
+         * range (the slab; with Z > 1 the gathered blocks instead, but a streamed layer's slots,
+         * which are not declared), within its budget of 5/8 of the declared fp32 bytes + 16 MiB */
+        double gemm_w = gz == 1 ? local : o->stream_z ? bs.global_full : full;
+        double declared = 4 * (local + (gz == 1 ? 0 : o->stream_z ? bs.global_full : full));
+        o->mem_device += min_d(2 * gemm_w, declared * 5 / 8 + 16 * 1048576.0);
+        /* two staging slots, grown to the largest operands staged (dlogits [N, Vl]; dh, the
+         * qkv gradient or the attention output); the blocked attention's S and dP blocks
+         * (together at most 2 x 256 MiB: ops_attention.cu) */
+        double big = 2 * Fy > Q3 ? 2 * Fy : Q3;
+        o->mem_device += 2 * N * (ceil8(Vl) + ceil8(big));
+        o->mem_device += 2 * min_d(4 * att * T, 256 * 1048576.0);
+    }
+    o->mem_total = o->mem_state + o->mem_gathered + o->mem_acts + o->mem_device;
 }
 
 /* FLOPs per token the backward's recomputation adds: layers 0..L-2's forward without the down
@@ -246,7 +282,7 @@ ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *ma
     double peak = mach->peak_flops > 0 ? mach->peak_flops : mach->gemm_flops;
     out->mfu = per_token * global_batch * T / (out->step_s * devices * peak);
 
-    memory(c, dims, B, T, mach->elem_bytes, flags, out);
+    memory(c, mach, dims, B, T, flags, out);
     out->fits = out->mem_total <= mach->mem_bytes;
     return AX_OK;
 }

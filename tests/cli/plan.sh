@@ -117,5 +117,27 @@ head -n 40 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
   grep -q "4 heads (2 K/V)" "$T/out" && grep -q "1x1x4x1 rejected: shape: kv-heads 2" "$T/out" &&
   ok "--ckpt of a GQA model" || bad "--ckpt of a GQA model"
 
+# --engine: axmem (the default) prices the CUDA engine's bf16 run on a GPU profile (fp32
+# activations but the norm and MLP outputs, fp32 collectives, its device buffers); bf16 the
+# all-bf16 engine (AxoNN's); a host profile is the CPU engine under both
+eng=(--devices 8 --layers 8 --dim 1024 --heads 16 --ffn 2752 --seq-len 1024 --global-batch 16
+     --machine h100 --json --top 1 --overlap off)
+"$AX" plan "${eng[@]}" >"$T/ea" 2>"$T/err" && "$AX" plan "${eng[@]}" --engine bf16 >"$T/eb" 2>>"$T/err" &&
+  python3 - "$T/ea" "$T/eb" <<'PY' && ok "--engine axmem vs bf16 on a GPU profile" || bad "--engine axmem vs bf16"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["engine"] == "axmem-cuda" and b["engine"] == "bf16", (a["engine"], b["engine"])
+ga, gb = a["grids"][0], b["grids"][0]
+assert ga["mem_gib"]["device"] > 0 and gb["mem_gib"]["device"] == 0
+assert ga["mem_gib"]["activations"] > gb["mem_gib"]["activations"]
+assert ga["step_s"] >= gb["step_s"], (ga["step_s"], gb["step_s"])
+PY
+"$AX" plan --devices 8 --machine h100 --top 1 >"$T/out" 2>"$T/err" &&
+  grep -q "^engine: axmem on CUDA, bf16 run" "$T/out" &&
+  "$AX" plan --devices 2 --machine plan/machines/this-cpu.json --top 1 >"$T/out" 2>"$T/err" &&
+  grep -q "^engine: axmem (activations, gathered blocks and collectives at 4 bytes" "$T/out" &&
+  ok "the table names the engine priced" || bad "the table names the engine priced"
+expect_fail "bad --engine" 2 "--engine" "$AX" plan --engine fp8
+
 echo "plan: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -554,3 +554,42 @@ Test(plan, recompute_trades_compute_for_activation_memory) {
     cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, 3, 0, &r), AX_ERR_ARG);
     ax_error_clear();
 }
+
+/* --engine axmem on a GPU profile (axmem_cuda): the CUDA engine's bf16 run. Activations as
+ * the fp32 engine's but the GEMM-only ones (ln1, ln2, hs per layer, lnf, SwiGLU's dh) at 2
+ * bytes in rows padded to 8; collectives at 4 bytes (the engine's fp32 all-reduces); the weight
+ * cache, the staging slots and the attention blocks on top. The all-bf16 engine (elem_bytes 2)
+ * below it. */
+Test(plan, axmem_cuda_engine_memory_and_communication) {
+    ax_model_config c = small();
+    c.ffn = 1372; /* Fy = 686 on Y = 2: bf16 rows padded to 688 */
+    ax_plan_machine pm = machine("h100");
+    int dims[4] = {1, 2, 2, 2};
+    int B = 2, T = 256, L = c.n_layers; /* per rank: the global batch 2 B over D x Z = 2 */
+    ax_plan_pred bf16, fp32, cuda;
+    cr_assert_eq(pm.m.elem_bytes, 2);
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &bf16), AX_OK);
+    pm.m.elem_bytes = 4;
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &fp32), AX_OK);
+    pm.m.elem_bytes = 2, pm.m.axmem_cuda = 1; /* the profile's 2 no longer applies */
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &cuda), AX_OK);
+    double N = (double)B * T, Cx = c.dim / 2.0, Fy = c.ffn / 2.0;
+    /* ln1, ln2, hs per layer and lnf; the SwiGLU gradient dh [N, 2 Fy] (no biases) */
+    double saved = L * N * (4 * (2 * Cx + Fy) - 2 * (2 * Cx + 688)) + N * (4 * Cx - 2 * Cx) +
+                   N * (4 * 2 * Fy - 2 * 1376); /* 2 Fy = 1372 padded to 1376 */
+    cr_assert_float_eq(fp32.mem_acts - cuda.mem_acts, saved, 1e-6 * saved, "%g vs %g",
+                       fp32.mem_acts - cuda.mem_acts, saved);
+    cr_assert(bf16.mem_acts < cuda.mem_acts);
+    cr_assert_eq(cuda.mem_gathered, fp32.mem_gathered); /* fp32 blocks */
+    cr_assert(cuda.mem_gathered > bf16.mem_gathered);
+    cr_assert(cuda.mem_device > 0 && fp32.mem_device == 0 && bf16.mem_device == 0);
+    cr_assert_float_eq(cuda.mem_total,
+                       cuda.mem_state + cuda.mem_gathered + cuda.mem_acts + cuda.mem_device, 1);
+    for (int a = 0; a < AX_AXIS_COUNT; a++) {
+        cr_assert_eq(cuda.comm_s[a], fp32.comm_s[a], "axis %d: fp32 collectives", a);
+        if (a != AX_AXIS_WORLD && fp32.comm_s[a] > 0)
+            cr_assert(bf16.comm_s[a] < fp32.comm_s[a], "axis %d: bf16 moves half the bytes", a);
+    }
+    cr_assert_eq(cuda.compute_s, fp32.compute_s);
+    cr_assert(cuda.step_s >= bf16.step_s);
+}
