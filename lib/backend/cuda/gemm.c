@@ -142,22 +142,30 @@ static int bf16_in_kernel(void) {
     return on;
 }
 
-/* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C, row-major */
-void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
-                  const float *A, long lda, const float *B, long ldb, float beta, float *C,
-                  long ldc) {
-    if (m <= 0 || n <= 0) return;
-    if (k <= 0) { /* empty product: C = beta C, as the CPU backend does */
+/* The shapes no cuBLAS call serves, handled here (1): nothing to write, an empty product
+ * (C = beta C, as the CPU backend does), a dimension past cuBLAS's int range (recorded). */
+static int gemm_degenerate(ax_ctx *ctx, char transa, char transb, long m, long n, long k, long lda,
+                           long ldb, float beta, float *C, long ldc) {
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0) {
         ax_cuda_scale_matrix(ctx, C, ldc, m, n, beta);
         wrote_c(C, m, n, ldc);
-        return;
+        return 1;
     }
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
         ldc > INT_MAX) {
         ax_cuda_fail("gemm(%c,%c,m=%ld,n=%ld,k=%ld): a dimension exceeds cuBLAS's int range",
                      transa, transb, m, n, k);
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C, row-major */
+void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
+                  const float *A, long lda, const float *B, long ldb, float beta, float *C,
+                  long ldc) {
+    if (gemm_degenerate(ctx, transa, transb, m, n, k, lda, ldb, beta, C, ldc)) return;
     ax_cuda_ctx *c = ctx->impl;
     if (c->bf16 && bf16_in_kernel()) { /* fp32 in memory, rounded to bf16 by cuBLAS */
         ax_cuda_gemm_strided(ctx, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C,
@@ -196,18 +204,7 @@ void ax_cuda_gemm_mixed(ax_ctx *ctx, char transa, char transb, long m, long n, l
                      "activation fp32)");
         return;
     }
-    if (m <= 0 || n <= 0) return;
-    if (k <= 0) {
-        ax_cuda_scale_matrix(ctx, C, ldc, m, n, beta);
-        wrote_c(C, m, n, ldc);
-        return;
-    }
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
-        ldc > INT_MAX) {
-        ax_cuda_fail("gemm(%c,%c,m=%ld,n=%ld,k=%ld): a dimension exceeds cuBLAS's int range",
-                     transa, transb, m, n, k);
-        return;
-    }
+    if (gemm_degenerate(ctx, transa, transb, m, n, k, lda, ldb, beta, C, ldc)) return;
     gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, a_bf16 ? NULL : A, a_bf16 ? A : NULL, lda,
               b_bf16 ? NULL : B, b_bf16 ? B : NULL, ldb, beta, C, ldc);
     wrote_c(C, m, n, ldc);
