@@ -120,7 +120,15 @@ static inline vec vkeep(vec v) {
  * shared machine; 8 x 2 with one prefetch burst / 8 x 3 / 6 x 4 / 5 x 4 with spread prefetches):
  * 108 / 94 / 91 / 89, and 152-158 / 135-145 / 133-142 / 125-136 under load; at N = 1 all the
  * same (bandwidth-bound). 4 x 6 and 4 x 4 were slower (71-73 GFLOP/s against 85). */
+#if defined(__AVX512F__)
 enum { JB = 5, NB = 4, JB_FEW = 8 };
+#else
+/* 16 vector registers (AVX2): 4 x 3 accumulators + 4 inputs + 1 weight, and 2 x 6 for N <= 2;
+ * the 5 x 4 tile's 25 registers spilled. GPT-2-124M shape, B = 32, 32 positions, an AVX2 EPYC
+ * (2026-12-01), ms a step, 5 x 4 / 4 x 3: one thread 216, 222 / 197, 185; two 125, 127 /
+ * 101, 78. Each output keeps its own accumulator whatever the tile: the same bits. */
+enum { JB = 3, NB = 4, JB_FEW = 6 };
+#endif
 
 /* out[n, j] for n < nb, j < jb (compile-time constants after inlining) over k in [0, C):
  * whole vectors, then the k tail (C % VL) added scalar at the end, in order. */
