@@ -79,12 +79,28 @@ static inline vec vkeep(vec v) {
     __asm__("" : "+x"(v));
     return v;
 }
+/* ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)) */
 static inline float vsum(vec v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
+/* 8 accumulators' lane sums in one vector, each in vsum's order (7 adds and 14 shuffles against
+ * 8 x 6 ops reducing each alone): 128-bit halves, then pairs of pairs, then pairs. Lane i of the
+ * result holds the sum of a[g_sum8_src[i]]. */
+static const int g_sum8_src[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+static inline vec sum8(const vec *a) {
+    vec p[4], q[2];
+    for (int i = 0; i < 4; i++) /* p[i]: a[2i]'s v0+v4 .. v3+v7, then a[2i+1]'s */
+        p[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x20),
+                             _mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x31));
+    for (int i = 0; i < 2; i++) /* (v0+v4) + (v2+v6), (v1+v5) + (v3+v7) of two per half */
+        q[i] = _mm256_add_ps(_mm256_shuffle_ps(p[2 * i], p[2 * i + 1], 0x44),
+                             _mm256_shuffle_ps(p[2 * i], p[2 * i + 1], 0xEE));
+    return _mm256_add_ps(_mm256_shuffle_ps(q[0], q[1], 0x88), _mm256_shuffle_ps(q[0], q[1], 0xDD));
+}
+#define HAVE_SUM8 1
 #else
 #define VL 8 /* portable: an array the compiler may vectorise */
 typedef struct {
@@ -123,11 +139,22 @@ static inline vec vkeep(vec v) {
 #if defined(__AVX512F__)
 enum { JB = 5, NB = 4, JB_FEW = 8 };
 #else
-/* 16 vector registers (AVX2): 4 x 3 accumulators + 4 inputs + 1 weight, and 2 x 6 for N <= 2;
- * the 5 x 4 tile's 25 registers spilled. GPT-2-124M shape, B = 32, 32 positions, an AVX2 EPYC
- * (2026-12-01), ms a step, 5 x 4 / 4 x 3: one thread 216, 222 / 197, 185; two 125, 127 /
- * 101, 78. Each output keeps its own accumulator whatever the tile: the same bits. */
-enum { JB = 3, NB = 4, JB_FEW = 6 };
+/* 16 vector registers (AVX2): 3 inputs x 4 weight rows = 12 accumulators + 3 inputs + 1 weight
+ * (7 loads feed 12 FMAs), and 2 x 6 for N <= 2; the 5 x 4 tile's 25 registers spilled, and 4
+ * inputs x 3 rows (17) made gcc fold the input loads into the FMAs. A replay of a
+ * GPT-2-124M-shaped step's matmuls (12 layers + LM head, distinct weights, N = 32, an AVX2
+ * EPYC, 2026-12-01, medians of 9 interleaved, ms; 4 x 3 / 3 x 4 with inputs pinned / the same
+ * with sum8): one thread 199-231 / 130-163 / 115-150; two 114-116 / 75 / 75. 2 x 6, 3 x 3,
+ * 2 x 5, 2 x 4 pinned were 5-20% slower than 3 x 4; unrolling k twice was slower. Each output
+ * keeps its own accumulator whatever the tile: the same bits. */
+enum { JB = 4, NB = 3, JB_FEW = 6 };
+#endif
+/* AVX2: the inputs pinned in registers too (12 accumulators + 3 inputs + 1 weight = 16): left
+ * to itself gcc folded each input load into its FMAs, 15 loads a k step for 12 FMAs */
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#define KEEP_X(v) vkeep(v)
+#else
+#define KEEP_X(v) (v)
 #endif
 
 /* out[n, j] for n < nb, j < jb (compile-time constants after inlining) over k in [0, C):
@@ -149,12 +176,27 @@ static inline __attribute__((always_inline)) void tile(int nb, int jb, const flo
             __builtin_prefetch(pf, 0, 3);
             pf += 16;
         }
-        for (int n = 0; n < nb; n++) xv[n] = vload(x + n * ldx + k);
+        for (int n = 0; n < nb; n++) xv[n] = KEEP_X(vload(x + n * ldx + k));
         for (int j = 0; j < jb; j++) {
             vec wv = vkeep(vload(w + j * ldw + k));
             for (int n = 0; n < nb; n++) acc[n * jb + j] = vfma(xv[n], wv, acc[n * jb + j]);
         }
     }
+#ifdef HAVE_SUM8
+    if (nb * jb > 4 && kv == C) { /* as sum16 below, 8 at a time */
+        for (int a0 = 0; a0 < nb * jb; a0 += 8) {
+            vec g[8];
+            float r[8];
+            for (int i = 0; i < 8; i++) g[i] = acc[a0 + i < nb * jb ? a0 + i : a0];
+            _mm256_storeu_ps(r, sum8(g));
+            for (int i = 0; i < 8; i++) {
+                int a = a0 + g_sum8_src[i];
+                if (a < nb * jb) out[a / jb * ldo + a % jb] = r[i];
+            }
+        }
+        return;
+    }
+#endif
 #ifdef HAVE_SUM16
     if (nb * jb > 8 && kv == C) {
         /* 16 at a time; a short last group is padded with copies, whose lanes are dropped (each
@@ -217,20 +259,15 @@ static void rows(float *out, const float *inp, const float *w, int N, int C, int
             }
             const float *x = inp + (long)n * C;
             float *o = out + (long)n * OC + j;
-            switch (N - n < NB ? N - n : NB) { /* nb a compile-time constant in each case */
-            case NB:
+            int nb = N - n < NB ? N - n : NB; /* a compile-time constant in each call */
+            if (nb == NB)
                 tile(NB, JB, x, C, wj, C, C, o, OC, pf, npf);
-                break;
-            case 3:
+            else if (nb == 3)
                 tile(3, JB, x, C, wj, C, C, o, OC, pf, npf);
-                break;
-            case 2:
+            else if (nb == 2)
                 tile(2, JB, x, C, wj, C, C, o, OC, pf, npf);
-                break;
-            default:
+            else
                 tile(1, JB, x, C, wj, C, C, o, OC, pf, npf);
-                break;
-            }
         }
     }
     for (; j < j1; j++) {
