@@ -5,7 +5,7 @@
 # runs REPS times (default 3), alternating axmem and PyTorch so both see the same load; prints
 # the medians of tokens/s and the ratio axmem / PyTorch. Same threads for both (THREADS,
 # default 2). PyTorch is tuned as torch_model.py says (OMP_WAIT_POLICY=PASSIVE, one pool of
-# THREADS, OPENBLAS_CORETYPE=SkylakeX for an OpenBLAS build); the BLAS it was built with is
+# THREADS, OPENBLAS_CORETYPE=SkylakeX or Haswell by the CPU for an OpenBLAS build); the BLAS it was built with is
 # printed. Needs a quiet machine for numbers that mean anything.
 # Usage: bench/peers/compare_torch.sh [build] [--quick]
 #   --quick: one short repetition of small cases (checks that everything runs; not a measurement)

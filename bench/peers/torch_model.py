@@ -7,8 +7,10 @@ RMSNorm (eps 1e-5), RoPE (theta 10000, rotate-half pairs i, i + D/2), no biases.
 
 setup() applies the tuning the issue asks for before torch is imported: OMP_NUM_THREADS,
 OMP_WAIT_POLICY=PASSIVE (a spinning pool fights axmem's or another process's for 2 cores) and
-OPENBLAS_CORETYPE=SkylakeX (Debian's python3-torch on OpenBLAS otherwise falls back to its SSE3
-kernel on this CPU; harmless for the pip wheel, which uses MKL / oneDNN); then
+OPENBLAS_CORETYPE=SkylakeX where the CPU has AVX-512, Haswell (OpenBLAS's AVX2 + FMA kernels)
+where it has only AVX2 (Debian's python3-torch on OpenBLAS otherwise fell back to its SSE3
+kernel on the AVX-512 machines, and SkylakeX kernels on an AVX2 CPU would die on an illegal
+instruction; harmless for the pip wheel, which uses MKL / oneDNN); then
 torch.set_num_threads. blas() names the BLAS torch was built with.
 """
 import os
@@ -17,10 +19,26 @@ import sys
 SHAPE = dict(layers=12, dim=768, heads=12, ffn=2048, vocab=50257, theta=10000.0, eps=1e-5)
 
 
+def openblas_coretype():
+    """SkylakeX with AVX-512, Haswell with AVX2 + FMA, else None (OpenBLAS's own choice)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        return None
+    if "avx512f" in flags:
+        return "SkylakeX"
+    if "avx2" in flags and "fma" in flags:
+        return "Haswell"
+    return None
+
+
 def setup(threads):
     os.environ["OMP_NUM_THREADS"] = str(threads)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+    core = openblas_coretype()
+    if core:
+        os.environ.setdefault("OPENBLAS_CORETYPE", core)
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
     try:
         import torch
