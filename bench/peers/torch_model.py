@@ -63,6 +63,18 @@ def build(torch):
     C, H, Fn = s["dim"], s["heads"], s["ffn"]
     D = C // H
 
+    def attention(q, k, v, causal):
+        """softmax(q k^T / sqrt(D)) v; PyTorch >= 2.0's fused kernel where it exists (Debian
+        bookworm's python3-torch is 1.13, which has none: explicit matmuls there)."""
+        if hasattr(F, "scaled_dot_product_attention"):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        s_ = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+        if causal:
+            T = q.shape[-2]
+            keep = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+            s_ = s_.masked_fill(~keep, float("-inf"))
+        return s_.softmax(dim=-1) @ v
+
     class RMSNorm(nn.Module):
         def __init__(self):
             super().__init__()
@@ -96,7 +108,7 @@ def build(torch):
         def forward(self, x, cos, sin):
             B, T, _ = x.shape
             q, k, v = self.attn_in(x, cos, sin)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = attention(q, k, v, True)
             x = x + self.out(y.transpose(1, 2).reshape(B, T, C))
             return self.mlp(x)
 
@@ -106,7 +118,7 @@ def build(torch):
             q, k, v = self.attn_in(x, cos, sin)
             kc[:, :, pos: pos + 1] = k
             vc[:, :, pos: pos + 1] = v
-            y = F.scaled_dot_product_attention(q, kc[:, :, : pos + 1], vc[:, :, : pos + 1])
+            y = attention(q, kc[:, :, : pos + 1], vc[:, :, : pos + 1], False)
             x = x + self.out(y.transpose(1, 2).reshape(B, 1, C))
             return self.mlp(x)
 
