@@ -24,6 +24,9 @@ static inline vec vzero(void) {
 static inline vec vload(const float *p) {
     return _mm512_loadu_ps(p);
 }
+static inline void vstore(float *p, vec v) {
+    _mm512_storeu_ps(p, v);
+}
 static inline vec vfma(vec a, vec b, vec c) {
     return _mm512_fmadd_ps(a, b, c);
 }
@@ -38,9 +41,10 @@ static inline vec vkeep(vec v) {
 }
 /* 16 accumulators' lane sums in one vector, by a fixed tree of 15 adds (against 16 x 4 for
  * reducing each alone): halves, then quarters, then pairs within 128-bit lanes. Lane i of the
- * result holds the sum of a[g_sum16_src[i]]. */
-static int g_sum16_src[16];
-static inline vec sum16(const vec *a) {
+ * result holds the sum of a[g_group_src[i]]. */
+#define SUM_GROUP 16 /* accumulators a sum_group reduces */
+static int g_group_src[16];
+static inline vec sum_group(const vec *a) {
     vec b[8], c[4], d[2];
     for (int i = 0; i < 8; i++)
         b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
@@ -53,15 +57,14 @@ static inline vec sum16(const vec *a) {
                              _mm512_unpackhi_ps(c[2 * i], c[2 * i + 1]));
     return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x44), _mm512_shuffle_ps(d[0], d[1], 0xEE));
 }
-/* which accumulator each lane of sum16 holds: found by running it on a[i] = i in every lane */
-__attribute__((constructor)) static void sum16_map(void) {
+/* which accumulator each lane of sum_group holds: found by running it on a[i] = i in every lane */
+__attribute__((constructor)) static void sum_group_map(void) {
     vec a[16];
     float r[16];
     for (int i = 0; i < 16; i++) a[i] = _mm512_set1_ps((float)i);
-    _mm512_storeu_ps(r, sum16(a));
-    for (int i = 0; i < 16; i++) g_sum16_src[i] = (int)(r[i] / 16.0f + 0.5f);
+    _mm512_storeu_ps(r, sum_group(a));
+    for (int i = 0; i < 16; i++) g_group_src[i] = (int)(r[i] / 16.0f + 0.5f);
 }
-#define HAVE_SUM16 1
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define VL 8
@@ -71,6 +74,9 @@ static inline vec vzero(void) {
 }
 static inline vec vload(const float *p) {
     return _mm256_loadu_ps(p);
+}
+static inline void vstore(float *p, vec v) {
+    _mm256_storeu_ps(p, v);
 }
 static inline vec vfma(vec a, vec b, vec c) {
     return _mm256_fmadd_ps(a, b, c);
@@ -88,9 +94,10 @@ static inline float vsum(vec v) {
 }
 /* 8 accumulators' lane sums in one vector, each in vsum's order (7 adds and 14 shuffles against
  * 8 x 6 ops reducing each alone): 128-bit halves, then pairs of pairs, then pairs. Lane i of the
- * result holds the sum of a[g_sum8_src[i]]. */
-static const int g_sum8_src[8] = {0, 2, 4, 6, 1, 3, 5, 7};
-static inline vec sum8(const vec *a) {
+ * result holds the sum of a[g_group_src[i]]. */
+#define SUM_GROUP 8
+static const int g_group_src[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+static inline vec sum_group(const vec *a) {
     vec p[4], q[2];
     for (int i = 0; i < 4; i++) /* p[i]: a[2i]'s v0+v4 .. v3+v7, then a[2i+1]'s */
         p[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x20),
@@ -100,7 +107,6 @@ static inline vec sum8(const vec *a) {
                              _mm256_shuffle_ps(p[2 * i], p[2 * i + 1], 0xEE));
     return _mm256_add_ps(_mm256_shuffle_ps(q[0], q[1], 0x88), _mm256_shuffle_ps(q[0], q[1], 0xDD));
 }
-#define HAVE_SUM8 1
 #else
 #define VL 8 /* portable: an array the compiler may vectorise */
 typedef struct {
@@ -144,7 +150,7 @@ enum { JB = 5, NB = 4, JB_FEW = 8 };
  * inputs x 3 rows (17) made gcc fold the input loads into the FMAs. A replay of a
  * GPT-2-124M-shaped step's matmuls (12 layers + LM head, distinct weights, N = 32, an AVX2
  * EPYC, 2026-12-01, medians of 9 interleaved, ms; 4 x 3 / 3 x 4 with inputs pinned / the same
- * with sum8): one thread 199-231 / 130-163 / 115-150; two 114-116 / 75 / 75. 2 x 6, 3 x 3,
+ * with sum_group): one thread 199-231 / 130-163 / 115-150; two 114-116 / 75 / 75. 2 x 6, 3 x 3,
  * 2 x 5, 2 x 4 pinned were 5-20% slower than 3 x 4; unrolling k twice was slower. Each output
  * keeps its own accumulator whatever the tile: the same bits. */
 enum { JB = 4, NB = 3, JB_FEW = 6 };
@@ -182,32 +188,17 @@ static inline __attribute__((always_inline)) void tile(int nb, int jb, const flo
             for (int n = 0; n < nb; n++) acc[n * jb + j] = vfma(xv[n], wv, acc[n * jb + j]);
         }
     }
-#ifdef HAVE_SUM8
-    if (nb * jb > 4 && kv == C) { /* as sum16 below, 8 at a time */
-        for (int a0 = 0; a0 < nb * jb; a0 += 8) {
-            vec g[8];
-            float r[8];
-            for (int i = 0; i < 8; i++) g[i] = acc[a0 + i < nb * jb ? a0 + i : a0];
-            _mm256_storeu_ps(r, sum8(g));
-            for (int i = 0; i < 8; i++) {
-                int a = a0 + g_sum8_src[i];
-                if (a < nb * jb) out[a / jb * ldo + a % jb] = r[i];
-            }
-        }
-        return;
-    }
-#endif
-#ifdef HAVE_SUM16
-    if (nb * jb > 8 && kv == C) {
-        /* 16 at a time; a short last group is padded with copies, whose lanes are dropped (each
-         * output lane of sum16 adds only its own accumulator's lanes) */
-        for (int a0 = 0; a0 < nb * jb; a0 += 16) {
-            vec g[16];
-            float r[16];
-            for (int i = 0; i < 16; i++) g[i] = acc[a0 + i < nb * jb ? a0 + i : a0];
-            _mm512_storeu_ps(r, sum16(g));
-            for (int i = 0; i < 16; i++) {
-                int a = a0 + g_sum16_src[i];
+#ifdef SUM_GROUP
+    if (nb * jb > SUM_GROUP / 2 && kv == C) {
+        /* SUM_GROUP at a time; a short last group is padded with copies, whose lanes are
+         * dropped (each output lane of sum_group adds only its own accumulator's lanes) */
+        for (int a0 = 0; a0 < nb * jb; a0 += SUM_GROUP) {
+            vec g[SUM_GROUP];
+            float r[SUM_GROUP];
+            for (int i = 0; i < SUM_GROUP; i++) g[i] = acc[a0 + i < nb * jb ? a0 + i : a0];
+            vstore(r, sum_group(g));
+            for (int i = 0; i < SUM_GROUP; i++) {
+                int a = a0 + g_group_src[i];
                 if (a < nb * jb) out[a / jb * ldo + a % jb] = r[i];
             }
         }
