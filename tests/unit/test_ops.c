@@ -173,6 +173,32 @@ Test(ops, sgemm_nt_wide_column_split) {
     free(A), free(B), free(C0), free(want);
 }
 
+/* an untransposed B whose rows lie a multiple of 512 floats apart, under a short A (32..384
+ * rows), goes through a padded copy (gemm.c: the cache-set aliasing); k = 40000 with n = 100 is
+ * past the 4M-float scratch, so k also goes in two slices (the first with beta, then beta 1) */
+Test(ops, sgemm_nn_aliasing_ldb_padded_copy) {
+    seed(29);
+    const long m = 40, n = 100, lda_extra = 3, ldc = n + 5, ldb = 512;
+    const long ks[] = {700, 40000};
+    const char tr[2] = {'N', 'T'};
+    for (int a = 0; a < 2; a++)
+        for (int q = 0; q < 2; q++) {
+            long k = ks[q], lda = (tr[a] == 'N' ? k : m) + lda_extra;
+            long ra = tr[a] == 'N' ? m : k;
+            float *A = frand(ra * lda, 1), *B = frand(k * ldb, 1), *C = frand(m * ldc, 1);
+            double *want = todbl(C, m * ldc);
+            ref_gemm(tr[a], 'N', m, n, k, 0.5, A, lda, B, ldb, -1.5, want, ldc, want);
+            omp_set_num_threads(2);
+            ax_gemm(CTX, tr[a], 'N', m, n, k, 0.5f, A, lda, B, ldb, -1.5f, C, ldc);
+            omp_set_num_threads(1);
+            char what[48];
+            snprintf(what, sizeof what, "sgemm %cN ldb=512 k=%ld", tr[a], k);
+            /* k = 40000 terms of size ~0.5: the float sum's error grows like sqrt(k) */
+            expect_close(what, C, want, m * ldc, TOL_FWD * (k > 1000 ? 40 : 4));
+            free(A), free(B), free(C), free(want);
+        }
+}
+
 Test(ops, sgemm_k0_scales_c) {
     float C[6] = {1, 2, 3, 4, 5, 6}, A[1] = {0}, B[1] = {0};
     ax_gemm(CTX, 'N', 'N', 2, 3, 0, 1.0f, A, 1, B, 3, 2.0f, C, 3);

@@ -29,6 +29,59 @@ ax_status ax_cpu_status(ax_ctx *ctx) {
     return ax_errorf(AX_ERR_INTERNAL, "%s (a bug in axmem: please report it)", g_why);
 }
 
+/* B's leading dimension (floats) that puts its rows on the same few cache sets, and the padding
+ * a copy gets. dnnl 2.6 multiplies a short A (m <= ~384 rows) by an untransposed B without
+ * packing B, so when B's rows lie a multiple of 2 KiB apart (ldb = 512, 1024, 1536, 2048...) the
+ * kernel's loads from successive rows evict each other: dinp = dout w of the SwiGLU down
+ * projection (m = 256 tokens, k = 768, n = ldb = 2048) ran at 0.55 of the square-GEMM rate, and
+ * at 0.95-1.0 with B copied to ldb = 2064 first, copy included (AVX2 EPYC, 2 threads, caches
+ * flushed). 1280 or 2304 do not alias; m >= 448 packs B and gains nothing. */
+enum {
+    ALIASING_LD = 512,
+    PADDED_LD_EXTRA = 16,
+    PAD_MIN_M = 32,              /* fewer rows: the copy costs what the GEMM reads */
+    PAD_MAX_M = 384,             /* more rows: dnnl packs B itself */
+    PAD_MIN_FLOATS = 1 << 16,    /* smaller B: fits in L2 anyway */
+    PAD_SCRATCH_FLOATS = 4 << 20 /* 16 MiB: longer B goes through in slices of k */
+};
+
+/* a per-thread buffer that grows; NULL when out of memory (the caller then skips the copy) */
+static float *pad_scratch(size_t floats) {
+    static _Thread_local float *buf;
+    static _Thread_local size_t cap;
+    if (floats <= cap) return buf;
+    free(buf);
+    cap = 0;
+    buf = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    if (buf) cap = floats;
+    return buf;
+}
+
+/* dst[rows, cols] (ld dld) = src (ld sld); on the team when called outside a parallel region */
+static void copy_rows(float *dst, long dld, const float *src, long sld, long rows, long cols) {
+#pragma omp parallel for if (!omp_in_parallel()) schedule(static)
+    for (long r = 0; r < rows; r++) memcpy(dst + r * dld, src + r * sld, sizeof(float) * cols);
+}
+
+/* C = alpha op(A) B + beta C with B [k, n] copied to a padded ld, k in slices that fit the
+ * scratch; returns -1 when there is no scratch (nothing was computed) */
+static int sgemm_padded_b(char transa, long m, long n, long k, float alpha, const float *A,
+                          long lda, const float *B, long ldb, float beta, float *C, long ldc) {
+    long ld = n + PADDED_LD_EXTRA, kc = PAD_SCRATCH_FLOATS / ld;
+    if (kc < 1) kc = 1;
+    if (kc > k) kc = k;
+    float *S = pad_scratch((size_t)kc * ld);
+    if (!S) return -1;
+    int s = dnnl_success;
+    for (long k0 = 0; k0 < k && s == dnnl_success; k0 += kc) {
+        long kb = k - k0 < kc ? k - k0 : kc;
+        copy_rows(S, ld, B + k0 * ldb, ldb, kb, n);
+        const float *Ak = transa == 'N' ? A + k0 : A + k0 * lda;
+        s = (int)dnnl_sgemm(transa, 'N', m, n, kb, alpha, Ak, lda, S, ld, k0 ? 1.0f : beta, C, ldc);
+    }
+    return s;
+}
+
 /* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C */
 void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
               long lda, const float *B, long ldb, float beta, float *C, long ldc) {
@@ -61,6 +114,10 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
                                     C + j0, ldc);
             s = r > s ? r : s;
         }
+    } else if (transb == 'N' && ldb % ALIASING_LD == 0 && m >= PAD_MIN_M && m <= PAD_MAX_M &&
+               k * n >= PAD_MIN_FLOATS &&
+               (s = sgemm_padded_b(transa, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)) >= 0) {
+        /* done, with B padded */
     } else {
         s = (int)dnnl_sgemm(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     }
