@@ -70,6 +70,10 @@ static int run(int steps, int B, int T, int recompute) {
         }
         if (s >= 0) times[s] = ax_now() - t0;
     }
+    /* and again after the steps, the higher kept: on a shared machine (clock and neighbours
+     * change by the second) one low reading would flatter the ratio */
+    double ceiling_after = ax_perf_sgemm_gflops(2048, 2048, 2048, 5), ceiling_before = ceiling;
+    if (ceiling_after > ceiling) ceiling = ceiling_after;
     qsort(times, (size_t)steps, sizeof *times, cmp_double);
     double med = times[steps / 2];
     double flops = ax_model_flops_per_token(&c, T) * N;
@@ -80,9 +84,11 @@ static int run(int steps, int B, int T, int recompute) {
     printf("  step time median %.3f s (min %.3f, max %.3f over %d), loss %.3f\n", med, times[0],
            times[steps - 1], steps, loss);
     printf("  tokens/s %.0f\n", N / med);
-    printf("  achieved %.1f GFLOP/s; GEMM ceiling %.1f GFLOP/s (2048^3, same run)\n", gflops,
-           ceiling);
-    printf("  ratio achieved/ceiling = %.3f (target >= 0.5)\n", gflops / ceiling);
+    printf("  achieved %.1f GFLOP/s; GEMM ceiling %.1f GFLOP/s (2048^3, the higher of %.1f "
+           "before and %.1f after the steps)\n",
+           gflops, ceiling, ceiling_before, ceiling_after);
+    printf("  ratio achieved/ceiling = %.3f (issue 14's target at T = 64: >= 0.8)\n",
+           gflops / ceiling);
     free(times), free(in), free(tg), free(mask);
     ax_optim_free(o);
     ax_model_free(m);
