@@ -162,6 +162,64 @@ Test(ops_backend, argmax_rows_ties_to_lowest_id) {
     ax_ctx_free(ctx);
 }
 
+/* the block-skipping argmax against the plain first-maximum scan: every length 1..70 (short
+ * rows, one block, tails), maxima planted at each offset of a block, runs of ties, NaNs (never
+ * chosen, and a NaN in column 0 is never beaten), and 64 rows x 3000 on 1-3 threads (the
+ * parallel path) */
+static int argmax_scalar(const float *row, int n) {
+    int arg = 0;
+    for (int j = 1; j < n; j++)
+        if (row[j] > row[arg]) arg = j;
+    return arg;
+}
+Test(ops_backend, argmax_rows_matches_the_scalar_scan) {
+    ax_ctx *ctx = new_ctx(0);
+    enum { B = 64, VL = 3000 };
+    float *x = malloc(sizeof(float) * B * VL);
+    double *best = malloc(sizeof(double) * 2 * B);
+    uint64_t r = 12345;
+    for (int trial = 0; trial < 6; trial++) {
+        for (long i = 0; i < (long)B * VL; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            /* few distinct values: ties everywhere */
+            x[i] = (float)((r >> 33) % (trial < 3 ? 7 : 100000)) - 3.0f;
+        }
+        for (int b = 0; b < B; b++) {
+            float *row = x + (long)b * VL;
+            if (b % 5 == 1) row[(b * 37 + trial) % VL] = 1e6f; /* one clear maximum */
+            if (b % 7 == 2) row[(b * 11) % VL] = NAN;
+            if (b % 9 == 3) row[0] = NAN;
+            if (b % 11 == 4)
+                for (int j = 0; j < VL; j++) row[j] = -1.0f;
+        }
+        for (int nt = 1; nt <= 3; nt++) {
+            omp_set_num_threads(nt);
+            int valid = trial % 2 ? VL : VL - 13;
+            ax_argmax_rows(ctx, best, x, B, VL, valid, 1000);
+            for (int b = 0; b < B; b++) {
+                const float *row = x + (long)b * VL;
+                int want = argmax_scalar(row, valid);
+                cr_assert_eq(best[2 * b + 1], -(double)(1000 + want), "trial %d row %d: %g vs %d",
+                             trial, b, -best[2 * b + 1] - 1000, want);
+                cr_assert(isnan(row[want]) ? isnan(best[2 * b]) : best[2 * b] == row[want]);
+            }
+        }
+    }
+    omp_set_num_threads(1);
+    for (int n = 1; n <= 70; n++)
+        for (int at = 0; at < n; at++) {
+            float row[70];
+            for (int j = 0; j < n; j++) row[j] = (float)(j % 3);
+            row[at] = 5.0f;
+            if (at + 17 < n) row[at + 17] = 5.0f; /* a tie later: the first one wins */
+            ax_argmax_rows(ctx, best, row, 1, n, n, 0);
+            cr_assert_eq(best[1], -(double)at, "n=%d at=%d", n, at);
+            cr_assert_eq(best[0], 5.0);
+        }
+    free(x), free(best);
+    ax_ctx_free(ctx);
+}
+
 /* A kernel failure never aborts the process: it is kept, and the context reports it (with a
  * message) so the model can fail the step with an error. */
 Test(backend, gemm_failure_is_reported_not_fatal) {
