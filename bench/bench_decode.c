@@ -19,6 +19,7 @@
 
 /* GB/s of an OpenMP-parallel read of `bytes` (a float sum the compiler vectorises), median of 3
  * after a warm-up */
+enum { READ_LANES = 32 };
 static double read_gbps(size_t bytes) {
     long n = (long)(bytes / sizeof(float));
     float *a = malloc(sizeof(float) * (size_t)n);
@@ -30,8 +31,19 @@ static double read_gbps(size_t bytes) {
     for (int r = 0; r < 4; r++) {
         double t0 = ax_now();
         float s = 0;
-#pragma omp parallel for simd schedule(static) reduction(+ : s)
-        for (long i = 0; i < n; i++) s += a[i];
+        /* 32 running sums a thread (4 AVX2 vectors): one vector sum is bound by the add's
+         * latency, not by memory (22-29 GB/s against 26-35 here, while batch-1 decoding read
+         * its weights at 27) */
+#pragma omp parallel reduction(+ : s)
+        {
+            float acc[READ_LANES] = {0};
+#pragma omp for schedule(static)
+            for (long b = 0; b < n / READ_LANES; b++) {
+#pragma omp simd
+                for (int l = 0; l < READ_LANES; l++) acc[l] += a[b * READ_LANES + l];
+            }
+            for (int l = 0; l < READ_LANES; l++) s += acc[l];
+        }
         sink += s;
         t[r] = ax_now() - t0;
     }
