@@ -275,9 +275,14 @@ static void rows(float *out, const float *inp, const float *w, int N, int C, int
 /* Threads take chunks of whole tiles from a shared counter rather than one fixed share each: on
  * a machine where other work takes a core now and then (2 cores shared here), a fixed half
  * left the other thread spinning at the join for as long as its partner was off the core;
- * with about 8 chunks a thread the wait is at most one chunk. A thread claims its next chunk
- * before it runs the current one, so the current one's last tile prefetches the next's first.
- * Which thread computes an output does not change its bits. */
+ * with chunks of at most 1/8 of a thread's share the wait is at most one chunk. Toward the end
+ * the chunks shrink (a 1/(2 nt) share of what is left, down to 2 tiles), so the threads also
+ * finish together when nothing interferes: a step's matmuls replayed (N = 32, 2 threads,
+ * medians of 15 interleaved): 67.8 / 66.5 / 74.8 ms with equal chunks, 62.9 / 65.4 / 72.5
+ * with the shrinking tail. The chunk table depends only on the shape and the thread count. A
+ * thread claims its next chunk before it runs the current one, so the current one's last tile
+ * prefetches the next's first. Which thread computes an output does not change its bits. */
+enum { GEMV_MAX_CHUNKS = 256, GEMV_MIN_TILES = 2 };
 void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -289,16 +294,27 @@ void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, in
         return;
     }
     long tr = N <= 2 ? JB_FEW : JB, tiles = (OC + tr - 1) / tr; /* weight rows a tile */
-    long ct = tiles / (8L * nt) > 4 ? tiles / (8L * nt) : 4;    /* tiles a chunk */
-    long chunk = ct * tr, nchunks = (OC + chunk - 1) / chunk, next = nt;
+    long ct = tiles / (8L * nt) > 4 ? tiles / (8L * nt) : 4;    /* tiles a chunk at most */
+    long start[GEMV_MAX_CHUNKS + 1]; /* chunk c: tiles [start[c], start[c+1]) */
+    int nchunks = 0;
+    for (long t = 0; t < tiles; nchunks++) {
+        long rem = tiles - t, sz = rem / (2L * nt);
+        if (sz > ct) sz = ct;
+        if (sz < GEMV_MIN_TILES) sz = GEMV_MIN_TILES;
+        if (sz > rem || nchunks == GEMV_MAX_CHUNKS - 1) sz = rem;
+        start[nchunks] = t;
+        t += sz;
+    }
+    start[nchunks] = tiles;
+    long next = nt;
 #pragma omp parallel num_threads(nt)
     {
         long cur = omp_get_thread_num(), nxt; /* chunks 0..nt-1 start the threads */
         while (cur < nchunks) {
 #pragma omp atomic capture
             nxt = next++;
-            long j0 = cur * chunk, j1 = j0 + chunk < OC ? j0 + chunk : OC;
-            rows(out, inp, w, N, C, OC, j0, j1, nxt < nchunks ? w + nxt * chunk * C : NULL);
+            long j0 = start[cur] * tr, j1 = start[cur + 1] * tr < OC ? start[cur + 1] * tr : OC;
+            rows(out, inp, w, N, C, OC, j0, j1, nxt < nchunks ? w + start[nxt] * tr * C : NULL);
             cur = nxt;
         }
     }
