@@ -56,26 +56,39 @@ static int run(int steps, int B, int T, int recompute) {
     /* the ceiling: a large square GEMM on the same BLAS and threads, measured now (per T, so
      * each ratio pairs measurements taken under the same load) */
     double ceiling = ax_perf_sgemm_gflops(2048, 2048, 2048, 5);
+    /* times[s] the whole step; phase[p * steps + s] its zero / forward / backward / optimizer */
     double *times = malloc((size_t)steps * sizeof *times);
+    double *phase = malloc((size_t)steps * 4 * sizeof *phase);
     double loss = 0;
     for (int s = -1; s < steps; s++) { /* step -1 warms caches and the BLAS */
-        double t0 = ax_now();
+        double t[5];
+        t[0] = ax_now();
         ax_model_zero_grad(m);
+        t[1] = ax_now();
         loss = ax_model_forward(m, in, tg, mask, B, 1.0f / (float)N, 1) / N;
+        t[2] = ax_now();
         ax_model_backward(m);
+        t[3] = ax_now();
         double gn;
         if (ax_optim_step(o, m, 1e-4, &gn) != AX_OK) {
             fprintf(stderr, "bench_train: %s\n", ax_error_msg());
             return 1;
         }
-        if (s >= 0) times[s] = ax_now() - t0;
+        t[4] = ax_now();
+        if (s < 0) continue;
+        times[s] = t[4] - t[0];
+        for (int p = 0; p < 4; p++) phase[p * steps + s] = t[p + 1] - t[p];
     }
     /* and again after the steps, the higher kept: on a shared machine (clock and neighbours
      * change by the second) one low reading would flatter the ratio */
     double ceiling_after = ax_perf_sgemm_gflops(2048, 2048, 2048, 5), ceiling_before = ceiling;
     if (ceiling_after > ceiling) ceiling = ceiling_after;
     qsort(times, (size_t)steps, sizeof *times, cmp_double);
-    double med = times[steps / 2];
+    double med = times[steps / 2], phase_med[4];
+    for (int p = 0; p < 4; p++) {
+        qsort(phase + p * steps, (size_t)steps, sizeof *phase, cmp_double);
+        phase_med[p] = phase[p * steps + steps / 2];
+    }
     double flops = ax_model_flops_per_token(&c, T) * N;
     double gflops = flops / med / 1e9;
     printf("bench_train: gpt2-124m-shaped (%.1fM params) B=%d T=%d threads=%d%s\n",
@@ -83,13 +96,15 @@ static int run(int steps, int B, int T, int recompute) {
     printf("  activations %.1f MiB\n", (double)ax_model_activation_bytes(m) / 1048576.0);
     printf("  step time median %.3f s (min %.3f, max %.3f over %d), loss %.3f\n", med, times[0],
            times[steps - 1], steps, loss);
+    printf("  phases (medians, ms): zero grads %.1f, forward %.1f, backward %.1f, optimizer %.1f\n",
+           phase_med[0] * 1e3, phase_med[1] * 1e3, phase_med[2] * 1e3, phase_med[3] * 1e3);
     printf("  tokens/s %.0f\n", N / med);
     printf("  achieved %.1f GFLOP/s; GEMM ceiling %.1f GFLOP/s (2048^3, the higher of %.1f "
            "before and %.1f after the steps)\n",
            gflops, ceiling, ceiling_before, ceiling_after);
     printf("  ratio achieved/ceiling = %.3f (issue 14's target at T = 64: >= 0.8)\n",
            gflops / ceiling);
-    free(times), free(in), free(tg), free(mask);
+    free(times), free(phase), free(in), free(tg), free(mask);
     ax_optim_free(o);
     ax_model_free(m);
     ax_grid_free(g);

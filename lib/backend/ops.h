@@ -5,7 +5,8 @@
  * Conventions
  * - Row-major. N = B*T token rows, C = model dim, V = vocab, H = heads, D = C/H head dim.
  * - Every *_backward ACCUMULATES (+=) into all of its gradient outputs (llm.c style): the
- *   caller zeroes gradient buffers once per step. This makes residual branches and tied
+ *   caller zeroes gradient buffers once per step (or, where a GEMM writes a buffer first,
+ *   runs that GEMM with beta = 0: ax_model_zero_grad). This makes residual branches and tied
  *   weights free of special cases.
  * - Pointers are the context's device memory unless a comment says host.
  * - Kernels never allocate: workspace comes from the context's scratch arena.

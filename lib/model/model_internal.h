@@ -34,6 +34,10 @@ typedef struct {
     float *rs_tmp; /* streamed layer tensors only (below): where a micro-batch after the first
                     * reduce-scatters its gradient before adding it into the slab */
     tp_init init;
+    /* lazy gradient zeroing: dw_first, the first write of gfull in every backward is a dW GEMM
+     * over the whole block (the layers' matrices, the LM head); g_stale, gfull was left
+     * unzeroed by ax_model_zero_grad, so that GEMM overwrites it (beta = 0) */
+    int dw_first, g_stale;
 } tp_tensor;
 
 /* per-layer tensor slots; the slab order is the interface's (docs/DESIGN.md "Architectures"):
@@ -199,6 +203,8 @@ static inline void tp_note(ax_model_t *m, ax_status s) {
 }
 
 /* lib/model/model_linear.c: the tensor-parallel layers */
+/* zeroes the gradient blocks ax_model_zero_grad left stale (before anything reads them) */
+void model_grads_settle(const ax_model_t *m);
 void tp_gather_begin(ax_model_t *m, int t); /* all-gather tensor t over Z (async w/ overlap) */
 void tp_gather_end(ax_model_t *m, int t);
 void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N);

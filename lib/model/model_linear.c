@@ -74,36 +74,38 @@ static const void *column(const void *x, int x16, long r0) {
     return x16 ? (const void *)((const uint16_t *)x + r0) : (const void *)((const float *)x + r0);
 }
 
-/* gfull rows [r0, r1) += dout[:, r0:r1]^T in */
+/* gfull rows [r0, r1) += dout[:, r0:r1]^T in; = when gfull is stale (lazy zeroing) */
 static void dw_rows(void *arg, long r0, long r1) {
     const dw_job *j = arg;
     int n = (int)j->p->rows_l, k = (int)j->p->cols_l;
+    float beta = j->p->g_stale ? 0.0f : 1.0f;
     if (j->in16 || j->dout16)
         ax_gemm_mixed(j->m->ctx, 'T', 'N', r1 - r0, k, j->N, 1.0f, column(j->dout, j->dout16, r0),
-                      j->dout16, in_ld(j->dout16, n), j->in, j->in16, in_ld(j->in16, k), 1.0f,
+                      j->dout16, in_ld(j->dout16, n), j->in, j->in16, in_ld(j->in16, k), beta,
                       j->p->gfull + r0 * k, k);
     else
         ax_gemm(j->m->ctx, 'T', 'N', (int)(r1 - r0), k, j->N, 1.0f, (const float *)j->dout + r0, n,
-                j->in, k, 1.0f, j->p->gfull + r0 * k, k);
+                j->in, k, beta, j->p->gfull + r0 * k, k);
 }
 
-/* din[N, cols_l] (zeroed by the caller) += dout W, then all-reduced; gfull += dout^T in (dout16,
- * in16: that operand is bf16 storage). OAR: the all-reduce of din runs while dW is computed in
- * chunks, with progress for it and for every other in-flight gather and reduce-scatter (ORS)
- * between chunks. */
+/* din[N, cols_l] = dout W (overwritten: no caller zeroes it first), then all-reduced; gfull +=
+ * dout^T in (dout16, in16: that operand is bf16 storage). OAR: the all-reduce of din runs while
+ * dW is computed in chunks, with progress for it and for every other in-flight gather and
+ * reduce-scatter (ORS) between chunks. */
 static void linear_backward(ax_model_t *m, int t, float *din, const void *dout, int dout16,
                             const void *in, int in16, int N) {
     tp_tensor *p = &m->tp[t];
     int n = (int)p->rows_l, k = (int)p->cols_l;
     if (dout16)
-        ax_gemm_mixed(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, 1, in_ld(1, n), p->full, 0, k, 1.0f,
+        ax_gemm_mixed(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, 1, in_ld(1, n), p->full, 0, k, 0.0f,
                       din, k);
-    else /* dX reads no input */
-        ax_matmul_backward(m->ctx, din, NULL, dout, NULL, p->full, N, k, n);
+    else /* the dX half of matmul_backward, writing instead of accumulating */
+        ax_gemm(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, n, p->full, k, 0.0f, din, k);
     tp_note(
         m, ax_overlap_allreduce(m->ov, OV_OAR, in_axis(p), din, (long)N * k, AX_DT_F32, AX_OP_SUM));
     dw_job job = {m, p, dout, in, dout16, in16, N};
     ax_overlap_compute(m->ov, n, DW_CHUNK_ROWS, dw_rows, &job);
+    p->g_stale = 0; /* every row written */
     tp_note(m, ax_overlap_wait(m->ov, OV_OAR));
 }
 void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
