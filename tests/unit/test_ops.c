@@ -157,20 +157,28 @@ Test(ops, sgemm_all_transposes_strided) {
 }
 
 Test(ops, sgemm_nt_wide_column_split) {
-    /* wide NT products are split over threads by output columns: check 2 and 3 threads */
+    /* wide NT products are split over threads by output columns: one block a thread, or (few
+     * rows, n >= 512 a thread) chunks of about 256 columns with a short last one; 2-4 threads */
     seed(21);
-    const long m = 19, n = 1100, k = 33, lda = k + 2, ldb = k + 5, ldc = n + 7;
-    float *A = frand(m * lda, 1), *B = frand(n * ldb, 1), *C0 = frand(m * ldc, 1);
-    double *want = todbl(C0, m * ldc);
-    ref_gemm('N', 'T', m, n, k, 1.0, A, lda, B, ldb, 0.5, want, ldc, want);
-    for (int nt = 2; nt <= 4; nt++) {
-        omp_set_num_threads(nt);
-        float *C = fcopy(C0, m * ldc);
-        ax_gemm(CTX, 'N', 'T', m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
-        expect_close("sgemm NT split", C, want, m * ldc, TOL_FWD * 4);
-        free(C);
+    const long m = 19, k = 33, lda = k + 2, ldb = k + 5;
+    const long ns[] = {1100, 1700};
+    for (int q = 0; q < 2; q++) {
+        long n = ns[q], ldc = n + 7;
+        float *A = frand(m * lda, 1), *B = frand(n * ldb, 1), *C0 = frand(m * ldc, 1);
+        double *want = todbl(C0, m * ldc);
+        ref_gemm('N', 'T', m, n, k, 1.0, A, lda, B, ldb, 0.5, want, ldc, want);
+        for (int nt = 2; nt <= 4; nt++) {
+            omp_set_num_threads(nt);
+            float *C = fcopy(C0, m * ldc);
+            ax_gemm(CTX, 'N', 'T', m, n, k, 1.0f, A, lda, B, ldb, 0.5f, C, ldc);
+            char what[48];
+            snprintf(what, sizeof what, "sgemm NT split n=%ld, %d threads", n, nt);
+            expect_close(what, C, want, m * ldc, TOL_FWD * 4);
+            free(C);
+        }
+        free(A), free(B), free(C0), free(want);
     }
-    free(A), free(B), free(C0), free(want);
+    omp_set_num_threads(1);
 }
 
 /* an untransposed B whose rows lie a multiple of 512 floats apart, under a short A (32..384

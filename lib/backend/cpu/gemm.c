@@ -82,6 +82,10 @@ static int sgemm_padded_b(char transa, long m, long n, long k, float alpha, cons
     return s;
 }
 
+/* the forward's narrow column chunks (ax_sgemm, C = A B^T): at most this many rows and this
+ * inner dimension, about this many columns a chunk */
+enum { NT_NARROW_MAX_M = 384, NT_NARROW_MAX_K = 1024, NT_NARROW_COLS = 256 };
+
 /* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C */
 void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
               long lda, const float *B, long ldb, float beta, float *C, long ldc) {
@@ -102,9 +106,19 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
          * The LM head (n = the vocabulary, 50257 here) goes in about 2048-column chunks taken
          * from a shared counter: one 25k-column block a thread measured 0.78-0.85 of the
          * square rate on an AVX2 EPYC, 2048-column chunks 0.85-0.94 (m = 256, k = 768, medians
-         * of 5; also no thread waits long at the join when the other lost its core). */
+         * of 5; also no thread waits long at the join when the other lost its core).
+         * With few rows (m <= 384) and k <= 1024 the chunks are narrower still, about 256
+         * columns (B's block of them 768 KB at k = 768): 12 distinct weights a shape, in-process,
+         * alternated, m = 256, GFLOP/s one block a thread (LM head: 2048-column chunks) against
+         * 256-column chunks: n = 4096 120-131 / 132-142, n = 2304 131-136 / 134-144, the LM
+         * head 126-142 / 136-148. At m >= 512 narrow chunks were 2-12% slower (dnnl packs A
+         * afresh per call, and A is larger), at k = 2048 (the down projection) no faster, at
+         * n = 768 the same. */
         long nch = nt, per;
-        if (n / nt >= 8192) nch = nt * ((n + 2048L * nt - 1) / (2048L * nt));
+        if (m <= NT_NARROW_MAX_M && k <= NT_NARROW_MAX_K && n / nt >= 2 * NT_NARROW_COLS)
+            nch = nt * ((n + NT_NARROW_COLS * nt - 1) / (NT_NARROW_COLS * nt));
+        else if (n / nt >= 8192)
+            nch = nt * ((n + 2048L * nt - 1) / (2048L * nt));
         per = ((n + nch - 1) / nch + 15) / 16 * 16;
         nch = (n + per - 1) / per;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(max : s) /* errors > 0 */
