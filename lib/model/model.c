@@ -542,7 +542,10 @@ int64_t ax_model_n_local(const ax_model_t *m) {
     return m->n_local;
 }
 ax_slab *ax_model_slab(ax_model_t *m, ax_model_slab_id which) {
-    if (which == AX_SLAB_GRADS) model_grads_settle(m);
+    if (which == AX_SLAB_GRADS) { /* the caller may write through it */
+        model_grads_settle(m);
+        for (int i = 0; i < m->n_tensors; i++) m->tp[i].gss_ok = 0;
+    }
     return (ax_slab *)(which == AX_SLAB_GRADS ? m->grads : m->params);
 }
 
@@ -632,6 +635,7 @@ void ax_model_zero_grad(ax_model_t *m) {
         ax_zero(m->ctx, m->grads, (size_t)m->n_local * sizeof(float));
     for (int i = 0; i < m->n_tensors; i++) {
         tp_tensor *p = &m->tp[i];
+        p->gss_ok = 0;
         if (p->dw_first)
             p->g_stale = 1;
         else if (!p->rs_tmp) /* a streamed layer's slot is zeroed before each backward */
@@ -665,7 +669,9 @@ ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
     if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0)
         for (int i = 0; i < m->n_tensors; i++)
             if (owns_replica(m, i))
-                s += ax_sum_squares(m->ctx, m->grads + m->tp[i].shard_off, (long)m->tp[i].shard_n);
+                s += m->tp[i].gss_ok ? m->tp[i].gss
+                                     : ax_sum_squares(m->ctx, m->grads + m->tp[i].shard_off,
+                                                      (long)m->tp[i].shard_n);
     AX_CHECK(ax_coll_allreduce(m->grid, AX_AXIS_WORLD, &s, 1, AX_DT_F64, AX_OP_SUM));
     *out = s;
     return AX_OK;

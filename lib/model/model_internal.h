@@ -38,6 +38,10 @@ typedef struct {
      * over the whole block (the layers' matrices, the LM head); g_stale, gfull was left
      * unzeroed by ax_model_zero_grad, so that GEMM overwrites it (beta = 0) */
     int dw_first, g_stale;
+    /* the gradient's sum of squares (gss_ok: taken in the backward right after its final write,
+     * while the block was still in cache; ax_model_grad_sumsq uses it instead of a new pass) */
+    double gss;
+    int gss_ok;
 } tp_tensor;
 
 /* per-layer tensor slots; the slab order is the interface's (docs/DESIGN.md "Architectures"):
@@ -147,6 +151,7 @@ struct ax_model {
     int slot_rs_layer[2];           /* the layer whose reduce-scatter from slot s is in flight */
     int slot_rs_acc[2];             /* ... landing in rstmp (add into the slab when done) */
     int micro;                      /* backward passes since ax_model_zero_grad */
+    int gss_early; /* this backward takes final gradients' sums of squares (tp_tensor.gss) */
     /* activations: carved from one device block (act_arena). With recompute every layer has
      * its own res; the rest of acts[l] points at one shared set (acts[0]'s) */
     int recompute;

@@ -106,6 +106,12 @@ static void linear_backward(ax_model_t *m, int t, float *din, const void *dout, 
     dw_job job = {m, p, dout, in, dout16, in16, N};
     ax_overlap_compute(m->ov, n, DW_CHUNK_ROWS, dw_rows, &job);
     p->g_stale = 0; /* every row written */
+    /* final now (a tied LM head's embedding scatter comes later): sum its squares while the
+     * block is in cache */
+    if (m->gss_early && p->dw_first && t != m->t_wte) {
+        p->gss = ax_sum_squares(m->ctx, p->gfull, (long)p->shard_n);
+        p->gss_ok = 1;
+    }
     tp_note(m, ax_overlap_wait(m->ov, OV_OAR));
 }
 void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,

@@ -1,6 +1,8 @@
-/* Lazy gradient zeroing (ax_model_zero_grad): the matrices' gradient blocks are left as they
- * were and their first dW GEMM overwrites them. Nothing from before a zero_grad may leak into
- * the gradients after it, whatever was there (old gradients, NaN), and whatever reads them. */
+/* Gradient bookkeeping of lib/model: lazy zeroing (ax_model_zero_grad leaves the matrices'
+ * gradient blocks as they were and their first dW GEMM overwrites them) and the sums of squares
+ * taken in the backward (tp_tensor.gss). Nothing from before a zero_grad may leak into the
+ * gradients after it, whatever was there (old gradients, NaN), and whatever reads them; the
+ * early sums give the global norm the same bits as a pass over the slab. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -150,4 +152,41 @@ Test(grad_zero, zero_until_a_backward_writes) {
     ax_model_backward(m);
     for (int64_t i = 0; i < n; i++) cr_assert_eq(slab[i], 0.0f, "no-grad backward: %lld", i);
     ax_model_free(m);
+}
+
+/* the norm from the sums the backward took, against a pass over the slab (ax_model_slab drops
+ * them: the caller may write through it) */
+static void norm_both_ways(ax_model_t *m, const char *what) {
+    double early = -1, pass = -2;
+    cr_assert_eq(ax_model_grad_sumsq(m, &early), AX_OK);
+    (void)ax_model_slab(m, AX_SLAB_GRADS);
+    cr_assert_eq(ax_model_grad_sumsq(m, &pass), AX_OK);
+    cr_assert(early > 0 && memcmp(&early, &pass, sizeof early) == 0,
+              "%s: sum of squares %.17g from the backward, %.17g from the slab", what, early, pass);
+}
+
+Test(grad_zero, sums_of_squares_from_the_backward_match_the_slab) {
+    for (int tie = 0; tie < 2; tie++) {
+        ax_model_t *m = tiny(tie);
+        ax_model_zero_grad(m);
+        fwd_bwd(m, 1);
+        norm_both_ways(m, tie ? "tied, one backward" : "untied, one backward");
+        /* two micro-batches: the sums are taken in the last one, after it has added its part */
+        ax_model_zero_grad(m);
+        int32_t in[N], tg[N];
+        uint8_t mask[N];
+        for (int i = 0; i < N; i++) in[i] = tg[i] = (int32_t)(i * 7 % 300), mask[i] = 1;
+        ax_model_forward(m, in, tg, mask, B, 1.0f / N, 1);
+        ax_model_backward_ex(m, 0);
+        fwd_bwd(m, 2);
+        norm_both_ways(m, tie ? "tied, two micro-batches" : "untied, two micro-batches");
+        /* a backward after the sums were taken, without zero_grad: they must not be reused */
+        double before = 0, after = 0;
+        cr_assert_eq(ax_model_grad_sumsq(m, &before), AX_OK);
+        fwd_bwd(m, 3);
+        cr_assert_eq(ax_model_grad_sumsq(m, &after), AX_OK);
+        norm_both_ways(m, "a third backward");
+        cr_assert(after != before, "the third backward left the norm at %g", before);
+        ax_model_free(m);
+    }
 }
