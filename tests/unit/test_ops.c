@@ -181,6 +181,27 @@ Test(ops, sgemm_nt_wide_column_split) {
     omp_set_num_threads(1);
 }
 
+/* C = A^T B with many rows (the LM head's dW) is split by rows of C in chunks: 2 and 3 threads,
+ * a short last chunk, strided operands */
+Test(ops, sgemm_tn_tall_row_split) {
+    seed(23);
+    const long m = 25000, n = 20, k = 9, lda = m + 3, ldb = n + 1, ldc = n + 2;
+    float *A = frand(k * lda, 1), *B = frand(k * ldb, 1), *C0 = frand(m * ldc, 1);
+    double *want = todbl(C0, m * ldc);
+    ref_gemm('T', 'N', m, n, k, 0.5, A, lda, B, ldb, 1.0, want, ldc, want);
+    for (int nt = 2; nt <= 3; nt++) {
+        omp_set_num_threads(nt);
+        float *C = fcopy(C0, m * ldc);
+        ax_gemm(CTX, 'T', 'N', m, n, k, 0.5f, A, lda, B, ldb, 1.0f, C, ldc);
+        char what[48];
+        snprintf(what, sizeof what, "sgemm TN row split, %d threads", nt);
+        expect_close(what, C, want, m * ldc, TOL_FWD * 4);
+        free(C);
+    }
+    omp_set_num_threads(1);
+    free(A), free(B), free(C0), free(want);
+}
+
 /* an untransposed B whose rows lie a multiple of 512 floats apart, under a short A (32..384
  * rows), goes through a padded copy (gemm.c: the cache-set aliasing); k = 40000 with n = 100 is
  * past the 4M-float scratch, so k also goes in two slices (the first with beta, then beta 1) */

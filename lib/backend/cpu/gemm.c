@@ -85,6 +85,8 @@ static int sgemm_padded_b(char transa, long m, long n, long k, float alpha, cons
 /* the forward's narrow column chunks (ax_sgemm, C = A B^T): at most this many rows and this
  * inner dimension, about this many columns a chunk */
 enum { NT_NARROW_MAX_M = 384, NT_NARROW_MAX_K = 1024, NT_NARROW_COLS = 256 };
+/* C = A^T B split by rows of C: from this many rows a thread, in chunks of this many */
+enum { TN_ROWS_MIN = 8192, TN_ROWS_CHUNK = 1024 };
 
 /* C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C */
 void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
@@ -126,6 +128,19 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
             long j0 = per * c, j1 = j0 + per < n ? j0 + per : n;
             int r = (int)dnnl_sgemm('N', 'T', m, j1 - j0, k, alpha, A, lda, B + j0 * ldb, ldb, beta,
                                     C + j0, ldc);
+            s = r > s ? r : s;
+        }
+    } else if (transa == 'T' && transb == 'N' && nt > 1 && m / nt >= TN_ROWS_MIN) {
+        /* dW = dout^T in of the LM head (m = the vocabulary's rows): chunks of 1024 rows of C
+         * from a shared counter, each on one thread, against dnnl's own split: faster in 5 of 6
+         * runs, by up to 5% (147-161 -> 153-170 GFLOP/s; m = 50257, n = 768, k = 256, 2
+         * threads, alternated in one process) */
+        long per = TN_ROWS_CHUNK, nch = (m + per - 1) / per;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(max : s)
+        for (long c = 0; c < nch; c++) {
+            long i0 = per * c, i1 = i0 + per < m ? i0 + per : m;
+            int r = (int)dnnl_sgemm('T', 'N', i1 - i0, n, k, alpha, A + i0, lda, B, ldb, beta,
+                                    C + i0 * ldc, ldc);
             s = r > s ? r : s;
         }
     } else if (transb == 'N' && ldb % ALIASING_LD == 0 && m >= PAD_MIN_M && m <= PAD_MAX_M &&
