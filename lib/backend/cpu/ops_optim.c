@@ -81,8 +81,12 @@ double ax_cpu_sum_squares(ax_ctx *ctx, const float *x, long n) {
     for (long c = 0; c < nc; c++) {
         long i0 = c * SS_CHUNK, i1 = i0 + SS_CHUNK < n ? i0 + SS_CHUNK : n;
         double s = 0.0;
+        for (long j0 = i0; j0 < i1; j0 += AX_CPU_STREAM_BLOCK) {
+            long j1 = j0 + AX_CPU_STREAM_BLOCK < i1 ? j0 + AX_CPU_STREAM_BLOCK : i1;
+            ax_cpu_prefetch(x, j1, j1 + AX_CPU_STREAM_BLOCK, n);
 #pragma omp simd reduction(+ : s)
-        for (long i = i0; i < i1; i++) s += (double)x[i] * (double)x[i];
+            for (long i = j0; i < j1; i++) s += (double)x[i] * (double)x[i];
+        }
         part[c] = s;
     }
     double total = 0.0;

@@ -97,8 +97,12 @@ void ax_cpu_ce_partial(ax_ctx *ctx, float *stats, const float *logits, const flo
     for (int i = 0; i < N; i++) {
         const float *x = logits + (long)i * Vl;
         float mx = rowmax[i], s = 0.0f;
+        for (int j0 = 0; j0 < valid; j0 += AX_CPU_STREAM_BLOCK) {
+            int j1 = j0 + AX_CPU_STREAM_BLOCK < valid ? j0 + AX_CPU_STREAM_BLOCK : valid;
+            ax_cpu_prefetch(x, j1, j1 + AX_CPU_STREAM_BLOCK, valid);
 #pragma omp simd reduction(+ : s)
-        for (int j = 0; j < valid; j++) s += ax_expf(x[j] - mx);
+            for (int j = j0; j < j1; j++) s += ax_expf(x[j] - mx);
+        }
         stats[2 * i] = s;
         int t = mask && !mask[i] ? -1 : targets[i] - v0;
         stats[2 * i + 1] = t >= 0 && t < valid ? x[t] : 0.0f;
@@ -126,7 +130,11 @@ double ax_cpu_ce_finish(ax_ctx *ctx, float *losses, float *dlogits, const float 
         }
         const float *x = logits + (long)i * Vl;
         float mx = rowmax[i], k = dscale / stats[2 * i];
-        for (int j = 0; j < valid; j++) d[j] = ax_expf(x[j] - mx) * k;
+        for (int j0 = 0; j0 < valid; j0 += AX_CPU_STREAM_BLOCK) {
+            int j1 = j0 + AX_CPU_STREAM_BLOCK < valid ? j0 + AX_CPU_STREAM_BLOCK : valid;
+            ax_cpu_prefetch(x, j1, j1 + AX_CPU_STREAM_BLOCK, valid);
+            for (int j = j0; j < j1; j++) d[j] = ax_expf(x[j] - mx) * k;
+        }
         for (int j = valid; j < Vl; j++) d[j] = 0.0f;
         int t = targets[i] - v0;
         if (t >= 0 && t < valid) d[t] -= dscale;
