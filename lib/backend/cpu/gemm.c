@@ -35,7 +35,15 @@ ax_status ax_cpu_status(ax_ctx *ctx) {
  * kernel's loads from successive rows evict each other: dinp = dout w of the SwiGLU down
  * projection (m = 256 tokens, k = 768, n = ldb = 2048) ran at 0.55 of the square-GEMM rate, and
  * at 0.95-1.0 with B copied to ldb = 2064 first, copy included (AVX2 EPYC, 2 threads, caches
- * flushed). 1280 or 2304 do not alias; m >= 448 packs B and gains nothing. */
+ * flushed). 1280 or 2304 do not alias; m >= 448 packs B and gains nothing. dnnl's AVX-512
+ * kernel does not suffer it: on an AVX-512 Xeon VM the copy made the same GEMM slower (12
+ * distinct operands, in-process, 3 rounds of 9: 260-264 GFLOP/s with the copy, 271-277
+ * without; m = 128: 230 against 254), so AVX-512 builds go straight to dnnl. */
+#ifdef __AVX512F__
+#define PAD_ALIASING_B 0
+#else
+#define PAD_ALIASING_B 1
+#endif
 enum {
     ALIASING_LD = 512,
     PADDED_LD_EXTRA = 16,
@@ -143,8 +151,8 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
                                     C + i0 * ldc, ldc);
             s = r > s ? r : s;
         }
-    } else if (transb == 'N' && ldb % ALIASING_LD == 0 && m >= PAD_MIN_M && m <= PAD_MAX_M &&
-               k * n >= PAD_MIN_FLOATS &&
+    } else if (PAD_ALIASING_B && transb == 'N' && ldb % ALIASING_LD == 0 && m >= PAD_MIN_M &&
+               m <= PAD_MAX_M && k * n >= PAD_MIN_FLOATS &&
                (s = sgemm_padded_b(transa, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)) >= 0) {
         /* done, with B padded */
     } else {
