@@ -75,7 +75,9 @@ static const ax_cfg_table table = {
     .summary =
         "Ranks every 4D grid DxXxYxZ of --devices ranks by predicted step time for a model\n"
         "shape (flags, or --ckpt), --seq-len and --global-batch on a machine profile:\n"
-        "compute from the model's FLOPs at the profile's GEMM rate, communication per axis\n"
+        "compute from the model's FLOPs at the profile's GEMM rate, the memory-bound passes\n"
+        "(AdamW, the elementwise ops) from the bytes they move at its mem_bw_gbs, communication "
+        "per axis\n"
         "from the bytes the runtime counts (lib/dist/comm.h) at the bandwidth and latency of\n"
         "the network level the axis spans (X innermost in rank order), minus what the\n"
         "overlap schedule hides, and memory per device; grids that do not fit are listed as\n"
@@ -173,6 +175,8 @@ static void pred_json(const ax_plan_pred *p, ax_jw *w) {
     ax_jw_key(w, "compute_s"), ax_jw_num(w, p->compute_s);
     ax_jw_key(w, "recompute"), ax_jw_bool(w, p->recompute);
     ax_jw_key(w, "recompute_s"), ax_jw_num(w, p->recompute_s);
+    ax_jw_key(w, "memory_s"), ax_jw_num(w, p->memory_s);
+    ax_jw_key(w, "stream_gib"), ax_jw_num(w, p->stream_bytes / 1073741824.0);
     ax_jw_key(w, "z_gather"), ax_jw_str(w, p->stream_z ? "layer" : "step");
     ax_jw_key(w, "gemm_eff"), ax_jw_num(w, p->gemm_eff);
     ax_jw_key(w, "hidden_s"), ax_jw_num(w, p->hidden_s);
@@ -231,8 +235,9 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
                "element)\n",
                a->engine, pm->m.elem_bytes);
     printf("%d grids: %d fit, %d rejected\n\n", r->n_grids, r->n_best, r->n_rejected);
-    printf("%-4s %-14s %-7s %9s %9s  %-37s %8s %8s %12s %6s\n", "rank", "grid", "BxNmb", "step_s",
-           "compute", "exposed comm s: data x y z other", "hidden", "mem_GiB", "tokens/s", "MFU");
+    printf("%-4s %-14s %-7s %9s %9s %9s  %-37s %8s %8s %12s %6s\n", "rank", "grid", "BxNmb",
+           "step_s", "compute", "memory", "exposed comm s: data x y z other", "hidden", "mem_GiB",
+           "tokens/s", "MFU");
     for (int i = 0; i < r->n_best && i < a->top; i++) {
         const ax_plan_pred *p = &r->best[i];
         char grid[64], mb[32], comm[96];
@@ -242,8 +247,8 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
         snprintf(comm, sizeof comm, "%.3g %.3g%s %.3g%s %.3g%s %.3g", p->exposed_s[0],
                  p->exposed_s[1], p->level[1] ? "n" : "", p->exposed_s[2], p->level[2] ? "n" : "",
                  p->exposed_s[3], p->level[3] ? "n" : "", p->exposed_s[4] + p->exposed_s[5]);
-        printf("%-4d %-14s %-7s %9.4g %9.4g  %-37s %8.3g %8.2f %12.4g %5.1f%%\n", i + 1, grid, mb,
-               p->step_s, p->compute_s + p->recompute_s, comm, p->hidden_s,
+        printf("%-4d %-14s %-7s %9.4g %9.4g %9.3g  %-37s %8.3g %8.2f %12.4g %5.1f%%\n", i + 1, grid,
+               mb, p->step_s, p->compute_s + p->recompute_s, p->memory_s, comm, p->hidden_s,
                p->mem_total / 1073741824.0, p->tokens_per_s, 100 * p->mfu);
         /* per axis, the runtime's overlap decision on this placement (what the row assumed) */
         for (int ax = AX_AXIS_DATA; ax <= AX_AXIS_Z; ax++)
@@ -252,7 +257,9 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
                        p->hosts[ax], p->hosts[ax] == 1 ? "" : "s", p->overlap_why[ax],
                        data_note(ax));
     }
-    printf("(\"n\" after an axis: its groups span nodes; other = batch + world scalars; \"r\" "
+    printf("(memory: the memory-bound passes, AdamW and the elementwise ops, at the profile's "
+           "mem_bw_gbs; \"n\" after an axis: its groups span nodes; other = batch + world "
+           "scalars; \"r\" "
            "after BxNmb: activations recomputed, train --recompute, its extra forward in "
            "compute; \"s\": layer weights streamed over Z, train --z-gather layer)\n");
     int shown = 0;

@@ -68,6 +68,29 @@ static ax_status copy_rate(double *out) {
     return AX_OK;
 }
 
+/* bytes/s of AdamW's seven streams (ax_cpu_adamw_update over n parameters, 28 bytes each),
+ * the best of 5 after a warm-up: the rate the plan prices its memory-bound passes at */
+static ax_status stream_rate(long n, double *out) {
+    float *p = malloc(sizeof(float) * n), *gr = malloc(sizeof(float) * n);
+    float *mo = malloc(sizeof(float) * n), *v = malloc(sizeof(float) * n);
+    double t[5];
+    if (!p || !gr || !mo || !v) {
+        free(p), free(gr), free(mo), free(v);
+        return ax_errorf(AX_ERR_NOMEM, "plan --measure: out of memory for %ld parameters", n);
+    }
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) p[i] = 0.01f * (float)(i % 7), gr[i] = 1e-3f, mo[i] = v[i] = 0;
+    ax_cpu_adamw_update(NULL, p, gr, mo, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1);
+    for (int r = 0; r < 5; r++) {
+        double t0 = ax_now();
+        ax_cpu_adamw_update(NULL, p, gr, mo, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, r + 2);
+        t[r] = ax_now() - t0;
+    }
+    *out = 28.0 * (double)n / best(t, 5);
+    free(p), free(gr), free(mo), free(v);
+    return AX_OK;
+}
+
 /* seconds per all-reduce of n floats over the world: the best of reps, the slowest rank's */
 static ax_status allreduce_time(ax_grid_t *g, long n, int reps, double *out) {
     float *buf = calloc((size_t)n, sizeof(float));
@@ -105,6 +128,16 @@ ax_status ax_plan_measure(const ax_plan_machine *base, double budget_s, ax_plan_
         ax_grid_free(g);
         return st;
     }
+    /* memory-bound passes: AdamW over 16M parameters (256 MB, past the caches), every rank at
+     * once (they share the memory), the slowest rank's */
+    double sbw = 0;
+    st = stream_rate(16l << 20, &sbw);
+    if (st == AX_OK) st = ax_coll_allreduce(g, AX_AXIS_WORLD, &sbw, 1, AX_DT_F64, AX_OP_MIN);
+    if (st != AX_OK) {
+        ax_grid_free(g);
+        return st;
+    }
+    m->mem_bw = sbw;
     double big = rates[0], small = rates[1];
     /* rate(n) = R n / (n + h): two sizes give R and h */
     double ratio = small / big; /* = ns (nb + h) / (nb (ns + h)) */
@@ -158,7 +191,7 @@ ax_status ax_plan_measure(const ax_plan_machine *base, double budget_s, ax_plan_
     ax_grid_free(g);
     snprintf(out->source, sizeof out->source,
              "axmem plan --measure (%.1f s): fp32 ax_sgemm (oneDNN) %ldx%ld at %.1f GFLOP/s and "
-             "%ldx%ld at %.1f GFLOP/s, this process' threads; %s",
-             ax_now() - t0, nb, nb, big / 1e9, ns, ns, small / 1e9, what);
+             "%ldx%ld at %.1f GFLOP/s, this process' threads; AdamW's 7 streams at %.1f GB/s; %s",
+             ax_now() - t0, nb, nb, big / 1e9, ns, ns, small / 1e9, sbw / 1e9, what);
     return AX_OK;
 }

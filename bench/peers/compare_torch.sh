@@ -25,6 +25,13 @@ PY=${PYTHON:-python3}
 steps=6 positions=64 Ts="64 256" Bs="32 1"
 if [ $quick = 1 ]; then REPS=1 steps=1 positions=4 Ts="64" Bs="1"; fi
 "$PY" -c "import torch" 2>/dev/null || { echo "compare_torch: PyTorch is not importable by $PY (pip install torch, or apt install python3-torch)"; exit 1; }
+# Debian's python3-torch takes whatever libblas.so.3 the alternatives name: the reference BLAS
+# (libblas3) unless an OpenBLAS is installed, and that is no peer at its best
+"$PY" -c "import sys; sys.path.insert(0, 'bench/peers'); import torch_model
+sys.exit(1 if torch_model.reference_blas(torch_model.setup(1)) else 0)" || {
+  echo "compare_torch: PyTorch runs on the reference BLAS (libblas3); install OpenBLAS first (apt-get install libopenblas0-openmp) so it is measured at its best"
+  exit 1
+}
 for b in bench_train bench_decode; do
   [ -x "$build/bench/$b" ] || { echo "compare_torch: $build/bench/$b is missing; build with scons first"; exit 1; }
 done

@@ -49,12 +49,35 @@ def setup(threads):
     return torch
 
 
+def blas_library(torch):
+    """The BLAS shared object this process has loaded after a matmul (from /proc/self/maps),
+    e.g. /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3; None when none is mapped (MKL
+    linked in, or no /proc)."""
+    torch.ones(64, 64) @ torch.ones(64, 64)
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {l.split()[-1] for l in f if "blas" in l.rsplit("/", 1)[-1]}
+    except OSError:
+        return None
+    return sorted(libs)[0] if libs else None
+
+
+def reference_blas(torch):
+    """True when Debian's python3-torch runs on the reference BLAS (libblas3's
+    /usr/lib/x86_64-linux-gnu/blas/libblas.so.3): 50-100x slower than OpenBLAS, no peer at its
+    best (seen 2026-12-02: 4.4 tokens/s against axmem's 317 at T = 64)."""
+    lib = blas_library(torch) or ""
+    return "/blas/" in lib and "openblas" not in lib
+
+
 def blas(torch):
-    """The BLAS line of torch.__config__.show(), e.g. 'BLAS_INFO=mkl'."""
+    """The BLAS line of torch.__config__.show(), e.g. 'BLAS_INFO=mkl', and the library loaded."""
     import re
     cfg = torch.__config__.show()
     m = re.search(r"BLAS_INFO=(\w+)", cfg)
-    return f"BLAS_INFO={m.group(1) if m else 'unknown'}" + (", oneDNN" if "MKL-DNN" in cfg else "")
+    lib = blas_library(torch)
+    return (f"BLAS_INFO={m.group(1) if m else 'unknown'}" + (", oneDNN" if "MKL-DNN" in cfg else "")
+            + (f", {lib}" if lib else ""))
 
 
 def build(torch):

@@ -46,10 +46,12 @@ void ax_perfmodel_step_volume_ex(const ax_model_config *c, const int dims[4], in
 enum { AX_LEVEL_NODE = 0, AX_LEVEL_NET = 1, AX_LEVELS = 2 };
 typedef struct {
     char name[64];
-    double gemm_flops;     /* sustained dense GEMM FLOP/s per device on large GEMMs */
-    double gemm_half_dim;  /* local GEMM dimension at which that rate halves (0: no penalty) */
-    double peak_flops;     /* advertised peak per device, for MFU (0: gemm_flops) */
-    double mem_bytes;      /* usable device memory */
+    double gemm_flops;    /* sustained dense GEMM FLOP/s per device on large GEMMs */
+    double gemm_half_dim; /* local GEMM dimension at which that rate halves (0: no penalty) */
+    double peak_flops;    /* advertised peak per device, for MFU (0: gemm_flops) */
+    double mem_bytes;     /* usable device memory */
+    double mem_bw; /* bytes/s the step's memory-bound passes move on a device (the rate of AdamW's
+                    * seven streams); 0: those passes are not priced */
     int devices_per_node;  /* ranks placed per node, in world-rank order */
     double bw[AX_LEVELS];  /* bytes/s per device: within a node, across nodes */
     double lat[AX_LEVELS]; /* seconds per ring step (a message) */
@@ -82,6 +84,8 @@ typedef struct {
     int recompute;                /* the model recomputes activations (ax_model_opts.recompute) */
     int stream_z;                 /* ... streams layer weights over Z (ax_model_opts.stream_z) */
     double recompute_s;           /* the backward's extra forward, on top of compute_s */
+    double stream_bytes;          /* bytes the memory-bound passes move on a device in a step */
+    double memory_s;              /* their time at mem_bw, in step_s, hiding no communication */
     int level[AX_AXIS_COUNT];     /* AX_LEVEL_NODE / NET of each axis' groups */
     double comm_s[AX_AXIS_COUNT]; /* communication time per axis, before overlap */
     double exposed_s[AX_AXIS_COUNT];  /* after overlap */

@@ -109,7 +109,7 @@ static double ceil8(double cols) { /* a bf16 row's elements (ax_bf16_ld) */
 }
 
 static void memory(const ax_model_config *c, const ax_machine *mach, const int dims[4], int B,
-                   int T, int flags, ax_plan_pred *o) {
+                   int T, int n_micro, int flags, ax_plan_pred *o) {
     int recompute = flags & AX_PERF_RECOMPUTE, cuda = mach->axmem_cuda;
     int eb = cuda ? 4 : mach->elem_bytes; /* activations and gathered blocks */
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
@@ -159,6 +159,23 @@ static void memory(const ax_model_config *c, const ax_machine *mach, const int d
         o->mem_device += 2 * min_d(4 * att * T, 256 * 1048576.0);
     }
     o->mem_total = o->mem_state + o->mem_gathered + o->mem_acts + o->mem_device;
+
+    /* Bytes the memory-bound passes move in a step (stream_bytes), counted from the ops, not
+     * measured: AdamW's seven streams over the rank's shard (params, grads, m, v read; params,
+     * m, v written) and the gradient norm's read, 32 bytes a parameter; per token and layer the
+     * elementwise ops' activations, forward: the two RMSNorms (in, out), rotary on q and k (4/3
+     * of a multi-head qkv row, read and written), attention's qkv in and output out, the two
+     * residual adds (2 in, 1 out), SwiGLU (2 Fy in, Fy out): 10 Cx + 7/3 Q3 + Cy + 3 Fy;
+     * backward: the norms' two passes and the residual gradients (16 Cx), rotary, attention's
+     * qkv, output gradient and dqkv, SwiGLU's 5 Fy: 16 Cx + 10/3 Q3 + Cy + 5 Fy; recomputation
+     * repeats L - 1 layers' forward; and the cross-entropy's four fp32 passes over the [N, Vl]
+     * logits (row max, sum of exps, gradient read and written). What the CPU op timings showed
+     * (GPT-2-124M, T = 64, AVX-512 Xeon VM, 2026-12-02): norms, SwiGLU, rotary and adds 14 ms,
+     * cross-entropy 9.5, AdamW 75, the norm's read 22, of a 0.78 s step. */
+    double fwd = 10 * Cx + 7.0 / 3 * Q3 + Cy + 3 * Fy, bwd = 16 * Cx + 10.0 / 3 * Q3 + Cy + 5 * Fy;
+    double acts = N * L * (fwd + bwd + (recompute ? fwd * (L - 1) / L : 0));
+    o->stream_bytes = 32.0 * local + n_micro * (eb * acts + 16.0 * N * Vl);
+    o->memory_s = mach->mem_bw > 0 ? o->stream_bytes / mach->mem_bw : 0;
 }
 
 /* FLOPs per token the backward's recomputation adds: layers 0..L-2's forward without the down
@@ -275,14 +292,14 @@ ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *ma
         out->exposed_s[AX_AXIS_Z] -= ors + oag;
         out->hidden_s = oar + ors + oag;
     }
+    memory(c, mach, dims, B, T, n_micro, flags, out);
+    out->fits = out->mem_total <= mach->mem_bytes;
+
     double comm = 0;
     for (int a = 0; a < AX_AXIS_COUNT; a++) comm += out->exposed_s[a];
-    out->step_s = out->compute_s + out->recompute_s + comm;
+    out->step_s = out->compute_s + out->recompute_s + out->memory_s + comm;
     out->tokens_per_s = (double)global_batch * T / out->step_s;
     double peak = mach->peak_flops > 0 ? mach->peak_flops : mach->gemm_flops;
     out->mfu = per_token * global_batch * T / (out->step_s * devices * peak);
-
-    memory(c, mach, dims, B, T, flags, out);
-    out->fits = out->mem_total <= mach->mem_bytes;
     return AX_OK;
 }

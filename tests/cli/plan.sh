@@ -28,7 +28,7 @@ g = d["grids"]
 assert len(g) == 4 and d["n_grids"] == 35, (len(g), d["n_grids"])
 assert all(g[i]["step_s"] <= g[i + 1]["step_s"] for i in range(3))
 for x in g:
-    s = x["compute_s"] + x["recompute_s"] + sum(x["exposed_s"].values())
+    s = x["compute_s"] + x["recompute_s"] + x["memory_s"] + sum(x["exposed_s"].values())
     assert abs(s - x["step_s"]) <= 1e-9 * x["step_s"], (s, x["step_s"])
     assert 0 < x["mfu"] <= 1 and x["mem_gib"]["total"] <= 64
 PY

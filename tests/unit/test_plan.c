@@ -333,7 +333,8 @@ Test(plan, overlap_hides_communication_up_to_compute) {
         cr_assert(on.exposed_s[a] >= -1e-15 && on.exposed_s[a] <= on.comm_s[a] + 1e-15);
         comm += on.comm_s[a];
     }
-    cr_assert_float_eq(off.step_s, off.compute_s + comm, 1e-12 * off.step_s);
+    cr_assert(off.memory_s > 0);
+    cr_assert_float_eq(off.step_s, off.compute_s + off.memory_s + comm, 1e-12 * off.step_s);
     /* the same bytes either way */
     cr_assert(!memcmp(&on.vol, &off.vol, sizeof on.vol));
 }
@@ -344,7 +345,7 @@ Test(plan, one_device_is_compute_only) {
     int dims[4] = {1, 1, 1, 1};
     ax_plan_pred p;
     cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 8, 256, 1, 1, &p), AX_OK);
-    cr_assert_eq(p.step_s, p.compute_s);
+    cr_assert_eq(p.step_s, p.compute_s + p.memory_s); /* no communication */
     double want = ax_model_flops_per_token(&c, 256) * 8 * 256;
     cr_assert_float_eq(p.flops_device, want, 1e-9 * want);
     cr_assert(p.mfu > 0 && p.mfu <= 1, "mfu %g", p.mfu);
@@ -392,7 +393,8 @@ Test(plan, machine_profiles, .init = ts_quiet, .fini = ts_cleanup) {
  * the reference --overlap force (1) and off (0) must reproduce bit for bit. */
 static void one_fraction_model(const ax_model_config *c, const ax_machine *m, const int dims[4],
                                int B, int T, int n_micro, int overlap, double compute_s,
-                               double exposed[AX_AXIS_COUNT], double *hidden, double *step) {
+                               double memory_s, double exposed[AX_AXIS_COUNT], double *hidden,
+                               double *step) {
     ax_step_volume ph[3];
     ax_perfmodel_step_phases(c, dims, B, T, n_micro, ph);
     double t[3][AX_AXIS_COUNT];
@@ -437,7 +439,7 @@ static void one_fraction_model(const ax_model_config *c, const ax_machine *m, co
     }
     double comm = 0;
     for (int a = 0; a < AX_AXIS_COUNT; a++) comm += exposed[a];
-    *step = compute_s + comm;
+    *step = compute_s + memory_s + comm; /* memory-bound passes (2026-12-02) hide nothing */
 }
 
 Test(plan, off_and_force_are_the_one_fraction_model_bit_for_bit) {
@@ -461,8 +463,8 @@ Test(plan, off_and_force_are_the_one_fraction_model_bit_for_bit) {
                     cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 64, 256, 2, mode, &p), AX_OK,
                                  "%s", ax_error_msg());
                     double ex[AX_AXIS_COUNT], hidden, step;
-                    one_fraction_model(&c, &pm.m, dims, B, 256, 2, mode, p.compute_s, ex, &hidden,
-                                       &step);
+                    one_fraction_model(&c, &pm.m, dims, B, 256, 2, mode, p.compute_s, p.memory_s,
+                                       ex, &hidden, &step);
                     cr_assert(p.step_s == step && p.hidden_s == hidden,
                               "%s %dx%dx%dx%d mode %d: step %.17g vs %.17g", names[i], dims[0],
                               dims[1], dims[2], dims[3], mode, p.step_s, step);
@@ -592,4 +594,31 @@ Test(plan, axmem_cuda_engine_memory_and_communication) {
     }
     cr_assert_eq(cuda.compute_s, fp32.compute_s);
     cr_assert(cuda.step_s >= bf16.step_s);
+}
+
+/* The memory-bound passes on one device, counted by hand from the op list of
+ * perfmodel_predict.c's memory(): 32 bytes a parameter (AdamW's 7 streams and the norm's read),
+ * per token and layer (10 + 16) C + (7/3 + 10/3) 3C + 2 C + (3 + 5) F fp32 elements, and 4
+ * passes over the fp32 logits; with micro-batches the activations' share repeats, the
+ * optimizer's does not; no mem_bw (an old profile) prices nothing. */
+Test(plan, memory_bound_passes_counted_by_hand) {
+    ax_model_config c = small();
+    ax_plan_machine pm = machine("h100");
+    pm.m.axmem_cuda = 0, pm.m.elem_bytes = 4;
+    int dims[4] = {1, 1, 1, 1}, B = 8, T = 256;
+    ax_plan_pred one, two;
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 1, 0, &one), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 2, 0, &two), AX_OK);
+    double C = c.dim, F = c.ffn, L = c.n_layers, N = (double)B * T;
+    double params = (double)ax_model_config_n_params(&c);
+    double per_tok_layer = 26 * C + (7.0 / 3 + 10.0 / 3) * 3 * C + 2 * C + 8 * F;
+    double want = 32 * params + 4 * N * L * per_tok_layer + 16 * N * c.vocab;
+    cr_assert_float_eq(one.stream_bytes, want, 1e-9 * want, "%.17g vs %.17g", one.stream_bytes,
+                       want);
+    cr_assert_float_eq(one.memory_s, want / pm.m.mem_bw, 1e-12 * one.memory_s);
+    /* two micro-batches of B / 2: the same activations' bytes, the optimizer's once */
+    cr_assert_float_eq(two.stream_bytes, want, 1e-9 * want);
+    pm.m.mem_bw = 0;
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 1, 0, &one), AX_OK);
+    cr_assert(one.memory_s == 0 && one.step_s == one.compute_s);
 }
