@@ -192,6 +192,15 @@ struct ax_backend {
                               int tanh_approx);
     void (*swiglu_backward_bf16)(ax_ctx *ctx, uint16_t *dh, const float *dout, const float *h,
                                  int N, int F);
+    /* optional (NULL: decoding multiplies the weights as they are, with matmul_forward): a
+     * weight matrix w[OC, C] copied once into a layout its few-row products (KV-cached decoding)
+     * read faster. matmul_pack_bytes(C, OC) is the copy's size (0: not packed), matmul_pack
+     * writes it (device memory the caller allocated), matmul_forward_packed is matmul_forward
+     * reading it. A backend sets all three or none (ax_matmul_packs). */
+    size_t (*matmul_pack_bytes)(int C, int OC);
+    void (*matmul_pack)(ax_ctx *ctx, void *packed, const float *w, int C, int OC);
+    void (*matmul_forward_packed)(ax_ctx *ctx, float *out, const float *inp, const void *packed,
+                                  int N, int C, int OC);
     int bf16; /* 1 when contexts may compute in AX_PREC_BF16 (ax_ctx_create_prec) */
 };
 

@@ -33,6 +33,23 @@ static inline void ax_matmul_forward(ax_ctx *ctx, float *out, const float *inp, 
                                      int N, int C, int OC) {
     ctx->be->matmul_forward(ctx, out, inp, w, N, C, OC);
 }
+/* packed weights for decoding (backend.h, matmul_pack_bytes): 1 when this context's backend
+ * packs; the bytes of w[OC, C]'s packed copy; the copy written into `packed`; and out[N,OC] = inp
+ * W^T from it. On the CPU each output is one fused multiply-add chain over k in order, so a
+ * row's result does not depend on the batch it is in or the thread count. */
+static inline int ax_matmul_packs(const ax_ctx *ctx) {
+    return ctx->be->matmul_pack_bytes && ctx->be->matmul_pack && ctx->be->matmul_forward_packed;
+}
+static inline size_t ax_matmul_pack_bytes(const ax_ctx *ctx, int C, int OC) {
+    return ax_matmul_packs(ctx) ? ctx->be->matmul_pack_bytes(C, OC) : 0;
+}
+static inline void ax_matmul_pack(ax_ctx *ctx, void *packed, const float *w, int C, int OC) {
+    ctx->be->matmul_pack(ctx, packed, w, C, OC);
+}
+static inline void ax_matmul_forward_packed(ax_ctx *ctx, float *out, const float *inp,
+                                            const void *packed, int N, int C, int OC) {
+    ctx->be->matmul_forward_packed(ctx, out, inp, packed, N, C, OC);
+}
 /* dinp[N,C] += dout W ; dw[OC,C] += dout^T inp. Either output may be NULL (skipped). */
 static inline void ax_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
                                       const float *inp, const float *w, int N, int C, int OC) {

@@ -471,7 +471,7 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
     int rd = model_rotary_dim(c); /* the table [T, rd/2]: only the rotating dims */
     if (rd) ax_rope_table(ctx, m->rope_cos, m->rope_sin, T, rd, c->rope_theta);
-    m->stale = 1;
+    model_weights_changed(m);
     *out = m;
     return AX_OK;
 oom:
@@ -507,6 +507,7 @@ void ax_model_free(ax_model_t *m) {
     ax_params_range(ctx, m->params, 0);
     stream_free(m);
     ax_dev_free(ctx, m->act_arena), ax_dev_free(ctx, m->dec_arena);
+    ax_dev_free(ctx, m->dec_pack_arena), ax_host_free(ctx, m->dec_pack);
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
     ax_host_free(ctx, m->lt);
@@ -570,7 +571,7 @@ ax_status ax_model_read_grads(const ax_model_t *m, float *host, int64_t off, int
 ax_status ax_model_write_params(ax_model_t *m, const float *host, int64_t off, int64_t n) {
     AX_CHECK(slab_range(m, "ax_model_write_params", off, n));
     ax_copy(m->ctx, m->params + off, host, (size_t)n * sizeof(float), AX_COPY_H2D);
-    m->stale = 1; /* the blocks gathered over Z hold the old values */
+    model_weights_changed(m); /* the blocks gathered over Z hold the old values */
     return ax_ctx_status(m->ctx);
 }
 int ax_model_n_tensors(const ax_model_t *m) {
@@ -703,7 +704,7 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
         }
         ax_unmap(m->ctx, m->params + p->shard_off, dst, bytes, AX_MAP_WRITE);
     }
-    m->stale = 1;
+    model_weights_changed(m);
 }
 
 ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *slab, float *global_out) {
@@ -766,5 +767,5 @@ void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, ax_slab 
         dst[e] = gi < 0 ? 0.0f : global[gi];
     }
     ax_unmap(m->ctx, local + p->shard_off, dst, bytes, AX_MAP_WRITE);
-    m->stale = 1;
+    model_weights_changed(m);
 }

@@ -4,8 +4,72 @@
 #include "lib/model/model_internal.h"
 #include "lib/backend/ops.h"
 #include "lib/model/sample.h"
+#include "lib/core/log.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the tensors a decoding step multiplies: every layer's four matrices and the LM head */
+static int packed_tensors(const ax_model_t *m, int *t) {
+    static const int slots[] = {L_WQKV, L_WO, L_WUP, L_WDOWN};
+    int n = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int s = 0; s < 4; s++)
+            if (LT(m, l, slots[s]) >= 0) t[n++] = LT(m, l, slots[s]);
+    t[n++] = m->t_head;
+    return n;
+}
+
+/* Decoding's packed weights (model_internal.h): one block sized for every multiplied tensor,
+ * once per model. Where it cannot be had (a backend without packing, AXMEM_DECODE_PACK=0, out
+ * of memory) decoding multiplies the gathered blocks as they are: the same results to rounding,
+ * not the same bits. */
+static void pack_alloc(ax_model_t *m) {
+    if (m->dec_pack_tried) return;
+    m->dec_pack_tried = 1;
+    const char *e = getenv("AXMEM_DECODE_PACK");
+    if (!ax_matmul_packs(m->ctx) || m->gin16 || (e && !strcmp(e, "0"))) return;
+    int *t = ax_host_alloc(m->ctx, sizeof(int) * (size_t)(4 * m->cfg.n_layers + 1));
+    m->dec_pack = ax_host_alloc(m->ctx, sizeof(void *) * (size_t)m->n_tensors);
+    if (!t || !m->dec_pack) goto fail;
+    int n = packed_tensors(m, t);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const tp_tensor *p = &m->tp[t[i]];
+        total += (ax_matmul_pack_bytes(m->ctx, (int)p->cols_l, (int)p->rows_l) + 63) / 64 * 64;
+    }
+    m->dec_pack_arena = ax_dev_alloc(m->ctx, total);
+    if (!m->dec_pack_arena) {
+        AX_WARN("decoding: no memory for packed weights (%.0f MB): multiplying them unpacked, "
+                "slower",
+                (double)total / 1e6);
+        goto fail;
+    }
+    char *at = m->dec_pack_arena;
+    for (int i = 0; i < n; i++) {
+        const tp_tensor *p = &m->tp[t[i]];
+        m->dec_pack[t[i]] = at;
+        at += (ax_matmul_pack_bytes(m->ctx, (int)p->cols_l, (int)p->rows_l) + 63) / 64 * 64;
+    }
+    m->pack_gen = m->wgen - 1; /* made at the first step */
+    ax_host_free(m->ctx, t);
+    return;
+fail:
+    ax_host_free(m->ctx, t), ax_host_free(m->ctx, m->dec_pack);
+    m->dec_pack = NULL;
+}
+
+/* the packed copies from the gathered blocks, when the weights changed since they were made */
+static void pack_refresh(ax_model_t *m) {
+    if (!m->dec_pack_arena || m->pack_gen == m->wgen) return;
+    for (int t = 0; t < m->n_tensors; t++)
+        if (m->dec_pack[t]) {
+            const tp_tensor *p = &m->tp[t];
+            ax_matmul_pack(m->ctx, m->dec_pack[t], p->full, (int)p->cols_l, (int)p->rows_l);
+        }
+    m->pack_gen = m->wgen;
+}
 
 ax_status ax_model_decode_begin(ax_model_t *m, int B) {
     if (m->stream)
@@ -13,6 +77,7 @@ ax_status ax_model_decode_begin(ax_model_t *m, int B) {
                                      "model without stream_z (layer-streamed weights)");
     if (B < 1 || B > m->B * m->T)
         return ax_errorf(AX_ERR_ARG, "decoding batch %d must be in [1, %d]", B, m->B * m->T);
+    pack_alloc(m);
     if (m->dec_arena && B <= m->dec_B) return AX_OK; /* positions restart at 0: overwritten */
     ax_ctx *ctx = m->ctx;
     int L = m->cfg.n_layers, D = m->cfg.dim / m->cfg.n_heads, gy = m->dims[AX_AXIS_Y];
@@ -62,6 +127,7 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         for (int t = 0; t < m->n_tensors; t++) tp_gather_end(m, t);
         m->stale = 0;
     }
+    pack_refresh(m);
     ax_copy(m->ctx, m->inputs_copy, tokens, (size_t)B * sizeof(int32_t), AX_COPY_H2D);
     ax_embedding_shard_forward(m->ctx, x, m->inputs_copy, m->tp[m->t_wte].full, B, Cx, m->v0,
                                m->vvalid);
@@ -73,7 +139,7 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
                 *sin_t = m->rope_sin + (long)pos * (rd / 2);
     for (int l = 0; l < c->n_layers; l++) {
         tp_norm_forward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), s->ln1, s->mean1, s->rstd1, x, B);
-        tp_linear_forward_gin(m, LT(m, l, L_WQKV), s->qkv, s->ln1, B);
+        tp_linear_forward_dec(m, LT(m, l, L_WQKV), s->qkv, s->ln1, B);
         tp_bias_forward(m, LT(m, l, L_BQKV), s->qkv, B);
         if (rd) { /* one position per sequence: B "sequences" of length 1 at angle table row pos */
             ax_rope_partial_forward(m->ctx, s->qkv, cos_t, sin_t, B, 1, Hy, D, rd, Q3);
@@ -85,18 +151,18 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         ax_copy_rows(m->ctx, q, Cy, s->qkv, Q3, B, Cy);
         ax_attention_decode_gqa(m->ctx, s->atty, q, m->kcache[l], m->vcache[l], B, Hy, Hky, D,
                                 pos + 1, m->T);
-        tp_linear_forward(m, LT(m, l, L_WO), x_mid, s->atty, B);
+        tp_linear_forward_dec(m, LT(m, l, L_WO), x_mid, s->atty, B);
         tp_bias_forward(m, LT(m, l, L_BO), x_mid, B);
         if (!par) ax_accumulate(m->ctx, x_mid, x, (long)B * Cx);
         tp_norm_forward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), s->ln2, s->mean2, s->rstd2,
                         par ? x : x_mid, B);
-        tp_linear_forward_gin(m, LT(m, l, L_WUP), s->h, s->ln2, B);
+        tp_linear_forward_dec(m, LT(m, l, L_WUP), s->h, s->ln2, B);
         tp_bias_forward(m, LT(m, l, L_BUP), s->h, B);
         tp_mlp_act_forward(m, s->hs, s->h, B);
         /* the layer's output replaces x: the MLP branch goes to a scratch row block first when
          * x is still needed for the parallel residual */
         float *out = par ? s->res : x;
-        tp_linear_forward_gin(m, LT(m, l, L_WDOWN), out, s->hs, B);
+        tp_linear_forward_dec(m, LT(m, l, L_WDOWN), out, s->hs, B);
         tp_bias_forward(m, LT(m, l, L_BDOWN), out, B);
         ax_accumulate(m->ctx, out, x_mid, (long)B * Cx);
         if (par) {
@@ -105,7 +171,7 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         }
     }
     tp_norm_forward(m, m->t_normf, m->t_normfb, m->lnf, m->meanf, m->rstdf, x, B);
-    tp_linear_forward_gin(m, m->t_head, m->dec_logits, m->lnf, B);
+    tp_linear_forward_dec(m, m->t_head, m->dec_logits, m->lnf, B);
 }
 
 const float *ax_model_decode_logits(const ax_model_t *m) {

@@ -183,7 +183,21 @@ struct ax_model {
     float *dec_logits;        /* [dec_B, Vl] */
     float *dec_all;           /* [Gy, dec_B, Vl] logits all-gathered over Y */
     double *dec_best;         /* host [3 dec_B]: argmax (value, -id) pairs and a column */
+    /* decoding's packed weights (backends with ax_matmul_packs, unless AXMEM_DECODE_PACK=0):
+     * one device block, tensor t's copy at dec_pack[t] (NULL: multiplied as it is). They are
+     * made from the gathered blocks at the first step after a weight write: wgen counts the
+     * writes (model_weights_changed), pack_gen is the count the copies were made at. */
+    void *dec_pack_arena;
+    void **dec_pack;
+    unsigned long wgen, pack_gen;
+    int dec_pack_tried; /* the block was sized (and allocated if it could be) */
 };
+
+/* the parameters were written: gathered blocks (and decoding's packed copies) are stale */
+static inline void model_weights_changed(ax_model_t *m) {
+    m->stale = 1;
+    m->wgen++;
+}
 
 static inline int LT(const ax_model_t *m, int l, int slot) {
     return m->lt[l * L_SLOTS + slot];
@@ -217,6 +231,8 @@ void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, con
                         int N);
 /* the same with `in` one of the GEMM-only activations (ln1, ln2, hs, lnf: bf16 when gin16) */
 void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int N);
+/* the same in a decoding step: from tensor t's packed copy when it has one */
+void tp_linear_forward_dec(ax_model_t *m, int t, float *out, const void *in, int N);
 void tp_linear_backward_gin(ax_model_t *m, int t, float *din, const float *dout, const void *in,
                             int N);
 /* hs = the MLP activation (SwiGLU or GELU) of h [N, 2 Fy or Fy], into a GEMM-only activation */

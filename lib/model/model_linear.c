@@ -57,6 +57,15 @@ void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N)
 void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int N) {
     linear_forward(m, t, out, in, m->gin16, N);
 }
+void tp_linear_forward_dec(ax_model_t *m, int t, float *out, const void *in, int N) {
+    tp_tensor *p = &m->tp[t];
+    if (!m->dec_pack || !m->dec_pack[t] || m->gin16) {
+        linear_forward(m, t, out, in, m->gin16, N);
+        return;
+    }
+    ax_matmul_forward_packed(m->ctx, out, in, m->dec_pack[t], N, (int)p->cols_l, (int)p->rows_l);
+    allreduce_sum(m, out_axis(p), out, (long)N * p->rows_l);
+}
 
 /* rows of dW per GEMM chunk while an all-reduce is in flight: small enough to give the
  * transport progress often, large enough to keep the GEMM efficient */

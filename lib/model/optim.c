@@ -90,7 +90,7 @@ ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gno
         ax_adamw_update(o->ctx, p + off, g + off, o->m + off, o->v + off, (long)n, (float)lr,
                         o->cfg.beta1, o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
     }
-    model->stale = 1; /* the blocks gathered over Z hold the old values */
+    model_weights_changed(model); /* the blocks gathered over Z hold the old values */
     *gnorm = norm;
     return AX_OK;
 }

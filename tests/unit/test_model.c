@@ -217,6 +217,43 @@ Test(model, kv_cached_decoding_matches_forward) {
     ax_model_free(m);
 }
 
+/* Decoding multiplies packed copies of the weights (ax_matmul_packs): after the weights change
+ * (here re-initialised, then a training forward, which gathers them and clears the model's
+ * stale flag) the next decoding step must repack, or it would decode with the old model. */
+Test(model, kv_cached_decoding_repacks_after_a_weight_write) {
+    ax_model_config c = tiny_cfg(0);
+    int B = 2, T = 6;
+    ax_model_t *m = NULL;
+    cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK);
+    ax_model_init(m, 5);
+    int32_t in[12], tg[12];
+    uint8_t mask[12];
+    make_batch(B * T, c.vocab, in, tg, mask, 6);
+    cr_assert_eq(ax_model_decode_begin(m, B), AX_OK);
+    int32_t tok[2] = {in[0], in[T]};
+    ax_model_decode_step(m, tok, 0); /* packs the seed-5 weights */
+    ax_model_init(m, 9);
+    ax_model_forward(m, in, tg, mask, B, 1.0f, 0);
+    float *ref = malloc(sizeof(float) * (size_t)B * T * c.vocab);
+    cr_assert_eq(ax_model_read_logits(m, ref), AX_OK);
+    cr_assert_eq(ax_model_decode_begin(m, B), AX_OK);
+    float *full = malloc(sizeof(float) * (size_t)B * c.vocab);
+    for (int pos = 0; pos < T; pos++) {
+        int32_t t2[2] = {in[pos], in[T + pos]};
+        ax_model_decode_step(m, t2, pos);
+        cr_assert_eq(ax_model_decode_full_logits(m, full), AX_OK);
+        for (int b = 0; b < B; b++)
+            for (int v = 0; v < c.vocab; v++) {
+                float want = ref[((long)b * T + pos) * c.vocab + v];
+                cr_assert(fabsf(full[(long)b * c.vocab + v] - want) <= 1e-4f * (1 + fabsf(want)),
+                          "pos %d seq %d logit %d: %g vs %g (stale packed weights?)", pos, b, v,
+                          full[(long)b * c.vocab + v], want);
+            }
+    }
+    free(ref), free(full);
+    ax_model_free(m);
+}
+
 /* The slabs live in backend memory: host code copies through ax_model_read/write_*, which check
  * their ranges, and what they read is what the model computes with. */
 Test(model, slab_and_activation_copies) {

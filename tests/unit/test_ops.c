@@ -335,6 +335,50 @@ Test(ops, matmul_forward_few_rows_gemv) {
             }
 }
 
+/* decoding's packed weights (gemv_packed.c): against the float64 reference for every tail (N %
+ * 8 and % 4, OC % 48 and % 24, C below and above the k block), the same bits on 1 to 4 threads,
+ * and a row's bits whatever batch it is in */
+Test(ops, matmul_forward_packed) {
+    seed(29);
+    cr_assert(ax_matmul_packs(CTX), "the CPU backend packs");
+    const int Ns[] = {1, 2, 5, 8, 13, 32, 40};
+    const int Cs[] = {1, 7, 33, 2100}, OCs[] = {1, 23, 48, 49, 97, 300};
+    for (size_t a = 0; a < sizeof Ns / sizeof *Ns; a++)
+        for (size_t b = 0; b < sizeof Cs / sizeof *Cs; b++)
+            for (size_t c = 0; c < sizeof OCs / sizeof *OCs; c++) {
+                int N = Ns[a], C = Cs[b], OC = OCs[c];
+                float *inp = frand((long)N * C, 1), *w = frand((long)OC * C, 0.5);
+                size_t bytes = ax_matmul_pack_bytes(CTX, C, OC);
+                cr_assert(bytes >= sizeof(float) * (size_t)OC * C, "pack bytes %zu", bytes);
+                float *pk = fzeros((long)(bytes / sizeof(float)));
+                ax_matmul_pack(CTX, pk, w, C, OC);
+                float *out = fzeros((long)N * OC);
+                double *want = dzeros((long)N * OC);
+                ref_gemm('N', 'T', N, OC, C, 1, inp, C, w, C, 0, want, OC, want);
+                char what[64];
+                snprintf(what, sizeof what, "packed N=%d C=%d OC=%d", N, C, OC);
+                omp_set_num_threads(1);
+                ax_matmul_forward_packed(CTX, out, inp, pk, N, C, OC);
+                expect_close(what, out, want, (long)N * OC, TOL_FWD * 2);
+                for (int nt = 2; nt <= 4; nt++) {
+                    float *o2 = fzeros((long)N * OC);
+                    omp_set_num_threads(nt);
+                    ax_matmul_forward_packed(CTX, o2, inp, pk, N, C, OC);
+                    cr_expect(!memcmp(o2, out, sizeof(float) * N * OC),
+                              "%s: %d threads change the bits", what, nt);
+                    free(o2);
+                }
+                omp_set_num_threads(1);
+                float *one = fzeros(OC);
+                for (int r = 0; r<N; r += N - 1> 0 ? N - 1 : 1) {
+                    ax_matmul_forward_packed(CTX, one, inp + (long)r * C, pk, 1, C, OC);
+                    cr_expect(!memcmp(one, out + (long)r * OC, sizeof(float) * OC),
+                              "%s: row %d alone differs from the batch's", what, r);
+                }
+                free(one), free(inp), free(w), free(pk), free(out), free(want);
+            }
+}
+
 /* ---------------------------------------------------------------- embedding */
 
 Test(ops, embedding) {

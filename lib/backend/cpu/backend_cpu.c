@@ -110,6 +110,9 @@ static const ax_backend cpu_backend = {
     .gelu_backward = ax_cpu_gelu_backward,
     .bias_add = ax_cpu_bias_add,
     .bias_backward = ax_cpu_bias_backward,
+    .matmul_pack_bytes = ax_cpu_matmul_pack_bytes,
+    .matmul_pack = ax_cpu_matmul_pack,
+    .matmul_forward_packed = ax_cpu_matmul_forward_packed,
 };
 
 const ax_backend *ax_backend_cpu(void) {

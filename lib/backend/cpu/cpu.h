@@ -33,6 +33,12 @@ void ax_cpu_matmul_forward(ax_ctx *ctx, float *out, const float *inp, const floa
  * the result does not depend on the thread count. */
 #define AX_CPU_GEMV_MAX_N 32
 void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, int C, int OC);
+/* decoding's packed weights (lib/backend/cpu/gemv_packed.c): column groups of w[OC, C], each
+ * output one FMA chain over k in order (the same bits at any N and thread count) */
+size_t ax_cpu_matmul_pack_bytes(int C, int OC);
+void ax_cpu_matmul_pack(ax_ctx *ctx, void *packed, const float *w, int C, int OC);
+void ax_cpu_matmul_forward_packed(ax_ctx *ctx, float *out, const float *inp, const void *packed,
+                                  int N, int C, int OC);
 void ax_cpu_matmul_backward(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
                             const float *inp, const float *w, int N, int C, int OC);
 void ax_cpu_embedding_forward(ax_ctx *ctx, float *out, const int32_t *tokens, const float *wte,
