@@ -11,11 +11,13 @@
  * OMP_NUM_THREADS) */
 #include "lib/model/model.h"
 #include "lib/backend/cpu/perf.h"
+#include "lib/backend/ops.h"
 #include "lib/core/timer.h"
 
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* GB/s of an OpenMP-parallel read of `bytes` (a float sum the compiler vectorises), median of 3
  * after a warm-up. Each thread walks READ_STREAMS parts of its share side by side, as the
@@ -109,7 +111,11 @@ int main(int argc, char **argv) {
     double bound = t_bw > t_flop ? t_bw : t_flop;
     printf("bench_decode: gpt2-124m-shaped, batch %d, %d positions, %d threads\n", B, P,
            omp_get_max_threads());
-    printf("  %.1f ms per step, %.0f tokens/s\n", 1e3 * per_step, B / per_step);
+    const char *pk = getenv("AXMEM_DECODE_PACK");
+    printf("  %.1f ms per step, %.0f tokens/s (weights %s)\n", 1e3 * per_step, B / per_step,
+           ax_matmul_packs(ax_model_ctx(m)) && !(pk && !strcmp(pk, "0"))
+               ? "packed for decoding"
+               : "unpacked: AXMEM_DECODE_PACK=0 or a backend without packing");
     printf("  bound %.1f ms (weights %.0f MB + KV cache %.0f MB read at %.1f GB/s: %.1f ms; "
            "%.1f GFLOP at %.0f GFLOP/s: %.1f ms; copy rate %.1f GB/s)\n",
            1e3 * bound, params * 4 / 1e6, kv / 1e6, bw / 1e9, 1e3 * t_bw, 2 * params * B / 1e9,

@@ -289,6 +289,47 @@ Test(ops, matmul_larger_shapes) {
     free(inp), free(w), free(out), free(want);
 }
 
+/* a few-row product out[N, OC] (one thread) against itself on 2-4 threads (the same bits) and
+ * against each row alone (the same bits: a sequence decodes the same at any --batch). run(arg,
+ * out, inp, N) computes the product; rows run through `alone` when not NULL. */
+typedef void (*few_rows_fn)(const void *arg, float *out, const float *inp, int N);
+static void expect_invariant_bits(const char *what, few_rows_fn run, few_rows_fn alone,
+                                  const void *arg, const float *inp, const float *out, int N, int C,
+                                  int OC) {
+    for (int nt = 2; nt <= 4; nt++) {
+        float *o2 = fzeros((long)N * OC);
+        omp_set_num_threads(nt);
+        run(arg, o2, inp, N);
+        cr_expect(!memcmp(o2, out, sizeof(float) * N * OC), "%s: %d threads change the bits", what,
+                  nt);
+        free(o2);
+    }
+    omp_set_num_threads(1);
+    float *one = fzeros(OC);
+    for (int r = 0; r<N; r += N - 1> 0 ? N - 1 : 1) {
+        (alone ? alone : run)(arg, one, inp + (long)r * C, 1);
+        cr_expect(!memcmp(one, out + (long)r * OC, sizeof(float) * OC),
+                  "%s: row %d alone differs from the batch's", what, r);
+    }
+    free(one);
+}
+typedef struct {
+    const float *w;
+    int C, OC;
+} few_rows_args;
+static void run_gemv(const void *arg, float *out, const float *inp, int N) {
+    const few_rows_args *a = arg;
+    ax_cpu_gemv_forward(out, inp, a->w, N, a->C, a->OC);
+}
+static void run_matmul(const void *arg, float *out, const float *inp, int N) {
+    const few_rows_args *a = arg;
+    ax_matmul_forward(CTX, out, inp, a->w, N, a->C, a->OC);
+}
+static void run_packed(const void *arg, float *out, const float *inp, int N) {
+    const few_rows_args *a = arg; /* w: the packed copy */
+    ax_matmul_forward_packed(CTX, out, inp, a->w, N, a->C, a->OC);
+}
+
 /* matmul_forward for a few rows (decoding's batches: N <= AX_CPU_GEMV_MAX_N) runs gemv.c's
  * kernel: against the float64 reference and dnnl_sgemm for every tile tail (N % 4 = 1..3,
  * OC % 5 = 1..4, C % 16 and C < 16), the same bits on 1 to 4 threads (OC = 1000: threads take
@@ -314,23 +355,8 @@ Test(ops, matmul_forward_few_rows_gemv) {
                 ax_sgemm('N', 'T', N, OC, C, 1.0f, inp, C, w, C, 0.0f, blas, OC);
                 double *bd = todbl(blas, (long)N * OC);
                 expect_close(what, out, bd, (long)N * OC, TOL_FWD * 4);
-                for (int nt = 2; nt <= 4; nt++) {
-                    float *o2 = fzeros((long)N * OC);
-                    omp_set_num_threads(nt);
-                    ax_cpu_gemv_forward(o2, inp, w, N, C, OC);
-                    cr_expect(!memcmp(o2, out, sizeof(float) * N * OC),
-                              "%s: %d threads change the bits", what, nt);
-                    free(o2);
-                }
-                omp_set_num_threads(1);
-                /* a row's result does not depend on the batch around it (paired or alone) */
-                float *one = fzeros(OC);
-                for (int r = 0; r<N; r += N - 1> 0 ? N - 1 : 1) {
-                    ax_matmul_forward(CTX, one, inp + (long)r * C, w, 1, C, OC);
-                    cr_expect(!memcmp(one, out + (long)r * OC, sizeof(float) * OC),
-                              "%s: row %d alone differs from the batch's", what, r);
-                }
-                free(one);
+                few_rows_args args = {w, C, OC};
+                expect_invariant_bits(what, run_gemv, run_matmul, &args, inp, out, N, C, OC);
                 free(inp), free(w), free(out), free(blas), free(want), free(bd);
             }
 }
@@ -360,22 +386,9 @@ Test(ops, matmul_forward_packed) {
                 omp_set_num_threads(1);
                 ax_matmul_forward_packed(CTX, out, inp, pk, N, C, OC);
                 expect_close(what, out, want, (long)N * OC, TOL_FWD * 2);
-                for (int nt = 2; nt <= 4; nt++) {
-                    float *o2 = fzeros((long)N * OC);
-                    omp_set_num_threads(nt);
-                    ax_matmul_forward_packed(CTX, o2, inp, pk, N, C, OC);
-                    cr_expect(!memcmp(o2, out, sizeof(float) * N * OC),
-                              "%s: %d threads change the bits", what, nt);
-                    free(o2);
-                }
-                omp_set_num_threads(1);
-                float *one = fzeros(OC);
-                for (int r = 0; r<N; r += N - 1> 0 ? N - 1 : 1) {
-                    ax_matmul_forward_packed(CTX, one, inp + (long)r * C, pk, 1, C, OC);
-                    cr_expect(!memcmp(one, out + (long)r * OC, sizeof(float) * OC),
-                              "%s: row %d alone differs from the batch's", what, r);
-                }
-                free(one), free(inp), free(w), free(pk), free(out), free(want);
+                few_rows_args args = {pk, C, OC};
+                expect_invariant_bits(what, run_packed, NULL, &args, inp, out, N, C, OC);
+                free(inp), free(w), free(pk), free(out), free(want);
             }
 }
 
