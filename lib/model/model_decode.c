@@ -139,7 +139,7 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
                 *sin_t = m->rope_sin + (long)pos * (rd / 2);
     for (int l = 0; l < c->n_layers; l++) {
         tp_norm_forward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), s->ln1, s->mean1, s->rstd1, x, B);
-        tp_linear_forward_dec(m, LT(m, l, L_WQKV), s->qkv, s->ln1, B);
+        tp_linear_forward_dec(m, LT(m, l, L_WQKV), s->qkv, s->ln1, 1, B);
         tp_bias_forward(m, LT(m, l, L_BQKV), s->qkv, B);
         if (rd) { /* one position per sequence: B "sequences" of length 1 at angle table row pos */
             ax_rope_partial_forward(m->ctx, s->qkv, cos_t, sin_t, B, 1, Hy, D, rd, Q3);
@@ -151,18 +151,18 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         ax_copy_rows(m->ctx, q, Cy, s->qkv, Q3, B, Cy);
         ax_attention_decode_gqa(m->ctx, s->atty, q, m->kcache[l], m->vcache[l], B, Hy, Hky, D,
                                 pos + 1, m->T);
-        tp_linear_forward_dec(m, LT(m, l, L_WO), x_mid, s->atty, B);
+        tp_linear_forward_dec(m, LT(m, l, L_WO), x_mid, s->atty, 0, B);
         tp_bias_forward(m, LT(m, l, L_BO), x_mid, B);
         if (!par) ax_accumulate(m->ctx, x_mid, x, (long)B * Cx);
         tp_norm_forward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), s->ln2, s->mean2, s->rstd2,
                         par ? x : x_mid, B);
-        tp_linear_forward_dec(m, LT(m, l, L_WUP), s->h, s->ln2, B);
+        tp_linear_forward_dec(m, LT(m, l, L_WUP), s->h, s->ln2, 1, B);
         tp_bias_forward(m, LT(m, l, L_BUP), s->h, B);
         tp_mlp_act_forward(m, s->hs, s->h, B);
         /* the layer's output replaces x: the MLP branch goes to a scratch row block first when
          * x is still needed for the parallel residual */
         float *out = par ? s->res : x;
-        tp_linear_forward_dec(m, LT(m, l, L_WDOWN), out, s->hs, B);
+        tp_linear_forward_dec(m, LT(m, l, L_WDOWN), out, s->hs, 1, B);
         tp_bias_forward(m, LT(m, l, L_BDOWN), out, B);
         ax_accumulate(m->ctx, out, x_mid, (long)B * Cx);
         if (par) {
@@ -171,7 +171,7 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         }
     }
     tp_norm_forward(m, m->t_normf, m->t_normfb, m->lnf, m->meanf, m->rstdf, x, B);
-    tp_linear_forward_dec(m, m->t_head, m->dec_logits, m->lnf, B);
+    tp_linear_forward_dec(m, m->t_head, m->dec_logits, m->lnf, 1, B);
 }
 
 const float *ax_model_decode_logits(const ax_model_t *m) {

@@ -231,8 +231,9 @@ void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, con
                         int N);
 /* the same with `in` one of the GEMM-only activations (ln1, ln2, hs, lnf: bf16 when gin16) */
 void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int N);
-/* the same in a decoding step: from tensor t's packed copy when it has one */
-void tp_linear_forward_dec(ax_model_t *m, int t, float *out, const void *in, int N);
+/* either of the two in a decoding step (gin: `in` is a GEMM-only activation), from tensor t's
+ * packed copy when it has one */
+void tp_linear_forward_dec(ax_model_t *m, int t, float *out, const void *in, int gin, int N);
 void tp_linear_backward_gin(ax_model_t *m, int t, float *din, const float *dout, const void *in,
                             int N);
 /* hs = the MLP activation (SwiGLU or GELU) of h [N, 2 Fy or Fy], into a GEMM-only activation */

@@ -57,10 +57,11 @@ void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N)
 void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int N) {
     linear_forward(m, t, out, in, m->gin16, N);
 }
-void tp_linear_forward_dec(ax_model_t *m, int t, float *out, const void *in, int N) {
+void tp_linear_forward_dec(ax_model_t *m, int t, float *out, const void *in, int gin, int N) {
     tp_tensor *p = &m->tp[t];
-    if (!m->dec_pack || !m->dec_pack[t] || m->gin16) {
-        linear_forward(m, t, out, in, m->gin16, N);
+    int in16 = gin && m->gin16;
+    if (!m->dec_pack || !m->dec_pack[t] || in16) {
+        linear_forward(m, t, out, in, in16, N);
         return;
     }
     ax_matmul_forward_packed(m->ctx, out, in, m->dec_pack[t], N, (int)p->cols_l, (int)p->rows_l);
