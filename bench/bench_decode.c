@@ -107,6 +107,12 @@ int main(int argc, char **argv) {
         ax_model_decode_argmax(m, tok);
     }
     double dt = ax_now() - t0, per_step = dt / (P - 1);
+    /* prompt positions before the last: ax_model_decode_feed, no logits wanted */
+    ax_model_decode_begin(m, B);
+    ax_model_decode_step(m, tok, 0);
+    double t1 = ax_now();
+    for (int pos = 1; pos < P; pos++) ax_model_decode_feed(m, tok, pos);
+    double per_feed = (ax_now() - t1) / (P - 1);
     /* tied embeddings: the table is read once a step, as the LM head (the lookup reads B rows) */
     double params = (double)ax_model_n_params(m);
     /* steps at pos = 1..P-1 attend over pos + 1 cached positions: K and V, every layer */
@@ -117,6 +123,10 @@ int main(int argc, char **argv) {
     double gemm = gemm0 > gemm1 ? gemm0 : gemm1, bw = bw0 > bw1 ? bw0 : bw1;
     double t_bw = (params * 4 + kv) / bw, t_flop = 2 * params * B / gemm;
     double bound = t_bw > t_flop ? t_bw : t_flop;
+    /* a feed skips the LM head (the tied table) and the last layer after its qkv projection */
+    double C = c.dim, fed = params - (double)c.vocab * C - (C * C + 3 * C * c.ffn);
+    double f_bw = (fed * 4 + kv) / bw, f_flop = 2 * fed * B / gemm;
+    double f_bound = f_bw > f_flop ? f_bw : f_flop;
     printf("bench_decode: gpt2-124m-shaped, batch %d, %d positions, %d threads\n", B, P,
            omp_get_max_threads());
     const char *pk = getenv("AXMEM_DECODE_PACK");
@@ -132,6 +142,9 @@ int main(int argc, char **argv) {
            "(the higher is used)\n",
            gemm0 / 1e9, gemm1 / 1e9, bw0 / 1e9, bw1 / 1e9);
     printf("  ratio bound/measured = %.3f\n", bound / per_step);
+    printf("  prompt step (ax_model_decode_feed, no logits): %.1f ms, bound %.1f ms (%.0f MB of "
+           "weights), ratio %.3f\n",
+           1e3 * per_feed, 1e3 * f_bound, fed * 4 / 1e6, f_bound / per_feed);
     free(tok);
     ax_model_free(m);
     return 0;

@@ -386,14 +386,20 @@ static ax_status decode_all(ax_model_t *m, const ax_canary_set *s, int batch, in
         }
         AX_CHECK_GOTO(ax_model_decode_begin(m, B), done);
         for (int pos = 0; pos < end; pos++) {
+            int choose = 0; /* any canary chooses its next token after pos */
             for (int j = 0; j < B; j++) {
                 const ax_canary *c = &s->c[b0 + j];
                 const ax_exposure_row *r = &rows[b0 + j];
                 int Lp = 1 + c->prefix_tokens, S = r->n_generated;
+                choose |= pos >= Lp - 1;
                 tok[j] = pos == 0           ? eot
                          : pos < Lp         ? c->tokens[pos - 1]
                          : pos < Lp + S - 1 ? r->generated[pos - Lp]
                                             : 0; /* past its end: ignored */
+            }
+            if (!choose) { /* every canary still reads its prompt: no logits wanted */
+                ax_model_decode_feed(m, tok, pos);
+                continue;
             }
             ax_model_decode_step(m, tok, pos);
             AX_CHECK_GOTO(ax_model_decode_argmax(m, tok), done);

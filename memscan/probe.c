@@ -210,8 +210,11 @@ static ax_status decode(ax_model_t *m, const ax_axd_t *ds, const ax_probe_config
                                             : 0; /* past its end: ignored */
             }
             if (!act) break;
+            if (!choose) { /* every sequence still reads its prompt: no logits wanted */
+                ax_model_decode_feed(m, tok, pos);
+                continue;
+            }
             ax_model_decode_step(m, tok, pos);
-            if (!choose) continue; /* every sequence still reads its prompt */
             if (sampled) {
                 for (int j = 0; j < B; j++) {
                     int r = b0 + j, k = pos - (lead[j] + P) + 1;

@@ -190,6 +190,11 @@ ax_status ax_model_decode_begin(ax_model_t *m, int B);
  * arrays of the calls below hold this many entries. */
 int ax_model_decode_batch(const ax_model_t *m);
 void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos);
+/* A step whose logits nobody reads (a prompt token before the last): the caches come out bit
+ * for bit as ax_model_decode_step leaves them, but the last layer stops at its keys and values
+ * (no attention, MLP, final norm or LM head: for GPT-2-124M a third of a step's multiply-adds).
+ * The calls below refuse (AX_ERR_ARG) until the next ax_model_decode_step. */
+void ax_model_decode_feed(ax_model_t *m, const int32_t *tokens, int pos);
 /* Greedy choice over the whole vocabulary (all Y ranks): out[B], ties to the lowest id. */
 ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out);
 /* One draw per sequence from softmax(logits / T) truncated to the top-k ids and the top-p

@@ -78,6 +78,7 @@ ax_status ax_model_decode_begin(ax_model_t *m, int B) {
     if (B < 1 || B > m->B * m->T)
         return ax_errorf(AX_ERR_ARG, "decoding batch %d must be in [1, %d]", B, m->B * m->T);
     pack_alloc(m);
+    m->dec_logits_ok = 0;
     if (m->dec_arena && B <= m->dec_B) return AX_OK; /* positions restart at 0: overwritten */
     ax_ctx *ctx = m->ctx;
     int L = m->cfg.n_layers, D = m->cfg.dim / m->cfg.n_heads, gy = m->dims[AX_AXIS_Y];
@@ -114,7 +115,9 @@ int ax_model_decode_batch(const ax_model_t *m) {
     return m->dec_B;
 }
 
-void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
+/* One position for every sequence. With logits 0 the last layer stops once its keys and values
+ * are cached: its attention and MLP, the final norm and the LM head only feed the logits. */
+static void decode(ax_model_t *m, const int32_t *tokens, int pos, int logits) {
     const ax_model_config *c = &m->cfg;
     int B = m->dec_B, Cx = m->Cx, Cy = m->Cy, Hy = m->Hy, D = c->dim / c->n_heads;
     int Hky = m->Hky, Ky = m->Ky;
@@ -147,6 +150,7 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
         }
         ax_kv_append(m->ctx, m->kcache[l], m->vcache[l], s->qkv + Cy, s->qkv + Cy + Ky, Q3, B, Hky,
                      D, m->T, pos);
+        if (!logits && l == c->n_layers - 1) break;
         /* the query is the first Cy columns of each qkv row: compact it for the kernel */
         ax_copy_rows(m->ctx, q, Cy, s->qkv, Q3, B, Cy);
         ax_attention_decode_gqa(m->ctx, s->atty, q, m->kcache[l], m->vcache[l], B, Hy, Hky, D,
@@ -170,8 +174,28 @@ void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
             ax_copy(m->ctx, x, out, (size_t)B * Cx * sizeof(float), AX_COPY_D2D);
         }
     }
+    m->dec_logits_ok = logits;
+    if (!logits) return;
     tp_norm_forward(m, m->t_normf, m->t_normfb, m->lnf, m->meanf, m->rstdf, x, B);
     tp_linear_forward_dec(m, m->t_head, m->dec_logits, m->lnf, 1, B);
+}
+
+void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {
+    decode(m, tokens, pos, 1);
+}
+
+void ax_model_decode_feed(ax_model_t *m, const int32_t *tokens, int pos) {
+    decode(m, tokens, pos, 0);
+}
+
+/* the calls that read the last step's logits */
+static ax_status logits_ready(const ax_model_t *m, const char *what) {
+    if (m->dec_logits_ok) return AX_OK;
+    return ax_errorf(AX_ERR_ARG,
+                     "%s: no logits to read: the last decode step was ax_model_decode_feed (or "
+                     "none since ax_model_decode_begin); use ax_model_decode_step where the next "
+                     "token is chosen",
+                     what);
 }
 
 const float *ax_model_decode_logits(const ax_model_t *m) {
@@ -179,6 +203,7 @@ const float *ax_model_decode_logits(const ax_model_t *m) {
 }
 
 ax_status ax_model_decode_argmax(ax_model_t *m, int32_t *out) {
+    AX_CHECK(logits_ready(m, "ax_model_decode_argmax"));
     int B = m->dec_B;
     /* per sequence: (best value, -best id) maximised over Y ranks; the id as a double is exact */
     double *best = m->dec_best, *mx = m->dec_best + 2 * B;
@@ -204,6 +229,7 @@ static ax_status reduce_y(void *ctx, double *buf, int n, int is_max) {
 ax_status ax_model_decode_sample(ax_model_t *m, const ax_sample_params *p, const uint64_t *keys,
                                  int32_t *out) {
     int B = m->dec_B, Vl = m->Vl, valid = m->vvalid;
+    AX_CHECK(logits_ready(m, "ax_model_decode_sample"));
     AX_CHECK(ax_sample_params_check(p));
     /* the slice comes to the host (B x Vl floats a step, next to the LM head's B x C x Vl
      * multiply-adds): the threshold searches and the Gumbel draw run there, the same code
@@ -226,6 +252,7 @@ ax_status ax_model_decode_sample(ax_model_t *m, const ax_sample_params *p, const
 }
 
 ax_status ax_model_decode_full_logits(ax_model_t *m, float *out) {
+    AX_CHECK(logits_ready(m, "ax_model_decode_full_logits"));
     int B = m->dec_B, Vl = m->Vl, V = m->cfg.vocab, gy = m->dims[AX_AXIS_Y];
     if (gy == 1) /* a device copy: a size-1 collective would copy on the host */
         ax_copy(m->ctx, m->dec_all, m->dec_logits, (size_t)B * Vl * sizeof(float), AX_COPY_D2D);

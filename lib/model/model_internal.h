@@ -178,6 +178,7 @@ struct ax_model {
     int have_grad_logits;
     /* decoding: one device block (dec_arena) for the caches and logits */
     int dec_B;
+    int dec_logits_ok; /* dec_logits hold the last step's (ax_model_decode_feed leaves none) */
     void *dec_arena;
     float **kcache, **vcache; /* per layer [dec_B, Hky, T, D] */
     float *dec_logits;        /* [dec_B, Vl] */

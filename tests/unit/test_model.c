@@ -254,6 +254,58 @@ Test(model, kv_cached_decoding_repacks_after_a_weight_write) {
     ax_model_free(m);
 }
 
+/* A prompt fed with ax_model_decode_feed (no logits) leaves the caches as ax_model_decode_step
+ * does: every later step's logits are the same bits. Until a full step nothing reads logits. */
+static void feed_matches_step(ax_model_config c) {
+    int B = 2, T = 8, P = 5; /* feed positions 0..P-2, step from P-1 on */
+    ax_model_t *a = NULL, *b = NULL;
+    cr_assert_eq(ax_model_create(&c, B, T, &a), AX_OK);
+    cr_assert_eq(ax_model_create(&c, B, T, &b), AX_OK);
+    ax_model_init(a, 5), ax_model_init(b, 5);
+    int32_t in[16], tg[16];
+    uint8_t mask[16];
+    make_batch(B * T, c.vocab, in, tg, mask, 6);
+    cr_assert_eq(ax_model_decode_begin(a, B), AX_OK);
+    cr_assert_eq(ax_model_decode_begin(b, B), AX_OK);
+    int32_t arg[2];
+    cr_assert_eq(ax_model_decode_argmax(b, arg), AX_ERR_ARG, "argmax before any step");
+    ax_error_clear();
+    size_t n = (size_t)B * c.vocab;
+    float *la = malloc(sizeof(float) * n), *lb = malloc(sizeof(float) * n);
+    for (int pos = 0; pos < T; pos++) {
+        int32_t tok[2] = {in[pos], in[T + pos]};
+        ax_model_decode_step(a, tok, pos);
+        if (pos < P - 1) {
+            ax_model_decode_feed(b, tok, pos);
+            cr_assert_eq(ax_model_decode_argmax(b, arg), AX_ERR_ARG, "argmax after a feed");
+            cr_assert_eq(ax_model_decode_full_logits(b, lb), AX_ERR_ARG);
+            ax_sample_params sp = {.temperature = 1, .top_p = 1};
+            uint64_t keys[2] = {1, 2};
+            cr_assert_eq(ax_model_decode_sample(b, &sp, keys, arg), AX_ERR_ARG);
+            cr_assert(strstr(ax_error_msg(), "ax_model_decode_argmax: no logits"), "%s",
+                      ax_error_msg()); /* the first refusal's message is kept */
+            ax_error_clear();
+            continue;
+        }
+        ax_model_decode_step(b, tok, pos);
+        cr_assert_eq(ax_model_decode_full_logits(a, la), AX_OK);
+        cr_assert_eq(ax_model_decode_full_logits(b, lb), AX_OK);
+        cr_assert(memcmp(la, lb, sizeof(float) * n) == 0, "pos %d: logits differ after a feed",
+                  pos);
+        cr_assert_eq(ax_model_decode_argmax(b, arg), AX_OK);
+    }
+    cr_assert_eq(ax_model_status(b), AX_OK);
+    free(la), free(lb);
+    ax_model_free(a), ax_model_free(b);
+}
+
+Test(model, decode_feed_fills_the_caches_like_a_step) {
+    feed_matches_step(tiny_cfg(0));
+    ax_model_config neox = tiny_cfg(1); /* the last layer's parallel residual reads x itself */
+    neox.norm = AX_NORM_LAYER, neox.mlp = AX_MLP_GELU, neox.bias = 1, neox.parallel_residual = 1;
+    feed_matches_step(neox);
+}
+
 /* The slabs live in backend memory: host code copies through ax_model_read/write_*, which check
  * their ranges, and what they read is what the model computes with. */
 Test(model, slab_and_activation_copies) {
