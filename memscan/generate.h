@@ -18,6 +18,8 @@ typedef struct {
  * Collective. */
 ax_status ax_generate(ax_model_t *m, const ax_generate_config *c, int32_t *out);
 
+/* The k-th largest of a[0..n) (1 <= k <= n) as a descending sort would place it; reorders a. */
+float ax_kth_largest(float *a, int n, int k);
 /* Picks a token from logits[V] (temperature, top-k) with the uniform draw u in [0, 1).
  * scratch: V floats. Deterministic: the same logits and u give the same token. */
 int32_t ax_sample_token(const float *logits, int V, double temperature, int top_k, double u,

@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "lib/backend/backend.h"
+#include "lib/core/fastmath.h"
 
 /* ---- GEMM (CPU: oneDNN dnnl_sgemm) ----
  * C[m,n] = alpha * op(A)[m,k] op(B)[k,n] + beta * C, row-major, trans = 'N' or 'T'. */
@@ -206,30 +207,7 @@ static inline double ax_sum_squares(ax_ctx *ctx, const float *x, long n) {
 
 /* ---- helpers shared by the kernels (additions) ---- */
 
-/* expf that gcc -O3 vectorises (glibc's expf is a scalar call without -ffast-math): Cody-Waite
- * range reduction + degree-6 polynomial, max relative error ~2 ulp; exp(x) = 0 for x < -87.3
- * (flush instead of denormals), saturates at FLT_MAX-ish for x > 88.7. Deterministic. */
-static inline float ax_expf(float x) {
-    float xc = x < -87.33654f ? -87.33654f : x; /* ternaries, not fminf: those block vectorising */
-    xc = xc > 88.72283f ? 88.72283f : xc;
-    /* n = round(x / ln2) by the 1.5 * 2^23 trick (roundevenf does not vectorise in gcc 12) */
-    float n = (xc * 1.44269504088896341f + 12582912.f) - 12582912.f;
-    float r = fmaf(n, -0.693145751953125f, xc); /* ln2 split hi + lo: r exact-ish */
-    r = fmaf(n, -1.428606765330187045e-06f, r);
-    float p = 1.9875691500E-4f; /* Cephes expf minimax on [-ln2/2, ln2/2] */
-    p = fmaf(p, r, 1.3981999507E-3f);
-    p = fmaf(p, r, 8.3334519073E-3f);
-    p = fmaf(p, r, 4.1665795894E-2f);
-    p = fmaf(p, r, 1.6666665459E-1f);
-    p = fmaf(p, r, 5.0000001201E-1f);
-    p = fmaf(p, r * r, r + 1.0f);
-    union {
-        float f;
-        uint32_t u;
-    } b = {p};
-    b.u += (uint32_t)(int32_t)n << 23; /* scale by 2^n through the exponent field */
-    return x < -87.33654f ? 0.0f : b.f;
-}
+/* ax_expf, the vectorising expf: lib/core/fastmath.h */
 
 /* ---- sharded-hidden RMSNorm (hidden dim split over ranks; lib/backend/cpu/ops_shard.c) ----
  * Each rank holds C of the C_total columns. The per-row sums are all-reduced by the caller

@@ -17,10 +17,11 @@
 
 TestSuite(memscan_score, .init = ts_quiet, .fini = ts_cleanup, .timeout = 120);
 
-#define VOCAB 300
+/* the models' vocabulary: 300, or GPT-2's 50257 where the sums run over many chunks */
+static int VOCAB = 300;
 
 /* the last forward's logits [1, T, Vl] (a copy through the backend) */
-static float logit_buf[64 * 512];
+static float logit_buf[16 * 50304];
 static const float *logits(ax_model_t *m) {
     cr_assert_eq(ax_model_read_logits(m, logit_buf), AX_OK, "%s", ax_error_msg());
     return logit_buf;
@@ -48,7 +49,8 @@ static ax_model_t *tiny_model(int B, int T) {
     return m;
 }
 
-static void check(int batch, int want_dist) {
+/* the largest |error| of logp, mu and sigma against the float64 reference */
+static double check(int batch, int want_dist) {
     enum { T = 12, NS = 7 };
     ax_model_t *m = tiny_model(batch, T);
     int32_t seqs[NS][T + 1];
@@ -98,6 +100,7 @@ static void check(int batch, int want_dist) {
     ax_score_result_free(&r);
     ax_model_free(m);
     ax_model_free(m1);
+    return worst;
 }
 
 Test(memscan_score, brute_force_one_per_forward) {
@@ -108,6 +111,14 @@ Test(memscan_score, brute_force_batched_padded) {
 }
 Test(memscan_score, logp_only) {
     check(4, 0);
+}
+/* 50257 columns: the sums run in float over chunks of 512 (a short last one) and add the chunks
+ * in double; the float64 reference sums every column in double */
+Test(memscan_score, gpt2_vocabulary_chunked_sums) {
+    VOCAB = 50257;
+    double worst = check(3, 1);
+    VOCAB = 300;
+    cr_assert(worst < 2e-5, "worst error %g", worst);
 }
 
 Test(memscan_score, rejects_bad_lengths) {

@@ -2,6 +2,10 @@
  * the sampler behind the regurgitation scan. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/core/rng.h"
 
 #include "memscan/generate.h"
 #include "memscan/probe.h"
@@ -45,6 +49,44 @@ Test(scan_metrics, sampler_greedy_topk_and_frequencies) {
         hits += ax_sample_token(logits, 5, 1.0, 0, (i + 0.5) / n, scratch) == 2;
     cr_assert(fabs(hits / n - exp(1) / z) < 1e-3, "token 2 frequency %g vs %g", hits / n,
               exp(1) / z);
+}
+
+static int desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+/* the top-k cut is the value a descending sort puts at k - 1: rows with many ties (values drawn
+ * from a few levels), distinct values, sorted and reversed input, every k at small n and
+ * sampled k at GPT-2's vocabulary */
+Test(scan_metrics, kth_largest_matches_a_sort) {
+    enum { V = 50257 };
+    float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V),
+          *sorted = malloc(sizeof(float) * V);
+    for (int kind = 0; kind < 4; kind++)
+        for (int n = 1; n <= V; n = n < 40 ? n + 1 : n * 7 + 3) {
+            if (n > V) n = V;
+            for (int i = 0; i < n; i++) {
+                uint64_t r = ax_rng_below(kind + 1, (uint64_t)n, (uint64_t)i, 1000000);
+                a[i] = kind == 0   ? (float)(r % 5)         /* five levels: ties everywhere */
+                       : kind == 1 ? (float)r * 1e-3f - 500 /* mostly distinct */
+                       : kind == 2 ? (float)i               /* ascending */
+                                   : (float)(n - i);        /* descending */
+            }
+            memcpy(sorted, a, sizeof(float) * (size_t)n);
+            qsort(sorted, (size_t)n, sizeof(float), desc);
+            int step = n < 64 ? 1 : n / 37 + 1;
+            for (int k = 1; k <= n; k += step) {
+                memcpy(b, a, sizeof(float) * (size_t)n);
+                float got = ax_kth_largest(b, n, k);
+                cr_assert_eq(got, sorted[k - 1], "kind %d n %d k %d: %g vs %g", kind, n, k, got,
+                             sorted[k - 1]);
+            }
+            memcpy(b, a, sizeof(float) * (size_t)n);
+            cr_assert_eq(ax_kth_largest(b, n, n), sorted[n - 1], "kind %d n %d k = n", kind, n);
+            if (n == V) break;
+        }
+    free(a), free(b), free(sorted);
 }
 
 /* Clopper-Pearson against published values (and the closed forms at 0/n and n/n) */
