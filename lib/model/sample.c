@@ -57,13 +57,23 @@ static ax_status bisect(const float *x, const float *w, int B, long ld, int vali
         int open = 0;
         for (int b = 0; b < B; b++) open |= hi[b] - lo[b] > 1;
         if (!open) return AX_OK; /* the same decision on every shard: lo, hi are reduced values */
+            /* rows in parallel, each summed in order (its bits do not depend on the threads); a
+             * count (no weights) is exact in any order, so it runs as an integer SIMD reduction */
+#pragma omp parallel for schedule(static) if (B * (long)valid > 65536)
         for (int b = 0; b < B; b++) {
             const float *row = x + (long)b * ld;
-            const float *wr = w ? w + (long)b * valid : NULL;
             float tau = float_of((uint32_t)(lo[b] + floor((hi[b] - lo[b]) / 2)));
+            if (!w) {
+                long n = 0;
+#pragma omp simd reduction(+ : n)
+                for (int j = 0; j < valid; j++) n += row[j] >= tau;
+                f[b] = (double)n;
+                continue;
+            }
+            const float *wr = w + (long)b * valid;
             double s = 0;
             for (int j = 0; j < valid; j++)
-                if (row[j] >= tau) s += wr ? wr[j] : 1.0;
+                if (row[j] >= tau) s += wr[j];
             f[b] = s;
         }
         AX_CHECK(reduce(fn, rctx, f, B, 0));
@@ -86,9 +96,11 @@ ax_status ax_sample_rows(const float *x, int B, long ld, int valid, int v0, int 
     float *w = (float *)(tgt + B);
     double invT = 1.0 / p->temperature;
     /* the global maximum: the upper end of every search, and the top-p weights' reference */
+#pragma omp parallel for schedule(static) if (B * (long)valid > 65536)
     for (int b = 0; b < B; b++) {
         const float *row = x + (long)b * ld;
         float m = -INFINITY;
+#pragma omp simd reduction(max : m)
         for (int j = 0; j < valid; j++) m = row[j] > m ? row[j] : m;
         mx[b] = m;
     }
@@ -99,6 +111,7 @@ ax_status ax_sample_rows(const float *x, int B, long ld, int valid, int v0, int 
         AX_CHECK(bisect(x, NULL, B, ld, valid, lo, hi, tgt, buf, fn, rctx));
     }
     if (p->top_p < 1) { /* tau_p in [tau_k, max]: the nucleus of the top-k distribution */
+#pragma omp parallel for schedule(static) if (B * (long)valid > 65536)
         for (int b = 0; b < B; b++) {
             const float *row = x + (long)b * ld;
             float tau = float_of((uint32_t)lo[b]);
@@ -115,6 +128,7 @@ ax_status ax_sample_rows(const float *x, int B, long ld, int valid, int v0, int 
         AX_CHECK(bisect(x, w, B, ld, valid, lo, hi, tgt, buf, fn, rctx));
     }
     /* Gumbel-max over the kept ids: per row (best value, -lowest id holding it) */
+#pragma omp parallel for schedule(static) if (B * (long)valid > 65536)
     for (int b = 0; b < B; b++) {
         const float *row = x + (long)b * ld;
         float tau = float_of((uint32_t)lo[b]);
