@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
         ax_mpi_abort(2);
     }
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts;
-    ax_model_opts mo = {overlap, "cpu", recompute, stream};
+    ax_model_opts mo = {
+        .overlap = overlap, .device = "cpu", .recompute = recompute, .stream_z = stream};
     if (B % parts || ax_model_create_ex(g, &c, bl, T, &mo, &m) || ax_optim_create(m, &oc, &o)) {
         fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
         ax_mpi_abort(2);

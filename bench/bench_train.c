@@ -37,7 +37,7 @@ static int run(int steps, int B, int T, int recompute) {
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     ax_grid_t *g = NULL;
-    ax_model_opts mo = {0, "cpu", recompute, 0};
+    ax_model_opts mo = {.device = "cpu", .recompute = recompute};
     if (ax_grid_create_serial(&g) != AX_OK || ax_model_create_ex(g, &c, B, T, &mo, &m) != AX_OK ||
         ax_optim_create(m, &oc, &o) != AX_OK) {
         fprintf(stderr, "bench_train: T=%d: %s\n", T, ax_error_msg());

@@ -400,7 +400,7 @@ PY
   fi
 done
 
-# ---- 6. probe throughput on GPU vs CPU, the same checkpoint (target >= 10x) ----
+# ---- 6. probe and generate throughput on GPU vs CPU, the same checkpoint (target >= 10x) ----
 # A GPT-2-small-shaped model (12 layers, width 768, vocabulary 32768) saved after one step;
 # probed with 256 samples (32-token prefix, 32 greedy tokens, batch 64) on each device: the whole
 # command (process start, load and decoding) and the decoding alone (the probe's own line)
@@ -434,6 +434,27 @@ if timeout 120 "$AX" train --data "$T/kjv.axd" "${MID[@]}" --seq-len 128 --batch
     result PASS "probe throughput GPU vs CPU measured (above; a benchmark, not a comparison)"
   else
     result FAIL "probe throughput GPU vs CPU" "a probe run failed"
+  fi
+  # generate (top-k 40 sampling, batch 32) on the same checkpoint: the same generations on both
+  # devices are not expected (sampling amplifies rounding), only the decoding rates are compared
+  NGEN=$([ "$SELF_TEST" -eq 1 ] && echo 8 || echo 64)
+  declare -A GEN=()
+  if timeout 60 "$AX" memscan index --data "$T/kjv.axd" --out "$T/kjv.idx" >/dev/null 2>"$T/idx.err"; then
+    for dev in cpu "$GPU_DEV"; do
+      timeout 200 "$AX" memscan generate --ckpt "$T/mid" --index "$T/kjv.idx" --samples "$NGEN" --length 64 \
+        --batch 32 --seed 5 --device "$dev" --precision fp32 --out "$T/tg-$dev.json" >"$T/tg-$dev.out" \
+        2>"$T/tg-$dev.err" || { tail -3 "$T/tg-$dev.err"; continue; }
+      GEN[$dev]=$(sed -n 's/^generate: generated .* tokens in .* s: \([0-9.]*\) tokens\/s.*/\1/p' "$T/tg-$dev.out")
+      echo "  generate --device $dev: $NGEN x 64 tokens, decoding ${GEN[$dev]:-?} tokens/s"
+    done
+  else
+    tail -3 "$T/idx.err"
+  fi
+  if [ -n "${GEN[cpu]:-}" ] && [ -n "${GEN[$GPU_DEV]:-}" ]; then
+    echo "  generate GPU / CPU tokens/s: $(awk -v c="${GEN[cpu]}" -v g="${GEN[$GPU_DEV]}" 'BEGIN {printf "%.1f", g / c}')x (target >= 10x)"
+    result PASS "generate throughput GPU vs CPU measured (above; a benchmark, not a comparison)"
+  else
+    result FAIL "generate throughput GPU vs CPU" "a generate run (or the index) failed"
   fi
 else
   tail -3 "$T/mid.err"

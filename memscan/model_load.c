@@ -35,9 +35,10 @@ ax_status ax_ms_model_open(const char *dir, const char *grid_spec, const char *d
     AX_CHECK_GOTO(ax_grid_parse(grid_spec, dims), fail);
     AX_CHECK_GOTO(ax_grid_create(dims, &out->grid), fail);
     /* decoding runs up to B x T sequences at once */
+    /* scans run forwards and decode: no gradient slab */
+    ax_model_opts mo = {.overlap = 1, .device = device, .inference = 1};
     AX_CHECK_GOTO(
-        ax_model_create_dev(out->grid, &out->cfg, (batch + T - 1) / T, T, 1, device, &out->model),
-        fail);
+        ax_model_create_ex(out->grid, &out->cfg, (batch + T - 1) / T, T, &mo, &out->model), fail);
     AX_CHECK_GOTO(ax_model_load_blob(out->model, out->ck, "params",
                                      ax_model_slab(out->model, AX_SLAB_PARAMS)),
                   fail);

@@ -312,8 +312,10 @@ static ax_status build(run_state *r) {
     ax_model_config mc = ax_train_model_config(c);
     int T = (int)c->seq_len;
     AX_CHECK(ax_comm_select(c->comm));
-    ax_model_opts mo = {overlap_mode(c), AX_CFG_DEVICE_SPEC(c), c->recompute,
-                        !strcmp(c->z_gather, "layer")};
+    ax_model_opts mo = {.overlap = overlap_mode(c),
+                        .device = AX_CFG_DEVICE_SPEC(c),
+                        .recompute = c->recompute,
+                        .stream_z = !strcmp(c->z_gather, "layer")};
     AX_CHECK(ax_model_create_ex(r->grid, &mc, r->mb_local, T, &mo, &r->model));
     if (!strcmp(c->z_gather, "layer") && ax_grid_dim(r->grid, AX_AXIS_Z) == 1)
         AX_WARN("--z-gather layer does nothing on --grid %s: only a Z axis of more than one rank "

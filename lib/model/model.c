@@ -366,7 +366,7 @@ static ax_status check_backend_ops(const ax_backend *be, const ax_model_config *
 
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out) {
-    ax_model_opts o = {overlap, device, 0, 0};
+    ax_model_opts o = {.overlap = overlap, .device = device};
     return ax_model_create_ex(g, c, B, T, &o, out);
 }
 
@@ -386,6 +386,9 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
                          "sequence length %d exceeds the %d learned positions (--max-pos); use a "
                          "shorter --seq-len",
                          T, c->max_pos);
+    if (opts->inference && opts->stream_z)
+        return ax_errorf(AX_ERR_ARG, "an inference model does not stream its weights over Z "
+                                     "(ax_model_opts: inference with stream_z)");
     ax_ctx *ctx = NULL;
     AX_CHECK(ax_ctx_open(device, 0, &ctx)); /* "cuda:bf16": --device and --precision */
     const ax_backend *be = ctx->be;
@@ -415,6 +418,7 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     m->T = T;
     m->overlap = overlap;
     m->recompute = opts->recompute != 0;
+    m->inference = opts->inference != 0;
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y];
     m->Cx = c->dim / gx;
     m->Cy = c->dim / gy;
@@ -435,8 +439,8 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     build_tensors(m);
 
     m->params = falloc(m, m->n_local);
-    m->grads = falloc(m, m->n_local);
-    if (!m->params || !m->grads) goto oom;
+    m->grads = m->inference ? NULL : falloc(m, m->n_local);
+    if (!m->params || (!m->inference && !m->grads)) goto oom;
     int gz = dims[AX_AXIS_Z];
     m->stream = opts->stream_z && gz > 1;
     if (m->stream && stream_alloc(m) != AX_OK) goto oom; /* the layers' blocks: two slots */
@@ -445,9 +449,9 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
         if (p->rs_tmp) continue; /* a streamed layer tensor: its blocks are slots */
         if (gz == 1) {           /* the block is the shard: compute straight on the slabs */
             p->full = m->params + p->shard_off;
-            p->gfull = m->grads + p->shard_off;
+            p->gfull = m->inference ? NULL : m->grads + p->shard_off;
         } else if (!(p->full = falloc(m, p->shard_n * gz)) ||
-                   !(p->gfull = falloc(m, p->shard_n * gz))) {
+                   (!m->inference && !(p->gfull = falloc(m, p->shard_n * gz)))) {
             goto oom;
         }
         /* (the slots are not registered: a bf16 context converts what a gather brought there
@@ -543,6 +547,7 @@ int64_t ax_model_n_local(const ax_model_t *m) {
     return m->n_local;
 }
 ax_slab *ax_model_slab(ax_model_t *m, ax_model_slab_id which) {
+    if (which == AX_SLAB_GRADS && m->inference) return NULL;
     if (which == AX_SLAB_GRADS) { /* the caller may write through it */
         model_grads_settle(m);
         for (int i = 0; i < m->n_tensors; i++) m->tp[i].gss_ok = 0;
@@ -557,12 +562,21 @@ static ax_status slab_range(const ax_model_t *m, const char *fn, int64_t off, in
                      (long long)off, (long long)n, (long long)m->n_local);
 }
 
+ax_status model_needs_grads(const ax_model_t *m, const char *fn) {
+    if (!m->inference) return AX_OK;
+    return ax_errorf(AX_ERR_ARG,
+                     "%s: this model was created for inference (ax_model_opts.inference: no "
+                     "gradients); create it without that option to train",
+                     fn);
+}
+
 ax_status ax_model_read_params(const ax_model_t *m, float *host, int64_t off, int64_t n) {
     AX_CHECK(slab_range(m, "ax_model_read_params", off, n));
     ax_copy(m->ctx, host, m->params + off, (size_t)n * sizeof(float), AX_COPY_D2H);
     return ax_ctx_status(m->ctx);
 }
 ax_status ax_model_read_grads(const ax_model_t *m, float *host, int64_t off, int64_t n) {
+    AX_CHECK(model_needs_grads(m, "ax_model_read_grads"));
     AX_CHECK(slab_range(m, "ax_model_read_grads", off, n));
     model_grads_settle(m);
     ax_copy(m->ctx, host, m->grads + off, (size_t)n * sizeof(float), AX_COPY_D2H);
@@ -631,6 +645,10 @@ static size_t gfull_floats(const ax_model_t *m, const tp_tensor *p) {
  * is still stale when gradients are read (a forward without want_grad, no backward) is zeroed
  * then (model_grads_settle). */
 void ax_model_zero_grad(ax_model_t *m) {
+    if (m->inference) {
+        tp_note(m, model_needs_grads(m, "ax_model_zero_grad"));
+        return;
+    }
     int gz = m->dims[AX_AXIS_Z];
     if (gz > 1) /* the slab receives the reduce-scatters; the blocks are zeroed below */
         ax_zero(m->ctx, m->grads, (size_t)m->n_local * sizeof(float));
@@ -647,6 +665,7 @@ void ax_model_zero_grad(ax_model_t *m) {
 
 void model_grads_settle(const ax_model_t *cm) {
     ax_model_t *m = (ax_model_t *)cm; /* the gradients' value (zero) does not change */
+    if (m->inference) return;         /* none */
     for (int i = 0; i < m->n_tensors; i++) {
         tp_tensor *p = &m->tp[i];
         if (!p->g_stale) continue;
@@ -665,6 +684,7 @@ static int owns_replica(const ax_model_t *m, int i) {
 }
 
 ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
+    AX_CHECK(model_needs_grads(m, "ax_model_grad_sumsq"));
     double s = 0;
     model_grads_settle(m);
     if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0)

@@ -93,6 +93,11 @@ typedef struct {
      * bits with one micro-batch, the same to rounding with more (the sum over Z comes per
      * micro-batch). Decoding (probe, generate) needs a model without it. */
     int stream_z;
+    /* a model that only runs forwards and decodes (the scans): no gradient slab or blocks, a
+     * params-sized buffer less (494 MB for GPT-2-124M). Backward, zero_grad, grad_sumsq,
+     * read_grads and ax_optim_create refuse it (AX_ERR_ARG); ax_model_slab(.., AX_SLAB_GRADS)
+     * is NULL. Not with stream_z. */
+    int inference;
 } ax_model_opts;
 ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int T,
                              const ax_model_opts *opts, ax_model_t **out);

@@ -155,6 +155,7 @@ struct ax_model {
     /* activations: carved from one device block (act_arena). With recompute every layer has
      * its own res; the rest of acts[l] points at one shared set (acts[0]'s) */
     int recompute;
+    int inference; /* no gradients (ax_model_opts.inference): grads and every gfull NULL */
     void *act_arena;
     size_t act_bytes;
     layer_acts *acts;
@@ -225,6 +226,8 @@ static inline void tp_note(ax_model_t *m, ax_status s) {
 /* lib/model/model_linear.c: the tensor-parallel layers */
 /* zeroes the gradient blocks ax_model_zero_grad left stale (before anything reads them) */
 void model_grads_settle(const ax_model_t *m);
+/* AX_OK, or AX_ERR_ARG naming fn on an inference model (no gradients) */
+ax_status model_needs_grads(const ax_model_t *m, const char *fn);
 void tp_gather_begin(ax_model_t *m, int t); /* all-gather tensor t over Z (async w/ overlap) */
 void tp_gather_end(ax_model_t *m, int t);
 void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N);

@@ -140,6 +140,10 @@ void ax_model_backward(ax_model_t *m) {
 }
 
 void ax_model_backward_ex(ax_model_t *m, int last_micro) {
+    if (m->inference) {
+        tp_note(m, model_needs_grads(m, "ax_model_backward"));
+        return;
+    }
     if (!m->have_grad_logits) { /* forward ran without want_grad: nothing to do */
         model_grads_settle(m);
         return;

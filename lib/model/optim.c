@@ -24,6 +24,9 @@ double ax_lr_at(const ax_lr_schedule *s, long step) {
 
 ax_status ax_optim_create(ax_model_t *model, const ax_adamw_config *cfg, ax_optim_t **out) {
     *out = NULL;
+    if (model->inference)
+        return ax_errorf(AX_ERR_ARG, "ax_optim_create: the model was created for inference (no "
+                                     "gradients to step with)");
     ax_ctx *ctx = ax_model_ctx(model);
     int64_t n_local = ax_model_n_local(model);
     ax_optim_t *o = ax_host_alloc(ctx, sizeof *o);

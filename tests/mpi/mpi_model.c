@@ -206,7 +206,8 @@ static void run(ax_grid_t *g, int overlap) {
     ax_model_t *ref = NULL, *par = NULL;
     ax_optim_t *oref = NULL, *opar = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    ax_model_opts opts = {overlap, "cpu", g_recompute, g_stream};
+    ax_model_opts opts = {
+        .overlap = overlap, .device = "cpu", .recompute = g_recompute, .stream_z = g_stream};
     if (ax_model_create(&c, B, T, &ref) || ax_model_create_ex(g, &c, bl, T, &opts, &par) ||
         ax_optim_create(ref, &oc, &oref) || ax_optim_create(par, &oc, &opar)) {
         EXPECT(0, "setup: %s", ax_error_msg());
@@ -324,7 +325,8 @@ static void stream_vs_kept(ax_grid_t *g, int n_micro, int recompute) {
     float *grads[2] = {NULL, NULL};
     long n = 0;
     for (int k = 0; k < 2; k++) {
-        ax_model_opts o = {AX_OVERLAP_FORCE, "cpu", recompute, k};
+        ax_model_opts o = {
+            .overlap = AX_OVERLAP_FORCE, .device = "cpu", .recompute = recompute, .stream_z = k};
         ax_model_t *m = NULL;
         if (ax_model_create_ex(g, &c, bm, T, &o, &m) != AX_OK) {
             EXPECT(0, "setup: %s", ax_error_msg());

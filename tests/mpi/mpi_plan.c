@@ -47,7 +47,7 @@ static void step(ax_grid_t *g, const ax_model_config *c, int n_micro, int overla
     ax_model_t *m = NULL;
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    ax_model_opts mo = {overlap, "cpu", recompute, 0};
+    ax_model_opts mo = {.overlap = overlap, .device = "cpu", .recompute = recompute};
     EXPECT(ax_model_create_ex(g, c, BL, T, &mo, &m) == AX_OK &&
                ax_optim_create(m, &oc, &o) == AX_OK,
            "model: %s", ax_error_msg());

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/dist/grid.h"
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
 #include "lib/core/rng.h"
@@ -304,6 +305,71 @@ Test(model, decode_feed_fills_the_caches_like_a_step) {
     ax_model_config neox = tiny_cfg(1); /* the last layer's parallel residual reads x itself */
     neox.norm = AX_NORM_LAYER, neox.mlp = AX_MLP_GELU, neox.bias = 1, neox.parallel_residual = 1;
     feed_matches_step(neox);
+}
+
+/* An inference model (the scans' model) computes what a training model does, bit for bit, and
+ * refuses everything that needs gradients, with a message naming the call. */
+Test(model, inference_model_has_no_gradients) {
+    ax_model_config c = tiny_cfg(1);
+    int B = 2, T = 6;
+    ax_grid_t *g = NULL;
+    cr_assert_eq(ax_grid_create_serial(&g), AX_OK);
+    ax_model_t *train = NULL, *inf = NULL;
+    ax_model_opts to = {.device = "cpu"}, io = {.device = "cpu", .inference = 1};
+    cr_assert_eq(ax_model_create_ex(g, &c, B, T, &to, &train), AX_OK);
+    cr_assert_eq(ax_model_create_ex(g, &c, B, T, &io, &inf), AX_OK);
+    ax_model_init(train, 5), ax_model_init(inf, 5);
+    int32_t in[12], tg[12];
+    uint8_t mask[12];
+    make_batch(B * T, c.vocab, in, tg, mask, 6);
+    double la = ax_model_forward(train, in, tg, mask, B, 1.0f, 0);
+    double lb = ax_model_forward(inf, in, tg, mask, B, 1.0f, 0);
+    cr_assert_eq(la, lb, "loss %.17g vs %.17g", la, lb);
+    size_t n = (size_t)B * T * c.vocab;
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    cr_assert_eq(ax_model_read_logits(train, a), AX_OK);
+    cr_assert_eq(ax_model_read_logits(inf, b), AX_OK);
+    cr_assert(memcmp(a, b, sizeof(float) * n) == 0, "forward logits differ");
+    cr_assert_eq(ax_model_decode_begin(train, B), AX_OK);
+    cr_assert_eq(ax_model_decode_begin(inf, B), AX_OK);
+    for (int pos = 0; pos < T; pos++) {
+        int32_t tok[2] = {in[pos], in[T + pos]};
+        ax_model_decode_step(train, tok, pos), ax_model_decode_step(inf, tok, pos);
+        cr_assert_eq(ax_model_decode_full_logits(train, a), AX_OK);
+        cr_assert_eq(ax_model_decode_full_logits(inf, b), AX_OK);
+        cr_assert(memcmp(a, b, sizeof(float) * B * c.vocab) == 0, "decode pos %d differs", pos);
+    }
+    cr_assert_null(ax_model_slab(inf, AX_SLAB_GRADS));
+    double ss;
+    cr_assert_eq(ax_model_grad_sumsq(inf, &ss), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "ax_model_grad_sumsq: this model was created for inference"),
+              "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_model_read_grads(inf, a, 0, 4), AX_ERR_ARG);
+    ax_error_clear();
+    ax_optim_t *o = NULL;
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    cr_assert_eq(ax_optim_create(inf, &oc, &o), AX_ERR_ARG);
+    cr_assert_null(o);
+    ax_error_clear();
+    cr_assert_eq(ax_model_status(inf), AX_OK);
+    ax_model_forward(inf, in, tg, mask, B, 1.0f, 1);
+    ax_model_zero_grad(inf);
+    cr_assert_eq(ax_model_status(inf), AX_ERR_ARG, "zero_grad on an inference model");
+    cr_assert(strstr(ax_error_msg(), "ax_model_zero_grad"), "%s", ax_error_msg());
+    ax_model_clear_status(inf), ax_error_clear();
+    ax_model_backward(inf);
+    cr_assert_eq(ax_model_status(inf), AX_ERR_ARG, "backward on an inference model");
+    cr_assert(strstr(ax_error_msg(), "ax_model_backward"), "%s", ax_error_msg());
+    ax_model_clear_status(inf), ax_error_clear();
+    ax_model_opts bad = {.device = "cpu", .inference = 1, .stream_z = 1};
+    ax_model_t *m = NULL;
+    cr_assert_eq(ax_model_create_ex(g, &c, B, T, &bad, &m), AX_ERR_ARG);
+    cr_assert_null(m);
+    ax_error_clear();
+    free(a), free(b);
+    ax_model_free(train), ax_model_free(inf);
+    ax_grid_free(g);
 }
 
 /* The slabs live in backend memory: host code copies through ax_model_read/write_*, which check

@@ -28,7 +28,7 @@ static void batch(int N, int V, int32_t *in, int32_t *tg, uint8_t *mask, uint64_
 }
 
 static ax_model_t *make(ax_grid_t *g, const ax_model_config *c, int B, int T, int recompute) {
-    ax_model_opts o = {0, "cpu", recompute, 0};
+    ax_model_opts o = {.device = "cpu", .recompute = recompute};
     ax_model_t *m = NULL;
     cr_assert_eq(ax_model_create_ex(g, c, B, T, &o, &m), AX_OK, "%s", ax_error_msg());
     ax_model_init(m, 7);
