@@ -7,8 +7,8 @@
  * (Before 2026-11-30 evening the bandwidth was the copy rate, read + write counted, and the KV
  * cache was left out: both made the bound looser; the copy rate is still printed.)
  * Both ceilings are measured before and after the steps and the higher reading is used.
- * Reports bound / measured. Usage: bench_decode [B=32] [positions=64]   (threads from
- * OMP_NUM_THREADS) */
+ * Reports bound / measured. Usage: bench_decode [B=32] [positions=64] [vocabulary=50257]
+ * (threads from OMP_NUM_THREADS) */
 #include "lib/model/model.h"
 #include "lib/backend/cpu/perf.h"
 #include "lib/backend/ops.h"
@@ -75,15 +75,16 @@ static double read_gbps(size_t bytes) {
 
 int main(int argc, char **argv) {
     int B = argc > 1 ? atoi(argv[1]) : 32, P = argc > 2 ? atoi(argv[2]) : 64;
-    if (B < 1 || P < 2) {
-        fprintf(stderr, "usage: bench_decode [B>=1] [positions>=2]\n");
+    int V = argc > 3 ? atoi(argv[3]) : 50257; /* GPT-2's; bench/scan_throughput.sh passes its own */
+    if (B < 1 || P < 2 || V < 2) {
+        fprintf(stderr, "usage: bench_decode [B>=1] [positions>=2] [vocabulary>=2]\n");
         return 2;
     }
     ax_model_config c = {.n_layers = 12,
                          .dim = 768,
                          .n_heads = 12,
                          .ffn = 2048,
-                         .vocab = 50257,
+                         .vocab = V,
                          .tie_embeddings = 1,
                          .rope_theta = 10000.0f,
                          .norm_eps = 1e-5f};
@@ -127,8 +128,8 @@ int main(int argc, char **argv) {
     double C = c.dim, fed = params - (double)c.vocab * C - (C * C + 3 * C * c.ffn);
     double f_bw = (fed * 4 + kv) / bw, f_flop = 2 * fed * B / gemm;
     double f_bound = f_bw > f_flop ? f_bw : f_flop;
-    printf("bench_decode: gpt2-124m-shaped, batch %d, %d positions, %d threads\n", B, P,
-           omp_get_max_threads());
+    printf("bench_decode: gpt2-124m-shaped, vocabulary %d, batch %d, %d positions, %d threads\n",
+           V, B, P, omp_get_max_threads());
     const char *pk = getenv("AXMEM_DECODE_PACK");
     printf("  %.1f ms per step, %.0f tokens/s (weights %s)\n", 1e3 * per_step, B / per_step,
            ax_matmul_packs(ax_model_ctx(m)) && !(pk && !strcmp(pk, "0"))

@@ -3,6 +3,7 @@
 #include "lib/core/rng.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,8 +70,9 @@ ax_status ax_generate(ax_model_t *m, const ax_generate_config *c, int32_t *out) 
     int per = (c->samples + parts - 1) / parts, L = c->length, V = ax_model_config_of(m)->vocab;
     int32_t *mine = calloc((size_t)per * L, sizeof(int32_t)),
             *all = calloc((size_t)per * parts * L, sizeof(int32_t));
+    int nt = omp_get_max_threads(); /* a scratch row per thread: the rows sample in parallel */
     float *logits = malloc(sizeof(float) * (size_t)c->batch * V),
-          *scratch = malloc(sizeof(float) * (size_t)V);
+          *scratch = malloc(sizeof(float) * (size_t)V * (size_t)nt);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)c->batch);
     ax_status st = AX_OK;
     if (!mine || !all || !logits || !scratch || !tok) {
@@ -84,11 +86,14 @@ ax_status ax_generate(ax_model_t *m, const ax_generate_config *c, int32_t *out) 
         for (int pos = 0; pos < L; pos++) {
             ax_model_decode_step(m, tok, pos);
             AX_CHECK_GOTO(ax_model_decode_full_logits(m, logits), done);
+            /* each row alone (its draw keyed by its sample): the same tokens on any thread count */
+#pragma omp parallel for schedule(static) num_threads(nt)
             for (int j = 0; j < B; j++) {
                 uint64_t sample = (uint64_t)me * per + b0 + j; /* the draw is keyed by sample */
                 double u = (double)(ax_rng_u64(c->seed, sample, (uint64_t)pos) >> 11) * 0x1.0p-53;
-                tok[j] = ax_sample_token(logits + (size_t)j * V, V, c->temperature, c->top_k, u,
-                                         scratch);
+                float *sc = scratch + (size_t)omp_get_thread_num() * V;
+                tok[j] =
+                    ax_sample_token(logits + (size_t)j * V, V, c->temperature, c->top_k, u, sc);
                 mine[(size_t)(b0 + j) * L + pos] = tok[j];
             }
         }

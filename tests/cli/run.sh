@@ -127,6 +127,13 @@ for i in 1 2; do
 done
 if [ -s "$T/g1.jsonl" ] && cmp -s "$T/g1.jsonl" "$T/g2.jsonl"; then ok "generate: same seed, same generations"
 else bad "generate: same seed, same generations"; fi
+# the rows sample in parallel: one thread and two give the same tokens
+"$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 6 --length 24 --seed 5 --threads 1 \
+  --out "$T/g1t.json" --samples-out "$T/g1t.jsonl" >/dev/null 2>"$T/err"
+"$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 6 --length 24 --seed 5 --threads 2 \
+  --out "$T/g2t.json" --samples-out "$T/g2t.jsonl" >/dev/null 2>"$T/err"
+if [ -s "$T/g1t.jsonl" ] && cmp -s "$T/g1t.jsonl" "$T/g2t.jsonl"; then ok "generate: 1 and 2 threads, same generations"
+else bad "generate: 1 and 2 threads, same generations"; fi
 grep -qE "^generate: generated 144 tokens in [0-9.]+ s: [0-9]+ tokens/s \(model load excluded\)$" "$T/g1.out" \
   && ok "generate: generated-tokens line (6 x 24)" || bad "generate: generated-tokens line: $(cat "$T/g1.out")"
 python3 -c '
