@@ -128,8 +128,8 @@ int main(int argc, char **argv) {
     double C = c.dim, fed = params - (double)c.vocab * C - (C * C + 3 * C * c.ffn);
     double f_bw = (fed * 4 + kv) / bw, f_flop = 2 * fed * B / gemm;
     double f_bound = f_bw > f_flop ? f_bw : f_flop;
-    printf("bench_decode: gpt2-124m-shaped, vocabulary %d, batch %d, %d positions, %d threads\n",
-           V, B, P, omp_get_max_threads());
+    printf("bench_decode: gpt2-124m-shaped, vocabulary %d, batch %d, %d positions, %d threads\n", V,
+           B, P, omp_get_max_threads());
     const char *pk = getenv("AXMEM_DECODE_PACK");
     printf("  %.1f ms per step, %.0f tokens/s (weights %s)\n", 1e3 * per_step, B / per_step,
            ax_matmul_packs(ax_model_ctx(m)) && !(pk && !strcmp(pk, "0"))
