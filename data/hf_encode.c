@@ -3,6 +3,7 @@
 #include "data/hf_nfc.h"
 #include "data/hf_pretok.h"
 #include "data/hf_tok.h"
+#include "data/merge_heap.h"
 #include "data/tok_internal.h"
 #include "lib/core/status.h"
 
@@ -70,47 +71,17 @@ static int push_ids(vec *out, const int32_t *ids, size_t n) {
     return 1;
 }
 
-/* ---- BPE on one piece ---- */
-typedef struct {
-    uint32_t rank, pos;
-} hent;
-
-static inline int hless(hent x, hent y) {
-    return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos);
-}
-static void hpush(hent *h, size_t *n, hent e) {
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!hless(e, h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
-}
-static hent hpop(hent *h, size_t *n) {
-    hent top = h[0], e = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && hless(h[c + 1], h[c])) c++;
-        if (!hless(h[c], e)) break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n) h[i] = e;
-    return top;
-}
+/* ---- BPE on one piece (the heap: data/merge_heap.h) ---- */
 
 /* Merges sym[0..n) by rank, leftmost first on ties (what the library's priority queue does);
  * returns the new length. Returns SIZE_MAX on allocation failure. */
 static size_t merge_all(const ax_hf *h, ax_hf_cache *c, int32_t *sym, size_t n) {
     if (n < 2) return n;
-    if (!vec_fit(&c->links, 2 * n, sizeof(uint32_t)) || !vec_fit(&c->heap, 3 * n, sizeof(hent)))
+    if (!vec_fit(&c->links, 2 * n, sizeof(uint32_t)) ||
+        !vec_fit(&c->heap, 3 * n, sizeof(ax_merge_ent)))
         return SIZE_MAX;
     uint32_t *next = c->links.p, *prev = next + n;
-    hent *heap = c->heap.p;
+    ax_merge_ent *heap = c->heap.p;
     size_t hn = 0;
     const uint32_t NONE = UINT32_MAX;
     int32_t nw;
@@ -119,11 +90,11 @@ static size_t merge_all(const ax_hf *h, ax_hf_cache *c, int32_t *sym, size_t n) 
         prev[i] = i ? (uint32_t)(i - 1) : NONE;
         if (i + 1 < n) {
             uint32_t r = ax_hf_merge_lookup(h, sym[i], sym[i + 1], &nw);
-            if (r != UINT32_MAX) hpush(heap, &hn, (hent){r, (uint32_t)i});
+            if (r != UINT32_MAX) ax_merge_push(heap, &hn, (ax_merge_ent){r, (uint32_t)i});
         }
     }
     while (hn) {
-        hent e = hpop(heap, &hn);
+        ax_merge_ent e = ax_merge_pop(heap, &hn);
         uint32_t p = e.pos, q = next[p];
         if (sym[p] < 0 || q == NONE) continue;
         if (ax_hf_merge_lookup(h, sym[p], sym[q], &nw) != e.rank) continue; /* stale */
@@ -133,9 +104,9 @@ static size_t merge_all(const ax_hf *h, ax_hf_cache *c, int32_t *sym, size_t n) 
         if (next[q] != NONE) prev[next[q]] = p;
         uint32_t r;
         if (prev[p] != NONE && (r = ax_hf_merge_lookup(h, sym[prev[p]], sym[p], &nw)) != UINT32_MAX)
-            hpush(heap, &hn, (hent){r, prev[p]});
+            ax_merge_push(heap, &hn, (ax_merge_ent){r, prev[p]});
         if (next[p] != NONE && (r = ax_hf_merge_lookup(h, sym[p], sym[next[p]], &nw)) != UINT32_MAX)
-            hpush(heap, &hn, (hent){r, p});
+            ax_merge_push(heap, &hn, (ax_merge_ent){r, p});
     }
     size_t m = 0;
     for (size_t i = 0; i < n; i++)

@@ -1,6 +1,7 @@
 /* The in-memory tokenizer: merge table, pair lookup, token bytes, decoding, and the
  * rank-ordered merge application shared by the encoder. */
 #include "data/hf_tok.h"
+#include "data/merge_heap.h"
 #include "data/tok_internal.h"
 #include "lib/core/status.h"
 
@@ -202,51 +203,18 @@ static size_t apply_scan(const ax_tokenizer_t *t, int32_t *sym, size_t n) {
     return n;
 }
 
-/* Long chunks: doubly linked symbols + a min-heap of (rank, position) with lazy deletion.
- * Positions only grow left to right, so (rank, pos) order reproduces the scan's
- * leftmost-lowest-rank choice exactly. */
-typedef struct {
-    int32_t rank;
-    uint32_t pos;
-} hent;
-
-static inline int hless(hent x, hent y) {
-    return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos);
-}
-
-static void hpush(hent *h, size_t *n, hent e) {
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!hless(e, h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
-}
-
-static hent hpop(hent *h, size_t *n) {
-    hent top = h[0], e = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && hless(h[c + 1], h[c])) c++;
-        if (!hless(h[c], e)) break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n) h[i] = e;
-    return top;
-}
+/* Long chunks: doubly linked symbols + a min-heap of (rank, position) with lazy deletion
+ * (data/merge_heap.h; the ranks pushed are >= 0, so their unsigned order is theirs). Positions
+ * only grow left to right, so (rank, pos) order reproduces the scan's leftmost-lowest-rank
+ * choice exactly. */
 
 static size_t apply_heap(const ax_tokenizer_t *t, int32_t *sym, size_t n) {
     if (n < 2) return n;
     /* one allocation: next[n], prev[n], heap[up to 3n]: n - 1 initial pairs + 2 per merge */
-    uint32_t *next = malloc(n * (2 * sizeof(uint32_t) + 3 * sizeof(hent)));
+    uint32_t *next = malloc(n * (2 * sizeof(uint32_t) + 3 * sizeof(ax_merge_ent)));
     if (!next) return apply_scan(t, sym, n); /* slow but correct */
     uint32_t *prev = next + n;
-    hent *heap = (hent *)(prev + n);
+    ax_merge_ent *heap = (ax_merge_ent *)(prev + n);
     size_t hn = 0;
     const uint32_t NONE = UINT32_MAX;
     for (size_t i = 0; i < n; i++) {
@@ -254,27 +222,27 @@ static size_t apply_heap(const ax_tokenizer_t *t, int32_t *sym, size_t n) {
         prev[i] = i ? (uint32_t)(i - 1) : NONE;
         if (i + 1 < n) {
             int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[i], (uint32_t)sym[i + 1]);
-            if (r >= 0) hpush(heap, &hn, (hent){r, (uint32_t)i});
+            if (r >= 0) ax_merge_push(heap, &hn, (ax_merge_ent){(uint32_t)r, (uint32_t)i});
         }
     }
     /* dead symbols get sym = -1 */
     while (hn) {
-        hent e = hpop(heap, &hn);
+        ax_merge_ent e = ax_merge_pop(heap, &hn);
         uint32_t p = e.pos, q = next[p];
         if (sym[p] < 0 || q == NONE) continue;
-        if (ax_tok_pair_lookup(t, (uint32_t)sym[p], (uint32_t)sym[q]) != e.rank) continue;
-        sym[p] = e.rank;
+        if (ax_tok_pair_lookup(t, (uint32_t)sym[p], (uint32_t)sym[q]) != (int32_t)e.rank) continue;
+        sym[p] = (int32_t)e.rank;
         sym[q] = -1;
         next[p] = next[q];
         if (next[q] != NONE) prev[next[q]] = p;
         /* each merge adds at most two entries, and there are at most n - 1 merges */
         if (prev[p] != NONE) {
             int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[prev[p]], (uint32_t)sym[p]);
-            if (r >= 0) hpush(heap, &hn, (hent){r, prev[p]});
+            if (r >= 0) ax_merge_push(heap, &hn, (ax_merge_ent){(uint32_t)r, prev[p]});
         }
         if (next[p] != NONE) {
             int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[p], (uint32_t)sym[next[p]]);
-            if (r >= 0) hpush(heap, &hn, (hent){r, p});
+            if (r >= 0) ax_merge_push(heap, &hn, (ax_merge_ent){(uint32_t)r, p});
         }
     }
     size_t m = 0;
