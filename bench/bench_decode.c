@@ -60,9 +60,11 @@ static double read_gbps_streams(size_t bytes, int streams) {
     }
     (void)sink;
     free(a);
-    double x = t[1], y = t[2], z = t[3]; /* t[0]: warm-up */
-    double med = x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
-    return (double)read * sizeof(float) / med / 1e9;
+    /* the fastest of the timed passes (t[0]: warm-up): a ceiling is the best the machine did;
+     * with the median, batch-1 steps out-ran it on a Zen 4 VM (ratio 1.039, 2026-12-02) */
+    double best = t[1] < t[2] ? t[1] : t[2];
+    best = t[3] < best ? t[3] : best;
+    return (double)read * sizeof(float) / best / 1e9;
 }
 
 /* the higher of 8 streams a thread and 1: packed batch-1 decoding reads one contiguous stream
