@@ -361,6 +361,31 @@ print(2 * 8192**3 * 20 / (s.elapsed_time(e) / 1e3))
 PY
 )
 fi
+# axmem plan's prediction for the same shape on one H200 (--engine axmem prices the default,
+# blocked attention), against the measured tokens/s: printed, not a pass/fail (the plan's
+# target is within 25%)
+plan_vs_measured() {
+  local a=() i f
+  for ((i = 0; i < ${#BIG[@]}; i++)); do
+    f=${BIG[i]}
+    case "$f" in
+    --layers | --dim | --heads | --ffn | --seq-len | --vocab) a+=("$f" "${BIG[i + 1]}") ;;
+    --batch) a+=(--global-batch "${BIG[i + 1]}") ;;
+    esac
+  done
+  "$AX" plan --json --top 1 --machine h200 --devices 1 --engine axmem "${a[@]}" 2>&1 |
+    python3 -c '
+import json, sys
+measured = float(open(sys.argv[1]).read())
+try:
+    g = json.load(sys.stdin)["grids"][0]
+except Exception as e:
+    print("  axmem plan: no prediction (%s)" % e); sys.exit()
+print("  axmem plan --machine h200 predicts %.0f tokens/s (step %.4g s: compute %.4g of which "
+      "attention %.4g, memory passes %.4g), MFU %.1f%%; measured / predicted %.2f"
+      % (g["tokens_per_s"], g["step_s"], g["compute_s"], g["attention_s"], g["memory_s"],
+         100 * g["mfu"], measured / g["tokens_per_s"]))' "$1"
+}
 # STEPS steps, then SIGKILL: the run's final checkpoint (~16 GB with the AdamW moments) is not
 # part of the timing and would cost a minute of the GPU lease
 for att in gemm flash; do
@@ -387,6 +412,7 @@ steady = r[2:]  # the first steps include allocation and warm-up
 tps = statistics.median(x["tokens_per_s"] for x in steady)
 fps = statistics.median(x["flops_per_s"] for x in steady)
 print(f"  {len(steady)} steady steps: {tps:,.0f} tokens/s, {fps / 1e12:.2f} TFLOP/s model FLOPs")
+open(sys.argv[1] + ".tps", "w").write(f"{tps}\n")
 print(f"  MFU {100 * fps / peak:.1f}% of the H200 dense bf16 peak {peak / 1e12:.0f} TFLOP/s "
       f"(target >= 50%)")
 if ceil > 0:
@@ -394,6 +420,7 @@ if ceil > 0:
           f" the model reaches {100 * fps / ceil:.1f}% of it")
 PY
     result PASS "timing ~1B model bf16, attention $att, measured (above; a benchmark, not a comparison)"
+    [ "$att" = gemm ] && plan_vs_measured "$T/big-$att/metrics.jsonl.tps"
   else
     tail -3 "$T/big-$att.err"
     result FAIL "timing ~1B model bf16, attention $att" "fewer than 3 steps logged"

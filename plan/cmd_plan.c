@@ -75,14 +75,15 @@ static const ax_cfg_table table = {
     .summary =
         "Ranks every 4D grid DxXxYxZ of --devices ranks by predicted step time for a model\n"
         "shape (flags, or --ckpt), --seq-len and --global-batch on a machine profile:\n"
-        "compute from the model's FLOPs at the profile's GEMM rate, the memory-bound passes\n"
-        "(AdamW, the elementwise ops) from the bytes they move at its mem_bw_gbs, communication "
-        "per axis\n"
-        "from the bytes the runtime counts (lib/dist/comm.h) at the bandwidth and latency of\n"
-        "the network level the axis spans (X innermost in rank order), minus what the\n"
-        "overlap schedule hides, and memory per device; grids that do not fit are listed as\n"
-        "rejected. `--measure [--out FILE.json]` measures this machine (run it under\n"
-        "`mpirun -np 2` to measure the intra-node all-reduce too).",
+        "compute from the model's FLOPs at the profile's GEMM rate (with --engine axmem on a\n"
+        "GPU profile the attention from the bytes its blocked CUDA kernels move), the\n"
+        "memory-bound passes (AdamW, the elementwise ops) from the bytes they move at its\n"
+        "mem_bw_gbs, communication per axis from the bytes the runtime counts\n"
+        "(lib/dist/comm.h) at the bandwidth and latency of the network level the axis spans\n"
+        "(X innermost in rank order), minus what the overlap schedule hides, and memory per\n"
+        "device; grids that do not fit are listed as rejected. `--measure [--out FILE.json]`\n"
+        "measures this machine (run it under `mpirun -np 2` to measure the intra-node\n"
+        "all-reduce too).",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -173,6 +174,7 @@ static void pred_json(const ax_plan_pred *p, ax_jw *w) {
     ax_jw_key(w, "n_micro"), ax_jw_int(w, p->n_micro);
     ax_jw_key(w, "step_s"), ax_jw_num(w, p->step_s);
     ax_jw_key(w, "compute_s"), ax_jw_num(w, p->compute_s);
+    ax_jw_key(w, "attention_s"), ax_jw_num(w, p->attn_s);
     ax_jw_key(w, "recompute"), ax_jw_bool(w, p->recompute);
     ax_jw_key(w, "recompute_s"), ax_jw_num(w, p->recompute_s);
     ax_jw_key(w, "memory_s"), ax_jw_num(w, p->memory_s);

@@ -81,13 +81,14 @@ typedef struct {
     double flops_device; /* model FLOPs one device does per step */
     double gemm_eff;     /* small-GEMM efficiency applied, 0..1 */
     double compute_s;
-    int recompute;                /* the model recomputes activations (ax_model_opts.recompute) */
-    int stream_z;                 /* ... streams layer weights over Z (ax_model_opts.stream_z) */
-    double recompute_s;           /* the backward's extra forward, on top of compute_s */
-    double stream_bytes;          /* bytes the memory-bound passes move on a device in a step */
-    double memory_s;              /* their time at mem_bw, in step_s, hiding no communication */
-    int level[AX_AXIS_COUNT];     /* AX_LEVEL_NODE / NET of each axis' groups */
-    double comm_s[AX_AXIS_COUNT]; /* communication time per axis, before overlap */
+    double attn_s; /* of compute_s: the attention's forward and backward (axmem_cuda: at mem_bw) */
+    int recompute; /* the model recomputes activations (ax_model_opts.recompute) */
+    int stream_z;  /* ... streams layer weights over Z (ax_model_opts.stream_z) */
+    double recompute_s;               /* the backward's extra forward, on top of compute_s */
+    double stream_bytes;              /* bytes the memory-bound passes move on a device in a step */
+    double memory_s;                  /* their time at mem_bw, in step_s, hiding no communication */
+    int level[AX_AXIS_COUNT];         /* AX_LEVEL_NODE / NET of each axis' groups */
+    double comm_s[AX_AXIS_COUNT];     /* communication time per axis, before overlap */
     double exposed_s[AX_AXIS_COUNT];  /* after overlap */
     double hidden_s;                  /* communication hidden behind compute */
     double step_s, tokens_per_s, mfu; /* mfu: model FLOPs / (step x devices x peak) */

@@ -181,6 +181,20 @@ static void memory(const ax_model_config *c, const ax_machine *mach, const int d
 /* FLOPs per token the backward's recomputation adds: layers 0..L-2's forward without the down
  * projection (2 per weight of wqkv, wo and w_up; the attention forward's score and value
  * products, a third of ax_model_flops_per_token's 12 L C T) */
+/* axmem's CUDA attention (the default kernels, ops_attention.cu: S, P and dP in fp32 blocks
+ * through cuBLAS batched GEMMs and softmax passes) is bound by moving those blocks, not by its
+ * FLOPs, so `--engine axmem` on a GPU profile prices it in bytes per score element (B x H x T x
+ * T a layer) at mem_bw. The bytes are fitted to the one measurement there is, not counted: the
+ * ~1B model on an H200 (24 layers, 16 heads of 128, T = 2048, B = 4; 2026-11-30,
+ * bench/results/device_profile-2026-11-30-nvidia-h200.txt) spent 53 ms in the attention
+ * forward and 86 in the backward, 6.44e9 score elements at the profile's 3.84 TB/s: 31.6 and
+ * 51.3 bytes an element (the passes over the fp32 blocks count about 16 and 36: the kernels
+ * run at ~0.5-0.7 of the bandwidth). At the GEMM rate (the model's 12 L C T FLOPs a token)
+ * the same attention would take 15 ms. Memory-bound, the time does not scale with the head
+ * dimension, which the FLOPs do. */
+#define AX_CUDA_ATTN_FWD_BYTES 31.6
+#define AX_CUDA_ATTN_BWD_BYTES 51.3
+
 static double recompute_flops_per_token(const ax_model_config *c, int T) {
     double C = c->dim, D = C / c->n_heads, kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
     double up = c->mlp == AX_MLP_SWIGLU ? 2.0 * c->ffn : c->ffn;
@@ -228,16 +242,24 @@ ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *ma
     if ((double)B * T < k) k = (double)B * T;
     out->gemm_eff = mach->gemm_half_dim > 0 ? k / (k + mach->gemm_half_dim) : 1.0;
     double rate = mach->gemm_flops * out->gemm_eff;
-    out->compute_s = out->flops_device / rate;
+    /* the attention's share: at the GEMM rate, or axmem's CUDA kernels by the bytes they move */
+    int att_bytes = mach->axmem_cuda && mach->mem_bw > 0;
+    double scores = tokens_local / T * ((double)c->n_heads / gy) * T * (double)T * c->n_layers;
+    double att_fwd_s = att_bytes ? scores * AX_CUDA_ATTN_FWD_BYTES / mach->mem_bw
+                                 : tokens_local * att / 3 / gy / rate;
+    out->attn_s = att_bytes ? att_fwd_s + scores * AX_CUDA_ATTN_BWD_BYTES / mach->mem_bw
+                            : tokens_local * att / gy / rate;
+    out->compute_s =
+        att_bytes ? tokens_local * mat / (gx * gy) / rate + out->attn_s : out->flops_device / rate;
     /* the recomputed forward, split like the forward (it runs in the backward, blocking: no
-     * collective hides behind it in this model) */
+     * collective hides behind it in this model), with L - 1 layers' attention forward */
     double rf = recompute ? recompute_flops_per_token(c, T) : 0, ratt = 4.0 * c->dim * T;
+    double L1 = c->n_layers - 1;
     out->recompute_s =
-        recompute
-            ? tokens_local *
-                  ((rf - (c->n_layers - 1) * ratt) / (gx * gy) + (c->n_layers - 1) * ratt / gy) /
-                  rate
-            : 0;
+        !recompute ? 0
+        : att_bytes
+            ? tokens_local * (rf - L1 * ratt) / (gx * gy) / rate + att_fwd_s * L1 / c->n_layers
+            : tokens_local * ((rf - L1 * ratt) / (gx * gy) + L1 * ratt / gy) / rate;
 
     /* communication per axis and phase */
     ax_step_volume ph[3];

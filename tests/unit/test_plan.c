@@ -592,8 +592,30 @@ Test(plan, axmem_cuda_engine_memory_and_communication) {
         if (a != AX_AXIS_WORLD && fp32.comm_s[a] > 0)
             cr_assert(bf16.comm_s[a] < fp32.comm_s[a], "axis %d: bf16 moves half the bytes", a);
     }
-    cr_assert_eq(cuda.compute_s, fp32.compute_s);
+    /* the GEMMs at the same rate; the attention by its score blocks' bytes at mem_bw (31.6 +
+     * 51.3 bytes an element of B x H/Y x T x T a layer), not its FLOPs at the GEMM rate */
+    double scores = B * (c.n_heads / 2.0) * T * (double)T * L;
+    cr_assert_float_eq(cuda.attn_s, scores * (31.6 + 51.3) / pm.m.mem_bw, 1e-12 * cuda.attn_s,
+                       "%.17g", cuda.attn_s);
+    double att_flops = N * 12.0 * L * c.dim * T / 2; /* the model's 12 L C T a token, over Y */
+    cr_assert_float_eq(fp32.attn_s, att_flops / (pm.m.gemm_flops * fp32.gemm_eff),
+                       1e-12 * fp32.attn_s);
+    cr_assert_float_eq(cuda.compute_s - cuda.attn_s, fp32.compute_s - fp32.attn_s,
+                       1e-12 * fp32.compute_s);
+    cr_assert(cuda.attn_s > fp32.attn_s); /* the blocked kernels are slower than their FLOPs */
     cr_assert(cuda.step_s >= bf16.step_s);
+    /* recomputation repeats L - 1 layers' attention forward: its 31.6 bytes an element */
+    ax_plan_pred rc_cuda, rc_fp32;
+    cr_assert_eq(
+        ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, AX_PERF_RECOMPUTE, &rc_cuda),
+        AX_OK);
+    pm.m.axmem_cuda = 0, pm.m.elem_bytes = 4;
+    cr_assert_eq(
+        ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, AX_PERF_RECOMPUTE, &rc_fp32),
+        AX_OK);
+    double want = 31.6 * scores / pm.m.mem_bw * (L - 1) / L - fp32.attn_s / 3 * (L - 1) / L;
+    cr_assert_float_eq(rc_cuda.recompute_s - rc_fp32.recompute_s, want, 1e-9 * rc_cuda.recompute_s,
+                       "%.17g vs %.17g", rc_cuda.recompute_s - rc_fp32.recompute_s, want);
 }
 
 /* The memory-bound passes on one device, counted by hand from the op list of
