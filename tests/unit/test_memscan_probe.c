@@ -30,31 +30,14 @@
 #include "memscan/probe_run.h"
 #include "train/train.h"
 #include "tests/unit/test_suite_files.h"
+#include "tests/unit/test_tiny_model.h"
 
 TestSuite(memscan_probe, .init = ts_quiet, .fini = ts_cleanup, .timeout = 120);
 
 #define VOCAB 300 /* the model's and the dataset's */
 
 static ax_model_t *tiny_model(int T) {
-    ax_model_config c = {.n_layers = 2,
-                         .dim = 16,
-                         .n_heads = 2,
-                         .ffn = 24,
-                         .vocab = VOCAB,
-                         .tie_embeddings = 0,
-                         .rope_theta = 10000.0f,
-                         .norm_eps = 1e-5f};
-    ax_model_t *m = NULL;
-    cr_assert_eq(ax_model_create(&c, 1, T, &m), AX_OK, "%s", ax_error_msg());
-    ax_model_init(m, 11);
-    /* larger weights than the init's: logits far from uniform, so greedy choices are clear */
-    int64_t n = ax_model_n_local(m);
-    float *p = malloc(sizeof *p * (size_t)n);
-    cr_assert_eq(ax_model_read_params(m, p, 0, n), AX_OK);
-    for (int64_t i = 0; i < n; i++) p[i] *= 4.0f;
-    cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
-    free(p);
-    return m;
+    return ts_tiny_model(1, T, VOCAB, 11);
 }
 
 /* Greedy next token after seq[0..len) by a full forward (positions 0..len-1; the rest of the

@@ -18,6 +18,7 @@
 #include "memscan/privacy_metrics.h"
 #include "memscan/score.h"
 #include "tests/unit/test_suite_files.h"
+#include "tests/unit/test_tiny_model.h"
 
 TestSuite(mia, .init = ts_quiet, .fini = ts_cleanup, .timeout = 120);
 
@@ -32,25 +33,7 @@ static const float *logits(ax_model_t *m) {
 enum { T = 16, NDOC = 12 };
 
 static ax_model_t *tiny(int B, uint64_t seed) {
-    ax_model_config c = {.n_layers = 2,
-                         .dim = 16,
-                         .n_heads = 2,
-                         .ffn = 24,
-                         .vocab = VOCAB,
-                         .tie_embeddings = 0,
-                         .rope_theta = 10000.0f,
-                         .norm_eps = 1e-5f};
-    ax_model_t *m = NULL;
-    cr_assert_eq(ax_model_create(&c, B, T, &m), AX_OK, "%s", ax_error_msg());
-    ax_model_init(m, seed);
-    /* peaked distributions (sigma far from 0) */
-    int64_t n = ax_model_n_local(m);
-    float *p = malloc(sizeof *p * (size_t)n);
-    cr_assert_eq(ax_model_read_params(m, p, 0, n), AX_OK);
-    for (int64_t i = 0; i < n; i++) p[i] *= 4.0f;
-    cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
-    free(p);
-    return m;
+    return ts_tiny_model(B, T, VOCAB, seed);
 }
 
 /* log p of seq[1..len) after seq[0..t] by one full forward per sequence: lp[len - 1] */
