@@ -59,8 +59,18 @@ static int run(int steps, int B, int T, int recompute) {
     /* times[s] the whole step; phase[p * steps + s] its zero / forward / backward / optimizer */
     double *times = malloc((size_t)steps * sizeof *times);
     double *phase = malloc((size_t)steps * 4 * sizeof *phase);
+    /* beside[s]: one 2048^3 call just before step s (beside[steps]: after the last), so each
+     * step is also divided by the ceiling of its own moment (`paired` below) */
+    double *beside = malloc((size_t)(steps + 1) * sizeof *beside);
+    double *paired = malloc((size_t)steps * sizeof *paired);
+    ax_perf_gemm_probe *probe = ax_perf_gemm_probe_new(2048);
+    if (!times || !phase || !beside || !paired || !probe) {
+        fprintf(stderr, "bench_train: out of memory\n");
+        return 1;
+    }
     double loss = 0;
     for (int s = -1; s < steps; s++) { /* step -1 warms caches and the BLAS */
+        if (s >= 0) beside[s] = ax_perf_gemm_probe_read(probe);
         double t[5];
         t[0] = ax_now();
         ax_model_zero_grad(m);
@@ -79,6 +89,15 @@ static int run(int steps, int B, int T, int recompute) {
         times[s] = t[4] - t[0];
         for (int p = 0; p < 4; p++) phase[p * steps + s] = t[p + 1] - t[p];
     }
+    beside[steps] = ax_perf_gemm_probe_read(probe);
+    double flops = ax_model_flops_per_token(&c, T) * N;
+    /* each step against the higher of the readings either side of it */
+    for (int s = 0; s < steps; s++) {
+        double g = beside[s] > beside[s + 1] ? beside[s] : beside[s + 1];
+        paired[s] = flops / times[s] / 1e9 / g;
+    }
+    qsort(paired, (size_t)steps, sizeof *paired, cmp_double);
+    qsort(beside, (size_t)steps + 1, sizeof *beside, cmp_double);
     /* and again after the steps, the higher kept: on a shared machine (clock and neighbours
      * change by the second) one low reading would flatter the ratio */
     double ceiling_after = ax_perf_sgemm_gflops(2048, 2048, 2048, 5), ceiling_before = ceiling;
@@ -89,7 +108,6 @@ static int run(int steps, int B, int T, int recompute) {
         qsort(phase + p * steps, (size_t)steps, sizeof *phase, cmp_double);
         phase_med[p] = phase[p * steps + steps / 2];
     }
-    double flops = ax_model_flops_per_token(&c, T) * N;
     double gflops = flops / med / 1e9;
     printf("bench_train: gpt2-124m-shaped (%.1fM params) B=%d T=%d threads=%d%s\n",
            (double)ax_model_n_params(m) / 1e6, B, T, threads, recompute ? " recompute" : "");
@@ -104,7 +122,11 @@ static int run(int steps, int B, int T, int recompute) {
            gflops, ceiling, ceiling_before, ceiling_after);
     printf("  ratio achieved/ceiling = %.3f (issue 14's target at T = 64: >= 0.8)\n",
            gflops / ceiling);
-    free(times), free(phase), free(in), free(tg), free(mask);
+    printf("  paired with a 2048^3 reading beside each step (the higher of the one before and "
+           "after it): ratio median %.3f (min %.3f, max %.3f), readings %.0f-%.0f GFLOP/s\n",
+           paired[steps / 2], paired[0], paired[steps - 1], beside[0], beside[steps]);
+    ax_perf_gemm_probe_free(probe);
+    free(times), free(phase), free(beside), free(paired), free(in), free(tg), free(mask);
     ax_optim_free(o);
     ax_model_free(m);
     ax_grid_free(g);

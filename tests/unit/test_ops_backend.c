@@ -117,7 +117,7 @@ Test(ops_backend, attention_workspace_is_the_reserved_arena) {
 
 Test(ops_backend, kv_append_and_copy_rows) {
     ax_ctx *ctx = new_ctx(0);
-    enum { B = 2, H = 3, D = 4, Tm = 5, C = H * D };
+    enum { B = 8, H = 8, D = 4, Tm = 5, C = H * D }; /* B x H = 64 rows: the threaded append */
     float qkv[B * 3 * C], kc[B * H * Tm * D], vc[B * H * Tm * D];
     for (int i = 0; i < B * 3 * C; i++) qkv[i] = (float)i;
     for (int i = 0; i < B * H * Tm * D; i++) kc[i] = vc[i] = -1.0f;

@@ -10,12 +10,16 @@
 void ax_cpu_kv_append(ax_ctx *ctx, float *kc, float *vc, const float *k, const float *v, long ld,
                       int B, int H, int D, int Tmax, int pos) {
     (void)ctx;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            long dst = (((long)b * H + h) * Tmax + pos) * D;
-            memcpy(kc + dst, k + (long)b * ld + (long)h * D, sizeof(float) * D);
-            memcpy(vc + dst, v + (long)b * ld + (long)h * D, sizeof(float) * D);
-        }
+    /* every (sequence, head) row of K and of V starts lines of its own, each a write miss: the
+     * 768 rows of 256 bytes a layer at B = 32 took 77 us on one thread (2% of a decoding step),
+     * so both threads take rows once there are enough to share */
+    long rows = (long)B * H;
+#pragma omp parallel for schedule(static) if (rows >= 64)
+    for (long bh = 0; bh < rows; bh++) {
+        long b = bh / H, h = bh % H, dst = (bh * Tmax + pos) * D;
+        memcpy(kc + dst, k + b * ld + h * D, sizeof(float) * D);
+        memcpy(vc + dst, v + b * ld + h * D, sizeof(float) * D);
+    }
 }
 
 void ax_cpu_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, long ld_src,

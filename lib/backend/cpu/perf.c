@@ -47,6 +47,45 @@ done:
     return res;
 }
 
+struct ax_perf_gemm_probe {
+    long n;
+    float *A, *B, *C;
+};
+
+ax_perf_gemm_probe *ax_perf_gemm_probe_new(long n) {
+    ax_perf_gemm_probe *p = calloc(1, sizeof *p);
+    if (!p || n < 1) {
+        free(p);
+        return NULL;
+    }
+    p->n = n;
+    p->A = alloc_floats((size_t)(n * n)), p->B = alloc_floats((size_t)(n * n));
+    p->C = alloc_floats((size_t)(n * n));
+    if (!p->A || !p->B || !p->C) {
+        ax_perf_gemm_probe_free(p);
+        return NULL;
+    }
+    for (long i = 0; i < n * n; i++) { /* the values of ax_perf_sgemm_gflops */
+        p->A[i] = (float)((i * 7 % 13) - 6) * 0.01f;
+        p->B[i] = (float)((i * 5 % 11) - 5) * 0.01f;
+    }
+    memset(p->C, 0, sizeof(float) * (size_t)(n * n));
+    ax_perf_gemm_probe_read(p); /* warm-up: JIT, page faults */
+    return p;
+}
+
+double ax_perf_gemm_probe_read(ax_perf_gemm_probe *p) {
+    long n = p->n;
+    double t0 = ax_now();
+    ax_sgemm('N', 'T', n, n, n, 1.0f, p->A, n, p->B, n, 0.0f, p->C, n);
+    return 2.0 * n * n * n / (ax_now() - t0) / 1e9;
+}
+
+void ax_perf_gemm_probe_free(ax_perf_gemm_probe *p) {
+    if (!p) return;
+    free(p->A), free(p->B), free(p->C), free(p);
+}
+
 static void par_copy(char *dst, const char *src, size_t bytes) {
 #pragma omp parallel
     {
