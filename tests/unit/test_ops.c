@@ -181,6 +181,46 @@ Test(ops, sgemm_nt_wide_column_split) {
     omp_set_num_threads(1);
 }
 
+/* the forward's C = A B^T with a few hundred rows runs on a cached oneDNN matmul primitive
+ * (gemm_primitive.c): strided operands, beta 0 and 1, 1 and 2 threads, the same shape twice
+ * (the cached primitive), and beta = 0.5, which the primitive does not take (dnnl_sgemm) */
+Test(ops, sgemm_nt_primitive_shapes) {
+    seed(22);
+    const long m = AX_CPU_PRIMITIVE_MIN_M + 7, n = 300, k = 260, lda = k + 3, ldb = k + 1,
+               ldc = n + 5;
+    const float betas[] = {0.0f, 1.0f, 1.0f, 0.5f};
+    float *A = frand(m * lda, 1), *B = frand(n * ldb, 1), *C0 = frand(m * ldc, 1);
+    int was = ax_sgemm_primitive_enable(1); /* off by default in non-AVX-512 builds */
+    for (int q = 0; q < 4; q++) {
+        double *want = todbl(C0, m * ldc);
+        ref_gemm('N', 'T', m, n, k, 1.0, A, lda, B, ldb, betas[q], want, ldc, want);
+        for (int nt = 1; nt <= 2; nt++) {
+            omp_set_num_threads(nt);
+            float *C = fcopy(C0, m * ldc);
+            ax_gemm(CTX, 'N', 'T', m, n, k, 1.0f, A, lda, B, ldb, betas[q], C, ldc);
+            char what[64];
+            snprintf(what, sizeof what, "sgemm NT m=%ld beta=%g, %d threads", m, betas[q], nt);
+            expect_close(what, C, want, m * ldc, TOL_FWD * 8); /* k = 260 terms */
+            free(C);
+        }
+        free(want);
+    }
+    omp_set_num_threads(1);
+    /* called directly: 0 when it ran (and then right), -1 for what it does not take */
+    float *C = fcopy(C0, m * ldc);
+    double *want = todbl(C0, m * ldc);
+    ref_gemm('N', 'T', m, n, k, 1.0, A, lda, B, ldb, 0.0, want, ldc, want);
+    cr_expect(ax_sgemm_primitive_nt(m, n, k, A, lda, B, ldb, 0.0f, C, ldc) == 0);
+    expect_close("primitive direct", C, want, m * ldc, TOL_FWD * 8);
+    cr_expect(ax_sgemm_primitive_nt(m, n, k, A, lda, B, ldb, 0.5f, C, ldc) == -1);
+    cr_expect(ax_sgemm_primitive_nt(AX_CPU_PRIMITIVE_MIN_M - 1, n, k, A, lda, B, ldb, 0.0f, C,
+                                    ldc) == -1);
+    ax_sgemm_primitive_enable(0);
+    cr_expect(ax_sgemm_primitive_nt(m, n, k, A, lda, B, ldb, 0.0f, C, ldc) == -1, "turned off");
+    ax_sgemm_primitive_enable(was);
+    free(A), free(B), free(C0), free(C), free(want);
+}
+
 /* C = A^T B with many rows (the LM head's dW) is split by rows of C in chunks: 2 and 3 threads,
  * a short last chunk, strided operands */
 Test(ops, sgemm_tn_tall_row_split) {

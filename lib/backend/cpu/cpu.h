@@ -22,6 +22,18 @@ static inline void ax_cpu_prefetch(const float *x, long from, long to, long end)
  * library never aborts. */
 void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, const float *A,
               long lda, const float *B, long ldb, float beta, float *C, long ldc);
+/* C[m,n] = A[m,k] B[n,k]^T + beta C (beta 0 or 1) on a oneDNN matmul primitive cached per
+ * shape (lib/backend/cpu/gemm_primitive.c), for the forward's token-row counts in
+ * [AX_CPU_PRIMITIVE_MIN_M, AX_CPU_PRIMITIVE_MAX_M]; 0 when done, -1 when the caller must run
+ * dnnl_sgemm instead (another shape, a full cache, AX_GEMM_PRIMITIVE=0). Call it outside
+ * OpenMP parallel regions: the primitive runs on the whole team. */
+#define AX_CPU_PRIMITIVE_MIN_M 64
+#define AX_CPU_PRIMITIVE_MAX_M 384
+int ax_sgemm_primitive_nt(long m, long n, long k, const float *A, long lda, const float *B,
+                          long ldb, float beta, float *C, long ldc);
+/* turns the primitive on (1) or off (0) process-wide; returns the previous setting (on by default
+ * in AVX-512 builds, where it was measured, and AX_GEMM_PRIMITIVE=0/1 sets it at startup) */
+int ax_sgemm_primitive_enable(int on);
 ax_status ax_cpu_status(ax_ctx *ctx); /* the backend's `status`: the first GEMM failure */
 void ax_cpu_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k, float alpha,
                  const float *A, long lda, const float *B, long ldb, float beta, float *C,
