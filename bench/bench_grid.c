@@ -3,13 +3,16 @@
  * same model and global batch: the single-rank rate measured in the same script is the
  * ceiling. Usage: bench_grid --grid DxXxYxZ [--overlap 0|1|2] [--steps N] [--batch B]
  *                  [--recompute 0|1] [--z-gather step|layer]
- *   --overlap: lib/dist/overlap.h's modes: 0 off, 1 forced on every axis, 2 auto (per axis)
+ *   --overlap: lib/dist/overlap.h's modes: 0 off, 1 forced on every axis, 2 auto (per axis; as
+ *              in axmem train, a one-host axis is timed both ways first and keeps the faster:
+ *              those trial steps run before the timed ones and say on stderr what they chose)
  *   --recompute, --z-gather: as axmem train's (ax_model_opts)
  * Prints one line: "bench_grid GRID overlap=O tokens/s=R step_s=S comm_wait_s=W used=AXIS:on|off"
  * (used: what the schedule did on each axis of more than one rank). */
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "lib/dist/overlap.h"
+#include "lib/dist/overlap_trial.h"
 #include "lib/core/log.h"
 #include "lib/model/model.h"
 #include "lib/dist/mpienv.h"
@@ -24,6 +27,21 @@
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+static void bench_fail(void) {
+    fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
+    ax_mpi_abort(2);
+}
+
+/* one optimizer step of the whole model: tokens = the global batch's, for the loss scale */
+static void one_step(ax_model_t *m, ax_optim_t *o, const int32_t *in, const int32_t *tg,
+                     const uint8_t *mask, int bl, int tokens) {
+    ax_model_zero_grad(m);
+    ax_model_forward(m, in, tg, mask, bl, 1.0f / (float)tokens, 1);
+    ax_model_backward(m);
+    double gn;
+    if (ax_optim_step(o, m, 1e-4, &gn) != AX_OK) bench_fail();
 }
 
 int main(int argc, char **argv) {
@@ -80,19 +98,27 @@ int main(int argc, char **argv) {
         tg[i] = (int32_t)ax_rng_below(1, 1, (uint64_t)(bc * N + i), (uint64_t)c.vocab);
         mask[i] = 1;
     }
+    /* --overlap 2 does what axmem train does by default: the one-host axes' trial steps first
+     * (lib/dist/overlap_trial.h), untimed here, then the steps with the schedule they chose */
+    ax_overlap_trial tr;
+    ax_overlap_trial_init(&tr, g, ax_model_overlap(m), overlap, 1L << 30);
+    while (ax_overlap_trial_active(&tr)) {
+        int settled;
+        double t0 = ax_now();
+        if (ax_overlap_trial_before(&tr) != AX_OK) bench_fail();
+        one_step(m, o, in, tg, mask, bl, B * T);
+        if (ax_overlap_trial_after(&tr, ax_now() - t0, &settled) != AX_OK) bench_fail();
+        if (settled >= 0 && ax_grid_rank(g) == 0)
+            fprintf(stderr, "bench_grid %s: overlap on axis %s: %s\n", spec,
+                    ax_axis_name((ax_axis)settled),
+                    ax_overlap_axis_why(ax_model_overlap(m), (ax_axis)settled));
+    }
     double *times = malloc(sizeof(double) * (size_t)steps), wait = 0;
     for (int s = -1; s < steps; s++) { /* step -1 warms up */
         ax_barrier(g, AX_AXIS_WORLD);
         ax_comm_stats_reset(g);
         double t0 = ax_now();
-        ax_model_zero_grad(m);
-        ax_model_forward(m, in, tg, mask, bl, 1.0f / (float)(B * T), 1);
-        ax_model_backward(m);
-        double gn;
-        if (ax_optim_step(o, m, 1e-4, &gn) != AX_OK) {
-            fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
-            ax_mpi_abort(2);
-        }
+        one_step(m, o, in, tg, mask, bl, B * T);
         ax_barrier(g, AX_AXIS_WORLD);
         if (s < 0) continue;
         times[s] = ax_now() - t0;
@@ -107,7 +133,7 @@ int main(int argc, char **argv) {
                overlap, B * T / med, med, wait / steps);
         for (int a = AX_AXIS_DATA, first = 1; a <= AX_AXIS_Z; a++) {
             if (ax_grid_dim(g, (ax_axis)a) < 2) continue;
-            int on = ax_overlap_decide_axis(g, overlap, (ax_axis)a, NULL, 0);
+            int on = ax_overlap_axis_on(ax_model_overlap(m), (ax_axis)a);
             printf("%s%s:%s", first ? "" : ",", ax_axis_name((ax_axis)a), on ? "on" : "off");
             first = 0;
         }

@@ -11,6 +11,7 @@
 #include "lib/ckpt/ckpt.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/overlap.h"
+#include "lib/dist/overlap_trial.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/log.h"
@@ -57,6 +58,7 @@ typedef struct {
     ax_ckpt_t *init_ck;                  /* --init on a new run: the weights to start from */
     char init_step[AX_CFG_STR_MAX + 64]; /* --init's step directory ("" without --init) */
     uint64_t init_sum;                   /* XXH3 of its manifest.json (pins every shard) */
+    ax_overlap_trial trial;              /* timing both schedules on one-host axes (AUTO) */
 } run_state;
 
 static void run_free(run_state *r) {
@@ -275,26 +277,33 @@ static int overlap_mode(const ax_train_config *c) {
     return !c->overlap ? AX_OVERLAP_OFF : c->force_overlap ? AX_OVERLAP_FORCE : AX_OVERLAP_AUTO;
 }
 
-/* Per grid axis of more than one rank, whether the schedule overlaps and why (the model made the
- * same decision from the same inputs: ax_overlap_decide_axis), as {"x": "off: ...", ...}. */
+/* Per grid axis of more than one rank, whether the schedule overlaps and why, as the model
+ * runs it now ({"x": "off: ...", ...}): the rule's answer (ax_overlap_decide_axis), or while
+ * and after the first steps time both schedules on a one-host axis, what they measured. */
 static void overlap_json(run_state *r, ax_jw *w) {
     ax_jw_obj_begin(w);
     for (int a = AX_AXIS_DATA; a <= AX_AXIS_Z; a++) {
         if (ax_grid_dim(r->grid, (ax_axis)a) < 2) continue;
-        char why[160];
-        ax_overlap_decide_axis(r->grid, overlap_mode(r->cfg), (ax_axis)a, why, sizeof why);
-        ax_jw_key(w, ax_axis_name((ax_axis)a)), ax_jw_str(w, why);
+        ax_jw_key(w, ax_axis_name((ax_axis)a));
+        ax_jw_str(w, ax_overlap_axis_why(ax_model_overlap(r->model), (ax_axis)a));
     }
     ax_jw_obj_end(w);
 }
 
+static void overlap_log(run_state *r, ax_axis a, const char *tail) {
+    AX_INFO("overlap on axis %s (%d ranks): %s%s", ax_axis_name(a), ax_grid_dim(r->grid, a),
+            ax_overlap_axis_why(ax_model_overlap(r->model), a), tail);
+}
+
+/* The rule's answer per axis; axes the first steps will time say so. */
 static void overlap_summary(run_state *r) {
+    const ax_overlap_trial *tr = &r->trial;
     for (int a = AX_AXIS_DATA; a <= AX_AXIS_Z; a++) {
         if (ax_grid_dim(r->grid, (ax_axis)a) < 2) continue;
-        char why[160];
-        ax_overlap_decide_axis(r->grid, overlap_mode(r->cfg), (ax_axis)a, why, sizeof why);
-        AX_INFO("overlap on axis %s (%d ranks): %s", ax_axis_name((ax_axis)a),
-                ax_grid_dim(r->grid, (ax_axis)a), why);
+        int timed = 0;
+        for (int i = 0; i < tr->n; i++) timed |= tr->axes[i] == (ax_axis)a;
+        overlap_log(r, (ax_axis)a,
+                    timed ? "; the first steps time both schedules and keep the faster" : "");
     }
 }
 
@@ -700,6 +709,8 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
                 (double)ax_model_n_params(r.model) / 1e6, (long long)cfg->batch,
                 (long long)cfg->seq_len, ax_grid_spec(r.grid), ax_grid_size(r.grid),
                 omp_get_max_threads());
+    ax_overlap_trial_init(&r.trial, r.grid, ax_model_overlap(r.model), overlap_mode(cfg),
+                          cfg->steps - res->first_step);
     if (r.rank0) overlap_summary(&r);
 
     ax_progress prog;
@@ -712,6 +723,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
         if (res->stop != AX_TRAIN_DONE) break;
         ax_comm_stats_reset(r.grid);
         double t0 = ax_now(), lr = ax_lr_at(&r.sched, step), loss, gnorm, supervised, real;
+        AX_CHECK_GOTO(ax_overlap_trial_before(&r.trial), out);
         AX_CHECK_GOTO(train_step(&r, step, lr, &loss, &gnorm, &supervised, &real), out);
         double dt = ax_now() - t0;
         long tokens = (long)(cfg->batch * cfg->seq_len);
@@ -723,6 +735,10 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
         if (r.rank0) st = append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens, dropped, val);
         if (r.rank0 && val >= 0) AX_INFO("step %ld: validation loss %.4f", step + 1, val);
         AX_CHECK_GOTO(agree(r.grid, st), out);
+        /* after the metrics line, which says what this step ran with */
+        int settled;
+        AX_CHECK_GOTO(ax_overlap_trial_after(&r.trial, dt, &settled), out);
+        if (settled >= 0 && r.rank0) overlap_log(&r, (ax_axis)settled, "");
         res->final_loss = loss;
         if (r.rank0)
             ax_progress_update(&prog, step + 1, loss, (double)tokens / dt,

@@ -12,7 +12,7 @@ struct ax_overlap {
     ax_grid_t *g;
     int enabled;           /* on for some axis */
     int on[AX_AXIS_COUNT]; /* per axis: non-blocking issues */
-    char why[AX_AXIS_COUNT][160];
+    char why[AX_AXIS_COUNT][256];
     int n_slots;
     int issued;   /* slots issued and not yet waited for (in flight or complete) */
     int nb_issue; /* the issue in progress is non-blocking */
@@ -43,6 +43,13 @@ int ax_overlap_decide(int mode, int ranks, int hosts, int local_ranks, int threa
     return snprintf(why, cap, "on: its %d ranks span %d hosts", ranks, hosts), 1;
 }
 
+int ax_overlap_measurable(int mode, ax_axis axis, int ranks, int hosts, int local_ranks,
+                          int threads, int cores, int device) {
+    if (mode != AX_OVERLAP_AUTO || ranks <= 1 || device || hosts != 1) return 0;
+    if (axis != AX_AXIS_X && axis != AX_AXIS_Y && axis != AX_AXIS_Z) return 0;
+    return !(local_ranks > 0 && cores > 0 && (long)local_ranks * threads > cores);
+}
+
 static int cores_here(void) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
@@ -66,6 +73,12 @@ int ax_overlap_decide_axis(ax_grid_t *g, int mode, ax_axis axis, char *why, size
     return ax_overlap_decide(mode, ax_grid_dim(g, axis), ax_grid_axis_hosts(g, axis),
                              ax_grid_local_ranks(g), omp_get_max_threads(), cores_here(),
                              device_transport(g), why, cap);
+}
+
+int ax_overlap_measurable_axis(ax_grid_t *g, int mode, ax_axis axis) {
+    return ax_overlap_measurable(mode, axis, ax_grid_dim(g, axis), ax_grid_axis_hosts(g, axis),
+                                 ax_grid_local_ranks(g), omp_get_max_threads(), cores_here(),
+                                 device_transport(g));
 }
 
 ax_status ax_overlap_create(ax_grid_t *g, int mode, int n_slots, ax_overlap **out) {
@@ -107,6 +120,21 @@ int ax_overlap_axis_on(const ax_overlap *ov, ax_axis axis) {
 
 const char *ax_overlap_axis_why(const ax_overlap *ov, ax_axis axis) {
     return (int)axis >= 0 && (int)axis < AX_AXIS_COUNT ? ov->why[axis] : "?";
+}
+
+ax_status ax_overlap_set_axis(ax_overlap *ov, ax_axis axis, int on, const char *why) {
+    if ((int)axis < 0 || (int)axis >= AX_AXIS_COUNT)
+        return ax_errorf(AX_ERR_INTERNAL, "overlap: no grid axis %d", (int)axis);
+    if (ov->issued)
+        return ax_errorf(AX_ERR_INTERNAL,
+                         "overlap: axis %s switched while %d slot(s) are in flight (switch "
+                         "between steps)",
+                         ax_axis_name(axis), ov->issued);
+    ov->on[axis] = on && ax_grid_dim(ov->g, axis) > 1;
+    snprintf(ov->why[axis], sizeof ov->why[axis], "%s", why ? why : (on ? "on" : "off"));
+    ov->enabled = 0;
+    for (int a = 0; a < AX_AXIS_COUNT; a++) ov->enabled |= ov->on[a];
+    return AX_OK;
 }
 
 int ax_overlap_in_flight(const ax_overlap *ov) {

@@ -52,6 +52,15 @@ int ax_overlap_decide(int mode, int ranks, int hosts, int local_ranks, int threa
  * placement is the axis's, threads, cores and the transport choice the job's). */
 int ax_overlap_decide_axis(ax_grid_t *g, int mode, ax_axis axis, char *why, size_t cap);
 
+/* Whether AUTO's answer for an axis is a guess that timing can settle (1) or a rule (0): the
+ * axis lies inside one host with cores to spare (the "off: ... share one host" branch above),
+ * and it is a tensor axis (X, Y, Z: the data all-reduce ends the step, nothing runs behind it).
+ * There the shared-memory copies run on the ranks' own cores, so whether the overlapped
+ * schedule wins depends on the machine (measured: 5% slower on Y on an AVX-512 Xeon VM, 7%
+ * faster on a Zen 5 EPYC VM); lib/dist/overlap_trial.h times both. Pure, like the rule. */
+int ax_overlap_measurable(int mode, ax_axis axis, int ranks, int hosts, int local_ranks,
+                          int threads, int cores, int device);
+int ax_overlap_measurable_axis(ax_grid_t *g, int mode, ax_axis axis);
 /* n_slots request slots on grid g; mode AX_OVERLAP_* (decided per axis at creation). */
 ax_status ax_overlap_create(ax_grid_t *g, int mode, int n_slots, ax_overlap **out);
 /* Accepts NULL. Requests still in flight are not waited for (a failed step may leave some;
@@ -60,6 +69,10 @@ void ax_overlap_free(ax_overlap *ov);
 int ax_overlap_enabled(const ax_overlap *ov); /* on for at least one axis */
 int ax_overlap_axis_on(const ax_overlap *ov, ax_axis axis);
 const char *ax_overlap_axis_why(const ax_overlap *ov, ax_axis axis); /* the decision's reason */
+/* Turns overlap on `axis` on or off, with the reason (copied; one line), between steps: refused
+ * while any slot is in flight (an issue keeps the schedule it was made with until waited). The
+ * schedule gives the same bits either way (tests/mpi/mpi_model.c), so a run may switch. */
+ax_status ax_overlap_set_axis(ax_overlap *ov, ax_axis axis, int on, const char *why);
 
 /* Issue into `slot` (0..n_slots-1, not in flight). Same arguments and buffers rules as the
  * ax_coll_i* calls of comm.h: buffers stay untouched until the slot is waited for. */

@@ -537,6 +537,9 @@ const ax_model_config *ax_model_config_of(const ax_model_t *m) {
 ax_grid_t *ax_model_grid(const ax_model_t *m) {
     return m->grid;
 }
+ax_overlap *ax_model_overlap(const ax_model_t *m) {
+    return m->ov;
+}
 ax_ctx *ax_model_ctx(const ax_model_t *m) {
     return m->ctx;
 }

@@ -112,6 +112,9 @@ ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **o
 void ax_model_free(ax_model_t *m);
 const ax_model_config *ax_model_config_of(const ax_model_t *m);
 ax_grid_t *ax_model_grid(const ax_model_t *m);
+/* The model's overlap state (lib/dist/overlap.h): per axis, whether its collectives overlap and
+ * why; a training run may switch an axis between steps (lib/dist/overlap_trial.h). */
+struct ax_overlap *ax_model_overlap(const ax_model_t *m);
 /* The execution context every op of the model runs on (lib/backend/backend.h). */
 struct ax_ctx *ax_model_ctx(const ax_model_t *m);
 
