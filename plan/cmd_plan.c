@@ -40,8 +40,9 @@ static const ax_cfg_entry entries[] = {
      "profile: a100, h100, h200, perlmutter, frontier, alps, or a JSON file"},
     {"top", AX_CFG_INT, F(top), "5", 1, 1 << 20, "grids to print"},
     {"overlap", AX_CFG_STR, F(overlap), "auto", 1, 0,
-     "auto: per axis as `axmem train` decides (not on an axis whose ranks share a host over "
-     "MPI); force: every axis (train --force-overlap); off: every collective blocking"},
+     "auto: per axis as `axmem train` decides (priced off on an axis whose ranks share a host "
+     "over MPI, where a run times both schedules first); force: every axis (train "
+     "--force-overlap); off: every collective blocking"},
     {"no-overlap", AX_CFG_BOOL, F(no_overlap), "false", 1, 0, "as --overlap off (train's flag)"},
     {"force-overlap", AX_CFG_BOOL, F(force_overlap), "false", 1, 0,
      "as --overlap force (train's flag)"},

@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-/* the schedule of timed step i of an axis: the Thue-Morse order on, off, off, on, off, on, on,
- * off (pairs (0,1) (2,3) (4,5) (6,7); the on and off positions have equal sums and equal sums
- * of squares) */
+/* the schedule of timed step i of an axis: the Thue-Morse order on off off on off on on off off
+ * on on off, adjacent pairs (0,1) (2,3) ... each one of both, and the on and off positions
+ * with equal sums (a linear drift cancels) */
 static int pattern_on(int i) {
-    static const int p[AX_TRIAL_STEPS] = {1, 0, 0, 1, 0, 1, 1, 0};
+    static const int p[AX_TRIAL_STEPS] = {1, 0, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0};
     return p[i];
 }
 
@@ -34,8 +34,8 @@ int ax_overlap_trial_pick(const double *on, const double *off, int n, double mar
     for (int i = 0; i < n && k < (int)(sizeof r / sizeof r[0]); i++)
         if (off[i] > 0 && on[i] > 0) r[k] = on[i] / off[i], faster += r[k++] < 1.0;
     double ratio = median(r, k);
-    /* every pair must agree (a sign test: 1 in 2^n by chance when the schedules tie) and the
-     * median gain must clear the margin */
+    /* every pair must agree (a sign test: 1 in 2^n, 1 in 64 for six pairs, by chance when the
+     * schedules tie) and the median gain must clear the margin */
     int pick = k > 0 && k == n && faster == k && ratio <= 1.0 - margin;
     snprintf(why, cap,
              "%s: measured, overlapped steps %.3fx the blocking ones (median of %d adjacent "

@@ -4,10 +4,10 @@
  * On an axis whose ranks share one host (ax_overlap_measurable) the rule cannot tell whether
  * overlapping wins: the shared-memory copies run on the ranks' own cores, and the chunked dW
  * GEMMs and polling cost something that depends on the machine. A training run with overlap
- * AUTO therefore times its first steps: after one warm-up step, per such axis, eight steps with
- * that axis overlapped or blocking in the order on, off, off, on, off, on, on, off (the other
- * axes as decided so far): four adjacent pairs, so a slow drift (caches, clocks, a neighbour)
- * cancels within each pair, and the order balances a linear or quadratic trend over the eight.
+ * AUTO therefore times its first steps: after one warm-up step, per such axis, twelve steps
+ * with that axis overlapped or blocking in the Thue-Morse order on off off on off on on off off
+ * on on off (the other axes as decided so far): six adjacent pairs, so a slow drift (caches,
+ * clocks, a neighbour) cancels within each pair, and a linear trend over the twelve cancels too.
  * The slowest rank's wall time of each step counts (one MAX all-reduce over the world per timed
  * step, so every rank decides the same). The axis keeps overlap only if every pair's overlapped
  * step was the faster one and the median over the pairs of (overlapped step / blocking step) is at
@@ -17,7 +17,7 @@
 #pragma once
 #include "lib/dist/overlap.h"
 
-enum { AX_TRIAL_PAIRS = 4, AX_TRIAL_STEPS = 2 * AX_TRIAL_PAIRS, AX_TRIAL_WARMUP = 1 };
+enum { AX_TRIAL_PAIRS = 6, AX_TRIAL_STEPS = 2 * AX_TRIAL_PAIRS, AX_TRIAL_WARMUP = 1 };
 /* overlap must beat blocking by this fraction of a step: adjacent steps on a quiet host differ
  * by ~1-2%, and losing is worse than missing a gain of that size */
 #define AX_TRIAL_MARGIN 0.02
@@ -28,13 +28,13 @@ typedef struct {
     int n; /* axes to time */
     ax_axis axes[AX_AXIS_COUNT];
     int cur;                     /* index into axes being timed (n: done) */
-    int seen;                    /* timed steps of the current axis so far (0..7) */
+    int seen;                    /* timed steps of the current axis so far (0..11) */
     int warm;                    /* still in the warm-up step */
     int on_now;                  /* the schedule of the step being timed */
     double t[2][AX_TRIAL_PAIRS]; /* [off, on] step times of the current axis, by pair */
 } ax_overlap_trial;
 
-/* Which axes of ov's grid to time under `mode`, if `steps_left` covers the warm-up and eight
+/* Which axes of ov's grid to time under `mode`, if `steps_left` covers the warm-up and twelve
  * steps an axis (else none: the rule's answer stands). Returns how many; tr->n. */
 int ax_overlap_trial_init(ax_overlap_trial *tr, ax_grid_t *g, ax_overlap *ov, int mode,
                           long steps_left);

@@ -98,7 +98,7 @@ typedef struct {
     ax_step_volume vol; /* bytes per axis with 4-byte elements: the runtime's counters */
     int hosts[AX_AXIS_COUNT];             /* hosts an axis' groups span (ax_perfmodel_axis_hosts) */
     int overlap_on[AX_AXIS_COUNT];        /* the runtime's per-axis decision (ax_overlap_decide) */
-    char overlap_why[AX_AXIS_COUNT][160]; /* and its reason */
+    char overlap_why[AX_AXIS_COUNT][256]; /* and its reason */
 } ax_plan_pred;
 
 /* Predicts one grid (dims {D, X, Y, Z}) with n_micro micro-batches per step; overlap is

@@ -70,10 +70,10 @@ ok = ok and f and all(o == {"x": "on: forced"} for o in f)
 sys.exit(0 if ok else 1)' "$T/auto/metrics.jsonl" "$T/g1x2x1x1--force-overlap/metrics.jsonl"
 then ok "overlap auto falls back per axis on one host, reported in the log and metrics"
 else bad "overlap auto falls back per axis on one host, reported in the log and metrics"; fi
-# ... and, given enough steps, times both schedules on such an axis (a warm-up step, then eight
-# in the order on off off on off on on off) and keeps the faster, saying what it measured; the
+# ... and, given enough steps, times both schedules on such an axis (a warm-up step, then twelve
+# in the order on off off on off on on off off on on off) and keeps the faster, saying what it measured; the
 # losses are those of --no-overlap bit for bit, as either schedule gives the same bits.
-if run trial_off 1x1x2x1 --steps 10 --no-overlap && run trial 1x1x2x1 --steps 10 &&
+if run trial_off 1x1x2x1 --steps 14 --no-overlap && run trial 1x1x2x1 --steps 14 &&
    grep -q "overlap on axis y (2 ranks): off: its 2 ranks share one host.*; the first steps time both schedules" "$T/err" &&
    grep -qE "overlap on axis y \(2 ranks\): (on|off): measured, overlapped steps [0-9.]+x the blocking ones" "$T/err" &&
    python3 -c '
@@ -81,10 +81,10 @@ import json, sys
 t = [json.loads(l) for l in open(sys.argv[1])]
 o = [json.loads(l) for l in open(sys.argv[2])]
 why = [r["overlap"]["y"] for r in t]
-want = ["%s: timing both schedules (step %d of 8)" % (s, i + 1)
-        for i, s in enumerate("on off off on off on on off".split())]
-ok = len(t) == 10 and why[0].startswith("off: its 2 ranks share one host") and why[1:9] == want
-ok = ok and why[9].split(":")[0] in ("on", "off") and "measured" in why[9]
+want = ["%s: timing both schedules (step %d of 12)" % (s, i + 1)
+        for i, s in enumerate("on off off on off on on off off on on off".split())]
+ok = len(t) == 14 and why[0].startswith("off: its 2 ranks share one host") and why[1:13] == want
+ok = ok and why[13].split(":")[0] in ("on", "off") and "measured" in why[13]
 ok = ok and [r["loss"] for r in t] == [r["loss"] for r in o]
 if not ok: print("     ", why, [r["loss"] for r in t], [r["loss"] for r in o])
 sys.exit(0 if ok else 1)' "$T/trial/metrics.jsonl" "$T/trial_off/metrics.jsonl"
