@@ -4,8 +4,9 @@
 # Per grid axis, three schedules (bench_grid --overlap): 1 forced on, 0 off (--no-overlap),
 # 2 auto (what `axmem train` does by default: per axis, lib/dist/overlap.h; on an axis inside one
 # host it times both schedules in-process first, lib/dist/overlap_trial.h, and keeps the faster;
-# what it chose goes to stderr). Each is run REPS times (default 3), the three interleaved
-# (forced, off, auto, forced, off, auto, ...) so a drift of the machine hits all three alike,
+# what it chose goes to stderr). Each is run REPS times (default 3), the three interleaved and
+# rotated (forced off auto, off auto forced, auto forced off, ...) so a drift of the machine or
+# a cost of running first or last hits all three alike,
 # and the median step is printed; "auto >= off" is the "overlap never loses" check.
 # Needs a quiet machine for numbers that mean anything.
 # Usage: bench/grid_scaling.sh [build]   (env REPS=N)
@@ -30,7 +31,8 @@ declare -A med
 for grid in 2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2; do
   declare -A lines=()
   for r in $(seq "$REPS"); do
-    for ov in 1 0 2; do
+    order=(1 0 2 1 0)                   # rep r starts at a different schedule: no schedule
+    for ov in "${order[@]:$(( (r - 1) % 3 )):3}"; do # always runs first or last
       lines[$ov,$r]=$(env OMP_NUM_THREADS=1 "${MPIRUN[@]}" -np 2 "$B" --grid "$grid" --overlap "$ov")
     done
   done
