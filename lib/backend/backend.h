@@ -133,6 +133,10 @@ struct ax_backend {
                       long rows, long cols);
     void (*argmax_rows)(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
                         int v0);
+    /* the bf16 wire format of reduced gradients (--grad-comm bf16, lib/model): dst = src rounded
+     * to nearest even (NaN stays NaN), and back (exact) */
+    void (*to_bf16)(ax_ctx *ctx, uint16_t *dst, const float *src, long n);
+    void (*from_bf16)(ax_ctx *ctx, float *dst, const uint16_t *src, long n);
     /* architectures beyond Llama (GPT-NeoX, GPT-2): LayerNorm, GELU, biases. NULL in a backend
      * that lacks them; the model then refuses those architectures on it (ax_model_create_dev). */
     void (*layernorm_rowsum)(ax_ctx *ctx, float *sum, const float *inp, int N, int C);

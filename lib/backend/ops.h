@@ -302,6 +302,15 @@ static inline void ax_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const floa
                                 long rows, long cols) {
     ctx->be->copy_rows(ctx, dst, ld_dst, src, ld_src, rows, cols);
 }
+/* dst[n] (bf16 bit patterns) = src[n] rounded to nearest even, NaN kept a (quiet) NaN: the
+ * rounding of lib/dist's ax_f32_to_bf16, so a collective's bf16 combine sees the same values */
+static inline void ax_to_bf16(ax_ctx *ctx, uint16_t *dst, const float *src, long n) {
+    ctx->be->to_bf16(ctx, dst, src, n);
+}
+/* dst[n] = src[n] widened to fp32 (exact) */
+static inline void ax_from_bf16(ax_ctx *ctx, float *dst, const uint16_t *src, long n) {
+    ctx->be->from_bf16(ctx, dst, src, n);
+}
 /* Greedy choice over a vocabulary slice: for each of B rows of x[B, Vl] (first `valid` columns
  * real, global ids from v0), best[2b] = the largest value and best[2b+1] = -(its global id),
  * ties to the lowest id (-INFINITY and -v0 when valid = 0). best is HOST memory [2B]: the pairs

@@ -875,6 +875,45 @@ static void t_adamw(long n) {
     drop(&p), drop(&g), drop(&m), drop(&v);
 }
 
+/* the wire conversions of --grad-comm bf16, bit for bit: random values plus the cases rounding
+ * gets wrong (ties both ways, the largest finite float, infinities, NaNs, subnormals, -0) */
+static void t_wire_bf16(long n) {
+    float *h = host_rand((size_t)n, 3.0f);
+    const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x7f800000u, 0xff800000u,
+                                0x7fc00001u, 0xffa00000u, 0x00000001u, 0x807fffffu, 0x80000000u};
+    for (size_t i = 0; i < sizeof special / sizeof *special && (long)i < n; i++)
+        memcpy(&h[i], &special[i], 4);
+    both src = put(h, sizeof(float) * n), w = put(NULL, 2 * (size_t)n);
+    both back = put(NULL, sizeof(float) * n);
+    ax_to_bf16(C_, w.c, src.c, n), ax_to_bf16(G_, w.g, src.g, n);
+    ax_from_bf16(C_, back.c, w.c, n), ax_from_bf16(G_, back.g, w.g, n);
+    void *gw = malloc(2 * (size_t)n), *gb = malloc(sizeof(float) * n);
+    ax_copy(G_, gw, w.g, 2 * (size_t)n, AX_COPY_D2H);
+    ax_copy(G_, gb, back.g, sizeof(float) * n, AX_COPY_D2H);
+    ax_sync(G_);
+    int ok16 = !memcmp(gw, w.c, 2 * (size_t)n), ok32 = !memcmp(gb, back.c, sizeof(float) * n);
+    /* and the CPU side against the format's definition (lib/dist's ax_f32_to_bf16, which the
+     * collectives' combine rounds with, is the same expression) */
+    const uint16_t *c16 = w.c;
+    long bad = 0;
+    for (long i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &h[i], 4);
+        uint16_t want = (u & 0x7fffffffu) > 0x7f800000u
+                            ? (uint16_t)((u >> 16) | 0x40u)
+                            : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        bad += c16[i] != want;
+    }
+    ok16 = ok16 && !bad;
+    ok16 ? n_pass++ : n_fail++;
+    ok32 ? n_pass++ : n_fail++;
+    printf("%-34s %-10s n=%-8ld %s (bits; %ld differ from the definition)\n", "to_bf16", "dst", n,
+           ok16 ? "PASS" : "FAIL", bad);
+    printf("%-34s %-10s n=%-8ld %s (bits)\n", "from_bf16", "dst", n, ok32 ? "PASS" : "FAIL");
+    free(h), free(gw), free(gb);
+    drop(&src), drop(&w), drop(&back);
+}
+
 /* Hkv K/V heads in the caches [B, Hkv, Tmax, D] (grouped-query attention; H for multi-head) */
 static void t_decode_gqa(int B, int H, int Hkv, int D, int len, int Tmax) {
     long ld = (long)(H + 2 * Hkv) * D;
@@ -1057,6 +1096,8 @@ int main(int argc, char **argv) {
     t_ce_shard(17, 3000, 1000, 1000, 0);
     t_adamw(10007);
     if (!quick) t_adamw(3000001);
+    t_wire_bf16(1001);
+    if (!quick) t_wire_bf16(2000003);
     t_decode(2, 3, 16, 37, 50);
     t_decode(1, 4, 64, 1, 8);
     t_decode(3, 2, 128, 100, 128);

@@ -110,6 +110,8 @@ void ax_cpu_kv_append(ax_ctx *ctx, float *kc, float *vc, const float *k, const f
                       int B, int H, int D, int Tmax, int pos);
 void ax_cpu_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, long ld_src,
                       long rows, long cols);
+void ax_cpu_to_bf16(ax_ctx *ctx, uint16_t *dst, const float *src, long n);
+void ax_cpu_from_bf16(ax_ctx *ctx, float *dst, const uint16_t *src, long n);
 void ax_cpu_argmax_rows(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
                         int v0);
 /* architectures beyond Llama (ops_layernorm.c, ops_gelu.c, ops_bias.c) */

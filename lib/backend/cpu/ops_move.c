@@ -1,6 +1,6 @@
 /* Data movement of KV-cached decoding: cache append, strided row copies and the greedy choice
- * over a vocabulary slice. Host loops before the backend boundary; ops now, so a device
- * backend runs them next to the data. */
+ * over a vocabulary slice; and the bf16 wire conversions of reduced gradients. Host loops before
+ * the backend boundary; ops now, so a device backend runs them next to the data. */
 #include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
@@ -28,6 +28,29 @@ void ax_cpu_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, lo
     if (cols <= 0) return;
     for (long r = 0; r < rows; r++)
         memcpy(dst + r * ld_dst, src + r * ld_src, sizeof(float) * (size_t)cols);
+}
+
+/* Branch-free, so it vectorises: the gradient slab's 124M elements (GPT-2-124M) each way
+ * around every bf16 all-reduce (--grad-comm bf16) */
+void ax_cpu_to_bf16(ax_ctx *ctx, uint16_t *dst, const float *src, long n) {
+    (void)ctx;
+#pragma omp parallel for simd schedule(static) if (n >= 65536 && !omp_in_parallel())
+    for (long i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, src + i, 4);
+        uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
+        uint32_t even = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        dst[i] = (uint16_t)(nan ? (u >> 16) | 0x40u : even);
+    }
+}
+
+void ax_cpu_from_bf16(ax_ctx *ctx, float *dst, const uint16_t *src, long n) {
+    (void)ctx;
+#pragma omp parallel for simd schedule(static) if (n >= 65536 && !omp_in_parallel())
+    for (long i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)src[i] << 16;
+        memcpy(dst + i, &u, 4);
+    }
 }
 
 /* the first j in [0, n) with row[j] > row[arg] for every earlier arg (the first maximum; a NaN

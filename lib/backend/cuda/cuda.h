@@ -134,6 +134,10 @@ void ax_cuda_advance(void);
  * generation (it writes only the backend's own staging): ops_bf16.cu. */
 void ax_cuda_to_bf16(ax_ctx *ctx, void *dst, long ldd, const float *src, long rows, long cols,
                      long ld);
+/* the wire format of reduced gradients (ops_bf16.cu): dst = src rounded to nearest even, NaN
+ * the CPU's quiet NaN; and back */
+void ax_cuda_wire_to_bf16(ax_ctx *ctx, uint16_t *dst, const float *src, long n);
+void ax_cuda_wire_from_bf16(ax_ctx *ctx, float *dst, const uint16_t *src, long n);
 ax_status ax_cuda_status(ax_ctx *ctx);
 /* Copies `bytes` of device memory to host and waits (results of the double-returning ops). */
 void ax_cuda_d2h_sync(ax_ctx *ctx, void *host, const void *dev, size_t bytes);

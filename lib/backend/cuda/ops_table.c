@@ -232,6 +232,18 @@ static void w_kv_append(ax_ctx *ctx, float *kc, float *vc, const float *k, const
     WROTE(kc, (long)B * H * Tmax * D), WROTE(vc, (long)B * H * Tmax * D);
     END;
 }
+/* writes only the model's bf16 staging (never a parameter range): nothing to declare */
+static void w_to_bf16(ax_ctx *ctx, uint16_t *dst, const float *src, long n) {
+    BEGIN;
+    ax_cuda_wire_to_bf16(ctx, dst, src, n);
+    END;
+}
+static void w_from_bf16(ax_ctx *ctx, float *dst, const uint16_t *src, long n) {
+    BEGIN;
+    ax_cuda_wire_from_bf16(ctx, dst, src, n);
+    WROTE(dst, n);
+    END;
+}
 static void w_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const float *src, long ld_src,
                         long rows, long cols) {
     BEGIN;
@@ -391,6 +403,8 @@ void ax_cuda_table_ops(ax_backend *t) {
     t->attention_decode = w_attention_decode;
     t->kv_append = w_kv_append;
     t->copy_rows = w_copy_rows;
+    t->to_bf16 = w_to_bf16;
+    t->from_bf16 = w_from_bf16;
     t->argmax_rows = w_argmax_rows;
     t->layernorm_rowsum = w_layernorm_rowsum;
     t->layernorm_sqdev = w_layernorm_sqdev;

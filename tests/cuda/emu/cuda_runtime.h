@@ -9,6 +9,7 @@
 #pragma once
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <ucontext.h>
 
 #include <chrono>
@@ -108,6 +109,18 @@ inline int min(int a, int b) {
 }
 inline int max(int a, int b) {
     return a > b ? a : b;
+}
+
+// the reinterpreting casts of the device's math API
+inline unsigned __float_as_uint(float f) {
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+inline float __uint_as_float(unsigned u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 inline void ax_emu_entry() {
