@@ -2,11 +2,11 @@
  * bench/grid_scaling.sh it compares 2 ranks x 1 thread against 1 rank x 2 threads for the
  * same model and global batch: the single-rank rate measured in the same script is the
  * ceiling. Usage: bench_grid --grid DxXxYxZ [--overlap 0|1|2] [--steps N] [--batch B]
- *                  [--recompute 0|1] [--z-gather step|layer]
+ *                  [--recompute 0|1] [--z-gather step|layer] [--grad-comm fp32|bf16]
  *   --overlap: lib/dist/overlap.h's modes: 0 off, 1 forced on every axis, 2 auto (per axis; as
  *              in axmem train, a one-host axis is timed both ways first and keeps the faster:
  *              those trial steps run before the timed ones and say on stderr what they chose)
- *   --recompute, --z-gather: as axmem train's (ax_model_opts)
+ *   --recompute, --z-gather, --grad-comm: as axmem train's (ax_model_opts)
  * Prints one line: "bench_grid GRID overlap=O tokens/s=R step_s=S comm_wait_s=W used=AXIS:on|off"
  * (used: what the schedule did on each axis of more than one rank). */
 #include "lib/dist/comm.h"
@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
     ax_log_init();
     if (ax_mpi_start(&argc, &argv) != AX_OK) return 1;
     const char *spec = "1x1x1x1";
-    int overlap = 1, steps = 8, B = 8, T = 128, recompute = 0, stream = 0;
+    int overlap = 1, steps = 8, B = 8, T = 128, recompute = 0, stream = 0, gc16 = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--grid"))
             spec = argv[i + 1];
@@ -62,6 +62,8 @@ int main(int argc, char **argv) {
             recompute = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--z-gather"))
             stream = !strcmp(argv[i + 1], "layer");
+        else if (!strcmp(argv[i], "--grad-comm"))
+            gc16 = !strcmp(argv[i + 1], "bf16");
     }
     int dims[4];
     ax_grid_t *g = NULL;
@@ -82,8 +84,11 @@ int main(int argc, char **argv) {
         ax_mpi_abort(2);
     }
     int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts;
-    ax_model_opts mo = {
-        .overlap = overlap, .device = "cpu", .recompute = recompute, .stream_z = stream};
+    ax_model_opts mo = {.overlap = overlap,
+                        .device = "cpu",
+                        .recompute = recompute,
+                        .stream_z = stream,
+                        .grad_comm_bf16 = gc16};
     if (B % parts || ax_model_create_ex(g, &c, bl, T, &mo, &m) || ax_optim_create(m, &oc, &o)) {
         fprintf(stderr, "bench_grid: %s\n", ax_error_msg());
         ax_mpi_abort(2);

@@ -324,8 +324,14 @@ static ax_status build(run_state *r) {
     ax_model_opts mo = {.overlap = overlap_mode(c),
                         .device = AX_CFG_DEVICE_SPEC(c),
                         .recompute = c->recompute,
-                        .stream_z = !strcmp(c->z_gather, "layer")};
+                        .stream_z = !strcmp(c->z_gather, "layer"),
+                        .grad_comm_bf16 = !strcmp(c->grad_comm, "bf16")};
     AX_CHECK(ax_model_create_ex(r->grid, &mc, r->mb_local, T, &mo, &r->model));
+    if (mo.grad_comm_bf16 && ax_grid_dim(r->grid, AX_AXIS_DATA) == 1 &&
+        ax_grid_dim(r->grid, AX_AXIS_Z) == 1)
+        AX_WARN("--grad-comm bf16 does nothing on --grid %s: only a data or Z axis of more than "
+                "one rank reduces gradients",
+                c->grid);
     if (!strcmp(c->z_gather, "layer") && ax_grid_dim(r->grid, AX_AXIS_Z) == 1)
         AX_WARN("--z-gather layer does nothing on --grid %s: only a Z axis of more than one rank "
                 "gathers weights",

@@ -111,6 +111,11 @@ static const ax_cfg_entry entries[] = {
      "them; layer gathers each layer's just before its forward and its backward and keeps two "
      "(AxoNN at scale, ZeRO-3: ~L/2 less memory for more gathers, gradients reduce-scattered "
      "every micro-batch)"},
+    {"grad-comm", AX_CFG_CHOICE, F(grad_comm), "fp32|bf16", 1, 0,
+     "the type gradients are reduced in over the grid (Z reduce-scatters, data all-reduce): "
+     "bf16 moves half the bytes, rounding each partial sum to bf16 (a relative 2^-9), as AxoNN "
+     "and Megatron-LM reduce at scale; the update stays fp32. Costs bf16 staging of half the "
+     "gradient blocks; nothing changes on a grid with D = Z = 1"},
     {"exit-after-steps", AX_CFG_INT, F(exit_after_steps), "0", 0, 1e12,
      "stop after N steps of this invocation with a checkpoint, exit 75 (0 = off): "
      "scheduler-sized chunks of one run; the schedule still ends at --steps"},
@@ -375,6 +380,7 @@ static const struct {
     {"force-overlap", OVERRIDE},
     {"recompute", OVERRIDE}, /* the same results bit for bit */
     {"z-gather", OVERRIDE},  /* where the weights wait, not what is computed */
+    {"grad-comm", OVERRIDE}, /* rounding of the reduced gradients, not the model */
     {"device", OVERRIDE},
     {"precision", OVERRIDE}, /* master weights and moments are fp32 either way */
     {"comm", OVERRIDE},

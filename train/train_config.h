@@ -35,11 +35,12 @@ typedef struct {
     char packing[AX_CFG_STR_MAX];  /* packed | doc */
     char val_data[AX_CFG_STR_MAX];
     int64_t val_every, val_batches;
-    char grid[AX_CFG_STR_MAX];     /* DxXxYxZ */
-    int overlap;                   /* 1: where it helps (AX_OVERLAP_AUTO); 0: --no-overlap */
-    int force_overlap;             /* overlap on every axis (AX_OVERLAP_FORCE), for measurement */
-    int recompute;                 /* activation recomputation (ax_model_opts.recompute) */
-    char z_gather[AX_CFG_STR_MAX]; /* step | layer (ax_model_opts.stream_z) */
+    char grid[AX_CFG_STR_MAX];      /* DxXxYxZ */
+    int overlap;                    /* 1: where it helps (AX_OVERLAP_AUTO); 0: --no-overlap */
+    int force_overlap;              /* overlap on every axis (AX_OVERLAP_FORCE), for measurement */
+    int recompute;                  /* activation recomputation (ax_model_opts.recompute) */
+    char z_gather[AX_CFG_STR_MAX];  /* step | layer (ax_model_opts.stream_z) */
+    char grad_comm[AX_CFG_STR_MAX]; /* fp32 | bf16 (ax_model_opts.grad_comm_bf16) */
     char device[AX_CFG_STR_MAX];
     char precision[AX_CFG_STR_MAX];
     char comm[AX_CFG_STR_MAX]; /* auto | mpi | nccl (lib/dist/comm.h, ax_comm_select) */

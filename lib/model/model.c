@@ -389,6 +389,9 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     if (opts->inference && opts->stream_z)
         return ax_errorf(AX_ERR_ARG, "an inference model does not stream its weights over Z "
                                      "(ax_model_opts: inference with stream_z)");
+    if (opts->inference && opts->grad_comm_bf16)
+        return ax_errorf(AX_ERR_ARG, "an inference model has no gradients to reduce "
+                                     "(ax_model_opts: inference with grad_comm_bf16)");
     ax_ctx *ctx = NULL;
     AX_CHECK(ax_ctx_open(device, 0, &ctx)); /* "cuda:bf16": --device and --precision */
     const ax_backend *be = ctx->be;
@@ -458,6 +461,8 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
          * afresh, since one slot holds another layer's weights every other layer) */
         if (gz > 1) ax_params_range(ctx, p->full, (size_t)(p->shard_n * gz) * sizeof(float));
     }
+    m->gc16 = opts->grad_comm_bf16 && !m->inference;
+    if (m->gc16 && gradcomm_alloc(m) != AX_OK) goto oom;
     /* lazy zeroing (ax_model_zero_grad): the tensors whose gradient a dW GEMM writes first */
     for (int l = 0; l < L; l++) {
         static const int dw_slots[] = {L_WQKV, L_WO, L_WUP, L_WDOWN};
@@ -510,6 +515,7 @@ void ax_model_free(ax_model_t *m) {
         }
     ax_params_range(ctx, m->params, 0);
     stream_free(m);
+    gradcomm_free(m);
     ax_dev_free(ctx, m->act_arena), ax_dev_free(ctx, m->dec_arena);
     ax_dev_free(ctx, m->dec_pack_arena), ax_host_free(ctx, m->dec_pack);
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);

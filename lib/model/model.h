@@ -98,6 +98,13 @@ typedef struct {
      * read_grads and ax_optim_create refuse it (AX_ERR_ARG); ax_model_slab(.., AX_SLAB_GRADS)
      * is NULL. Not with stream_z. */
     int inference;
+    /* reduce the gradients in bf16 (train --grad-comm bf16; lib/model/model_gradcomm.c): the Z
+     * reduce-scatters and the data all-reduce move half the bytes, each partial sum rounded to
+     * bf16 (a relative 2^-9 per combine), so results differ from fp32 reduction by that
+     * rounding; the update stays fp32. Costs bf16 staging of half a float per gradient-block
+     * element (Z > 1) and per slab element (D > 1); a no-op on a grid with D = Z = 1. Not with
+     * inference. */
+    int grad_comm_bf16;
 } ax_model_opts;
 ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int T,
                              const ax_model_opts *opts, ax_model_t **out);

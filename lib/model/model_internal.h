@@ -33,6 +33,11 @@ typedef struct {
     float *gfull;           /* gradient block, reduce-scattered into the slab (Gz > 1) */
     float *rs_tmp; /* streamed layer tensors only (below): where a micro-batch after the first
                     * reduce-scatters its gradient before adding it into the slab */
+    /* --grad-comm bf16 (model_gradcomm.c): the block rounded to bf16 [shard_n * Gz], then the
+     * received shard [shard_n]; rs16_out, where that shard goes once the reduce-scatter is
+     * waited for (NULL: none in flight) */
+    uint16_t *rs16;
+    float *rs16_out;
     tp_init init;
     /* lazy gradient zeroing: dw_first, the first write of gfull in every backward is a dW GEMM
      * over the whole block (the layers' matrices, the LM head); g_stale, gfull was left
@@ -155,6 +160,10 @@ struct ax_model {
     /* activations: carved from one device block (act_arena). With recompute every layer has
      * its own res; the rest of acts[l] points at one shared set (acts[0]'s) */
     int recompute;
+    /* gradients reduced in bf16 (ax_model_opts.grad_comm_bf16; model_gradcomm.c): gc_data, the
+     * slab's bf16 copy for the data all-reduce (D > 1); gc_arena, the tensors' rs16 (Z > 1) */
+    int gc16;
+    uint16_t *gc_data, *gc_arena;
     int inference; /* no gradients (ax_model_opts.inference): grads and every gfull NULL */
     void *act_arena;
     size_t act_bytes;
@@ -270,5 +279,11 @@ void stream_gather_end(ax_model_t *m, int l);
 void stream_grad_begin(ax_model_t *m, int l); /* slot l % 2's gradients free and zeroed */
 void stream_grad_sync(ax_model_t *m, int l);  /* reduce-scatter layer l's gradients (async) */
 void stream_grad_end(ax_model_t *m);          /* every reduce-scatter done and added */
-ax_status stream_alloc(ax_model_t *m);        /* the slots; points the layer tensors at them */
+/* lib/model/model_gradcomm.c: gradients reduced in bf16 (m->gc16) */
+ax_status gradcomm_alloc(ax_model_t *m); /* the staging; after the tensors' blocks exist */
+void gradcomm_free(ax_model_t *m);
+void gradcomm_scatter_begin(ax_model_t *m, int t, float *recv); /* tensor t's reduce-scatter */
+void gradcomm_scatter_end(ax_model_t *m, int t); /* after its wait: the shard into recv */
+void gradcomm_data_allreduce(ax_model_t *m);     /* the slab over the data axis */
+ax_status stream_alloc(ax_model_t *m);           /* the slots; points the layer tensors at them */
 void stream_free(ax_model_t *m);

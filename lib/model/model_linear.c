@@ -167,12 +167,17 @@ void tp_grad_sync_begin(ax_model_t *m, int t) {
 void tp_grad_sync_begin_to(ax_model_t *m, int t, float *recv) {
     tp_tensor *p = &m->tp[t];
     if (dimz(m) == 1) return; /* gfull is the slab itself */
+    if (m->gc16) {
+        gradcomm_scatter_begin(m, t, recv);
+        return;
+    }
     tp_note(m, ax_overlap_reduce_scatter(m->ov, ov_scatter(t), AX_AXIS_Z, p->gfull, recv,
                                          p->shard_n, AX_DT_F32, AX_OP_SUM));
 }
 
 void tp_grad_sync_end(ax_model_t *m, int t) {
     tp_note(m, ax_overlap_wait(m->ov, ov_scatter(t)));
+    if (m->gc16) gradcomm_scatter_end(m, t);
 }
 
 /* out: a GEMM-only activation (bf16 storage when gin16) */

@@ -242,6 +242,9 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
     if (m->t_head != m->t_wte) tp_grad_sync_end(m, m->t_head);
     tp_grad_sync_end(m, m->t_wte);
     /* data parallel: the replicas' gradients summed once per step */
-    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_DATA, m->grads, (long)m->n_local, AX_DT_F32,
-                                 AX_OP_SUM));
+    if (m->gc16 && m->dims[AX_AXIS_DATA] > 1)
+        gradcomm_data_allreduce(m);
+    else
+        tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_DATA, m->grads, (long)m->n_local, AX_DT_F32,
+                                     AX_OP_SUM));
 }

@@ -30,6 +30,7 @@ typedef struct {
     int gz;
     int kind;  /* -1: count n_local only */
     int which; /* tensors counted: -2 every one, -1 the global ones, l >= 0 layer l's */
+    int elem;  /* bytes an element on the wire */
     long n_local;
 } per_tensor;
 
@@ -38,12 +39,12 @@ static void tensor_cb(void *u, const tensor_spec *s) {
     if (t->which != -2 && (t->which == -1 ? s->layer >= 0 : s->layer != t->which)) return;
     long sh = shard((long)model_spec_block(s, t->a->dims), t->gz);
     t->n_local += sh;
-    if (t->kind >= 0) add(t->a, (ax_comm_kind)t->kind, AX_AXIS_Z, sh, 4);
+    if (t->kind >= 0) add(t->a, (ax_comm_kind)t->kind, AX_AXIS_Z, sh, t->elem);
 }
 
-/* the Z collective `kind` of every tensor in `which` (per_tensor.which) */
-static void z_tensors(const ax_model_config *c, acc *a, int gz, int kind, int which) {
-    per_tensor pt = {a, gz, kind, which, 0};
+/* the Z collective `kind` of every tensor in `which` (per_tensor.which), elem bytes an element */
+static void z_tensors(const ax_model_config *c, acc *a, int gz, int kind, int which, int elem) {
+    per_tensor pt = {a, gz, kind, which, elem, 0};
     model_tensor_specs(c, tensor_cb, &pt);
 }
 
@@ -82,6 +83,7 @@ void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B
 void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], int B, int T,
                                  int n_micro, int flags, ax_step_volume phase[3]) {
     int recompute = flags & AX_PERF_RECOMPUTE, stream = (flags & AX_PERF_STREAM_Z) != 0;
+    int ge = (flags & AX_PERF_GRAD_BF16) ? 2 : 4; /* the gradient reductions' element bytes */
     for (int i = 0; i < 3; i++) phase[i] = (ax_step_volume){0};
     acc a = {dims, &phase[2]};
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y], gz = dims[AX_AXIS_Z];
@@ -91,21 +93,21 @@ void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], in
      * fewer); the MLP's up rows (SwiGLU: gate and up, GELU: one) */
     long Ky = (long)(c->n_kv_heads ? c->n_kv_heads : c->n_heads) / gy * (c->dim / c->n_heads);
     long Uy = (c->mlp == AX_MLP_SWIGLU ? 2L : 1L) * Fy;
-    per_tensor pt = {&a, gz, -1, -2, 0};
+    per_tensor pt = {&a, gz, -1, -2, 4, 0};
     model_tensor_specs(c, tensor_cb, &pt); /* n_local */
     long n_local = pt.n_local;
     stream = stream && gz > 1;
 
     /* weight all-gathers over Z: once per step, when the parameters changed (streamed: the
      * global tensors so, the layers below) */
-    if (gz > 1) z_tensors(c, &a, gz, AX_COMM_ALLGATHER, stream ? -1 : -2);
+    if (gz > 1) z_tensors(c, &a, gz, AX_COMM_ALLGATHER, stream ? -1 : -2, 4);
     int slot_layer[2] = {-1, -1};                  /* streamed: the step starts with new weights */
     ax_step_volume layer_ag = {0}, layer_rs = {0}; /* one layer's gathers and reduce-scatters */
     if (stream) {
         acc one = {dims, &layer_ag};
-        z_tensors(c, &one, gz, AX_COMM_ALLGATHER, 0);
+        z_tensors(c, &one, gz, AX_COMM_ALLGATHER, 0, 4);
         one.v = &layer_rs;
-        z_tensors(c, &one, gz, AX_COMM_REDUCE_SCATTER, 0);
+        z_tensors(c, &one, gz, AX_COMM_REDUCE_SCATTER, 0, ge);
     }
     for (int mb = 0; mb < n_micro; mb++) {
         if (stream) { /* forward: layers 0..L-1; backward: L-2..0 (the top one is in place) */
@@ -153,8 +155,8 @@ void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], in
     }
     /* gradients: reduce-scatter over Z per tensor, then one all-reduce over data */
     a.v = &phase[2];
-    if (gz > 1) z_tensors(c, &a, gz, AX_COMM_REDUCE_SCATTER, stream ? -1 : -2);
-    add(&a, AX_COMM_ALLREDUCE, AX_AXIS_DATA, n_local, 4);
+    if (gz > 1) z_tensors(c, &a, gz, AX_COMM_REDUCE_SCATTER, stream ? -1 : -2, ge);
+    add(&a, AX_COMM_ALLREDUCE, AX_AXIS_DATA, n_local, ge);
     add(&a, AX_COMM_ALLREDUCE, AX_AXIS_WORLD, 1, 8); /* gradient norm */
 }
 

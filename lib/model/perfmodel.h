@@ -33,9 +33,10 @@ void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B
  * recomputation (the backward repeats every layer's forward all-reduces but the down
  * projection's, not the top layer's; blocking, so they count in phase[0]); AX_PERF_STREAM_Z,
  * layer weights streamed over Z (each layer gathered before its forward and its backward unless
- * its slot still holds it, its gradients reduce-scattered every micro-batch; phase[2]). 0 is the
- * calls above. */
-enum { AX_PERF_RECOMPUTE = 1, AX_PERF_STREAM_Z = 2 };
+ * its slot still holds it, its gradients reduce-scattered every micro-batch; phase[2]);
+ * AX_PERF_GRAD_BF16, gradients reduced in bf16 (the Z reduce-scatters and the data all-reduce
+ * at 2 bytes an element). 0 is the calls above. */
+enum { AX_PERF_RECOMPUTE = 1, AX_PERF_STREAM_Z = 2, AX_PERF_GRAD_BF16 = 4 };
 void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], int B, int T,
                                  int n_micro, int flags, ax_step_volume phase[3]);
 void ax_perfmodel_step_volume_ex(const ax_model_config *c, const int dims[4], int B, int T,

@@ -378,6 +378,94 @@ static void stream_vs_kept(ax_grid_t *g, int n_micro, int recompute) {
     free(grads[0]), free(grads[1]);
 }
 
+/* Gradients reduced in bf16 (ax_model_opts.grad_comm_bf16) against the fp32 reduction of the
+ * same step: where the grid reduces (D or Z > 1) every gradient is a bf16 value (its low 16
+ * bits zero: the last reduction wrote it), they differ from fp32 by bf16 rounding only, the
+ * bytes over Z and data halve and are what the performance model counts; elsewhere the bits
+ * are fp32's. */
+static void grad_comm_vs_fp32(ax_grid_t *g, int n_micro, int stream) {
+    ax_model_config c = cfg();
+    c.n_layers = 4;
+    int parts = ax_grid_dim(g, AX_AXIS_BATCH), bl = B / parts, bc = ax_grid_coord(g, AX_AXIS_BATCH);
+    int bm = bl / n_micro, dims[4];
+    for (int a = 0; a < 4; a++) dims[a] = ax_grid_dim(g, (ax_axis)a);
+    int reduces = dims[AX_AXIS_DATA] > 1 || dims[AX_AXIS_Z] > 1;
+    stream = stream && dims[AX_AXIS_Z] > 1;
+    float *grads[2] = {NULL, NULL};
+    long n = 0;
+    for (int k = 0; k < 2; k++) {
+        ax_model_opts o = {
+            .overlap = AX_OVERLAP_FORCE, .device = "cpu", .stream_z = stream, .grad_comm_bf16 = k};
+        ax_model_t *m = NULL;
+        if (ax_model_create_ex(g, &c, bm, T, &o, &m) != AX_OK) {
+            EXPECT(0, "setup: %s", ax_error_msg());
+            return;
+        }
+        ax_model_init(m, 9);
+        perturb(m);
+        int32_t in[B * T], tg[B * T];
+        uint8_t mask[B * T];
+        batch(5, in, tg, mask);
+        ax_comm_stats_reset(g);
+        ax_model_zero_grad(m);
+        for (int mb = 0; mb < n_micro; mb++) {
+            long off = ((long)bc * bl + (long)mb * bm) * T;
+            ax_model_forward(m, in + off, tg + off, mask + off, bm, 1e-2f, 1);
+            ax_model_backward_ex(m, mb == n_micro - 1);
+        }
+        EXPECT(ax_model_status(m) == AX_OK, "grad-comm %d: %s", k, ax_error_msg());
+        int flags = (stream ? AX_PERF_STREAM_Z : 0) | (k ? AX_PERF_GRAD_BF16 : 0);
+        ax_step_volume want;
+        ax_perfmodel_step_volume_ex(&c, dims, bm, T, n_micro, flags, &want);
+        ax_comm_stats got;
+        ax_comm_stats_get(g, &got);
+        for (int a = 0; a < AX_AXIS_COUNT; a++)
+            for (int kind = 0; kind < AX_COMM_KINDS; kind++) {
+                if (kind == AX_COMM_ALLREDUCE && a == AX_AXIS_WORLD) continue; /* no norm */
+                EXPECT(got.bytes[kind][a] == want.bytes[kind][a] &&
+                           got.calls[kind][a] == want.calls[kind][a],
+                       "grad-comm %s, stream %d, %d micro-batches: %s over %s counted %.0f "
+                       "bytes in %ld calls, the model %.0f in %ld",
+                       k ? "bf16" : "fp32", stream, n_micro, ax_comm_kind_name((ax_comm_kind)kind),
+                       ax_axis_name((ax_axis)a), got.bytes[kind][a], got.calls[kind][a],
+                       want.bytes[kind][a], want.calls[kind][a]);
+            }
+        n = (long)ax_model_n_local(m);
+        grads[k] = malloc(sizeof(float) * (size_t)n);
+        ax_model_read_grads(m, grads[k], 0, n);
+        ax_model_free(m);
+    }
+    if (!reduces) {
+        EXPECT(!memcmp(grads[0], grads[1], sizeof(float) * (size_t)n),
+               "grid %s: --grad-comm bf16 changed gradients on a grid that reduces none",
+               ax_grid_spec(g));
+    } else {
+        long wide = 0, differ = 0;
+        double worst = 0, scale = max_abs(grads[0], n);
+        for (long i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, &grads[1][i], 4);
+            wide += (u & 0xffffu) != 0;
+            differ += grads[0][i] != grads[1][i];
+            worst = fmax(worst, fabs(grads[0][i] - grads[1][i]));
+        }
+        /* (streamed over Z, the micro-batches' reduced shards are summed in fp32: only the data
+         * all-reduce's output is bf16 then) */
+        if (!(stream && n_micro > 1 && dims[AX_AXIS_DATA] == 1))
+            EXPECT(wide == 0,
+                   "grid %s, stream %d, %d micro-batches: %ld of %ld bf16-reduced gradients are "
+                   "not bf16 values",
+                   ax_grid_spec(g), stream, n_micro, wide, n);
+        EXPECT(differ > 0, "grid %s: bf16 reduction gave fp32's bits everywhere", ax_grid_spec(g));
+        /* a few roundings of 2^-9 each, relative to the elements summed (bounded by the scale) */
+        EXPECT(worst <= 0.02 * scale,
+               "grid %s, stream %d, %d micro-batches: bf16-reduced "
+               "gradients differ by %g (scale %g)",
+               ax_grid_spec(g), stream, n_micro, worst, scale);
+    }
+    free(grads[0]), free(grads[1]);
+}
+
 /* One step of the model side of train/train.c's train_step. */
 static ax_status train_step(ax_model_t *m, ax_optim_t *o, const int32_t *in, const int32_t *tg,
                             const uint8_t *mask, int bl) {
@@ -491,6 +579,8 @@ int main(int argc, char **argv) {
     g_stream = 0, g_recompute = 0;
     for (int nm = 1; nm <= 2; nm++)
         for (int rc = 0; rc <= 1; rc++) stream_vs_kept(g, nm, rc);
+    for (int nm = 1; nm <= 2; nm++)
+        for (int st = 0; st <= 1; st++) grad_comm_vs_fp32(g, nm, st);
     failing_steps(g);
     /* the other architectures; NeoX (parallel residual) and Llama with GQA also recomputing */
     for (g_arch = 1; g_arch <= 4; g_arch++) {

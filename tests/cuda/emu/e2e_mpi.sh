@@ -53,14 +53,14 @@ print(f"     {len(b)} of {len(a)} steps, max relative loss difference {worst:.2e
 sys.exit(0 if len(a) == len(b) and worst < float(sys.argv[3]) else 1)
 PY
 }
-train_grid() { # GRID [PRECISION TOLERANCE [COMM]]: 2 ranks on the emulated device, then the
+train_grid() { # GRID [PRECISION TOLERANCE [COMM [GRAD_COMM]]]: 2 ranks on the emulated device, then the
   # losses against 1 rank on the cpu
-  local p=${2:-fp32} c=${4:-mpi} exe=$E dbg=()
+  local p=${2:-fp32} c=${4:-mpi} gc=${5:-fp32} exe=$E dbg=()
   [ "$c" = nccl ] && exe=$N
   [ "$p" = bf16 ] && dbg=(-x AXMEM_LOG=debug)
-  local o="$T/g$1$p$c"
+  local o="$T/g$1$p$c$gc"
   "${MPI[@]}" "${dbg[@]}" -x AX_EMU_NCCL_REPORT=1 "$exe" train "${S[@]}" --device cuda --precision "$p" \
-    --comm "$c" --grid "$1" --out "$o" >"$o.log" 2>&1 || { tail -5 "$o.log"; return 1; }
+    --comm "$c" --grid "$1" --grad-comm "$gc" --out "$o" >"$o.log" 2>&1 || { tail -5 "$o.log"; return 1; }
   if [ "$c" = nccl ]; then # the collectives went through the NCCL transport, on both ranks
     local used
     used=$(grep -c "emulated NCCL: [1-9][0-9]* communicators, [1-9][0-9]* operations" "$o.log")
@@ -84,7 +84,7 @@ cache_hits() { # LOG: both ranks' bf16 weight caches served hits, every one chec
   [ "$n" = 2 ]
 }
 name="bf16 --grid 1x1x1x2: gathered weight blocks from the bf16 cache on both ranks, none stale"
-check cache_hits "$T/g1x1x1x2bf16mpi.log"
+check cache_hits "$T/g1x1x1x2bf16mpifp32.log"
 # every collective of the NCCL transport on every axis (tests/mpi/mpi_stage.c built on the
 # emulator): byte-identical to the host path, and on NCCL, none staged
 stage_nccl() { # GRID
@@ -107,7 +107,7 @@ done
 name="train --device cuda --precision bf16 --comm nccl --grid 1x1x1x2 (emulated NCCL): losses ~ cpu"
 check train_grid 1x1x1x2 bf16 2e-2 nccl
 name="bf16 --comm nccl --grid 1x1x1x2: cached weight blocks invalidated by the NCCL gathers, none stale"
-check cache_hits "$T/g1x1x1x2bf16nccl.log"
+check cache_hits "$T/g1x1x1x2bf16ncclfp32.log"
 # layer weights streamed over Z (--z-gather layer) on 3 layers: slots change hands and the
 # backward re-gathers; the gathers write device slots (host-staged MPI and emulated NCCL, whose
 # stream ordering matters), fp32 against the CPU, bf16 close to it
@@ -153,5 +153,12 @@ name="generate --device cuda --comm mpi --grid 1x2x1x1, 2 ranks (emulated): same
 check gen_y2 mpi "$E"
 name="generate --device cuda --comm nccl --grid 1x2x1x1, 2 ranks (emulated NCCL): same samples"
 check gen_y2 nccl "$N"
+# gradients reduced in bf16 (--grad-comm bf16): the device buffers' wire conversions, staged
+# through MPI and on the NCCL transport, over the data axis and Z
+for cg in mpi:2x1x1x1 nccl:1x1x1x2; do
+  c=${cg%%:*} grid=${cg#*:}
+  name="train --device cuda --comm $c --grad-comm bf16 --grid $grid (emulated): losses ~ cpu (2e-2)"
+  check train_grid "$grid" fp32 2e-2 "$c" bf16
+done
 echo "emu e2e mpi: $fails failed"
 [ "$fails" -eq 0 ]
