@@ -20,6 +20,7 @@ typedef struct {
     double budget;
     char ckpt[AX_CFG_STR_MAX], machine[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX];
     char overlap[AX_CFG_STR_MAX], recompute[AX_CFG_STR_MAX], z_gather[AX_CFG_STR_MAX];
+    char grad_comm[AX_CFG_STR_MAX];
     char engine[AX_CFG_STR_MAX];
 } plan_args;
 
@@ -59,6 +60,10 @@ static const ax_cfg_entry entries[] = {
      "blocks and collectives but bf16 norm and MLP outputs, plus its bf16 weight cache, GEMM "
      "staging and attention blocks); bf16, an engine with everything in the profile's "
      "elem_bytes (2 on the GPU profiles: all bf16, as AxoNN runs)"},
+    {"grad-comm", AX_CFG_CHOICE, F(grad_comm), "fp32|bf16", 1, 0,
+     "gradient reduction (train --grad-comm): fp32; bf16, the Z reduce-scatters and the data "
+     "all-reduce at 2 bytes an element, plus their bf16 staging (no change with --engine "
+     "bf16, whose collectives are bf16 already)"},
     {"json", AX_CFG_BOOL, F(json), "false", 1, 0, "print JSON instead of the table"},
     {"measure", AX_CFG_BOOL, F(measure), "false", 1, 0,
      "measure this machine (GEMM rate; under mpirun -np 2 the intra-node all-reduce) and "
@@ -232,11 +237,13 @@ static void print_table(const plan_args *a, int mode, const ax_model_config *c,
            (long long)a->seq_len, mode_name[mode], a->recompute, a->z_gather);
     if (pm->m.axmem_cuda)
         printf("engine: axmem on CUDA, bf16 run (fp32 activations, gathered blocks and "
-               "collectives; bf16 norm and MLP outputs; bf16 weight cache and GEMM staging)\n");
+               "collectives; bf16 norm and MLP outputs; bf16 weight cache and GEMM staging)%s\n",
+               pm->m.grad_bf16 ? "; gradients reduced in bf16" : "");
     else
         printf("engine: %s (activations, gathered blocks and collectives at %d bytes an "
-               "element)\n",
-               a->engine, pm->m.elem_bytes);
+               "element%s)\n",
+               a->engine, pm->m.elem_bytes,
+               pm->m.grad_bf16 && pm->m.elem_bytes == 4 ? "; gradients reduced in bf16" : "");
     printf("%d grids: %d fit, %d rejected\n\n", r->n_grids, r->n_best, r->n_rejected);
     printf("%-4s %-14s %-7s %9s %9s %9s  %-37s %8s %8s %12s %6s\n", "rank", "grid", "BxNmb",
            "step_s", "compute", "memory", "exposed comm s: data x y z other", "hidden", "mem_GiB",
@@ -337,6 +344,7 @@ int ax_cmd_plan(int argc, char **argv) {
      * communicates; on a host profile the CPU engine is elem_bytes (4) throughout already */
     pm.m.axmem_cuda =
         st == AX_OK && !strcmp(a.engine, "axmem") && pm.m.transport == AX_TRANSPORT_NCCL;
+    pm.m.grad_bf16 = st == AX_OK && !strcmp(a.grad_comm, "bf16");
     if (st == AX_OK)
         st = ax_plan_rank_ex(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode,
                              !strcmp(a.recompute, "on")    ? AX_PLAN_RECOMPUTE_ON
@@ -362,6 +370,7 @@ int ax_cmd_plan(int argc, char **argv) {
         ax_jw_key(&w, "recompute"), ax_jw_str(&w, a.recompute);
         ax_jw_key(&w, "z_gather"), ax_jw_str(&w, a.z_gather);
         ax_jw_key(&w, "engine"), ax_jw_str(&w, pm.m.axmem_cuda ? "axmem-cuda" : a.engine);
+        ax_jw_key(&w, "grad_comm"), ax_jw_str(&w, a.grad_comm);
         ax_jw_key(&w, "n_grids"), ax_jw_int(&w, r.n_grids);
         ax_jw_key(&w, "grids");
         ax_jw_arr_begin(&w);

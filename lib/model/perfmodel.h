@@ -64,6 +64,10 @@ typedef struct {
      * activations, gathered blocks and collectives all take elem_bytes (the CPU engine at 4;
      * at 2, an all-bf16 engine such as AxoNN's: --engine bf16) */
     int axmem_cuda;
+    /* 1: the engine reduces gradients in bf16 (train --grad-comm bf16: the Z reduce-scatters and
+     * the data all-reduce at 2 bytes an element, plus their bf16 staging); only where
+     * collectives are otherwise 4 bytes (an elem_bytes 2 engine moves everything in bf16) */
+    int grad_bf16;
     double overlap; /* fraction of the overlappable communication that hides, 0..1 */
     /* what moves a collective's bytes, for the per-axis overlap rule (ax_overlap_decide) */
     int transport;          /* AX_TRANSPORT_*: 0 (the default) a device transport */

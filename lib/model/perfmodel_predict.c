@@ -169,6 +169,14 @@ static void memory(const ax_model_config *c, const ax_machine *mach, const int d
         o->mem_device += 2 * N * (ceil8(Vl) + ceil8(big));
         o->mem_device += 2 * min_d(4 * att * T, 256 * 1048576.0);
     }
+    if (flags & AX_PERF_GRAD_BF16) { /* model_gradcomm.c's staging: 2 bytes an element */
+        if (dims[AX_AXIS_DATA] > 1) o->mem_device += 2 * local;
+        if (gz > 1)
+            o->mem_device +=
+                o->stream_z
+                    ? 2.0 * (bs.global_full * (gz + 1) / gz + 2 * (bs.layer_full + bs.layer_shard))
+                    : 2.0 * (full + local);
+    }
     o->mem_total = o->mem_state + o->mem_gathered + o->mem_acts + o->mem_device;
 
     /* Bytes the memory-bound passes move in a step (stream_bytes), counted from the ops, not
@@ -223,6 +231,7 @@ ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *ma
                                   const int dims[4], int global_batch, int T, int n_micro,
                                   int overlap, int flags, ax_plan_pred *out) {
     *out = (ax_plan_pred){0};
+    if (mach->grad_bf16 && comm_bytes(mach) == 4) flags |= AX_PERF_GRAD_BF16;
     int recompute = (flags & AX_PERF_RECOMPUTE) != 0;
     out->recompute = recompute;
     out->stream_z = (flags & AX_PERF_STREAM_Z) && dims[AX_AXIS_Z] > 1;

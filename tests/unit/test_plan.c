@@ -654,3 +654,40 @@ Test(plan, memory_bound_passes_counted_by_hand) {
     cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 1, 0, &one), AX_OK);
     cr_assert(one.memory_s == 0 && one.step_s == one.compute_s);
 }
+
+/* train --grad-comm bf16 priced (ax_machine.grad_bf16): the data all-reduce carries only
+ * gradients, so its bytes halve exactly (its latency terms stay); Z's reduce-scatters halve
+ * but its weight all-gathers stay fp32; X and Y do not change. Memory grows by
+ * model_gradcomm.c's bf16 staging: the local gradients for the data axis, the full blocks and
+ * their shards for Z. An engine whose collectives are bf16 already (elem_bytes 2) is unchanged. */
+Test(plan, grad_comm_bf16_halves_gradient_bytes) {
+    ax_model_config c = small();
+    ax_plan_machine pm = machine("h100");
+    pm.m.axmem_cuda = 1;
+    int dims[4] = {2, 1, 1, 2};
+    ax_plan_pred fp32, bf16, fp32_0, bf16_0;
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 8, 256, 1, 0, 0, &fp32), AX_OK);
+    pm.m.grad_bf16 = 1;
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 8, 256, 1, 0, 0, &bf16), AX_OK);
+    cr_assert_eq(bf16.comm_s[AX_AXIS_X], fp32.comm_s[AX_AXIS_X]);
+    cr_assert_eq(bf16.comm_s[AX_AXIS_Y], fp32.comm_s[AX_AXIS_Y]);
+    double d32 = fp32.comm_s[AX_AXIS_DATA], d16 = bf16.comm_s[AX_AXIS_DATA];
+    cr_assert(d32 > 0 && d16 < d32, "data: %g vs %g", d16, d32);
+    cr_assert(2 * d16 - d32 > 0, "the latency terms stay"); /* t = bytes/bw + calls lat */
+    double z32 = fp32.comm_s[AX_AXIS_Z], z16 = bf16.comm_s[AX_AXIS_Z];
+    cr_assert(z16 < z32 && z16 > z32 / 2, "Z: %g vs %g (the all-gathers stay fp32)", z16, z32);
+    /* local = mem_state / 16, full = mem_gathered / 8 (fp32 blocks and gradient blocks) */
+    double local = fp32.mem_state / 16, full = fp32.mem_gathered / 8;
+    double staging = 2 * local + 2 * (full + local);
+    cr_assert_float_eq(bf16.mem_device - fp32.mem_device, staging, 1e-9 * staging, "%g vs %g",
+                       bf16.mem_device - fp32.mem_device, staging);
+    cr_assert_float_eq(bf16.mem_total - fp32.mem_total, staging, 1e-9 * staging);
+    cr_assert(bf16.step_s <= fp32.step_s);
+    /* the all-bf16 engine: nothing to halve */
+    pm.m.axmem_cuda = 0, pm.m.grad_bf16 = 0;
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 8, 256, 1, 0, 0, &fp32_0), AX_OK);
+    pm.m.grad_bf16 = 1;
+    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 8, 256, 1, 0, 0, &bf16_0), AX_OK);
+    for (int a = 0; a < AX_AXIS_COUNT; a++) cr_assert_eq(bf16_0.comm_s[a], fp32_0.comm_s[a]);
+    cr_assert_eq(bf16_0.mem_total, fp32_0.mem_total);
+}
