@@ -332,6 +332,14 @@ static ax_status build(run_state *r) {
         AX_WARN("--grad-comm bf16 does nothing on --grid %s: only a data or Z axis of more than "
                 "one rank reduces gradients",
                 c->grid);
+    else if (mo.grad_comm_bf16)
+        AX_INFO("gradients reduced in bf16 over %s%s%s: %.1f MiB of bf16 staging per rank",
+                ax_grid_dim(r->grid, AX_AXIS_DATA) > 1 ? "data" : "",
+                ax_grid_dim(r->grid, AX_AXIS_DATA) > 1 && ax_grid_dim(r->grid, AX_AXIS_Z) > 1
+                    ? " and "
+                    : "",
+                ax_grid_dim(r->grid, AX_AXIS_Z) > 1 ? "Z" : "",
+                ax_model_grad_comm_bytes(r->model) / 1048576.0);
     if (!strcmp(c->z_gather, "layer") && ax_grid_dim(r->grid, AX_AXIS_Z) == 1)
         AX_WARN("--z-gather layer does nothing on --grid %s: only a Z axis of more than one rank "
                 "gathers weights",

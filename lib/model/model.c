@@ -533,6 +533,9 @@ void ax_model_free(ax_model_t *m) {
 size_t ax_model_activation_bytes(const ax_model_t *m) {
     return m->act_bytes;
 }
+size_t ax_model_grad_comm_bytes(const ax_model_t *m) {
+    return m->gc_bytes;
+}
 int ax_model_bf16_activations(const ax_model_t *m) {
     return m->gin16;
 }

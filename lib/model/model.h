@@ -111,6 +111,9 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
 /* Bytes of this rank's activation buffers (the forward's saved activations and the backward's
  * scratch), as allocated. */
 size_t ax_model_activation_bytes(const ax_model_t *m);
+/* Bytes of the bf16 staging that gradients reduced in bf16 use (ax_model_opts.grad_comm_bf16;
+ * 0 without it or on a grid with neither a data nor a Z axis), as allocated. */
+size_t ax_model_grad_comm_bytes(const ax_model_t *m);
 /* 1 when the activations only GEMMs read (norm and MLP outputs) are stored in bf16: a bf16
  * context on a backend that writes them so (lib/backend/backend.h) */
 int ax_model_bf16_activations(const ax_model_t *m);

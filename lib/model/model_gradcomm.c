@@ -26,6 +26,7 @@ ax_status gradcomm_alloc(ax_model_t *m) {
     int gz = m->dims[AX_AXIS_Z], n = m->n_tensors, L = m->cfg.n_layers;
     if (m->dims[AX_AXIS_DATA] > 1 && !(m->gc_data = ax_dev_alloc(m->ctx, 2 * (size_t)m->n_local)))
         return AX_ERR_NOMEM;
+    if (m->gc_data) m->gc_bytes = 2 * (size_t)m->n_local;
     if (gz == 1) return AX_OK;
     int *layer_of = ax_host_alloc(m->ctx, 2 * (size_t)n * sizeof(int)), *slot_of = layer_of + n;
     if (!layer_of) return AX_ERR_NOMEM;
@@ -37,6 +38,7 @@ ax_status gradcomm_alloc(ax_model_t *m) {
     for (int t = 0; t < n; t++)
         if (owner(m, t, layer_of, slot_of) == t) total += staged(m, t);
     m->gc_arena = ax_dev_alloc(m->ctx, 2 * (size_t)(total > 0 ? total : 1));
+    m->gc_bytes += 2 * (size_t)total;
     if (m->gc_arena) {
         int64_t off = 0;
         for (int t = 0; t < n; t++) /* owners come first: a layer below comes earlier */
@@ -52,6 +54,7 @@ ax_status gradcomm_alloc(ax_model_t *m) {
 void gradcomm_free(ax_model_t *m) {
     ax_dev_free(m->ctx, m->gc_data), ax_dev_free(m->ctx, m->gc_arena);
     m->gc_data = m->gc_arena = NULL;
+    m->gc_bytes = 0;
 }
 
 void gradcomm_scatter_begin(ax_model_t *m, int t, float *recv) {

@@ -164,7 +164,8 @@ struct ax_model {
      * slab's bf16 copy for the data all-reduce (D > 1); gc_arena, the tensors' rs16 (Z > 1) */
     int gc16;
     uint16_t *gc_data, *gc_arena;
-    int inference; /* no gradients (ax_model_opts.inference): grads and every gfull NULL */
+    size_t gc_bytes; /* both, allocated */
+    int inference;   /* no gradients (ax_model_opts.inference): grads and every gfull NULL */
     void *act_arena;
     size_t act_bytes;
     layer_acts *acts;

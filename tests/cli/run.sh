@@ -90,6 +90,9 @@ if cmp -s "$T/full" "$T/resumed" && [ "$(wc -l <"$T/full")" -eq 12 ]; then ok "r
 "$AX" train "${TRAIN[@]}" --steps 1 --warmup 0 --z-gather layer --out "$T/zg1" 2>"$T/err" &&
   grep -q "z-gather layer does nothing on --grid 1x1x1x1" "$T/err" &&
   ok "--z-gather layer without Z: a warning says it does nothing" || bad "--z-gather layer without Z"
+"$AX" train "${TRAIN[@]}" --steps 1 --warmup 0 --grad-comm bf16 --out "$T/gc1" 2>"$T/err" &&
+  grep -q "grad-comm bf16 does nothing on --grid 1x1x1x1" "$T/err" &&
+  ok "--grad-comm bf16 without data or Z: a warning says it does nothing" || bad "--grad-comm bf16 without data or Z"
 rm -rf "$T/res/ckpt/step-000012"
 "$AX" train --out "$T/res" --data "$T/kjv.axd" --steps 12 --resume --recompute 2>"$T/err" &&
   losses "$T/res/metrics.jsonl" >"$T/resumed" && cmp -s "$T/full" "$T/resumed" &&
@@ -755,6 +758,16 @@ a, b = ([json.loads(l)["loss"] for l in open(f)] for f in sys.argv[1:])
 assert len(a) == 6 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
 PY
     ok "--z-gather layer --recompute, 2 micro-batches: the losses to 1e-5" || bad "--z-gather layer micro-batches"
+  # --grad-comm bf16 on 1x1x1x2: the start log says what it reduces and stages; the losses stay
+  # near fp32 reduction's (bf16-rounded gradients, fp32 update)
+  : >"$T/err"
+  zg "$T/gc" --grad-comm bf16 && grep -q "gradients reduced in bf16 over Z: .* MiB of bf16 staging per rank" "$T/err" &&
+    python3 - "$T/zs/metrics.jsonl" "$T/gc/metrics.jsonl" >>"$T/err" 2>&1 <<'PY' &&
+import json, sys
+a, b = ([json.loads(l)["loss"] for l in open(f)] for f in sys.argv[1:])
+assert len(a) == 6 and a != b and all(abs(x - y) <= 1e-2 * abs(x) for x, y in zip(a, b)), (a, b)
+PY
+    ok "--grad-comm bf16 on 1x1x1x2: logged, the losses within 1e-2 of fp32 reduction" || bad "--grad-comm bf16"
 fi
 
 echo "cli: $pass passed, $fail failed"

@@ -401,6 +401,21 @@ static void grad_comm_vs_fp32(ax_grid_t *g, int n_micro, int stream) {
             EXPECT(0, "setup: %s", ax_error_msg());
             return;
         }
+        /* the staging as allocated is what axmem plan adds to device memory for it */
+        ax_machine mach = {.elem_bytes = 4,
+                           .gemm_flops = 1e11,
+                           .peak_flops = 1e11,
+                           .bw = {1e10, 1e10},
+                           .lat = {1e-6, 1e-6}};
+        ax_plan_pred p32, p16;
+        int pf = stream ? AX_PERF_STREAM_Z : 0;
+        ax_perfmodel_predict_ex(&c, &mach, dims, B, T, n_micro, AX_OVERLAP_OFF, pf, &p32);
+        mach.grad_bf16 = 1;
+        ax_perfmodel_predict_ex(&c, &mach, dims, B, T, n_micro, AX_OVERLAP_OFF, pf, &p16);
+        double staged = (double)ax_model_grad_comm_bytes(m);
+        EXPECT(staged == (k && reduces ? p16.mem_device - p32.mem_device : 0),
+               "grad-comm %d, stream %d: %.0f bytes of bf16 staging allocated, the plan %.0f", k,
+               stream, staged, p16.mem_device - p32.mem_device);
         ax_model_init(m, 9);
         perturb(m);
         int32_t in[B * T], tg[B * T];
