@@ -193,7 +193,7 @@ for ((i = 0; i < 600; i++)); do
   [ "$(grep -c 'table per rank' "$T/err")" -ge 2 ] && break
   sleep 0.05
 done
-sleep 0.3
+sleep 0.02 # into the rounds (~1 s of them): later, a fast build may be past them
 victim=$(pgrep -P "$pid" | tail -1)
 LEFT+=("$victim")
 t0=$SECONDS
