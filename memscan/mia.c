@@ -5,9 +5,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 const char *const ax_mia_names[AX_MIA_N] = {"loss",     "zlib", "min_k",
                                             "min_k_pp", "ref",  "ref_ratio"};
+const char *const ax_mia_free_names[AX_MIA_FREE_N] = {"zlib_bpb", "length"};
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -42,6 +44,86 @@ static ax_status pick(const ax_axd_t *ds, const ax_mia_config *c, uint64_t strea
     return AX_OK;
 }
 
+/* a picked non-member: its length and token hash, to find a member document equal to it */
+typedef struct {
+    uint64_t len, hash, doc;
+} doc_key;
+
+static int cmp_key(const void *a, const void *b) {
+    const doc_key *x = a, *y = b;
+    if (x->len != y->len) return (x->len > y->len) - (x->len < y->len);
+    return (x->hash > y->hash) - (x->hash < y->hash);
+}
+
+/* document d of ds (end-of-text excluded) into buf: its length; *hash = XXH3 of the ids */
+static uint64_t doc_tokens(const ax_axd_t *ds, uint64_t d, int32_t *buf, uint64_t *hash) {
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    uint64_t len = off[d + 1] - off[d] - 1;
+    ax_axd_tokens(ds, off[d], len, buf);
+    *hash = XXH3_64bits(buf, sizeof(int32_t) * (size_t)len);
+    return len;
+}
+
+/* Non-members that are documents of the member set (the same tokens) are training documents:
+ * scoring them as non-members pulls every AUC toward 0.5, so they are refused. Only member
+ * documents as long as a picked non-member are read, and a hash match is confirmed token by
+ * token. */
+static ax_status check_shared(const ax_axd_t *mem, const ax_axd_t *non, const uint64_t *dn,
+                              int nn) {
+    const uint64_t *noff = ax_axd_doc_offsets(non), *moff = ax_axd_doc_offsets(mem);
+    uint64_t maxlen = 1, shared = 0, ex_mem = 0, ex_non = 0;
+    for (int i = 0; i < nn; i++) {
+        uint64_t len = noff[dn[i] + 1] - noff[dn[i]] - 1;
+        maxlen = len > maxlen ? len : maxlen;
+    }
+    doc_key *keys = malloc(sizeof *keys * (size_t)nn);
+    int32_t *a = malloc(sizeof(int32_t) * (size_t)maxlen), *b = malloc(sizeof(int32_t) * maxlen);
+    uint8_t *hit = calloc((size_t)nn, 1);
+    ax_status st = AX_OK;
+    if (!keys || !a || !b || !hit) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory comparing the member and non-member sets");
+        goto out;
+    }
+    for (int i = 0; i < nn; i++) {
+        keys[i].doc = dn[i];
+        keys[i].len = doc_tokens(non, dn[i], a, &keys[i].hash);
+    }
+    qsort(keys, (size_t)nn, sizeof *keys, cmp_key);
+    for (uint64_t d = 0; d < ax_axd_n_docs(mem); d++) {
+        doc_key k = {moff[d + 1] - moff[d] - 1, 0, d};
+        long lo = 0, hi = nn; /* the first key of this length */
+        while (lo < hi) {
+            long m = (lo + hi) / 2;
+            if (keys[m].len < k.len)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        if (lo == nn || keys[lo].len != k.len) continue;
+        doc_tokens(mem, d, a, &k.hash);
+        for (long i = lo; i < nn && keys[i].len == k.len; i++) {
+            if (hit[i] || keys[i].hash != k.hash) continue;
+            uint64_t h;
+            doc_tokens(non, keys[i].doc, b, &h);
+            if (memcmp(a, b, sizeof(int32_t) * (size_t)k.len)) continue;
+            if (!shared++) ex_mem = d, ex_non = keys[i].doc;
+            hit[i] = 1;
+        }
+    }
+    if (shared)
+        st = ax_errorf(AX_ERR_ARG,
+                       "%llu of the %d documents scored from --nonmembers %s are also documents "
+                       "of --members %s (e.g. non-member document %llu = member document %llu): "
+                       "they are training documents, and scoring them as non-members pulls every "
+                       "AUC toward 0.5; pass a held-out set without them (axmem data split "
+                       "drops held-out documents that share --ngram tokens with the training set)",
+                       (unsigned long long)shared, nn, ax_axd_path(non), ax_axd_path(mem),
+                       (unsigned long long)ex_non, (unsigned long long)ex_mem);
+out:
+    free(keys), free(a), free(b), free(hit);
+    return st;
+}
+
 /* one document's scores from its per-token numbers (ref_logp NULL without a reference) */
 static ax_status doc_scores(ax_mia_doc *d, const int32_t *toks, const float *lp, const float *mu,
                             const float *sd, const float *ref_lp, const ax_tokenizer_t *tok,
@@ -54,7 +136,9 @@ static ax_status doc_scores(ax_mia_doc *d, const int32_t *toks, const float *lp,
     d->score[AX_MIA_LOSS] = -d->loss;
     d->score[AX_MIA_MIN_K] = ax_min_k_prob(l, n, k_frac);
     d->score[AX_MIA_MIN_K_PP] = ax_min_k_pp(l, m, s, n, k_frac);
-    d->ref_loss = d->zlib_bytes = NAN;
+    d->ref_loss = d->zlib_bytes = d->text_bytes = NAN;
+    d->free_score[AX_MIA_FREE_ZLIB_BPB] = NAN;
+    d->free_score[AX_MIA_FREE_LENGTH] = (double)d->doc_tokens;
     if (ref_lp) {
         double r = 0;
         for (int t = 0; t < n; t++) r += ref_lp[t];
@@ -70,7 +154,10 @@ static ax_status doc_scores(ax_mia_doc *d, const int32_t *toks, const float *lp,
         free(text);
         AX_CHECK(st);
         d->zlib_bytes = (double)zb;
+        d->text_bytes = (double)len;
         d->score[AX_MIA_ZLIB] = ax_zlib_score(d->loss, zb);
+        /* text that decodes to nothing has no compressibility: NaN, left out of its metrics */
+        d->free_score[AX_MIA_FREE_ZLIB_BPB] = len ? 8.0 * (double)zb / (double)len : NAN;
     }
     return AX_OK;
 }
@@ -92,6 +179,7 @@ ax_status ax_mia_score(ax_model_t *m, ax_model_t *ref, const ax_axd_t *mem, cons
                          c->T, c->batch, c->k_frac);
     AX_CHECK_GOTO(pick(mem, c, 1, &dm, &out->n_mem), done);
     AX_CHECK_GOTO(pick(non, c, 2, &dn, &out->n_non), done);
+    AX_CHECK_GOTO(check_shared(mem, non, dn, out->n_non), done);
     int n = out->n = out->n_mem + out->n_non, W = c->T + 1;
     out->d = calloc((size_t)n, sizeof *out->d);
     buf = malloc(sizeof(int32_t) * (size_t)n * W);
@@ -110,6 +198,7 @@ ax_status ax_mia_score(ax_model_t *m, ax_model_t *ref, const ax_axd_t *mem, cons
         d->doc = d->member ? dm[i] : dn[i - out->n_mem];
         const uint64_t *off = ax_axd_doc_offsets(ds);
         uint64_t have = off[d->doc + 1] - off[d->doc] - 1;
+        d->doc_tokens = have;
         d->n_tokens = have < (uint64_t)c->T ? (int)have : c->T;
         int32_t *row = buf + (size_t)i * W;
         row[0] = (int32_t)ax_axd_eot(ds);
@@ -135,6 +224,8 @@ ax_status ax_mia_score(ax_model_t *m, ax_model_t *ref, const ax_axd_t *mem, cons
     out->has[AX_MIA_LOSS] = out->has[AX_MIA_MIN_K] = out->has[AX_MIA_MIN_K_PP] = 1;
     out->has[AX_MIA_ZLIB] = tok != NULL;
     out->has[AX_MIA_REF] = out->has[AX_MIA_REF_RATIO] = ref != NULL;
+    out->has_free[AX_MIA_FREE_ZLIB_BPB] = tok != NULL;
+    out->has_free[AX_MIA_FREE_LENGTH] = 1;
 done:
     free(dm), free(dn), free(buf), free(len), free(ptr), free(tmp);
     ax_score_result_free(&sr), ax_score_result_free(&rr);
@@ -159,38 +250,60 @@ static long thin(ax_roc_point *p, long n, int max_points) {
     return k;
 }
 
+/* one score's metrics: column k of the model scores, or of the model-free ones (free); buf holds
+ * r->n doubles */
+static ax_status score_metrics(const ax_mia_result *r, int free_k, int k, int reps, uint64_t seed,
+                               int max_points, double *buf, ax_mia_metrics *mt) {
+    double *mem = buf, *non = buf + r->n_mem;
+    long nm = 0, nn = 0;
+    for (int i = 0; i < r->n; i++) { /* a NaN score takes no part */
+        double s = free_k ? r->d[i].free_score[k] : r->d[i].score[k];
+        if (isnan(s)) continue;
+        if (r->d[i].member)
+            mem[nm++] = s;
+        else
+            non[nn++] = s;
+    }
+    mt->nm = nm, mt->nn = nn;
+    if (free_k && (!nm || !nn)) return AX_OK; /* e.g. every text decoded to nothing: none */
+    mt->auc = ax_roc_auc(mem, nm, non, nn);
+    /* a rate the non-members cannot resolve is not reported (the TPR at FPR 0 in its place
+     * would read as the TPR at the target) */
+    mt->tpr_at_0_1 =
+        nn >= ax_fpr_min_nonmembers(0.001) ? ax_tpr_at_fpr(mem, nm, non, nn, 0.001) : NAN;
+    mt->tpr_at_1 = nn >= ax_fpr_min_nonmembers(0.01) ? ax_tpr_at_fpr(mem, nm, non, nn, 0.01) : NAN;
+    AX_CHECK(ax_roc_auc_bootstrap(mem, nm, non, nn, reps, seed, &mt->auc_lo, &mt->auc_hi));
+    AX_CHECK(ax_roc_curve(mem, nm, non, nn, &mt->roc, &mt->n_roc));
+    mt->n_roc = thin(mt->roc, mt->n_roc, max_points);
+    return AX_OK;
+}
+
 ax_status ax_mia_metrics_compute(ax_mia_result *r, int reps, uint64_t seed, int max_points) {
-    double *mem = malloc(sizeof(double) * (size_t)(r->n ? r->n : 1)), *non = mem + r->n_mem;
-    if (!mem) return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    double *buf = malloc(sizeof(double) * (size_t)(r->n ? r->n : 1));
+    if (!buf) return ax_errorf(AX_ERR_NOMEM, "out of memory");
     ax_status st = AX_OK;
-    for (int k = 0; st == AX_OK && k < AX_MIA_N; k++) {
-        ax_mia_metrics *mt = &r->m[k];
+    for (int k = 0; k < AX_MIA_N + AX_MIA_FREE_N; k++) {
+        int fk = k >= AX_MIA_N, j = fk ? k - AX_MIA_N : k;
+        ax_mia_metrics *mt = fk ? &r->free_m[j] : &r->m[j];
         free(mt->roc);
         memset(mt, 0, sizeof *mt);
-        if (!r->has[k]) continue;
-        long nm = 0, nn = 0;
-        for (int i = 0; i < r->n; i++) { /* a NaN score (none expected) takes no part */
-            double s = r->d[i].score[k];
-            if (isnan(s)) continue;
-            if (r->d[i].member)
-                mem[nm++] = s;
-            else
-                non[nn++] = s;
-        }
-        mt->auc = ax_roc_auc(mem, nm, non, nn);
-        mt->tpr_at_0_1 = ax_tpr_at_fpr(mem, nm, non, nn, 0.001);
-        mt->tpr_at_1 = ax_tpr_at_fpr(mem, nm, non, nn, 0.01);
-        st = ax_roc_auc_bootstrap(mem, nm, non, nn, reps, seed + (uint64_t)k, &mt->auc_lo,
-                                  &mt->auc_hi);
-        if (st == AX_OK) st = ax_roc_curve(mem, nm, non, nn, &mt->roc, &mt->n_roc);
-        if (st == AX_OK) mt->n_roc = thin(mt->roc, mt->n_roc, max_points);
+        if (st != AX_OK || !(fk ? r->has_free[j] : r->has[j])) continue;
+        /* model-free seeds follow the model scores' (seed + k as before for those) */
+        st = score_metrics(r, fk, j, reps, seed + (uint64_t)k, max_points, buf, mt);
+        if (st == AX_OK && fk && (!mt->nm || !mt->nn)) r->has_free[j] = 0;
     }
-    free(mem);
+    free(buf);
     return st;
+}
+
+int ax_mia_far_from_chance(const ax_mia_metrics *m) {
+    if (m->auc_lo > 0.5 || m->auc_hi < 0.5) return 2;
+    return fabs(m->auc - 0.5) >= AX_MIA_FAR_AUC ? 1 : 0;
 }
 
 void ax_mia_result_free(ax_mia_result *r) {
     for (int k = 0; k < AX_MIA_N; k++) free(r->m[k].roc);
+    for (int k = 0; k < AX_MIA_FREE_N; k++) free(r->free_m[k].roc);
     free(r->d);
     memset(r, 0, sizeof *r);
 }

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <sys/stat.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +23,13 @@ static const ax_cfg_entry entries[] = {
     {"members", AX_CFG_STR, F(members), "", 1, 0,
      "documents the model was trained on (.axd; e.g. the train set of `axmem data split`)"},
     {"nonmembers", AX_CFG_STR, F(nonmembers), "", 1, 0,
-     "documents it was not trained on, from the same distribution (the held-out set)"},
+     "documents it was not trained on, from the same distribution (the held-out set; not the "
+     "--members file nor a copy of it)"},
     {"ref-ckpt", AX_CFG_STR, F(ref_ckpt), "", 1, 0,
      "optional reference model (same tokenizer, not trained on the members): adds the ref score"},
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "the datasets' tokenizer: adds the zlib score (it compresses the decoded text)"},
+     "the datasets' tokenizer: adds the zlib score and the model-free zlib_bpb (they compress "
+     "the decoded text)"},
     {"max-docs", AX_CFG_INT, F(max_docs), "1000", 0, 1e8,
      "documents per set (a seeded random subset; 0 = all)"},
     {"tokens-per-doc", AX_CFG_INT, F(tokens_per_doc), "128", 1, 1e5,
@@ -48,12 +51,16 @@ const ax_cfg_table ax_ms_mia_table = {
     .usage = "axmem memscan mia --ckpt DIR --members A.axd --nonmembers B.axd --out DIR [flags]",
     .summary =
         "Membership inference: can an attacker tell training documents from unseen ones by the\n"
-        "model's scores? Per document: loss, zlib ratio, min-k% prob, min-k%++ (full next-token\n"
-        "distribution) and, with --ref-ckpt, the loss difference and ratio to a reference model;\n"
-        "each oriented so higher = member. Per score: ROC AUC with a bootstrap 95% interval, TPR "
-        "at 0.1% and\n"
-        "1% FPR, and the ROC curve. Documents are read after an end-of-text token, as training\n"
-        "sequences read them.",
+        "model's scores? Per document: loss, zlib ratio (zlib level 6), min-k% prob, min-k%++\n"
+        "(full next-token distribution) and, with --ref-ckpt, the loss difference and ratio to a\n"
+        "reference model; each oriented so higher = member. Per score: ROC AUC with a bootstrap\n"
+        "95% interval, TPR at 0.1% and 1% FPR (only with at least 1000 and 100 non-members: fewer\n"
+        "cannot resolve the rate), and the ROC curve. Model-free baselines, which read no model:\n"
+        "the document's length in tokens and, with --tokenizer, zlib bits per byte of its text\n"
+        "(higher value = member); an AUC of theirs far from 0.5 means the two sets differ in\n"
+        "distribution, so part of the model's AUC may be that shift (a warning says so).\n"
+        "Documents are read after an end-of-text token, as training sequences read them.\n"
+        "--members and --nonmembers must be different sets (the same file or contents is refused).",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -84,11 +91,21 @@ static ax_status write_samples(const ax_mia_result *r, ax_ms_scan_out *so) {
         ax_jw_key(&w, "tokens"), ax_jw_int(&w, d->n_tokens);
         ax_jw_key(&w, "loss"), ax_jw_num(&w, d->loss);
         if (r->has[AX_MIA_REF]) ax_jw_key(&w, "ref_loss"), ax_jw_num(&w, d->ref_loss);
-        if (r->has[AX_MIA_ZLIB]) ax_jw_key(&w, "zlib_bytes"), ax_jw_num(&w, d->zlib_bytes);
+        if (r->has[AX_MIA_ZLIB]) {
+            ax_jw_key(&w, "zlib_bytes"), ax_jw_num(&w, d->zlib_bytes);
+            ax_jw_key(&w, "text_bytes"), ax_jw_num(&w, d->text_bytes);
+        }
+        ax_jw_key(&w, "doc_tokens"), ax_jw_uint(&w, d->doc_tokens);
         ax_jw_key(&w, "scores");
         ax_jw_obj_begin(&w);
         for (int k = 0; k < AX_MIA_N; k++)
             if (r->has[k]) ax_jw_key(&w, ax_mia_names[k]), ax_jw_num(&w, d->score[k]);
+        ax_jw_obj_end(&w);
+        ax_jw_key(&w, "model_free");
+        ax_jw_obj_begin(&w);
+        for (int k = 0; k < AX_MIA_FREE_N; k++)
+            if (r->has_free[k])
+                ax_jw_key(&w, ax_mia_free_names[k]), ax_jw_num(&w, d->free_score[k]);
         ax_jw_obj_end(&w);
         ax_jw_obj_end(&w);
         st = ax_ms_scan_out_line(so, &w);
@@ -97,32 +114,77 @@ static ax_status write_samples(const ax_mia_result *r, ax_ms_scan_out *so) {
     return st;
 }
 
+/* the TPR at one FPR: the number, or null and the reason beside it */
+static void tpr_json(ax_jw *w, const char *key, double fpr, double tpr, long nn) {
+    char note[160], nkey[64];
+    ax_jw_key(w, key), ax_jw_num(w, tpr);
+    if (ax_ms_mia_tpr_note(fpr, nn, note, sizeof note)) {
+        snprintf(nkey, sizeof nkey, "%s_note", key);
+        ax_jw_key(w, nkey), ax_jw_str(w, note);
+    }
+}
+
+/* one score's AUC, interval, TPRs and ROC curve: an object left open for the caller to close */
+static void metric_json(ax_jw *w, const ax_mia_metrics *m) {
+    ax_jw_obj_begin(w);
+    ax_jw_key(w, "auc"), ax_jw_num(w, m->auc);
+    ax_jw_key(w, "auc_ci95");
+    ax_jw_arr_begin(w);
+    ax_jw_num(w, m->auc_lo), ax_jw_num(w, m->auc_hi);
+    ax_jw_arr_end(w);
+    tpr_json(w, "tpr_at_fpr_0.001", 0.001, m->tpr_at_0_1, m->nn);
+    tpr_json(w, "tpr_at_fpr_0.01", 0.01, m->tpr_at_1, m->nn);
+    ax_jw_key(w, "roc"); /* [fpr, tpr] pairs from (0,0) to (1,1) */
+    ax_jw_arr_begin(w);
+    for (long i = 0; i < m->n_roc; i++) {
+        ax_jw_arr_begin(w);
+        ax_jw_num(w, m->roc[i].fpr), ax_jw_num(w, m->roc[i].tpr);
+        ax_jw_arr_end(w);
+    }
+    ax_jw_arr_end(w);
+}
+
 static void metrics_json(ax_jw *w, const ax_mia_result *r) {
     ax_jw_key(w, "metrics");
     ax_jw_obj_begin(w);
     for (int k = 0; k < AX_MIA_N; k++) {
         if (!r->has[k]) continue;
-        const ax_mia_metrics *m = &r->m[k];
         ax_jw_key(w, ax_mia_names[k]);
-        ax_jw_obj_begin(w);
-        ax_jw_key(w, "auc"), ax_jw_num(w, m->auc);
-        ax_jw_key(w, "auc_ci95");
-        ax_jw_arr_begin(w);
-        ax_jw_num(w, m->auc_lo), ax_jw_num(w, m->auc_hi);
-        ax_jw_arr_end(w);
-        ax_jw_key(w, "tpr_at_fpr_0.001"), ax_jw_num(w, m->tpr_at_0_1);
-        ax_jw_key(w, "tpr_at_fpr_0.01"), ax_jw_num(w, m->tpr_at_1);
-        ax_jw_key(w, "roc"); /* [fpr, tpr] pairs from (0,0) to (1,1) */
-        ax_jw_arr_begin(w);
-        for (long i = 0; i < m->n_roc; i++) {
-            ax_jw_arr_begin(w);
-            ax_jw_num(w, m->roc[i].fpr), ax_jw_num(w, m->roc[i].tpr);
-            ax_jw_arr_end(w);
-        }
-        ax_jw_arr_end(w);
+        metric_json(w, &r->m[k]);
         ax_jw_obj_end(w);
     }
     ax_jw_obj_end(w);
+}
+
+static const char *const free_defs[AX_MIA_FREE_N] = {
+    "8 * len(zlib.compress(text, 6)) / len(text), text = the bytes the document's scored tokens "
+    "decode to",
+    "the document's tokens in its dataset (all of them, end-of-text excluded)"};
+
+/* the model-free baselines, each with its definition and how far from chance it is, and the
+ * warnings they raise */
+static void model_free_json(ax_jw *w, const ax_mia_result *r, const ax_ms_mia_summary *sum) {
+    ax_jw_key(w, "model_free");
+    ax_jw_obj_begin(w);
+    for (int k = 0; k < AX_MIA_FREE_N; k++) {
+        if (!r->has_free[k]) continue;
+        ax_jw_key(w, ax_mia_free_names[k]);
+        metric_json(w, &r->free_m[k]);
+        ax_jw_key(w, "definition"), ax_jw_str(w, free_defs[k]);
+        ax_jw_key(w, "orientation"), ax_jw_str(w, "higher value = member");
+        ax_jw_key(w, "far_from_chance"), ax_jw_int(w, sum->free_far[k]);
+        ax_jw_obj_end(w);
+    }
+    ax_jw_obj_end(w);
+    ax_jw_key(w, "warnings");
+    ax_jw_arr_begin(w);
+    for (int k = 0; k < AX_MIA_FREE_N; k++) {
+        char msg[1024];
+        if (!sum->has_free[k] || !sum->free_far[k]) continue;
+        ax_ms_mia_shift_warning(sum, k, msg, sizeof msg);
+        ax_jw_str(w, msg);
+    }
+    ax_jw_arr_end(w);
 }
 
 static ax_status write_outputs(const ax_ms_mia_opts *fl, const ax_ms_model *mm,
@@ -160,6 +222,12 @@ static ax_status write_outputs(const ax_ms_mia_opts *fl, const ax_ms_model *mm,
     ax_jw_key(&w, "grid"), ax_jw_str(&w, ax_grid_spec(mm->grid));
     ax_jw_key(&w, "prompt_eot"), ax_jw_bool(&w, 1);
     ax_jw_key(&w, "orientation"), ax_jw_str(&w, "higher score = member");
+    ax_jw_key(&w, "zlib_level"), ax_jw_int(&w, AX_ZLIB_LEVEL);
+    ax_jw_key(&w, "tpr_min_nonmembers"); /* a TPR at FPR f needs >= this many non-members */
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "tpr_at_fpr_0.001"), ax_jw_int(&w, ax_fpr_min_nonmembers(0.001));
+    ax_jw_key(&w, "tpr_at_fpr_0.01"), ax_jw_int(&w, ax_fpr_min_nonmembers(0.01));
+    ax_jw_obj_end(&w);
     ax_jw_obj_end(&w);
     ax_jw_key(&w, "counts");
     ax_jw_obj_begin(&w);
@@ -171,6 +239,7 @@ static ax_status write_outputs(const ax_ms_mia_opts *fl, const ax_ms_model *mm,
     ax_jw_key(&w, "nonmember_tokens"), ax_jw_int(&w, tn);
     ax_jw_obj_end(&w);
     metrics_json(&w, r);
+    model_free_json(&w, r, sum);
     if (st == AX_OK) ax_ms_scan_out_record(&so, &w);
     ax_jw_obj_end(&w);
     if (st == AX_OK) st = ax_ms_scan_out_commit(&so, &w);
@@ -193,6 +262,32 @@ static ax_status check_vocab(const char *flag, const char *path, const ax_axd_t 
                      flag, path, ax_axd_vocab_size(ds), ax_ckpt_path(mm->ck), mm->cfg.vocab);
 }
 
+/* --members and --nonmembers must be two document sets: the same file (by path or inode) or
+ * the same payload would score every document as both a member and a non-member, an AUC of
+ * 0.5 that says nothing about the model. The file check runs before the datasets are read. */
+static ax_status check_same_file(const ax_ms_mia_opts *fl) {
+    struct stat a, b;
+    if (strcmp(fl->members, fl->nonmembers) && (stat(fl->members, &a) || stat(fl->nonmembers, &b) ||
+                                                a.st_dev != b.st_dev || a.st_ino != b.st_ino))
+        return AX_OK; /* a file that cannot be read is reported when it is opened */
+    return ax_errorf(AX_ERR_ARG,
+                     "--members %s and --nonmembers %s are the same file: every document would be "
+                     "both a member and a non-member; pass documents the model was not trained on "
+                     "as --nonmembers (e.g. the --out-holdout set of axmem data split)",
+                     fl->members, fl->nonmembers);
+}
+
+static ax_status check_same_documents(const ax_ms_mia_opts *fl, const ax_axd_t *mem,
+                                      const ax_axd_t *non) {
+    if (ax_axd_checksum(mem) != ax_axd_checksum(non)) return AX_OK;
+    return ax_errorf(AX_ERR_ARG,
+                     "--members %s and --nonmembers %s hold the same documents (payload checksum "
+                     "0x%016llx): every document would be both a member and a non-member; pass "
+                     "documents the model was not trained on as --nonmembers (e.g. the "
+                     "--out-holdout set of axmem data split)",
+                     fl->members, fl->nonmembers, (unsigned long long)ax_axd_checksum(mem));
+}
+
 ax_status ax_ms_mia_run(const ax_ms_mia_opts *fl, ax_ms_mia_summary *sum) {
     ax_ms_model mm = {0}, ref = {0};
     ax_axd_t *mem = NULL, *non = NULL;
@@ -210,8 +305,10 @@ ax_status ax_ms_mia_run(const ax_ms_mia_opts *fl, ax_ms_mia_summary *sum) {
                          "--batch %d x --tokens-per-doc %d positions per forward is too many; "
                          "lower --batch",
                          B, T);
+    AX_CHECK(check_same_file(fl));
     AX_CHECK_GOTO(ax_axd_open(fl->members, 1, &mem), out);
     AX_CHECK_GOTO(ax_axd_open(fl->nonmembers, 1, &non), out);
+    AX_CHECK_GOTO(check_same_documents(fl, mem, non), out);
     if (fl->tokenizer[0]) {
         AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
         AX_CHECK_GOTO(ax_axd_check_tokenizer(mem, tok, fl->tokenizer), out);
@@ -243,6 +340,12 @@ ax_status ax_ms_mia_run(const ax_ms_mia_opts *fl, ax_ms_mia_summary *sum) {
             sum->auc[k] = (ax_ms_ci){res.m[k].auc, res.m[k].auc_lo, res.m[k].auc_hi};
             sum->tpr_at_0_1[k] = res.m[k].tpr_at_0_1, sum->tpr_at_1[k] = res.m[k].tpr_at_1;
         }
+        for (int k = 0; k < AX_MIA_FREE_N; k++) {
+            const ax_mia_metrics *m = &res.free_m[k];
+            sum->has_free[k] = res.has_free[k];
+            sum->free_auc[k] = (ax_ms_ci){m->auc, m->auc_lo, m->auc_hi};
+            sum->free_far[k] = res.has_free[k] ? ax_mia_far_from_chance(m) : 0;
+        }
         st = write_outputs(fl, &mm, &ref, mem, non, &res, sum);
     }
 out:
@@ -254,14 +357,63 @@ out:
     return st;
 }
 
+int ax_ms_mia_tpr_note(double fpr, long nonmembers, char *buf, size_t n) {
+    long need = ax_fpr_min_nonmembers(fpr);
+    buf[0] = '\0';
+    if (nonmembers >= need) return 0;
+    snprintf(buf, n, "needs >= %ld non-members to resolve %g%% FPR; have %ld", need, fpr * 100,
+             nonmembers);
+    return 1;
+}
+
+void ax_ms_mia_shift_warning(const ax_ms_mia_summary *s, int k, char *buf, size_t n) {
+    const ax_ms_ci *a = &s->free_auc[k];
+    snprintf(buf, n,
+             "model-free score %s (it reads no model) has AUC %.3f (95%% CI %.3f-%.3f)%s: "
+             "members and non-members %s in distribution, so part of the model scores' AUCs may "
+             "be that shift, not membership; compare them with it, and draw the non-members at "
+             "random from the members' distribution (a held-out set filtered by n-gram overlap "
+             "is not such a sample)",
+             ax_mia_free_names[k], a->mean, a->lo, a->hi,
+             s->free_far[k] == 2 ? ", its interval excluding 0.5"
+                                 : ", |AUC - 0.5| >= 0.1 though its interval holds 0.5",
+             s->free_far[k] == 2 ? "differ" : "may differ");
+}
+
+/* "0.123" or "n/a" (a rate the non-members cannot resolve) */
+static const char *tpr_text(double v, char *buf, size_t n) {
+    if (isnan(v))
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, "%.3f", v);
+    return buf;
+}
+
 void ax_ms_mia_print(const ax_ms_mia_opts *o, const ax_ms_mia_summary *s, FILE *f) {
     if (!s->written) return;
+    char a[16], b[16], note[160];
     fprintf(f, "mia: %d members, %d non-members, %lld tokens each at most\n", s->members,
             s->nonmembers, (long long)o->tokens_per_doc);
     for (int k = 0; k < AX_MIA_N; k++)
         if (s->has[k])
-            fprintf(f, "  %-9s AUC %.3f (95%% CI %.3f-%.3f)  TPR@0.1%%FPR %.3f  TPR@1%%FPR %.3f\n",
-                    ax_mia_names[k], s->auc[k].mean, s->auc[k].lo, s->auc[k].hi, s->tpr_at_0_1[k],
-                    s->tpr_at_1[k]);
+            fprintf(f, "  %-9s AUC %.3f (95%% CI %.3f-%.3f)  TPR@0.1%%FPR %s  TPR@1%%FPR %s\n",
+                    ax_mia_names[k], s->auc[k].mean, s->auc[k].lo, s->auc[k].hi,
+                    tpr_text(s->tpr_at_0_1[k], a, sizeof a), tpr_text(s->tpr_at_1[k], b, sizeof b));
+    for (int j = 0; j < 2; j++)
+        if (ax_ms_mia_tpr_note(j ? 0.01 : 0.001, s->nonmembers, note, sizeof note))
+            fprintf(f, "  TPR@%s%%FPR n/a: %s\n", j ? "1" : "0.1", note);
+    fprintf(f, "model-free baselines (read no model; AUC far from 0.5 = the sets differ):\n");
+    for (int k = 0; k < AX_MIA_FREE_N; k++)
+        if (s->has_free[k])
+            fprintf(f, "  %-9s AUC %.3f (95%% CI %.3f-%.3f)%s\n", ax_mia_free_names[k],
+                    s->free_auc[k].mean, s->free_auc[k].lo, s->free_auc[k].hi,
+                    s->free_far[k] ? "  WARNING: far from chance" : "");
+    if (!s->has_free[AX_MIA_FREE_ZLIB_BPB]) fprintf(f, "  (zlib_bpb needs --tokenizer)\n");
+    for (int k = 0; k < AX_MIA_FREE_N; k++) {
+        char msg[1024];
+        if (!s->has_free[k] || !s->free_far[k]) continue;
+        ax_ms_mia_shift_warning(s, k, msg, sizeof msg);
+        fprintf(stderr, "warning: memscan mia: %s\n", msg);
+    }
     fprintf(f, "wrote %s and %s\n", s->scan, s->samples_path);
 }

@@ -34,7 +34,13 @@ typedef struct {
     int members, nonmembers; /* documents scored */
     int has[AX_MIA_N];       /* the scores computed */
     ax_ms_ci auc[AX_MIA_N];  /* ROC AUC and its bootstrap 95% interval (rank 0) */
-    double tpr_at_0_1[AX_MIA_N], tpr_at_1[AX_MIA_N];         /* TPR at 0.1% and 1% FPR (rank 0) */
+    /* TPR at 0.1% and 1% FPR (rank 0); NaN where the non-members cannot resolve the rate */
+    double tpr_at_0_1[AX_MIA_N], tpr_at_1[AX_MIA_N];
+    /* the model-free baselines (memscan/mia.h): AUC with its interval, and how far it is from
+     * chance (ax_mia_far_from_chance: 0, 1, 2) */
+    int has_free[AX_MIA_FREE_N];
+    ax_ms_ci free_auc[AX_MIA_FREE_N];
+    int free_far[AX_MIA_FREE_N];
     char scan[AX_MS_PATH_MAX], samples_path[AX_MS_PATH_MAX]; /* the files written */
 } ax_ms_mia_summary;
 
@@ -42,6 +48,14 @@ typedef struct {
  * writes). Errors name the flag or file: AX_ERR_ARG for settings (the command exits 2), others
  * for data, checkpoints and I/O (exit 1). */
 ax_status ax_ms_mia_run(const ax_ms_mia_opts *o, ax_ms_mia_summary *out);
-/* One line per score (AUC with its interval, TPR at low FPR) and the files, on f; nothing
- * where the summary was not written. */
+/* One line per score (AUC with its interval, TPR at the FPRs the non-members resolve, and
+ * why any other is left out), the model-free baselines, and the files, on f; the warning of
+ * each model-free score far from chance on stderr too. Nothing where the summary was not
+ * written. */
 void ax_ms_mia_print(const ax_ms_mia_opts *o, const ax_ms_mia_summary *s, FILE *f);
+/* The warning for model-free score k of s (s->free_far[k] > 0) in buf: what its AUC says about
+ * the two sets and the model's AUCs. */
+void ax_ms_mia_shift_warning(const ax_ms_mia_summary *s, int k, char *buf, size_t n);
+/* "needs >= 1000 non-members to resolve 0.1% FPR; have 38" into buf for a rate the
+ * non-members cannot resolve; 0 (buf empty) when they can */
+int ax_ms_mia_tpr_note(double fpr, long nonmembers, char *buf, size_t n);

@@ -129,6 +129,14 @@ double ax_tpr_at_fpr(const double *mem, long nm, const double *non, long nn, dou
     return (double)tp / (double)nm;
 }
 
+long ax_fpr_min_nonmembers(double fpr) {
+    if (!(fpr > 0 && fpr <= 1)) return 0;
+    long n = (long)ceil(1.0 / fpr - 1e-6);
+    while (n > 1 && floor(fpr * (double)(n - 1) + 1e-9) >= 1) n--;
+    while (floor(fpr * (double)n + 1e-9) < 1) n++;
+    return n;
+}
+
 ax_status ax_roc_curve(const double *mem, long nm, const double *non, long nn, ax_roc_point **pts,
                        long *npts) {
     *pts = NULL;
@@ -171,7 +179,7 @@ ax_status ax_zlib_bytes(const void *text, size_t len, size_t *out) {
     uLongf cap = compressBound((uLong)len);
     Bytef *buf = malloc(cap ? cap : 1);
     if (!buf) return ax_errorf(AX_ERR_NOMEM, "out of memory compressing %zu bytes", len);
-    int zr = compress2(buf, &cap, (const Bytef *)text, (uLong)len, 9);
+    int zr = compress2(buf, &cap, (const Bytef *)text, (uLong)len, AX_ZLIB_LEVEL);
     free(buf);
     if (zr != Z_OK) return ax_errorf(AX_ERR_INTERNAL, "zlib compress2 failed (%d)", zr);
     *out = (size_t)cap;

@@ -39,6 +39,13 @@ ax_status ax_roc_auc_bootstrap(const double *mem, long nm, const double *non, lo
  * cannot be taken without taking v. NAN if nm or nn is 0 or fpr is not in [0, 1]. */
 double ax_tpr_at_fpr(const double *mem, long nm, const double *non, long nn, double fpr);
 
+/* The fewest non-members that resolve a false positive rate of fpr: with nn of them a
+ * threshold's FPR is a multiple of 1/nn, and below 1/fpr every threshold under the target
+ * admits no false positive at all, so "TPR at fpr" would be the TPR at FPR 0. That is the
+ * smallest nn with floor(fpr * nn + 1e-9) >= 1 (the count ax_tpr_at_fpr allows): 1000 for
+ * 0.1%, 100 for 1%. 0 if fpr is not in (0, 1]. */
+long ax_fpr_min_nonmembers(double fpr);
+
 /* The ROC curve: one point per distinct score (thresholds from high to low), starting at
  * (0,0) and ending at (1,1); tied members and non-members move diagonally in one step, so
  * the trapezoid area under the points equals ax_roc_auc. *pts is malloc'd (free it), *npts
@@ -48,8 +55,13 @@ ax_status ax_roc_curve(const double *mem, long nm, const double *non, long nn, a
 
 /* ---- per-document membership scores ---- */
 
-/* Length in bytes of zlib's compress2(text, level 9) output (zlib header and Adler-32
- * included, as Python's len(zlib.compress(text, 9))). AX_ERR_NOMEM or AX_ERR_INTERNAL. */
+/* The zlib level of the zlib attack and of the model-free compressibility score: zlib's
+ * default (Z_DEFAULT_COMPRESSION means 6), which Python's zlib.compress uses when no level is
+ * given, as in Carlini et al. 2021 and the MIA benchmarks that followed. */
+#define AX_ZLIB_LEVEL 6
+
+/* Length in bytes of zlib's compress2(text, AX_ZLIB_LEVEL) output (zlib header and Adler-32
+ * included): Python's len(zlib.compress(text)). AX_ERR_NOMEM or AX_ERR_INTERNAL. */
 ax_status ax_zlib_bytes(const void *text, size_t len, size_t *out);
 
 /* The zlib ratio of Carlini et al. 2021 (as used by the MIA benchmarks): the document's mean

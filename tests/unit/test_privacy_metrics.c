@@ -1,6 +1,7 @@
 /* Privacy-attack metrics (memscan/privacy_metrics.h) against hand-worked examples and brute
  * force: AUC by an O(nm*nn) pair count, TPR at a fixed FPR by trying every threshold, the ROC
- * curve's area, the bootstrap interval, zlib lengths worked out from the deflate format,
+ * curve's area, the bootstrap interval, zlib lengths worked out from the deflate format and
+ * equal to Python's zlib.compress, the FPRs a number of non-members resolves,
  * min-k% and min-k%++ on a logit table softmaxed by hand, exposure by enumeration. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -112,6 +113,31 @@ Test(privacy_metrics, tpr_at_fpr_equals_every_threshold_tried) {
     }
 }
 
+/* The fewest non-members with a threshold whose FPR is nonzero and <= the target: the smallest
+ * n with floor(target n) >= 1, found by counting up; one fewer leaves ax_tpr_at_fpr only the
+ * threshold above every non-member (its TPR at FPR 0). */
+Test(privacy_metrics, fpr_resolution_needs_one_over_fpr_nonmembers) {
+    cr_assert_eq(ax_fpr_min_nonmembers(0.001), 1000);
+    cr_assert_eq(ax_fpr_min_nonmembers(0.01), 100);
+    cr_assert_eq(ax_fpr_min_nonmembers(0.05), 20);
+    cr_assert_eq(ax_fpr_min_nonmembers(0.3), 4); /* 3 x 0.3 < 1 <= 4 x 0.3 */
+    cr_assert_eq(ax_fpr_min_nonmembers(1), 1);
+    cr_assert_eq(ax_fpr_min_nonmembers(0), 0);
+    cr_assert_eq(ax_fpr_min_nonmembers(1.5), 0);
+    const double fprs[] = {0.001, 0.01, 0.02, 0.07, 0.1, 0.25, 0.3, 0.5};
+    for (size_t f = 0; f < sizeof fprs / sizeof fprs[0]; f++) {
+        long n = 1;
+        while (floor(fprs[f] * (double)n + 1e-9) < 1) n++;
+        cr_expect_eq(ax_fpr_min_nonmembers(fprs[f]), n, "fpr %g", fprs[f]);
+        /* below it: members above every non-member, the same as at FPR 0 */
+        double non[1000], mem[3] = {0.5, 2, 3};
+        for (long j = 0; j < n - 1; j++) non[j] = (double)j / (double)n;
+        if (n > 1)
+            cr_expect_eq(ax_tpr_at_fpr(mem, 3, non, n - 1, fprs[f]),
+                         ax_tpr_at_fpr(mem, 3, non, n - 1, 0), "fpr %g", fprs[f]);
+    }
+}
+
 Test(privacy_metrics, roc_curve_hand_worked_and_area_is_auc) {
     double mem[] = {3, 2}, non[] = {1, 2};
     ax_roc_point *p;
@@ -171,6 +197,44 @@ Test(privacy_metrics, auc_bootstrap_interval) {
 }
 
 /* ---- per-document scores ---- */
+
+/* bytes drawn from alphabet by a 64-bit LCG, as scripts/make_zlib_lengths.py draws them */
+static void lcg_text(unsigned char *out, size_t n, uint64_t seed, const char *alphabet) {
+    uint64_t x = seed, k = strlen(alphabet);
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        out[i] = (unsigned char)alphabet[(x >> 33) % k];
+    }
+}
+
+/* Carlini et al. 2021 compress with Python's zlib.compress at its default level (6): the
+ * lengths below are Python's len(zlib.compress(b)) (zlib 1.2.13), printed by
+ * scripts/make_zlib_lengths.py for the same texts; the random texts are ones where level 9
+ * gives another length (213, 884, 6240), so the level is pinned. */
+Test(privacy_metrics, zlib_lengths_equal_pythons_zlib_compress) {
+    cr_assert_eq(AX_ZLIB_LEVEL, 6);
+    static unsigned char buf[20000];
+    static const struct {
+        const char *alphabet;
+        size_t n;
+        size_t want;
+    } cases[] = {{"ab", 1000, 214}, {"ab", 5000, 865}, {"abcd", 20000, 6166}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t n;
+        lcg_text(buf, cases[c].n, 1, cases[c].alphabet);
+        cr_assert_eq(ax_zlib_bytes(buf, cases[c].n, &n), AX_OK);
+        cr_expect_eq(n, cases[c].want, "lcg %s %zu: %zu bytes, Python %zu", cases[c].alphabet,
+                     cases[c].n, n, cases[c].want);
+    }
+    const char *gen = "In the beginning God created the heaven and the earth. ";
+    size_t len = strlen(gen), n;
+    for (int i = 0; i < 20; i++) memcpy(buf + i * len, gen, len);
+    cr_assert_eq(ax_zlib_bytes(buf, 20 * len, &n), AX_OK);
+    cr_expect_eq(n, 67);
+    for (int i = 0; i < 3000; i++) buf[i] = (unsigned char)"abc"[i % 3];
+    cr_assert_eq(ax_zlib_bytes(buf, 3000, &n), AX_OK);
+    cr_expect_eq(n, 29);
+}
 
 Test(privacy_metrics, zlib_lengths_from_the_deflate_format) {
     size_t n;
