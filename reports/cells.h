@@ -17,9 +17,18 @@ void ax_rep_fmt_rate(char *dst, size_t n, const ax_rep_stat *s);
 #define AX_REP_TOP_CANARIES 5
 extern const char *const ax_rep_mia_cols[AX_REP_MIA_NCOLS];
 extern const char *const ax_rep_exp_cols[AX_REP_EXP_NCOLS];
-/* "min_k_pp" -> "min-k%++" etc.; unknown names as they are */
+/* "min_k_pp" -> "min-k%++", "length" -> "length in tokens (model-free)" etc.; unknown names as
+ * they are */
 const char *ax_rep_score_desc(const char *name);
-void ax_rep_mia_cells(const ax_rep_run *run, int score, char c[][AX_REP_CELL]);
+/* s: one of run->mia->score or ->free; a TPR the non-members cannot resolve is "n/a" */
+void ax_rep_mia_cells(const ax_rep_run *run, const ax_rep_mia_score *s, char c[][AX_REP_CELL]);
+/* The sentences under the membership-inference table, for run (0 when it has none to say):
+ * the warning of model-free score k (ax_rep_mia_far > 0); why a TPR is n/a; that the scan has
+ * no model-free baseline. */
+#define AX_REP_NOTE 1024
+int ax_rep_mia_warning(const ax_rep_run *run, int k, char *buf, size_t n);
+int ax_rep_mia_tpr_note(const ax_rep_run *run, char *buf, size_t n);
+int ax_rep_mia_no_baseline(const ax_rep_run *run, char *buf, size_t n);
 /* row: one of run->exposure->rows, or &run->exposure->overall */
 void ax_rep_exp_cells(const ax_rep_run *run, const ax_rep_exp_row *row, char c[][AX_REP_CELL]);
 /* the indexes of the (up to max) most exposed canaries into idx; -1 on OOM */

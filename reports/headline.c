@@ -97,6 +97,26 @@ ax_status ax_rep_summarise(ax_report *r) {
             break;
         }
     }
+    /* a membership AUC is read with its model-free baseline: say where that baseline is far
+     * from chance (or missing) beside the headline, not only in the section */
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_mia *m = r->runs[i].mia;
+        for (int k = 0; m && k < m->n_free; k++) {
+            const ax_rep_mia_score *s = &m->free[k];
+            if (!ax_rep_mia_far(s)) continue;
+            ax_rep_printf(&n,
+                          "%s%s: a score that reads no model separates members from non-members "
+                          "(%s AUC %.2f, 95%% CI %.2f-%.2f), so part of its membership AUC may be "
+                          "distribution shift.",
+                          n.len ? " " : "", r->runs[i].label, s->name, s->auc, s->auc_lo,
+                          s->auc_hi);
+        }
+        if (m && !m->has_free)
+            ax_rep_printf(&n,
+                          "%s%s: its membership scan has no model-free baseline; rerun memscan "
+                          "mia.",
+                          n.len ? " " : "", r->runs[i].label);
+    }
     if (b.oom || n.oom) {
         ax_rep_buf_free(&b), ax_rep_buf_free(&n);
         return ax_errorf(AX_ERR_NOMEM, "out of memory writing the report");

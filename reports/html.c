@@ -185,9 +185,11 @@ static void run_section(const ax_report *r, const ax_rep_run *run, ax_rep_buf *b
         kv(b, "non-members", m->nonmembers_path);
         ax_rep_printf(b,
                       "<tr><th>setup</th><td>%lld members, %lld non-members, first %lld tokens "
-                      "of each; %d scores</td></tr>",
+                      "of each; %d scores, %d model-free",
                       (long long)m->members, (long long)m->nonmembers, (long long)m->tokens_per_doc,
-                      m->n_score);
+                      m->n_score, m->n_free);
+        if (m->zlib_level) ax_rep_printf(b, "; zlib level %lld", (long long)m->zlib_level);
+        ax_rep_puts(b, "</td></tr>");
         if (m->ref_ckpt) kv(b, "reference model", m->ref_ckpt);
         ax_rep_puts(b, "</table>\n");
     }

@@ -1,6 +1,6 @@
-/* report.html's privacy sections: membership inference (table, ROC curves of the runs side by
- * side) and canary exposure (table by repeat count, chart, the most exposed canaries). A
- * canary's secret is written only in a --show-text report. */
+/* report.html's privacy sections: membership inference (table with the model-free baselines,
+ * their warnings, ROC curves of the runs side by side) and canary exposure (table by repeat count,
+ * chart, the most exposed canaries). A canary's secret is written only in a --show-text report. */
 #include "reports/cells.h"
 #include "reports/charts.h"
 #include "reports/model.h"
@@ -36,6 +36,31 @@ static void text_cell(const ax_report *r, ax_rep_buf *b, const char *s) {
     free(clip);
 }
 
+/* the sentences under the table: warnings first, then what is n/a or missing and why */
+static void mia_notes(const ax_report *r, ax_rep_buf *b) {
+    char t[AX_REP_NOTE];
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_run *run = &r->runs[i];
+        if (!run->mia) continue;
+        for (int k = 0; k < run->mia->n_free; k++)
+            if (ax_rep_mia_warning(run, k, t, sizeof t)) {
+                ax_rep_puts(b, "<p class=\"note\">Warning: ");
+                ax_rep_html(b, t);
+                ax_rep_puts(b, "</p>\n");
+            }
+        if (ax_rep_mia_no_baseline(run, t, sizeof t)) {
+            ax_rep_puts(b, "<p class=\"note\">");
+            ax_rep_html(b, t);
+            ax_rep_puts(b, "</p>\n");
+        }
+        if (ax_rep_mia_tpr_note(run, t, sizeof t)) {
+            ax_rep_puts(b, "<p class=\"muted\">");
+            ax_rep_html(b, t);
+            ax_rep_puts(b, "</p>\n");
+        }
+    }
+}
+
 static void mia_section(const ax_report *r, ax_rep_buf *b) {
     char c[AX_REP_MIA_NCOLS][AX_REP_CELL];
     ax_rep_puts(b, "<h2 id=\"mia\">Membership inference</h2>\n<p class=\"muted\">Can an attacker "
@@ -43,14 +68,22 @@ static void mia_section(const ax_report *r, ax_rep_buf *b) {
                    "same distribution (non-members) by the model's scores? AUC 0.5 is chance, 1 "
                    "is perfect separation; the true positive rate at a low false positive rate "
                    "says how many members an attacker identifies with few false accusations. "
-                   "Intervals: bootstrap over the documents.</p>\n");
+                   "Intervals: bootstrap over the documents. Model-free rows read no model: "
+                   "their AUC (either side of 0.5) measures how far the two sets differ in "
+                   "distribution, a baseline the model's scores must beat before their AUC "
+                   "means membership.</p>\n");
     head(b, ax_rep_mia_cols, AX_REP_MIA_NCOLS);
-    for (int i = 0; i < r->n_runs; i++)
-        for (int k = 0; r->runs[i].mia && k < r->runs[i].mia->n_score; k++) {
-            ax_rep_mia_cells(&r->runs[i], k, c);
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_mia *m = r->runs[i].mia;
+        for (int k = 0; m && k < m->n_score + m->n_free; k++) {
+            ax_rep_mia_cells(&r->runs[i], k < m->n_score ? &m->score[k] : &m->free[k - m->n_score],
+                             c);
             row(b, c, AX_REP_MIA_NCOLS);
         }
-    ax_rep_puts(b, "</table>\n<div class=\"row\">\n");
+    }
+    ax_rep_puts(b, "</table>\n");
+    mia_notes(r, b);
+    ax_rep_puts(b, "<div class=\"row\">\n");
     for (int i = 0; i < r->n_runs; i++) ax_rep_chart_roc(&r->runs[i], b);
     ax_rep_puts(b, "</div>\n");
 }

@@ -164,7 +164,7 @@ void ax_rep_write_json(const ax_report *r, ax_jw *w) {
         ax_jw_key(w, "regurgitation");
         run->regurg ? regurg(w, run->regurg) : ax_jw_null(w);
         ax_jw_key(w, "membership_inference");
-        run->mia ? ax_rep_json_mia(w, run->mia) : ax_jw_null(w);
+        run->mia ? ax_rep_json_mia(w, run) : ax_jw_null(w);
         ax_jw_key(w, "canary_exposure");
         run->exposure ? ax_rep_json_exposure(w, run->exposure) : ax_jw_null(w);
         ax_jw_key(w, "training");

@@ -1,8 +1,9 @@
-/* Reads the privacy scans: mia.json (memscan mia: per-score AUC with its interval, TPR at low
- * FPR, the ROC curve) and exposure.json (memscan exposure: the table by repeat count) with the
- * canaries of exposure.samples.jsonl. As strict as the other loaders: every value is checked
- * against its domain and against the values it must agree with, and a failure names the file
- * and the field. Secrets are copied only when the report may show them. */
+/* Reads the privacy scans: mia.json (memscan mia: per-score AUC with its interval, TPR at the
+ * low FPRs its non-members resolve, the ROC curve, the model-free baselines) and exposure.json
+ * (memscan exposure: the table by repeat count) with the canaries of exposure.samples.jsonl. As
+ * strict as the other loaders: every value is checked against its domain and against the values it
+ * must agree with, and a failure names the file and the field. Secrets are copied only when the
+ * report may show them. */
 #include "lib/core/json.h"
 #include "reports/model.h"
 
@@ -51,10 +52,43 @@ static ax_status parse_roc(const ax_json *roc, const char *path, const char *fie
     return AX_OK;
 }
 
-static ax_status parse_score(const ax_json *o, const char *name, const char *path,
-                             ax_rep_mia_score *s) {
+int64_t ax_rep_fpr_min_nonmembers(double fpr) {
+    if (!(fpr > 0 && fpr <= 1)) return 0;
+    int64_t n = 1;
+    while (floor(fpr * (double)n + 1e-9) < 1) n++;
+    return n;
+}
+
+int ax_rep_mia_far(const ax_rep_mia_score *s) {
+    if (s->auc_lo > 0.5 || s->auc_hi < 0.5) return 2;
+    return fabs(s->auc - 0.5) >= AX_REP_MIA_FAR_AUC ? 1 : 0;
+}
+
+/* sec.key: a TPR in [0, 1], or null where nn non-members cannot resolve fpr. A number at such
+ * a rate (a scan from before memscan mia left them out) is the TPR at FPR 0 under the rate's
+ * name: read as NaN, so no writer shows it. */
+static ax_status parse_tpr(const ax_json *o, const char *sec, const char *key, double fpr,
+                           int64_t nn, const char *path, double *out) {
+    const ax_json *x = ax_json_get(o, key);
+    int64_t need = ax_rep_fpr_min_nonmembers(fpr);
+    if (x && x->type == AX_JSON_NULL) {
+        char what[400];
+        *out = NAN;
+        if (nn < need) return AX_OK;
+        snprintf(what, sizeof what, "%s.%s is null but %lld non-members resolve %g%% FPR", sec, key,
+                 (long long)nn, fpr * 100);
+        return damaged(path, what, "mia");
+    }
+    AX_CHECK(ax_rep_get_in(o, sec, key, 0, 1, path, out));
+    if (nn < need) *out = NAN;
+    return AX_OK;
+}
+
+/* sec = "metrics.NAME" or "model_free.NAME"; nn: the scan's non-members */
+static ax_status parse_score(const ax_json *o, const char *block, const char *name, int64_t nn,
+                             const char *path, ax_rep_mia_score *s) {
     char sec[80], field[400];
-    snprintf(sec, sizeof sec, "metrics.%.60s", name);
+    snprintf(sec, sizeof sec, "%s.%.60s", block, name);
     if (o->type != AX_JSON_OBJ)
         return ax_errorf(AX_ERR_CORRUPT, "%s: %s is not an object", path, sec);
     if (!(s->name = strdup(name))) return ax_rep_nomem();
@@ -73,9 +107,10 @@ static ax_status parse_score(const ax_json *o, const char *name, const char *pat
                  s->auc_hi);
         return damaged(path, field, "mia");
     }
-    AX_CHECK(ax_rep_get_in(o, sec, "tpr_at_fpr_0.001", 0, 1, path, &s->tpr_0_1));
-    AX_CHECK(ax_rep_get_in(o, sec, "tpr_at_fpr_0.01", 0, 1, path, &s->tpr_1));
-    if (s->tpr_0_1 > s->tpr_1) { /* TPR at a fixed FPR cannot fall as the FPR grows */
+    AX_CHECK(parse_tpr(o, sec, "tpr_at_fpr_0.001", 0.001, nn, path, &s->tpr_0_1));
+    AX_CHECK(parse_tpr(o, sec, "tpr_at_fpr_0.01", 0.01, nn, path, &s->tpr_1));
+    if (s->tpr_0_1 > s->tpr_1) { /* TPR at a fixed FPR cannot fall as the FPR grows (false
+                                    when either is NaN) */
         snprintf(field, sizeof field, "%s.tpr_at_fpr_0.001 = %g exceeds tpr_at_fpr_0.01 = %g", sec,
                  s->tpr_0_1, s->tpr_1);
         return damaged(path, field, "mia");
@@ -106,6 +141,25 @@ static ax_status set_block(const ax_json *v, const char *key, int64_t count, con
     return AX_OK;
 }
 
+/* model_free: the baselines that read no model, as metrics' entries (absent from scans written
+ * before memscan mia computed them: has_free stays 0 and the writers say so) */
+static ax_status parse_model_free(const ax_json *v, const char *path, ax_rep_mia *m) {
+    const ax_json *mf = ax_json_get(v, "model_free");
+    if (!mf) return AX_OK;
+    if (mf->type != AX_JSON_OBJ || mf->n == 0 || mf->n > AX_REP_MIA_FREE)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: model_free is not an object of 1 to %d scores; the file was edited "
+                         "or damaged: rerun memscan mia",
+                         path, AX_REP_MIA_FREE);
+    m->has_free = 1;
+    for (size_t k = 0; k < mf->n; k++) {
+        m->n_free++; /* first: a half-read score is freed with the rest */
+        AX_CHECK(
+            parse_score(mf->items[k], "model_free", mf->keys[k], m->nonmembers, path, &m->free[k]));
+    }
+    return AX_OK;
+}
+
 ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m) {
     const ax_json *cfg, *counts, *metrics, *ref = ax_json_get(v, "reference");
     AX_CHECK(ax_rep_get_obj(v, "config", path, &cfg));
@@ -132,8 +186,11 @@ ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m) {
                          path, metrics->n, AX_REP_MIA_SCORES);
     for (size_t k = 0; k < metrics->n; k++) {
         m->n_score++; /* first: a half-read score is freed with the rest */
-        AX_CHECK(parse_score(metrics->items[k], metrics->keys[k], path, &m->score[k]));
+        AX_CHECK(parse_score(metrics->items[k], "metrics", metrics->keys[k], m->nonmembers, path,
+                             &m->score[k]));
     }
+    AX_CHECK(parse_model_free(v, path, m));
+    AX_CHECK(ax_rep_opt_int(cfg, "config", "zlib_level", 1, 9, 0, path, &m->zlib_level));
     if (m->ref_ckpt == NULL)
         for (int k = 0; k < m->n_score; k++)
             if (!strcmp(m->score[k].name, "ref"))
@@ -146,6 +203,8 @@ void ax_rep_mia_free(ax_rep_mia *m) {
     ax_rep_ident_free(&m->id);
     for (int k = 0; k < m->n_score; k++)
         free(m->score[k].name), free(m->score[k].fpr), free(m->score[k].tpr);
+    for (int k = 0; k < m->n_free; k++)
+        free(m->free[k].name), free(m->free[k].fpr), free(m->free[k].tpr);
     free(m->file), free(m->nonmembers_path), free(m->ref_ckpt), free(m->samples_file), free(m);
 }
 

@@ -83,6 +83,7 @@ static void run_section(const ax_report *r, const ax_rep_run *run, ax_rep_buf *b
         ax_rep_printf(b, " (%lld members, %lld non-members, first %lld tokens each",
                       (long long)m->members, (long long)m->nonmembers,
                       (long long)m->tokens_per_doc);
+        if (m->zlib_level) ax_rep_printf(b, "; zlib level %lld", (long long)m->zlib_level);
         if (m->ref_ckpt) ax_rep_puts(b, "; reference model "), ax_rep_md(b, m->ref_ckpt);
         ax_rep_puts(b, ")\n");
     }

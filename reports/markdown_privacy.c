@@ -54,20 +54,45 @@ static void canaries(const ax_report *r, const ax_rep_run *run, ax_rep_buf *b) {
     }
 }
 
+/* a paragraph: a blank line, the lead (Markdown), the text (escaped) */
+static void para(ax_rep_buf *b, const char *lead, const char *t) {
+    ax_rep_printf(b, "\n%s", lead);
+    ax_rep_md(b, t);
+    ax_rep_puts(b, "\n");
+}
+
+/* the sentences under the table: warnings first, then what is n/a or missing and why */
+static void mia_notes(const ax_report *r, ax_rep_buf *b) {
+    char t[AX_REP_NOTE];
+    for (int i = 0; i < r->n_runs; i++) {
+        const ax_rep_run *run = &r->runs[i];
+        if (!run->mia) continue;
+        for (int k = 0; k < run->mia->n_free; k++)
+            if (ax_rep_mia_warning(run, k, t, sizeof t)) para(b, "**Warning:** ", t);
+        if (ax_rep_mia_no_baseline(run, t, sizeof t)) para(b, "", t);
+        if (ax_rep_mia_tpr_note(run, t, sizeof t)) para(b, "", t);
+    }
+}
+
 void ax_rep_md_privacy(const ax_report *r, ax_rep_buf *b) {
     int mia = 0, exp = 0;
     for (int i = 0; i < r->n_runs; i++) mia |= !!r->runs[i].mia, exp |= !!r->runs[i].exposure;
     if (mia) {
         char c[AX_REP_MIA_NCOLS][AX_REP_CELL];
         ax_rep_puts(b, "\n## Membership inference\n\nAUC 0.5 = chance; TPR at a low FPR = "
-                       "members identified with few false accusations. ROC curves (log-log): "
-                       "report.html.\n\n");
+                       "members identified with few false accusations. Model-free rows read no "
+                       "model: their AUC (either side of 0.5) measures how far the two sets differ "
+                       "in distribution. ROC curves (log-log): report.html.\n\n");
         table(b, ax_rep_mia_cols, AX_REP_MIA_NCOLS);
-        for (int i = 0; i < r->n_runs; i++)
-            for (int k = 0; r->runs[i].mia && k < r->runs[i].mia->n_score; k++) {
-                ax_rep_mia_cells(&r->runs[i], k, c);
+        for (int i = 0; i < r->n_runs; i++) {
+            const ax_rep_mia *m = r->runs[i].mia;
+            for (int k = 0; m && k < m->n_score + m->n_free; k++) {
+                ax_rep_mia_cells(&r->runs[i],
+                                 k < m->n_score ? &m->score[k] : &m->free[k - m->n_score], c);
                 row(b, c, AX_REP_MIA_NCOLS);
             }
+        }
+        mia_notes(r, b);
     }
     if (exp) {
         char c[AX_REP_EXP_NCOLS][AX_REP_CELL];

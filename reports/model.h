@@ -67,11 +67,17 @@ typedef struct {
 
 /* memscan mia (mia.json): one row per score */
 #define AX_REP_MIA_SCORES 8
+#define AX_REP_MIA_FREE 4 /* model-free baselines */
+/* A model-free score is flagged when its AUC is this far from 0.5 or its interval excludes 0.5
+ * (memscan mia's rule, AX_MIA_FAR_AUC) */
+#define AX_REP_MIA_FAR_AUC 0.1
 typedef struct {
-    char *name;                 /* "loss", "zlib", "min_k", "min_k_pp", "ref" */
+    char *name;                 /* "loss", "zlib", "min_k", "min_k_pp", "ref"; "zlib_bpb", ... */
     double auc, auc_lo, auc_hi; /* ROC AUC and its bootstrap 95% interval */
-    double tpr_0_1, tpr_1;      /* TPR at 0.1% and 1% FPR */
-    double *fpr, *tpr;          /* [n_roc]: the ROC curve, (0,0) to (1,1), non-decreasing */
+    /* TPR at 0.1% and 1% FPR; NaN where the scan's non-members cannot resolve the rate
+     * (fewer than ax_rep_fpr_min_nonmembers), whatever the file holds */
+    double tpr_0_1, tpr_1;
+    double *fpr, *tpr; /* [n_roc]: the ROC curve, (0,0) to (1,1), non-decreasing */
     int n_roc;
 } ax_rep_mia_score;
 
@@ -80,8 +86,12 @@ typedef struct {
     ax_rep_ident id;                  /* checkpoint; dataset = the member set */
     char *nonmembers_path, *ref_ckpt; /* ref_ckpt: NULL without --ref-ckpt */
     int64_t members, nonmembers, tokens_per_doc;
+    int64_t zlib_level; /* config.zlib_level; 0: not recorded */
     ax_rep_mia_score score[AX_REP_MIA_SCORES];
     int n_score;
+    /* the model-free baselines (model_free); has_free 0: the scan has no such block */
+    ax_rep_mia_score free[AX_REP_MIA_FREE];
+    int n_free, has_free;
     char *samples_file; /* verified against the scan's record */
 } ax_rep_mia;
 
@@ -174,6 +184,12 @@ void ax_rep_free(ax_report *r);
 /* load_privacy.c: mia.json / exposure.json (kind membership-inference / canary-exposure) and
  * their samples files; v is the parsed scan, its header already checked */
 ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m);
+/* the fewest non-members that resolve a false positive rate: the smallest n with
+ * floor(fpr n) >= 1 (memscan's ax_fpr_min_nonmembers) */
+int64_t ax_rep_fpr_min_nonmembers(double fpr);
+/* how far a model-free score's AUC is from chance: 2 (interval excludes 0.5), 1 (|AUC - 0.5| >=
+ * AX_REP_MIA_FAR_AUC), 0 */
+int ax_rep_mia_far(const ax_rep_mia_score *s);
 ax_status ax_rep_parse_exposure(const ax_json *v, const char *path, ax_rep_exposure *e);
 /* e->samples_file: each canary, checked against the table; secrets kept only if asked */
 ax_status ax_rep_read_exposure_samples(ax_rep_exposure *e, int keep_secrets);
@@ -247,7 +263,7 @@ void ax_rep_write_json(const ax_report *r, ax_jw *w);
 /* their privacy sections (html_privacy.c, markdown_privacy.c; nothing without those scans) */
 void ax_rep_html_privacy(const ax_report *r, ax_rep_buf *b);
 void ax_rep_md_privacy(const ax_report *r, ax_rep_buf *b);
-void ax_rep_json_mia(ax_jw *w, const ax_rep_mia *m);
+void ax_rep_json_mia(ax_jw *w, const ax_rep_run *run); /* run->mia */
 void ax_rep_json_exposure(ax_jw *w, const ax_rep_exposure *e);
 /* the "Memorization over training" sections (html_curves.c, markdown_curves.c, json_curves.c;
  * nothing when no run has a curve) */

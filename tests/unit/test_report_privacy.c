@@ -1,7 +1,8 @@
 /* axmem report with the privacy scans: mia.json and exposure.json written by hand (with their
  * samples files and records) in /tmp; the loaders accept good files and refuse each kind of
- * damage naming file and field; the HTML, Markdown and JSON carry the new sections; a planted
- * canary secret appears only with --show-text. */
+ * damage naming file and field; the HTML, Markdown and JSON carry the new sections (with the
+ * model-free baselines, their warning, and TPRs only where the non-members resolve the rate); a
+ * planted canary secret appears only with --show-text. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdarg.h>
@@ -45,8 +46,41 @@ static void scan(const char *dir, const char *name, const char *head, const char
         head, body, name, n, lines, (unsigned long long)XXH3_64bits(samples, n));
 }
 
-/* 4 members and 4 non-members, two scores */
+/* 4 members and 4 non-members, two scores: too few non-members to resolve a TPR at 0.1% or 1%
+ * FPR (null, with the reason), and two model-free baselines, one at chance, one far from it
+ * (length: AUC 0.125, interval [0, 0.375]) */
+#define TPR_NULL(rate, need)                                                                       \
+    "\"tpr_at_fpr_" rate "\":null,\"tpr_at_fpr_" rate "_note\":\"needs >= " need                   \
+    " non-members to resolve FPR; have 4\","
 static const char *MIA_BODY =
+    "\"members\":{\"path\":\"/train.axd\",\"xxh3\":\"0x1\",\"docs\":16,\"tokens\":400,"
+    "\"scored_docs\":4},\"nonmembers\":{\"path\":\"/held.axd\",\"xxh3\":\"0x2\",\"docs\":8,"
+    "\"tokens\":200,\"scored_docs\":4},\"reference\":null,\"config\":{\"tokens_per_doc\":32,"
+    "\"k_percent\":20,\"zlib_level\":6},\"counts\":{\"members\":4,\"nonmembers\":4},"
+    "\"metrics\":{\"loss\":{\"auc\":0.75,\"auc_ci95\":[0.5,0.95]," TPR_NULL("0.001", "1000")
+        TPR_NULL("0.01",
+                 "100") "\"roc\":[[0,0],[0,0.25],[0.25,0.5],[0.5,1],[1,1]]},"
+                        "\"min_k_pp\":{\"auc\":0.625,\"auc_ci95\":[0.375,0.875]," TPR_NULL("0.001",
+                                                                                           "1000")
+                            TPR_NULL(
+                                "0.01",
+                                "100") "\"roc\":[[0,0],[0.25,0.25],[0.5,0.75],[1,1]]}},"
+                                       "\"model_free\":{\"zlib_bpb\":{\"auc\":0.5,\"auc_ci95\":[0."
+                                       "25,0.75]," TPR_NULL("0.001", "1000") TPR_NULL(
+                                           "0.01",
+                                           "100") "\"roc\":[[0,0],[0.5,0.5],[1,1]],\"far_from_"
+                                                  "chance\":0},"
+                                                  "\"length\":{\"auc\":0.125,\"auc_ci95\":[0,0.375]"
+                                                  "," TPR_NULL("0.001", "1000") TPR_NULL(
+                                                      "0.01",
+                                                      "100") "\"roc\":[[0,0],[0.5,0],[0.75,0.25],["
+                                                             "1,0.5],[1,1]],"
+                                                             "\"far_from_chance\":2}},\"warnings\":"
+                                                             "[\"model-free score length ...\"]";
+
+/* the same scan as an older memscan mia wrote it: numbers at rates 4 non-members cannot
+ * resolve, no model-free baselines */
+static const char *MIA_BODY_OLD =
     "\"members\":{\"path\":\"/train.axd\",\"xxh3\":\"0x1\",\"docs\":16,\"tokens\":400,"
     "\"scored_docs\":4},\"nonmembers\":{\"path\":\"/held.axd\",\"xxh3\":\"0x2\",\"docs\":8,"
     "\"tokens\":200,\"scored_docs\":4},\"reference\":null,\"config\":{\"tokens_per_doc\":32,"
@@ -84,8 +118,34 @@ static const char *EXP_SAMPLES =
     CANARY(0, 1, "S3CRET-0815", 1, false) CANARY(1, 1, "S3CRET-0042", 2, false)
         CANARY(2, 4, "S3CRET-4711", 8.5, false) CANARY(3, 4, "S3CRET-0007", 9, true);
 
+/* 4 members and 1000 non-members: TPRs at both rates, no model-free baseline */
+static const char *MIA_BODY_1000 =
+    "\"members\":{\"path\":\"/train.axd\",\"xxh3\":\"0x1\",\"docs\":16,\"tokens\":400,"
+    "\"scored_docs\":4},\"nonmembers\":{\"path\":\"/held.axd\",\"xxh3\":\"0x2\",\"docs\":1000,"
+    "\"tokens\":20000,\"scored_docs\":1000},\"reference\":null,\"config\":{\"tokens_per_doc\":"
+    "32,\"k_percent\":20},\"counts\":{\"members\":4,\"nonmembers\":1000},\"metrics\":{"
+    "\"loss\":{\"auc\":0.75,\"auc_ci95\":[0.5,0.95],\"tpr_at_fpr_0.001\":0.25,"
+    "\"tpr_at_fpr_0.01\":0.5,\"roc\":[[0,0],[0,0.25],[0.25,0.5],[0.5,1],[1,1]]}},"
+    "\"model_free\":{\"length\":{\"auc\":0.5,\"auc_ci95\":[0.45,0.55],\"tpr_at_fpr_0.001\":0,"
+    "\"tpr_at_fpr_0.01\":0.25,\"roc\":[[0,0],[1,1]]}}";
+
 static void mia(const char *dir) {
     scan(dir, "mia", HEADER("membership-inference"), MIA_BODY, MIA_SAMPLES);
+}
+
+static void mia_old(const char *dir) {
+    scan(dir, "mia", HEADER("membership-inference"), MIA_BODY_OLD, MIA_SAMPLES);
+}
+
+static void mia_1000(const char *dir) {
+    size_t cap = 1004 * 64, n = 0;
+    char *samples = malloc(cap);
+    for (int i = 0; i < 1004; i++)
+        n += (size_t)snprintf(samples + n, cap - n,
+                              "{\"i\":%d,\"member\":%s,\"doc\":%d,\"scores\":{}}\n", i,
+                              i < 4 ? "true" : "false", i < 4 ? i : i - 4);
+    scan(dir, "mia", HEADER("membership-inference"), MIA_BODY_1000, samples);
+    free(samples);
 }
 
 static void exposure(const char *dir) {
@@ -144,15 +204,41 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
     cr_assert_eq(build_dir("base", "p", 0, 0), AX_OK, "%s", ax_error_msg());
     char *html = slurp("out/report.html"), *md = slurp("out/report.md");
     char *js = slurp("out/report.json");
-    /* the membership-inference table: one row per score, AUC with its interval, TPRs, counts */
+    /* the membership-inference table: one row per score, AUC with its interval, TPRs (n/a: 4
+     * non-members resolve neither rate), counts; then the model-free rows */
     cr_assert(strstr(html, "<h2 id=\"mia\">Membership inference</h2>"));
     cr_assert(strstr(html, "<td>base</td><td>loss</td><td class=\"num\">0.750 (0.500-0.950)</td>"
-                           "<td class=\"num\">25.0%</td><td class=\"num\">50.0%</td><td "
+                           "<td class=\"num\">n/a</td><td class=\"num\">n/a</td><td "
                            "class=\"num\">4</td><td class=\"num\">4</td>"),
               "mia row");
     cr_assert(strstr(html, "<td>min-k%++</td><td class=\"num\">0.625 (0.375-0.875)</td>"));
-    cr_assert(strstr(md, "| base | loss | 0.750 (0.500-0.950) | 25.0% | 50.0% | 4 | 4 |"));
-    cr_assert(strstr(md, "| base | min-k%++ | 0.625 (0.375-0.875) | 0.0% | 25.0% | 4 | 4 |"));
+    cr_assert(strstr(md, "| base | loss | 0.750 (0.500-0.950) | n/a | n/a | 4 | 4 |"));
+    cr_assert(strstr(md, "| base | min-k%++ | 0.625 (0.375-0.875) | n/a | n/a | 4 | 4 |"));
+    cr_assert(strstr(md, "| base | zlib bits per byte of the text (model-free) | 0.500 "
+                         "(0.250-0.750) | n/a | n/a | 4 | 4 |"));
+    cr_assert(strstr(md, "| base | length in tokens (model-free) | 0.125 (0.000-0.375) | n/a | "
+                         "n/a | 4 | 4 |"));
+    cr_assert(strstr(html, "<td>base</td><td>length in tokens (model-free)</td><td "
+                           "class=\"num\">0.125 (0.000-0.375)</td>"));
+    /* the model-free length is far from chance: a warning in both, beside the headline too;
+     * why the TPRs are n/a */
+    const char *warn = "base: the model-free score length in tokens (model-free) has AUC 0.125 "
+                       "(95% CI 0.000-0.375), its interval excluding 0.5: members and "
+                       "non-members differ in distribution without the model, so part of the "
+                       "model scores";
+    cr_assert(strstr(md, "**Warning:** base: the model-free score length"), "%s", md);
+    cr_assert(strstr(md, warn), "%s", md);
+    cr_assert(strstr(html, "<p class=\"note\">Warning: base: the model-free score length"));
+    cr_assert_eq(count(md, "**Warning:**"), 1, "zlib_bpb at chance: no warning");
+    cr_assert(strstr(md, "base: TPR at 0.1% FPR needs >= 1000 non-members and at 1% FPR >= 100 "
+                         "(a threshold's false positive rate moves in steps of 1/non-members); "
+                         "the scan has 4: n/a."),
+              "%s", md);
+    cr_assert(strstr(html, "base: a score that reads no model separates members from "
+                           "non-members (length AUC 0.12, 95% CI 0.00-0.38), so part of its "
+                           "membership AUC may be distribution shift."),
+              "note beside the headline");
+    cr_assert(strstr(md, "zlib level 6"));
     /* ROC on log-log axes with the chance diagonal, one curve per score */
     cr_assert(strstr(html, "ROC of the membership attack: base (log-log)"));
     cr_assert_eq(count(html, "class=\"chance\""), 1);
@@ -190,6 +276,19 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
     const ax_json *loss = ax_json_get(ax_json_get(m, "scores"), "loss");
     cr_assert_eq(ax_json_get(loss, "auc")->num, 0.75);
     cr_assert_eq(ax_json_get(loss, "roc")->n, 5);
+    cr_assert_eq(ax_json_get(loss, "tpr_at_fpr_0.001")->type, AX_JSON_NULL);
+    cr_assert_eq(ax_json_get(loss, "tpr_at_fpr_0.01")->type, AX_JSON_NULL);
+    const ax_json *tn = ax_json_get(m, "tpr_note");
+    cr_assert(tn && tn->type == AX_JSON_STR && strstr(tn->str, "needs >= 1000 non-members"));
+    const ax_json *len = ax_json_get(ax_json_get(m, "model_free"), "length");
+    cr_assert_eq(ax_json_get(len, "auc")->num, 0.125);
+    cr_assert_eq(ax_json_get(len, "far_from_chance")->num, 2);
+    cr_assert_eq(
+        ax_json_get(ax_json_get(ax_json_get(m, "model_free"), "zlib_bpb"), "far_from_chance")->num,
+        0);
+    const ax_json *warns = ax_json_get(m, "warnings");
+    cr_assert(warns && warns->n == 1 && strstr(warns->items[0]->str, warn));
+    cr_assert_eq(ax_json_get(m, "zlib_level")->num, 6);
     const ax_json *e = ax_json_get(run, "canary_exposure");
     cr_assert_eq(ax_json_get(e, "by_repeats")->n, 2);
     cr_assert_eq(ax_json_get(e, "canaries")->n, 4);
@@ -202,6 +301,44 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
     cr_assert_eq(mode_of("out/report.md"), 0600);
     cr_assert_eq(mode_of("out/report.json"), 0600);
     free(html), free(md), free(js);
+}
+
+/* an older scan: numbers at rates its 4 non-members cannot resolve (the TPR at FPR 0 under
+ * another name) are not shown, and the missing baseline is said */
+Test(report_privacy, older_scan_unresolved_tpr_and_no_baseline, .init = setup, .fini = teardown) {
+    mia_old("p");
+    cr_assert_eq(build_dir("old", "p", 0, 0), AX_OK, "%s", ax_error_msg());
+    char *html = slurp("out/report.html"), *md = slurp("out/report.md");
+    char *js = slurp("out/report.json");
+    cr_assert(strstr(md, "| old | loss | 0.750 (0.500-0.950) | n/a | n/a | 4 | 4 |"), "%s", md);
+    cr_assert_null(strstr(md, "25.0%"));
+    cr_assert(strstr(md, "old: the scan has no model-free baseline"));
+    cr_assert(strstr(html, "old: its membership scan has no model-free baseline; rerun memscan "
+                           "mia."));
+    cr_assert_null(strstr(md, "(model-free)"));
+    ax_json *v = NULL;
+    cr_assert_eq(ax_json_parse(js, strlen(js), "report.json", &v), AX_OK, "%s", ax_error_msg());
+    const ax_json *m = ax_json_get(ax_json_get(v, "runs")->items[0], "membership_inference");
+    cr_assert_eq(ax_json_get(m, "model_free")->type, AX_JSON_NULL);
+    const ax_json *loss = ax_json_get(ax_json_get(m, "scores"), "loss");
+    cr_assert_eq(ax_json_get(loss, "tpr_at_fpr_0.001")->type, AX_JSON_NULL);
+    ax_json_free(v);
+    free(html), free(md), free(js);
+}
+
+/* 1000 non-members resolve both rates: the numbers are shown, and no note */
+Test(report_privacy, tpr_shown_where_the_nonmembers_resolve_it, .init = setup, .fini = teardown) {
+    mia_1000("p");
+    cr_assert_eq(build_dir("big", "p", 0, 0), AX_OK, "%s", ax_error_msg());
+    char *md = slurp("out/report.md");
+    cr_assert(strstr(md, "| big | loss | 0.750 (0.500-0.950) | 25.0% | 50.0% | 4 | 1000 |"), "%s",
+              md);
+    cr_assert(strstr(md, "| big | length in tokens (model-free) | 0.500 (0.450-0.550) | 0.0% | "
+                         "25.0% | 4 | 1000 |"),
+              "%s", md);
+    cr_assert_null(strstr(md, "needs >="));
+    cr_assert_null(strstr(md, "Warning"));
+    free(md);
 }
 
 Test(report_privacy, runs_side_by_side, .init = setup, .fini = teardown) {
@@ -287,7 +424,7 @@ static void expect_msg(const char *what, const char *a, const char *b) {
 static void refused_json(int is_mia, const char *from, const char *to, const char *field) {
     ax_rm_rf(root);
     cr_assert_eq(ax_mkdir_p(root), AX_OK);
-    is_mia ? mia("e") : exposure("e");
+    is_mia == 2 ? mia_1000("e") : is_mia ? mia("e") : exposure("e");
     cr_assert_eq(build_dir("e", "e", 1, 0), AX_OK, "valid before the edit: %s", ax_error_msg());
     char out[128];
     snprintf(out, sizeof out, "%s/out", root);
@@ -303,10 +440,18 @@ Test(report_privacy, damaged_mia_is_refused_naming_the_field, .init = setup, .fi
     refused_json(1, "\"auc\":0.75", "\"auc\":1.5", "metrics.loss.auc");
     refused_json(1, "\"auc_ci95\":[0.5,0.95]", "\"auc_ci95\":[0.95,0.5]", "metrics.loss.auc_ci95");
     refused_json(1, "\"auc_ci95\":[0.5,0.95]", "\"auc_ci95\":[0.5]", "metrics.loss.auc_ci95");
-    refused_json(1, "\"tpr_at_fpr_0.01\":0.5", "\"tpr_at_fpr_0.01\":1.2",
+    refused_json(2, "\"tpr_at_fpr_0.01\":0.5", "\"tpr_at_fpr_0.01\":1.2",
                  "metrics.loss.tpr_at_fpr_0.01");
-    refused_json(1, "\"tpr_at_fpr_0.001\":0.25", "\"tpr_at_fpr_0.001\":0.75",
+    refused_json(2, "\"tpr_at_fpr_0.001\":0.25", "\"tpr_at_fpr_0.001\":0.75",
                  "metrics.loss.tpr_at_fpr_0.001");
+    /* null where 1000 non-members resolve the rate; a number out of range even where not */
+    refused_json(2, "\"tpr_at_fpr_0.001\":0.25", "\"tpr_at_fpr_0.001\":null",
+                 "metrics.loss.tpr_at_fpr_0.001 is null but 1000 non-members resolve 0.1% FPR");
+    refused_json(1, "\"tpr_at_fpr_0.01\":null", "\"tpr_at_fpr_0.01\":1.2",
+                 "metrics.loss.tpr_at_fpr_0.01");
+    refused_json(1, "\"auc\":0.125", "\"auc\":1.125", "model_free.length.auc");
+    refused_json(1, "[0.75,0.25],[1,0.5]", "[0.75,0.25],[0.5,0.5]", "model_free.length.roc[3]");
+    refused_json(1, "\"model_free\":{", "\"model_free\":{\"x\":1,", "model_free.x");
     refused_json(1, "[0.25,0.5],[0.5,1]", "[0.25,0.5],[0.2,1]", "metrics.loss.roc[3]");
     refused_json(1, "[0.5,1],[1,1]]", "[0.5,1],[1,0.99]]", "metrics.loss.roc");
     refused_json(1, "[0.5,1],[1,1]]", "[0.5,1],[1,\"x\"]]", "metrics.loss.roc[4]");
