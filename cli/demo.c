@@ -94,8 +94,9 @@ static const ax_cfg_table table = {
         "     prefix -> greedy 32-token suffix, exact match (memscan probe), and free\n"
         "     generations slid over the index for verbatim spans (memscan generate);\n"
         "  6. attacks both: membership inference, members vs held-out (memscan mia: loss,\n"
-        "     zlib, min-k%, min-k%++; ROC AUC with a bootstrap interval), and canary exposure\n"
-        "     by repeat count, exact over the format's space (memscan exposure);\n"
+        "     zlib, min-k%, min-k%++; ROC AUC with a bootstrap interval; beside them the\n"
+        "     model-free baselines, zlib bits per byte and length, which read no model), and\n"
+        "     canary exposure by repeat count, exact over the format's space (memscan exposure);\n"
         "  7. writes DIR/summary.md and the report DIR/report/report.{html,md,json}: the\n"
         "     scans' numbers and charts, membership ROC curves, exposure by repeat count (no\n"
         "     memorized text and no secret in the report without --show-text, none ever in\n"
@@ -224,6 +225,21 @@ static void exposure_cells(const ax_ms_exposure_summary *e, char *bits, char *go
     }
 }
 
+/* Below the attack table: each model-free baseline far from chance, as memscan mia warns (both
+ * models are scanned on the same documents, so one warning unless their baselines differ). */
+static void summarize_shift(FILE *o, const demo_scores sc[2], const char *names[2]) {
+    for (int k = 0; k < AX_MIA_FREE_N; k++)
+        for (int i = 0; i < 2; i++) {
+            const ax_ms_mia_summary *m = &sc[i].mia;
+            if (!m->has_free[k] || !m->free_far[k]) continue;
+            if (i && !memcmp(&m->free_auc[k], &sc[0].mia.free_auc[k], sizeof m->free_auc[k]))
+                continue;
+            char msg[1024];
+            ax_ms_mia_shift_warning(m, k, msg, sizeof msg);
+            fprintf(o, "\nWarning (%s): %s.\n", i ? names[1] : "both models", msg);
+        }
+}
+
 /* The privacy attacks' rows: one line of setup, then a table with one column per model. */
 static void summarize_privacy(FILE *o, const demo_args *a, const ax_split_result *sp,
                               const demo_scores sc[2], const char *names[2]) {
@@ -234,7 +250,10 @@ static void summarize_privacy(FILE *o, const demo_args *a, const ax_split_result
             "Canaries: %d x '%s' (%.0f possible secrets) planted at repeat counts %s in the "
             "members; exposure = log2(possible secrets) - log2(rank of the true secret), exact "
             "over every candidate (max %.2f bits); secrets only in secrets.json and "
-            "exposure.samples.jsonl (mode 0600).\n\n"
+            "exposure.samples.jsonl (mode 0600). The model-free rows read no model: an AUC far "
+            "from 0.5 there means members and non-members differ as texts (the canaries "
+            "planted in the members alone make them longer), so part of a model's AUC is that "
+            "difference.\n\n"
             "| attack | %s | %s |\n|---|---|---|\n",
             sp->train_docs, sp->holdout_docs, sp->dropped_docs, DEMO_NGRAM, sc[0].exp.canaries,
             a->canary_format, sc[0].exp.space, a->canary_repeats, log2(sc[0].exp.space), names[0],
@@ -249,12 +268,25 @@ static void summarize_privacy(FILE *o, const demo_args *a, const ax_split_result
         }
         fprintf(o, "\n");
     }
+    /* the baselines that read no model, beside the models' scores */
+    static const char *free_names[AX_MIA_FREE_N] = {"zlib bits per byte of the text",
+                                                    "length in tokens"};
+    for (int k = 0; k < AX_MIA_FREE_N; k++) {
+        if (!sc[0].mia.has_free[k]) continue;
+        fprintf(o, "| model-free baseline (reads no model): %s AUC (95%% CI) |", free_names[k]);
+        for (int i = 0; i < 2; i++) {
+            const ax_ms_ci *c = &sc[i].mia.free_auc[k];
+            fprintf(o, " %.3f (%.3f-%.3f) |", c->mean, c->lo, c->hi);
+        }
+        fprintf(o, "\n");
+    }
     char bits[2][512], got[2][512];
     for (int i = 0; i < 2; i++) exposure_cells(&sc[i].exp, bits[i], got[i], sizeof bits[i]);
     fprintf(o, "| canary exposure, mean bits at %s repeats | %s | %s |\n", a->canary_repeats,
             bits[0], bits[1]);
     fprintf(o, "| canaries extracted by greedy decoding at %s repeats | %s | %s |\n",
             a->canary_repeats, got[0], got[1]);
+    summarize_shift(o, sc, names);
 }
 
 static int summarize(const demo_args *a, const char *base, const char *gold,

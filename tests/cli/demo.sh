@@ -4,10 +4,11 @@
 # calls give what the commands give: `axmem memscan probe` / `generate` with the flags the demo
 # documents write the same samples, byte for byte, on the demo's checkpoints. The privacy part:
 # the split, the canaries (secrets file 0600), mia.json and exposure.json for both models with
-# values in range, the summary's attack rows equal to them, exposure rising from 1 to 16 repeats
-# on the baseline (the canaries share their prefix, so even 20 steps rank the 16-repeat secrets
-# far above the 1-repeat ones: ~9.5 vs ~3.3 bits), no canary text in the report or summary, and
-# --no-privacy skips it all.
+# values in range, the summary's attack rows (the model-free baselines and their warnings too)
+# equal to them, TPRs null with their reason (a few non-members), exposure rising from 1 to 16
+# repeats on the baseline (the canaries share their prefix, so even 20 steps rank the 16-repeat
+# secrets far above the 1-repeat ones: ~9.5 vs ~3.3 bits), no canary text in the report or
+# summary, and --no-privacy skips it all.
 # Usage: tests/cli/demo.sh path/to/axmem
 set -uo pipefail
 AX=$(realpath "$1")
@@ -62,7 +63,8 @@ for run, row in zip(["baseline", "goldfish"], rows):
     assert want in row, (run, want, row)
 PY
   bad "demo: summary rows match probe.json and regurgitation.json"
-# the privacy scans: ranges, the summary's rows, exposure rising with repeats, no secret shown
+# the privacy scans: ranges, the summary's rows (model-free baselines with their warnings),
+# exposure rising with repeats, no secret shown
 python3 - "$D" <<'PY' && ok "demo: mia and exposure in range, in the summary and the report, no secret shown" ||
 import json, math, sys
 d = sys.argv[1]
@@ -72,8 +74,9 @@ def need(c, what):
 sec = json.load(open(f"{d}/secrets.json"))
 summary = open(f"{d}/summary.md").read()
 rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:4]]
-        for l in summary.splitlines() if l.startswith("| membership") or l.startswith("| canar")}
-need(len(rows) == 4, "summary attack rows: %s" % list(rows))
+        for l in summary.splitlines()
+        if l.startswith("| membership") or l.startswith("| canar") or l.startswith("| model-free")}
+need(len(rows) == 6, "summary attack rows: %s" % list(rows))
 for col, run in enumerate(["baseline", "goldfish"]):
     mia = json.load(open(f"{d}/{run}/mia.json"))
     need(mia["kind"] == "membership-inference", "mia kind")
@@ -86,6 +89,23 @@ for col, run in enumerate(["baseline", "goldfish"]):
         want = "%.3f (%.3f-%.3f)" % (m["auc"], m["auc_ci95"][0], m["auc_ci95"][1])
         got = rows.get(f"membership inference: {name} AUC (95% CI)", ["", ""])[col]
         need(got == want, f"{run}: summary {name} AUC '{got}', mia.json '{want}'")
+    # the model-free baselines beside them, and the warning when one is far from chance
+    need(mia["config"]["zlib_level"] == 6, f"{run}: zlib level recorded")
+    for k, name in (("zlib_bpb", "zlib bits per byte of the text"), ("length", "length in tokens")):
+        m = mia["model_free"][k]
+        want = "%.3f (%.3f-%.3f)" % (m["auc"], m["auc_ci95"][0], m["auc_ci95"][1])
+        got = rows.get(f"model-free baseline (reads no model): {name} AUC (95% CI)", ["", ""])[col]
+        need(got == want, f"{run}: summary model-free {name} AUC '{got}', mia.json '{want}'")
+        far = m["auc_ci95"][0] > 0.5 or m["auc_ci95"][1] < 0.5 or abs(m["auc"] - 0.5) >= 0.1
+        need(m["far_from_chance"] == (2 if m["auc_ci95"][0] > 0.5 or m["auc_ci95"][1] < 0.5
+                                      else 1 if far else 0), f"{run} {k}: far_from_chance")
+        need(far == any(f"model-free score {k} " in w for w in mia["warnings"]), f"{run} {k}: warning in mia.json")
+        need(not far or f"model-free score {k} (it reads no model)" in summary, f"{run} {k}: warning in the summary")
+    # 4 members and a few non-members resolve no TPR at 0.1% or 1% FPR: null, with the reason
+    for k, m in list(mia["metrics"].items()) + list(mia["model_free"].items()):
+        for rate, n in (("0.001", 1000), ("0.01", 100)):
+            need(m[f"tpr_at_fpr_{rate}"] is None and f"needs >= {n} non-members" in m[f"tpr_at_fpr_{rate}_note"],
+                 f"{run} {k}: TPR at {rate} null with its reason")
     exp = json.load(open(f"{d}/{run}/exposure.json"))
     need(exp["kind"] == "canary-exposure" and exp["config"]["method"] == "exact", "exposure kind")
     table = exp["by_repeats"]
@@ -109,6 +129,8 @@ for f in ("report/report.html", "report/report.md", "report/report.json", "summa
     need(not shown, f"{f} shows canaries {shown}")
 md, html = open(f"{d}/report/report.md").read(), open(f"{d}/report/report.html").read()
 need("## Membership inference" in md and "## Canary exposure" in md, "report.md: privacy sections")
+need("length in tokens (model-free)" in md and "length in tokens (model-free)" in html, "report: model-free rows")
+need("TPR at 0.1% FPR needs >= 1000 non-members" in md, "report: why the TPRs are n/a")
 need("Membership inference" in html and "Canary exposure" in html, "report.html: privacy sections")
 for e in errs: print("     " + e)
 sys.exit(1 if errs else 0)
@@ -130,6 +152,7 @@ done
 # plants nothing and runs no attack
 "$AX" demo --help >"$T/help" 2>&1 && grep -q -- "--no-privacy" "$T/help" &&
   grep -q -- "--canary-repeats" "$T/help" && grep -q "memscan mia" "$T/help" &&
+  grep -q "model-free baselines" "$T/help" &&
   ok "demo --help: privacy flags and steps" || bad "demo --help: privacy flags and steps"
 "$AX" demo --canary-repeats 1,x --out "$T/bad" >/dev/null 2>"$T/err"
 [ $? = 2 ] && grep -q -- "--canary-repeats '1,x'" "$T/err" && [ ! -e "$T/bad" ] &&
