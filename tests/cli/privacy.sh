@@ -3,8 +3,10 @@
 # members and held-out non-members (`axmem data split`), canaries {d3} planted at repeat counts
 # 1, 4 and 16 (`axmem data canaries`), a tiny model trained for ~13 epochs on the members and a
 # reference model on the held-out set. Checks the outputs' structure and value ranges, that the
-# membership attack separates the sets (loss AUC >= 0.8, interval above 0.5), that exposure
-# rises with the repeat count, and that 4 ranks on 2x1x2x1 give the single-rank scores.
+# membership attack separates the sets (loss AUC >= 0.8, interval above 0.5), the model-free
+# baselines against Python's zlib and a pair count, TPRs null where 43 non-members cannot resolve
+# the rate, the shift warning (short non-members), refused member / non-member sets, that
+# exposure rises with the repeat count, and that 4 ranks on 2x1x2x1 give the single-rank scores.
 # Usage: tests/cli/privacy.sh [path/to/axmem]   (~30 s on 2 cores)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,14 +60,20 @@ run "mia runs" "$AX" memscan mia "${MIA[@]}" --tokenizer "$T/tok" --ref-ckpt "$T
 python3 - "$T" <<'PY' && ok "mia prints the AUCs it wrote, one line per score" || bad "mia summary lines"
 import json, re, sys
 t = sys.argv[1]
-m = json.load(open(f"{t}/mia/mia.json"))["metrics"]
-got = dict(re.findall(r"^  (\w+) +AUC ([0-9.]+)", open(f"{t}/out").read(), re.M))
-sys.exit(0 if set(got) == set(m) and all(abs(float(got[k]) - m[k]["auc"]) <= 5e-4 for k in m) else 1)
+j = json.load(open(f"{t}/mia/mia.json"))
+m = {**j["metrics"], **j["model_free"]}
+out = open(f"{t}/out").read()
+got = dict(re.findall(r"^  (\w+) +AUC ([0-9.]+)", out, re.M))
+ok = set(got) == set(m) and all(abs(float(got[k]) - m[k]["auc"]) <= 5e-4 for k in m)
+# 43 non-members resolve neither 0.1% nor 1% FPR: n/a, and why
+ok = ok and "TPR@0.1%FPR n/a: needs >= 1000 non-members to resolve 0.1% FPR; have" in out
+ok = ok and "TPR@1%FPR n/a: needs >= 100 non-members" in out and "model-free baselines" in out
+sys.exit(0 if ok else 1)
 PY
 run "mia on 2x1x2x1 (4 ranks)" mpirun --oversubscribe -np 4 "$AX" memscan mia "${MIA[@]}" \
   --tokenizer "$T/tok" --ref-ckpt "$T/ref" --grid 2x1x2x1 --out "$T/mia4"
-python3 - "$T" <<'PY' && ok "mia.json and samples: structure, ranges, AUC, grid = 1 rank" || bad "mia outputs"
-import json, os, stat, sys
+AX="$AX" python3 - "$T" <<'PY' && ok "mia.json and samples: structure, ranges, AUC, model-free baselines recomputed, grid = 1 rank" || bad "mia outputs"
+import json, os, stat, struct, subprocess, sys, zlib
 t = sys.argv[1]
 j = json.load(open(f"{t}/mia/mia.json"))
 rows = [json.loads(l) for l in open(f"{t}/mia/mia.samples.jsonl")]
@@ -80,27 +88,108 @@ need(j["counts"]["members"] == nm == j["members"]["scored_docs"] > 0, "member co
 need(j["counts"]["nonmembers"] == nn == j["nonmembers"]["scored_docs"] > 0, "non-member count")
 need(j["samples"]["lines"] == len(rows), "samples block")
 need(set(j["metrics"]) == {"loss", "zlib", "min_k", "min_k_pp", "ref", "ref_ratio"}, "scores: %s" % list(j["metrics"]))
-for k, m in j["metrics"].items():
+need(set(j["model_free"]) == {"zlib_bpb", "length"}, "model-free: %s" % list(j["model_free"]))
+need(j["config"]["zlib_level"] == 6, "zlib level 6 recorded")
+for k, m in list(j["metrics"].items()) + list(j["model_free"].items()):
     lo, hi = m["auc_ci95"]
     need(0 <= lo <= m["auc"] <= hi <= 1, f"{k}: AUC {m['auc']} in [{lo}, {hi}]")
-    need(all(0 <= m[x] <= 1 for x in ("tpr_at_fpr_0.001", "tpr_at_fpr_0.01")), f"{k}: TPRs")
+    for rate, n in (("0.001", 1000), ("0.01", 100)):  # fewer non-members: null and the reason
+        need(m[f"tpr_at_fpr_{rate}"] is None and m[f"tpr_at_fpr_{rate}_note"] ==
+             f"needs >= {n} non-members to resolve {float(rate) * 100:g}% FPR; have {nn}", f"{k}: TPR at {rate}")
     roc = m["roc"]
     need(roc[0] == [0, 0] and roc[-1] == [1, 1] and 2 <= len(roc) <= 500, f"{k}: ROC ends")
     need(all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(roc, roc[1:])), f"{k}: ROC monotone")
 for r in rows:
-    need(not any("text" in key for key in r), "no text in the samples")
+    need(not any(("text" in key) != (key == "text_bytes") for key in r), "no text in the samples")
     need(set(r["scores"]) == set(j["metrics"]) and 0 < r["tokens"] <= 96, "sample fields")
+# the model-free baselines recomputed here: each scored document decoded from the datasets with
+# `axmem data decode --ids`, Python's zlib at its default level, AUC by pair count
+def axd(path):
+    b = open(path, "rb").read()
+    width, nd, nt = struct.unpack_from("<I", b, 16)[0], *struct.unpack_from("<QQ", b, 24)
+    off = struct.unpack_from(f"<{nd + 1}Q", b, 64)
+    return off, struct.unpack_from(f"<{nt}{'H' if width == 2 else 'I'}", b, 64 + 8 * (nd + 1))
+sets = {True: axd(f"{t}/train.axd"), False: axd(f"{t}/held.axd")}
+ax = os.environ["AX"]
+for r in rows:
+    off, toks = sets[r["member"]]
+    a, b = off[r["doc"]], off[r["doc"] + 1]
+    ids = toks[a:b - 1][:r["tokens"]]
+    text = subprocess.run([ax, "data", "decode", "--tokenizer", f"{t}/tok", "--ids",
+                           " ".join(map(str, ids))], capture_output=True, check=True).stdout
+    z = len(zlib.compress(text))
+    need(r["zlib_bytes"] == z and r["text_bytes"] == len(text), f"doc {r['i']}: zlib {r['zlib_bytes']} vs {z}")
+    need(r["model_free"]["zlib_bpb"] == 8 * z / len(text), f"doc {r['i']}: zlib bits per byte")
+    need(r["doc_tokens"] == r["model_free"]["length"] == b - a - 1, f"doc {r['i']}: length")
+def auc(key):
+    mem = [key(r) for r in rows if r["member"]]; non = [key(r) for r in rows if not r["member"]]
+    return sum((x > y) + 0.5 * (x == y) for x in mem for y in non) / (len(mem) * len(non))
+for k in ("zlib_bpb", "length"):
+    want = auc(lambda r: r["model_free"][k])
+    need(abs(j["model_free"][k]["auc"] - want) < 1e-12, f"{k}: AUC {j['model_free'][k]['auc']} vs {want}")
+for k in j["metrics"]:
+    need(abs(j["metrics"][k]["auc"] - auc(lambda r: r["scores"][k])) < 1e-12, f"{k}: AUC by pairs")
 # trained ~13 epochs on the members: the loss attack separates them
 auc, lo = j["metrics"]["loss"]["auc"], j["metrics"]["loss"]["auc_ci95"][0]
 print(f"     loss AUC {auc:.3f} (lower 95% bound {lo:.3f}); min-k%++ AUC {j['metrics']['min_k_pp']['auc']:.3f}")
 need(auc >= 0.8 and lo > 0.5, "loss AUC well above 0.5")
 need(len(rows4) == len(rows), "same documents on 4 ranks")
 worst = max(abs(a["scores"][k] - b["scores"][k]) for a, b in zip(rows, rows4) for k in a["scores"])
+need(all(a["model_free"] == b["model_free"] for a, b in zip(rows, rows4)), "4 ranks: model-free")
 need(all(a["doc"] == b["doc"] and a["member"] == b["member"] for a, b in zip(rows, rows4)), "same docs")
 need(worst <= 1e-4, f"4-rank scores differ by {worst}")
 for e in errs: print("     " + e)
 sys.exit(1 if errs else 0)
 PY
+
+# ---- model-free baselines far from chance: non-members cut to 60 characters against members of
+# 300: every member longer (length AUC 1) and more compressible (zlib bits per byte AUC 0, as
+# telling as 1) -> warnings on stderr, in mia.json, in the report
+python3 - "$T" <<'PY'
+import json, sys
+lines = open("data/corpus/kjv.jsonl").readlines()
+with open(f"{sys.argv[1]}/short.jsonl", "w") as f:
+    for l in lines[400:430]:
+        f.write(json.dumps({"text": json.loads(l)["text"][:60]}) + "\n")
+PY
+run "mia: short non-members" bash -c "
+  '$AX' data encode --tokenizer '$T/tok' --input '$T/short.jsonl' --out '$T/short.axd' &&
+  '$AX' memscan mia --ckpt '$T/run' --members '$T/train.axd' --nonmembers '$T/short.axd' \
+    --tokenizer '$T/tok' --tokens-per-doc 96 --bootstrap 200 --out '$T/miashift'"
+grep -q "^warning: memscan mia: model-free score length (it reads no model) has AUC 1.000" "$T/err" &&
+  grep -q "^warning: memscan mia: model-free score zlib_bpb (it reads no model) has AUC 0.000" "$T/err" &&
+  ok "mia: a model-free score far from chance is a warning on stderr" ||
+  bad "mia: a model-free score far from chance is a warning on stderr"
+python3 - "$T" <<'PY' && ok "mia.json: the warning and far_from_chance" || bad "mia.json: the warning"
+import json, sys
+j = json.load(open(f"{sys.argv[1]}/miashift/mia.json"))
+m, z = j["model_free"]["length"], j["model_free"]["zlib_bpb"]
+ok = m["auc"] == 1 and m["far_from_chance"] == 2 and m["auc_ci95"][0] > 0.5
+ok = ok and z["auc"] == 0 and z["far_from_chance"] == 2 and z["auc_ci95"][1] < 0.5
+ok = ok and len(j["warnings"]) == 2 and any(
+    w.startswith("model-free score length (it reads no model) has AUC 1.000") and
+    "part of the model scores' AUCs may be that shift" in w for w in j["warnings"])
+sys.exit(0 if ok else 1)
+PY
+run "report: the shifted scan" "$AX" report --scan "shift=$T/miashift/mia.json" --out "$T/rep-shift"
+grep -q "^\*\*Warning:\*\* shift: the model-free score length in tokens (model-free) has AUC 1.000" \
+  "$T/rep-shift/report.md" && grep -q '<p class="note">Warning: shift: the model-free score length' \
+  "$T/rep-shift/report.html" &&
+  python3 -c 'import json, sys; w = json.load(open(sys.argv[1]))["runs"][0]["membership_inference"]["warnings"]; sys.exit(0 if len(w) == 2 and "zlib bits per byte of the text (model-free) has AUC 0.000" in w[0] else 1)' "$T/rep-shift/report.json" &&
+  ok "report: the warning in HTML, Markdown and JSON" || bad "report: the warning in HTML, Markdown and JSON"
+
+# ---- the same documents on both sides are refused before any scoring
+cp "$T/train.axd" "$T/train-copy.axd"
+expect_fail "mia: --members X --nonmembers X refused" 2 "are the same file" "$AX" memscan mia \
+  --ckpt "$T/run" --members "$T/train.axd" --nonmembers "$T/train.axd" --out "$T/x"
+expect_fail "mia: a copy of the members as non-members refused" 2 \
+  "hold the same documents \(payload checksum" "$AX" memscan mia --ckpt "$T/run" \
+  --members "$T/train.axd" --nonmembers "$T/train-copy.axd" --out "$T/x"
+expect_fail "mia: non-members holding member documents refused" 2 \
+  "48 of the 96 documents scored from --nonmembers .*all.axd are also documents of --members" \
+  "$AX" memscan mia --ckpt "$T/run" --members "$T/train.axd" --nonmembers "$T/all.axd" \
+  --max-docs 0 --out "$T/x"
+[ ! -e "$T/x" ] && ok "mia: nothing written when refused" || bad "mia: nothing written when refused"
 
 # ---- canary exposure
 run "exposure runs (exact: 1000 candidates)" "$AX" memscan exposure --ckpt "$T/run" \
@@ -191,6 +280,11 @@ need(set(m["scores"]) == set(mia["metrics"]), "report.json scores")
 for k, v in mia["metrics"].items():
     need(m["scores"][k]["auc"] == v["auc"] and m["scores"][k]["roc"] == v["roc"], f"{k}: AUC, ROC")
     need(f"| one | " in md and f"{v['auc']:.3f} ({v['auc_ci95'][0]:.3f}-{v['auc_ci95'][1]:.3f})" in md, f"{k}: md row")
+for k, name in (("zlib_bpb", "zlib bits per byte of the text"), ("length", "length in tokens")):
+    v = mia["model_free"][k]
+    need(m["model_free"][k]["auc"] == v["auc"] and m["model_free"][k]["roc"] == v["roc"], f"{k}: report.json")
+    need(f"| one | {name} (model-free) | {v['auc']:.3f} ({v['auc_ci95'][0]:.3f}-{v['auc_ci95'][1]:.3f}) | n/a | n/a |" in md, f"{k}: md row")
+need("TPR at 0.1% FPR needs >= 1000 non-members" in md and m["scores"]["loss"]["tpr_at_fpr_0.01"] is None, "TPRs n/a")
 e = runs["one"]["canary_exposure"]
 need([b["repeats"] for b in e["by_repeats"]] == [b["repeats"] for b in exp["by_repeats"]], "repeat rows")
 need(all(abs(a["exposure_mean"] - b["exposure_mean"]) < 1e-12 for a, b in zip(e["by_repeats"], exp["by_repeats"])), "exposure means")
