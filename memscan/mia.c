@@ -56,7 +56,7 @@ static int cmp_key(const void *a, const void *b) {
 }
 
 /* document d of ds (end-of-text excluded) into buf: its length; *hash = XXH3 of the ids */
-static uint64_t doc_tokens(const ax_axd_t *ds, uint64_t d, int32_t *buf, uint64_t *hash) {
+static uint64_t read_doc(const ax_axd_t *ds, uint64_t d, int32_t *buf, uint64_t *hash) {
     const uint64_t *off = ax_axd_doc_offsets(ds);
     uint64_t len = off[d + 1] - off[d] - 1;
     ax_axd_tokens(ds, off[d], len, buf);
@@ -86,7 +86,7 @@ static ax_status check_shared(const ax_axd_t *mem, const ax_axd_t *non, const ui
     }
     for (int i = 0; i < nn; i++) {
         keys[i].doc = dn[i];
-        keys[i].len = doc_tokens(non, dn[i], a, &keys[i].hash);
+        keys[i].len = read_doc(non, dn[i], a, &keys[i].hash);
     }
     qsort(keys, (size_t)nn, sizeof *keys, cmp_key);
     for (uint64_t d = 0; d < ax_axd_n_docs(mem); d++) {
@@ -100,11 +100,11 @@ static ax_status check_shared(const ax_axd_t *mem, const ax_axd_t *non, const ui
                 hi = m;
         }
         if (lo == nn || keys[lo].len != k.len) continue;
-        doc_tokens(mem, d, a, &k.hash);
+        read_doc(mem, d, a, &k.hash);
         for (long i = lo; i < nn && keys[i].len == k.len; i++) {
             if (hit[i] || keys[i].hash != k.hash) continue;
             uint64_t h;
-            doc_tokens(non, keys[i].doc, b, &h);
+            read_doc(non, keys[i].doc, b, &h);
             if (memcmp(a, b, sizeof(int32_t) * (size_t)k.len)) continue;
             if (!shared++) ex_mem = d, ex_non = keys[i].doc;
             hit[i] = 1;

@@ -60,7 +60,8 @@ const ax_cfg_table ax_ms_mia_table = {
         "(higher value = member); an AUC of theirs far from 0.5 means the two sets differ in\n"
         "distribution, so part of the model's AUC may be that shift (a warning says so).\n"
         "Documents are read after an end-of-text token, as training sequences read them.\n"
-        "--members and --nonmembers must be different sets (the same file or contents is refused).",
+        "--members and --nonmembers must be different sets: the same file, an identical copy,\n"
+        "or non-members that are member documents are refused.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
