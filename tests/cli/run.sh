@@ -730,8 +730,8 @@ done
   cmp -s "$T/hfexp2/config.json" "$T/hfexp/config.json" && ok "model export --ckpt: model import's --out directory" \
   || bad "model export --ckpt: model import's --out directory"
 maxpos() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["max_position_embeddings"])' "$1/config.json"; }
-"$AX" model export --ckpt "$T/ft" --out "$T/xft" >/dev/null 2>"$T/err" &&
-  "$AX" model export --ckpt "$T/ftres" --out "$T/xftres" >/dev/null 2>>"$T/err" &&
+"$AX" model export --ckpt "$T/ft/ckpt/step-000060" --out "$T/xft" >/dev/null 2>"$T/err" &&
+  "$AX" model export --ckpt "$T/ftres/ckpt/step-000060" --out "$T/xftres" >/dev/null 2>>"$T/err" &&
   [ "$(maxpos "$T/xft")" = 64 ] && [ "$(maxpos "$T/xftres")" = 64 ] && [ "$(maxpos "$T/xstep")" = 32 ] \
   && ok "model export: a fine-tune keeps its source's max_position_embeddings (64, not --seq-len 32), resumed too" \
   || bad "model export: position limit of a fine-tune ($(maxpos "$T/xft" 2>&1), resumed $(maxpos "$T/xftres" 2>&1))"
