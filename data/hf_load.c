@@ -6,6 +6,7 @@
 #include "data/hf_tok.h"
 #include "data/tok_internal.h"
 #include "lib/core/json.h"
+#include "lib/core/log.h"
 #include "lib/core/status.h"
 
 #include <stdlib.h>
@@ -185,10 +186,25 @@ static ax_status check_model(ctx *c, const ax_json *model) {
     return AX_OK;
 }
 
+/* 1 when the vocab's ids are exactly 0 .. n-1 (max_id: the largest) */
+static int ids_dense(const ax_json *vocab, int64_t max_id) {
+    if (max_id + 1 != (int64_t)vocab->n) return 0;
+    uint8_t *seen = calloc((size_t)vocab->n + 1, 1);
+    int dense = seen != NULL;
+    for (size_t i = 0; dense && i < vocab->n; i++) {
+        size_t id = (size_t)vocab->items[i]->num;
+        dense = !seen[id];
+        seen[id] = 1;
+    }
+    free(seen);
+    return dense;
+}
+
 /* Validates every id (vocab values, added token ids) and added token option; sets the
- * vocabulary size (largest id + 1) and the bytes all strings hold together. */
+ * vocabulary size (largest vocab id + 1), whether the vocab's ids are 0 .. n-1, and the bytes
+ * all strings hold together. */
 static ax_status scan_ids(ctx *c, const ax_json *vocab, const ax_json *added, size_t n_added,
-                          int only_nfc, int *V, size_t *total) {
+                          int only_nfc, int *V, int *dense, size_t *total) {
     int64_t max_id = -1, id;
     *total = 0;
     for (size_t i = 0; i < vocab->n; i++) {
@@ -198,6 +214,8 @@ static ax_status scan_ids(ctx *c, const ax_json *vocab, const ax_json *added, si
         if (id > max_id) max_id = id;
         *total += strlen(vocab->keys[i]);
     }
+    *dense = ids_dense(vocab, max_id);
+    *V = (int)max_id + 1;
     for (size_t i = 0; i < n_added; i++) {
         const ax_json *a = added->items[i];
         const char *content = a->type == AX_JSON_OBJ ? str_of(a, "content") : NULL;
@@ -212,17 +230,93 @@ static ax_status scan_ids(ctx *c, const ax_json *vocab, const ax_json *added, si
          * Prepend/Replace would have to apply to the token's content as well */
         if (is_true(a, "normalized") && !only_nfc)
             return unsupported(c, "added token matched after normalization", content);
-        if (id > max_id) max_id = id;
         *total += strlen(content);
     }
     if (max_id < 0) return ax_errorf(AX_ERR_CORRUPT, "%s: the vocabulary is empty", c->path);
-    *V = (int)max_id + 1;
     return AX_OK;
+}
+
+/* the vocab entry holding id, for messages ("" if none) */
+static const char *vocab_name(const ax_json *vocab, int64_t id) {
+    for (size_t i = 0; i < vocab->n; i++)
+        if (vocab->items[i]->num == (double)id) return vocab->keys[i];
+    return "";
+}
+
+/* a warning per added token whose written id is not the library's, the first few named */
+static void added_id_differs(ctx *c, const ax_json *vocab, const char *content, int64_t said,
+                             int32_t id, int *n_differ) {
+    if (++*n_differ > 3) return;
+    const char *owner = vocab_name(vocab, said);
+    AX_WARN("%s: added token \"%.64s\" says id %lld%s%.64s%s; the tokenizers library gives it "
+            "id %d (it numbers added tokens itself: a vocab entry's own id, else the next one "
+            "after the vocabulary), so axmem encodes it as %d too",
+            c->path, content, (long long)said, *owner ? ", which is the vocab's \"" : "", owner,
+            *owner ? "\"" : "", id, id);
+}
+
+/* The ids the tokenizers library gives the added tokens: it numbers them itself on loading a
+ * file, in file order, and only warns when the written "id" differs. A content an earlier
+ * added token has keeps that one's id; a content in the model's vocab takes the vocab's id;
+ * any other takes the next id after the vocabulary (n entries: n, n + 1, ...). How the
+ * library counts past a vocab whose ids are not exactly 0 .. n-1 has changed between its
+ * versions, so such a token is refused there. ids[i]: added_tokens[i]'s; *V grows to
+ * cover them. */
+static ax_status assign_added_ids(ctx *c, const ax_json *vocab, const ax_json *added,
+                                  size_t n_added, int dense, int32_t *ids, int *V) {
+    ax_hf_strmap words = {0}, seen = {0}; /* raw vocab strings -> id; added contents -> index */
+    ax_status st = AX_OK;
+    if (!ax_hf_strmap_init(&words, vocab->n) || !ax_hf_strmap_init(&seen, n_added))
+        st = ax_errorf(AX_ERR_NOMEM, "%s: out of memory", c->path);
+    for (size_t i = 0; st == AX_OK && i < vocab->n; i++)
+        ax_hf_strmap_put(&words, (const uint8_t *)vocab->keys[i], strlen(vocab->keys[i]),
+                         (int32_t)vocab->items[i]->num);
+    int32_t next = (int32_t)vocab->n;
+    int n_differ = 0;
+    for (size_t i = 0; st == AX_OK && i < n_added; i++) {
+        const ax_json *a = added->items[i], *content = ax_json_get(a, "content");
+        const uint8_t *k = (const uint8_t *)content->str;
+        int64_t said = (int64_t)ax_json_get(a, "id")->num;
+        int32_t earlier = ax_hf_strmap_get(&seen, k, content->str_len);
+        if (earlier >= 0 &&
+            is_true(added->items[earlier], "normalized") != is_true(a, "normalized"))
+            st = ax_errorf(AX_ERR_MISMATCH,
+                           "%s: added token \"%.64s\" is listed twice, once \"normalized\" and "
+                           "once not; which match the library makes depends on its version: "
+                           "remove one",
+                           c->path, content->str);
+        else if (earlier >= 0)
+            ids[i] = ids[earlier];
+        else if ((ids[i] = ax_hf_strmap_get(&words, k, content->str_len)) < 0 && !dense)
+            st = ax_errorf(AX_ERR_MISMATCH,
+                           "%s: added token \"%.64s\" (id %lld) is not in the vocab, whose ids "
+                           "are not exactly 0..%zu; the tokenizers library numbers such a token "
+                           "differently from one version to the next, so its id is unknown: add "
+                           "\"%.64s\": %lld to the model's vocab",
+                           c->path, content->str, (long long)said, vocab->n - 1, content->str,
+                           (long long)said);
+        else if (ids[i] < 0)
+            ids[i] = next++;
+        if (st == AX_OK && earlier < 0) ax_hf_strmap_put(&seen, k, content->str_len, (int32_t)i);
+        if (st == AX_OK && ids[i] != said)
+            added_id_differs(c, vocab, content->str, said, ids[i], &n_differ);
+        if (st == AX_OK && ids[i] >= *V) *V = ids[i] + 1;
+    }
+    if (st == AX_OK && n_differ > 3)
+        AX_WARN("%s: %d more added tokens say ids other than the library's; axmem uses the "
+                "library's",
+                c->path, n_differ - 3);
+    if (st == AX_OK && *V > AX_TOK_MAX_VOCAB)
+        st = ax_errorf(AX_ERR_CORRUPT, "%s: the added tokens take the vocabulary past %d ids",
+                       c->path, AX_TOK_MAX_VOCAB);
+    ax_hf_strmap_free(&words);
+    ax_hf_strmap_free(&seen);
+    return st;
 }
 
 /* added tokens: copied (normalized ones under NFC in their NFC form), sorted by first byte
  * and longest first, indexed by first byte */
-static ax_status read_added(ctx *c, const ax_json *added, size_t n_added) {
+static ax_status read_added(ctx *c, const ax_json *added, size_t n_added, const int32_t *ids) {
     ax_hf *h = c->h;
     h->added = calloc(n_added ? n_added : 1, sizeof *h->added);
     if (!h->added) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", c->path);
@@ -234,7 +328,7 @@ static ax_status read_added(ctx *c, const ax_json *added, size_t n_added) {
         if (!e->bytes) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", c->path);
         memcpy(e->bytes, content->str, content->str_len);
         e->len = content->str_len;
-        e->id = (int32_t)ax_json_get(a, "id")->num;
+        e->id = ids[i];
         e->normalized = is_true(a, "normalized");
         h->n_added_normalized += e->normalized;
         if (e->normalized && h->n_norm && !ax_hf_nfc_trivial((const uint8_t *)e->bytes, e->len)) {
@@ -265,12 +359,13 @@ static ax_status read_added(ctx *c, const ax_json *added, size_t n_added) {
 }
 
 /* end of text: the first of EOT_NAMES among the special added tokens */
-static ax_status find_eot(ctx *c, const ax_json *added, size_t n_added, int32_t *eot) {
+static ax_status find_eot(ctx *c, const ax_json *added, size_t n_added, const int32_t *ids,
+                          int32_t *eot) {
     for (size_t e = 0; e < sizeof EOT_NAMES / sizeof *EOT_NAMES; e++)
         for (size_t i = 0; i < n_added; i++)
             if (is_true(added->items[i], "special") &&
                 !strcmp(str_of(added->items[i], "content"), EOT_NAMES[e])) {
-                *eot = (int32_t)ax_json_get(added->items[i], "id")->num;
+                *eot = ids[i];
                 return AX_OK;
             }
     return ax_errorf(AX_ERR_MISMATCH,
@@ -312,28 +407,39 @@ static ax_status load(ctx *c, const ax_json *root, const uint8_t *bytes, size_t 
     if (added && added->type != AX_JSON_ARR && added->type != AX_JSON_NULL)
         return ax_errorf(AX_ERR_CORRUPT, "%s: \"added_tokens\" is not a list", path);
     size_t n_added = added && added->type == AX_JSON_ARR ? added->n : 0;
-    int V = 0;
+    int V = 0, dense = 0;
     size_t total = 0;
-    AX_CHECK(scan_ids(c, vocab, added, n_added, only_nfc, &V, &total));
+    AX_CHECK(scan_ids(c, vocab, added, n_added, only_nfc, &V, &dense, &total));
+    int32_t *ids = malloc((n_added ? n_added : 1) * sizeof *ids);
+    if (!ids) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    ax_status st = assign_added_ids(c, vocab, added, n_added, dense, ids, &V);
+    if (st != AX_OK) {
+        free(ids);
+        return st;
+    }
 
     ax_tokenizer_t *t = calloc(1, sizeof *t);
     ax_hf_strings strs = {0};
-    ax_status st = AX_OK;
-    if (!t) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    if (!t) {
+        free(ids);
+        return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
+    }
     t->hf = h;
     t->vocab_size = V;
     AX_CHECK_GOTO(ax_hf_read_vocab(h, vocab, V, total, path, &strs), fail);
     AX_CHECK_GOTO(ax_hf_read_merges(h, merges, total, &strs, path), fail);
     AX_CHECK_GOTO(ax_hf_read_unk_bytes(h, str_of(model, "unk_token"), path), fail);
-    AX_CHECK_GOTO(read_added(c, added, n_added), fail);
-    AX_CHECK_GOTO(find_eot(c, added, n_added, &t->eot), fail);
+    AX_CHECK_GOTO(read_added(c, added, n_added, ids), fail);
+    AX_CHECK_GOTO(find_eot(c, added, n_added, ids, &t->eot), fail);
     AX_CHECK_GOTO(ax_hf_token_bytes(h, t, &strs, path), fail);
     t->checksum = XXH3_64bits(bytes, nbytes);
     ax_hf_strings_free(&strs);
+    free(ids);
     *out = t;
     return AX_OK;
 fail:
     ax_hf_strings_free(&strs);
+    free(ids);
     t->hf = NULL; /* freed by the caller */
     ax_tokenizer_free(t);
     return st;

@@ -1,7 +1,7 @@
 /* Internals of the Hugging Face tokenizer.json kind of ax_tokenizer_t (BPE models only):
  * what hf_load.c reads from the JSON and hf_encode.c applies. The pipeline per text:
  *   1. added tokens (special or not) not marked "normalized" are cut out first,
- *      leftmost-longest;
+ *      leftmost-longest, each with the id the tokenizers library gives it (hf_load.c);
  *   2. each remaining segment is normalized (NFC, Prepend, Replace string ops, in order) and
  *      the "normalized" added tokens are cut out of it the same way (allowed with no
  *      normalizer or NFC only);
@@ -116,6 +116,11 @@ static inline uint64_t ax_hf_pair_hash(uint64_t key) {
     return x ^ (x >> 32);
 }
 int32_t ax_hf_strmap_get(const ax_hf_strmap *m, const uint8_t *s, size_t n);
+/* room for n keys (0 on allocation failure); put keeps a pointer to the key, and returns 0
+ * when the key is already there */
+int ax_hf_strmap_init(ax_hf_strmap *m, size_t n);
+int ax_hf_strmap_put(ax_hf_strmap *m, const uint8_t *s, size_t n, int32_t id);
+void ax_hf_strmap_free(ax_hf_strmap *m);
 /* rank of merging (a, b) (UINT32_MAX if none) and the merged id */
 static inline uint32_t ax_hf_merge_lookup(const ax_hf *h, int32_t a, int32_t b, int32_t *nw) {
     uint64_t key = ax_hf_pair_key(a, b);

@@ -56,7 +56,7 @@ static int byte_token(const uint8_t *s, size_t l) {
 }
 
 /* ---- string map ---- */
-static int strmap_init(ax_hf_strmap *m, size_t n) {
+int ax_hf_strmap_init(ax_hf_strmap *m, size_t n) {
     uint64_t cap = 16;
     while (cap < 2 * (uint64_t)n + 2) cap <<= 1;
     m->mask = cap - 1;
@@ -66,14 +66,14 @@ static int strmap_init(ax_hf_strmap *m, size_t n) {
     m->key_len = malloc(cap * sizeof *m->key_len);
     return m->hash && m->id && m->key && m->key_len;
 }
-static void strmap_free(ax_hf_strmap *m) {
+void ax_hf_strmap_free(ax_hf_strmap *m) {
     free(m->hash);
     free(m->id);
     free(m->key);
     free(m->key_len);
 }
 /* 0 if the key is already present */
-static int strmap_put(ax_hf_strmap *m, const uint8_t *s, size_t n, int32_t id) {
+int ax_hf_strmap_put(ax_hf_strmap *m, const uint8_t *s, size_t n, int32_t id) {
     uint64_t h = XXH3_64bits(s, n) | 1;
     uint64_t i = h & m->mask;
     for (; m->hash[i]; i = (i + 1) & m->mask)
@@ -98,7 +98,7 @@ void ax_hf_free(ax_hf *h) {
         free(h->norm[i].b);
     }
     free(h->norm);
-    strmap_free(&h->vocab);
+    ax_hf_strmap_free(&h->vocab);
     free(h->mkeys);
     free(h->mrank);
     free(h->mnew);
@@ -137,7 +137,7 @@ ax_status ax_hf_read_vocab(ax_hf *h, const ax_json *vocab, int V, size_t total, 
     h->arena = malloc(total + 1);
     s->disp = calloc((size_t)V, sizeof *s->disp);
     s->dlen = calloc((size_t)V, sizeof *s->dlen);
-    if (!h->arena || !s->disp || !s->dlen || !strmap_init(&h->vocab, vocab->n))
+    if (!h->arena || !s->disp || !s->dlen || !ax_hf_strmap_init(&h->vocab, vocab->n))
         return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
     size_t ao = 0;
     for (size_t i = 0; i < vocab->n; i++) {
@@ -153,7 +153,7 @@ ax_status ax_hf_read_vocab(ax_hf *h, const ax_json *vocab, int V, size_t total, 
             kl = (long)sl;
         }
         if (kl >= 0) {
-            if (!strmap_put(&h->vocab, k, (size_t)kl, vid))
+            if (!ax_hf_strmap_put(&h->vocab, k, (size_t)kl, vid))
                 return ax_errorf(AX_ERR_CORRUPT, "%s: vocab has \"%s\" twice", path, str);
             ao += (size_t)kl;
         }

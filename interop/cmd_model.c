@@ -12,14 +12,18 @@ static const char *TOP_HELP =
     "usage: axmem model SUBCOMMAND [flags]\n\n"
     "  import --hf DIR --out CKPT_DIR   Hugging Face LlamaForCausalLM, MistralForCausalLM,\n"
     "         [--kv-heads K]            GPTNeoXForCausalLM (Pythia) or GPT2LMHeadModel\n"
-    "                                   (config.json + model.safetensors or shards with their\n"
-    "                                   index; fp32/fp16/bf16) -> CKPT_DIR/step-000000;\n"
+    "                                   (config.json's \"architectures\", else its\n"
+    "                                   \"model_type\"; + model.safetensors or shards with\n"
+    "                                   their index; fp32/fp16/bf16) -> CKPT_DIR/step-000000;\n"
     "                                   --kv-heads copies each K/V head of a grouped-query\n"
     "                                   model up to K heads (same function), for grids whose\n"
     "                                   Y divides K but not the model's K/V head count\n"
-    "  export --ckpt STEP_DIR --out DIR axmem checkpoint -> config.json + fp32\n"
+    "  export --ckpt CKPT --out DIR     axmem checkpoint -> config.json + fp32\n"
     "                                   model.safetensors, as the architecture its config\n"
-    "                                   describes (Llama, GPT-NeoX or GPT-2)\n";
+    "                                   describes (Llama, GPT-NeoX or GPT-2). CKPT: a\n"
+    "                                   training run or a checkpoint directory (import's\n"
+    "                                   --out), whose newest complete step is exported, or\n"
+    "                                   a step-NNNNNN directory\n";
 
 /* --a X --b Y with both required, and optionally --opt Z (nopt NULL: none); 2 on a usage error
  * (printed), 1 on help, 0 when parsed */
@@ -82,11 +86,12 @@ static int cmd_export(int argc, char **argv) {
     const char *ck, *out;
     int rc = two_flags("export", argc, argv, "--ckpt", &ck, "--out", &out, NULL, NULL);
     if (rc) return rc == 1 ? 0 : rc;
-    if (ax_hf_export(ck, out) != AX_OK) {
+    char step[4200];
+    if (ax_hf_export(ck, out, step, sizeof step) != AX_OK) {
         fprintf(stderr, "axmem model export: %s\n", ax_error_msg());
         return 1;
     }
-    AX_INFO("exported %s to %s", ck, out);
+    AX_INFO("exported %s to %s", step, out);
     return 0;
 }
 

@@ -110,13 +110,41 @@ static ax_status check_vocab(const ax_model_config *m, const char *path) {
     return AX_OK;
 }
 
-static ax_status parse_llama(const ax_json *c, const char *path, ax_hf_config *out) {
+/* MistralConfig's and LlamaConfig's defaults for the keys a config.json may leave out */
+#define MISTRAL_WINDOW_DEFAULT 4096
+#define MISTRAL_MAX_POS_DEFAULT 131072
+#define LLAMA_MAX_POS_DEFAULT 2048
+
+/* Mistral attends to the last sliding_window positions only; the engine has full causal
+ * attention, the same function as long as no sequence reaches past the window, which holds
+ * when the window covers the position limit (maxp; 0: absent, the config class's default).
+ * A Mistral config without the key has MistralConfig's default window. LlamaForCausalLM
+ * ignores the key; a window it sets is checked alike all the same (the conservative
+ * reading: set it to null if the model never used one). */
+static ax_status check_window(const ax_json *c, const char *path, int mistral, int maxp) {
+    const ax_json *v = ax_json_get(c, "sliding_window");
+    int64_t w = mistral ? MISTRAL_WINDOW_DEFAULT : 0;
+    if (v && v->type == AX_JSON_NULL) return AX_OK;
+    if (v && !ax_json_int_in(v, 1, (int64_t)1 << 40, &w))
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: \"sliding_window\" must be a positive integer or null", path);
+    int limit = maxp ? maxp : mistral ? MISTRAL_MAX_POS_DEFAULT : LLAMA_MAX_POS_DEFAULT;
+    if (!w || w >= limit) return AX_OK;
+    return ax_errorf(AX_ERR_ARG,
+                     "%s: \"sliding_window\" is %lld%s, below the model's position limit %d%s: "
+                     "a token attends to the last %lld positions only, and axmem has full "
+                     "causal attention only, so it cannot import it (a window of at least "
+                     "the position limit, or null, never acts and is accepted)",
+                     path, (long long)w, v ? "" : " (absent: MistralConfig's default)", limit,
+                     maxp ? " (max_position_embeddings)"
+                          : " (max_position_embeddings absent: the default)",
+                     (long long)w);
+}
+
+static ax_status parse_llama(const ax_json *c, const char *path, int mistral, ax_hf_config *out) {
     const ax_json *act = ax_json_get(c, "hidden_act");
     if (act && (act->type != AX_JSON_STR || strcmp(act->str, "silu")))
         return ax_errorf(AX_ERR_ARG, "%s: \"hidden_act\" must be \"silu\" (SwiGLU)", path);
-    AX_CHECK(refuse_set(c, "sliding_window", path,
-                        "the engine has full causal attention only (set it to null only if the "
-                        "model never attends past the window)"));
     /* LlamaConfig's defaults: theta 10000, eps 1e-6, untied (MistralConfig too) */
     ax_model_config m = {.rope_theta = 10000.0f, .norm_eps = 1e-6f};
     int kv = 0, maxp = 0;
@@ -146,6 +174,7 @@ static ax_status parse_llama(const ax_json *c, const char *path, ax_hf_config *o
                          "engine derives the head dimension",
                          path);
     AX_CHECK(opt_int(c, "max_position_embeddings", path, 1, 1 << 30, &maxp));
+    AX_CHECK(check_window(c, path, mistral, maxp));
     AX_CHECK(rope_theta(c, "rope_theta", path, &m.rope_theta));
     AX_CHECK(opt_eps(c, "rms_norm_eps", path, &m.norm_eps));
     AX_CHECK(opt_bool(c, "tie_word_embeddings", path, &m.tie_embeddings));
@@ -258,24 +287,60 @@ static ax_status parse_gpt2(const ax_json *c, const char *path, ax_hf_config *ou
     return AX_OK;
 }
 
-static ax_status parse(const ax_json *c, const char *path, ax_hf_config *out) {
-    const ax_json *arch = ax_json_get(c, "architectures");
-    const char *a =
-        arch && arch->type == AX_JSON_ARR && arch->n == 1 && arch->items[0]->type == AX_JSON_STR
-            ? arch->items[0]->str
-            : "";
-    ax_status st;
-    if (!strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM"))
-        st = parse_llama(c, path, out);
-    else if (!strcmp(a, "GPTNeoXForCausalLM"))
-        st = parse_neox(c, path, out);
-    else if (!strcmp(a, "GPT2LMHeadModel"))
-        st = parse_gpt2(c, path, out);
-    else
+/* The model classes axmem imports, with the model_type transformers builds each from. */
+typedef enum { CLS_LLAMA, CLS_MISTRAL, CLS_NEOX, CLS_GPT2, CLS_N } hf_class;
+static const char *const CLASS_NAME[CLS_N] = {"LlamaForCausalLM", "MistralForCausalLM",
+                                              "GPTNeoXForCausalLM", "GPT2LMHeadModel"};
+static const char *const MODEL_TYPE[CLS_N] = {"llama", "mistral", "gpt_neox", "gpt2"};
+
+static int class_named(const char *s, const char *const *names) {
+    for (int k = 0; k < CLS_N; k++)
+        if (!strcmp(s, names[k])) return k;
+    return -1;
+}
+
+/* The class "architectures" names; without it (absent, null or []) the one "model_type"
+ * names, as transformers' AutoModelForCausalLM chooses. When both are given they must agree
+ * (Llama and Mistral read alike here): transformers builds the model_type's class. */
+static ax_status pick_class(const ax_json *c, const char *path, hf_class *out) {
+    const ax_json *arch = ax_json_get(c, "architectures"), *mt = ax_json_get(c, "model_type");
+    const char *t = mt && mt->type == AX_JSON_STR ? mt->str : NULL;
+    int from_type = t ? class_named(t, MODEL_TYPE) : -1;
+    if (!arch || arch->type == AX_JSON_NULL || (arch->type == AX_JSON_ARR && arch->n == 0)) {
+        if (from_type < 0)
+            return ax_errorf(AX_ERR_ARG,
+                             "%s: no \"architectures\" and \"model_type\" is %s%.64s%s; axmem "
+                             "imports the model types llama, mistral, gpt_neox and gpt2 only",
+                             path, t ? "\"" : "", t ? t : "absent", t ? "\"" : "");
+        *out = (hf_class)from_type;
+        return AX_OK;
+    }
+    const char *a = arch->type == AX_JSON_ARR && arch->n == 1 && arch->items[0]->type == AX_JSON_STR
+                        ? arch->items[0]->str
+                        : "";
+    int k = class_named(a, CLASS_NAME);
+    if (k < 0)
         return ax_errorf(AX_ERR_ARG,
                          "%s: \"architectures\" is [\"%.64s\"]; axmem imports LlamaForCausalLM, "
                          "MistralForCausalLM, GPTNeoXForCausalLM and GPT2LMHeadModel only",
                          path, a);
+    int llama_like = k <= CLS_MISTRAL && from_type >= 0 && from_type <= CLS_MISTRAL;
+    if (t && from_type != k && !llama_like)
+        return ax_errorf(AX_ERR_ARG,
+                         "%s: \"architectures\" is [\"%s\"] but \"model_type\" is \"%.64s\", "
+                         "which transformers builds as %s; fix the one that is wrong",
+                         path, a, t, from_type >= 0 ? CLASS_NAME[from_type] : "another class");
+    /* Llama named one way and Mistral the other: Mistral's sliding-window rule applies */
+    *out = llama_like && from_type == CLS_MISTRAL ? CLS_MISTRAL : (hf_class)k;
+    return AX_OK;
+}
+
+static ax_status parse(const ax_json *c, const char *path, ax_hf_config *out) {
+    hf_class k = CLS_LLAMA;
+    AX_CHECK(pick_class(c, path, &k));
+    ax_status st = k == CLS_NEOX   ? parse_neox(c, path, out)
+                   : k == CLS_GPT2 ? parse_gpt2(c, path, out)
+                                   : parse_llama(c, path, k == CLS_MISTRAL, out);
     if (st != AX_OK) return st;
     st = ax_model_config_check(&out->cfg);
     if (st != AX_OK) {

@@ -310,14 +310,7 @@ static ax_status export_ck(const ax_ckpt_t *ck, const char *tmp_dir) {
                          "%s: the \"params\" blob holds %lld values, the model "
                          "%lld",
                          path, (long long)n, (long long)ax_model_config_n_params(&c));
-    int max_pos = 2048; /* what the model was trained for, when the manifest says */
-    const ax_json *sl = ax_json_get(ax_ckpt_config(ck), "seq-len"),
-                  *mp = ax_json_get(ax_ckpt_config(ck), "max-positions");
-    int64_t x;
-    if (mp && ax_json_int_in(mp, 1, 1 << 30, &x))
-        max_pos = (int)x;
-    else if (sl && ax_json_int_in(sl, 1, 1 << 30, &x))
-        max_pos = (int)x;
+    int max_pos = ax_model_position_limit(ck);
     int cap = 14 * c.n_layers + 8;
     float *p = malloc((size_t)n * sizeof *p);
     outs u = {.o = calloc((size_t)cap, sizeof *u.o),
@@ -353,9 +346,12 @@ static ax_status export_ck(const ax_ckpt_t *ck, const char *tmp_dir) {
     return st;
 }
 
-ax_status ax_hf_export(const char *step_dir, const char *out_dir) {
+ax_status ax_hf_export(const char *ckpt, const char *out_dir, char *step_out, size_t n) {
     if (ax_path_exists(out_dir))
         return ax_errorf(AX_ERR_ARG, "--out %s already exists; name a new directory", out_dir);
+    char step_dir[4200];
+    AX_CHECK(ax_ckpt_resolve(ckpt, "--ckpt", step_dir, sizeof step_dir));
+    if (step_out) snprintf(step_out, n, "%s", step_dir);
     ax_ckpt_t *ck = NULL;
     AX_CHECK(ax_ckpt_open(step_dir, &ck));
     char tmp[4200];

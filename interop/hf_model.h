@@ -18,11 +18,14 @@ typedef struct {
     int mlp_bias;  /* Llama's mlp_bias: gate/up/down biases (false with cfg.bias: zeros) */
 } ax_hf_config;
 
-/* Reads DIR/config.json: LlamaForCausalLM or MistralForCausalLM (SiLU, no rope_scaling, no
- * sliding window, head_dim = hidden / heads, attention_bias / mlp_bias as the engine's biases),
- * GPTNeoXForCausalLM (gelu or a tanh gelu, plain rotary on int(head_dim * rotary_pct) even dims) or
- * GPT2LMHeadModel (scale_attn_weights, no layer-index scaling, no cross-attention). Anything else
- * is refused naming the file and the key. */
+/* Reads DIR/config.json: LlamaForCausalLM or MistralForCausalLM (SiLU, no rope_scaling, a
+ * sliding window null or at least the position limit, so it never acts, head_dim = hidden /
+ * heads, attention_bias / mlp_bias as the engine's biases), GPTNeoXForCausalLM (gelu or a tanh
+ * gelu, plain rotary on int(head_dim * rotary_pct) even dims) or GPT2LMHeadModel
+ * (scale_attn_weights, no layer-index scaling, no cross-attention). The class is the one
+ * "architectures" names, else the one "model_type" names (llama, mistral, gpt_neox, gpt2), as
+ * transformers chooses; the two must agree when both are given. Anything else is refused
+ * naming the file and the key. */
 ax_status ax_hf_config_load(const char *dir, ax_hf_config *out);
 
 /* The tensors of a model directory, single file or sharded. */
@@ -47,9 +50,11 @@ ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out,
  * heads; AX_ERR_ARG naming --kv-heads otherwise. */
 ax_status ax_hf_import_kv(const char *hf_dir, const char *ckpt_dir, int kv_heads, char *step_out,
                           size_t n);
-/* Exports a checkpoint step directory to OUT_DIR (config.json + fp32 model.safetensors) as the
- * architecture its config keys describe: LlamaForCausalLM (RMSNorm, SwiGLU, rotary),
- * GPTNeoXForCausalLM (LayerNorm, GELU, biases, rotary) or GPT2LMHeadModel (LayerNorm, GELU,
- * biases, learned positions); another mix is refused naming the keys. OUT_DIR must not exist;
- * it is written as OUT_DIR.partial and renamed. */
-ax_status ax_hf_export(const char *step_dir, const char *out_dir);
+/* Exports a checkpoint to OUT_DIR (config.json + fp32 model.safetensors) as the architecture
+ * its config keys describe: LlamaForCausalLM (RMSNorm, SwiGLU, rotary), GPTNeoXForCausalLM
+ * (LayerNorm, GELU, biases, rotary) or GPT2LMHeadModel (LayerNorm, GELU, biases, learned
+ * positions); another mix is refused naming the keys. ckpt is a step directory, a training
+ * run or a checkpoint directory (its newest complete step: ax_ckpt_resolve), whose path goes
+ * to step_out[n] (may be NULL). max_position_embeddings is ax_model_position_limit's. OUT_DIR
+ * must not exist; it is written as OUT_DIR.partial and renamed. */
+ax_status ax_hf_export(const char *ckpt, const char *out_dir, char *step_out, size_t n);

@@ -14,6 +14,11 @@ bundled text, no downloads:
   llama2.json    byte-fallback BPE with the Llama-2 (SentencePiece-converted) normalizer:
                  Prepend("▁") + Replace(" ", "▁"), <0xNN> byte tokens
   llama2_meta.json  the same model with the newer Metaspace pre-tokenizer instead
+  gpt2_added_ids.json  gpt2.json with added tokens whose written ids are not the ones the
+                 library gives them (it numbers added tokens itself on loading and only
+                 warns): ids of other vocab entries or of another added token, a gap, an
+                 in-vocab token claiming another entry's id, a repeat; its expected ids are
+                 the library's encoding of that file as written
 and writes, for each, NAME.expected: the library's ids for every test text (one line of
 space-separated ids per text, texts in tests/fixtures/tokenizers/texts.txt separated by
 lines holding only "\\f"), and the library's decode of those ids (NAME.decoded, same layout).
@@ -135,18 +140,45 @@ def llama2(metaspace):
     return tok
 
 
+def added_ids(base):
+    """base's file with added tokens that claim ids the library does not give them; returns the
+    file's text (written as is: re-serializing would renumber the tokens)."""
+    j = json.loads(base.to_str())
+    vocab = j["model"]["vocab"]
+    assert "he" in vocab and "Ġthe" in vocab and vocab["<|endoftext|>"] == 0
+
+    def tok(content, id, special, normalized=False):
+        return {"id": id, "content": content, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": normalized, "special": special}
+    j["added_tokens"] += [
+        tok("<s>", 5, True),                    # another vocab entry's id
+        tok("</s>", 0, True),                   # <|endoftext|>'s id
+        tok("<unk>", 999, False, True),         # a gap past the vocabulary, matched after normalizing
+        tok("he", vocab["Ġthe"], False),         # in the vocab, claiming another entry's id
+        tok("<s>", 7, True),                    # a repeat with yet another id
+        tok("<|end_of_text|>", len(vocab) + 3, True),  # the id the library gives it
+    ]
+    return json.dumps(j, ensure_ascii=False)
+
+
 def main():
+    only = set(sys.argv[1:])  # fixture names to write (all when none)
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "texts.txt"), "w", encoding="utf-8", newline="") as f:
         f.write("\n\f\n".join(TEXTS))
     g = gpt2()
     gp = Tokenizer.from_str(g.to_str())
     gp.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-    toks = {"gpt2": g, "gpt2_prefix": gp, "neox": neox(), "llama3": llama3(), "qwen2": llama3(True), "llama2": llama2(False),
-            "llama2_meta": llama2(True)}
+    texts = {"gpt2_added_ids": added_ids(g)}
+    toks = {"gpt2": g, "gpt2_prefix": gp, "neox": neox, "llama3": llama3, "qwen2": lambda: llama3(True),
+            "llama2": lambda: llama2(False), "llama2_meta": lambda: llama2(True),
+            "gpt2_added_ids": lambda: Tokenizer.from_str(texts["gpt2_added_ids"])}
     for name, tok in toks.items():
+        if only and name not in only:
+            continue
+        tok = tok() if callable(tok) else tok
         with open(os.path.join(OUT, name + ".json"), "w", encoding="utf-8") as f:
-            f.write(tok.to_str(pretty=False))
+            f.write(texts[name] if name in texts else tok.to_str(pretty=False))
         ids = [tok.encode(t, add_special_tokens=False).ids for t in TEXTS]
         with open(os.path.join(OUT, name + ".expected"), "w") as f:
             f.write("".join(" ".join(map(str, x)) + "\n" for x in ids))

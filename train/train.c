@@ -58,6 +58,7 @@ typedef struct {
     ax_ckpt_t *init_ck;                  /* --init on a new run: the weights to start from */
     char init_step[AX_CFG_STR_MAX + 64]; /* --init's step directory ("" without --init) */
     uint64_t init_sum;                   /* XXH3 of its manifest.json (pins every shard) */
+    int init_max_pos;                    /* its position limit, which exports keep */
     ax_overlap_trial trial;              /* timing both schedules on one-host axes (AUTO) */
 } run_state;
 
@@ -105,6 +106,8 @@ static ax_status write_manifest_and_blobs(run_state *r, long step, float *const 
         snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)r->init_sum);
         ax_jw_key(&state, "init_ckpt"), ax_jw_str(&state, r->init_step);
         ax_jw_key(&state, "init_xxh3"), ax_jw_str(&state, hex);
+        if (r->init_max_pos)
+            ax_jw_key(&state, "init_max_positions"), ax_jw_int(&state, r->init_max_pos);
     }
     ax_jw_obj_end(&state);
     ax_status st;
@@ -580,6 +583,7 @@ static ax_status open_init(run_state *r) {
     AX_CHECK(ax_read_file(manifest, &bytes, &len));
     r->init_sum = XXH3_64bits(bytes, len);
     free(bytes);
+    r->init_max_pos = ax_model_position_limit(r->init_ck);
     ax_model_config shape;
     AX_CHECK(ax_model_config_from_ckpt(r->init_ck, &shape));
     return ax_train_shape_from_init(r->cfg, r->was_set, &shape, ax_ckpt_config(r->init_ck),
@@ -594,6 +598,9 @@ static ax_status carry_init(run_state *r, const ax_ckpt_t *ck) {
     AX_CHECK(ax_json_get_str(state, "init_ckpt", ax_ckpt_path(ck), &step));
     AX_CHECK(ax_json_get_hex64(state, "init_xxh3", ax_ckpt_path(ck), &r->init_sum));
     snprintf(r->init_step, sizeof r->init_step, "%s", step);
+    int64_t x;
+    const ax_json *mp = ax_json_get(state, "init_max_positions");
+    if (mp && ax_json_int_in(mp, 1, 1 << 30, &x)) r->init_max_pos = (int)x;
     return AX_OK;
 }
 

@@ -310,6 +310,93 @@ ax_status ax_ckpt_find_latest(const char *ckpt_dir, char *out, size_t out_size) 
     return AX_OK;
 }
 
+/* ---------------------------------------------------------------- naming a checkpoint */
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What dir holds, for a message: its first names in order (directories with a '/'), "and N
+ * more", or "nothing"; *partial set when one is an unfinished step-NNNNNN.partial. */
+static void describe_dir(const char *dir, char *out, size_t n, int *partial) {
+    enum { SHOWN = 6, CAP = 4096 };
+    char *names[CAP];
+    int k = 0, total = 0;
+    DIR *d = opendir(dir);
+    snprintf(out, n, "nothing");
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        total++;
+        if (!strncmp(e->d_name, "step-", 5) && strstr(e->d_name, ".partial")) *partial = 1;
+        if (k < CAP && (names[k] = strdup(e->d_name))) k++;
+    }
+    closedir(d);
+    qsort(names, (size_t)k, sizeof *names, cmp_names);
+    size_t o = 0;
+    char path[4096];
+    for (int i = 0; i < k && i < SHOWN && o < n; i++) {
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        int is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+        o += (size_t)snprintf(out + o, n - o, "%s%s%s", i ? ", " : "", names[i], is_dir ? "/" : "");
+    }
+    if (total > SHOWN && o < n) snprintf(out + o, n - o, " and %d more", total - SHOWN);
+    for (int i = 0; i < k; i++) free(names[i]);
+}
+
+/* the newest complete step in dir, quietly: 0 when there is none */
+static int latest_in(const char *dir, char *out, size_t out_size) {
+    if (ax_ckpt_find_latest(dir, out, out_size) == AX_OK) return 1;
+    ax_error_clear();
+    return 0;
+}
+
+#define CKPT_FORMS                                                                                 \
+    "pass a training run's directory (train --out), a checkpoint directory (model import "         \
+    "--out) or one of their step-NNNNNN directories"
+
+ax_status ax_ckpt_resolve(const char *dir, const char *flag, char *out, size_t out_size) {
+    char path[4096], held[1024] = "", sub_held[1100] = "";
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return ax_errorf(AX_ERR_IO, "%s %s: %s; " CKPT_FORMS, flag, dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return ax_errorf(AX_ERR_IO, "%s %s is not a directory; " CKPT_FORMS, flag, dir);
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    if (ax_path_exists(path)) { /* a step directory */
+        if ((size_t)snprintf(out, out_size, "%s", dir) >= out_size)
+            return ax_errorf(AX_ERR_ARG, "%s %s: the path is too long", flag, dir);
+        return AX_OK;
+    }
+    snprintf(path, sizeof path, "%s/ckpt", dir);
+    if (latest_in(path, out, out_size) || latest_in(dir, out, out_size)) return AX_OK;
+    char cfg[4096], st[4096], idx[4096];
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    snprintf(st, sizeof st, "%s/model.safetensors", dir);
+    snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
+    if (ax_path_exists(cfg) && (ax_path_exists(st) || ax_path_exists(idx)))
+        return ax_errorf(AX_ERR_ARG,
+                         "%s %s is a Hugging Face model directory (config.json and "
+                         "safetensors), not an axmem checkpoint; import it first: axmem "
+                         "model import --hf %s --out CKPT_DIR, then pass CKPT_DIR",
+                         flag, dir, dir);
+    int partial = 0;
+    describe_dir(dir, held, sizeof held, &partial);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        char in_sub[1024];
+        describe_dir(path, in_sub, sizeof in_sub, &partial);
+        snprintf(sub_held, sizeof sub_held, "; its ckpt/ holds %s", in_sub);
+    }
+    return ax_errorf(AX_ERR_IO,
+                     "%s %s holds no finished checkpoint: no manifest.json, and no "
+                     "step-NNNNNN/ with one in it or in its ckpt/ (it holds %s%s)%s; " CKPT_FORMS,
+                     flag, dir, held, sub_held,
+                     partial ? "; a step-NNNNNN.partial is a checkpoint whose writing never "
+                               "finished (the run stopped before it was complete)"
+                             : "");
+}
+
 /* ---------------------------------------------------------------- reading */
 
 typedef struct {

@@ -45,6 +45,12 @@ ax_status ax_ckpt_write(const char *ckpt_dir, long step, const ax_ckpt_write_arg
  * AX_ERR_IO with a clear message if there is none. */
 ax_status ax_ckpt_find_latest(const char *ckpt_dir, char *out, size_t out_size);
 
+/* The step directory a user names with dir (flag: the flag's name, for messages): dir itself
+ * when it holds manifest.json (a step directory), else the newest complete step in dir/ckpt
+ * (a training run) or in dir (a checkpoint directory, as `axmem model import --out` writes).
+ * out gets its path. Otherwise an error that says what dir holds and what to pass. */
+ax_status ax_ckpt_resolve(const char *dir, const char *flag, char *out, size_t out_size);
+
 typedef struct ax_ckpt ax_ckpt_t;
 /* Opens and validates manifest.json (format, version, required fields, shard files present
  * with the stated sizes). Errors name the file and what to do. */

@@ -196,3 +196,19 @@ void ax_model_tensor_table(const ax_model_config *c, ax_tensor_info *out) {
     table_fill f = {out, 0, 0};
     model_tensor_specs(c, put, &f);
 }
+
+/* an integer key of obj in [1, 2^30], else 0 */
+static int positive_key(const ax_json *obj, const char *key) {
+    int64_t x;
+    const ax_json *v = ax_json_get(obj, key);
+    return v && ax_json_int_in(v, 1, 1 << 30, &x) ? (int)x : 0;
+}
+
+int ax_model_position_limit(const ax_ckpt_t *ck) {
+    int imported = positive_key(ax_ckpt_config(ck), "max-positions"),
+        init = positive_key(ax_ckpt_state(ck), "init_max_positions"),
+        seq = positive_key(ax_ckpt_config(ck), "seq-len");
+    if (imported) return imported;
+    if (init || seq) return init > seq ? init : seq;
+    return 2048; /* LlamaConfig's default */
+}

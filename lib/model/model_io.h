@@ -20,3 +20,9 @@ ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blo
  * checkpoint every grid loads. out holds ax_model_config_n_tensors(c) entries. */
 int ax_model_config_n_tensors(const ax_model_config *c);
 void ax_model_tensor_table(const ax_model_config *c, ax_tensor_info *out);
+/* The position limit a checkpoint's model declares (an export's max_position_embeddings):
+ * "max-positions" in its config (an imported model's, from its config.json); else the larger
+ * of the state's "init_max_positions" (a fine-tune: the limit of the checkpoint `train --init`
+ * started from) and "seq-len" (the sequences it trained on); else 2048 (LlamaConfig's
+ * default). */
+int ax_model_position_limit(const ax_ckpt_t *ck);

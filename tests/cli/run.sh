@@ -713,6 +713,35 @@ if [ "$rc" -eq 75 ] && "$AX" train --out "$T/ftres" --resume >/dev/null 2>"$T/er
    && cmp -s "$T/ftres/ckpt/step-000060/params.000.zst" "$T/ft/ckpt/step-000060/params.000.zst"
 then ok "train --init: --exit-after-steps + --resume equals the uninterrupted fine-tune"
 else bad "train --init: resume (exit $rc)"; fi
+# ---- model export --ckpt takes what probe takes: a step directory, a training run or a
+# checkpoint directory (import's --out), the last two meaning their newest complete step; a
+# fine-tune keeps the position limit of the model it started from (the walk-through's 64, not
+# its --seq-len 32), through a resume too
+"$AX" model export --ckpt "$T/ftbase/ckpt/step-000004" --out "$T/xstep" >/dev/null 2>"$T/err" || bad "model export: a step directory"
+for form in ftbase ftbase/ckpt; do
+  x="$T/x-${form//\//-}"
+  if "$AX" model export --ckpt "$T/$form" --out "$x" >/dev/null 2>"$T/err" && ! grep -q damaged "$T/err" &&
+    cmp -s "$x/model.safetensors" "$T/xstep/model.safetensors" && cmp -s "$x/config.json" "$T/xstep/config.json"
+  then ok "model export --ckpt $form: the run's newest step (step-000004 of 2 and 4)"
+  else bad "model export --ckpt $form"; fi
+done
+"$AX" model export --ckpt "$T/hfck" --out "$T/hfexp2" >/dev/null 2>"$T/err" &&
+  cmp -s "$T/hfexp2/model.safetensors" "$T/hfexp/model.safetensors" &&
+  cmp -s "$T/hfexp2/config.json" "$T/hfexp/config.json" && ok "model export --ckpt: model import's --out directory" \
+  || bad "model export --ckpt: model import's --out directory"
+maxpos() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["max_position_embeddings"])' "$1/config.json"; }
+"$AX" model export --ckpt "$T/ft/ckpt/step-000060" --out "$T/xft" >/dev/null 2>"$T/err" &&
+  "$AX" model export --ckpt "$T/ftres/ckpt/step-000060" --out "$T/xftres" >/dev/null 2>>"$T/err" &&
+  [ "$(maxpos "$T/xft")" = 64 ] && [ "$(maxpos "$T/xftres")" = 64 ] && [ "$(maxpos "$T/xstep")" = 32 ] \
+  && ok "model export: a fine-tune keeps its source's max_position_embeddings (64, not --seq-len 32), resumed too" \
+  || bad "model export: position limit of a fine-tune ($(maxpos "$T/xft" 2>&1), resumed $(maxpos "$T/xftres" 2>&1))"
+mkdir -p "$T/notackpt/ckpt/step-000002.partial" && : >"$T/notackpt/notes.txt"
+expect_fail "model export: a folder with no finished step says what it holds and what to pass" 1 \
+  "--ckpt .*notackpt holds no finished checkpoint.*it holds ckpt/, notes.txt; its ckpt/ holds step-000002.partial/.*never finished.*pass a training run's directory" \
+  "$AX" model export --ckpt "$T/notackpt" --out "$T/xnone"
+expect_fail "model export: a Hugging Face directory is sent to model import" 1 \
+  "is a Hugging Face model directory .* axmem model import --hf" "$AX" model export --ckpt $W --out "$T/xnone"
+[ -e "$T/xnone" ] && bad "model export: nothing written on refusal" || ok "model export: nothing written on refusal"
 expect_fail "train --init: a shape flag that disagrees names both values" 1 "--dim 64 differs from 32 in --init .*step-000000" \
   "$AX" train --init "$T/walk/ckpt" "${FT[@]}" --dim 64 --out "$T/ftx"
 expect_fail "train --init: --model refused" 2 "--model tiny and --init" \

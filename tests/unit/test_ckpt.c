@@ -489,3 +489,59 @@ Test(ckpt, read_blob_range_cannot_overflow) {
     cr_assert_eq(ax_ckpt_read_blob(c, "params", 2, INT64_MAX, buf), AX_ERR_ARG);
     ax_ckpt_free(c);
 }
+
+/* what --ckpt / --init name: a step directory, a run (DIR/ckpt) or a checkpoint directory,
+ * the last two meaning their newest complete step; otherwise a message saying what is there */
+Test(ckpt, resolve_step_run_and_checkpoint_directories) {
+    char out[256], want[256], run[80], p[320];
+    cr_assert_eq(write_step(2), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(write_step(4), AX_OK, "%s", ax_error_msg());
+    snprintf(p, sizeof p, "%s/step-000006.partial", g_dir);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    step_path(want, sizeof want, 4, NULL);
+    cr_assert_eq(ax_ckpt_resolve(g_dir, "--ckpt", out, sizeof out), AX_OK, "%s", ax_error_msg());
+    cr_assert_str_eq(out, want); /* a checkpoint directory: its newest complete step */
+    step_path(p, sizeof p, 2, NULL);
+    cr_assert_eq(ax_ckpt_resolve(p, "--ckpt", out, sizeof out), AX_OK, "%s", ax_error_msg());
+    cr_assert_str_eq(out, p); /* a step directory: itself */
+    snprintf(run, sizeof run, "%s-run", g_dir);
+    cr_assert_eq(mkdir(run, 0777), 0);
+    snprintf(p, sizeof p, "%s/ckpt", run);
+    cr_assert_eq(symlink(g_dir, p), 0);
+    cr_assert_eq(ax_ckpt_resolve(run, "--ckpt", out, sizeof out), AX_OK, "%s", ax_error_msg());
+    snprintf(want, sizeof want, "%s/ckpt/step-000004", run);
+    cr_assert_str_eq(out, want); /* a run: the newest step in its ckpt/ */
+    unlink(p);
+    /* nothing finished there: what it holds, never "damaged" */
+    cr_assert_eq(ax_ckpt_resolve(run, "--init", out, sizeof out), AX_ERR_IO);
+    expect_msg("--init ", "holds no finished checkpoint");
+    expect_msg("(it holds nothing)", "pass a training run's directory");
+    const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+    for (int i = 0; i < 8; i++) {
+        snprintf(p, sizeof p, "%s/%s", run, names[i]);
+        cr_assert_eq(ax_write_file(p, "x", 1), AX_OK);
+    }
+    snprintf(p, sizeof p, "%s/ckpt/step-000003.partial", run);
+    cr_assert_eq(ax_mkdir_p(p), AX_OK);
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_resolve(run, "--ckpt", out, sizeof out), AX_ERR_IO);
+    expect_msg("(it holds a, b, c, ckpt/, d, e and 3 more; its ckpt/ holds step-000003.partial/)",
+               "writing never finished");
+    cr_assert(!strstr(ax_error_msg(), "damaged"), "%s", ax_error_msg());
+    /* a Hugging Face model directory is sent to model import */
+    snprintf(p, sizeof p, "%s/config.json", run);
+    cr_assert_eq(ax_write_file(p, "{}", 2), AX_OK);
+    snprintf(p, sizeof p, "%s/model.safetensors", run);
+    cr_assert_eq(ax_write_file(p, "x", 1), AX_OK);
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_resolve(run, "--ckpt", out, sizeof out), AX_ERR_ARG);
+    expect_msg("is a Hugging Face model directory", "axmem model import --hf");
+    /* a file, a path that is not there */
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_resolve(p, "--ckpt", out, sizeof out), AX_ERR_IO);
+    expect_msg("is not a directory", NULL);
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_resolve("/tmp/axckpt-no-such-dir", "--ckpt", out, sizeof out), AX_ERR_IO);
+    expect_msg("/tmp/axckpt-no-such-dir", "pass a training run's directory");
+    ax_rm_rf(run);
+}

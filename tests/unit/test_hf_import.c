@@ -170,8 +170,8 @@ static void check_fixture(const char *name) {
     cr_assert_eq(mc.n_kv_heads ? mc.n_kv_heads : mc.n_heads, hc.kv_heads, "%s", name);
     /* export: the same architecture, the source's tensors */
     snprintf(out, sizeof out, "%s/exported", tmp);
-    cr_assert_eq(ax_hf_export(step, out), AX_OK, "%s", ax_error_msg());
-    cr_assert_neq(ax_hf_export(step, out), AX_OK, "an existing --out must be refused");
+    cr_assert_eq(ax_hf_export(step, out, NULL, 0), AX_OK, "%s", ax_error_msg());
+    cr_assert_neq(ax_hf_export(step, out, NULL, 0), AX_OK, "an existing --out must be refused");
     ax_error_clear();
     cr_assert_eq(ax_hf_config_load(out, &hx), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(hx.arch, hc.arch, "%s: exported as another architecture", name);
@@ -233,11 +233,11 @@ Test(hf_import, gpt2_hub_gelu_bf16) {
     check_fixture("gpt2_gelu_bf16");
 }
 
-/* A copy of fixture `name` with one edit (`from` -> `to`) in its file `file` (the other files
- * symlinked): the import must fail, with `fault` in the message, and write nothing. */
-static void with_edit(const char *name, const char *file, const char *from, const char *to,
-                      const char *fault) {
-    char src[256], tmp[] = "/tmp/ax_hfc_XXXXXX", p[600], q[600], ck[400];
+/* A copy of fixture `name` in tmp (a mkdtemp template) with edits to its file `file`: each
+ * pair of `edits` (NULL-terminated: from, to, from, to, ..., NULL) replaces the first `from`;
+ * the other files are symlinked. */
+static void edited_copy(const char *name, const char *file, const char *const *edits, char *tmp) {
+    char src[256], p[600], q[600];
     snprintf(src, sizeof src, "%s/%s", fixture_root(), name);
     cr_assert(mkdtemp(tmp));
     DIR *d = opendir(src);
@@ -256,23 +256,119 @@ static void with_edit(const char *name, const char *file, const char *from, cons
     size_t n;
     snprintf(p, sizeof p, "%s/%s", src, file);
     cr_assert_eq(ax_read_file(p, &text, &n), AX_OK);
-    char *at = strstr(text, from);
-    cr_assert(at, "%s has no %s", p, from);
-    char *edited = malloc(n + strlen(to) + 1);
-    sprintf(edited, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    for (int k = 0; edits[k]; k += 2) {
+        const char *from = edits[k], *to = edits[k + 1];
+        char *at = strstr(text, from);
+        cr_assert(at, "%s has no %s", p, from);
+        char *edited = malloc(strlen(text) + strlen(to) + 1);
+        sprintf(edited, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+        free(text);
+        text = edited;
+    }
     snprintf(q, sizeof q, "%s/%s", tmp, file);
-    cr_assert_eq(ax_write_file(q, edited, strlen(edited)), AX_OK);
+    cr_assert_eq(ax_write_file(q, text, strlen(text)), AX_OK);
+    free(text);
+}
+
+/* the import of a copy of fixture `name` with `edits` to `file` must fail, with `fault` in the
+ * message, and write nothing */
+static void with_edits(const char *name, const char *file, const char *const *edits,
+                       const char *fault) {
+    char tmp[] = "/tmp/ax_hfc_XXXXXX", ck[400];
+    edited_copy(name, file, edits, tmp);
     snprintf(ck, sizeof ck, "%s/ck", tmp);
     ax_error_clear();
-    cr_assert_neq(ax_hf_import(tmp, ck, NULL, 0), AX_OK, "accepted %s", to);
+    cr_assert_neq(ax_hf_import(tmp, ck, NULL, 0), AX_OK, "accepted %s", edits[1]);
     cr_assert(strstr(ax_error_msg(), fault), "want '%s' in: %s", fault, ax_error_msg());
     cr_assert(!ax_path_exists(ck), "a refused import left %s", ck);
-    free(text), free(edited);
     ax_rm_rf(tmp);
+}
+
+/* as with_edits, one edit */
+static void with_edit(const char *name, const char *file, const char *from, const char *to,
+                      const char *fault) {
+    const char *edits[] = {from, to, NULL};
+    with_edits(name, file, edits, fault);
 }
 
 static void with_config(const char *name, const char *from, const char *to, const char *fault) {
     with_edit(name, "config.json", from, to, fault);
+}
+
+/* A copy of fixture `name` with `edits` to config.json imports as the fixture itself: the
+ * same config, logits within 1e-4 of transformers'. */
+static void imports_as_source(const char *name, const char *const *edits) {
+    char src[256], tmp[] = "/tmp/ax_hfa_XXXXXX", ck[400], step[500];
+    snprintf(src, sizeof src, "%s/%s", fixture_root(), name);
+    edited_copy(name, "config.json", edits, tmp);
+    ax_hf_config hc, he;
+    cr_assert_eq(ax_hf_config_load(src, &hc), AX_OK, "%s", ax_error_msg());
+    ax_error_clear();
+    cr_assert_eq(ax_hf_config_load(tmp, &he), AX_OK, "%s: %s", name, ax_error_msg());
+    cr_assert_eq(he.arch, hc.arch, "%s: read as another architecture", name);
+    same_cfg(&he.cfg, &hc.cfg, name);
+    snprintf(ck, sizeof ck, "%s/ck", tmp);
+    cr_assert_eq(ax_hf_import(tmp, ck, step, sizeof step), AX_OK, "%s", ax_error_msg());
+    int32_t *ids = slurp(src, "ids.i32", sizeof(int32_t) * FB * FT);
+    int V;
+    float *got = run_ckpt(step, ids, &V);
+    float *ref = slurp(src, "logits.f32", sizeof(float) * FB * FT * V);
+    double e = max_rel(got, ref, (size_t)FB * FT * V);
+    cr_assert_lt(e, 1e-4, "%s: max relative error %g against transformers", name, e);
+    free(got), free(ref), free(ids);
+    ax_rm_rf(tmp);
+}
+
+/* no "architectures": the class model_type names, as transformers' AutoModelForCausalLM */
+Test(hf_import, model_type_without_architectures) {
+    static const struct {
+        const char *fixture, *arch;
+    } cases[] = {{"llama_tied_gqa", "LlamaForCausalLM"},
+                 {"mistral_gqa_bf16", "MistralForCausalLM"},
+                 {"neox_parallel", "GPTNeoXForCausalLM"},
+                 {"gpt2_tied", "GPT2LMHeadModel"}};
+    char absent[128], nul[128], empty[128];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(absent, sizeof absent, "\"architectures\": [\n    \"%s\"\n  ],", cases[i].arch);
+        snprintf(nul, sizeof nul, "\"architectures\": [\n    \"%s\"\n  ]", cases[i].arch);
+        snprintf(empty, sizeof empty, "\"%s\"", cases[i].arch);
+        const char *drop[] = {absent, "", NULL},
+                   *as_null[] = {nul, "\"architectures\": null", NULL},
+                   *as_empty[] = {empty, "", NULL};
+        imports_as_source(cases[i].fixture, drop);
+        imports_as_source(cases[i].fixture, as_null);
+        imports_as_source(cases[i].fixture, as_empty);
+    }
+    /* then model_type must name a supported class */
+    const char *bert[] = {"\"architectures\": [\n    \"LlamaForCausalLM\"\n  ],", "",
+                          "\"model_type\": \"llama\"", "\"model_type\": \"bert\"", NULL};
+    with_edits("llama_tied_gqa", "config.json", bert,
+               "no \"architectures\" and \"model_type\" is \"bert\"");
+    const char *neither[] = {"\"architectures\": [\n    \"LlamaForCausalLM\"\n  ],", "",
+                             "\"model_type\": \"llama\",", "", NULL};
+    with_edits("llama_tied_gqa", "config.json", neither, "\"model_type\" is absent");
+}
+
+/* Mistral's sliding window never acts when it covers the position limit (64 here), null or a
+ * Llama/Mistral naming mix: the import is the model transformers runs */
+Test(hf_import, mistral_window_at_least_the_limit) {
+    const char *at_limit[] = {"\"sliding_window\": null", "\"sliding_window\": 64", NULL},
+               *above[] = {"\"sliding_window\": null", "\"sliding_window\": 4096", NULL},
+               *absent[] = {"\"sliding_window\": null,", "", NULL},
+               *as_llama[] = {"\"MistralForCausalLM\"", "\"LlamaForCausalLM\"", NULL};
+    imports_as_source("mistral_gqa_bf16", at_limit);
+    imports_as_source("mistral_gqa_bf16", above);
+    imports_as_source("mistral_gqa_bf16", absent); /* MistralConfig's 4096 >= 64 */
+    imports_as_source("mistral_gqa_bf16", as_llama);
+    /* named Llama, model_type mistral: Mistral's rule, its default window, still applies */
+    const char *llama_named_long[] = {"\"MistralForCausalLM\"",
+                                      "\"LlamaForCausalLM\"",
+                                      "\"sliding_window\": null,",
+                                      "",
+                                      "\"max_position_embeddings\": 64",
+                                      "\"max_position_embeddings\": 8192",
+                                      NULL};
+    with_edits("mistral_gqa_bf16", "config.json", llama_named_long, "MistralConfig's default");
 }
 
 /* model import --kv-heads: K/V heads copied for their query groups compute the same function */
@@ -322,8 +418,15 @@ Test(hf_import, refuses_disagreeing_config) {
     with_config("llama_tied_gqa", "\"pad_token_id\": null",
                 "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}", "rope_scaling");
     with_config("llama_tied_gqa", "\"LlamaForCausalLM\"", "\"BertForMaskedLM\"", "architectures");
+    /* "architectures" and "model_type" disagree: transformers builds the model_type's class */
+    with_config("llama_tied_gqa", "\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\"",
+                "\"model_type\" is \"llama\", which transformers builds as LlamaForCausalLM");
+    with_config("llama_tied_gqa", "\"model_type\": \"llama\"", "\"model_type\": \"qwen2\"",
+                "\"model_type\" is \"qwen2\"");
     /* another supported architecture's config over Llama weights: its keys are missing */
-    with_config("llama_tied_gqa", "\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\"", "\"n_layer\"");
+    const char *gpt2_over_llama[] = {"\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\"",
+                                     "\"model_type\": \"llama\"", "\"model_type\": \"gpt2\"", NULL};
+    with_edits("llama_tied_gqa", "config.json", gpt2_over_llama, "\"n_layer\"");
     with_config("llama_tied_gqa", "\"attention_bias\": false", "\"attention_bias\": true",
                 "no tensor \"model.layers.0.self_attn.q_proj.bias\"");
     with_config("llama_bias_gqa", "\"mlp_bias\": true", "\"mlp_bias\": false",
@@ -333,8 +436,22 @@ Test(hf_import, refuses_disagreeing_config) {
 }
 
 Test(hf_import, refuses_bad_shards_and_windows) {
-    with_config("mistral_gqa_bf16", "\"sliding_window\": null", "\"sliding_window\": 4096",
-                "sliding_window");
+    /* a window below the position limit (64) acts on long sequences: refused */
+    with_config("mistral_gqa_bf16", "\"sliding_window\": null", "\"sliding_window\": 63",
+                "\"sliding_window\" is 63, below the model's position limit 64");
+    with_config("mistral_gqa_bf16", "\"sliding_window\": null", "\"sliding_window\": \"4096\"",
+                "\"sliding_window\" must be a positive integer or null");
+    /* absent: MistralConfig's 4096, below a limit of 8192 */
+    const char *no_window_long[] = {"\"sliding_window\": null,", "",
+                                    "\"max_position_embeddings\": 64",
+                                    "\"max_position_embeddings\": 8192", NULL};
+    with_edits("mistral_gqa_bf16", "config.json", no_window_long,
+               "\"sliding_window\" is 4096 (absent: MistralConfig's default), below the model's "
+               "position limit 8192");
+    /* both absent: MistralConfig's 4096 window and 131072 positions */
+    const char *no_window_no_limit[] = {"\"sliding_window\": null,", "",
+                                        "\"max_position_embeddings\": 64,", "", NULL};
+    with_edits("mistral_gqa_bf16", "config.json", no_window_no_limit, "position limit 131072");
     /* the index maps a tensor to a shard that does not hold it, or outside the directory */
     with_edit("llama_untied_sharded", "model.safetensors.index.json",
               "\"model.layers.0.mlp.down_proj.weight\": \"model-00002-of-00003.safetensors\"",
@@ -421,7 +538,7 @@ Test(hf_import, export_refuses_unknown_mix) {
     cr_assert_eq(ax_ckpt_write(ck, 0, &a), AX_OK, "%s", ax_error_msg());
     snprintf(ck, sizeof ck, "%s/ck/step-000000", tmp);
     ax_error_clear();
-    cr_assert_neq(ax_hf_export(ck, out), AX_OK);
+    cr_assert_neq(ax_hf_export(ck, out, NULL, 0), AX_OK);
     cr_assert(strstr(ax_error_msg(), "norm layer, mlp swiglu") &&
                   strstr(ax_error_msg(), "GPTNeoXForCausalLM"),
               "%s", ax_error_msg());
@@ -467,7 +584,7 @@ Test(hf_import, export_refuses_gqa_outside_llama) {
     cr_assert_eq(ax_ckpt_write(ck, 0, &a), AX_OK, "%s", ax_error_msg());
     snprintf(ck, sizeof ck, "%s/ck/step-000000", tmp);
     ax_error_clear();
-    cr_assert_neq(ax_hf_export(ck, out), AX_OK);
+    cr_assert_neq(ax_hf_export(ck, out, NULL, 0), AX_OK);
     cr_assert(strstr(ax_error_msg(), "kv-heads 1") && strstr(ax_error_msg(), "GPTNeoXForCausalLM"),
               "%s", ax_error_msg());
     cr_assert(!ax_path_exists(out), "a refused export left %s", out);

@@ -157,6 +157,16 @@ Test(tokenizer_hf, llama2_byte_fallback) {
 Test(tokenizer_hf, llama2_metaspace) {
     check_fixture("llama2_meta", 0, 2);
 }
+/* added tokens whose written ids belong to other vocab entries, to another added token, or
+ * leave a gap: encoded and decoded with the ids the library gives them, as it loads the file */
+Test(tokenizer_hf, added_tokens_numbered_as_the_library) {
+    check_fixture("gpt2_added_ids", 1, 0);
+    ax_tokenizer_t *t;
+    cr_assert_eq(ax_tokenizer_load(FIX "gpt2_added_ids.json", &t), AX_OK, "%s", ax_error_msg());
+    /* the library's get_vocab_size(): 420 vocab entries and four added tokens after them */
+    cr_assert_eq(ax_tokenizer_vocab_size(t), 424);
+    ax_tokenizer_free(t);
+}
 
 /* byte-level tokenizers round-trip any valid UTF-8 text exactly, token bytes included */
 Test(tokenizer_hf, bytelevel_round_trip) {
@@ -246,6 +256,11 @@ static void expect_refused(const char *json, const char *want) {
     "\"added_tokens\":[{\"id\":3,\"content\":\"<|endoftext|>\",\"special\":true,"                  \
     "\"normalized\":false}]"
 #define BL "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}"
+/* ADDED plus "<x>" written with id ID */
+#define ADDED_X(ID)                                                                                \
+    "\"added_tokens\":[{\"id\":5,\"content\":\"<|endoftext|>\",\"special\":true,"                  \
+    "\"normalized\":false},{\"id\":" ID ",\"content\":\"<x>\",\"special\":true,"                   \
+    "\"normalized\":false}]"
 
 Test(tokenizer_hf, refusals) {
     /* the minimal file these variants break is accepted */
@@ -294,6 +309,16 @@ Test(tokenizer_hf, refusals) {
                    "\"merges\":[]}}",
                    "no valid id");
     expect_refused("{" BL ",\"model\":{\"type\":\"BPE\"," VOC ",\"merges\":[]}}", "end-of-text");
+    /* an added token outside a vocab whose ids are not 0..n-1: the library's versions number it
+     * differently */
+    expect_refused(
+        "{" ADDED_X("7") "," BL ",\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,"
+                         "\"b\":1,\"ab\":2,\"<|endoftext|>\":5},\"merges\":[]}}",
+        "added token \"<x>\" (id 7) is not in the vocab, whose ids are not exactly 0..3");
+    expect_refused("{\"added_tokens\":[{\"id\":3,\"content\":\"<|endoftext|>\",\"special\":true,"
+                   "\"normalized\":false},{\"id\":3,\"content\":\"<|endoftext|>\",\"normalized\":"
+                   "true}]," BL ",\"model\":{\"type\":\"BPE\"," VOC ",\"merges\":[]}}",
+                   "listed twice, once \"normalized\" and once not");
     expect_refused("{" ADDED "," BL ",\"model\":{\"type\":\"BPE\"," VOC ",\"merges\":[", "JSON");
     expect_refused("{\"model\": 3", "");
 }
