@@ -546,6 +546,44 @@ expect_fail "memscan info --verify: damaged v3 table refused, named" 1 "dmg.idx:
   "$AX" memscan info --verify "$T/dmg.idx"
 "$AX" memscan info "$T/dmg.idx" >/dev/null 2>"$T/err" && ok "memscan info (header only) opens a damaged-table index" \
   || bad "memscan info (header only) opens a damaged-table index"
+# a lookup that meets a damaged page prints no answer: nothing on stdout as text, only an
+# {"error"} object with --json, and a batch gives that query an error line (no windows_found)
+python3 - "$T/kjv.idx" "$T/dmgall.idx" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+L = struct.unpack_from("<I", d, 120)[0]; ext = 136 + L + 8
+off_dir, off_firsts = (struct.unpack_from("<Q", d, ext + 8 + 8 * i)[0] for i in (2, 6))
+for pg in range(1, (off_firsts - off_dir) // 65536):  # every table page but the directory's
+    d[off_dir + pg * 65536 + 100] ^= 0x40
+open(sys.argv[2], "wb").write(d)
+PY
+DQ="And God said, Let there be light: and there was light. And God saw the light, that it was good"
+"$AX" memscan lookup --index "$T/dmgall.idx" --tokenizer "$T/tok" "$DQ" >"$T/dq.out" 2>"$T/err"
+rc=$?
+[ "$rc" = 1 ] && [ ! -s "$T/dq.out" ] && grep -q "dmgall.idx is damaged where this query's windows lie" "$T/err" \
+  && ok "lookup: a damaged index page gives exit 1 and no answer on stdout" \
+  || bad "lookup: a damaged index page gives exit 1 and no answer on stdout (exit $rc: $(head -c 200 "$T/dq.out"))"
+"$AX" memscan lookup --index "$T/dmgall.idx" --tokenizer "$T/tok" --json "$DQ" >"$T/dq.json" 2>"$T/err"
+rc=$?
+python3 - "$T/dq.json" "$rc" <<'PY' 2>"$T/err" && ok "lookup --json: a damaged index page gives only an error object" \
+  || bad "lookup --json: a damaged index page gives only an error object"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert sys.argv[2] == "1" and len(lines) == 1, (sys.argv[2], lines)
+o = json.loads(lines[0])
+assert list(o) == ["error"] and "dmgall.idx is damaged" in o["error"], o
+PY
+printf '%s\n' "{\"text\": \"$DQ\"}" '{"tokens": [1, 2, 3]}' >"$T/q_dmg.jsonl"
+"$AX" memscan lookup --index "$T/dmgall.idx" --tokenizer "$T/tok" --file "$T/q_dmg.jsonl" >"$T/dq.jsonl" 2>"$T/err"
+rc=$?
+python3 - "$T/dq.jsonl" "$rc" <<'PY' 2>"$T/err" && ok "lookup batch: the query meeting damage gets an error line, exit 1" \
+  || bad "lookup batch: the query meeting damage gets an error line, exit 1"
+import json, sys
+out = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+assert sys.argv[2] == "1" and len(out) == 2, (sys.argv[2], out)
+assert out[0]["line"] == 1 and "dmgall.idx is damaged" in out[0]["error"] and "windows_found" not in out[0], out[0]
+assert out[1]["line"] == 2 and "error" not in out[1] and out[1]["windows"] == 0, out[1]
+PY
 
 # ---- memscan index --mem-limit: spilled to disk, the same file as the in-memory build ----
 "$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/kjv_lim.idx" --mem-limit 1M >"$T/out" 2>"$T/err" \
