@@ -158,6 +158,80 @@ sed -n 151,170p data/corpus/kjv.jsonl >"$T/other.jsonl"
 "$AX" data encode --tokenizer "$T/tok" --input "$T/other.jsonl" --out "$T/other.axd" 2>/dev/null
 expect_fail "generate: index of another dataset" 1 "other.axd" "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --data "$T/other.axd"
 
+# ---- scans refuse data that makes their numbers meaningless, and record what they scanned
+"$AX" data encode --tokenizer "$T/tok2" --input "$T/kjv.jsonl" --out "$T/kjv_tok2.axd" 2>/dev/null
+expect_fail "probe: data of another tokenizer refused, both named" 1 "kjv_tok2.axd was encoded by tokenizer [0-9a-f]+, but .* trained on .*kjv.axd, encoded by tokenizer" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv_tok2.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/tk.json"
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv_tok2.axd" --samples 4 --prefix 8 --suffix 8 \
+  --allow-other-tokenizer --not-training-data --out "$T/tk.json" >/dev/null 2>"$T/err" &&
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["data_is_training_data"] is False and s["data_tokenizer"] != s["training_data"]["tokenizer"] else 1)' "$T/tk.json" \
+  && ok "probe --allow-other-tokenizer: runs and records both tokenizers" || bad "probe --allow-other-tokenizer: runs and records both tokenizers"
+"$AX" memscan probe --ckpt "$T/run" --data "$T/other.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/od.json" \
+  >"$T/od.out" 2>"$T/err"
+rc=$?
+python3 - "$T/od.json" "$T/err" "$rc" <<'PY' && ok "probe: other data warned about on stderr and recorded (both checksums)" \
+  || bad "probe: other data warned about on stderr and recorded (both checksums)"
+import json, sys
+s = json.load(open(sys.argv[1])); err = open(sys.argv[2]).read()
+assert sys.argv[3] == "0", sys.argv[3]
+assert "other.axd is not the training data" in err and "--not-training-data" in err, err
+assert s["data_is_training_data"] is False and s["config"]["not_training_data"] is False, s
+assert s["dataset"]["xxh3"] != s["training_data"]["xxh3"] and s["training_data"]["path"].endswith("kjv.axd"), s
+PY
+"$AX" memscan probe --ckpt "$T/run" --data "$T/other.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/od2.json" \
+  --not-training-data >/dev/null 2>"$T/err" && ! grep -q "not the training data" "$T/err" &&
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["data_is_training_data"] is False and s["config"]["not_training_data"] else 1)' "$T/od2.json" \
+  && ok "probe --not-training-data: no warning, still recorded" || bad "probe --not-training-data: no warning, still recorded"
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["data_is_training_data"] is True and s["training_data"]["xxh3"] == s["dataset"]["xxh3"] else 1)' "$T/p.json" \
+  && ok "probe of the training data records data_is_training_data: true" || bad "probe of the training data records data_is_training_data: true"
+"$AX" memscan index --data "$T/other.axd" --n 8 --out "$T/other.idx" >/dev/null 2>&1
+expect_fail "generate: an index of other data refused, naming --not-training-data" 1 "other.idx .*is not the training data .*--not-training-data" \
+  "$AX" memscan generate --ckpt "$T/run" --index "$T/other.idx" --samples 2 --length 16 --out "$T/go.json"
+"$AX" memscan generate --ckpt "$T/run" --index "$T/other.idx" --samples 2 --length 16 --out "$T/go.json" \
+  --not-training-data >/dev/null 2>"$T/err" &&
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["data_is_training_data"] is False and s["config"]["not_training_data"] and s["training_data"]["xxh3"] != s["dataset"]["xxh3"] else 1)' "$T/go.json" \
+  && ok "generate --not-training-data: runs and records the other data" || bad "generate --not-training-data: runs and records the other data"
+"$AX" memscan index --data "$T/kjv_tok2.axd" --n 8 --out "$T/kjv_tok2.idx" >/dev/null 2>&1
+expect_fail "generate: an index of another tokenizer's data refused" 1 "kjv_tok2.idx .*encoded by tokenizer" \
+  "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv_tok2.idx" --samples 2 --length 16 --not-training-data --out "$T/go2.json"
+# --length beyond the model's context (its --seq-len 64 here) is refused before any memory is taken
+expect_fail "generate: --length beyond the model's context refused, the limit named" 2 "--length 100000 exceeds the model's context: .* 64 positions \(its seq-len\)" \
+  timeout 20 "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --length 100000 --out "$T/gl.json"
+"$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --length 64 --out "$T/gl.json" >/dev/null 2>"$T/err" \
+  && ok "generate: --length equal to the context runs" || bad "generate: --length equal to the context runs"
+# --out in a folder that does not exist yet: created, as the other scans do
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/newdir/sub/probe.json" \
+  >/dev/null 2>"$T/err" && [ -s "$T/newdir/sub/probe.json" ] && [ -s "$T/newdir/sub/probe.samples.jsonl" ] \
+  && ok "probe --out DIR/probe.json creates DIR" || bad "probe --out DIR/probe.json creates DIR"
+"$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --length 16 --out "$T/newdir2/g.json" \
+  >/dev/null 2>"$T/err" && [ -s "$T/newdir2/g.json" ] && ok "generate --out DIR/g.json creates DIR" || bad "generate --out DIR/g.json creates DIR"
+# --samples beyond the documents that fit: each document once by default (a notice says so);
+# repeats only with --repeat-docs, and then intervals clustered by document
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 200 --prefix 8 --suffix 8 --out "$T/s1.json" \
+  >/dev/null 2>"$T/err"
+rc=$?
+python3 - "$T/s1.json" "$T/s1.samples.jsonl" "$T/err" "$rc" <<'PY' && ok "probe --samples 200 over 150 documents: each once, with a notice" \
+  || bad "probe --samples 200 over 150 documents: each once, with a notice"
+import json, sys
+s = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]; err = open(sys.argv[3]).read()
+assert sys.argv[4] == "0" and "probing each once (150 samples)" in err, err
+c = s["config"]
+assert c["samples"] == 150 and c["samples_requested"] == 200 and c["documents"] == 150, c
+assert c["intervals"] == "independent probes" and len(rows) == 150 and len({r["doc"] for r in rows}) == 150
+PY
+expect_fail "probe --repeat-docs at document starts refused" 2 "--repeat-docs with --offset start" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 200 --prefix 8 --suffix 8 --repeat-docs --out "$T/s2.json"
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 200 --prefix 8 --suffix 8 --repeat-docs \
+  --offset random --out "$T/s2.json" >"$T/s2.out" 2>"$T/err"
+python3 - "$T/s2.json" "$T/s2.samples.jsonl" <<'PY' && grep -q "intervals clustered by document" "$T/s2.out" \
+  && ok "probe --repeat-docs: 200 probes of 150 documents, intervals clustered" || bad "probe --repeat-docs: 200 probes of 150 documents, intervals clustered"
+import json, sys
+s = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
+c = s["config"]
+assert c["samples"] == 200 and c["documents"] == 150 and c["repeat_docs"] and c["intervals"] == "clustered by document", c
+assert len(rows) == 200 and len({r["doc"] for r in rows}) == 150
+PY
+
 # ---- scan outputs (issue 8): distinct names, published together, private, checked, redactable
 mkdir -p "$T/both"
 ( cd "$T/both" &&
