@@ -53,6 +53,13 @@ expect_fail "decode: other tokenizer, same vocab" 1 "different merges" "$AX" dat
 expect_fail "train: other tokenizer, same vocab" 1 "tok2.*different merges" "$AX" train --data "$T/kjv.axd" --tokenizer "$T/tok2" --out "$T/r3"
 "$AX" data info "$T/kjv.axd" 2>/dev/null | grep -q "tokenizer:  [0-9a-f]\{16\}" && ok "data info shows the tokenizer identity" || bad "data info shows the tokenizer identity"
 expect_fail "truncated dataset" 1 "trunc.axd" "$AX" train --data "$T/trunc.axd" --out "$T/r2"
+# binary files are not text: a dataset passed as input is refused, not encoded as one document
+expect_fail "encode: a .axd dataset as input refused, named" 1 "kjv.axd is not text: it is an axmem dataset" \
+  "$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.axd" --out "$T/re.axd"
+[ -e "$T/re.axd" ] && bad "encode: a refused input leaves no dataset" || ok "encode: a refused input leaves no dataset"
+gzip -c "$T/kjv.axd" >"$T/kjvaxd.txt.gz"
+expect_fail "tokenizer-train: a gzipped dataset as input refused (judged after decompression)" 1 "kjvaxd.txt.gz is not text" \
+  "$AX" data tokenizer-train --input "$T/kjvaxd.txt.gz" --vocab-size 300 --out "$T/retok"
 
 # ---- training lowers the loss clearly
 TRAIN=(--data "$T/kjv.axd" --tokenizer "$T/tok" --model tiny --seq-len 64 --batch 8 --lr 3e-3 --warmup 5 --log-every 20)
