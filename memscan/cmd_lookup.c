@@ -56,7 +56,9 @@ static const ax_cfg_table lookup_table = {
                "documents holding it),\nand how many times each matching n-token window occurs. "
                "Every match is checked against\nthe dataset. The index is read in place "
                "(memory-mapped), not loaded; a batch\n(--file QUERIES.jsonl) pays that open "
-               "once for all its queries.",
+               "once for all its queries. A lookup that meets a damaged\nindex page gives no "
+               "answer: exit 1, nothing on stdout (--json: {\"error\": ...}; a batch\nquery: "
+               "its error line).",
     .entries = lookup_entries,
     .n = (int)(sizeof lookup_entries / sizeof lookup_entries[0]),
     .positional = &lookup_text,

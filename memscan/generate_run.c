@@ -61,7 +61,9 @@ const ax_cfg_table ax_ms_generate_table = {
         "cache) and report every verbatim span of >= n training tokens (n = the index's\n"
         "window), maximal against every occurrence in the training data, with how many\n"
         "documents hold it and up to --max-sources of them, the longest span per generation,\n"
-        "and the fraction of generations that contain one.",
+        "and the fraction of generations that contain one. The index must be of the\n"
+        "checkpoint's training data (--not-training-data for another corpus), and --length\n"
+        "at most the model's context.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };

@@ -91,7 +91,11 @@ const ax_cfg_table ax_ms_probe_table = {
                "giving the probability that at least one of N samples reproduces the suffix\n"
                "and (n,p)-discoverable extraction (Hayes et al. 2024). A checkpoint trained\n"
                "with hash goldfish gets a goldfish audit: which suffix positions the loss\n"
-               "dropped and how often greedy decoding first diverges on one.",
+               "dropped and how often greedy decoding first diverges on one.\n"
+               "Each probe is a distinct document (--repeat-docs allows more, with intervals\n"
+               "clustered by document). --data is checked against the checkpoint's training\n"
+               "data: another tokenizer's data is refused, other data warned about, and the\n"
+               "scan records data_is_training_data.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };

@@ -508,7 +508,8 @@ PY
 python3 - "$T/p.json" "$T/p.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: no sampling or audit fields without their flags" || bad "probe: no sampling or audit fields without their flags"
 import json, sys
 j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
-assert sorted(j["config"]) == sorted(["prefix", "suffix", "samples", "offset", "prompt_eot", "seed", "eligible_docs"]), j["config"]
+assert sorted(j["config"]) == sorted(["prefix", "suffix", "samples", "offset", "prompt_eot", "seed", "eligible_docs",
+    "samples_requested", "documents", "repeat_docs", "intervals", "not_training_data", "allow_other_tokenizer"]), j["config"]
 assert sorted(j["metrics"]) == sorted(["exact_match_rate", "token_accuracy", "rouge_l", "matched_prefix_mean"]), j["metrics"]
 assert all(set(r) <= {"i", "doc", "offset", "exact", "matched_prefix", "token_accuracy", "rouge_l", "duplicates", "truth", "generated", "truth_text", "generated_text"} for r in rows)
 PY
