@@ -4,6 +4,7 @@
 #include "lib/core/log.h"
 #include "lib/dist/mpienv.h"
 #include "lib/model/model_io.h"
+#include "memscan/model_load.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -134,24 +135,38 @@ void ax_ms_scan_data_json(ax_jw *w, const ax_ms_train_data *td, const ax_ms_scan
     ax_jw_key(w, "data_tokenizer"), hex_or_null(w, sd->tokenizer);
 }
 
-ax_status ax_ms_model_context(const ax_ckpt_t *ck, int *positions, const char **source) {
+/* The context of ck (see ax_ms_model_context); a fine-tuned run (--init) can also decode as far
+ * as the checkpoint it started from, which records its own (an imported model's
+ * max-positions), so that is followed, a few links deep. */
+static ax_status context_of(const ax_ckpt_t *ck, int depth, int *positions, const char **source) {
     ax_model_config c;
-    *positions = 0;
-    *source = "";
     AX_CHECK(ax_model_config_from_ckpt(ck, &c));
     if (c.pos == AX_POS_LEARNED) {
         *positions = c.max_pos, *source = "max-pos";
         return AX_OK;
     }
-    static const char *const keys[] = {"max-positions", "seq-len"};
     const ax_json *cfg = ax_ckpt_config(ck);
-    for (size_t i = 0; cfg && i < sizeof keys / sizeof *keys; i++) {
+    static const char *const keys[] = {"max-positions", "seq-len"};
+    for (size_t i = 0; cfg && i < sizeof keys / sizeof *keys && !*positions; i++) {
         const ax_json *v = ax_json_get(cfg, keys[i]);
         int64_t x;
-        if (v && ax_json_int_in(v, 1, 1 << 30, &x)) {
-            *positions = (int)x, *source = keys[i];
-            return AX_OK;
-        }
+        if (v && ax_json_int_in(v, 1, 1 << 30, &x)) *positions = (int)x, *source = keys[i];
     }
+    const ax_json *init = cfg ? ax_json_get(cfg, "init") : NULL;
+    if (depth >= 4 || !init || init->type != AX_JSON_STR || !init->str[0]) return AX_OK;
+    ax_ckpt_t *base = NULL;
+    int p = 0;
+    const char *src = "";
+    if (ax_ms_ckpt_open(init->str, &base) == AX_OK &&
+        context_of(base, depth + 1, &p, &src) == AX_OK && p > *positions)
+        *positions = p, *source = "--init checkpoint's context";
+    ax_error_clear(); /* a base that moved: the run's own seq-len stands */
+    ax_ckpt_free(base);
     return AX_OK;
+}
+
+ax_status ax_ms_model_context(const ax_ckpt_t *ck, int *positions, const char **source) {
+    *positions = 0;
+    *source = "";
+    return context_of(ck, 0, positions, source);
 }

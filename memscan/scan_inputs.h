@@ -46,5 +46,7 @@ void ax_ms_scan_data_json(ax_jw *w, const ax_ms_train_data *td, const ax_ms_scan
 
 /* The positions the checkpoint's model can decode over: the rows of a learned position table
  * (max-pos), else what its config records it was made for (max-positions of an imported model,
- * seq-len of a trained one); 0 when it records nothing. *source names the config key. */
+ * seq-len of a trained one, or, for a run fine-tuned with --init, the larger context of the
+ * checkpoint it started from when that can be opened); 0 when it records nothing. *source
+ * names where the number came from. */
 ax_status ax_ms_model_context(const ax_ckpt_t *ck, int *positions, const char **source);

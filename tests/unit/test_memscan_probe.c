@@ -28,6 +28,8 @@
 #include "memscan/index.h"
 #include "memscan/probe.h"
 #include "memscan/probe_run.h"
+#include "memscan/model_load.h"
+#include "memscan/scan_inputs.h"
 #include "train/train.h"
 #include "tests/unit/test_suite_files.h"
 #include "tests/unit/test_tiny_model.h"
@@ -973,4 +975,76 @@ Test(memscan_probe, cluster_bootstrap_counts_documents) {
     double l3, h3; /* the triplicates taken as independent: a narrower, wrong interval */
     ax_bootstrap_ci(x3, 900, 1000, 9, &m2, &l3, &h3);
     cr_assert(h3 - l3 < 0.8 * (h1 - l1), "%g vs %g", h3 - l3, h1 - l1);
+}
+
+/* The context generate is bounded by: a trained run's seq-len, a learned position table's rows,
+ * and for a run fine-tuned with --init the larger context of the checkpoint it started from;
+ * --length beyond it is refused before the model is built, naming the limit */
+Test(memscan_probe, generate_length_bounded_by_the_context) {
+    char data[128], run[128], ft[128], lp[128], idx[128], out[160];
+    int pid = (int)getpid();
+    snprintf(data, sizeof data, "/tmp/axmem_test_%d_ctx.axd", pid);
+    snprintf(run, sizeof run, "/tmp/axmem_test_%d_ctxrun", pid);
+    snprintf(ft, sizeof ft, "/tmp/axmem_test_%d_ctxft", pid);
+    snprintf(lp, sizeof lp, "/tmp/axmem_test_%d_ctxlp", pid);
+    snprintf(idx, sizeof idx, "/tmp/axmem_test_%d_ctx.idx", pid);
+    snprintf(out, sizeof out, "/tmp/axmem_test_%d_ctxg/g.json", pid);
+    make_run(data, run); /* seq-len 32 */
+    ax_train_config c;
+    ax_train_result r;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &c), AX_OK);
+    snprintf(c.data, sizeof c.data, "%s", data);
+    snprintf(c.out, sizeof c.out, "%s", ft);
+    snprintf(c.init, sizeof c.init, "%s", run);
+    c.seq_len = 16, c.batch = 2, c.steps = 1, c.warmup = 0, c.threads = 1;
+    cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &c), AX_OK);
+    snprintf(c.data, sizeof c.data, "%s", data);
+    snprintf(c.out, sizeof c.out, "%s", lp);
+    snprintf(c.pos, sizeof c.pos, "learned");
+    c.layers = 1, c.dim = 16, c.heads = 2, c.ffn = 24, c.max_pos = 24;
+    c.seq_len = 20, c.batch = 2, c.steps = 1, c.warmup = 0, c.threads = 1;
+    cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
+    struct {
+        const char *dir;
+        int want;
+        const char *src;
+    } cases[] = {{run, 32, "seq-len"}, {ft, 32, "--init"}, {lp, 24, "max-pos"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ax_ckpt_t *ck = NULL;
+        cr_assert_eq(ax_ms_ckpt_open(cases[i].dir, &ck), AX_OK, "%s", ax_error_msg());
+        int ctx = 0;
+        const char *src = NULL;
+        cr_assert_eq(ax_ms_model_context(ck, &ctx, &src), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ctx, cases[i].want, "case %zu: %d (%s)", i, ctx, src);
+        cr_assert(strstr(src, cases[i].src), "case %zu: %s", i, src);
+        ax_ckpt_free(ck);
+    }
+    /* through the scan: 33 tokens refused naming the 32, 32 run */
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *ix = NULL;
+    ax_memscan_build_opts bo;
+    ax_memscan_build_opts_default(&bo);
+    bo.n = 4;
+    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_build(ds, &bo, &ix), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save(ix, idx, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(ix);
+    ax_axd_free(ds);
+    ax_ms_generate_opts go;
+    ax_ms_generate_summary gs;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_generate_table, &go), AX_OK);
+    snprintf(go.ckpt, sizeof go.ckpt, "%s", ft);
+    snprintf(go.index, sizeof go.index, "%s", idx);
+    snprintf(go.out, sizeof go.out, "%s", out);
+    go.samples = 2, go.length = 33, go.batch = 2;
+    cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--length 33 exceeds the model's context") &&
+                  strstr(ax_error_msg(), "at most 32 positions"),
+              "%s", ax_error_msg());
+    ax_error_clear();
+    go.length = 32;
+    cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_OK, "%s", ax_error_msg());
+    cr_assert(gs.written && ax_path_exists(out), "generate made --out's folder");
+    ax_rm_rf(run), ax_rm_rf(ft), ax_rm_rf(lp);
 }
