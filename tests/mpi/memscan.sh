@@ -138,15 +138,15 @@ PY
     if [ "$same" = 1 ] && [ "$(wc -l <"$T/serve/c0")" = 60 ] && grep -q '"longest":{' "$T/serve/c0"; then
       echo "memscan lookup --file under mpirun on 1, 2, 4 ranks equals one process: ok"
     else echo "memscan lookup --file under mpirun differs from one process: FAILED"; fail=1; fi
-    # a damaged index (one page of the table's tags): the queries meeting it get error lines
-    # with no answer, the others their answers; on every rank count the same lines as one
-    # process, exit 1
+    # a damaged index (one page of the table's values, read only where a tag matched): the
+    # queries meeting it get error lines with no answer, the others their answers; on every
+    # rank count the same lines as one process, exit 1
     python3 - "$T/serve/cli.idx" "$T/serve/dmg.idx" <<'PY'
 import struct, sys
 d = bytearray(open(sys.argv[1], "rb").read())
 L = struct.unpack_from("<I", d, 120)[0]; ext = 136 + L + 8
-off_dir, off_tags, off_exts = (struct.unpack_from("<Q", d, ext + 8 + 8 * i)[0] for i in (2, 3, 4))
-pg = ((off_tags + off_exts) // 2 - off_dir) // 65536  # a page inside the tags
+off_dir, off_vals, off_firsts = (struct.unpack_from("<Q", d, ext + 8 + 8 * i)[0] for i in (2, 5, 6))
+pg = ((off_vals + off_firsts) // 2 - off_dir) // 65536  # a page inside the values
 assert pg >= 1, "the index is too small to damage a page past the directory's"
 d[off_dir + pg * 65536 + 100] ^= 0x40
 open(sys.argv[2], "wb").write(d)
