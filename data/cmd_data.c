@@ -37,7 +37,11 @@ static const char *TOP_HELP =
     "  canaries         plant random secrets at chosen repeat counts (privacy attacks)\n\n"
     "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
     "document; any other file is one document (or one per non-empty line with --split-lines).\n"
-    "A .zst or .gz suffix (the Pile's *.jsonl.zst) is decompressed as it is read.\n";
+    "A .zst or .gz suffix (the Pile's *.jsonl.zst) is decompressed as it is read.\n"
+    "Inputs must be UTF-8 text (after decompression): a file holding a NUL byte, starting\n"
+    "like a binary format (a .axd dataset, an index, a tokenizer, a compressed file without\n"
+    "its suffix) or more than a few ill-formed UTF-8 bytes (over 8, and over 1 in 1000) is\n"
+    "refused, naming it.\n";
 
 /* ---- flag tables (lib/core/config.h): the same syntax, errors and --help as every command ---- */
 
@@ -50,7 +54,8 @@ typedef struct {
 
 static const ax_cfg_entry train_entries[] = {
     {"input", AX_CFG_STRLIST, offsetof(train_flags, input), "", 1, 0,
-     "text or .jsonl files, optionally .zst or .gz compressed (required)"},
+     "UTF-8 text or .jsonl files, optionally .zst or .gz compressed (required; binary files "
+     "are refused)"},
     {"out", AX_CFG_STR, offsetof(train_flags, out), "", 1, 0, "tokenizer file to write (required)"},
     {"vocab-size", AX_CFG_INT, offsetof(train_flags, vocab_size), "4096", AX_TOK_FIRST_MERGE,
      1 << 22, "vocabulary size including bytes and end-of-text"},
@@ -79,7 +84,8 @@ static const ax_cfg_entry encode_entries[] = {
     {"tokenizer", AX_CFG_STR, offsetof(encode_flags, tokenizer), "", 1, 0,
      "tokenizer file from `axmem data tokenizer-train` (required)"},
     {"input", AX_CFG_STRLIST, offsetof(encode_flags, input), "", 1, 0,
-     "text or .jsonl files, optionally .zst or .gz compressed (required)"},
+     "UTF-8 text or .jsonl files, optionally .zst or .gz compressed (required; binary files "
+     "are refused)"},
     {"out", AX_CFG_STR, offsetof(encode_flags, out), "", 1, 0, "dataset to write (required)"},
     {"split-lines", AX_CFG_BOOL, offsetof(encode_flags, split_lines), "false", 1, 0,
      "in non-JSONL files, each non-empty line is a document"},

@@ -21,6 +21,18 @@
 
 typedef enum { SRC_PLAIN, SRC_ZSTD, SRC_GZIP } src_kind;
 
+/* What the text check has seen of the current file's (decompressed) bytes: input is refused
+ * when it holds a NUL byte, starts like a known binary format, or is not UTF-8 beyond a small
+ * tolerance (TEXT_BAD_MIN ill-formed bytes and more than one in TEXT_BAD_PER) */
+#define TEXT_BAD_MIN 8
+#define TEXT_BAD_PER 1000
+#define TEXT_JUDGE_EARLY (1u << 20) /* judge the share of bad bytes from here on */
+typedef struct {
+    uint64_t seen, bad, first_bad; /* bytes, ill-formed UTF-8 bytes, where the first was */
+    uint8_t need, lo, hi;          /* continuation bytes the open sequence still needs */
+    int head_done, ended;
+} text_check;
+
 struct ax_input {
     const char *const *paths;
     int n_paths, split_lines;
@@ -40,6 +52,7 @@ struct ax_input {
     int gz_done;  /* the current gzip member ended */
     int mid;      /* inside a zstd frame or gzip member (its end not seen yet) */
     int src_eof;  /* the decompressed stream is finished */
+    text_check tc;
     /* line reader over the (decompressed) stream: lb[lstart..llen) buffered, the first
      * lscan bytes of it known to hold no newline */
     uint64_t line_no;
@@ -131,6 +144,7 @@ static ax_status open_next(ax_input_t *in) {
     in->zpos = in->zlen = 0;
     in->zin_eof = in->mid = in->src_eof = in->gz_done = 0;
     in->file_off = 0;
+    memset(&in->tc, 0, sizeof in->tc);
     if (in->kind != SRC_PLAIN && !in->zin && !(in->zin = malloc(ZIN)))
         return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", path);
     if (in->kind == SRC_ZSTD) {
@@ -173,7 +187,7 @@ static ax_status z_fill(ax_input_t *in) {
 
 /* Up to cap bytes of the decompressed stream into dst; *got = 0 only at its end. Concatenated
  * zstd frames and gzip members are one stream, as `zstd -d` and `gzip -d` treat them. */
-static ax_status src_read(ax_input_t *in, uint8_t *dst, size_t cap, size_t *got) {
+static ax_status src_read_raw(ax_input_t *in, uint8_t *dst, size_t cap, size_t *got) {
     *got = 0;
     const char *path = in->paths[in->cur];
     if (in->kind == SRC_PLAIN) {
@@ -245,6 +259,123 @@ static ax_status src_read(ax_input_t *in, uint8_t *dst, size_t cap, size_t *got)
             return AX_OK; /* the end */
         }
     }
+}
+
+/* ---- the text check: binary files are refused, not encoded as one document ---- */
+
+static const char *const NOT_TEXT = "pass text or .jsonl files (or .zst/.gz of them)";
+
+/* Known binary formats by their first bytes: what the file is and what to do with it. */
+static ax_status check_head(const ax_input_t *in, const uint8_t *p, size_t n) {
+    static const struct {
+        const char *magic;
+        size_t len;
+        int compressed_name; /* only a problem without the .zst/.gz suffix */
+        const char *what;
+    } known[] = {
+        {"AXMEMAXD", 8, 0,
+         "an axmem dataset (.axd), already encoded: train on it with --data, or see its text "
+         "with `axmem data decode`"},
+        {"AXMEMIDX", 8, 0, "a memscan index"},
+        {"AXMEMTOK", 8, 0, "an axmem tokenizer file"},
+        {"MMIDIDX\0\0", 9, 0,
+         "a Megatron dataset index: convert PATH.bin + PATH.idx with `axmem data "
+         "import-megatron`"},
+        {"\x28\xb5\x2f\xfd", 4, 1, "zstd-compressed: name it with a .zst suffix"},
+        {"\x1f\x8b", 2, 1, "gzip-compressed: name it with a .gz suffix"},
+        {"\177ELF", 4, 0, "an executable"},
+        {"PK\x03\x04", 4, 0, "a zip archive: extract its text files first"},
+        {"%PDF-", 5, 0, "a PDF document: extract its text first"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        if (n < known[i].len || memcmp(p, known[i].magic, known[i].len)) continue;
+        if (known[i].compressed_name && in->kind != SRC_PLAIN) continue;
+        return ax_errorf(AX_ERR_CORRUPT, "%s is not text: it is %s; %s", in->paths[in->cur],
+                         known[i].what, NOT_TEXT);
+    }
+    return AX_OK;
+}
+
+/* Counts the ill-formed UTF-8 bytes of p[0..n) (Unicode's well-formed sequences: no overlong
+ * forms, surrogates or values past U+10FFFF), carrying an open sequence across calls. */
+static void utf8_scan(text_check *t, const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        while (!t->need && i + 8 <= n) { /* ASCII eight bytes at a time */
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i == n) break;
+        uint8_t c = p[i];
+        if (t->need) {
+            if (c >= t->lo && c <= t->hi) {
+                t->need--, t->lo = 0x80, t->hi = 0xbf;
+                continue;
+            }
+            t->need = 0; /* the sequence broke off: its lead is bad, c is judged afresh */
+            if (!t->bad++) t->first_bad = t->seen + i;
+        }
+        if (c < 0x80) continue;
+        t->lo = 0x80, t->hi = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf)
+            t->need = 1;
+        else if (c == 0xe0)
+            t->need = 2, t->lo = 0xa0;
+        else if (c == 0xed)
+            t->need = 2, t->hi = 0x9f;
+        else if (c >= 0xe1 && c <= 0xef)
+            t->need = 2;
+        else if (c == 0xf0)
+            t->need = 3, t->lo = 0x90;
+        else if (c == 0xf4)
+            t->need = 3, t->hi = 0x8f;
+        else if (c >= 0xf1 && c <= 0xf3)
+            t->need = 3;
+        else if (!t->bad++)
+            t->first_bad = t->seen + i;
+    }
+    t->seen += n;
+}
+
+static ax_status judge_utf8(const ax_input_t *in) {
+    const text_check *t = &in->tc;
+    if (t->bad <= TEXT_BAD_MIN || t->bad * TEXT_BAD_PER <= t->seen) return AX_OK;
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "%s is not UTF-8 text: %" PRIu64 " of its first %" PRIu64
+                     " bytes are not valid UTF-8 (the first at byte %" PRIu64
+                     "); convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8), or %s",
+                     in->paths[in->cur], t->bad, t->seen, t->first_bad, NOT_TEXT);
+}
+
+/* The check of each piece read: the head, NUL bytes, and UTF-8 (judged from 1 MiB on, and at
+ * the end); got = 0 is the end of the file's stream. */
+static ax_status check_text(ax_input_t *in, const uint8_t *p, size_t got) {
+    text_check *t = &in->tc;
+    if (!got) {
+        if (t->ended) return AX_OK;
+        t->ended = 1;
+        if (t->need && !t->bad++) t->first_bad = t->seen; /* cut inside a character */
+        t->need = 0;
+        return judge_utf8(in);
+    }
+    if (!t->head_done) {
+        t->head_done = 1;
+        AX_CHECK(check_head(in, p, got));
+    }
+    const uint8_t *z = memchr(p, 0, got);
+    if (z)
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s is not text: byte %" PRIu64
+                         " is a NUL (a binary file, or text in UTF-16?); %s",
+                         in->paths[in->cur], t->seen + (uint64_t)(z - p), NOT_TEXT);
+    utf8_scan(t, p, got);
+    return t->seen >= TEXT_JUDGE_EARLY ? judge_utf8(in) : AX_OK;
+}
+
+static ax_status src_read(ax_input_t *in, uint8_t *dst, size_t cap, size_t *got) {
+    AX_CHECK(src_read_raw(in, dst, cap, got));
+    return check_text(in, dst, *got);
 }
 
 /* fills dst with want bytes unless the stream ends first (*eof = 1 then) */

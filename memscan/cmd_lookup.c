@@ -56,7 +56,9 @@ static const ax_cfg_table lookup_table = {
                "documents holding it),\nand how many times each matching n-token window occurs. "
                "Every match is checked against\nthe dataset. The index is read in place "
                "(memory-mapped), not loaded; a batch\n(--file QUERIES.jsonl) pays that open "
-               "once for all its queries.",
+               "once for all its queries. A lookup that meets a damaged\nindex page gives no "
+               "answer: exit 1, nothing on stdout (--json: {\"error\": ...}; a batch\nquery: "
+               "its error line).",
     .entries = lookup_entries,
     .n = (int)(sizeof lookup_entries / sizeof lookup_entries[0]),
     .positional = &lookup_text,
@@ -113,11 +115,22 @@ static void jw_places(ax_jw *w, const ax_memscan_source *p, size_t n) {
     ax_jw_arr_end(w);
 }
 
-static void put_places(const ax_memscan_source *p, size_t n, uint64_t total) {
-    printf("    at:");
-    for (size_t k = 0; k < n; k++) printf(" doc %" PRIu64 " +%" PRIu64, p[k].doc, p[k].doc_off);
-    if (total > n) printf(" ... %" PRIu64 " more (--occurrences N)", total - n);
-    printf("\n");
+static void put_places(FILE *out, const ax_memscan_source *p, size_t n, uint64_t total) {
+    fprintf(out, "    at:");
+    for (size_t k = 0; k < n; k++)
+        fprintf(out, " doc %" PRIu64 " +%" PRIu64, p[k].doc, p[k].doc_off);
+    if (total > n) fprintf(out, " ... %" PRIu64 " more (--occurrences N)", total - n);
+    fprintf(out, "\n");
+}
+
+/* A query whose lookups met a damaged index page: its windows there read as absent, so any
+ * answer would undercount; it gets this error instead. */
+static ax_status damaged_query(const char *index) {
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "index %s is damaged where this query's windows lie (a page fails its "
+                     "checksum), so it has no answer; `axmem memscan info --verify %s` names the "
+                     "damage; rebuild the index with `axmem memscan index`",
+                     index, index);
 }
 
 static int ends_with(const char *s, const char *suffix) {
@@ -247,10 +260,12 @@ static void jw_query_tag(ax_jw *w, const query_tag *q) {
         ax_jw_null(w);
 }
 
-static ax_status print_json(const lookup_args *a, const ax_memscan_index_t *idx,
+/* The --json answer (one object) into w, which the caller prints only once the whole query
+ * succeeded. */
+static ax_status build_json(const lookup_args *a, const ax_memscan_index_t *idx,
                             const ax_tokenizer_t *tok, const int32_t *t, size_t len,
                             const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
-                            const uint64_t *first, size_t W, const query_tag *q, FILE *out) {
+                            const uint64_t *first, size_t W, const query_tag *q, ax_jw *w) {
     places_buf pb = {NULL, 0};
     ax_status st = AX_OK;
     int places = a->max_occ > 0;
@@ -259,131 +274,131 @@ static ax_status print_json(const lookup_args *a, const ax_memscan_index_t *idx,
     const uint64_t *off = ax_axd_doc_offsets(ds);
     size_t found = 0;
     for (size_t i = 0; i < W; i++) found += cnt[i] > 0;
-    ax_jw w;
-    ax_jw_init(&w);
-    ax_jw_obj_begin(&w);
-    jw_query_tag(&w, q);
-    ax_jw_key(&w, "index");
-    ax_jw_str(&w, a->index);
-    ax_jw_key(&w, "dataset");
-    ax_jw_str(&w, ax_axd_path(ds));
-    ax_jw_key(&w, "n");
-    ax_jw_uint(&w, in->n);
-    ax_jw_key(&w, "tokens");
-    ax_jw_uint(&w, len);
-    ax_jw_key(&w, "windows");
-    ax_jw_uint(&w, W);
-    ax_jw_key(&w, "windows_found");
-    ax_jw_uint(&w, found);
-    ax_jw_key(&w, "longest");
+    ax_jw_obj_begin(w);
+    jw_query_tag(w, q);
+    ax_jw_key(w, "index");
+    ax_jw_str(w, a->index);
+    ax_jw_key(w, "dataset");
+    ax_jw_str(w, ax_axd_path(ds));
+    ax_jw_key(w, "n");
+    ax_jw_uint(w, in->n);
+    ax_jw_key(w, "tokens");
+    ax_jw_uint(w, len);
+    ax_jw_key(w, "windows");
+    ax_jw_uint(w, W);
+    ax_jw_key(w, "windows_found");
+    ax_jw_uint(w, found);
+    ax_jw_key(w, "longest");
     if (ns)
-        jw_span(&w, &sp[0], tok, t, places);
+        jw_span(w, &sp[0], tok, t, places);
     else
-        ax_jw_null(&w);
-    ax_jw_key(&w, "spans");
-    ax_jw_arr_begin(&w);
-    for (size_t i = 0; i < ns; i++) jw_span(&w, &sp[i], tok, t, places);
-    ax_jw_arr_end(&w);
-    ax_jw_key(&w, "matching_windows");
-    ax_jw_arr_begin(&w);
+        ax_jw_null(w);
+    ax_jw_key(w, "spans");
+    ax_jw_arr_begin(w);
+    for (size_t i = 0; i < ns; i++) jw_span(w, &sp[i], tok, t, places);
+    ax_jw_arr_end(w);
+    ax_jw_key(w, "matching_windows");
+    ax_jw_arr_begin(w);
     for (size_t i = 0; i < W; i++) {
         if (!cnt[i]) continue;
         uint64_t d = ax_axd_doc_of(ds, first[i]);
         const uint64_t *list;
-        ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "start");
-        ax_jw_uint(&w, i);
-        ax_jw_key(&w, "count");
-        ax_jw_uint(&w, ax_memscan_index_occurrences(idx, first[i], cnt[i], &list));
-        ax_jw_key(&w, "doc");
-        ax_jw_uint(&w, d);
-        ax_jw_key(&w, "offset");
-        ax_jw_uint(&w, first[i] - off[d]);
+        ax_jw_obj_begin(w);
+        ax_jw_key(w, "start");
+        ax_jw_uint(w, i);
+        ax_jw_key(w, "count");
+        ax_jw_uint(w, ax_memscan_index_occurrences(idx, first[i], cnt[i], &list));
+        ax_jw_key(w, "doc");
+        ax_jw_uint(w, d);
+        ax_jw_key(w, "offset");
+        ax_jw_uint(w, first[i] - off[d]);
         if (places) {
             size_t listed = 0;
             uint64_t total = 0;
             if ((st = window_places(idx, first[i], cnt[i], a->max_occ, &pb, &listed, &total)) !=
                 AX_OK)
                 break;
-            jw_places(&w, pb.v, listed);
+            jw_places(w, pb.v, listed);
         }
-        ax_jw_obj_end(&w);
+        ax_jw_obj_end(w);
     }
-    ax_jw_arr_end(&w);
-    ax_jw_obj_end(&w);
-    const char *text = ax_jw_text(&w);
-    if (st == AX_OK && text) fprintf(out, "%s\n", text);
-    ax_jw_free(&w);
+    ax_jw_arr_end(w);
+    ax_jw_obj_end(w);
     free(pb.v);
+    if (st == AX_OK && !ax_jw_text(w)) st = ax_errorf(AX_ERR_NOMEM, "out of memory for the answer");
     return st;
 }
 
 static ax_status print_text(const lookup_args *a, const ax_memscan_index_t *idx,
                             const ax_tokenizer_t *tok, const int32_t *t, size_t len,
                             const ax_memscan_span *sp, size_t ns, const uint32_t *cnt,
-                            const uint64_t *first, size_t W) {
+                            const uint64_t *first, size_t W, FILE *out) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     const ax_axd_t *ds = ax_memscan_index_dataset(idx);
     const uint64_t *off = ax_axd_doc_offsets(ds);
     size_t found = 0;
     for (size_t i = 0; i < W; i++) found += cnt[i] > 0;
-    printf("passage: %zu tokens, %zu windows of %u tokens, %zu found in the training data (%s)\n",
-           len, W, in->n, found, ax_axd_path(ds));
+    fprintf(out,
+            "passage: %zu tokens, %zu windows of %u tokens, %zu found in the training data (%s)\n",
+            len, W, in->n, found, ax_axd_path(ds));
     if (len < in->n)
-        printf("the passage is shorter than the index's window (%u tokens): nothing to match\n",
-               in->n);
+        fprintf(out,
+                "the passage is shorter than the index's window (%u tokens): nothing to match\n",
+                in->n);
     if (!ns) {
         if (len >= in->n)
-            printf("no verbatim span of %u+ tokens found in the training data\n", in->n);
+            fprintf(out, "no verbatim span of %u+ tokens found in the training data\n", in->n);
         return AX_OK;
     }
     const ax_memscan_span *L = &sp[0];
-    printf("longest verbatim span: %zu tokens (passage tokens %zu-%zu), in %" PRIu64
-           " document%s (%" PRIu64 " place%s); first in document %" PRIu64
-           " at token offset %" PRIu64 "\n",
-           L->len, L->start, L->start + L->len, L->docs, L->docs == 1 ? "" : "s", L->occurrences,
-           L->occurrences == 1 ? "" : "s", L->doc, L->doc_off);
+    fprintf(out,
+            "longest verbatim span: %zu tokens (passage tokens %zu-%zu), in %" PRIu64
+            " document%s (%" PRIu64 " place%s); first in document %" PRIu64
+            " at token offset %" PRIu64 "\n",
+            L->len, L->start, L->start + L->len, L->docs, L->docs == 1 ? "" : "s", L->occurrences,
+            L->occurrences == 1 ? "" : "s", L->doc, L->doc_off);
     if (L->n_sources > 1) {
-        printf("  documents:");
+        fprintf(out, "  documents:");
         for (size_t d = 0; d < L->n_sources; d++)
-            printf(" %" PRIu64 " +%" PRIu64, L->sources[d].doc, L->sources[d].doc_off);
+            fprintf(out, " %" PRIu64 " +%" PRIu64, L->sources[d].doc, L->sources[d].doc_off);
         if (L->docs > L->n_sources)
-            printf(" ... %" PRIu64 " more (--max-sources N)", L->docs - L->n_sources);
-        printf("\n");
+            fprintf(out, " ... %" PRIu64 " more (--max-sources N)", L->docs - L->n_sources);
+        fprintf(out, "\n");
     }
     if (L->count_min == L->count_max)
-        printf("  each of its windows occurs %" PRIu64 " time%s in the training data\n",
-               L->count_min, L->count_min == 1 ? "" : "s");
+        fprintf(out, "  each of its windows occurs %" PRIu64 " time%s in the training data\n",
+                L->count_min, L->count_min == 1 ? "" : "s");
     else
-        printf("  its windows occur %" PRIu64 " to %" PRIu64 " times in the training data\n",
-               L->count_min, L->count_max);
-    printf("  text: ");
-    put_text(stdout, tok, t + L->start, L->len);
-    printf("\n");
-    printf("%zu verbatim span%s (longest first):\n", ns, ns == 1 ? "" : "s");
+        fprintf(out, "  its windows occur %" PRIu64 " to %" PRIu64 " times in the training data\n",
+                L->count_min, L->count_max);
+    fprintf(out, "  text: ");
+    put_text(out, tok, t + L->start, L->len);
+    fprintf(out, "\n");
+    fprintf(out, "%zu verbatim span%s (longest first):\n", ns, ns == 1 ? "" : "s");
     for (size_t i = 0; i < ns; i++) {
-        printf("  tokens %zu-%zu  %zu tokens  doc %" PRIu64 " +%" PRIu64 "%s  in %" PRIu64
-               " doc%s  windows x%" PRIu64 "%s\n",
-               sp[i].start, sp[i].start + sp[i].len, sp[i].len, sp[i].doc, sp[i].doc_off,
-               sp[i].docs > 1 ? " (first)" : "", sp[i].docs, sp[i].docs == 1 ? "" : "s",
-               sp[i].count_min, sp[i].count_max != sp[i].count_min ? "+" : "");
-        if (a->max_occ) put_places(sp[i].occ, sp[i].n_occ, sp[i].occurrences);
+        fprintf(out,
+                "  tokens %zu-%zu  %zu tokens  doc %" PRIu64 " +%" PRIu64 "%s  in %" PRIu64
+                " doc%s  windows x%" PRIu64 "%s\n",
+                sp[i].start, sp[i].start + sp[i].len, sp[i].len, sp[i].doc, sp[i].doc_off,
+                sp[i].docs > 1 ? " (first)" : "", sp[i].docs, sp[i].docs == 1 ? "" : "s",
+                sp[i].count_min, sp[i].count_max != sp[i].count_min ? "+" : "");
+        if (a->max_occ) put_places(out, sp[i].occ, sp[i].n_occ, sp[i].occurrences);
     }
     places_buf pb = {NULL, 0};
     ax_status st = AX_OK;
-    printf("matching windows (passage tokens, occurrences, first occurrence):\n");
+    fprintf(out, "matching windows (passage tokens, occurrences, first occurrence):\n");
     uint64_t shown = 0;
     for (size_t i = 0; i < W; i++) {
         if (!cnt[i]) continue;
         if (shown == a->max_windows) {
-            printf("  ... %zu more (--max-windows N or --json lists them all)\n",
-                   found - (size_t)shown);
+            fprintf(out, "  ... %zu more (--max-windows N or --json lists them all)\n",
+                    found - (size_t)shown);
             break;
         }
         uint64_t d = ax_axd_doc_of(ds, first[i]);
         const uint64_t *list;
-        printf("  tokens %zu-%zu  x%" PRIu64 "  doc %" PRIu64 " +%" PRIu64 "\n", i, i + in->n,
-               ax_memscan_index_occurrences(idx, first[i], cnt[i], &list), d, first[i] - off[d]);
+        fprintf(out, "  tokens %zu-%zu  x%" PRIu64 "  doc %" PRIu64 " +%" PRIu64 "\n", i, i + in->n,
+                ax_memscan_index_occurrences(idx, first[i], cnt[i], &list), d, first[i] - off[d]);
         shown++;
         if (a->max_occ) {
             size_t listed = 0;
@@ -391,7 +406,7 @@ static ax_status print_text(const lookup_args *a, const ax_memscan_index_t *idx,
             if ((st = window_places(idx, first[i], cnt[i], a->max_occ, &pb, &listed, &total)) !=
                 AX_OK)
                 break;
-            put_places(pb.v, listed, total);
+            put_places(out, pb.v, listed, total);
         }
     }
     free(pb.v);
@@ -436,29 +451,46 @@ static ax_status query_tokens(const ax_json *q, const ax_tokenizer_t *tok, uint3
     return AX_OK;
 }
 
-/* One query's answer from its tokens; counts/first: its window lookups made elsewhere (by
- * the ranks serving them), or NULL to look them up here. */
+/* Window lookups made elsewhere (by the ranks serving them): counts, firsts, and where the
+ * server met damage. */
+typedef struct {
+    const uint32_t *cnt;
+    const uint64_t *first;
+    const uint8_t *damaged;
+} given_lookups;
+
+/* One query's answer from its tokens, printed on out only when complete; g: its window
+ * lookups made elsewhere, or NULL to look them up here. A query that met a damaged page fails
+ * (damaged_query) and prints nothing. */
 static ax_status answer_tokens(const lookup_args *a, const ax_memscan_index_t *idx,
                                const ax_tokenizer_t *tok, const int32_t *t, size_t len,
-                               const uint32_t *given_cnt, const uint64_t *given_first,
-                               const query_tag *qt, FILE *out) {
+                               const given_lookups *g, const query_tag *qt, FILE *out) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     size_t ns = 0, W = len >= in->n ? len - in->n + 1 : 0;
+    uint64_t met = ax_memscan_index_damage_met(idx);
+    int damaged = 0;
     ax_memscan_span *sp = NULL;
     uint32_t *cnt = malloc(sizeof *cnt * (W + 1));
     uint64_t *first = malloc(sizeof *first * (W + 1));
+    ax_jw w;
+    ax_jw_init(&w);
     ax_status st = cnt && first ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
     if (st == AX_OK) {
-        if (given_cnt) {
-            if (W) memcpy(cnt, given_cnt, sizeof *cnt * W);
-            if (W) memcpy(first, given_first, sizeof *first * W);
+        if (g) {
+            if (W) memcpy(cnt, g->cnt, sizeof *cnt * W);
+            if (W) memcpy(first, g->first, sizeof *first * W);
+            for (size_t i = 0; i < W; i++) damaged |= g->damaged[i];
         } else {
             ax_memscan_index_lookup_all(idx, t, len, cnt, first);
         }
         st = ax_memscan_find_spans_given(idx, t, len, cnt, first, a->max_sources, a->max_occ, &sp,
                                          &ns);
     }
-    if (st == AX_OK) st = print_json(a, idx, tok, t, len, sp, ns, cnt, first, W, qt, out);
+    if (st == AX_OK) st = build_json(a, idx, tok, t, len, sp, ns, cnt, first, W, qt, &w);
+    if (st == AX_OK && (damaged || ax_memscan_index_damage_met(idx) != met))
+        st = damaged_query(a->index);
+    if (st == AX_OK) fprintf(out, "%s\n", ax_jw_text(&w));
+    ax_jw_free(&w);
     free(cnt);
     free(first);
     free(sp);
@@ -485,7 +517,7 @@ static ax_status answer_query(const lookup_args *a, const ax_memscan_index_t *id
     query_tag qt = *qt_in;
     ax_status st = parse_query(a, idx, tok, line, n, &q, &t, &len);
     if (q) qt.id = ax_json_get(q, "id");
-    if (st == AX_OK) st = answer_tokens(a, idx, tok, t, len, NULL, NULL, &qt, out);
+    if (st == AX_OK) st = answer_tokens(a, idx, tok, t, len, NULL, &qt, out);
     free(t);
     ax_json_free(q);
     return st;
@@ -534,7 +566,8 @@ static int batch_summary(const lookup_args *a, uint64_t n_failed, uint64_t n_que
 }
 
 /* --file QUERIES.jsonl: one answer line per query line (blank lines skipped), an error object
- * {"line": N, "error": "..."} for a bad one; exit 1 if any failed. */
+ * {"line": N, "error": "..."} for a bad one (a query that met a damaged index page too, with
+ * no partial answer); exit 1 if any failed. */
 static int run_batch(const lookup_args *a, const ax_memscan_index_t *idx,
                      const ax_tokenizer_t *tok) {
     static const char *SUB = "lookup";
@@ -557,8 +590,9 @@ static int run_batch(const lookup_args *a, const ax_memscan_index_t *idx,
     free(line);
     fflush(stdout);
     if (read_err) return ax_ms_cli_fail(SUB, ax_errorf(AX_ERR_IO, "%s: read error", a->file));
+    /* damage fails the queries that met it (above); this only backs that up */
     st = ax_memscan_index_check(idx);
-    if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
+    if (st != AX_OK && !n_failed) return ax_ms_cli_fail(SUB, st);
     return batch_summary(a, n_failed, n_queries);
 }
 
@@ -665,6 +699,7 @@ static int run_batch_ranks(const lookup_args *a, const ax_memscan_index_t *idx,
     int32_t *win = NULL;
     uint32_t *cnt = NULL;
     uint64_t *first = NULL;
+    uint8_t *dmg = NULL;
     char *text = NULL;
     size_t text_len = 0;
     ax_grid_t *g = NULL;
@@ -690,14 +725,16 @@ static int run_batch_ranks(const lookup_args *a, const ax_memscan_index_t *idx,
         win = malloc(sizeof *win * (nw * n + 1));
         cnt = malloc(sizeof *cnt * (nw + 1));
         first = malloc(sizeof *first * (nw + 1));
-        if (!win || !cnt || !first) st = ax_errorf(AX_ERR_NOMEM, "out of memory for windows");
+        dmg = malloc(nw + 1);
+        if (!win || !cnt || !first || !dmg)
+            st = ax_errorf(AX_ERR_NOMEM, "out of memory for windows");
     }
     for (size_t i = 0; st == AX_OK && i < m; i++)
         for (size_t j = 0; b[i].t && j + n <= b[i].len; j++)
             memcpy(win + (b[i].w0 + j) * n, b[i].t + j, sizeof *win * n);
     /* every rank joins the exchange, even after a failure of its own */
     st = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan lookup batch");
-    if (st == AX_OK) st = ax_memscan_index_lookup_routed(idx, win, nw, cnt, first);
+    if (st == AX_OK) st = ax_memscan_index_lookup_routed(idx, win, nw, cnt, first, dmg);
     FILE *out = NULL;
     if (st == AX_OK) {
         out = open_memstream(&text, &text_len);
@@ -706,16 +743,14 @@ static int run_batch_ranks(const lookup_args *a, const ax_memscan_index_t *idx,
     for (size_t i = 0; st == AX_OK && i < m; i++) {
         block_query *q = &b[i];
         query_tag qt = {q->lineno, q->q ? ax_json_get(q->q, "id") : NULL};
+        given_lookups gl = {cnt + q->w0, first + q->w0, dmg + q->w0};
         ax_error_clear();
-        if (!q->err &&
-            answer_tokens(a, idx, tok, q->t, q->len, cnt + q->w0, first + q->w0, &qt, out) == AX_OK)
-            continue;
+        if (!q->err && answer_tokens(a, idx, tok, q->t, q->len, &gl, &qt, out) == AX_OK) continue;
         n_failed++;
         put_error_line(a, q->lineno, q->err ? q->err : ax_error_msg(), out);
     }
     if (out) fclose(out);
-    ax_status cs = ax_memscan_index_check(idx);
-    if (st == AX_OK) st = cs;
+    /* damage fails the queries that met it (error lines above), not the whole batch */
     st = ax_coll_agree(g, AX_AXIS_WORLD, st, "memscan lookup batch");
     if (st == AX_OK) st = gather_print(g, text ? text : "", text ? text_len : 0);
     if (st == AX_OK) st = ax_coll_allreduce(g, AX_AXIS_WORLD, &n_failed, 1, AX_DT_U64, AX_OP_SUM);
@@ -723,10 +758,102 @@ static int run_batch_ranks(const lookup_args *a, const ax_memscan_index_t *idx,
     free(win);
     free(cnt);
     free(first);
+    free(dmg);
     block_free(b, m);
     ax_grid_free(g);
     if (st != AX_OK) return ax_ms_cli_fail(SUB, st);
     return batch_summary(a, n_failed, total);
+}
+
+/* The passage (TEXT or --file F) as tokens */
+static ax_status passage_tokens(const lookup_args *a, const ax_tokenizer_t *tok, int32_t **t,
+                                size_t *len) {
+    char *text = NULL;
+    size_t text_len = 0;
+    if (a->file) {
+        AX_CHECK(ax_read_file(a->file, &text, &text_len));
+    } else {
+        text_len = strlen(a->text);
+        text = malloc(text_len + 1);
+        if (!text) return ax_errorf(AX_ERR_NOMEM, "out of memory");
+        memcpy(text, a->text, text_len + 1);
+    }
+    ax_status st = ax_tokenizer_encode(tok, (const uint8_t *)text, text_len, t, len);
+    free(text);
+    return st;
+}
+
+/* One passage: the answer is written to a buffer and printed only when the whole lookup
+ * succeeded, so a failure (a damaged index page met on the way) prints no answer. */
+static ax_status answer_passage(const lookup_args *a, const ax_memscan_index_t *idx,
+                                const ax_tokenizer_t *tok) {
+    const ax_memscan_info *in = ax_memscan_index_info(idx);
+    size_t len = 0, ns = 0, W = 0, ans_len = 0;
+    int32_t *t = NULL;
+    ax_memscan_span *sp = NULL;
+    uint32_t *cnt = NULL;
+    uint64_t *first = NULL;
+    char *ans = NULL;
+    FILE *out = NULL;
+    ax_jw w;
+    ax_jw_init(&w);
+    uint64_t met = ax_memscan_index_damage_met(idx);
+    ax_status st;
+    AX_CHECK_GOTO(passage_tokens(a, tok, &t, &len), done);
+    AX_CHECK_GOTO(ax_memscan_find_spans_occ(idx, t, len, a->max_sources, a->max_occ, &sp, &ns),
+                  done);
+    W = len >= in->n ? len - in->n + 1 : 0;
+    cnt = malloc(sizeof *cnt * (W + 1));
+    first = malloc(sizeof *first * (W + 1));
+    out = open_memstream(&ans, &ans_len);
+    if (!cnt || !first || !out) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    ax_memscan_index_lookup_all(idx, t, len, cnt, first);
+    if (a->json) {
+        AX_CHECK_GOTO(build_json(a, idx, tok, t, len, sp, ns, cnt, first, W, NULL, &w), done);
+        fprintf(out, "%s\n", ax_jw_text(&w));
+    } else {
+        AX_CHECK_GOTO(print_text(a, idx, tok, t, len, sp, ns, cnt, first, W, out), done);
+    }
+    if (fclose(out) != 0) {
+        out = NULL;
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory for the answer");
+        goto done;
+    }
+    out = NULL;
+    /* damage met on the way (pages are verified as lookups touch them): no answer */
+    if (ax_memscan_index_damage_met(idx) != met) {
+        st = damaged_query(a->index);
+        goto done;
+    }
+    AX_CHECK_GOTO(ax_memscan_index_check(idx), done);
+    fwrite(ans, 1, ans_len, stdout);
+    fflush(stdout);
+done:
+    if (out) fclose(out);
+    free(ans);
+    ax_jw_free(&w);
+    free(cnt);
+    free(first);
+    free(sp);
+    free(t);
+    return st;
+}
+
+/* --json: a failure is one JSON object {"error": "..."} on stdout (besides the line on stderr),
+ * so a script reading stdout never takes it for an answer */
+static void put_json_error(const char *why) {
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "error");
+    ax_jw_str(&w, why);
+    ax_jw_obj_end(&w);
+    if (ax_jw_text(&w)) printf("%s\n", ax_jw_text(&w));
+    fflush(stdout);
+    ax_jw_free(&w);
 }
 
 int ax_ms_cmd_lookup(int argc, char **argv) {
@@ -742,12 +869,6 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
     ax_axd_t *ds = NULL;
     ax_tokenizer_t *tok = NULL;
     ax_memscan_index_t *idx = NULL;
-    char *text = NULL;
-    size_t text_len = 0, len = 0, ns = 0, W = 0;
-    int32_t *t = NULL;
-    ax_memscan_span *sp = NULL;
-    uint32_t *cnt = NULL;
-    uint64_t *first = NULL;
     ax_status st;
     AX_CHECK_GOTO(ax_memscan_index_read_info(a.index, 0, &in), fail);
     const char *data = a.data ? a.data : in.ds_path;
@@ -775,43 +896,13 @@ int ax_ms_cmd_lookup(int argc, char **argv) {
         rc = ax_mpi_world_size() > 1 ? run_batch_ranks(&a, idx, tok) : run_batch(&a, idx, tok);
         goto out;
     }
-    if (a.file) {
-        AX_CHECK_GOTO(ax_read_file(a.file, &text, &text_len), fail);
-    } else {
-        text_len = strlen(a.text);
-        text = malloc(text_len + 1);
-        if (!text) {
-            st = ax_errorf(AX_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        memcpy(text, a.text, text_len + 1);
-    }
-    AX_CHECK_GOTO(ax_tokenizer_encode(tok, (const uint8_t *)text, text_len, &t, &len), fail);
-    AX_CHECK_GOTO(ax_memscan_find_spans_occ(idx, t, len, a.max_sources, a.max_occ, &sp, &ns), fail);
-    W = len >= in.n ? len - in.n + 1 : 0;
-    cnt = malloc(sizeof *cnt * (W + 1));
-    first = malloc(sizeof *first * (W + 1));
-    if (!cnt || !first) {
-        st = ax_errorf(AX_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    ax_memscan_index_lookup_all(idx, t, len, cnt, first);
-    if (a.json)
-        st = print_json(&a, idx, tok, t, len, sp, ns, cnt, first, W, NULL, stdout);
-    else
-        st = print_text(&a, idx, tok, t, len, sp, ns, cnt, first, W);
-    if (st != AX_OK) goto fail;
-    /* damage met on the way (pages are verified as lookups touch them) */
-    AX_CHECK_GOTO(ax_memscan_index_check(idx), fail);
+    AX_CHECK_GOTO(answer_passage(&a, idx, tok), fail);
     goto out;
 fail:
+    /* a batch prints its own lines; one passage under --json gets an error object */
+    if (a.json && !a.batch && ax_mpi_world_rank() == 0) put_json_error(ax_error_msg());
     rc = ax_ms_cli_fail(SUB, st);
 out:
-    free(cnt);
-    free(first);
-    free(sp);
-    free(t);
-    free(text);
     ax_memscan_index_free(idx);
     ax_tokenizer_free(tok);
     ax_axd_free(ds);

@@ -10,6 +10,7 @@
 #include "memscan/generate.h"
 #include "memscan/index.h"
 #include "memscan/model_load.h"
+#include "memscan/scan_inputs.h"
 
 #include <omp.h>
 #include <stddef.h>
@@ -25,7 +26,9 @@ static const ax_cfg_entry entries[] = {
      "the indexed dataset (.axd; default: the path stored in the index)"},
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, "optional: adds text to the samples file"},
     {"samples", AX_CFG_INT, F(samples), "64", 1, 1e8, "generations"},
-    {"length", AX_CFG_INT, F(length), "128", 2, 1e5, "tokens per generation"},
+    {"length", AX_CFG_INT, F(length), "128", 2, 1e5,
+     "tokens per generation (at most the model's context: its learned positions, or the "
+     "sequence length it was trained or made for; longer is refused)"},
     {"temperature", AX_CFG_FLOAT, F(temperature), "1.0", 0, 100,
      "sampling temperature (0 = greedy)"},
     {"top-k", AX_CFG_INT, F(top_k), "40", 0, 1e7, "sample among the k likeliest tokens (0 = all)"},
@@ -33,6 +36,11 @@ static const ax_cfg_entry entries[] = {
     {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
     {"max-sources", AX_CFG_INT, F(max_sources), "8", 0, 1e6,
      "documents listed per span (all are counted)"},
+    {"not-training-data", AX_CFG_BOOL, F(not_training_data), "false", 1, 0,
+     "scan against an index of other data than the model's training data (refused without it: "
+     "it would not measure what the model memorized); recorded in the scan"},
+    {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
+     "accept an index of data encoded by another tokenizer than the training data's"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
     AX_CFG_PRECISION_ENTRY(F),
@@ -53,10 +61,47 @@ const ax_cfg_table ax_ms_generate_table = {
         "cache) and report every verbatim span of >= n training tokens (n = the index's\n"
         "window), maximal against every occurrence in the training data, with how many\n"
         "documents hold it and up to --max-sources of them, the longest span per generation,\n"
-        "and the fraction of generations that contain one.",
+        "and the fraction of generations that contain one. The index must be of the\n"
+        "checkpoint's training data (--not-training-data for another corpus), and --length\n"
+        "at most the model's context.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
+
+/* The indexed data against the checkpoint's training data (memscan/scan_inputs.h). */
+typedef struct {
+    ax_ms_train_data td;
+    ax_ms_scan_data sd;
+    int verdict; /* 1: the training data, 0: other data, -1: unknown */
+} data_check;
+
+/* Before the model is built: --length within the model's context, and the index of its
+ * training data (or knowingly not, with --not-training-data). */
+static ax_status check_inputs(const ax_ms_generate_opts *fl, const ax_memscan_info *info,
+                              const ax_axd_t *ds, data_check *dc) {
+    ax_ckpt_t *ck = NULL;
+    AX_CHECK(ax_ms_ckpt_open(fl->ckpt, &ck));
+    int ctx = 0;
+    const char *src = "";
+    ax_status st = ax_ms_model_context(ck, &ctx, &src);
+    if (st == AX_OK && ctx > 0 && fl->length > ctx) /* positions 0..length-1 are decoded */
+        st = ax_errorf(AX_ERR_ARG,
+                       "--length %lld exceeds the model's context: checkpoint %s decodes at most "
+                       "%d positions (its %s); ask for --length %d or less",
+                       (long long)fl->length, ax_ckpt_path(ck), ctx, src, ctx);
+    ax_ms_scan_data *sd = &dc->sd;
+    snprintf(sd->what, sizeof sd->what, "the dataset of --index %s (%s)", fl->index,
+             ax_axd_path(ds));
+    sd->cmd = "generate";
+    sd->xxh3 = info->ds_checksum;
+    sd->tokenizer = ax_axd_tokenizer_checksum(ds);
+    sd->not_training_data = fl->not_training_data;
+    sd->other_tokenizer = fl->allow_other_tokenizer;
+    sd->refuse_other = 1;
+    if (st == AX_OK) st = ax_ms_check_scan_data(ck, &dc->sd, &dc->td, &dc->verdict);
+    ax_ckpt_free(ck);
+    return st;
+}
 
 /* Spans of every generation -> the samples file; returns the aggregate numbers. */
 static ax_status scan_all(const ax_ms_generate_opts *fl, const ax_memscan_index_t *idx,
@@ -121,16 +166,20 @@ done:
 }
 
 static ax_status write_scan(const ax_ms_generate_opts *fl, const ax_ms_model *mm,
-                            const ax_memscan_index_t *idx, ax_ms_scan_out *so, long with_span,
-                            double mean_longest, long max_longest, const long *hist) {
+                            const ax_memscan_index_t *idx, const data_check *dc, ax_ms_scan_out *so,
+                            long with_span, double mean_longest, long max_longest,
+                            const long *hist) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     ax_jw w;
     ax_jw_init(&w);
     ax_ms_scan_header(&w, "regurgitation-scan", mm->ck, in->ds_path, in->ds_checksum, in->ds_docs,
                       in->ds_tokens);
+    ax_ms_scan_data_json(&w, &dc->td, &dc->sd, dc->verdict);
     ax_jw_key(&w, "config");
     ax_jw_obj_begin(&w);
     ax_jw_key(&w, "index"), ax_jw_str(&w, fl->index);
+    ax_jw_key(&w, "not_training_data"), ax_jw_bool(&w, fl->not_training_data);
+    ax_jw_key(&w, "allow_other_tokenizer"), ax_jw_bool(&w, fl->allow_other_tokenizer);
     ax_jw_key(&w, "n"), ax_jw_int(&w, in->n);
     ax_jw_key(&w, "max_sources"), ax_jw_int(&w, fl->max_sources);
     ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
@@ -175,16 +224,22 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
     ax_ms_scan_out so = {0};
     ax_status st = AX_OK;
     ax_memscan_info info;
+    data_check dc;
+    memset(&dc, 0, sizeof dc);
     AX_CHECK_GOTO(ax_memscan_index_read_info(fl->index, 0, &info), out);
     AX_CHECK_GOTO(ax_axd_open(fl->data[0] ? fl->data : info.ds_path, 1, &ds), out);
     /* read in place: only the pages the generations' windows touch (damage fails the scan) */
     AX_CHECK_GOTO(ax_memscan_index_open(fl->index, ds, &idx), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
+    AX_CHECK_GOTO(check_inputs(fl, &info, ds, &dc), out);
     AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
     AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), (int)fl->batch,
                                    (int)fl->length, &mm),
                   out);
+    /* --out's folder before the decoding (rank 0 writes; every rank learns the verdict) */
+    st = ax_grid_rank(mm.grid) == 0 ? ax_ms_scan_out_prepare(fl->out, fl->samples_out) : AX_OK;
+    AX_CHECK_GOTO(ax_coll_agree(mm.grid, AX_AXIS_WORLD, st, "memscan generate --out"), out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "the indexed dataset has vocabulary %u but the model %d; "
@@ -213,10 +268,11 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
                                &sum->max_longest_span, sum->longest_span_hist),
                       out);
         AX_CHECK_GOTO(ax_memscan_index_check(idx), out);
-        AX_CHECK_GOTO(write_scan(fl, &mm, idx, &so, sum->with_span, sum->mean_longest_span,
+        AX_CHECK_GOTO(write_scan(fl, &mm, idx, &dc, &so, sum->with_span, sum->mean_longest_span,
                                  sum->max_longest_span, sum->longest_span_hist),
                       out);
         sum->written = 1;
+        sum->data_is_training = dc.verdict;
         sum->samples = (long)fl->samples, sum->length = (long)fl->length;
         sum->n = ax_memscan_index_info(idx)->n;
         snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
@@ -239,6 +295,11 @@ void ax_ms_generate_print(const ax_ms_generate_summary *s, FILE *f) {
             "training tokens; longest %ld (mean %.1f); wrote %s and %s\n",
             s->samples, s->length, 100.0 * (double)s->with_span / (double)s->samples, s->n,
             s->max_longest_span, s->mean_longest_span, s->scan, s->samples_path);
+    if (s->data_is_training == 0)
+        fprintf(f,
+                "generate: the index is not of the model's training data (--not-training-data; "
+                "recorded in %s)\n",
+                s->scan);
     if (s->decode_s > 0)
         fprintf(
             f, "generate: generated %ld tokens in %.2f s: %.0f tokens/s (model load excluded)\n",

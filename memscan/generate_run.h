@@ -24,9 +24,11 @@ typedef struct {
     char precision[AX_CFG_STR_MAX];   /* "auto" | "fp32" | "bf16" */
     char comm[AX_CFG_STR_MAX];        /* "auto" | "mpi" | "nccl" */
     int64_t samples, length, batch, top_k, seed;
-    int64_t threads;     /* OpenMP threads, 0 = leave as is */
-    int64_t max_sources; /* documents listed per span */
-    double temperature;  /* 0 = greedy */
+    int64_t threads;           /* OpenMP threads, 0 = leave as is */
+    int64_t max_sources;       /* documents listed per span */
+    double temperature;        /* 0 = greedy */
+    int not_training_data;     /* the index is knowingly not of the training data */
+    int allow_other_tokenizer; /* an index of data encoded by another tokenizer */
 } ax_ms_generate_opts;
 
 extern const ax_cfg_table ax_ms_generate_table;
@@ -39,6 +41,7 @@ typedef struct {
     double mean_longest_span;  /* tokens, over all generations (0 where none) */
     long max_longest_span;     /* tokens */
     long longest_span_hist[4]; /* none, n..2n-1, 2n..4n-1, >= 4n */
+    int data_is_training;      /* the indexed data vs the training data: 1, 0, -1 unknown */
     double decode_s;           /* decoding wall time (model load excluded) */
     char scan[AX_MS_PATH_MAX], samples_path[AX_MS_PATH_MAX]; /* the files written */
 } ax_ms_generate_summary;

@@ -168,6 +168,10 @@ void ax_memscan_open_counts_get(ax_memscan_open_counts *out);
 
 /* AX_OK, or AX_ERR_CORRUPT naming the file and the damage a lookup has met (opened v3). */
 ax_status ax_memscan_index_check(const ax_memscan_index_t *idx);
+/* How many lookups of this handle have met damage so far, counting every one (0 for an index
+ * checked whole: loaded or built). A query whose lookups raised it has an incomplete answer
+ * (damaged windows read as absent): compare before and after it, and fail it. */
+uint64_t ax_memscan_index_damage_met(const ax_memscan_index_t *idx);
 /* Writes the previous format, version 2 (a whole index built in this process only): for tests
  * of the version-2 reader and for older readers. */
 ax_status ax_memscan_index_save_v2(const ax_memscan_index_t *idx, const char *path,
@@ -215,9 +219,13 @@ int ax_memscan_index_server(const ax_memscan_index_t *idx, const int32_t *window
 /* Collective over the MPI world (serial without MPI): every rank opened the same index and
  * passes its own k windows of n tokens (windows[k * n]; k may differ between ranks, and be 0);
  * each window is looked up by its server rank and counts[i], first[i] come back as
- * ax_memscan_index_lookup would give them, in this rank's order. Rounds of 64K windows. */
+ * ax_memscan_index_lookup would give them, in this rank's order. Rounds of 64K windows.
+ * damaged[i] (when not NULL) = 1 where the server met damage answering window i (its answer
+ * reads "absent" and is not to be trusted); without it, damage shows only in
+ * ax_memscan_index_check on the server rank. */
 ax_status ax_memscan_index_lookup_routed(const ax_memscan_index_t *idx, const int32_t *windows,
-                                         size_t k, uint32_t *counts, uint64_t *first);
+                                         size_t k, uint32_t *counts, uint64_t *first,
+                                         uint8_t *damaged);
 
 #define AX_MEMSCAN_MAX_SOURCES 8 /* default --max-sources */
 

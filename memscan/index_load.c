@@ -116,3 +116,7 @@ ax_status ax_memscan_index_open(const char *path, const ax_axd_t *ds, ax_memscan
 ax_status ax_memscan_index_check(const ax_memscan_index_t *idx) {
     return idx->map ? ax_ms_map_status(idx->map) : AX_OK;
 }
+
+uint64_t ax_memscan_index_damage_met(const ax_memscan_index_t *idx) {
+    return idx->map ? ax_ms_map_damage_met(idx->map) : 0;
+}

@@ -16,9 +16,10 @@
 
 /* what lookups change: page marks and the first damage met */
 typedef struct {
-    uint8_t *ok; /* per page: 0 unchecked, 1 good, 2 bad */
-    int bad;     /* 0, 1 (message being written), 2 (message ready) */
-    int quiet;   /* while opening: the error is returned, not also logged */
+    uint8_t *ok;  /* per page: 0 unchecked, 1 good, 2 bad */
+    int bad;      /* 0, 1 (message being written), 2 (message ready) */
+    int quiet;    /* while opening: the error is returned, not also logged */
+    uint64_t met; /* lookups refused for damage so far (each time, not only the first) */
     char err[4600];
 } map_state;
 
@@ -99,6 +100,11 @@ static const char *section_of(const ax_ms_map *m, uint64_t off) {
                                  : "occurrence lists";
 }
 
+/* counts a lookup that met damage, so a caller can tell which of its answers are incomplete */
+static void met_damage(const ax_ms_map *m) {
+    __atomic_add_fetch(&m->st->met, 1, __ATOMIC_RELAXED);
+}
+
 /* records the first damage met (later ones are left out: one is enough to say rebuild) */
 static void mark_bad(const ax_ms_map *m, const char *fmt_what, uint64_t a, uint64_t b) {
     map_state *s = m->st;
@@ -109,11 +115,12 @@ static void mark_bad(const ax_ms_map *m, const char *fmt_what, uint64_t a, uint6
     snprintf(what, sizeof what, fmt_what, (unsigned long long)a, (unsigned long long)b);
     snprintf(s->err, sizeof s->err, "%s: %s: the index is corrupt; " AX_MS_REBUILD, m->path, what);
     __atomic_store_n(&s->bad, 2, __ATOMIC_RELEASE);
-    if (!s->quiet) AX_WARN("memscan: %s (lookups that need it answer \"absent\")", s->err);
+    if (!s->quiet) AX_WARN("memscan: %s (the lookups that need it fail)", s->err);
 }
 
 static int check_page(const ax_ms_map *m, uint64_t p) {
     uint8_t v = __atomic_load_n(&m->st->ok[p], __ATOMIC_ACQUIRE);
+    if (v == 2) met_damage(m);
     if (v) return v == 1;
     uint64_t ps = 1ULL << m->l.page_bits, a = m->l.off_dir + p * ps;
     uint64_t b = a + ps < m->l.off_sums ? a + ps : m->l.off_sums;
@@ -129,6 +136,7 @@ static int check_page(const ax_ms_map *m, uint64_t p) {
                      "page %%llu (bytes from %%llu, in the %s and the %s) fails its checksum", s0,
                      s1);
         mark_bad(m, what, p, a);
+        met_damage(m);
     }
     __atomic_store_n(&m->st->ok[p], good ? 1 : 2, __ATOMIC_RELEASE);
     return good;
@@ -228,6 +236,7 @@ static int list_ok(const ax_ms_map *m, uint64_t g, uint32_t n, uint64_t first, u
     good = good && m->pos[b - 1] <= m->in.ds_tokens && m->in.ds_tokens - m->pos[b - 1] >= n;
     if (!good) {
         mark_bad(m, "occurrence list %llu (of the window first at %llu) is impossible", g, first);
+        met_damage(m);
         return 0;
     }
     *a_out = a;
@@ -254,6 +263,10 @@ uint64_t ax_ms_map_occ(const ax_ms_map *m, const ax_axd_t *ds, uint32_t n, uint6
     if (!list_ok(m, lo, n, first, &a, &b)) return 0;
     *list = m->pos + a;
     return b - a;
+}
+
+uint64_t ax_ms_map_damage_met(const ax_ms_map *m) {
+    return __atomic_load_n(&m->st->met, __ATOMIC_RELAXED);
 }
 
 ax_status ax_ms_map_status(const ax_ms_map *m) {

@@ -5,9 +5,11 @@
  * table is built and nothing proportional to the index is allocated (one byte per 64 KiB page
  * for the "verified" marks). Every other page is hashed the first time a lookup touches it
  * (or all at once with verify_all); a page whose checksum is wrong makes the lookups that need
- * it answer "absent" and leaves a sticky error (ax_ms_map_status) naming the file, the page and
- * its section. Values read from the file are bounds-checked where they index anything, so a
- * crafted file with right checksums can give wrong answers but never read out of bounds. */
+ * it answer "absent", counts the refusal (ax_ms_map_damage_met: callers compare it before and
+ * after a query to fail that query) and leaves a sticky error (ax_ms_map_status) naming the
+ * file, the page and its section. Values read from the file are bounds-checked where they index
+ * anything, so a crafted file with right checksums can give wrong answers but never read out of
+ * bounds. */
 #pragma once
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +50,8 @@ ax_status ax_ms_map_open(FILE *f, const char *path, const ax_memscan_info *in, u
 void ax_ms_map_free(ax_ms_map *m);
 /* AX_OK, or the first damage a lookup met (the error is set again each call). */
 ax_status ax_ms_map_status(const ax_ms_map *m);
+/* How many times lookups met damage so far (every time, not only the first). */
+uint64_t ax_ms_map_damage_met(const ax_ms_map *m);
 size_t ax_ms_map_table_bytes(const ax_ms_map *m);
 size_t ax_ms_map_occ_bytes(const ax_ms_map *m);
 

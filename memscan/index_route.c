@@ -48,7 +48,8 @@ static void route_free(route_buf *b) {
 
 /* One round: windows[0..k) of this rank (k may be 0) answered through their servers. */
 static ax_status route_round(const ax_memscan_index_t *idx, ax_grid_t *g, route_buf *b,
-                             const int32_t *windows, size_t k, uint32_t *counts, uint64_t *first) {
+                             const int32_t *windows, size_t k, uint32_t *counts, uint64_t *first,
+                             uint8_t *damaged) {
     const int R = ax_grid_dim(g, AX_AXIS_WORLD), n = (int)idx->info.n;
     memset(b->sc, 0, sizeof *b->sc * (size_t)R);
     for (size_t i = 0; i < k; i++) {
@@ -82,11 +83,11 @@ static ax_status route_round(const ax_memscan_index_t *idx, ax_grid_t *g, route_
         sc[p] = b->sc[p] * n, sd[p] = b->sd[p] * n, rc[p] = b->rc[p] * n, rd[p] = b->rd[p] * n;
     st = ax_coll_alltoallv(g, AX_AXIS_WORLD, b->stok, sc, sd, b->rtok, rc, rd, AX_DT_I32);
     if (st != AX_OK) return st;
-    for (size_t j = 0; j < in; j++) {
+    for (size_t j = 0; j < in; j++) { /* the count, and bit 32 when damage was met */
         uint32_t c = 0;
-        uint64_t f = 0;
+        uint64_t f = 0, met = ax_memscan_index_damage_met(idx);
         ax_memscan_index_lookup(idx, b->rtok + j * (size_t)n, &c, &f);
-        b->sans[2 * j] = c;
+        b->sans[2 * j] = c | (uint64_t)(ax_memscan_index_damage_met(idx) != met) << 32;
         b->sans[2 * j + 1] = f;
     }
     /* answers back: the reverse exchange, two u64 per window */
@@ -95,23 +96,28 @@ static ax_status route_round(const ax_memscan_index_t *idx, ax_grid_t *g, route_
     st = ax_coll_alltoallv(g, AX_AXIS_WORLD, b->sans, sc, sd, b->rans, rc, rd, AX_DT_U64);
     if (st != AX_OK) return st;
     for (size_t i = 0; i < k; i++) {
-        counts[i] = (uint32_t)b->rans[2 * (size_t)b->order[i]];
+        uint64_t a = b->rans[2 * (size_t)b->order[i]];
+        counts[i] = (uint32_t)a;
         first[i] = b->rans[2 * (size_t)b->order[i] + 1];
+        if (damaged) damaged[i] = (uint8_t)(a >> 32 & 1);
     }
     return AX_OK;
 }
 
 ax_status ax_memscan_index_lookup_routed(const ax_memscan_index_t *idx, const int32_t *windows,
-                                         size_t k, uint32_t *counts, uint64_t *first) {
+                                         size_t k, uint32_t *counts, uint64_t *first,
+                                         uint8_t *damaged) {
     const size_t n = idx->info.n;
     ax_grid_t *g = NULL;
     AX_CHECK(ax_grid_create_world(&g));
     const int R = ax_grid_dim(g, AX_AXIS_WORLD);
     if (R == 1) { /* serial: no exchange */
         for (size_t i = 0; i < k; i++) {
+            uint64_t met = ax_memscan_index_damage_met(idx);
             counts[i] = 0;
             first[i] = 0;
             ax_memscan_index_lookup(idx, windows + i * n, &counts[i], &first[i]);
+            if (damaged) damaged[i] = ax_memscan_index_damage_met(idx) != met;
         }
         ax_grid_free(g);
         return AX_OK;
@@ -143,8 +149,9 @@ ax_status ax_memscan_index_lookup_routed(const ax_memscan_index_t *idx, const in
         st = ax_coll_allreduce(g, AX_AXIS_WORLD, &rounds, 1, AX_DT_U64, AX_OP_MAX);
     for (uint64_t r = 0; st == AX_OK && r < rounds; r++) {
         size_t a = (size_t)r * B, m = a < k ? (k - a < B ? k - a : B) : 0;
-        st = m ? route_round(idx, g, &b, windows + a * n, m, counts + a, first + a)
-               : route_round(idx, g, &b, NULL, 0, NULL, NULL); /* serving others only */
+        st = m ? route_round(idx, g, &b, windows + a * n, m, counts + a, first + a,
+                             damaged ? damaged + a : NULL)
+               : route_round(idx, g, &b, NULL, 0, NULL, NULL, NULL); /* serving others only */
     }
     route_free(&b);
     ax_grid_free(g);

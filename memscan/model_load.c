@@ -54,3 +54,8 @@ void ax_ms_model_close(ax_ms_model *m) {
     ax_ckpt_free(m->ck);
     memset(m, 0, sizeof *m);
 }
+
+ax_status ax_ms_ckpt_open(const char *dir, ax_ckpt_t **out) {
+    *out = NULL;
+    return open_ckpt(dir, out);
+}

@@ -18,3 +18,6 @@ typedef struct {
 ax_status ax_ms_model_open(const char *dir, const char *grid_spec, const char *device, int batch,
                            int T, ax_ms_model *out);
 void ax_ms_model_close(ax_ms_model *m);
+/* The checkpoint dir names (as ax_ms_model_open finds it), without building its model: for the
+ * checks a scan makes before it allocates one (memscan/scan_inputs.h). */
+ax_status ax_ms_ckpt_open(const char *dir, ax_ckpt_t **out);

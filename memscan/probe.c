@@ -97,6 +97,21 @@ void ax_bootstrap_ci(const double *x, int n, int resamples, uint64_t seed, doubl
     free(means);
 }
 
+/* tokens a document needs (its end-of-text excluded) to be probed by c: deep probes start at
+ * least P + S tokens in, so they need documents of >= 2 (P + S) tokens */
+static uint64_t least_tokens(const ax_probe_config *c) {
+    uint64_t need = (uint64_t)(c->prefix + c->suffix);
+    return c->random_offset == AX_PROBE_DEEP ? 2 * need : need;
+}
+
+int ax_probe_eligible(const ax_axd_t *ds, const ax_probe_config *c) {
+    const uint64_t *off = ax_axd_doc_offsets(ds);
+    uint64_t n_docs = ax_axd_n_docs(ds), least = least_tokens(c);
+    int ne = 0;
+    for (uint64_t d = 0; d < n_docs; d++) ne += off[d + 1] - off[d] >= least + 1;
+    return ne;
+}
+
 /* the probe positions: documents long enough for prefix + suffix (their end-of-text excluded) */
 static ax_status pick(const ax_axd_t *ds, const ax_probe_config *c, ax_probe_result *out) {
     const uint64_t *off = ax_axd_doc_offsets(ds);
@@ -104,8 +119,7 @@ static ax_status pick(const ax_axd_t *ds, const ax_probe_config *c, ax_probe_res
     uint64_t *elig = malloc(sizeof(uint64_t) * (size_t)(n_docs ? n_docs : 1));
     if (!elig) return ax_errorf(AX_ERR_NOMEM, "out of memory");
     int ne = 0;
-    /* deep probes start at least P + S tokens in: documents of >= 2 (P + S) tokens */
-    uint64_t least = c->random_offset == AX_PROBE_DEEP ? 2 * need : need;
+    uint64_t least = least_tokens(c);
     for (uint64_t d = 0; d < n_docs; d++)
         if (off[d + 1] - off[d] >= least + 1) elig[ne++] = d;
     out->eligible_docs = ne;
@@ -117,6 +131,14 @@ static ax_status pick(const ax_axd_t *ds, const ax_probe_config *c, ax_probe_res
                          ax_axd_path(ds), c->random_offset == AX_PROBE_DEEP ? "2 x " : "",
                          c->prefix, c->suffix,
                          c->random_offset == AX_PROBE_DEEP ? " or --offset random" : "");
+    }
+    if (out->n > ne && !c->repeat) { /* a repeated document is not an independent sample */
+        free(elig);
+        return ax_errorf(AX_ERR_ARG,
+                         "%d samples but only %d documents of %s hold %s%d + %d tokens; ask for "
+                         "at most %d samples, or allow repeats (--repeat-docs)",
+                         out->n, ne, ax_axd_path(ds),
+                         c->random_offset == AX_PROBE_DEEP ? "2 x " : "", c->prefix, c->suffix, ne);
     }
     for (int i = 0; i < out->n; i++) {
         /* without replacement while samples <= eligible docs: a seeded shuffle's prefix */
@@ -134,6 +156,164 @@ static ax_status pick(const ax_axd_t *ds, const ax_probe_config *c, ax_probe_res
     }
     free(elig);
     return AX_OK;
+}
+
+/* ---- intervals for probes clustered by document (--repeat-docs) ---- */
+
+/* The continued fraction of the regularized incomplete beta function I_x(a, b), evaluated by
+ * the modified Lentz method; converges fast for x < (a + 1) / (a + b + 2). */
+static double beta_fraction(double a, double b, double x) {
+    const double tiny = 1e-300, eps = 1e-15;
+    double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+    if (fabs(d) < tiny) d = tiny;
+    d = 1.0 / d;
+    double h = d;
+    for (int m = 1; m <= 10000; m++) {
+        double m2 = 2.0 * m;
+        double num = m * (b - m) * x / ((a - 1.0 + m2) * (a + m2)); /* even step */
+        d = 1.0 + num * d, c = 1.0 + num / c;
+        d = fabs(d) < tiny ? 1.0 / tiny : 1.0 / d, c = fabs(c) < tiny ? tiny : c;
+        h *= d * c;
+        num = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2)); /* odd step */
+        d = 1.0 + num * d, c = 1.0 + num / c;
+        d = fabs(d) < tiny ? 1.0 / tiny : 1.0 / d, c = fabs(c) < tiny ? tiny : c;
+        double step = d * c;
+        h *= step;
+        if (fabs(step - 1.0) < eps) break;
+    }
+    return h;
+}
+
+/* I_x(a, b) = P(Beta(a, b) <= x), a, b > 0 */
+static double beta_cdf(double a, double b, double x) {
+    if (x <= 0) return 0.0;
+    if (x >= 1) return 1.0;
+    double front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+    if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_fraction(a, b, x) / a;
+    return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
+}
+
+/* the q-quantile of Beta(a, b), by bisection (the cdf rises with x) */
+static double beta_quantile(double q, double a, double b) {
+    double lo = 0.0, hi = 1.0;
+    for (int it = 0; it < 100; it++) {
+        double m = 0.5 * (lo + hi);
+        if (beta_cdf(a, b, m) < q)
+            lo = m;
+        else
+            hi = m;
+    }
+    return 0.5 * (lo + hi);
+}
+
+void ax_clopper_pearson_real(double k, double n, double *lo, double *hi) {
+    if (n <= 0) {
+        *lo = 0.0, *hi = 1.0;
+        return;
+    }
+    /* P(X >= k | p) = I_p(k, n - k + 1): the lower end is where that is 2.5% */
+    *lo = k <= 0 ? 0.0 : beta_quantile(0.025, k, n - k + 1.0);
+    *hi = k >= n ? 1.0 : beta_quantile(0.975, k + 1.0, n - k);
+}
+
+typedef struct {
+    uint64_t cluster;
+    int i;
+} cluster_of;
+
+static int by_cluster(const void *a, const void *b) {
+    const cluster_of *x = a, *y = b;
+    if (x->cluster != y->cluster) return x->cluster < y->cluster ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Each observation's cluster as an index 0..C-1 (in order of cluster id); returns C, or -1
+ * when out of memory. */
+static int cluster_index(const uint64_t *cluster, int n, int *idx) {
+    cluster_of *o = malloc(sizeof *o * (size_t)(n ? n : 1));
+    if (!o) return -1;
+    for (int i = 0; i < n; i++) o[i] = (cluster_of){cluster[i], i};
+    qsort(o, (size_t)n, sizeof *o, by_cluster);
+    int C = 0;
+    for (int k = 0; k < n; k++) {
+        if (k > 0 && o[k].cluster != o[k - 1].cluster) C++;
+        idx[o[k].i] = C;
+    }
+    free(o);
+    return n ? C + 1 : 0;
+}
+
+/* per cluster: the sum of x and the count; *C clusters. Both arrays malloc'd. */
+static int cluster_sums(const double *x, const uint64_t *cluster, int n, double **sum,
+                        double **cnt) {
+    int *idx = malloc(sizeof *idx * (size_t)(n ? n : 1));
+    *sum = calloc((size_t)(n ? n : 1), sizeof **sum);
+    *cnt = calloc((size_t)(n ? n : 1), sizeof **cnt);
+    if (!idx || !*sum || !*cnt) {
+        free(idx), free(*sum), free(*cnt);
+        *sum = *cnt = NULL;
+        return -1;
+    }
+    int C = cluster_index(cluster, n, idx);
+    for (int i = 0; C > 0 && i < n; i++) (*sum)[idx[i]] += x[i], (*cnt)[idx[i]] += 1;
+    free(idx);
+    return C;
+}
+
+void ax_bootstrap_ci_clustered(const double *x, const uint64_t *cluster, int n, int resamples,
+                               uint64_t seed, double *mean, double *lo, double *hi) {
+    double s = 0, *sum, *cnt;
+    for (int i = 0; i < n; i++) s += x[i];
+    *mean = n ? s / n : 0;
+    *lo = *hi = *mean;
+    int C = cluster_sums(x, cluster, n, &sum, &cnt);
+    double *means = C > 0 ? malloc(sizeof(double) * (size_t)resamples) : NULL;
+    if (!means) {
+        free(sum), free(cnt);
+        return;
+    }
+    for (int r = 0; r < resamples; r++) {
+        double t = 0, m = 0;
+        for (int i = 0; i < C; i++) {
+            uint64_t j = ax_rng_below(seed, (uint64_t)r, (uint64_t)i, (uint64_t)C);
+            t += sum[j], m += cnt[j];
+        }
+        means[r] = t / m;
+    }
+    qsort(means, (size_t)resamples, sizeof *means, cmp_double);
+    *lo = means[(int)(0.025 * (resamples - 1))];
+    *hi = means[(int)(0.975 * (resamples - 1))];
+    free(means), free(sum), free(cnt);
+}
+
+void ax_clopper_pearson_clustered(const double *x, const uint64_t *cluster, int n, double *mean,
+                                  double *lo, double *hi, double *n_eff) {
+    double k = 0, *sum, *cnt;
+    for (int i = 0; i < n; i++) k += x[i] != 0;
+    double p = n ? k / n : 0.0, ne = n;
+    *mean = p;
+    int C = cluster_sums(x, cluster, n, &sum, &cnt);
+    if (C <= 0) { /* no data, or no memory: the unclustered interval */
+        ax_clopper_pearson((long)k, n, lo, hi);
+    } else {
+        if (p <= 0.0 || p >= 1.0 || C == 1) {
+            ne = C; /* nothing to estimate the correlation from: one observation a cluster */
+        } else {    /* the ratio estimator's between-cluster variance (with-replacement form) */
+            double v = 0;
+            for (int c = 0; c < C; c++) {
+                double e = sum[c] - p * cnt[c];
+                v += e * e;
+            }
+            v *= (double)C / (C - 1) / ((double)n * n);
+            ne = v > 0 ? p * (1.0 - p) / v : n;
+            if (ne > n) ne = n; /* a design effect below 1 is not credited */
+        }
+        ax_clopper_pearson_real(p * ne, ne, lo, hi);
+        if (*lo > p) *lo = p; /* rounding in the quantiles: never exclude the estimate */
+        if (*hi < p) *hi = p;
+    }
+    if (n_eff) *n_eff = ne;
+    free(sum), free(cnt);
 }
 
 static ax_status score(ax_probe_sample *s, int S) {

@@ -19,6 +19,9 @@ typedef struct {
                                   `--packing doc` training sequences do (model input 1 + P tokens) */
     int draws;                 /* sampled continuations per probe (0: greedy only) */
     ax_sample_params sampling; /* their temperature, top-k, top-p (seed: set from `seed`) */
+    int repeat;                /* samples may exceed the eligible documents, which are then probed
+                                  again (other offsets); 0: samples <= eligible, each document at
+                                  most once */
 } ax_probe_config;
 
 enum { AX_PROBE_START = 0, AX_PROBE_RANDOM = 1, AX_PROBE_DEEP = 2 };
@@ -43,6 +46,10 @@ typedef struct {
     int lead_eot; /* the config's lead_eot: prompts at a document start began with end-of-text */
 } ax_probe_result;
 
+/* The documents a probe of c can use: long enough for prefix + suffix (twice that for deep
+ * offsets), their end-of-text excluded. */
+int ax_probe_eligible(const ax_axd_t *ds, const ax_probe_config *c);
+
 /* Picks the samples (deterministic in seed), spreads them over the grid's batch ranks, decodes
  * greedily and gathers every sample's result on every rank. With draws > 0 each probe is also
  * continued `draws` times by sampling (lib/model/sample.h), draw j's token at suffix position k
@@ -66,3 +73,20 @@ void ax_clopper_pearson(long k, long n, double *lo, double *hi);
 /* Mean and 95% percentile-bootstrap interval of x[n] (B resamples, seeded). */
 void ax_bootstrap_ci(const double *x, int n, int resamples, uint64_t seed, double *mean, double *lo,
                      double *hi);
+
+/* The same for observations in clusters (cluster[i]: the document probe i came from, when
+ * documents are probed more than once): a cluster bootstrap, resampling whole clusters with
+ * replacement; each resample's mean is its sum over its count. */
+void ax_bootstrap_ci_clustered(const double *x, const uint64_t *cluster, int n, int resamples,
+                               uint64_t seed, double *mean, double *lo, double *hi);
+
+/* The exact interval of a rate of 0/1 outcomes x[n] in clusters (Korn and Graubard 1998):
+ * Clopper-Pearson at the effective sample size n* = p(1 - p) / v, v the between-cluster
+ * variance of the ratio estimate p = sum x / n, and k* = p n* successes (beta quantiles at
+ * real counts); n* <= n. Where v says nothing (p = 0 or 1) n* is the number of clusters,
+ * each cluster one observation: the most its repeats could be worth. *n_eff: n* (may be NULL). */
+void ax_clopper_pearson_clustered(const double *x, const uint64_t *cluster, int n, double *mean,
+                                  double *lo, double *hi, double *n_eff);
+/* Clopper-Pearson at real k and n (0 <= k <= n): beta quantiles; equals ax_clopper_pearson at
+ * integers. */
+void ax_clopper_pearson_real(double k, double n, double *lo, double *hi);

@@ -11,8 +11,11 @@
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "memscan/index.h"
+#include "lib/core/log.h"
+#include "lib/dist/mpienv.h"
 #include "memscan/model_load.h"
 #include "memscan/probe.h"
+#include "memscan/scan_inputs.h"
 
 #include <math.h>
 #include <omp.h>
@@ -27,7 +30,12 @@ static const ax_cfg_entry entries[] = {
     {"data", AX_CFG_STR, F(data), "", 1, 0, "the training dataset (.axd) to draw prefixes from"},
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
      "optional: adds decoded text to the samples file"},
-    {"samples", AX_CFG_INT, F(samples), "256", 1, 1e8, "number of probes"},
+    {"samples", AX_CFG_INT, F(samples), "256", 1, 1e8,
+     "number of probes: distinct documents, at most one probe each (fewer documents that fit: "
+     "each once, with a notice)"},
+    {"repeat-docs", AX_CFG_BOOL, F(repeat_docs), "false", 1, 0,
+     "let --samples exceed the documents that fit: they are probed again at other offsets "
+     "(--offset random or deep), and intervals are clustered by document"},
     {"prefix", AX_CFG_INT, F(prefix), "32", 1, 1e5, "prompt length P in tokens"},
     {"suffix", AX_CFG_INT, F(suffix), "32", 1, 1e5, "greedy continuation length S in tokens"},
     {"offset", AX_CFG_CHOICE, F(offset), "start|random|deep", 1, 0,
@@ -50,6 +58,12 @@ static const ax_cfg_entry entries[] = {
     {"index", AX_CFG_STR, F(index), "", 1, 0,
      "optional `memscan index` of --data: each sample's duplication count, and results per "
      "duplication bucket (memorization follows duplication)"},
+    {"not-training-data", AX_CFG_BOOL, F(not_training_data), "false", 1, 0,
+     "--data is knowingly not the model's training data (held-out data): no warning; the scan "
+     "records data_is_training_data either way"},
+    {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
+     "probe --data encoded by another tokenizer than the training data's (refused without it: "
+     "its token ids are other text to the model)"},
     AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
     AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
     AX_CFG_PRECISION_ENTRY(F),
@@ -77,7 +91,11 @@ const ax_cfg_table ax_ms_probe_table = {
                "giving the probability that at least one of N samples reproduces the suffix\n"
                "and (n,p)-discoverable extraction (Hayes et al. 2024). A checkpoint trained\n"
                "with hash goldfish gets a goldfish audit: which suffix positions the loss\n"
-               "dropped and how often greedy decoding first diverges on one.",
+               "dropped and how often greedy decoding first diverges on one.\n"
+               "Each probe is a distinct document (--repeat-docs allows more, with intervals\n"
+               "clustered by document). --data is checked against the checkpoint's training\n"
+               "data: another tokenizer's data is refused, other data warned about, and the\n"
+               "scan records data_is_training_data.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -93,19 +111,62 @@ static void ci_json(ax_jw *w, const char *key, double mean, double lo, double hi
     ax_jw_obj_end(w);
 }
 
-/* a mean and its bootstrap interval, written and returned */
-static void stat_json(ax_jw *w, const char *key, const double *x, int n, uint64_t seed,
-                      ax_ms_ci *ci) {
-    ax_bootstrap_ci(x, n, 1000, seed, &ci->mean, &ci->lo, &ci->hi);
+/* a mean and its bootstrap interval, written and returned; docs (NULL: independent probes)
+ * clusters the probes by document: a cluster bootstrap */
+static void stat_json(ax_jw *w, const char *key, const double *x, int n, const uint64_t *docs,
+                      uint64_t seed, ax_ms_ci *ci) {
+    if (docs)
+        ax_bootstrap_ci_clustered(x, docs, n, 1000, seed, &ci->mean, &ci->lo, &ci->hi);
+    else
+        ax_bootstrap_ci(x, n, 1000, seed, &ci->mean, &ci->lo, &ci->hi);
     ci_json(w, key, ci->mean, ci->lo, ci->hi);
 }
 
-/* a rate of 0/1 outcomes: its exact (Clopper-Pearson) interval, not a bootstrap */
-static void rate_ci(const double *x, int n, double *mean, double *lo, double *hi) {
+/* a rate of 0/1 outcomes: its exact (Clopper-Pearson) interval, not a bootstrap; with docs,
+ * at the effective sample size of probes clustered by document (Korn-Graubard) */
+static void rate_ci(const double *x, int n, const uint64_t *docs, double *mean, double *lo,
+                    double *hi) {
+    if (docs) {
+        ax_clopper_pearson_clustered(x, docs, n, mean, lo, hi, NULL);
+        return;
+    }
     long k = 0;
     for (int i = 0; i < n; i++) k += x[i] != 0;
     *mean = n ? (double)k / n : 0.0;
     ax_clopper_pearson(k, n, lo, hi);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* the document of each of r's probes (docs[r->n], for clustered intervals); returns how many
+ * distinct ones, or -1 when out of memory */
+static int probe_docs(const ax_probe_result *r, uint64_t *docs) {
+    uint64_t *t = malloc(sizeof *t * (size_t)(r->n ? r->n : 1));
+    if (!t) return -1;
+    for (int i = 0; i < r->n; i++) docs[i] = t[i] = r->s[i].doc;
+    qsort(t, (size_t)r->n, sizeof *t, cmp_u64);
+    int distinct = 0;
+    for (int i = 0; i < r->n; i++) distinct += i == 0 || t[i] != t[i - 1];
+    free(t);
+    return distinct;
+}
+
+/* one prefix length's exact-match interval (clustered by document when documents repeat) */
+static ax_status length_rate_ci(const ax_probe_result *q, double *mean, double *lo, double *hi) {
+    double *x = malloc(sizeof *x * (size_t)(q->n ? q->n : 1));
+    uint64_t *docs = malloc(sizeof *docs * (size_t)(q->n ? q->n : 1));
+    int n_docs = x && docs ? probe_docs(q, docs) : -1;
+    if (n_docs < 0) {
+        free(x), free(docs);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < q->n; i++) x[i] = q->s[i].exact;
+    rate_ci(x, q->n, n_docs < q->n ? docs : NULL, mean, lo, hi);
+    free(x), free(docs);
+    return AX_OK;
 }
 
 /* Every prefix length's results, and what the goldfish audit found. */
@@ -114,8 +175,11 @@ typedef struct {
     ax_probe_result res[AX_MS_PROBE_MAX_LENGTHS];
     uint8_t *dropped[AX_MS_PROBE_MAX_LENGTHS]; /* [n * S]: 1 where training dropped the target */
     char goldfish[AX_GOLDFISH_SPEC_MAX];       /* the audited spec ("" : no audit) */
-    double decode_s; /* wall time of the decoding (prefill and generation), all lengths */
-    long tokens;     /* tokens generated: samples x suffix x (1 + draws) per length */
+    double decode_s;     /* wall time of the decoding (prefill and generation), all lengths */
+    long tokens;         /* tokens generated: samples x suffix x (1 + draws) per length */
+    ax_ms_train_data td; /* the checkpoint's training data, and --data against it */
+    ax_ms_scan_data sd;
+    int verdict; /* 1: --data is the training data, 0: not, -1: unknown */
 } probe_set;
 
 /* one samples line per probe; the fields after "generated_text" only with their feature */
@@ -223,17 +287,22 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
                                ax_ms_probe_summary *sum) {
     const ax_probe_result *r = &ps->res[0];
     int n = r->n, S = (int)fl->suffix, D = (int)fl->samples_per_prefix;
-    double *ex = malloc(sizeof(double) * (size_t)n * 4), *acc = ex + n, *rl = ex + 2 * n,
-           *ph = ex + 3 * n;
+    double *ex = malloc(sizeof(double) * (size_t)n * 5 + 1), *acc = ex + n, *rl = ex + 2 * n,
+           *ph = ex + 3 * n, *any_x = ex + 4 * n;
     long *hist = calloc((size_t)S + 1, sizeof(long));
-    if (!ex || !hist) {
-        free(ex), free(hist);
+    uint64_t *docs = malloc(sizeof *docs * (size_t)(n ? n : 1));
+    int n_docs = docs ? probe_docs(r, docs) : -1;
+    if (!ex || !hist || n_docs < 0) {
+        free(ex), free(hist), free(docs);
         return ax_errorf(AX_ERR_NOMEM, "out of memory");
     }
+    /* documents probed more than once (--repeat-docs): their probes are not independent */
+    const uint64_t *cl = n_docs < n ? docs : NULL;
     double mp = 0;
     for (int i = 0; i < n; i++) {
         ex[i] = r->s[i].exact, acc[i] = r->s[i].token_accuracy, rl[i] = r->s[i].rouge_l;
         ph[i] = D > 0 ? (double)r->s[i].sampled_exact / D : 0.0;
+        any_x[i] = r->s[i].sampled_exact > 0;
         mp += r->s[i].matched_prefix;
         hist[r->s[i].matched_prefix]++;
     }
@@ -244,11 +313,19 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
     ax_jw_init(&w);
     ax_ms_scan_header(&w, "extraction-probe", ck, fl->data, ax_axd_checksum(ds), ax_axd_n_docs(ds),
                       ax_axd_n_tokens(ds));
+    ax_ms_scan_data_json(&w, &ps->td, &ps->sd, ps->verdict);
     ax_jw_key(&w, "config");
     ax_jw_obj_begin(&w);
     ax_jw_key(&w, "prefix"), ax_jw_int(&w, ps->lens[0]);
     ax_jw_key(&w, "suffix"), ax_jw_int(&w, fl->suffix);
-    ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
+    ax_jw_key(&w, "samples"), ax_jw_int(&w, n); /* the probes made */
+    ax_jw_key(&w, "samples_requested"), ax_jw_int(&w, fl->samples);
+    ax_jw_key(&w, "documents"), ax_jw_int(&w, n_docs); /* distinct documents probed */
+    ax_jw_key(&w, "repeat_docs"), ax_jw_bool(&w, fl->repeat_docs);
+    ax_jw_key(&w, "intervals");
+    ax_jw_str(&w, cl ? "clustered by document" : "independent probes");
+    ax_jw_key(&w, "not_training_data"), ax_jw_bool(&w, fl->not_training_data);
+    ax_jw_key(&w, "allow_other_tokenizer"), ax_jw_bool(&w, fl->allow_other_tokenizer);
     ax_jw_key(&w, "offset"), ax_jw_str(&w, fl->offset);
     ax_jw_key(&w, "prompt_eot"), ax_jw_bool(&w, r->lead_eot);
     ax_jw_key(&w, "seed"), ax_jw_int(&w, fl->seed);
@@ -270,11 +347,14 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
     ax_jw_key(&w, "metrics");
     ax_jw_obj_begin(&w);
     ax_ms_ci *em = &sum->exact_match;
-    rate_ci(ex, n, &em->mean, &em->lo, &em->hi);
+    rate_ci(ex, n, cl, &em->mean, &em->lo, &em->hi);
     ci_json(&w, "exact_match_rate", em->mean, em->lo, em->hi);
-    stat_json(&w, "token_accuracy", acc, n, (uint64_t)fl->seed + 2, &sum->token_accuracy);
-    stat_json(&w, "rouge_l", rl, n, (uint64_t)fl->seed + 3, &sum->rouge_l);
+    stat_json(&w, "token_accuracy", acc, n, cl, (uint64_t)fl->seed + 2, &sum->token_accuracy);
+    stat_json(&w, "rouge_l", rl, n, cl, (uint64_t)fl->seed + 3, &sum->rouge_l);
     sum->samples = n;
+    sum->documents = n_docs;
+    sum->clustered = cl != NULL;
+    sum->data_is_training = ps->verdict;
     sum->prefix = ps->lens[0];
     sum->matched_prefix_mean = n ? mp / n : 0;
     ax_jw_key(&w, "matched_prefix_mean"), ax_jw_num(&w, sum->matched_prefix_mean);
@@ -285,10 +365,10 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
         sum->draws = D;
         sum->sampled_any_rate = n ? (double)any / n : 0.0;
         /* p_hat's mean over probes: the per-draw extraction rate (bootstrap over probes) */
-        stat_json(&w, "sampled_p_hat", ph, n, (uint64_t)fl->seed + 4, &pc);
+        stat_json(&w, "sampled_p_hat", ph, n, cl, (uint64_t)fl->seed + 4, &pc);
         /* the share of probes with at least one of the N draws exact: an unbiased estimate of
          * the mean probability that N draws extract the suffix (exact interval) */
-        ax_clopper_pearson(any, n, &ac.lo, &ac.hi);
+        rate_ci(any_x, n, cl, &ac.mean, &ac.lo, &ac.hi);
         ci_json(&w, "sampled_any_match_rate", sum->sampled_any_rate, ac.lo, ac.hi);
     }
     if (ps->goldfish[0]) {
@@ -345,10 +425,10 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
         for (int l = 0; l < ps->n_len; l++) {
             const ax_probe_result *q = &ps->res[l];
             long k = 0;
-            double ta = 0, mpl = 0, lo, hi;
+            double ta = 0, mpl = 0, lo, hi, mean;
             for (int i = 0; i < q->n; i++)
                 k += q->s[i].exact, ta += q->s[i].token_accuracy, mpl += q->s[i].matched_prefix;
-            ax_clopper_pearson(k, q->n, &lo, &hi);
+            if (st == AX_OK) st = length_rate_ci(q, &mean, &lo, &hi);
             ax_jw_obj_begin(&w);
             ax_jw_key(&w, "prefix"), ax_jw_int(&w, ps->lens[l]);
             ax_jw_key(&w, "samples"), ax_jw_int(&w, q->n);
@@ -386,7 +466,7 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
         snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
         snprintf(sum->samples_path, sizeof sum->samples_path, "%s", so.samples);
     }
-    free(ex), free(hist);
+    free(ex), free(hist), free(docs);
     return st;
 }
 
@@ -490,6 +570,38 @@ static ax_status goldfish_drops(const gf_run *run, const ax_axd_t *ds, const ax_
     return AX_OK;
 }
 
+/* --data against the checkpoint's training data (memscan/scan_inputs.h), before the model is
+ * built: another tokenizer is refused, other data warned about and recorded */
+static ax_status check_data(const ax_ms_probe_opts *fl, const ax_axd_t *ds, probe_set *ps) {
+    ax_ckpt_t *ck = NULL;
+    AX_CHECK(ax_ms_ckpt_open(fl->ckpt, &ck));
+    ax_ms_scan_data *sd = &ps->sd;
+    snprintf(sd->what, sizeof sd->what, "--data %s", fl->data);
+    sd->cmd = "probe";
+    sd->xxh3 = ax_axd_checksum(ds);
+    sd->tokenizer = ax_axd_tokenizer_checksum(ds);
+    sd->not_training_data = fl->not_training_data;
+    sd->other_tokenizer = fl->allow_other_tokenizer;
+    ax_status st = ax_ms_check_scan_data(ck, &ps->sd, &ps->td, &ps->verdict);
+    ax_ckpt_free(ck);
+    return st;
+}
+
+/* The probes of one prefix length: --samples, but each document at most once unless
+ * --repeat-docs (a repeat is not an independent sample); fewer documents that fit give one probe
+ * each, with a notice. With no document fitting, pick() says what to change. */
+static int samples_for(const ax_ms_probe_opts *fl, const ax_axd_t *ds, const ax_probe_config *pc) {
+    int ne = ax_probe_eligible(ds, pc);
+    if (fl->repeat_docs || ne == 0 || fl->samples <= ne) return (int)fl->samples;
+    if (ax_mpi_world_rank() == 0)
+        AX_INFO("memscan probe: --samples %lld, but only %d documents of %s hold %s%d + %d "
+                "tokens: probing each once (%d samples); --repeat-docs probes documents again "
+                "(intervals then clustered by document)",
+                (long long)fl->samples, ne, fl->data,
+                pc->random_offset == AX_PROBE_DEEP ? "2 x " : "", pc->prefix, pc->suffix, ne);
+    return ne;
+}
+
 ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) {
     memset(sum, 0, sizeof *sum);
     ax_ms_model mm = {0};
@@ -514,16 +626,24 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
         return ax_errorf(AX_ERR_ARG, "--samples-per-prefix %lld must be in [0, 1000000]",
                          (long long)fl->samples_per_prefix);
     if (fl->samples_per_prefix > 0) AX_CHECK(ax_sample_params_check(&sp));
+    if (fl->repeat_docs && !strcmp(fl->offset, "start"))
+        return ax_errorf(AX_ERR_ARG,
+                         "--repeat-docs with --offset start would probe the same prefix again "
+                         "(a document has one start); use --offset random or deep");
     int maxP = 0;
     for (int l = 0; l < ps.n_len; l++) maxP = ps.lens[l] > maxP ? ps.lens[l] : maxP;
     if (fl->threads > 0) omp_set_num_threads((int)fl->threads);
     AX_CHECK_GOTO(ax_axd_open(fl->data, 1, &ds), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
+    AX_CHECK_GOTO(check_data(fl, ds, &ps), out);
     AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
     AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), (int)fl->batch,
                                    (int)(maxP + fl->suffix), &mm),
                   out);
+    /* --out's folder before the decoding (rank 0 writes; every rank learns the verdict) */
+    st = ax_grid_rank(mm.grid) == 0 ? ax_ms_scan_out_prepare(fl->out, fl->samples_out) : AX_OK;
+    AX_CHECK_GOTO(ax_coll_agree(mm.grid, AX_AXIS_WORLD, st, "memscan probe --out"), out);
     if (ax_axd_vocab_size(ds) > (uint32_t)mm.cfg.vocab) {
         st = ax_errorf(AX_ERR_MISMATCH,
                        "--data %s has vocabulary %u but the model %d; probe with "
@@ -559,7 +679,9 @@ ax_status ax_ms_probe_run(const ax_ms_probe_opts *fl, ax_ms_probe_summary *sum) 
                                                                              : AX_PROBE_START,
                               .lead_eot = !strcmp(packing, "doc"),
                               .draws = (int)fl->samples_per_prefix,
-                              .sampling = sp};
+                              .sampling = sp,
+                              .repeat = fl->repeat_docs};
+        pc.samples = samples_for(fl, ds, &pc);
         double t0 = ax_now();
         AX_CHECK_GOTO(ax_probe_run(mm.model, ds, &pc, &ps.res[l]), out);
         ps.decode_s += ax_now() - t0;
@@ -595,6 +717,14 @@ void ax_ms_probe_print(const ax_ms_probe_opts *o, const ax_ms_probe_summary *s, 
             s->samples, (long long)s->prefix, (long long)o->suffix, 100 * s->exact_match.mean,
             100 * s->exact_match.lo, 100 * s->exact_match.hi, s->token_accuracy.mean, s->scan,
             s->samples_path);
+    if (s->clustered)
+        fprintf(f,
+                "probe: %d probes of %d documents (--repeat-docs): intervals clustered by "
+                "document\n",
+                s->samples, s->documents);
+    if (s->data_is_training == 0)
+        fprintf(f, "probe: --data %s is not the model's training data (recorded in %s)\n", o->data,
+                s->scan);
     if (s->n_lengths > 0) {
         fprintf(f, "probe: exact match by prefix length:");
         for (int l = 0; l < s->n_lengths; l++)

@@ -30,6 +30,9 @@ typedef struct {
     int64_t samples_per_prefix;          /* sampled continuations per probe (0: greedy only) */
     double temperature, top_p;           /* their softmax temperature and nucleus */
     int64_t top_k;                       /* and top-k (0: no limit) */
+    int repeat_docs;           /* --samples beyond the eligible documents probes them again */
+    int not_training_data;     /* --data is knowingly not the training data (no warning) */
+    int allow_other_tokenizer; /* --data of another tokenizer than the training data's */
 } ax_ms_probe_opts;
 
 #define AX_MS_PROBE_MAX_LENGTHS 16 /* --prefix-lengths entries */
@@ -42,10 +45,13 @@ typedef struct {
 } ax_ms_ci;
 
 typedef struct {
-    int written;   /* 1 on the rank that wrote the files (rank 0); 0 elsewhere */
-    int samples;   /* probes */
-    int prefix;    /* their prefix length (the first of --prefix-lengths) */
-    int n_lengths; /* with --prefix-lengths: each length and its exact-match rate */
+    int written;          /* 1 on the rank that wrote the files (rank 0); 0 elsewhere */
+    int samples;          /* probes */
+    int documents;        /* distinct documents probed (< samples only with --repeat-docs) */
+    int clustered;        /* intervals clustered by document (documents probed more than once) */
+    int data_is_training; /* --data vs the checkpoint's training data: 1, 0, -1 unknown */
+    int prefix;           /* their prefix length (the first of --prefix-lengths) */
+    int n_lengths;        /* with --prefix-lengths: each length and its exact-match rate */
     int lengths[AX_MS_PROBE_MAX_LENGTHS];
     double exact_by_length[AX_MS_PROBE_MAX_LENGTHS];
     ax_ms_ci exact_match;    /* exact (Clopper-Pearson) interval */

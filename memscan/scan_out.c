@@ -79,8 +79,20 @@ static ax_status record_name(ax_ms_scan_out *so) {
     return len < (int)sizeof so->samples_name ? AX_OK : too_long("--samples-out", so->samples);
 }
 
+ax_status ax_ms_scan_out_prepare(const char *out, const char *samples_out) {
+    char samples[AX_MS_PATH_MAX], dir[AX_MS_PATH_MAX];
+    if (strlen(out) >= sizeof samples) return too_long("--out", out);
+    ax_ms_samples_path(samples_out, out, samples, sizeof samples);
+    if (strlen(samples) + 1 >= sizeof samples) return too_long("--samples-out", samples);
+    ax_dirname(out, dir, sizeof dir);
+    AX_CHECK(ax_mkdir_p(dir));
+    ax_dirname(samples, dir, sizeof dir);
+    return ax_mkdir_p(dir);
+}
+
 ax_status ax_ms_scan_out_open(ax_ms_scan_out *so, const char *out, const char *samples_out) {
     memset(so, 0, sizeof *so);
+    AX_CHECK(ax_ms_scan_out_prepare(out, samples_out));
     if (strlen(out) >= sizeof so->scan) return too_long("--out", out);
     snprintf(so->scan, sizeof so->scan, "%s", out);
     ax_ms_samples_path(samples_out, out, so->samples, sizeof so->samples);

@@ -27,8 +27,11 @@ typedef struct {
     uint64_t bytes, lines;
 } ax_ms_scan_out;
 
+/* Creates the folders of scan JSON `out` and of its samples file (as mkdir -p), so a scan
+ * fails before its work, not after, when they cannot be made. */
+ax_status ax_ms_scan_out_prepare(const char *out, const char *samples_out);
 /* Opens the writer for scan JSON `out` and its samples file (samples_out, or the name derived
- * by ax_ms_samples_path). The two names must differ. */
+ * by ax_ms_samples_path), creating their folders. The two names must differ. */
 ax_status ax_ms_scan_out_open(ax_ms_scan_out *so, const char *out, const char *samples_out);
 /* Appends the writer's text as one JSONL line to the samples. */
 ax_status ax_ms_scan_out_line(ax_ms_scan_out *so, const ax_jw *row);

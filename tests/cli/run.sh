@@ -53,6 +53,13 @@ expect_fail "decode: other tokenizer, same vocab" 1 "different merges" "$AX" dat
 expect_fail "train: other tokenizer, same vocab" 1 "tok2.*different merges" "$AX" train --data "$T/kjv.axd" --tokenizer "$T/tok2" --out "$T/r3"
 "$AX" data info "$T/kjv.axd" 2>/dev/null | grep -q "tokenizer:  [0-9a-f]\{16\}" && ok "data info shows the tokenizer identity" || bad "data info shows the tokenizer identity"
 expect_fail "truncated dataset" 1 "trunc.axd" "$AX" train --data "$T/trunc.axd" --out "$T/r2"
+# binary files are not text: a dataset passed as input is refused, not encoded as one document
+expect_fail "encode: a .axd dataset as input refused, named" 1 "kjv.axd is not text: it is an axmem dataset" \
+  "$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.axd" --out "$T/re.axd"
+[ -e "$T/re.axd" ] && bad "encode: a refused input leaves no dataset" || ok "encode: a refused input leaves no dataset"
+gzip -c "$T/kjv.axd" >"$T/kjvaxd.txt.gz"
+expect_fail "tokenizer-train: a gzipped dataset as input refused (judged after decompression)" 1 "kjvaxd.txt.gz is not text" \
+  "$AX" data tokenizer-train --input "$T/kjvaxd.txt.gz" --vocab-size 300 --out "$T/retok"
 
 # ---- training lowers the loss clearly
 TRAIN=(--data "$T/kjv.axd" --tokenizer "$T/tok" --model tiny --seq-len 64 --batch 8 --lr 3e-3 --warmup 5 --log-every 20)
@@ -157,6 +164,80 @@ expect_fail "probe: prefix too long for every document" 2 "--prefix" "$AX" memsc
 sed -n 151,170p data/corpus/kjv.jsonl >"$T/other.jsonl"
 "$AX" data encode --tokenizer "$T/tok" --input "$T/other.jsonl" --out "$T/other.axd" 2>/dev/null
 expect_fail "generate: index of another dataset" 1 "other.axd" "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --data "$T/other.axd"
+
+# ---- scans refuse data that makes their numbers meaningless, and record what they scanned
+"$AX" data encode --tokenizer "$T/tok2" --input "$T/kjv.jsonl" --out "$T/kjv_tok2.axd" 2>/dev/null
+expect_fail "probe: data of another tokenizer refused, both named" 1 "kjv_tok2.axd was encoded by tokenizer [0-9a-f]+, but .* trained on .*kjv.axd, encoded by tokenizer" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv_tok2.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/tk.json"
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv_tok2.axd" --samples 4 --prefix 8 --suffix 8 \
+  --allow-other-tokenizer --not-training-data --out "$T/tk.json" >/dev/null 2>"$T/err" &&
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["data_is_training_data"] is False and s["data_tokenizer"] != s["training_data"]["tokenizer"] else 1)' "$T/tk.json" \
+  && ok "probe --allow-other-tokenizer: runs and records both tokenizers" || bad "probe --allow-other-tokenizer: runs and records both tokenizers"
+"$AX" memscan probe --ckpt "$T/run" --data "$T/other.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/od.json" \
+  >"$T/od.out" 2>"$T/err"
+rc=$?
+python3 - "$T/od.json" "$T/err" "$rc" <<'PY' && ok "probe: other data warned about on stderr and recorded (both checksums)" \
+  || bad "probe: other data warned about on stderr and recorded (both checksums)"
+import json, sys
+s = json.load(open(sys.argv[1])); err = open(sys.argv[2]).read()
+assert sys.argv[3] == "0", sys.argv[3]
+assert "other.axd is not the training data" in err and "--not-training-data" in err, err
+assert s["data_is_training_data"] is False and s["config"]["not_training_data"] is False, s
+assert s["dataset"]["xxh3"] != s["training_data"]["xxh3"] and s["training_data"]["path"].endswith("kjv.axd"), s
+PY
+"$AX" memscan probe --ckpt "$T/run" --data "$T/other.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/od2.json" \
+  --not-training-data >/dev/null 2>"$T/err" && ! grep -q "not the training data" "$T/err" &&
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["data_is_training_data"] is False and s["config"]["not_training_data"] else 1)' "$T/od2.json" \
+  && ok "probe --not-training-data: no warning, still recorded" || bad "probe --not-training-data: no warning, still recorded"
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["data_is_training_data"] is True and s["training_data"]["xxh3"] == s["dataset"]["xxh3"] else 1)' "$T/p.json" \
+  && ok "probe of the training data records data_is_training_data: true" || bad "probe of the training data records data_is_training_data: true"
+"$AX" memscan index --data "$T/other.axd" --n 8 --out "$T/other.idx" >/dev/null 2>&1
+expect_fail "generate: an index of other data refused, naming --not-training-data" 1 "other.idx .*is not the training data .*--not-training-data" \
+  "$AX" memscan generate --ckpt "$T/run" --index "$T/other.idx" --samples 2 --length 16 --out "$T/go.json"
+"$AX" memscan generate --ckpt "$T/run" --index "$T/other.idx" --samples 2 --length 16 --out "$T/go.json" \
+  --not-training-data >/dev/null 2>"$T/err" &&
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["data_is_training_data"] is False and s["config"]["not_training_data"] and s["training_data"]["xxh3"] != s["dataset"]["xxh3"] else 1)' "$T/go.json" \
+  && ok "generate --not-training-data: runs and records the other data" || bad "generate --not-training-data: runs and records the other data"
+"$AX" memscan index --data "$T/kjv_tok2.axd" --n 8 --out "$T/kjv_tok2.idx" >/dev/null 2>&1
+expect_fail "generate: an index of another tokenizer's data refused" 1 "kjv_tok2.idx .*encoded by tokenizer" \
+  "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv_tok2.idx" --samples 2 --length 16 --not-training-data --out "$T/go2.json"
+# --length beyond the model's context (its --seq-len 64 here) is refused before any memory is taken
+expect_fail "generate: --length beyond the model's context refused, the limit named" 2 "--length 100000 exceeds the model's context: .* 64 positions \(its seq-len\)" \
+  timeout 20 "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --length 100000 --out "$T/gl.json"
+"$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --length 64 --out "$T/gl.json" >/dev/null 2>"$T/err" \
+  && ok "generate: --length equal to the context runs" || bad "generate: --length equal to the context runs"
+# --out in a folder that does not exist yet: created, as the other scans do
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/newdir/sub/probe.json" \
+  >/dev/null 2>"$T/err" && [ -s "$T/newdir/sub/probe.json" ] && [ -s "$T/newdir/sub/probe.samples.jsonl" ] \
+  && ok "probe --out DIR/probe.json creates DIR" || bad "probe --out DIR/probe.json creates DIR"
+"$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --length 16 --out "$T/newdir2/g.json" \
+  >/dev/null 2>"$T/err" && [ -s "$T/newdir2/g.json" ] && ok "generate --out DIR/g.json creates DIR" || bad "generate --out DIR/g.json creates DIR"
+# --samples beyond the documents that fit: each document once by default (a notice says so);
+# repeats only with --repeat-docs, and then intervals clustered by document
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 200 --prefix 8 --suffix 8 --out "$T/s1.json" \
+  >/dev/null 2>"$T/err"
+rc=$?
+python3 - "$T/s1.json" "$T/s1.samples.jsonl" "$T/err" "$rc" <<'PY' && ok "probe --samples 200 over 150 documents: each once, with a notice" \
+  || bad "probe --samples 200 over 150 documents: each once, with a notice"
+import json, sys
+s = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]; err = open(sys.argv[3]).read()
+assert sys.argv[4] == "0" and "probing each once (150 samples)" in err, err
+c = s["config"]
+assert c["samples"] == 150 and c["samples_requested"] == 200 and c["documents"] == 150, c
+assert c["intervals"] == "independent probes" and len(rows) == 150 and len({r["doc"] for r in rows}) == 150
+PY
+expect_fail "probe --repeat-docs at document starts refused" 2 "--repeat-docs with --offset start" \
+  "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 200 --prefix 8 --suffix 8 --repeat-docs --out "$T/s2.json"
+"$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 200 --prefix 8 --suffix 8 --repeat-docs \
+  --offset random --out "$T/s2.json" >"$T/s2.out" 2>"$T/err"
+python3 - "$T/s2.json" "$T/s2.samples.jsonl" <<'PY' && grep -q "intervals clustered by document" "$T/s2.out" \
+  && ok "probe --repeat-docs: 200 probes of 150 documents, intervals clustered" || bad "probe --repeat-docs: 200 probes of 150 documents, intervals clustered"
+import json, sys
+s = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
+c = s["config"]
+assert c["samples"] == 200 and c["documents"] == 150 and c["repeat_docs"] and c["intervals"] == "clustered by document", c
+assert len(rows) == 200 and len({r["doc"] for r in rows}) == 150
+PY
 
 # ---- scan outputs (issue 8): distinct names, published together, private, checked, redactable
 mkdir -p "$T/both"
@@ -427,7 +508,8 @@ PY
 python3 - "$T/p.json" "$T/p.samples.jsonl" <<'PY' 2>"$T/err" && ok "probe: no sampling or audit fields without their flags" || bad "probe: no sampling or audit fields without their flags"
 import json, sys
 j = json.load(open(sys.argv[1])); rows = [json.loads(l) for l in open(sys.argv[2])]
-assert sorted(j["config"]) == sorted(["prefix", "suffix", "samples", "offset", "prompt_eot", "seed", "eligible_docs"]), j["config"]
+assert sorted(j["config"]) == sorted(["prefix", "suffix", "samples", "offset", "prompt_eot", "seed", "eligible_docs",
+    "samples_requested", "documents", "repeat_docs", "intervals", "not_training_data", "allow_other_tokenizer"]), j["config"]
 assert sorted(j["metrics"]) == sorted(["exact_match_rate", "token_accuracy", "rouge_l", "matched_prefix_mean"]), j["metrics"]
 assert all(set(r) <= {"i", "doc", "offset", "exact", "matched_prefix", "token_accuracy", "rouge_l", "duplicates", "truth", "generated", "truth_text", "generated_text"} for r in rows)
 PY
@@ -546,6 +628,44 @@ expect_fail "memscan info --verify: damaged v3 table refused, named" 1 "dmg.idx:
   "$AX" memscan info --verify "$T/dmg.idx"
 "$AX" memscan info "$T/dmg.idx" >/dev/null 2>"$T/err" && ok "memscan info (header only) opens a damaged-table index" \
   || bad "memscan info (header only) opens a damaged-table index"
+# a lookup that meets a damaged page prints no answer: nothing on stdout as text, only an
+# {"error"} object with --json, and a batch gives that query an error line (no windows_found)
+python3 - "$T/kjv.idx" "$T/dmgall.idx" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+L = struct.unpack_from("<I", d, 120)[0]; ext = 136 + L + 8
+off_dir, off_firsts = (struct.unpack_from("<Q", d, ext + 8 + 8 * i)[0] for i in (2, 6))
+for pg in range(1, (off_firsts - off_dir) // 65536):  # every table page but the directory's
+    d[off_dir + pg * 65536 + 100] ^= 0x40
+open(sys.argv[2], "wb").write(d)
+PY
+DQ="And God said, Let there be light: and there was light. And God saw the light, that it was good"
+"$AX" memscan lookup --index "$T/dmgall.idx" --tokenizer "$T/tok" "$DQ" >"$T/dq.out" 2>"$T/err"
+rc=$?
+[ "$rc" = 1 ] && [ ! -s "$T/dq.out" ] && grep -q "dmgall.idx is damaged where this query's windows lie" "$T/err" \
+  && ok "lookup: a damaged index page gives exit 1 and no answer on stdout" \
+  || bad "lookup: a damaged index page gives exit 1 and no answer on stdout (exit $rc: $(head -c 200 "$T/dq.out"))"
+"$AX" memscan lookup --index "$T/dmgall.idx" --tokenizer "$T/tok" --json "$DQ" >"$T/dq.json" 2>"$T/err"
+rc=$?
+python3 - "$T/dq.json" "$rc" <<'PY' 2>"$T/err" && ok "lookup --json: a damaged index page gives only an error object" \
+  || bad "lookup --json: a damaged index page gives only an error object"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert sys.argv[2] == "1" and len(lines) == 1, (sys.argv[2], lines)
+o = json.loads(lines[0])
+assert list(o) == ["error"] and "dmgall.idx is damaged" in o["error"], o
+PY
+printf '%s\n' "{\"text\": \"$DQ\"}" '{"tokens": [1, 2, 3]}' >"$T/q_dmg.jsonl"
+"$AX" memscan lookup --index "$T/dmgall.idx" --tokenizer "$T/tok" --file "$T/q_dmg.jsonl" >"$T/dq.jsonl" 2>"$T/err"
+rc=$?
+python3 - "$T/dq.jsonl" "$rc" <<'PY' 2>"$T/err" && ok "lookup batch: the query meeting damage gets an error line, exit 1" \
+  || bad "lookup batch: the query meeting damage gets an error line, exit 1"
+import json, sys
+out = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+assert sys.argv[2] == "1" and len(out) == 2, (sys.argv[2], out)
+assert out[0]["line"] == 1 and "dmgall.idx is damaged" in out[0]["error"] and "windows_found" not in out[0], out[0]
+assert out[1]["line"] == 2 and "error" not in out[1] and out[1]["windows"] == 0, out[1]
+PY
 
 # ---- memscan index --mem-limit: spilled to disk, the same file as the in-memory build ----
 "$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/kjv_lim.idx" --mem-limit 1M >"$T/out" 2>"$T/err" \

@@ -138,6 +138,36 @@ PY
     if [ "$same" = 1 ] && [ "$(wc -l <"$T/serve/c0")" = 60 ] && grep -q '"longest":{' "$T/serve/c0"; then
       echo "memscan lookup --file under mpirun on 1, 2, 4 ranks equals one process: ok"
     else echo "memscan lookup --file under mpirun differs from one process: FAILED"; fail=1; fi
+    # a damaged index (one page of the table's values, read only where a tag matched): the
+    # queries meeting it get error lines with no answer, the others their answers; on every
+    # rank count the same lines as one process, exit 1
+    python3 - "$T/serve/cli.idx" "$T/serve/dmg.idx" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+L = struct.unpack_from("<I", d, 120)[0]; ext = 136 + L + 8
+off_dir, off_vals, off_firsts = (struct.unpack_from("<Q", d, ext + 8 + 8 * i)[0] for i in (2, 5, 6))
+pg = ((off_vals + off_firsts) // 2 - off_dir) // 65536  # a page inside the values
+assert pg >= 1, "the index is too small to damage a page past the directory's"
+d[off_dir + pg * 65536 + 100] ^= 0x40
+open(sys.argv[2], "wb").write(d)
+PY
+    "$AX" memscan lookup --index "$T/serve/dmg.idx" --file "$T/serve/q.jsonl" >"$T/serve/d0" 2>/dev/null
+    rcs=$?
+    same=1
+    for np in 2 4; do
+      mpirun --oversubscribe -np "$np" "$AX" memscan lookup --index "$T/serve/dmg.idx" \
+        --file "$T/serve/q.jsonl" >"$T/serve/d$np" 2>/dev/null
+      [ $? = 1 ] && cmp -s "$T/serve/d0" "$T/serve/d$np" || same=0
+    done
+    if [ "$rcs" = 1 ] && [ "$same" = 1 ] && python3 - "$T/serve/d0" <<'PY'
+import json, sys
+out = [json.loads(l) for l in open(sys.argv[1])]
+err = [o for o in out if "error" in o]
+assert len(out) == 60 and err and len(err) < 60, len(err)
+assert all("windows_found" not in o and "is damaged" in o["error"] for o in err)
+PY
+    then echo "memscan lookup --file, damaged index: error lines, no answers, on 1, 2, 4 ranks alike: ok"
+    else echo "memscan lookup --file, damaged index: FAILED"; fail=1; fi
   fi
 else echo "memscan.sh: $SV not built"; fail=1; fi
 # memscan probe with sampled continuations: a model that memorized 24 documents, probed at two

@@ -102,7 +102,8 @@ static int do_query(const char *dir, const char *out) {
     uint32_t *cnt = malloc(sizeof *cnt * K);
     uint64_t *first = malloc(sizeof *first * K);
     for (int i = 0; i < k; i++) make_query(ds, a + i, w + (size_t)i * N);
-    if ((st = ax_memscan_index_lookup_routed(idx, w, (size_t)k, cnt, first)) != AX_OK)
+    uint8_t *dmg = malloc(K);
+    if ((st = ax_memscan_index_lookup_routed(idx, w, (size_t)k, cnt, first, dmg)) != AX_OK)
         return fail("routed lookup", st);
     int bad = 0, remote = 0, found = 0;
     for (int i = 0; i < k; i++) {
@@ -110,6 +111,7 @@ static int do_query(const char *dir, const char *out) {
         uint64_t f;
         int hit = ax_memscan_index_lookup(idx, w + (size_t)i * N, &c, &f);
         if (!hit) c = 0, f = 0;
+        if (dmg[i]) bad++; /* a sound index: no answer is marked damaged */
         if (c != cnt[i] || f != first[i]) {
             if (!bad++)
                 fprintf(stderr,
@@ -155,6 +157,7 @@ static int do_query(const char *dir, const char *out) {
     free(w);
     free(cnt);
     free(first);
+    free(dmg);
     ax_memscan_index_free(idx);
     ax_axd_free(ds);
     return bad != 0;

@@ -268,3 +268,136 @@ Test(input_compressed, truncated_and_corrupt_rejected, .init = quiet) {
     free(g);
     free(corpus);
 }
+
+/* ---- binary input is refused: encoding it as one document would make a dataset of junk ---- */
+
+/* reads the whole input, returning the status of the first failure (or AX_OK) */
+static ax_status read_input(const char *path) {
+    ax_input_t *in;
+    ax_status st = ax_input_open(&path, 1, 0, &in);
+    for (int eof = 0; st == AX_OK && !eof;) {
+        const uint8_t *p;
+        size_t k;
+        int end;
+        st = ax_input_next(in, &p, &k, &end, &eof);
+    }
+    ax_input_free(in);
+    return st;
+}
+
+/* path is refused (AX_ERR_CORRUPT) with a message naming it and holding want */
+static void refused(const char *path, const char *want) {
+    ax_error_clear();
+    cr_assert_eq(read_input(path), AX_ERR_CORRUPT, "%s was read as text", path);
+    cr_assert(strstr(ax_error_msg(), path) && strstr(ax_error_msg(), want), "%s: %s", path,
+              ax_error_msg());
+    ax_error_clear();
+}
+
+Test(input_compressed, binary_input_refused, .init = quiet, .timeout = 120) {
+    size_t n;
+    char *corpus = make_corpus(&n);
+    char plain[256], tok[256], axd[256], axd_txt[256], axd_zst[256], raw[256], nul[256], latin[256],
+        latin_gz[256], zst_bare[256], out[256];
+    td_tmp(plain, sizeof plain, "b.jsonl");
+    td_tmp(tok, sizeof tok, "b.tok");
+    td_tmp(axd, sizeof axd, "b.axd");
+    td_tmp(axd_txt, sizeof axd_txt, "b_axd.txt");
+    td_tmp(axd_zst, sizeof axd_zst, "b_axd.txt.zst");
+    td_tmp(raw, sizeof raw, "raw.bin");
+    td_tmp(nul, sizeof nul, "nul.txt");
+    td_tmp(latin, sizeof latin, "latin1.txt");
+    td_tmp(latin_gz, sizeof latin_gz, "latin1.txt.gz");
+    td_tmp(zst_bare, sizeof zst_bare, "c.jsonl.compressed");
+    td_tmp(out, sizeof out, "b_out.axd");
+    cr_assert(td_write(plain, corpus, n));
+    const char *in[1] = {plain};
+    ax_data_tokenizer_result tr;
+    cr_assert_eq(ax_data_tokenizer_train(in, 1, 0, 300, 0, tok, &tr), AX_OK, "%s", ax_error_msg());
+    ax_data_encode_result r;
+    cr_assert_eq(ax_data_encode(tok, in, 1, 0, 1, axd, &r), AX_OK, "%s", ax_error_msg());
+    /* a dataset, under any name and compressed too: named as such, with what to do */
+    size_t an;
+    uint8_t *a = td_read(axd, &an);
+    cr_assert(td_write(axd_txt, a, an));
+    write_zstd(axd_zst, (const char *)a, an, NULL, 0);
+    refused(axd, "axmem dataset (.axd)");
+    refused(axd_txt, "axmem dataset (.axd)");
+    refused(axd_zst, "axmem dataset (.axd)");
+    refused(tok, "axmem tokenizer");
+    /* a compressed file without its suffix */
+    write_zstd(zst_bare, corpus, n, NULL, 0);
+    refused(zst_bare, "name it with a .zst suffix");
+    /* NUL bytes: where the first one is */
+    memcpy(a, "hello, world", 12), a[12] = 0;
+    cr_assert(td_write(nul, a, an));
+    refused(nul, "byte 12 is a NUL");
+    free(a);
+    /* random bytes without a NUL: not UTF-8 */
+    uint8_t junk[5000];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(1 + (i * 2654435761u >> 11) % 255);
+    cr_assert(td_write(raw, junk, sizeof junk));
+    refused(raw, "not UTF-8 text");
+    /* Latin-1 text, plain and gzipped (its decompressed bytes are judged) */
+    char lat[3000];
+    size_t ln = 0;
+    while (ln + 11 < sizeof lat) memcpy(lat + ln, "caf\xe9 na\xefve ", 11), ln += 11;
+    cr_assert(td_write(latin, lat, ln));
+    write_gzip(latin_gz, lat, ln, NULL, 0);
+    refused(latin, "iconv");
+    refused(latin_gz, "not UTF-8 text");
+    /* ... and the commands refuse them too, naming the file */
+    const char *bad[1] = {axd_txt};
+    cr_assert_eq(ax_data_encode(tok, bad, 1, 0, 1, out, &r), AX_ERR_CORRUPT);
+    cr_assert(strstr(ax_error_msg(), axd_txt), "%s", ax_error_msg());
+    cr_assert(!ax_path_exists(out), "a refused encode leaves no dataset");
+    ax_error_clear();
+    cr_assert_eq(ax_data_tokenizer_train(bad, 1, 0, 300, 0, out, &tr), AX_ERR_CORRUPT);
+    cr_assert(!ax_path_exists(out));
+    ax_error_clear();
+    unlink(plain), unlink(tok), unlink(axd), unlink(axd_txt), unlink(axd_zst), unlink(raw);
+    unlink(nul), unlink(latin), unlink(latin_gz), unlink(zst_bare);
+    free(corpus);
+}
+
+/* Unicode's well-formed UTF-8 (every length, the range ends) passes; ill-formed sequences
+ * (overlong forms, surrogates, past U+10FFFF, lone or missing continuation bytes) are counted:
+ * a few stray bytes in a big text are tolerated, nine in a short one are not */
+Test(input_compressed, utf8_judged_by_the_standard, .init = quiet) {
+    static const char *good[] = {"\x7f",         "\xc2\x80",         "\xdf\xbf",
+                                 "\xe0\xa0\x80", "\xed\x9f\xbf",     "\xee\x80\x80",
+                                 "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf"};
+    static const char *ill[] = {"\xc0\xaf",
+                                "\xc1\xbf",
+                                "\xe0\x9f\xbf",
+                                "\xed\xa0\x80",
+                                "\xf0\x8f\xbf\xbf",
+                                "\xf4\x90\x80\x80",
+                                "\xf5\x80\x80\x80",
+                                "\x80",
+                                "\xbf",
+                                "\xe2\x82",
+                                "\xfe",
+                                "\xff"};
+    char path[256], buf[4096];
+    td_tmp(path, sizeof path, "utf8.txt");
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        size_t m = 0, k = strlen(good[i]);
+        while (m + k + 1 < sizeof buf) memcpy(buf + m, good[i], k), buf[m + k] = ' ', m += k + 1;
+        cr_assert(td_write(path, buf, m));
+        cr_assert_eq(read_input(path), AX_OK, "good %zu: %s", i, ax_error_msg());
+    }
+    for (size_t i = 0; i < sizeof ill / sizeof *ill; i++) {
+        size_t m = 0, k = strlen(ill[i]);
+        for (int r = 0; r < 9; r++) memcpy(buf + m, ill[i], k), buf[m + k] = 'a', m += k + 1;
+        cr_assert(td_write(path, buf, m));
+        refused(path, "not UTF-8 text");
+        /* the same nine (up to 27 bad bytes) in 40 KB of text: under one in a thousand */
+        static char big[40000];
+        memset(big, 'x', sizeof big);
+        memcpy(big, buf, m);
+        cr_assert(td_write(path, big, sizeof big));
+        cr_assert_eq(read_input(path), AX_OK, "ill %zu in a big text: %s", i, ax_error_msg());
+    }
+    unlink(path);
+}

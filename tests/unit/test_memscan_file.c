@@ -497,8 +497,15 @@ Test(memscan_file, v3_damage_named) {
         }
         cr_assert_eq(st, AX_OK, "case %zu: %s", i, ax_error_msg());
         cr_assert_eq(ax_memscan_index_check(idx), AX_OK);
+        cr_assert_eq(ax_memscan_index_damage_met(idx), 0);
         char why[256];
         cr_assert_gt(ax_memscan_brute_check(idx, &b, why, sizeof why), 0, "case %zu", i);
+        /* every lookup refused for damage is counted, not only the first (so a caller can
+         * fail each query that met it) */
+        uint64_t met = ax_memscan_index_damage_met(idx);
+        cr_assert_gt(met, 1, "case %zu", i);
+        ax_memscan_brute_check(idx, &b, why, sizeof why);
+        cr_assert_eq(ax_memscan_index_damage_met(idx), 2 * met, "case %zu", i);
         ax_error_clear();
         cr_assert_eq(ax_memscan_index_check(idx), AX_ERR_CORRUPT, "case %zu", i);
         cr_assert(strstr(ax_error_msg(), bad) && strstr(ax_error_msg(), cases[i].want),

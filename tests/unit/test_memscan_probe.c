@@ -28,6 +28,8 @@
 #include "memscan/index.h"
 #include "memscan/probe.h"
 #include "memscan/probe_run.h"
+#include "memscan/model_load.h"
+#include "memscan/scan_inputs.h"
 #include "train/train.h"
 #include "tests/unit/test_suite_files.h"
 #include "tests/unit/test_tiny_model.h"
@@ -681,6 +683,11 @@ Test(memscan_probe, deep_offsets) {
                          .seed = 1,
                          .random_offset = AX_PROBE_DEEP};
     ax_probe_result r;
+    /* 20 probes of 14 documents repeat some: refused unless repeats are asked for */
+    cr_assert_eq(ax_probe_run(m, ds, &c, &r), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--repeat-docs"), "%s", ax_error_msg());
+    ax_error_clear();
+    c.repeat = 1;
     cr_assert_eq(ax_probe_run(m, ds, &c, &r), AX_OK, "%s", ax_error_msg());
     const uint64_t *off = ax_axd_doc_offsets(ds);
     uint64_t lo = ~0ull, hi = 0;
@@ -888,4 +895,156 @@ Test(memscan_probe, goldfish_audit_static_matches_training_windows) {
     ax_loader_free(ld);
     ax_axd_free(ds);
     ax_rm_rf(run);
+}
+
+/* ---- probes clustered by document (--repeat-docs): intervals that account for repeats ---- */
+
+/* Clopper-Pearson at real counts: beta quantiles, equal to the binomial-sum interval at
+ * integers, and scipy's values at real ones (tests/unit/ref/clustered_ci.py) */
+Test(memscan_probe, clopper_pearson_at_real_counts) {
+    double lo, hi, lo2, hi2;
+    for (long n = 1; n <= 60; n += 7)
+        for (long k = 0; k <= n; k++) {
+            ax_clopper_pearson(k, n, &lo, &hi);
+            ax_clopper_pearson_real((double)k, (double)n, &lo2, &hi2);
+            cr_assert_float_eq(lo, lo2, 1e-9, "k %ld n %ld: %g vs %g", k, n, lo, lo2);
+            cr_assert_float_eq(hi, hi2, 1e-9, "k %ld n %ld: %g vs %g", k, n, hi, hi2);
+        }
+    ax_clopper_pearson_real(2.5, 37.3, &lo, &hi);
+    cr_assert_float_eq(lo, 0.0113085398995, 1e-10, "%.12g", lo);
+    cr_assert_float_eq(hi, 0.199336058598, 1e-10, "%.12g", hi);
+    ax_clopper_pearson_real(0.7, 5.2, &lo, &hi);
+    cr_assert_float_eq(lo, 0.000839832046159, 1e-12, "%.12g", lo);
+    cr_assert_float_eq(hi, 0.649854330278, 1e-10, "%.12g", hi);
+}
+
+/* the test data of tests/unit/ref/clustered_ci.py: document d (id 100 + 3d) has 1 + d % 4
+ * probes, mostly all exact or all not */
+static int clustered_data(double *x, uint64_t *cl) {
+    int n = 0;
+    for (int d = 0; d < 12; d++)
+        for (int j = 0; j < 1 + d % 4; j++, n++) {
+            x[n] = d % 3 == 0 || (d * 7 + j * 3) % 11 == 0;
+            cl[n] = 100 + 3 * (uint64_t)d;
+        }
+    return n;
+}
+
+Test(memscan_probe, clustered_intervals_match_reference) {
+    double x[64], mean, lo, hi, ne;
+    uint64_t cl[64];
+    int n = clustered_data(x, cl);
+    cr_assert_eq(n, 30);
+    /* Korn-Graubard: n* = p(1 - p) / v = 12.375 of 30 probes (scipy reference) */
+    ax_clopper_pearson_clustered(x, cl, n, &mean, &lo, &hi, &ne);
+    cr_assert_float_eq(mean, 0.4, 1e-12);
+    cr_assert_float_eq(ne, 12.375, 1e-9, "%.12g", ne);
+    cr_assert_float_eq(lo, 0.14378056696, 1e-9, "%.12g", lo);
+    cr_assert_float_eq(hi, 0.704812905591, 1e-9, "%.12g", hi);
+    double ilo, ihi; /* wider than the interval that takes the 30 probes as independent */
+    ax_clopper_pearson(12, 30, &ilo, &ihi);
+    cr_assert(lo < ilo && hi > ihi, "[%g, %g] vs independent [%g, %g]", lo, hi, ilo, ihi);
+    /* no success at all: each document counts once (12 of them), not each probe */
+    for (int i = 0; i < n; i++) x[i] = 0;
+    ax_clopper_pearson_clustered(x, cl, n, &mean, &lo, &hi, &ne);
+    cr_assert_eq(ne, 12);
+    cr_assert_eq(lo, 0);
+    cr_assert_float_eq(hi, 0.264648469397, 1e-9, "%.12g", hi);
+}
+
+/* The cluster bootstrap resamples documents: with one probe a document it is the plain
+ * bootstrap, draw for draw; probing every document three times with the same outcomes gives
+ * exactly the interval of probing each once (the repeats add no information) */
+Test(memscan_probe, cluster_bootstrap_counts_documents) {
+    double x[300], x3[900], m1, l1, h1, m2, l2, h2;
+    uint64_t id[300], id3[900];
+    for (int i = 0; i < 300; i++) {
+        x[i] = (double)((i * 37) % 101) / 100.0;
+        id[i] = 5000 + (uint64_t)i; /* ascending ids: the same cluster order as the probes */
+        for (int r = 0; r < 3; r++) x3[3 * i + r] = x[i], id3[3 * i + r] = id[i];
+    }
+    ax_bootstrap_ci(x, 300, 1000, 9, &m1, &l1, &h1);
+    ax_bootstrap_ci_clustered(x, id, 300, 1000, 9, &m2, &l2, &h2);
+    cr_assert_eq(m1, m2);
+    cr_assert_eq(l1, l2);
+    cr_assert_eq(h1, h2);
+    ax_bootstrap_ci_clustered(x3, id3, 900, 1000, 9, &m2, &l2, &h2);
+    cr_assert_float_eq(m1, m2, 1e-12);
+    cr_assert_float_eq(l1, l2, 1e-12);
+    cr_assert_float_eq(h1, h2, 1e-12);
+    double l3, h3; /* the triplicates taken as independent: a narrower, wrong interval */
+    ax_bootstrap_ci(x3, 900, 1000, 9, &m2, &l3, &h3);
+    cr_assert(h3 - l3 < 0.8 * (h1 - l1), "%g vs %g", h3 - l3, h1 - l1);
+}
+
+/* The context generate is bounded by: a trained run's seq-len, a learned position table's rows,
+ * and for a run fine-tuned with --init the larger context of the checkpoint it started from;
+ * --length beyond it is refused before the model is built, naming the limit */
+Test(memscan_probe, generate_length_bounded_by_the_context) {
+    char data[128], run[128], ft[128], lp[128], idx[128], out[160];
+    int pid = (int)getpid();
+    snprintf(data, sizeof data, "/tmp/axmem_test_%d_ctx.axd", pid);
+    snprintf(run, sizeof run, "/tmp/axmem_test_%d_ctxrun", pid);
+    snprintf(ft, sizeof ft, "/tmp/axmem_test_%d_ctxft", pid);
+    snprintf(lp, sizeof lp, "/tmp/axmem_test_%d_ctxlp", pid);
+    snprintf(idx, sizeof idx, "/tmp/axmem_test_%d_ctx.idx", pid);
+    snprintf(out, sizeof out, "/tmp/axmem_test_%d_ctxg/g.json", pid);
+    make_run(data, run); /* seq-len 32 */
+    ax_train_config c;
+    ax_train_result r;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &c), AX_OK);
+    snprintf(c.data, sizeof c.data, "%s", data);
+    snprintf(c.out, sizeof c.out, "%s", ft);
+    snprintf(c.init, sizeof c.init, "%s", run);
+    c.seq_len = 16, c.batch = 2, c.steps = 1, c.warmup = 0, c.threads = 1;
+    cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &c), AX_OK);
+    snprintf(c.data, sizeof c.data, "%s", data);
+    snprintf(c.out, sizeof c.out, "%s", lp);
+    snprintf(c.pos, sizeof c.pos, "learned");
+    c.layers = 1, c.dim = 16, c.heads = 2, c.ffn = 24, c.max_pos = 24;
+    c.seq_len = 20, c.batch = 2, c.steps = 1, c.warmup = 0, c.threads = 1;
+    cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
+    struct {
+        const char *dir;
+        int want;
+        const char *src;
+    } cases[] = {{run, 32, "seq-len"}, {ft, 32, "--init"}, {lp, 24, "max-pos"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ax_ckpt_t *ck = NULL;
+        cr_assert_eq(ax_ms_ckpt_open(cases[i].dir, &ck), AX_OK, "%s", ax_error_msg());
+        int ctx = 0;
+        const char *src = NULL;
+        cr_assert_eq(ax_ms_model_context(ck, &ctx, &src), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ctx, cases[i].want, "case %zu: %d (%s)", i, ctx, src);
+        cr_assert(strstr(src, cases[i].src), "case %zu: %s", i, src);
+        ax_ckpt_free(ck);
+    }
+    /* through the scan: 33 tokens refused naming the 32, 32 run */
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *ix = NULL;
+    ax_memscan_build_opts bo;
+    ax_memscan_build_opts_default(&bo);
+    bo.n = 4;
+    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_build(ds, &bo, &ix), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save(ix, idx, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(ix);
+    ax_axd_free(ds);
+    ax_ms_generate_opts go;
+    ax_ms_generate_summary gs;
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_generate_table, &go), AX_OK);
+    snprintf(go.ckpt, sizeof go.ckpt, "%s", ft);
+    snprintf(go.index, sizeof go.index, "%s", idx);
+    snprintf(go.out, sizeof go.out, "%s", out);
+    go.samples = 2, go.length = 33, go.batch = 2;
+    cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--length 33 exceeds the model's context") &&
+                  strstr(ax_error_msg(), "at most 32 positions"),
+              "%s", ax_error_msg());
+    ax_error_clear();
+    go.length = 32;
+    cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_OK, "%s", ax_error_msg());
+    cr_assert(gs.written && ax_path_exists(out), "generate made --out's folder");
+    ax_rm_rf(run), ax_rm_rf(ft), ax_rm_rf(lp);
 }
