@@ -42,12 +42,13 @@ static const ax_cfg_entry entries[] = {
 const ax_cfg_table ax_ms_exposure_table = {
     .usage = "axmem memscan exposure --ckpt DIR --canaries FILE.json --out DIR [flags]",
     .summary =
-        "Canary exposure (Carlini et al. 2019): rank each inserted secret among the strings of\n"
-        "its format by the model's log-likelihood of the secret after its prefix; exposure =\n"
-        "log2 |space| - log2 rank, exact by enumeration when the space is at most --exact-max,\n"
-        "else estimated from a normal fitted to never-inserted candidates. Also whether greedy\n"
-        "decoding from the prefix reproduces the secret. Table by repeat count. The samples\n"
-        "file holds the secrets (mode 0600).",
+        "Canary exposure (Carlini et al. 2019): rank each planted secret among the strings of\n"
+        "its format by the model's log-likelihood of the whole canary text (as planted, after\n"
+        "end-of-text); rank = 1 + the candidates at least as likely (ties count against the\n"
+        "secret), exposure = log2 |space| - log2 rank: exact by enumeration when the space is at\n"
+        "most --exact-max, else estimated from a skew-normal fitted by maximum likelihood to\n"
+        "never-planted candidates. Also whether greedy decoding from the prefix reproduces the\n"
+        "secret. Table by repeat count. The samples file holds the secrets (mode 0600).",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -88,6 +89,23 @@ static ax_status write_samples(const ax_canary_set *s, const ax_exposure_result 
         ax_jw_free(&w);
     }
     return st;
+}
+
+/* "fits": per prefix, the skew-normal the estimate used (log-perplexities in nats) */
+static void fits_json(ax_jw *w, const ax_exposure_result *r) {
+    ax_jw_key(w, "fits");
+    ax_jw_arr_begin(w);
+    for (int g = 0; g < r->n_groups; g++) {
+        const ax_exposure_group *eg = &r->g[g];
+        ax_jw_obj_begin(w);
+        ax_jw_key(w, "prefix"), ax_jw_str(w, eg->prefix);
+        ax_jw_key(w, "candidates"), ax_jw_int(w, eg->candidates);
+        ax_jw_key(w, "xi"), ax_jw_num(w, eg->fit.xi);
+        ax_jw_key(w, "omega"), ax_jw_num(w, eg->fit.omega);
+        ax_jw_key(w, "alpha"), ax_jw_num(w, eg->fit.alpha);
+        ax_jw_obj_end(w);
+    }
+    ax_jw_arr_end(w);
 }
 
 /* one row of the table: the canaries with `repeats` repeats (-1: all) */
@@ -151,12 +169,25 @@ static ax_status write_outputs(const ax_ms_exposure_opts *fl, const ax_ms_model 
     ax_jw_key(&w, "format"), ax_jw_str(&w, s->format);
     ax_jw_key(&w, "space"), ax_jw_num(&w, r->space);
     ax_jw_key(&w, "method"), ax_jw_str(&w, r->exact ? "exact" : "estimate");
+    ax_jw_key(&w, "estimator"), ax_jw_str(&w, r->exact ? "exact" : "skew-normal");
     ax_jw_key(&w, "candidates"), ax_jw_int(&w, r->n_candidates);
+    ax_jw_key(&w, "sample_size"), ax_jw_int(&w, r->n_candidates);
+    ax_jw_key(&w, "score");
+    ax_jw_str(&w, "log-likelihood (nats) of every token of the canary text (lead + prefix + "
+                  "candidate, tokenized as planted) after end-of-text: minus its log-perplexity");
+    ax_jw_key(&w, "rank_definition");
+    ax_jw_str(&w, r->exact ? "1 + the other strings of the space at least as likely (ties count "
+                             "against the secret; Carlini et al. 2019)"
+                           : "|space| x P(X <= the secret's log-perplexity), X skew-normal fitted "
+                             "by maximum likelihood to the sampled candidates' log-perplexities, "
+                             "clamped to [1, |space|] (Carlini et al. 2019, sec. 4.3)");
+    ax_jw_key(&w, "lead"), ax_jw_str(&w, s->lead);
     ax_jw_key(&w, "exact_max"), ax_jw_num(&w, fl->exact_max);
     ax_jw_key(&w, "seed"), ax_jw_int(&w, fl->seed);
     ax_jw_key(&w, "grid"), ax_jw_str(&w, ax_grid_spec(mm->grid));
     ax_jw_key(&w, "positions"), ax_jw_int(&w, ax_exposure_plan_T(p));
     ax_jw_obj_end(&w);
+    if (!r->exact) fits_json(&w, r);
     ax_jw_key(&w, "max_exposure"), ax_jw_num(&w, log2(r->space));
     ax_jw_key(&w, "overall");
     table_row(&w, s, r, -1, buf, &sum->overall);
@@ -243,7 +274,7 @@ void ax_ms_exposure_print(const ax_ms_exposure_summary *s, FILE *f) {
     fprintf(f,
             "exposure: %d canaries, format '%s', %s over %ld candidates (max %.2f bits)\n"
             "  %8s %8s %10s %10s %10s\n",
-            s->canaries, s->format, s->exact ? "exact rank" : "estimated", s->candidates,
+            s->canaries, s->format, s->exact ? "exact rank" : "skew-normal estimate", s->candidates,
             log2(s->space), "repeats", "canaries", "mean bits", "median", "extracted");
     for (int i = 0; i < s->n_rows; i++) {
         const ax_ms_exposure_bucket *b = &s->by_repeats[i];
