@@ -547,3 +547,86 @@ void ax_exposure_result_free(ax_exposure_result *r) {
     free(r->r), free(r->g);
     memset(r, 0, sizeof *r);
 }
+
+/* ---- which planted copies training read ---- */
+
+static ax_status reads_unknown(ax_exposure_reads *r, const char *why) {
+    r->known = 0;
+    snprintf(r->why, sizeof r->why, "%s", why);
+    free(r->read);
+    r->read = NULL;
+    return AX_OK;
+}
+
+/* 1 if the copy at (doc, pos) of n tokens is all training targets (see exposure.h) */
+static int copy_read(const ax_exposure_reads *r, const ax_axd_t *ds, ax_canary_site at, int n) {
+    uint64_t T = (uint64_t)r->seq_len;
+    if (!strcmp(r->packing, "doc")) return at.token_pos + (uint64_t)n <= T;
+    uint64_t p = ax_axd_doc_offsets(ds)[at.doc] + at.token_pos;
+    uint64_t last = (ax_axd_n_tokens(ds) - 1) / T * T; /* the last target's position */
+    return p >= 1 && p + (uint64_t)n - 1 <= last;
+}
+
+ax_status ax_exposure_reads_compute(const ax_canary_set *s, const ax_json *train_config,
+                                    const ax_json *train_state, const ax_axd_t *ds, int have_sum,
+                                    uint64_t ds_sum, ax_exposure_reads *r) {
+    memset(r, 0, sizeof *r);
+    const ax_json *pk = ax_json_get(train_config, "packing"),
+                  *sl = ax_json_get(train_config, "seq-len");
+    int64_t T;
+    if (!pk || pk->type != AX_JSON_STR || !sl || !ax_json_int_in(sl, 1, INT32_MAX, &T) ||
+        (strcmp(pk->str, "doc") && strcmp(pk->str, "packed")))
+        return reads_unknown(r, "the checkpoint records no training packing and sequence length "
+                                "(not trained by axmem train)");
+    snprintf(r->packing, sizeof r->packing, "%s", pk->str);
+    r->seq_len = T;
+    uint64_t trained_on;
+    if (!ax_json_get(train_state, "dataset_xxh3") ||
+        ax_json_get_hex64(train_state, "dataset_xxh3", "checkpoint", &trained_on) != AX_OK) {
+        ax_error_clear();
+        return reads_unknown(r, "the checkpoint records no training dataset checksum");
+    }
+    if (!have_sum)
+        return reads_unknown(r, "the canaried dataset is not found and the secrets file records "
+                                "no checksum, so it cannot be matched to the training data");
+    if (trained_on != ds_sum) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "the checkpoint was trained on dataset 0x%016llx, not the canaried 0x%016llx",
+                 (unsigned long long)trained_on, (unsigned long long)ds_sum);
+        return reads_unknown(r, why);
+    }
+    if (!ds && strcmp(r->packing, "doc"))
+        return reads_unknown(r, "packed training: the canaried dataset is needed for the copies' "
+                                "stream positions and is not found");
+    int sites = 0;
+    for (int k = 0; k < s->n; k++) sites += s->c[k].n_sites;
+    if (!sites) return reads_unknown(r, "the secrets file records no planted positions");
+    if (!(r->read = calloc((size_t)s->n, sizeof *r->read)))
+        return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < s->n; k++) {
+        const ax_canary *c = &s->c[k];
+        for (int i = 0; i < c->n_sites; i++) {
+            if (ds && c->sites[i].doc >= ax_axd_n_docs(ds))
+                return ax_errorf(AX_ERR_CORRUPT,
+                                 "canary %d: a copy in document %llu, past the %llu of %s; pass "
+                                 "the secrets file of this dataset",
+                                 c->id, (unsigned long long)c->sites[i].doc,
+                                 (unsigned long long)ax_axd_n_docs(ds), ax_axd_path(ds));
+            r->read[k] += copy_read(r, ds, c->sites[i], c->n_tokens);
+        }
+        r->copies += c->repeats, r->copies_read += r->read[k];
+        r->canaries_short += r->read[k] < c->repeats;
+    }
+    r->known = 1;
+    snprintf(r->why, sizeof r->why,
+             "%s: a copy is read when all its tokens are training targets (%s)", r->packing,
+             strcmp(r->packing, "doc") ? "within the packed windows"
+                                       : "within a document's first seq-len tokens");
+    return AX_OK;
+}
+
+void ax_exposure_reads_free(ax_exposure_reads *r) {
+    free(r->read);
+    r->read = NULL;
+}

@@ -10,8 +10,10 @@
  * (memscan/privacy_metrics.h). Also: does greedy decoding from the prefix reproduce the secret? */
 #pragma once
 #include <stdint.h>
+#include "data/axd.h"
 #include "data/canary.h"
 #include "data/tokenizer.h"
+#include "lib/core/json.h"
 #include "lib/core/status.h"
 #include "lib/model/model.h"
 #include "memscan/skewnorm.h"
@@ -102,3 +104,32 @@ typedef struct {
 ax_status ax_exposure_run(ax_model_t *m, const ax_canary_set *s, const ax_exposure_plan *p,
                           const ax_exposure_config *c, ax_exposure_result *out);
 void ax_exposure_result_free(ax_exposure_result *r);
+
+/* ---- which planted copies training read ---- */
+
+/* A copy is read when every one of its tokens is a training target: with `--packing doc` (a
+ * sample is end-of-text + a document's first seq-len tokens) token_pos + its tokens <= seq-len;
+ * packed (windows of seq-len + 1 tokens at multiples of seq-len; the stream's first
+ * (n_tokens - 1) / seq-len x seq-len + 1 tokens, targets from the second) its stream position
+ * is >= 1 and its last token within them. Positions, not steps: a run shorter than an epoch
+ * may not have sampled every document. */
+typedef struct {
+    int known;     /* 0: could not tell; why says why */
+    char why[512]; /* known: what was compared; else the reason */
+    char packing[16];
+    int64_t seq_len;
+    long copies, copies_read;
+    int canaries_short; /* canaries with fewer copies read than planted (repeats) */
+    int *read;          /* [canaries]: copies read; NULL when not known */
+} ax_exposure_reads;
+
+/* From the checkpoint's training config ("packing", "seq-len") and state ("dataset_xxh3"),
+ * the secrets' planted positions, and the canaried dataset: ds (opened, or NULL) or at least
+ * its checksum (have_sum). Not known (no error) when the checkpoint records no training
+ * config, was trained on another dataset, the secrets file has no positions, or packed training
+ * needs the dataset and it is not found. AX_ERR_CORRUPT when a position lies outside the
+ * dataset; AX_ERR_NOMEM. */
+ax_status ax_exposure_reads_compute(const ax_canary_set *s, const ax_json *train_config,
+                                    const ax_json *train_state, const ax_axd_t *ds, int have_sum,
+                                    uint64_t ds_sum, ax_exposure_reads *out);
+void ax_exposure_reads_free(ax_exposure_reads *r);

@@ -6,7 +6,7 @@
 # the split, the canaries (secrets file 0600), mia.json and exposure.json for both models with
 # values in range, the summary's attack rows equal to them, exposure rising from 1 to 16 repeats
 # on the baseline (the canaries share their prefix, so even 20 steps rank the 16-repeat secrets
-# far above the 1-repeat ones: ~9.5 vs ~3.3 bits), no canary text in the report or summary, and
+# above the 1-repeat ones: ~4.1 vs ~1.9 bits), no canary text in the report or summary, and
 # --no-privacy skips it all.
 # Usage: tests/cli/demo.sh path/to/axmem
 set -uo pipefail

@@ -33,7 +33,7 @@ static ax_tokenizer_t *axmem_tokenizer(void) {
     cr_assert_eq(ax_bpe_trainer_create(&tr), AX_OK);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(ax_bpe_trainer_add(tr, (const uint8_t *)text, strlen(text)), AX_OK);
-    cr_assert_eq(ax_bpe_trainer_train(tr, 300, NULL, &tok), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_bpe_trainer_train(tr, 280, NULL, &tok), AX_OK, "%s", ax_error_msg());
     ax_bpe_trainer_free(tr);
     return tok;
 }
