@@ -225,7 +225,7 @@ static int same_tokens(const int32_t *a, size_t na, const int32_t *b, size_t nb)
     return na == nb && !memcmp(a, b, sizeof(int32_t) * na);
 }
 
-/* lead + prefix ([AX_CANARY_MAX_TEXT + lead]: malloc'd) */
+/* lead + prefix (malloc'd; NULL when out of memory) */
 static char *lead_prefix(const char *lead, const char *prefix) {
     size_t a = strlen(lead), b = strlen(prefix);
     char *t = malloc(a + b + 1);
@@ -394,10 +394,11 @@ ax_status ax_exposure_plan_build(const ax_canary_set *s, const ax_tokenizer_t *t
         }
         if (s->c[k].n_tokens > p->T) p->T = s->c[k].n_tokens;
     }
-    if (!p->exact && p->per_group < 2) {
+    if (!p->exact && p->per_group < 3) { /* a skew-normal has 3 parameters */
         st = ax_errorf(AX_ERR_ARG,
                        "the space (%.0f) is above --exact-max and there are %ld reference "
-                       "candidates; pass --candidates N (N >= 2) to estimate the exposure",
+                       "candidates; pass --candidates N (N >= 3; 1000 or more for a stable fit) "
+                       "to estimate the exposure",
                        p->f.space, p->per_group);
         goto fail;
     }
