@@ -36,6 +36,8 @@
 /* The split's overlap rule: 32 tokens, not data split's default 13, which on the formulaic KJV
  * drops most held-out chapters (docs/DESIGN.md, "Member / held-out split"). */
 #define DEMO_NGRAM 32
+/* Training's sequence length (--packing doc): the canaries are planted within it */
+#define DEMO_SEQ_LEN 160
 
 typedef struct {
     char out[AX_CFG_STR_MAX], corpus[AX_CFG_STR_MAX];
@@ -86,7 +88,8 @@ static const ax_cfg_table table = {
         "     N members (the memorization set) and N held-out non-members, dropping held-out\n"
         "     chapters that share a run of >= 32 tokens with the members (data split);\n"
         "  3. plants canaries (--canary-format, --canaries-per-repeat of them at each of\n"
-        "     --canary-repeats) at random positions of the members (data canaries; secrets in\n"
+        "     --canary-repeats) between sentences of random members, within the 160 tokens\n"
+        "     training reads of a document (data canaries --within 160; secrets in\n"
         "     DIR/secrets.json, mode 0600);\n"
         "  4. trains a baseline and a goldfish (hash:k=4,h=13) model for many epochs on the\n"
         "     members (one document per sequence), validating on the held-out set;\n"
@@ -394,7 +397,7 @@ static ax_status demo_train(const demo_args *a, const char *data, const char *va
                              {"goldfish", goldfish}};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         AX_CHECK(ax_cfg_set(&ax_train_table, &c, text[i][0], text[i][1], NULL));
-    c.seq_len = 160;
+    c.seq_len = DEMO_SEQ_LEN;
     c.batch = 16;
     c.steps = a->steps_n;
     c.lr = 3e-3;
@@ -466,24 +469,33 @@ static ax_status demo_split(const char *pool, const char *members, const char *h
 }
 
 /* `axmem data canaries` with the demo's flags and every other string of the space as reference
- * (exact exposure) */
+ * (exact exposure), every copy within the tokens training reads of a document; where the
+ * members have no room for that (a few short runs' documents), anywhere, and memscan exposure
+ * marks the copies training never read */
 static ax_status demo_canaries(const demo_args *a, const char *members, const char *tok,
                                const char *out, const char *secrets) {
     AX_INFO("demo: plant canaries");
     ax_error_clear();
-    const ax_canary_config c = {.input = members,
-                                .tokenizer = tok,
-                                .format = a->canary_format,
-                                .out = out,
-                                .secrets = secrets,
-                                .repeats = a->repeats,
-                                .n_repeats = a->n_repeats,
-                                .per_repeat = (int)a->per_repeat,
-                                .references =
-                                    1000, /* the whole rest of a small space: exact exposure */
-                                .seed = 1};
+    ax_canary_config c = {.input = members,
+                          .tokenizer = tok,
+                          .format = a->canary_format,
+                          .out = out,
+                          .secrets = secrets,
+                          .repeats = a->repeats,
+                          .n_repeats = a->n_repeats,
+                          .per_repeat = (int)a->per_repeat,
+                          .references = 1000, /* the whole rest of a small space: exact exposure */
+                          .seed = 1,
+                          .within = DEMO_SEQ_LEN}; /* where --packing doc trains */
     ax_canary_result r;
-    AX_CHECK(ax_data_canaries(&c, &r));
+    if (ax_data_canaries(&c, &r) == AX_ERR_ARG) {
+        AX_WARN("demo: %s; planting anywhere in the members instead (memscan exposure marks the "
+                "copies training never reads)",
+                ax_error_msg());
+        ax_error_clear();
+        c.within = 0;
+        AX_CHECK(ax_data_canaries(&c, &r));
+    }
     AX_INFO("wrote %s: %ld canaries, %" PRIu64 " insertions; %s (mode 0600): %ld references%s", out,
             r.canaries, r.insertions, secrets, r.references,
             r.references_complete ? " (all the rest of the space)" : "");

@@ -186,7 +186,8 @@ static const ax_cfg_table split_table = {
 typedef struct {
     char input[AX_CFG_STR_MAX], tokenizer[AX_CFG_STR_MAX], format[AX_CFG_STR_MAX];
     char repeats[AX_CFG_STR_MAX], out[AX_CFG_STR_MAX], secrets[AX_CFG_STR_MAX];
-    int64_t per_repeat, references, seed;
+    int64_t per_repeat, references, seed, within;
+    int as_documents;
 } canary_flags;
 
 #define CANARY_F(field) offsetof(canary_flags, field)
@@ -201,6 +202,11 @@ static const ax_cfg_entry canary_entries[] = {
     {"per-repeat", AX_CFG_INT, CANARY_F(per_repeat), "4", 1, 100000, "canaries per repeat count"},
     {"references", AX_CFG_INT, CANARY_F(references), "1000", 0, 1e7,
      "never-inserted secrets of the same format (all the rest when the space is smaller)"},
+    {"as-documents", AX_CFG_BOOL, CANARY_F(as_documents), "false", 1, 0,
+     "plant each copy as a document of its own (else between sentences)"},
+    {"within", AX_CFG_INT, CANARY_F(within), "0", 0, 1e9,
+     "every copy ends within a document's first N tokens (train --packing doc --seq-len N); 0: "
+     "anywhere"},
     AX_CFG_SEED_ENTRY(CANARY_F, "0", "draws the secrets, documents and positions"),
     {"out", AX_CFG_STR, CANARY_F(out), "", 1, 0, "dataset to write, canaries planted (required)"},
     {"secrets", AX_CFG_STR, CANARY_F(secrets), "", 1, 0,
@@ -210,10 +216,13 @@ static const ax_cfg_entry canary_entries[] = {
 static const ax_cfg_table canary_table = {
     .usage = "axmem data canaries --input X.axd --tokenizer TOK --out Y.axd --secrets S.json "
              "[flags]",
-    .summary = "Inserts random secrets of --format (e.g. \"my PIN is {d6}\") into a dataset, "
-               "--per-repeat of them\nfor each of --repeats, each copy at a random token position "
-               "of a random document, and\nwrites them with --references never-inserted secrets "
-               "of the same format to --secrets\n(owner-only). The input is never modified.",
+    .summary = "Plants random secrets of --format (e.g. \"my PIN is {d6}\") in a dataset, "
+               "--per-repeat of them\nfor each of --repeats, each copy a segment of its own: "
+               "\" \" + the text after a sentence's\nend (. ! ?) and before whitespace, or at a "
+               "document's end, in a random document, where\ndecoding and re-encoding the "
+               "document keeps every token (or, with --as-documents, a\ndocument of its own). "
+               "Writes them with --references never-planted secrets of the same\nformat to "
+               "--secrets (owner-only). The input is never modified.",
     .entries = canary_entries,
     .n = (int)(sizeof canary_entries / sizeof canary_entries[0]),
 };
@@ -679,13 +688,16 @@ static int cmd_canaries(int argc, char **argv) {
                           .n_repeats = nrep,
                           .per_repeat = (int)fl.per_repeat,
                           .references = (long)fl.references,
-                          .seed = (uint64_t)fl.seed};
+                          .seed = (uint64_t)fl.seed,
+                          .as_documents = fl.as_documents,
+                          .within = (long)fl.within};
     ax_canary_result r;
     AX_CHECK_GOTO(ax_data_canaries(&c, &r), fail);
-    AX_INFO("wrote %s: %ld canaries, %" PRIu64 " insertions, %" PRIu64
+    AX_INFO("wrote %s: %ld canaries, %" PRIu64 " copies %s, %" PRIu64
             " tokens added; %s: %ld reference secrets%s of a space of %.0f",
-            fl.out, r.canaries, r.insertions, r.tokens_added, fl.secrets, r.references,
-            r.references_complete ? " (all the rest)" : "", r.space);
+            fl.out, r.canaries, r.insertions,
+            fl.as_documents ? "as documents" : "between sentences", r.tokens_added, fl.secrets,
+            r.references, r.references_complete ? " (all the rest)" : "", r.space);
     goto out;
 fail:
     rc = report_fail(SUB, st);

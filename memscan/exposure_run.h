@@ -42,7 +42,10 @@ typedef struct {
     char format[AX_CFG_STR_MAX];
     ax_ms_exposure_bucket overall; /* rank 0 */
     int n_rows;
-    ax_ms_exposure_bucket by_repeats[AX_MS_EXPOSURE_ROWS];   /* ascending repeats (rank 0) */
+    ax_ms_exposure_bucket by_repeats[AX_MS_EXPOSURE_ROWS]; /* ascending repeats (rank 0) */
+    int reads_known;          /* whether the planted copies training read are known (rank 0): */
+    long copies, copies_read; /* planted, and read by training */
+    int canaries_short;       /* canaries trained on fewer copies than their repeat count */
     char scan[AX_MS_PATH_MAX], samples_path[AX_MS_PATH_MAX]; /* the files written */
 } ax_ms_exposure_summary;
 

@@ -251,8 +251,7 @@ double ax_min_k_pp(const double *logp, const double *mu, const double *sigma, lo
 
 double ax_exposure_rank(const double *ref_loglik, long n, double secret_loglik) {
     double r = 1;
-    for (long i = 0; i < n; i++)
-        r += ref_loglik[i] > secret_loglik ? 1 : ref_loglik[i] == secret_loglik ? 0.5 : 0;
+    for (long i = 0; i < n; i++) r += ref_loglik[i] >= secret_loglik;
     return r;
 }
 
@@ -261,31 +260,41 @@ double ax_exposure_from_rank(double rank, double n_space) {
     return log2(n_space) - log2(rank);
 }
 
+ax_status ax_exposure_fit(const double *ref_loglik, long n, ax_skewnorm *fit) {
+    if (n < 3)
+        return ax_errorf(AX_ERR_ARG,
+                         "exposure estimate needs at least 3 reference secrets (got %ld); "
+                         "generate more with --references or --candidates",
+                         n);
+    double *lp = malloc(sizeof *lp * (size_t)n); /* log-perplexities */
+    if (!lp) return ax_errorf(AX_ERR_NOMEM, "out of memory fitting %ld candidates", n);
+    for (long i = 0; i < n; i++) lp[i] = -ref_loglik[i];
+    ax_status st = ax_skewnorm_fit(lp, n, fit);
+    free(lp);
+    if (st != AX_OK) {
+        ax_error_clear(); /* say what the values are */
+        return ax_errorf(AX_ERR_ARG,
+                         "exposure estimate: the %ld candidates' log-likelihoods cannot be "
+                         "fitted (all equal, or not finite)",
+                         n);
+    }
+    return AX_OK;
+}
+
+double ax_exposure_from_fit(const ax_skewnorm *fit, double secret_loglik, double n_space) {
+    if (!(n_space >= 1)) return NAN;
+    /* rank = n_space P(X <= secret's log-perplexity), clamped to [1, n_space], in logs: the
+     * tail may be far below the smallest double */
+    double bits = -ax_skewnorm_log_cdf(fit, -secret_loglik) / M_LN2, top = log2(n_space);
+    return bits < 0 ? 0 : bits > top ? top : bits;
+}
+
 ax_status ax_exposure_estimate(const double *ref_loglik, long n, double secret_loglik,
                                double n_space, double *exposure) {
-    if (n < 2)
-        return ax_errorf(AX_ERR_ARG,
-                         "exposure estimate needs at least 2 reference secrets (got %ld); "
-                         "generate more with --references",
-                         n);
     if (!(n_space >= 1))
         return ax_errorf(AX_ERR_ARG, "exposure estimate: the secret space must hold >= 1 string");
-    double m = 0;
-    for (long i = 0; i < n; i++) m += ref_loglik[i];
-    m /= (double)n;
-    double ss = 0;
-    for (long i = 0; i < n; i++) ss += (ref_loglik[i] - m) * (ref_loglik[i] - m);
-    double sd = sqrt(ss / (double)(n - 1));
-    if (!(sd > 0))
-        return ax_errorf(AX_ERR_ARG,
-                         "exposure estimate: all %ld reference log-likelihoods are equal, so no "
-                         "distribution can be fitted",
-                         n);
-    /* P(X >= s) for X ~ N(m, sd^2) */
-    double tail = 0.5 * erfc((secret_loglik - m) / (sd * sqrt(2.0)));
-    double rank = n_space * tail;
-    if (rank < 1) rank = 1;
-    if (rank > n_space) rank = n_space;
-    *exposure = ax_exposure_from_rank(rank, n_space);
+    ax_skewnorm fit;
+    AX_CHECK(ax_exposure_fit(ref_loglik, n, &fit));
+    *exposure = ax_exposure_from_fit(&fit, secret_loglik, n_space);
     return AX_OK;
 }

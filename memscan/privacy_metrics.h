@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/core/status.h"
+#include "memscan/skewnorm.h"
 
 /* ---- ROC statistics ---- */
 
@@ -94,8 +95,10 @@ double ax_min_k_pp(const double *logp, const double *mu, const double *sigma, lo
 
 /* ---- canary exposure ---- */
 
-/* Rank of a secret among candidates by log-likelihood, 1 = most likely:
- * 1 + #{ref > secret} + 1/2 #{ref == secret} (ties split, as the AUC). */
+/* Rank of a secret among candidates by log-likelihood, 1 = most likely, as Carlini et al. 2019
+ * define it (the secret's position when the candidates are sorted by log-perplexity, every
+ * candidate at least as likely ahead of it): 1 + #{ref >= secret}. Ties count against the
+ * secret: a model that cannot tell the secret from k others gives it rank k + 1. */
 double ax_exposure_rank(const double *ref_loglik, long n, double secret_loglik);
 
 /* Exposure = log2(n_space) - log2(rank), for rank in [1, n_space]; NAN otherwise. With the
@@ -103,13 +106,18 @@ double ax_exposure_rank(const double *ref_loglik, long n, double secret_loglik);
  * Secret Sharer's exposure. */
 double ax_exposure_from_rank(double rank, double n_space);
 
-/* Estimated exposure when the space is too big to enumerate: a normal distribution is fitted
- * to the n reference candidates' log-likelihoods (sample mean and standard deviation), the
- * secret's rank is estimated as n_space * P(X >= secret_loglik), clamped to [1, n_space], and
- * the exposure is ax_exposure_from_rank of it (so at most log2 n_space, reached when the tail
- * probability is below 1/n_space). A normal rather than the Secret Sharer's skew-normal: the
- * candidates' log-likelihoods are sums over the secret's tokens, close to normal, and the
- * normal tail needs no fitted shape that 1000 references pin down poorly.
- * AX_ERR_ARG (message) if n < 2, the references are all equal, or n_space < 1. */
+/* The estimate when the space is too big to enumerate (Carlini et al. 2019, sec. 4.3): a
+ * skew-normal fitted by maximum likelihood (memscan/skewnorm.h) to the n >= 3 sampled
+ * candidates' log-perplexities (-ref_loglik). AX_ERR_ARG (message) if n < 3 or the values are
+ * all equal. */
+ax_status ax_exposure_fit(const double *ref_loglik, long n, ax_skewnorm *fit);
+
+/* The secret's rank estimated as n_space P(X <= its log-perplexity) under the fit, clamped to
+ * [1, n_space], and its exposure from that rank: -log2 P, clamped to [0, log2 n_space]. The
+ * tail is computed in logs, so it stays exact far below 1 / n_space. NAN if n_space < 1. */
+double ax_exposure_from_fit(const ax_skewnorm *fit, double secret_loglik, double n_space);
+
+/* Both: fit the references, then ax_exposure_from_fit. AX_ERR_ARG as ax_exposure_fit, or if
+ * n_space < 1. */
 ax_status ax_exposure_estimate(const double *ref_loglik, long n, double secret_loglik,
                                double n_space, double *exposure);

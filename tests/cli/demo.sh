@@ -7,8 +7,8 @@
 # values in range, the summary's attack rows (the model-free baselines and their warnings too)
 # equal to them, TPRs null with their reason (a few non-members), exposure rising from 1 to 16
 # repeats on the baseline (the canaries share their prefix, so even 20 steps rank the 16-repeat
-# secrets far above the 1-repeat ones: ~9.5 vs ~3.3 bits), no canary text in the report or
-# summary, and --no-privacy skips it all.
+# secrets above the 1-repeat ones: ~4.1 vs ~1.9 bits), no canary text in the report or summary,
+# and --no-privacy skips it all.
 # Usage: tests/cli/demo.sh path/to/axmem
 set -uo pipefail
 AX=$(realpath "$1")

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # memscan mia and exposure end to end on the bundled corpus: 96 short documents split into
 # members and held-out non-members (`axmem data split`), canaries {d3} planted at repeat counts
-# 1, 4 and 16 (`axmem data canaries`), a tiny model trained for ~13 epochs on the members and a
-# reference model on the held-out set. Checks the outputs' structure and value ranges, that the
-# membership attack separates the sets (loss AUC >= 0.8, interval above 0.5), the model-free
-# baselines against Python's zlib and a pair count, TPRs null where 43 non-members cannot resolve
-# the rate, the shift warning (short non-members), refused member / non-member sets, that
-# exposure rises with the repeat count, and that 4 ranks on 2x1x2x1 give the single-rank scores.
-# Usage: tests/cli/privacy.sh [path/to/axmem]   (~30 s on 2 cores)
+# 1, 4 and 16 within the 96 tokens `--packing doc --seq-len 96` trains on (`axmem data canaries
+# --within 96`), a tiny model trained for ~13 epochs on the members and a reference model on the
+# held-out set. Checks the outputs' structure and value ranges, that the membership attack
+# separates the sets (loss AUC >= 0.8, interval above 0.5), the model-free baselines against
+# Python's zlib and a pair count, TPRs null where 43 non-members cannot resolve the rate, the
+# shift warning (short non-members), refused member / non-member sets, that exposure rises with
+# the repeat count, that 4 ranks on 2x1x2x1 give the single-rank scores, that every copy trained
+# on is counted so (and that a model trained on copies planted anywhere is warned about, the
+# copies training read counted independently here), and that exposure.json records the canaried
+# dataset's checksum and documents when the secrets file names it by a relative path.
+# Usage: tests/cli/privacy.sh [path/to/axmem]   (~1 min on 2 cores)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 AX=$(realpath "${1:-build/bin/axmem}")
@@ -43,14 +47,19 @@ run "data: tokenizer, encode, split, canaries" bash -c "
   '$AX' data split --input '$T/all.axd' --holdout 0.5 --seed 1 --out-train '$T/train.axd' \
     --out-holdout '$T/held.axd' &&
   '$AX' data canaries --input '$T/train.axd' --tokenizer '$T/tok' --format 'my PIN is {d3}' \
-    --repeats 1,4,16 --per-repeat 2 --references 100 --seed 3 --out '$T/can.axd' \
-    --secrets '$T/secrets.json'"
+    --repeats 1,4,16 --per-repeat 2 --references 100 --seed 3 --within 96 --out '$T/can.axd' \
+    --secrets '$T/secrets.json' &&
+  '$AX' data canaries --input '$T/train.axd' --tokenizer '$T/tok' --format 'my PIN is {d3}' \
+    --repeats 1,4,16 --per-repeat 2 --references 100 --seed 3 --out '$T/anywhere.axd' \
+    --secrets '$T/anywhere.json'"
 TRAIN=(--model tiny --packing doc --seq-len 96 --batch 8 --lr 3e-3 --warmup 10 --weight-decay 0
        --log-every 1000)
 run "train: members with canaries (~13 epochs)" "$AX" train --data "$T/can.axd" "${TRAIN[@]}" \
   --steps 100 --out "$T/run"
 run "train: reference model on the held-out set" "$AX" train --data "$T/held.axd" "${TRAIN[@]}" \
   --steps 30 --out "$T/ref"
+run "train: copies planted anywhere in the documents" "$AX" train --data "$T/anywhere.axd" \
+  "${TRAIN[@]}" --steps 10 --out "$T/anyrun"
 
 # ---- membership inference
 MIA=(--ckpt "$T/run" --members "$T/train.axd" --nonmembers "$T/held.axd" --tokens-per-doc 96
@@ -212,6 +221,13 @@ for d, method, ncand in (("exp", "exact", 1000), ("expe", "estimate", 100)):
     need(stat.S_IMODE(os.stat(f"{t}/{d}/exposure.samples.jsonl").st_mode) == 0o600, "samples 0600")
     need(j["kind"] == "canary-exposure" and j["config"]["method"] == method, f"{d}: method")
     need(j["config"]["candidates"] == ncand and j["config"]["space"] == 1000, f"{d}: candidates")
+    c = j["config"]
+    need(c["estimator"] == {"exact": "exact", "estimate": "skew-normal"}[method], f"{d}: estimator")
+    need(c["sample_size"] == ncand and c["lead"] == " ", f"{d}: sample size, lead")
+    need("ties count against the secret" in c["rank_definition"] or method != "exact", f"{d}: ties")
+    need(method == "exact" or (len(j["fits"]) == 1 and j["fits"][0]["omega"] > 0 and
+                               j["fits"][0]["candidates"] == ncand), f"{d}: fits")
+    need(j["training_reads"]["known"] and j["training_reads"]["canaries_short"] == 0, f"{d}: reads")
     need(abs(j["max_exposure"] - math.log2(1000)) < 1e-9, "max exposure")
     need(len(rows) == len(sec["canaries"]) == j["overall"]["canaries"] == 6, f"{d}: canaries")
     need({r["secret"] for r in rows} == {c["secret"] for c in sec["canaries"]}, "secrets")
@@ -232,8 +248,77 @@ for d, method, ncand in (("exp", "exact", 1000), ("expe", "estimate", 100)):
     print(f"     {method}: mean exposure by repeats " + ", ".join(f"{k}: {v:.2f}" for k, v in by.items()))
     need(by[16] > by[1] + 1, f"{d}: exposure rises with repeats")
 a = [json.loads(l) for l in open(f"{t}/exp/exposure.samples.jsonl")]
+e = [json.loads(l) for l in open(f"{t}/expe/exposure.samples.jsonl")]
+print("     skew-normal estimate - exact, bits: " + ", ".join(
+    f"{y['exposure'] - x['exposure']:+.2f} (rank {x['rank']:g})" for x, y in zip(a, e)))
 b = [json.loads(l) for l in open(f"{t}/exp4/exposure.samples.jsonl")]
 need(all(abs(x["loglik"] - y["loglik"]) < 1e-3 and x["generated"] == y["generated"] for x, y in zip(a, b)), "4 ranks = 1 rank")
+for e in errs: print("     " + e)
+sys.exit(1 if errs else 0)
+PY
+
+# ---- which planted copies training read
+run "exposure: every copy within --seq-len was read" "$AX" memscan exposure --ckpt "$T/run" \
+  --canaries "$T/secrets.json" --exact-max 100 --out "$T/expw"
+if grep -q "training read" "$T/err"; then bad "no warning when training read every copy"; else
+  ok "no warning when training read every copy"; fi
+run "exposure: copies planted anywhere" "$AX" memscan exposure --ckpt "$T/anyrun" \
+  --canaries "$T/anywhere.json" --exact-max 100 --out "$T/expa"
+cp "$T/err" "$T/expa.err"
+python3 - "$T" <<'PY' && ok "trained_repeats: the copies within the first 96 tokens, warned when short" || bad "trained_repeats"
+import json, sys
+t = sys.argv[1]
+errs = []
+def need(c, what):
+    if not c: errs.append(what)
+for d, sec, warn in (("expw", "secrets.json", False), ("expa", "anywhere.json", True)):
+    j = json.load(open(f"{t}/{d}/exposure.json"))
+    s = json.load(open(f"{t}/{sec}"))
+    rows = {r["id"]: r for r in map(json.loads, open(f"{t}/{d}/exposure.samples.jsonl"))}
+    tr = j["training_reads"]
+    need(tr["known"] and tr["packing"] == "doc" and tr["seq_len"] == 96, f"{d}: {tr}")
+    # a copy is trained on when all its tokens are among a document's first 96
+    want = {c["id"]: sum(i["token_pos"] + len(c["tokens"]) <= 96 for i in c["inserted"])
+            for c in s["canaries"]}
+    need(all(rows[k]["trained_repeats"] == v for k, v in want.items()), f"{d}: trained_repeats {want}")
+    short = sum(v < c["repeats"] for c, v in zip(s["canaries"], want.values()))
+    need(tr["copies_read"] == sum(want.values()) and tr["canaries_short"] == short, f"{d}: counts")
+    need(tr["copies_planted"] == sum(c["repeats"] for c in s["canaries"]), f"{d}: planted")
+    need((short > 0) == warn, f"{d}: {short} canaries short")
+    print(f"     {d}: training read {tr['copies_read']} of {tr['copies_planted']} planted copies")
+err = open(f"{t}/expa.err").read()
+need("training read" in err and "--within 96" in err, "the warning names the fix")
+for e in errs: print("     " + e)
+sys.exit(1 if errs else 0)
+PY
+
+# ---- the canaried dataset's identity when the secrets file names it by a relative path
+run "canaries written with relative paths" bash -c "cd '$T' && mkdir -p rel &&
+  '$AX' data canaries --input train.axd --tokenizer tok --format 'pin {d2}' --repeats 1 \
+    --per-repeat 2 --out rel/beside.axd --secrets rel/beside.json &&
+  cd rel && '$AX' data canaries --input ../train.axd --tokenizer ../tok --format 'pin {d2}' \
+    --repeats 1 --per-repeat 2 --out beside2.axd --secrets beside2.json"
+run "exposure: dataset named from the working directory it was planted in" "$AX" memscan \
+  exposure --ckpt "$T/run" --canaries "$T/rel/beside.json" --tokenizer "$T/tok" --out "$T/exprel"
+run "exposure: dataset (and tokenizer) named beside the secrets file" "$AX" memscan exposure \
+  --ckpt "$T/run" --canaries "$T/rel/beside2.json" --out "$T/exprel2"
+python3 - "$T" <<'PY' && ok "exposure.json: the dataset's checksum and documents, found or from the secrets" || bad "dataset identity"
+import json, struct, sys
+t = sys.argv[1]
+errs = []
+def need(c, what):
+    if not c: errs.append(what)
+def header(path):  # .axd: n_docs at byte 24, payload XXH3 at byte 40 (little-endian u64)
+    b = open(path, "rb").read(64)
+    return struct.unpack_from("<Q", b, 40)[0], struct.unpack_from("<Q", b, 24)[0]
+for d, axd, found in (("exprel", "rel/beside.axd", False), ("exprel2", "rel/beside2.axd", True)):
+    j = json.load(open(f"{t}/{d}/exposure.json"))
+    xxh, docs = header(f"{t}/{axd}")
+    ds = j["dataset"]
+    need(ds["xxh3"] == f"0x{xxh:016x}" and ds["docs"] == docs, f"{d}: {ds} vs 0x{xxh:016x} {docs}")
+    need(j["dataset_found"] == found, f"{d}: found {j['dataset_found']}")
+    need(j["dataset_identity"] == ("the dataset file" if found else "the secrets file"), d)
+    print(f"     {d}: {ds['path']} {ds['xxh3']} ({j['dataset_note']})")
 for e in errs: print("     " + e)
 sys.exit(1 if errs else 0)
 PY

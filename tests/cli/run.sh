@@ -473,9 +473,14 @@ expect_fail "canaries: never over its input" 2 "must not be the input" \
 python3 - "$T/can.json" "$T/can.txt" <<'PY' 2>"$T/err" && ok "canaries: each secret planted repeats times, references never" || bad "canaries: each secret planted repeats times, references never"
 import json, sys
 s = json.load(open(sys.argv[1])); text = open(sys.argv[2], encoding="utf-8", errors="replace").read()
-assert s["version"] == 1 and s["space"] == 10000 and len(s["canaries"]) == 4 and len(s["references"]) == 20
+assert s["version"] == 2 and s["space"] == 10000 and len(s["canaries"]) == 4 and len(s["references"]) == 20
+assert s["lead"] == " " and s["placement"] == "sentence-boundary"
 for c in s["canaries"]:
-    assert text.count(c["prefix"] + c["secret"]) == c["repeats"] == len(c["inserted"]), c
+    t = s["lead"] + c["prefix"] + c["secret"]
+    assert text.count(t) == c["repeats"] == len(c["inserted"]), c
+    # a segment of its own: after a sentence's end, before whitespace (or the document's end)
+    for at in (i for i in range(len(text)) if text.startswith(t, i)):
+        assert text[at - 1] in ".!?\"')]" and (at + len(t) == len(text) or text[at + len(t)].isspace()), text[at - 20:at + 30]
 for r in s["references"]:
     assert text.count("my PIN is " + r) == 0, r
 PY

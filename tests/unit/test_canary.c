@@ -1,7 +1,9 @@
 /* `axmem data canaries` (data/canary.h): the format mini-language, and a planted dataset in
  * which each canary's tokens occur exactly `repeats` times (counted by brute force), the
  * references never, removing the recorded insertions gives back the input, and both outputs
- * are mode 0600. */
+ * are mode 0600; every canaried document decodes to text that re-encodes to its tokens (axmem's
+ * BPE and a GPT-2 tokenizer.json), each copy a whitespace-delimited segment after a sentence or
+ * at a document's end; --within and --as-documents. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -66,7 +68,8 @@ static const char *PLAIN[] = {"alpha", "beta",  "gamma", "delta", "river", "ston
                               "light", "north", "quiet", "field", "my",    "is"};
 
 /* 30 one-line documents of words[n] (12 words), a tokenizer of `vocab` ids trained on them */
-static void make_dataset_of(files *p, const char *tag, const char *const *words, int vocab) {
+static void make_dataset_with(files *p, const char *tag, const char *const *words, int vocab,
+                              const char *hf_tokenizer) {
     char b[64];
 #define TMP(field, ext)                                                                            \
     snprintf(b, sizeof b, "%s.%s", tag, ext);                                                      \
@@ -79,21 +82,28 @@ static void make_dataset_of(files *p, const char *tag, const char *const *words,
 #undef TMP
     char text[1 << 15];
     size_t len = 0;
-    for (int d = 0; d < 30; d++) {
+    for (int d = 0; d < 30; d++) { /* sentences of 5 words, a full stop after each */
         int nw = 3 + (d * 7) % 25;
         for (int w = 0; w < nw; w++)
-            len += (size_t)snprintf(text + len, sizeof text - len, "%s%s", w ? " " : "",
-                                    words[(d * 31 + w * 17) % 12]);
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s%s%s", w ? " " : "",
+                                    words[(d * 31 + w * 17) % 12], w % 5 == 4 ? "." : "");
         text[len++] = '\n';
     }
     cr_assert(td_write(p->txt, text, len));
     const char *in[] = {p->txt};
     ax_data_tokenizer_result tr;
-    cr_assert_eq(ax_data_tokenizer_train(in, 1, 1, (uint64_t)vocab, 0, p->tok, &tr), AX_OK, "%s",
-                 ax_error_msg());
+    if (hf_tokenizer)
+        snprintf(p->tok, sizeof p->tok, "%s", hf_tokenizer);
+    else
+        cr_assert_eq(ax_data_tokenizer_train(in, 1, 1, (uint64_t)vocab, 0, p->tok, &tr), AX_OK,
+                     "%s", ax_error_msg());
     ax_data_encode_result er;
     cr_assert_eq(ax_data_encode(p->tok, in, 1, 1, 1, p->in, &er), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(er.docs, 30);
+}
+
+static void make_dataset_of(files *p, const char *tag, const char *const *words, int vocab) {
+    make_dataset_with(p, tag, words, vocab, NULL);
 }
 
 static void make_dataset(files *p, const char *tag) {
@@ -102,7 +112,7 @@ static void make_dataset(files *p, const char *tag) {
 
 static void rm_files(const files *p) {
     remove(p->txt);
-    remove(p->tok);
+    if (strncmp(p->tok, "tests/", 6)) remove(p->tok); /* never a fixture */
     remove(p->in);
     remove(p->out);
     remove(p->sec);
@@ -191,10 +201,22 @@ Test(canary, planted_exactly_repeats_times_references_never) {
     docs_t in = load_docs(p.in), out = load_docs(p.out);
     cr_assert_eq(in.nd, out.nd);
     ax_json *j = load_secrets(p.sec);
-    cr_assert_eq(ax_json_get(j, "version")->num, 1);
+    cr_assert_eq(ax_json_get(j, "version")->num, 2);
     cr_assert_str_eq(ax_json_get(j, "format")->str, "my PIN is {d4}");
     cr_assert_eq(ax_json_get(j, "space")->num, 10000);
     cr_assert_str_eq(ax_json_get(j, "dataset")->str, p.out);
+    cr_assert_str_eq(ax_json_get(j, "lead")->str, " ");
+    cr_assert_str_eq(ax_json_get(j, "placement")->str, "sentence-boundary");
+    { /* the output's identity */
+        ax_axd_t *o;
+        cr_assert_eq(ax_axd_open(p.out, AX_AXD_VERIFY, &o), AX_OK);
+        char hex[32];
+        snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)ax_axd_checksum(o));
+        cr_assert_str_eq(ax_json_get(j, "dataset_xxh3")->str, hex);
+        cr_assert_eq((uint64_t)ax_json_get(j, "dataset_docs")->num, ax_axd_n_docs(o));
+        cr_assert_eq((uint64_t)ax_json_get(j, "dataset_tokens")->num, ax_axd_n_tokens(o));
+        ax_axd_free(o);
+    }
     const ax_json *cans = ax_json_get(j, "canaries"), *refs = ax_json_get(j, "references");
     cr_assert_eq(cans->n, 6);
     cr_assert_eq(refs->n, 50);
@@ -208,9 +230,9 @@ Test(canary, planted_exactly_repeats_times_references_never) {
         cr_assert_eq(strlen(secret), 4);
         int repeats = (int)ax_json_get(cn, "repeats")->num;
         cr_assert_eq(repeats, REPEATS[i / 2]);
-        /* tokens are the tokenization of prefix + secret */
+        /* tokens are the tokenization of lead + prefix + secret */
         char text[64];
-        snprintf(text, sizeof text, "my PIN is %s", secret);
+        snprintf(text, sizeof text, " my PIN is %s", secret);
         int32_t *want;
         size_t nw;
         cr_assert_eq(ax_tokenizer_encode(tok, (const uint8_t *)text, strlen(text), &want, &nw),
@@ -218,15 +240,15 @@ Test(canary, planted_exactly_repeats_times_references_never) {
         const ax_json *toks = ax_json_get(cn, "tokens");
         cr_assert_eq(toks->n, nw);
         for (size_t t = 0; t < nw; t++) cr_assert_eq((int32_t)toks->items[t]->num, want[t]);
-        /* prefix_tokens: the leading tokens inside "my PIN is " */
+        /* prefix_tokens: the leading tokens inside " my PIN is " */
         int pt = (int)ax_json_get(cn, "prefix_tokens")->num;
         uint8_t *bytes;
         size_t nb;
         cr_assert_eq(ax_tokenizer_decode(tok, want, (size_t)pt, &bytes, &nb), AX_OK);
-        cr_assert(nb <= 10 && !memcmp(bytes, "my PIN is ", nb));
+        cr_assert(nb <= 11 && !memcmp(bytes, " my PIN is ", nb));
         free(bytes);
         cr_assert_eq(ax_tokenizer_decode(tok, want, (size_t)pt + 1, &bytes, &nb), AX_OK);
-        cr_assert(nb > 10, "prefix_tokens %d is not the longest", pt);
+        cr_assert(nb > 11, "prefix_tokens %d is not the longest", pt);
         free(bytes);
         /* exactly `repeats` occurrences, at the recorded places */
         cr_assert_eq(count_occ(&out, want, nw), repeats, "canary %zu: %ld occurrences", i,
@@ -253,7 +275,7 @@ Test(canary, planted_exactly_repeats_times_references_never) {
         for (size_t k = 0; k < cans->n; k++)
             cr_assert_str_neq(s, ax_json_get(cans->items[k], "secret")->str);
         char text[64];
-        snprintf(text, sizeof text, "my PIN is %s", s);
+        snprintf(text, sizeof text, " my PIN is %s", s);
         int32_t *t;
         size_t nt;
         cr_assert_eq(ax_tokenizer_encode(tok, (const uint8_t *)text, strlen(text), &t, &nt), AX_OK);
@@ -406,6 +428,217 @@ Test(canary, never_splits_a_utf8_character) {
     ax_json_free(j);
     free_docs(&in);
     free_docs(&out);
+    ax_tokenizer_free(tok);
+    rm_files(&p);
+}
+
+/* ---- where copies land: whole segments that survive decode -> encode ---- */
+
+typedef struct {
+    uint64_t doc, pos;
+    size_t n;
+} copy_at;
+
+/* every copy of the secrets file, with its canary's token count */
+static copy_at *copies_of(const ax_json *j, size_t *n) {
+    const ax_json *cans = ax_json_get(j, "canaries");
+    copy_at *c = calloc(4096, sizeof *c);
+    *n = 0;
+    for (size_t i = 0; i < cans->n; i++) {
+        size_t nt = ax_json_get(cans->items[i], "tokens")->n;
+        const ax_json *at = ax_json_get(cans->items[i], "inserted");
+        for (size_t k = 0; k < at->n; k++, (*n)++)
+            c[*n] = (copy_at){(uint64_t)ax_json_get(at->items[k], "doc")->num,
+                              (uint64_t)ax_json_get(at->items[k], "token_pos")->num, nt};
+    }
+    return c;
+}
+
+/* the text of tokens t[0..n) ends a sentence: . ! or ? then closing quotes or brackets */
+static int text_ends_sentence(const ax_tokenizer_t *tok, const int32_t *t, size_t n) {
+    uint8_t *b;
+    size_t nb;
+    cr_assert_eq(ax_tokenizer_decode(tok, t, n, &b, &nb), AX_OK);
+    while (nb && strchr("\"')]", b[nb - 1])) nb--;
+    int ok = nb && strchr(".!?", b[nb - 1]);
+    free(b);
+    return ok;
+}
+
+/* Decoding every canaried document and encoding the text again gives its tokens back, the
+ * copies where the secrets file says; each copy (or run of copies at one boundary) follows a
+ * sentence's end and precedes whitespace, or ends the document. Returns the copies checked. */
+static long check_segments(const files *p) {
+    ax_tokenizer_t *tok;
+    cr_assert_eq(ax_tokenizer_load(p->tok, &tok), AX_OK, "%s", ax_error_msg());
+    docs_t out = load_docs(p->out);
+    ax_json *j = load_secrets(p->sec);
+    const ax_json *lj = ax_json_get(j, "lead");
+    const char *lead = lj ? lj->str : ""; /* version 1 had none */
+    size_t nc;
+    copy_at *c = copies_of(j, &nc);
+    const ax_json *cans = ax_json_get(j, "canaries");
+    long checked = 0;
+    int32_t eot = ax_tokenizer_eot(tok);
+    for (uint64_t d = 0; d < out.nd; d++) {
+        int has = 0;
+        for (size_t i = 0; i < nc; i++) has |= c[i].doc == d;
+        if (!has) continue;
+        uint8_t *b;
+        size_t nb, nt;
+        int32_t *t;
+        cr_assert_eq(out.doc[d][out.len[d] - 1], eot);
+        cr_assert_eq(ax_tokenizer_decode(tok, out.doc[d], out.len[d] - 1, &b, &nb), AX_OK);
+        cr_assert_eq(ax_tokenizer_encode(tok, b, nb, &t, &nt), AX_OK);
+        cr_assert(nt == out.len[d] - 1 && !memcmp(t, out.doc[d], nt * sizeof *t),
+                  "document %lu does not re-encode to its tokens", (unsigned long)d);
+        free(b), free(t);
+    }
+    size_t at = 0;
+    for (size_t ci = 0; ci < cans->n; ci++) {
+        const ax_json *toks = ax_json_get(cans->items[ci], "tokens");
+        size_t reps = ax_json_get(cans->items[ci], "inserted")->n;
+        for (size_t k = 0; k < reps; k++, at++, checked++) {
+            const copy_at *x = &c[at];
+            const int32_t *t = out.doc[x->doc];
+            for (size_t i = 0; i < x->n; i++)
+                cr_assert_eq(t[x->pos + i], (int32_t)toks->items[i]->num);
+            /* the text of the copy starts with the lead */
+            uint8_t *b;
+            size_t nb;
+            cr_assert_eq(ax_tokenizer_decode(tok, t + x->pos, x->n, &b, &nb), AX_OK);
+            cr_assert(nb >= strlen(lead) && !memcmp(b, lead, strlen(lead)));
+            free(b);
+            /* widen to the run of copies around it */
+            uint64_t lo = x->pos, hi = x->pos + x->n;
+            for (int moved = 1; moved;) {
+                moved = 0;
+                for (size_t i = 0; i < nc; i++)
+                    if (c[i].doc == x->doc && c[i].pos + c[i].n == lo)
+                        lo = c[i].pos, moved = 1;
+                    else if (c[i].doc == x->doc && c[i].pos == hi)
+                        hi += c[i].n, moved = 1;
+            }
+            size_t nf;
+            const uint8_t *f = ax_tokenizer_token_bytes(tok, t[hi], &nf);
+            int at_end = hi == out.len[x->doc] - 1;
+            int between = lo > 0 && text_ends_sentence(tok, t, lo) && nf && strchr(" \n\t", f[0]);
+            cr_assert(at_end || between,
+                      "copy %zu of canary %zu (doc %lu, token %lu) is no "
+                      "segment of its own",
+                      k, ci, (unsigned long)x->doc, (unsigned long)x->pos);
+        }
+    }
+    free(c);
+    ax_json_free(j);
+    free_docs(&out);
+    ax_tokenizer_free(tok);
+    return checked;
+}
+
+Test(canary, copies_are_segments_that_decode_and_re_encode) {
+    /* both tokenizer kinds: axmem's BPE and a GPT-2 byte-level tokenizer.json */
+    const char *kinds[] = {NULL, "tests/fixtures/tokenizers/gpt2.json"};
+    for (int kind = 0; kind < 2; kind++) {
+        files p;
+        make_dataset_with(&p, kind ? "seg_hf" : "seg", PLAIN, 300, kinds[kind]);
+        ax_canary_config c = config(&p, "my PIN is {d4}", 20);
+        static const int reps[] = {1, 4, 16};
+        c.repeats = reps;
+        ax_canary_result r;
+        cr_assert_eq(ax_data_canaries(&c, &r), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(check_segments(&p), 2 * (1 + 4 + 16));
+        /* some copies between sentences, some at a document's end */
+        ax_json *j = load_secrets(p.sec);
+        size_t nc;
+        copy_at *cp = copies_of(j, &nc);
+        docs_t out = load_docs(p.out);
+        int ends = 0;
+        for (size_t i = 0; i < nc; i++) ends += cp[i].pos + cp[i].n == out.len[cp[i].doc] - 1;
+        cr_assert(ends > 0 && ends < (int)nc, "%d of %zu copies at a document's end", ends, nc);
+        free(cp), free_docs(&out), ax_json_free(j);
+        rm_files(&p);
+    }
+}
+
+Test(canary, within_keeps_every_copy_in_a_documents_first_tokens) {
+    files p;
+    make_dataset(&p, "within");
+    ax_canary_config c = config(&p, "my PIN is {d4}", 20);
+    ax_canary_result r;
+    /* without --within some copies land past token 24 */
+    cr_assert_eq(ax_data_canaries(&c, &r), AX_OK, "%s", ax_error_msg());
+    ax_json *j = load_secrets(p.sec);
+    size_t nc;
+    copy_at *cp = copies_of(j, &nc);
+    uint64_t far = 0;
+    for (size_t i = 0; i < nc; i++) far = cp[i].pos + cp[i].n > far ? cp[i].pos + cp[i].n : far;
+    cr_assert(far > 24, "every copy ends by token %lu anyway: the test proves nothing",
+              (unsigned long)far);
+    free(cp), ax_json_free(j);
+    c.within = 24;
+    cr_assert_eq(ax_data_canaries(&c, &r), AX_OK, "%s", ax_error_msg());
+    j = load_secrets(p.sec);
+    cp = copies_of(j, &nc);
+    cr_assert_eq(nc, 2 * (1 + 2 + 5));
+    cr_assert_eq(ax_json_get(j, "within")->num, 24);
+    for (size_t i = 0; i < nc; i++)
+        cr_assert(cp[i].pos + cp[i].n <= 24, "copy %zu ends at token %lu", i,
+                  (unsigned long)(cp[i].pos + cp[i].n));
+    cr_assert_eq(check_segments(&p), (long)nc);
+    free(cp), ax_json_free(j);
+    /* a canary longer than the window cannot be planted: an error that says what to do */
+    c.within = 3;
+    cr_assert_eq(ax_data_canaries(&c, &r), AX_ERR_ARG);
+    cr_assert(strstr(ax_error_msg(), "--within"), "%s", ax_error_msg());
+    ax_error_clear();
+    rm_files(&p);
+}
+
+Test(canary, as_documents_each_copy_is_a_document) {
+    files p;
+    make_dataset(&p, "asdoc");
+    ax_canary_config c = config(&p, "my PIN is {d4}", 20);
+    c.as_documents = 1;
+    ax_canary_result r;
+    cr_assert_eq(ax_data_canaries(&c, &r), AX_OK, "%s", ax_error_msg());
+    docs_t in = load_docs(p.in), out = load_docs(p.out);
+    ax_json *j = load_secrets(p.sec);
+    cr_assert_str_eq(ax_json_get(j, "lead")->str, "");
+    cr_assert_str_eq(ax_json_get(j, "placement")->str, "documents");
+    size_t nc;
+    copy_at *cp = copies_of(j, &nc);
+    cr_assert_eq(out.nd, in.nd + nc);
+    cr_assert_eq(r.docs, out.nd);
+    uint8_t *is_copy = calloc(out.nd, 1);
+    for (size_t i = 0; i < nc; i++) {
+        cr_assert_eq(cp[i].pos, 0);
+        cr_assert_eq(out.len[cp[i].doc], cp[i].n + 1, "copy %zu is not a document alone", i);
+        cr_assert(!is_copy[cp[i].doc]);
+        is_copy[cp[i].doc] = 1;
+    }
+    /* the copies' tokens are the text's alone; the rest is the input, in order */
+    ax_tokenizer_t *tok;
+    cr_assert_eq(ax_tokenizer_load(p.tok, &tok), AX_OK);
+    const ax_json *cans = ax_json_get(j, "canaries");
+    for (size_t i = 0; i < cans->n; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "my PIN is %s", ax_json_get(cans->items[i], "secret")->str);
+        int32_t *t;
+        size_t n;
+        cr_assert_eq(ax_tokenizer_encode(tok, (const uint8_t *)text, strlen(text), &t, &n), AX_OK);
+        cr_assert_eq(count_occ(&out, t, n), (long)ax_json_get(cans->items[i], "repeats")->num);
+        free(t);
+    }
+    uint64_t k = 0;
+    for (uint64_t d = 0; d < out.nd; d++) {
+        if (is_copy[d]) continue;
+        cr_assert(out.len[d] == in.len[k] && !memcmp(out.doc[d], in.doc[k], in.len[k] * 4));
+        k++;
+    }
+    cr_assert_eq(k, in.nd);
+    cr_assert_eq(check_segments(&p), (long)nc);
+    free(is_copy), free(cp), ax_json_free(j), free_docs(&in), free_docs(&out);
     ax_tokenizer_free(tok);
     rm_files(&p);
 }

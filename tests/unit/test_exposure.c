@@ -9,8 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/axd.h"
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
+#include "lib/core/json.h"
 #include "lib/model/model.h"
 #include "memscan/exposure.h"
 #include "memscan/privacy_metrics.h"
@@ -43,7 +45,7 @@ static ax_tokenizer_t *byte_tokenizer(void) {
     return tok;
 }
 
-/* log p(s's bytes | end-of-text, prefix bytes) by one full forward */
+/* log p(prefix + s's bytes | end-of-text) by one full forward */
 static double brute_loglik(ax_model_t *m1, int T, const char *prefix, const char *s) {
     int32_t in[64] = {0}, tg[64] = {0}, seq[64];
     uint8_t mask[64] = {0};
@@ -56,8 +58,8 @@ static double brute_loglik(ax_model_t *m1, int T, const char *prefix, const char
     ax_model_forward(m1, in, tg, mask, 1, 1.0f, 0);
     int v0, valid, Vl;
     ax_model_vocab_slice(m1, &v0, &valid, &Vl);
-    double a = 0;
-    for (int t = np; t < n - 1; t++) {
+    double a = 0; /* every token of the canary text, the prefix's too */
+    for (int t = 0; t < n - 1; t++) {
         double lp, mu, sd;
         ax_token_logp_stats(logits(m1) + (size_t)t * Vl, VOCAB, seq[t + 1], &lp, &mu, &sd);
         a += lp;
@@ -117,7 +119,7 @@ Test(exposure, exact_rank_and_greedy_against_brute_force) {
         int me = atoi(secrets[k]);
         cr_expect(fabs(r.r[k].loglik - all[me]) < 1e-4, "%g vs %g", r.r[k].loglik, all[me]);
         int above = 0;
-        for (int i = 0; i < 100; i++) above += i != me && all[i] > all[me];
+        for (int i = 0; i < 100; i++) above += i != me && all[i] >= all[me];
         cr_expect_eq(r.r[k].rank, 1 + above, "canary %d rank %g vs %d", k, r.r[k].rank, 1 + above);
         cr_expect(fabs(r.r[k].exposure - (log2(100) - log2(1 + above))) < 1e-9);
         /* greedy by full forwards from end-of-text + prefix */
@@ -141,7 +143,7 @@ Test(exposure, exact_rank_and_greedy_against_brute_force) {
     ax_exposure_result_free(&r);
     ax_exposure_plan_free(p);
 
-    /* above --exact-max: the 6 references + 20 random candidates, a normal fitted to them */
+    /* above --exact-max: the 6 references + 20 random candidates, a skew-normal fitted */
     c.exact_max = 10, c.candidates = 20;
     cr_assert_eq(ax_exposure_plan_build(&cs, tok, &c, &p), AX_OK, "%s", ax_error_msg());
     cr_assert(!ax_exposure_plan_exact(p));
@@ -260,8 +262,8 @@ Test(exposure, hf_tokenizer_end_of_text) {
     ax_exposure_result r;
     cr_assert_eq(ax_exposure_run(m, &cs, p, &c, &r), AX_OK, "%s", ax_error_msg());
     for (int k = 0; k < 2; k++) {
-        double want = brute_tokens(m1, V, eot, tk[k], (int)nt[k], (int)np[k]),
-               other = brute_tokens(m1, V, AX_TOK_EOT, tk[k], (int)nt[k], (int)np[k]);
+        double want = brute_tokens(m1, V, eot, tk[k], (int)nt[k], 0),
+               other = brute_tokens(m1, V, AX_TOK_EOT, tk[k], (int)nt[k], 0);
         cr_expect(fabs(r.r[k].loglik - want) < 1e-4, "canary %d: %g, after end-of-text %d %g", k,
                   r.r[k].loglik, eot, want);
         cr_expect(fabs(want - other) > 1e-4, "the first token does not change the likelihood");
@@ -274,4 +276,83 @@ Test(exposure, hf_tokenizer_end_of_text) {
     ax_tokenizer_free(tok);
     ax_canary_set_free(&cs);
     remove(path);
+}
+
+/* Which planted copies training read: doc packing (a document's first seq-len tokens), packed
+ * windows (stream positions 1 .. (n_tokens - 1) / seq-len x seq-len), and not known when the
+ * checkpoint records no training config or was trained on another dataset. */
+Test(exposure, training_reads_of_planted_copies) {
+    ax_canary_site s0[] = {{0, 0}, {0, 5}, {2, 6}}, s1[] = {{1, 7}, {2, 8}};
+    ax_canary c[2] = {{.id = 0, .repeats = 3, .n_tokens = 5, .sites = s0, .n_sites = 3},
+                      {.id = 1, .repeats = 2, .n_tokens = 3, .sites = s1, .n_sites = 2}};
+    ax_canary_set cs = {.n = 2, .c = c};
+    ax_json *cfg, *state, *cfg_packed, *bare;
+    const char *cj = "{\"packing\":\"doc\",\"seq-len\":10}",
+               *sj = "{\"dataset_xxh3\":\"0x00000000000000ab\"}",
+               *pj = "{\"packing\":\"packed\",\"seq-len\":4}", *bj = "{}";
+    cr_assert_eq(ax_json_parse(cj, strlen(cj), "cfg", &cfg), AX_OK);
+    cr_assert_eq(ax_json_parse(sj, strlen(sj), "state", &state), AX_OK);
+    cr_assert_eq(ax_json_parse(pj, strlen(pj), "cfg", &cfg_packed), AX_OK);
+    cr_assert_eq(ax_json_parse(bj, strlen(bj), "bare", &bare), AX_OK);
+    ax_exposure_reads r;
+    /* doc packing: pos + tokens <= 10 */
+    cr_assert_eq(ax_exposure_reads_compute(&cs, cfg, state, NULL, 1, 0xab, &r), AX_OK);
+    cr_assert(r.known, "%s", r.why);
+    cr_expect_eq(r.read[0], 2); /* 0+5, 5+5 read; 6+5 not */
+    cr_expect_eq(r.read[1], 1); /* 7+3 read; 8+3 not */
+    cr_expect(r.copies == 5 && r.copies_read == 3 && r.canaries_short == 2);
+    ax_exposure_reads_free(&r);
+    /* not known: another dataset, no checksum to compare, no config */
+    cr_assert_eq(ax_exposure_reads_compute(&cs, cfg, state, NULL, 1, 0xac, &r), AX_OK);
+    cr_expect(!r.known && !r.read && strstr(r.why, "not the canaried"), "%s", r.why);
+    cr_assert_eq(ax_exposure_reads_compute(&cs, cfg, state, NULL, 0, 0, &r), AX_OK);
+    cr_expect(!r.known && strstr(r.why, "not found"), "%s", r.why);
+    cr_assert_eq(ax_exposure_reads_compute(&cs, bare, state, NULL, 1, 0xab, &r), AX_OK);
+    cr_expect(!r.known && strstr(r.why, "packing"), "%s", r.why);
+    /* packed: documents of 9, 4 and 12 tokens (end-of-text last), 25 tokens, seq-len 4: windows
+     * 0..5 read targets at stream positions 1..24 */
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/axmem_test_%d_reads.axd", (int)getpid());
+    ax_axd_writer_t *w;
+    cr_assert_eq(ax_axd_writer_create(path, 300, &w), AX_OK);
+    int32_t doc[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    const int len[3] = {9, 4, 12};
+    for (int d = 0; d < 3; d++) {
+        doc[len[d] - 1] = AX_TOK_EOT;
+        cr_assert_eq(ax_axd_writer_add_doc(w, doc, (size_t)len[d]), AX_OK);
+        doc[len[d] - 1] = len[d];
+    }
+    cr_assert_eq(ax_axd_writer_close(w), AX_OK);
+    ax_axd_t *ds;
+    cr_assert_eq(ax_axd_open(path, AX_AXD_VERIFY, &ds), AX_OK);
+    cr_assert_eq(ax_axd_n_tokens(ds), 25);
+    char st2[64];
+    snprintf(st2, sizeof st2, "{\"dataset_xxh3\":\"0x%016llx\"}",
+             (unsigned long long)ax_axd_checksum(ds));
+    ax_json *state2;
+    cr_assert_eq(ax_json_parse(st2, strlen(st2), "state", &state2), AX_OK);
+    /* documents start at stream positions 0, 9, 13; canary 0 (5 tokens): (0,0) at 0, never a
+     * target; (0,5) at 5..9, read; (2,8) at 21..25, past 24. Canary 1 (3 tokens): (1,0) at
+     * 9..11 and (2,8) at 21..23, both read */
+    s0[2] = (ax_canary_site){2, 8};
+    s1[0] = (ax_canary_site){1, 0};
+    cr_assert_eq(ax_exposure_reads_compute(&cs, cfg_packed, state2, ds, 1, ax_axd_checksum(ds), &r),
+                 AX_OK);
+    cr_assert(r.known, "%s", r.why);
+    cr_expect_eq(r.read[0], 1);
+    cr_expect_eq(r.read[1], 2);
+    ax_exposure_reads_free(&r);
+    /* packed without the dataset: not known; a copy past the dataset's documents: an error */
+    cr_assert_eq(
+        ax_exposure_reads_compute(&cs, cfg_packed, state2, NULL, 1, ax_axd_checksum(ds), &r),
+        AX_OK);
+    cr_expect(!r.known && strstr(r.why, "packed"), "%s", r.why);
+    s1[1] = (ax_canary_site){3, 0};
+    cr_expect_eq(ax_exposure_reads_compute(&cs, cfg_packed, state2, ds, 1, ax_axd_checksum(ds), &r),
+                 AX_ERR_CORRUPT);
+    ax_exposure_reads_free(&r);
+    ax_error_clear();
+    ax_axd_free(ds);
+    ax_json_free(cfg), ax_json_free(state), ax_json_free(cfg_packed), ax_json_free(bare);
+    ax_json_free(state2);
 }
