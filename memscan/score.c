@@ -104,7 +104,14 @@ ax_status ax_score_seqs(ax_model_t *m, int n, const int32_t *const *tok, const i
                              len[i]);
         out->off[i + 1] = out->off[i] + len[i] - 1;
     }
-    int Tm = o->T;
+    int Bm, Tm = o->T;
+    ax_model_shape(m, &Bm, &Tm);
+    if (o->T != Tm || B > Bm) /* a forward reads the model's B x T tokens: the buffers below */
+        return ax_score_result_free(out),
+               ax_errorf(AX_ERR_INTERNAL,
+                         "scoring %d sequences of %d positions a forward on a model created for "
+                         "%d of %d; create the model with the scoring's batch and positions",
+                         B, o->T, Bm, Tm);
     if (T > Tm)
         return ax_score_result_free(out),
                ax_errorf(AX_ERR_ARG,

@@ -533,6 +533,9 @@ void ax_model_free(ax_model_t *m) {
 size_t ax_model_activation_bytes(const ax_model_t *m) {
     return m->act_bytes;
 }
+void ax_model_shape(const ax_model_t *m, int *B, int *T) {
+    *B = m->B, *T = m->T;
+}
 size_t ax_model_grad_comm_bytes(const ax_model_t *m) {
     return m->gc_bytes;
 }

@@ -121,6 +121,9 @@ int ax_model_bf16_activations(const ax_model_t *m);
 ax_status ax_model_create(const ax_model_config *c, int B, int T, ax_model_t **out);
 void ax_model_free(ax_model_t *m);
 const ax_model_config *ax_model_config_of(const ax_model_t *m);
+/* The sequences per rank (*B) and positions (*T) the model was created for: a forward reads
+ * B x T tokens. */
+void ax_model_shape(const ax_model_t *m, int *B, int *T);
 ax_grid_t *ax_model_grid(const ax_model_t *m);
 /* The model's overlap state (lib/dist/overlap.h): per axis, whether its collectives overlap and
  * why; a training run may switch an axis between steps (lib/dist/overlap_trial.h). */
