@@ -448,19 +448,16 @@ static void copy_field(ax_train_config *dst, const ax_train_config *src, const a
 ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
                                  const ax_json *ckpt_config, const char *ckpt_path,
                                  long ckpt_step) {
-    ax_train_config merged = *c;
-    /* a manifest written before norm-eps was stored ran with the default, whatever is set now */
-    if (!ax_json_get(ckpt_config, "norm-eps")) merged.norm_eps = AX_NORM_EPS_DEFAULT;
-    /* likewise the architecture flags: manifests before them are Llama runs */
-    if (!ax_json_get(ckpt_config, "arch")) snprintf(merged.arch, sizeof merged.arch, "llama");
-    if (!ax_json_get(ckpt_config, "norm")) snprintf(merged.norm, sizeof merged.norm, "rms");
-    if (!ax_json_get(ckpt_config, "mlp")) snprintf(merged.mlp, sizeof merged.mlp, "swiglu");
-    if (!ax_json_get(ckpt_config, "pos")) snprintf(merged.pos, sizeof merged.pos, "rope");
-    if (!ax_json_get(ckpt_config, "bias")) merged.bias = 0;
-    if (!ax_json_get(ckpt_config, "parallel-residual")) merged.parallel_residual = 0;
-    if (!ax_json_get(ckpt_config, "rotary-dim")) merged.rotary_dim = 0;
-    if (!ax_json_get(ckpt_config, "max-pos")) merged.max_pos = 0;
-    if (!ax_json_get(ckpt_config, "kv-heads")) merged.kv_heads = 0;
+    ax_train_config merged = *c, defaults;
+    /* A setting that decides what is computed but is missing from the manifest was added after
+     * that run was written (norm-eps, the architecture flags: Llama, goldfish, packing,
+     * validation, init): the run used its default, whatever this command line says. */
+    AX_CHECK(ax_cfg_set_defaults(&ax_train_table, &defaults));
+    for (int i = 0; i < ax_train_table.n; i++) {
+        const ax_cfg_entry *e = &ax_train_table.entries[i];
+        if (rule_of(e->name) == FIXED && !ax_json_get(ckpt_config, e->name))
+            copy_field(&merged, &defaults, e);
+    }
     AX_CHECK(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path));
     const ax_train_config *ck = &merged; /* before the command line's values go in */
     ax_train_config out = merged;
