@@ -62,6 +62,7 @@ typedef struct {
     char init_step[AX_CFG_STR_MAX + 64]; /* --init's step directory ("" without --init) */
     uint64_t init_sum;                   /* XXH3 of its manifest.json (pins every shard) */
     ax_overlap_trial trial;              /* timing both schedules on one-host axes (AUTO) */
+    long saved; /* the step of the newest checkpoint on disk (-1: none of this run's yet) */
 } run_state;
 
 static void run_free(run_state *r) {
@@ -131,6 +132,22 @@ static ax_status write_manifest_and_blobs(run_state *r, long step, float *const 
     return st;
 }
 
+/* The run diverged at `step` (1-based) for the reason `what`: the error that stops it, naming
+ * the step and the newest checkpoint. */
+static ax_status diverged(const run_state *r, long step, const char *what) {
+    char newest[AX_CFG_STR_MAX + 96];
+    if (r->saved >= 0)
+        snprintf(newest, sizeof newest, "the newest checkpoint, %s/step-%06ld, is from before it",
+                 r->ckpt_dir, r->saved);
+    else
+        snprintf(newest, sizeof newest, "this run has written no checkpoint");
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "step %ld: training diverged (%s): stopped without writing anything from "
+                     "this state; %s. Start again with a lower --lr, a longer --warmup or "
+                     "--grad-clip",
+                     step, what, newest);
+}
+
 /* Checkpoints hold the global tensors (the 1x1x1x1 layout), so any grid can load them:
  * every rank takes part in gathering each tensor, rank 0 writes. */
 static ax_status write_checkpoint(run_state *r, long step) {
@@ -154,8 +171,16 @@ static ax_status write_checkpoint(run_state *r, long step) {
         st = write_manifest_and_blobs(r, step, global);
         if (st == AX_OK) AX_INFO("checkpoint %s/step-%06ld written", r->ckpt_dir, step);
     }
+    if (st == AX_ERR_CORRUPT) { /* non-finite weights or moments after a step with a finite loss */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", ax_error_msg());
+        ax_error_clear(); /* the first message wins: replace it with the fuller one */
+        st = diverged(r, step, msg);
+    }
     for (int b = 0; b < 3; b++) free(global[b]);
-    return agree(r->grid, st);
+    st = agree(r->grid, st);
+    if (st == AX_OK) r->saved = step;
+    return st;
 }
 
 /* --val-data on resume: the checkpoint's file, or one with the same checksum. */
@@ -583,25 +608,16 @@ static ax_status train_step(run_state *r, long step, double lr, double *loss, do
     return AX_OK;
 }
 
-/* After step `step` (1-based): a loss, gradient norm or validation loss that is NaN or
- * infinite means the run diverged. It stops there: the optimizer applied no update from a
- * non-finite gradient (ax_optim_step), nothing more is written, and the message names the step
- * and the newest checkpoint (`saved`: its step, -1 if this run has none). */
+/* After step `step`: a loss, gradient norm or validation loss that is NaN or infinite means the
+ * run diverged. It stops there: the optimizer applied no update from a non-finite gradient
+ * (ax_optim_step) and nothing more is written. */
 static ax_status check_finite_step(const run_state *r, long step, double loss, double gnorm,
-                                   double val, long saved) {
+                                   double val) {
     if (isfinite(loss) && isfinite(gnorm) && isfinite(val)) return AX_OK;
-    char newest[AX_CFG_STR_MAX + 96], v[48] = "";
+    char what[160], v[48] = "";
     if (!isfinite(val)) snprintf(v, sizeof v, ", validation loss %g", val);
-    if (saved >= 0)
-        snprintf(newest, sizeof newest, "the newest checkpoint, %s/step-%06ld, is from before it",
-                 r->ckpt_dir, saved);
-    else
-        snprintf(newest, sizeof newest, "this run has written no checkpoint");
-    return ax_errorf(AX_ERR_CORRUPT,
-                     "step %ld: training diverged (loss %g, gradient norm %g%s): stopped "
-                     "without writing anything from this state; %s. Start again with a lower "
-                     "--lr, a longer --warmup or --grad-clip",
-                     step, loss, gnorm, v, newest);
+    snprintf(what, sizeof what, "loss %g, gradient norm %g%s", loss, gnorm, v);
+    return diverged(r, step, what);
 }
 
 /* --init DIR: a step directory (its manifest.json), else the newest step in DIR/ckpt/ (a run)
@@ -652,6 +668,20 @@ static ax_status carry_init(run_state *r, const ax_ckpt_t *ck) {
     return AX_OK;
 }
 
+/* A cross-setting check that failed on a resumed run: the settings are the manifest's, with
+ * the flags given here, so a value the user never typed is explained. */
+static ax_status resumed_settings_hint(const ax_ckpt_t *ck, ax_status st) {
+    if (st == AX_OK || !ck) return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ax_error_msg());
+    ax_error_clear(); /* the first message wins: replace it with the fuller one */
+    return ax_errorf(st,
+                     "%s (resuming %s: its settings come from its manifest.json, and the flags "
+                     "given here; a manifest edited by hand can be moved aside to resume from "
+                     "the checkpoint before it)",
+                     msg, ax_ckpt_path(ck));
+}
+
 /* Settings, resume merge and the grid: everything before any model memory exists. */
 static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, long *first) {
     ax_train_config *cfg = r->cfg;
@@ -680,8 +710,10 @@ static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, l
                              cfg->out, probe);
         ax_error_clear(); /* find_latest's "no checkpoint" message is expected here */
     }
-    AX_CHECK(ax_train_config_check(cfg));
-    AX_CHECK(ax_goldfish_parse(cfg->goldfish, &r->goldfish));
+    AX_CHECK(resumed_settings_hint(*ck, ax_train_config_check(cfg)));
+    /* on resume the mask spec is the manifest's (a FIXED setting) */
+    ax_status gst = ax_goldfish_parse(cfg->goldfish, &r->goldfish);
+    AX_CHECK(*ck ? ax_train_manifest_setting(gst, ax_ckpt_path(*ck)) : gst);
     int dims[4];
     AX_CHECK(ax_grid_parse(cfg->grid, dims));
     AX_CHECK(ax_grid_create(dims, &r->grid));
@@ -744,7 +776,7 @@ ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_re
 
 ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
                             const ax_train_scan_hook *hook, ax_train_result *res) {
-    run_state r = {.cfg = cfg, .was_set = was_set, .scan_prev_step = -1};
+    run_state r = {.cfg = cfg, .was_set = was_set, .scan_prev_step = -1, .saved = -1};
     ax_ckpt_t *ck = NULL;
     ax_run_lock *lock = NULL;
     ax_status st = AX_OK;
@@ -802,7 +834,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
     ax_progress_begin(&prog, "train", res->first_step, cfg->steps);
     long step = res->first_step;
     double slowest = 0;
-    long saved = ck ? res->first_step : -1; /* the step of the newest checkpoint on disk */
+    r.saved = ck ? res->first_step : -1;
     for (; step < cfg->steps; step++) {
         AX_CHECK_GOTO(should_stop(&r, step, res->first_step, t_start, slowest, res), out);
         if (res->stop != AX_TRAIN_DONE) break;
@@ -819,7 +851,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
             r.val_loader && (last || (cfg->val_every > 0 && (step + 1) % cfg->val_every == 0));
         if (validated) AX_CHECK_GOTO(validate(&r, &val), out);
         /* every rank judges the same all-reduced numbers; agree() below stops them together */
-        st = check_finite_step(&r, step + 1, loss, gnorm, validated ? val : 0, saved);
+        st = check_finite_step(&r, step + 1, loss, gnorm, validated ? val : 0);
         if (st == AX_OK && r.rank0)
             st = append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens, dropped, val);
         if (st == AX_OK && r.rank0 && validated)
@@ -837,7 +869,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
         int scan = r.hook && (step + 1) % cfg->scan_every == 0;
         if ((scan || (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0)) &&
             step + 1 < cfg->steps)
-            AX_CHECK_GOTO(write_checkpoint(&r, saved = step + 1), out);
+            AX_CHECK_GOTO(write_checkpoint(&r, step + 1), out);
         if (scan && step + 1 < cfg->steps) AX_CHECK_GOTO(run_scan(&r, step + 1), out);
         if (ax_now() - t0 > slowest) slowest = ax_now() - t0; /* with validation, checkpoint */
     }
@@ -845,7 +877,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
     res->last_step = step;
     res->interrupted = step < cfg->steps;
     /* a new run stopped before its first step still leaves step 0, so --resume works */
-    int write = saved != step && (step > res->first_step || res->interrupted);
+    int write = r.saved != step && (step > res->first_step || res->interrupted);
     if (res->interrupted && r.rank0) {
         static const char *why[] = {"", "stop requested", "--exit-after-steps reached",
                                     "--exit-after-minutes reached"};

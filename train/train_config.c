@@ -441,8 +441,26 @@ static const char *field_text(const ax_train_config *c, const ax_cfg_entry *e, c
     return buf;
 }
 
+/* A setting in a checkpoint's manifest that this axmem cannot accept (out of range, wrong
+ * type): the manifest was edited or damaged, which the flag-style message does not say. */
+static ax_status manifest_setting(ax_status st, const char *ckpt_path) {
+    if (st == AX_OK) return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ax_error_msg());
+    ax_error_clear(); /* the first message wins: replace it with the fuller one */
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "%s (a setting in %s/manifest.json); the manifest was edited or damaged, so "
+                     "no run can continue from it: move it aside (mv %s %s.bad) and --resume "
+                     "from the checkpoint before it, or retrain",
+                     msg, ckpt_path, ckpt_path, ckpt_path);
+}
+
 static void copy_field(ax_train_config *dst, const ax_train_config *src, const ax_cfg_entry *e) {
     memcpy((char *)dst + e->offset, (const char *)src + e->offset, field_size(e));
+}
+
+ax_status ax_train_manifest_setting(ax_status st, const char *ckpt_path) {
+    return manifest_setting(st, ckpt_path);
 }
 
 ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
@@ -458,7 +476,8 @@ ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
         if (rule_of(e->name) == FIXED && !ax_json_get(ckpt_config, e->name))
             copy_field(&merged, &defaults, e);
     }
-    AX_CHECK(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path));
+    AX_CHECK(manifest_setting(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path),
+                              ckpt_path));
     const ax_train_config *ck = &merged; /* before the command line's values go in */
     ax_train_config out = merged;
     for (int i = 0; i < ax_train_table.n; i++) {
