@@ -144,7 +144,12 @@ const ax_cfg_table ax_train_table = {
                "Flags may also come from --config FILE (lines of `name = value`).\n"
                "Ctrl-C, SIGTERM, SIGUSR1 stop at the next step with a checkpoint (exit 128 +\n"
                "signal; --exit-after-* exit 75); `axmem train --out DIR --resume` alone\n"
-               "continues a run with its own settings (the checkpoint's manifest).",
+               "continues a run with its own settings (the checkpoint's manifest, whose\n"
+               "training state is checked first: an edited or impossible field is refused).\n"
+               "One run at a time holds OUT (OUT/.lock: a second is refused naming the first;\n"
+               "a lock left by a dead run on this host is taken over). A step whose loss or\n"
+               "gradient norm is NaN or infinite stops the run (exit 1) naming the step; no\n"
+               "checkpoint is ever written holding a NaN or an infinity.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };

@@ -85,6 +85,15 @@ edit "a fractional --steps" 'c["steps"] = 60.5' "config \"steps\" is 60.5, not a
 edit "a boolean setting of the wrong type" 'c["tie-embeddings"] = 1' '"tie-embeddings" should be a bool'
 edit "moment blobs that do not match the model" \
   'm["shards"][2]["count"] += 1; m["shards"][2]["bytes"] += 4' 'blob "adam_v" holds [0-9]+ values, the model [0-9]+; the checkpoint is damaged'
+# --init reads a training state's counts the same way
+rm -rf "$T/e" && cp -r "$T/run" "$T/e"
+python3 -c '
+import json, sys
+p = sys.argv[1]; m = json.load(open(p)); m["state"]["optim_t"] = 7; json.dump(m, open(p, "w"))' \
+  "$T/e/ckpt/step-000060/manifest.json"
+expect_fail "--init refuses an impossible training state" \
+  "step-000060/manifest.json: state \"optim_t\" is 7.*pass another checkpoint to --init" \
+  "$AX" train --init "$T/e" --data "$T/c.axd" --steps 2 --warmup 1 --out "$T/ft"
 # the untouched run resumes
 "$AX" train --out "$T/run" --resume --steps 62 >/dev/null 2>"$T/err" && ok "the untouched run resumes" ||
   bad "the untouched run resumes"
