@@ -14,6 +14,8 @@
 #include "interop/hf_model.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
+#include "lib/model/model.h"
+#include "lib/model/optim.h"
 #include "memscan/model_load.h"
 #include "test_ckpt_poison.h"
 #include "train/run_lock.h"
@@ -301,6 +303,47 @@ Test(train_state, non_finite_checkpoint_is_refused_everywhere) {
     expect_msg(step_dir, "non-finite");
     cr_assert(!ax_path_exists(hf) || !ax_path_exists(strcat(hf, "/model.safetensors")));
     ax_error_clear();
+}
+
+/* A gradient with a NaN or an infinity in it updates nothing: parameters, moments and the
+ * update count stay as they were, and the norm says why (the caller stops the run). */
+Test(train_state, optimizer_applies_no_update_from_a_non_finite_gradient) {
+    ax_model_config mc = {.n_layers = 1,
+                          .dim = 16,
+                          .n_heads = 2,
+                          .ffn = 24,
+                          .vocab = 260,
+                          .tie_embeddings = 1,
+                          .rope_theta = 10000.0f,
+                          .norm_eps = 1e-5f};
+    ax_model_t *m = NULL;
+    ax_optim_t *o = NULL;
+    cr_assert_eq(ax_model_create(&mc, 1, 8, &m), AX_OK, "%s", ax_error_msg());
+    ax_model_init(m, 3);
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    cr_assert_eq(ax_optim_create(m, &oc, &o), AX_OK, "%s", ax_error_msg());
+    int64_t n = ax_model_n_params(m);
+    float *p = malloc((size_t)n * sizeof *p), *after = malloc((size_t)n * sizeof *after);
+    cr_assert_eq(ax_model_read_params(m, p, 0, n), AX_OK);
+    p[5 * mc.dim] = INFINITY; /* token 5's embedding: its forward and every gradient go NaN */
+    cr_assert_eq(ax_model_write_params(m, p, 0, n), AX_OK);
+    int32_t in[8] = {5, 1, 2, 3, 4, 6, 7, 8}, tg[8] = {1, 2, 3, 4, 6, 7, 8, 9};
+    uint8_t mask[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    ax_model_zero_grad(m);
+    ax_model_forward(m, in, tg, mask, 1, 1.0f / 8, 1);
+    ax_model_backward(m);
+    double gnorm = 0;
+    cr_assert_eq(ax_optim_step(o, m, 1e-2, &gnorm), AX_OK, "%s", ax_error_msg());
+    cr_assert(!isfinite(gnorm), "gradient norm %g", gnorm);
+    cr_assert_eq(ax_optim_t_steps(o), 0);
+    cr_assert_eq(ax_model_read_params(m, after, 0, n), AX_OK);
+    cr_assert(memcmp(p, after, (size_t)n * sizeof *p) == 0, "parameters changed");
+    cr_assert_eq(ax_optim_read_m(o, after, 0, n), AX_OK);
+    for (int64_t i = 0; i < n; i++)
+        cr_assert(after[i] == 0.0f, "moment m[%lld] changed", (long long)i);
+    free(p), free(after);
+    ax_optim_free(o);
+    ax_model_free(m);
 }
 
 /* ---- one run per --out folder */
