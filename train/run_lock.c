@@ -22,8 +22,8 @@
 
 struct ax_run_lock {
     int fd;
-    int made_dir; /* ax_run_lock_take created the folder */
     char *dir, *path;
+    char *made; /* the outermost folder ax_run_lock_take created (NULL: none) */
 };
 
 /* Who holds (or held) a lock. */
@@ -275,20 +275,45 @@ static ax_status try_take(const char *dir, const char *path, const holder *me, i
     return AX_OK;
 }
 
+/* The outermost missing folder on the way to dir (dir itself when only it is missing), or NULL
+ * when out of memory: what ax_mkdir_p will create, and the release may remove. */
+static char *outermost_missing(const char *dir) {
+    char *p = strdup(dir), *top = NULL;
+    while (p && !ax_path_exists(p)) {
+        free(top);
+        top = strdup(p);
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) break;
+        *slash = 0;
+    }
+    free(p);
+    return top;
+}
+
 ax_status ax_run_lock_take(const char *dir, int create_dir, ax_run_lock **out) {
     *out = NULL;
     int existed = ax_path_exists(dir);
     if (!existed && !create_dir) return AX_OK;
-    if (!existed) AX_CHECK(ax_mkdir_p(dir));
     ax_run_lock *l = calloc(1, sizeof *l);
     size_t n = strlen(dir) + sizeof LOCK_NAME + 1;
-    if (!l || !(l->dir = strdup(dir)) || !(l->path = malloc(n))) {
+    if (l && (l->dir = strdup(dir))) { /* "a/b/" is "a/b": the folders are removed by name */
+        size_t k = strlen(l->dir);
+        while (k > 1 && l->dir[k - 1] == '/') l->dir[--k] = 0;
+    }
+    if (!l || !l->dir || !(l->path = malloc(n)) ||
+        (!existed && !(l->made = outermost_missing(l->dir)))) {
         ax_run_lock_release(l);
         return ax_errorf(AX_ERR_NOMEM, "out of memory locking %s", dir);
     }
     snprintf(l->path, n, "%s/%s", dir, LOCK_NAME);
-    l->made_dir = !existed;
     l->fd = -1;
+    if (!existed) {
+        ax_status st = ax_mkdir_p(dir);
+        if (st != AX_OK) {
+            ax_run_lock_release(l);
+            return st;
+        }
+    }
     holder me;
     own_holder(&me);
     ax_status st = AX_OK;
@@ -312,7 +337,16 @@ void ax_run_lock_release(ax_run_lock *l) {
         if (same_file(l->fd, l->path)) unlink(l->path); /* never another run's lock */
         close(l->fd);
     }
-    if (l->made_dir && l->dir) rmdir(l->dir); /* only while empty: a run that wrote nothing */
+    /* the folders it created, while empty: a run that failed before writing anything */
+    if (l->made && l->dir) {
+        char *p = l->dir;
+        while (rmdir(p) == 0 && strcmp(p, l->made) != 0) {
+            char *slash = strrchr(p, '/');
+            if (!slash || slash == p) break;
+            *slash = 0;
+        }
+    }
+    free(l->made);
     free(l->dir);
     free(l->path);
     free(l);

@@ -20,6 +20,6 @@ typedef struct ax_run_lock ax_run_lock;
  * reports the missing folder). A held lock is AX_ERR_IO naming the holder and what to do. */
 ax_status ax_run_lock_take(const char *dir, int create_dir, ax_run_lock **out);
 
-/* Removes the lock file (if it is still this lock's) and frees l; a folder that
- * ax_run_lock_take created and that is still empty is removed too. Accepts NULL. */
+/* Removes the lock file (if it is still this lock's) and frees l; the folders that
+ * ax_run_lock_take created and that are still empty are removed too. Accepts NULL. */
 void ax_run_lock_release(ax_run_lock *l);

@@ -453,10 +453,12 @@ Test(train_state, foreign_or_damaged_lock_is_kept) {
     cr_assert_eq(ax_run_lock_take(dir, 0, &l), AX_OK, "%s", ax_error_msg());
     ax_run_lock_release(l);
     /* a run that fails before it writes anything leaves no folder it created */
-    char fresh[300];
-    snprintf(fresh, sizeof fresh, "%s/new", tmp);
+    char fresh[320], top[300];
+    snprintf(top, sizeof top, "%s/new", tmp);
+    snprintf(fresh, sizeof fresh, "%s/a/b/", top);
     cr_assert_eq(ax_run_lock_take(fresh, 1, &l), AX_OK, "%s", ax_error_msg());
     cr_assert(ax_path_exists(fresh));
     ax_run_lock_release(l);
-    cr_assert(!ax_path_exists(fresh));
+    cr_assert(!ax_path_exists(top), "the folders it made are left");
+    cr_assert(ax_path_exists(tmp));
 }
