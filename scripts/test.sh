@@ -77,6 +77,7 @@ step goldfish-effect bash tests/cli/goldfish_effect.sh build/bin/axmem
 step privacy bash tests/cli/privacy.sh build/bin/axmem
 step over-steps bash tests/cli/over_steps.sh build/bin/axmem
 step signals bash tests/cli/signals.sh build/bin/axmem
+step train-state bash tests/cli/train_state.sh build/bin/axmem
 step plan bash tests/cli/plan.sh build/bin/axmem
 step arch bash tests/cli/arch.sh build/bin/axmem
 step hf-arch bash tests/cli/hf_arch.sh build/bin/axmem

@@ -4,6 +4,8 @@
  * Gdata x Gz batch ranks, so the data order depends on the seed only and a resumed run
  * replays exactly what an uninterrupted one would. Rank 0 writes every file. */
 #include "train/train.h"
+#include "train/run_lock.h"
+#include "train/train_state.h"
 #include "data/axd.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
@@ -23,6 +25,7 @@
 #include "lib/core/timer.h"
 
 #include <errno.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +63,7 @@ typedef struct {
     uint64_t init_sum;                   /* XXH3 of its manifest.json (pins every shard) */
     int init_max_pos;                    /* its position limit, which exports keep */
     ax_overlap_trial trial;              /* timing both schedules on one-host axes (AUTO) */
+    long saved; /* the step of the newest checkpoint on disk (-1: none of this run's yet) */
 } run_state;
 
 static void run_free(run_state *r) {
@@ -131,6 +135,22 @@ static ax_status write_manifest_and_blobs(run_state *r, long step, float *const 
     return st;
 }
 
+/* The run diverged at `step` (1-based) for the reason `what`: the error that stops it, naming
+ * the step and the newest checkpoint. */
+static ax_status diverged(const run_state *r, long step, const char *what) {
+    char newest[AX_CFG_STR_MAX + 96];
+    if (r->saved >= 0)
+        snprintf(newest, sizeof newest, "the newest checkpoint, %s/step-%06ld, is from before it",
+                 r->ckpt_dir, r->saved);
+    else
+        snprintf(newest, sizeof newest, "this run has written no checkpoint");
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "step %ld: training diverged (%s): stopped without writing anything from "
+                     "this state; %s. Start again with a lower --lr, a longer --warmup or "
+                     "--grad-clip",
+                     step, what, newest);
+}
+
 /* Checkpoints hold the global tensors (the 1x1x1x1 layout), so any grid can load them:
  * every rank takes part in gathering each tensor, rank 0 writes. */
 static ax_status write_checkpoint(run_state *r, long step) {
@@ -154,8 +174,16 @@ static ax_status write_checkpoint(run_state *r, long step) {
         st = write_manifest_and_blobs(r, step, global);
         if (st == AX_OK) AX_INFO("checkpoint %s/step-%06ld written", r->ckpt_dir, step);
     }
+    if (st == AX_ERR_CORRUPT) { /* non-finite weights or moments after a step with a finite loss */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", ax_error_msg());
+        ax_error_clear(); /* the first message wins: replace it with the fuller one */
+        st = diverged(r, step, msg);
+    }
     for (int b = 0; b < 3; b++) free(global[b]);
-    return agree(r->grid, st);
+    st = agree(r->grid, st);
+    if (st == AX_OK) r->saved = step;
+    return st;
 }
 
 /* --val-data on resume: the checkpoint's file, or one with the same checksum. */
@@ -185,25 +213,55 @@ static ax_status check_val_data(run_state *r, ax_ckpt_t *ck) {
                      r->cfg->val_data, path, was);
 }
 
-/* Loads params and AdamW moments from the global layout into this rank's shards. */
+/* Each blob of a training checkpoint holds exactly the model's parameters (a longer one was
+ * not written by this model: reading its first part would load the wrong values). */
+static ax_status check_blob_sizes(run_state *r, ax_ckpt_t *ck) {
+    static const char *const blobs[] = {"params", "adam_m", "adam_v"};
+    int64_t n = ax_model_n_params(r->model);
+    for (int b = 0; b < 3; b++) {
+        int64_t have = ax_ckpt_blob_count(ck, blobs[b]);
+        if (have >= 0 && have != n) /* a missing blob is reported by the load, naming it */
+            return ax_errorf(AX_ERR_CORRUPT,
+                             "%s/manifest.json: blob \"%s\" holds %lld values, the model %lld; "
+                             "the checkpoint is damaged: move it aside and resume from the one "
+                             "before it",
+                             ax_ckpt_path(ck), blobs[b], (long long)have, (long long)n);
+    }
+    return AX_OK;
+}
+
+/* Loads params and AdamW moments from the global layout into this rank's shards. The state's
+ * fields were checked when the checkpoint was opened (ax_train_check_state); here they meet
+ * the datasets and the model. */
 static ax_status load_checkpoint(run_state *r, ax_ckpt_t *ck) {
     const ax_json *state = ax_ckpt_state(ck);
     const char *path = ax_ckpt_path(ck);
     uint64_t ds_sum;
-    int64_t optim_t;
+    int64_t ds_tokens;
     AX_CHECK(ax_json_get_hex64(state, "dataset_xxh3", path, &ds_sum));
-    AX_CHECK(ax_json_get_i64(state, "optim_t", path, &optim_t));
+    AX_CHECK(ax_json_get_i64(state, "dataset_tokens", path, &ds_tokens));
     if (ds_sum != ax_axd_checksum(r->ds))
         return ax_errorf(AX_ERR_MISMATCH,
                          "--data %s is not the dataset checkpoint %s was trained on (checksum "
                          "0x%016llx, expected 0x%016llx); resume with the original dataset",
                          r->cfg->data, path, (unsigned long long)ax_axd_checksum(r->ds),
                          (unsigned long long)ds_sum);
+    if ((uint64_t)ds_tokens != ax_axd_n_tokens(r->ds))
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s/manifest.json: state \"dataset_tokens\" is %lld, but the dataset "
+                         "with its checksum (--data %s) holds %llu tokens; the manifest was "
+                         "edited or damaged: move %s aside and resume from the checkpoint "
+                         "before it",
+                         path, (long long)ds_tokens, r->cfg->data,
+                         (unsigned long long)ax_axd_n_tokens(r->ds), path);
     if (r->val_ds) AX_CHECK(check_val_data(r, ck));
+    AX_CHECK(check_blob_sizes(r, ck));
     AX_CHECK(ax_model_load_blob(r->model, ck, "params", ax_model_slab(r->model, AX_SLAB_PARAMS)));
     AX_CHECK(ax_model_load_blob(r->model, ck, "adam_m", ax_optim_slab(r->optim, AX_OPTIM_M)));
     AX_CHECK(ax_model_load_blob(r->model, ck, "adam_v", ax_optim_slab(r->optim, AX_OPTIM_V)));
-    ax_optim_set_t_steps(r->optim, (long)optim_t);
+    AX_CHECK(ax_optim_check_moments(r->optim, r->model, path));
+    /* one AdamW update per step: the state check made optim_t equal the step */
+    ax_optim_set_t_steps(r->optim, ax_ckpt_step(ck));
     return AX_OK;
 }
 
@@ -553,6 +611,18 @@ static ax_status train_step(run_state *r, long step, double lr, double *loss, do
     return AX_OK;
 }
 
+/* After step `step`: a loss, gradient norm or validation loss that is NaN or infinite means the
+ * run diverged. It stops there: the optimizer applied no update from a non-finite gradient
+ * (ax_optim_step) and nothing more is written. */
+static ax_status check_finite_step(const run_state *r, long step, double loss, double gnorm,
+                                   double val) {
+    if (isfinite(loss) && isfinite(gnorm) && isfinite(val)) return AX_OK;
+    char what[160], v[48] = "";
+    if (!isfinite(val)) snprintf(v, sizeof v, ", validation loss %g", val);
+    snprintf(what, sizeof what, "loss %g, gradient norm %g%s", loss, gnorm, v);
+    return diverged(r, step, what);
+}
+
 /* --init DIR: a step directory (its manifest.json), else the newest step in DIR/ckpt/ (a run)
  * or in DIR (a checkpoint directory, as `axmem model import` writes). */
 static ax_status open_init(run_state *r) {
@@ -576,6 +646,7 @@ static ax_status open_init(run_state *r) {
         snprintf(path, sizeof path, "%s", dir);
     }
     AX_CHECK(ax_ckpt_open(path, &r->init_ck));
+    AX_CHECK(ax_train_check_state(r->init_ck, AX_STATE_INIT));
     snprintf(r->init_step, sizeof r->init_step, "%s", ax_ckpt_path(r->init_ck));
     char manifest[AX_CFG_STR_MAX + 96], *bytes = NULL;
     size_t len = 0;
@@ -604,6 +675,20 @@ static ax_status carry_init(run_state *r, const ax_ckpt_t *ck) {
     return AX_OK;
 }
 
+/* A cross-setting check that failed on a resumed run: the settings are the manifest's, with
+ * the flags given here, so a value the user never typed is explained. */
+static ax_status resumed_settings_hint(const ax_ckpt_t *ck, ax_status st) {
+    if (st == AX_OK || !ck) return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ax_error_msg());
+    ax_error_clear(); /* the first message wins: replace it with the fuller one */
+    return ax_errorf(st,
+                     "%s (resuming %s: its settings come from its manifest.json, and the flags "
+                     "given here; a manifest edited by hand can be moved aside to resume from "
+                     "the checkpoint before it)",
+                     msg, ax_ckpt_path(ck));
+}
+
 /* Settings, resume merge and the grid: everything before any model memory exists. */
 static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, long *first) {
     ax_train_config *cfg = r->cfg;
@@ -614,6 +699,7 @@ static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, l
         char latest[AX_CFG_STR_MAX + 64];
         AX_CHECK(ax_ckpt_find_latest(r->ckpt_dir, latest, sizeof latest));
         AX_CHECK(ax_ckpt_open(latest, ck));
+        AX_CHECK(ax_train_check_state(*ck, AX_STATE_RESUME));
         AX_CHECK(
             ax_train_merge_resumed(cfg, was_set, ax_ckpt_config(*ck), latest, ax_ckpt_step(*ck)));
         *first = ax_ckpt_step(*ck);
@@ -631,8 +717,10 @@ static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, l
                              cfg->out, probe);
         ax_error_clear(); /* find_latest's "no checkpoint" message is expected here */
     }
-    AX_CHECK(ax_train_config_check(cfg));
-    AX_CHECK(ax_goldfish_parse(cfg->goldfish, &r->goldfish));
+    AX_CHECK(resumed_settings_hint(*ck, ax_train_config_check(cfg)));
+    /* on resume the mask spec is the manifest's (a FIXED setting) */
+    ax_status gst = ax_goldfish_parse(cfg->goldfish, &r->goldfish);
+    AX_CHECK(*ck ? ax_train_manifest_setting(gst, ax_ckpt_path(*ck)) : gst);
     int dims[4];
     AX_CHECK(ax_grid_parse(cfg->grid, dims));
     AX_CHECK(ax_grid_create(dims, &r->grid));
@@ -676,14 +764,28 @@ static ax_status should_stop(run_state *r, long step, long first, double t_start
     return AX_OK;
 }
 
+/* Rank 0 holds the --out folder's lock for the whole run (train/run_lock.h), taken before
+ * anything reads or writes the folder; every rank learns the outcome, so a refused run stops
+ * on all of them. */
+static ax_status take_run_lock(const ax_train_config *cfg, ax_run_lock **lock) {
+    ax_grid_t *world = NULL;
+    AX_CHECK(ax_grid_create_world(&world));
+    ax_status st = AX_OK;
+    if (ax_grid_rank(world) == 0) st = ax_run_lock_take(cfg->out, !cfg->resume, lock);
+    st = ax_coll_agree(world, AX_AXIS_WORLD, st, "the --out lock");
+    ax_grid_free(world);
+    return st;
+}
+
 ax_status ax_train_run(ax_train_config *cfg, const uint8_t *was_set, ax_train_result *res) {
     return ax_train_run_scan(cfg, was_set, NULL, res);
 }
 
 ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
                             const ax_train_scan_hook *hook, ax_train_result *res) {
-    run_state r = {.cfg = cfg, .was_set = was_set, .scan_prev_step = -1};
+    run_state r = {.cfg = cfg, .was_set = was_set, .scan_prev_step = -1, .saved = -1};
     ax_ckpt_t *ck = NULL;
+    ax_run_lock *lock = NULL;
     ax_status st = AX_OK;
     double t_start = ax_now();
     memset(res, 0, sizeof *res);
@@ -691,6 +793,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
     snprintf(r.ckpt_dir, sizeof r.ckpt_dir, "%s/ckpt", cfg->out);
     snprintf(r.metrics_path, sizeof r.metrics_path, "%s/metrics.jsonl", cfg->out);
 
+    AX_CHECK_GOTO(take_run_lock(cfg, &lock), out);
     AX_CHECK_GOTO(prepare(&r, &ck, was_set, &res->first_step), out);
     if (ax_train_flag_set(was_set, "stall-timeout")) ax_stall_set_timeout(cfg->stall_timeout);
     if (cfg->threads > 0) omp_set_num_threads((int)cfg->threads);
@@ -738,7 +841,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
     ax_progress_begin(&prog, "train", res->first_step, cfg->steps);
     long step = res->first_step;
     double slowest = 0;
-    long saved = ck ? res->first_step : -1; /* the step of the newest checkpoint on disk */
+    r.saved = ck ? res->first_step : -1;
     for (; step < cfg->steps; step++) {
         AX_CHECK_GOTO(should_stop(&r, step, res->first_step, t_start, slowest, res), out);
         if (res->stop != AX_TRAIN_DONE) break;
@@ -751,10 +854,15 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
         double dropped = real > 0 ? 1.0 - supervised / real : 0.0; /* padding is not dropped */
         double val = -1;
         int last = step + 1 == cfg->steps;
-        if (r.val_loader && (last || (cfg->val_every > 0 && (step + 1) % cfg->val_every == 0)))
-            AX_CHECK_GOTO(validate(&r, &val), out);
-        if (r.rank0) st = append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens, dropped, val);
-        if (r.rank0 && val >= 0) AX_INFO("step %ld: validation loss %.4f", step + 1, val);
+        int validated =
+            r.val_loader && (last || (cfg->val_every > 0 && (step + 1) % cfg->val_every == 0));
+        if (validated) AX_CHECK_GOTO(validate(&r, &val), out);
+        /* every rank judges the same all-reduced numbers; agree() below stops them together */
+        st = check_finite_step(&r, step + 1, loss, gnorm, validated ? val : 0);
+        if (st == AX_OK && r.rank0)
+            st = append_metrics(&r, step + 1, loss, lr, gnorm, dt, tokens, dropped, val);
+        if (st == AX_OK && r.rank0 && validated)
+            AX_INFO("step %ld: validation loss %.4f", step + 1, val);
         AX_CHECK_GOTO(agree(r.grid, st), out);
         /* after the metrics line, which says what this step ran with */
         int settled;
@@ -768,7 +876,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
         int scan = r.hook && (step + 1) % cfg->scan_every == 0;
         if ((scan || (cfg->ckpt_every > 0 && (step + 1) % cfg->ckpt_every == 0)) &&
             step + 1 < cfg->steps)
-            AX_CHECK_GOTO(write_checkpoint(&r, saved = step + 1), out);
+            AX_CHECK_GOTO(write_checkpoint(&r, step + 1), out);
         if (scan && step + 1 < cfg->steps) AX_CHECK_GOTO(run_scan(&r, step + 1), out);
         if (ax_now() - t0 > slowest) slowest = ax_now() - t0; /* with validation, checkpoint */
     }
@@ -776,7 +884,7 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
     res->last_step = step;
     res->interrupted = step < cfg->steps;
     /* a new run stopped before its first step still leaves step 0, so --resume works */
-    int write = saved != step && (step > res->first_step || res->interrupted);
+    int write = r.saved != step && (step > res->first_step || res->interrupted);
     if (res->interrupted && r.rank0) {
         static const char *why[] = {"", "stop requested", "--exit-after-steps reached",
                                     "--exit-after-minutes reached"};
@@ -791,5 +899,6 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
 out:
     ax_ckpt_free(ck);
     run_free(&r);
+    ax_run_lock_release(lock); /* last: the folder is complete */
     return st;
 }

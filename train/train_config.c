@@ -144,7 +144,12 @@ const ax_cfg_table ax_train_table = {
                "Flags may also come from --config FILE (lines of `name = value`).\n"
                "Ctrl-C, SIGTERM, SIGUSR1 stop at the next step with a checkpoint (exit 128 +\n"
                "signal; --exit-after-* exit 75); `axmem train --out DIR --resume` alone\n"
-               "continues a run with its own settings (the checkpoint's manifest).",
+               "continues a run with its own settings (the checkpoint's manifest, whose\n"
+               "training state is checked first: an edited or impossible field is refused).\n"
+               "One run at a time holds OUT (OUT/.lock: a second is refused naming the first;\n"
+               "a lock left by a dead run on this host is taken over). A step whose loss or\n"
+               "gradient norm is NaN or infinite stops the run (exit 1) naming the step; no\n"
+               "checkpoint is ever written holding a NaN or an infinity.",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -441,27 +446,43 @@ static const char *field_text(const ax_train_config *c, const ax_cfg_entry *e, c
     return buf;
 }
 
+/* A setting in a checkpoint's manifest that this axmem cannot accept (out of range, wrong
+ * type): the manifest was edited or damaged, which the flag-style message does not say. */
+static ax_status manifest_setting(ax_status st, const char *ckpt_path) {
+    if (st == AX_OK) return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ax_error_msg());
+    ax_error_clear(); /* the first message wins: replace it with the fuller one */
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "%s (a setting in %s/manifest.json); the manifest was edited or damaged, so "
+                     "no run can continue from it: move it aside (mv %s %s.bad) and --resume "
+                     "from the checkpoint before it, or retrain",
+                     msg, ckpt_path, ckpt_path, ckpt_path);
+}
+
 static void copy_field(ax_train_config *dst, const ax_train_config *src, const ax_cfg_entry *e) {
     memcpy((char *)dst + e->offset, (const char *)src + e->offset, field_size(e));
+}
+
+ax_status ax_train_manifest_setting(ax_status st, const char *ckpt_path) {
+    return manifest_setting(st, ckpt_path);
 }
 
 ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
                                  const ax_json *ckpt_config, const char *ckpt_path,
                                  long ckpt_step) {
-    ax_train_config merged = *c;
-    /* a manifest written before norm-eps was stored ran with the default, whatever is set now */
-    if (!ax_json_get(ckpt_config, "norm-eps")) merged.norm_eps = AX_NORM_EPS_DEFAULT;
-    /* likewise the architecture flags: manifests before them are Llama runs */
-    if (!ax_json_get(ckpt_config, "arch")) snprintf(merged.arch, sizeof merged.arch, "llama");
-    if (!ax_json_get(ckpt_config, "norm")) snprintf(merged.norm, sizeof merged.norm, "rms");
-    if (!ax_json_get(ckpt_config, "mlp")) snprintf(merged.mlp, sizeof merged.mlp, "swiglu");
-    if (!ax_json_get(ckpt_config, "pos")) snprintf(merged.pos, sizeof merged.pos, "rope");
-    if (!ax_json_get(ckpt_config, "bias")) merged.bias = 0;
-    if (!ax_json_get(ckpt_config, "parallel-residual")) merged.parallel_residual = 0;
-    if (!ax_json_get(ckpt_config, "rotary-dim")) merged.rotary_dim = 0;
-    if (!ax_json_get(ckpt_config, "max-pos")) merged.max_pos = 0;
-    if (!ax_json_get(ckpt_config, "kv-heads")) merged.kv_heads = 0;
-    AX_CHECK(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path));
+    ax_train_config merged = *c, defaults;
+    /* A setting that decides what is computed but is missing from the manifest was added after
+     * that run was written (norm-eps, the architecture flags: Llama, goldfish, packing,
+     * validation, init): the run used its default, whatever this command line says. */
+    AX_CHECK(ax_cfg_set_defaults(&ax_train_table, &defaults));
+    for (int i = 0; i < ax_train_table.n; i++) {
+        const ax_cfg_entry *e = &ax_train_table.entries[i];
+        if (rule_of(e->name) == FIXED && !ax_json_get(ckpt_config, e->name))
+            copy_field(&merged, &defaults, e);
+    }
+    AX_CHECK(manifest_setting(ax_cfg_read_json(&ax_train_table, &merged, ckpt_config, ckpt_path),
+                              ckpt_path));
     const ax_train_config *ck = &merged; /* before the command line's values go in */
     ax_train_config out = merged;
     for (int i = 0; i < ax_train_table.n; i++) {

@@ -83,3 +83,6 @@ ax_status ax_train_shape_from_init(ax_train_config *c, const uint8_t *was_set,
                                    const char *ckpt_path);
 ax_status ax_train_merge_resumed(ax_train_config *c, const uint8_t *was_set,
                                  const ax_json *ckpt_config, const char *ckpt_path, long ckpt_step);
+/* st, or when it failed, AX_ERR_CORRUPT whose message adds that the setting came from the
+ * manifest of checkpoint ckpt_path (edited or damaged) and what to do. */
+ax_status ax_train_manifest_setting(ax_status st, const char *ckpt_path);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,55 @@ static size_t g_shard_bytes = (size_t)256 << 20;
 void ax_ckpt_set_shard_bytes(size_t bytes) {
     bytes -= bytes % sizeof(float);
     g_shard_bytes = bytes ? bytes : (size_t)256 << 20;
+}
+
+/* ---------------------------------------------------------------- finite values */
+
+/* Every float in a checkpoint is finite: a NaN or infinity comes from a run that diverged or
+ * from damage, and a model holding one gives every scan a meaningless answer. So writing and
+ * reading both refuse one. The test looks at the exponent bits (all ones), which the compiler
+ * vectorises and no floating-point flag can change: one cheap pass beside zstd and XXH3. */
+static int64_t count_nonfinite(const float *p, int64_t n) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, p + i, sizeof u);
+        bad += (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad;
+}
+
+static int64_t first_nonfinite(const float *p, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(p[i])) return i;
+    return -1;
+}
+
+/* The tensor holding value `at` of a parameter-layout blob, or NULL (a blob of another layout). */
+static const ax_tensor_info *tensor_at(const ax_tensor_info *ts, int n, int64_t at) {
+    for (int i = 0; i < n; i++)
+        if (at >= ts[i].offset && at - ts[i].offset < ts[i].numel) return &ts[i];
+    return NULL;
+}
+
+/* AX_OK, or AX_ERR_CORRUPT naming the blob, the first bad value's tensor and what to do.
+ * data holds blob[offset, offset + n); `where` and `advice` open and close the message. */
+static ax_status check_finite(const char *where, const char *blob, const float *data,
+                              int64_t offset, int64_t n, const ax_tensor_info *ts, int n_ts,
+                              const char *advice) {
+    int64_t bad = count_nonfinite(data, n);
+    if (!bad) return AX_OK;
+    int64_t i = first_nonfinite(data, n), at = offset + i;
+    const ax_tensor_info *t = tensor_at(ts, n_ts, at);
+    char in[160] = "";
+    if (t)
+        snprintf(in, sizeof in, " in tensor %s (its value %lld)", t->name,
+                 (long long)(at - t->offset));
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "%s: blob \"%s\" holds %lld non-finite value%s (the first is %g, value %lld "
+                     "of the blob%s); %s",
+                     where, blob, (long long)bad, bad == 1 ? "" : "s", (double)data[i],
+                     (long long)at, in, advice);
 }
 
 /* ---------------------------------------------------------------- writing */
@@ -107,6 +157,12 @@ static ax_status check_args(const char *dir, long step, const ax_ckpt_write_args
         for (int j = 0; j < i; j++)
             if (!strcmp(a->blobs[j].name, b->name))
                 return ax_errorf(AX_ERR_ARG, "checkpoint blob %s is given twice", b->name);
+        char where[4200];
+        snprintf(where, sizeof where, "refusing to write checkpoint step %ld into %s", step, dir);
+        AX_CHECK(check_finite(where, b->name, b->data, 0, b->count, a->tensors,
+                              a->tensors ? a->n_tensors : 0,
+                              "a checkpoint is never written from a non-finite state (a run "
+                              "that diverged, or a model with damaged weights)"));
     }
     for (int i = 0; i < a->n_tensors; i++) {
         const ax_tensor_info *t = &a->tensors[i];
@@ -555,6 +611,20 @@ static ax_status parse_shards(ax_ckpt_t *c, const ax_json *arr, const char *mp) 
     return AX_OK;
 }
 
+/* A step-NNNNNN folder holds the manifest of step NNNNNN: a manifest edited to another step
+ * would make a resumed run skip or replay steps. Folders named otherwise (a copy kept under
+ * another name) are not checked. */
+static ax_status check_step_folder(const ax_ckpt_t *c, const char *mp) {
+    const char *base = strrchr(c->path, '/');
+    long named = parse_step_name(base ? base + 1 : c->path);
+    if (named < 0 || named == c->step) return AX_OK;
+    return ax_errorf(AX_ERR_CORRUPT,
+                     "%s: \"step\" is %ld but the folder is step-%06ld; the manifest was edited or "
+                     "the folder renamed: restore it, or move %s aside and resume from the "
+                     "checkpoint before it",
+                     mp, c->step, named, c->path);
+}
+
 static ax_status open_manifest(ax_ckpt_t *c) {
     size_t n = strlen(c->path) + 32;
     char *mp = malloc(n);
@@ -597,6 +667,8 @@ static ax_status open_manifest(ax_ckpt_t *c) {
         goto done;
     }
     c->step = (long)mget_int(r, "step", mp, &st);
+    AX_CHECK_GOTO(st, done);
+    AX_CHECK_GOTO(check_step_folder(c, mp), done);
     const ax_json *grid = mget(r, "grid", AX_JSON_STR, mp, &st);
     c->config = mget(r, "config", AX_JSON_OBJ, mp, &st);
     c->state = mget(r, "state", AX_JSON_OBJ, mp, &st);
@@ -773,5 +845,11 @@ ax_status ax_ckpt_read_blob(const ax_ckpt_t *c, const char *blob, int64_t offset
                         (size_t)(b - s->offset) * sizeof(float), (char *)(dst + (a - offset)));
     }
     ZSTD_freeDCtx(dz);
-    return st;
+    if (st != AX_OK) return st;
+    /* the shards' checksums say the bytes are the ones written, not that they are numbers */
+    char where[4200];
+    snprintf(where, sizeof where, "checkpoint %s", c->path);
+    return check_finite(where, blob, dst, offset, count, c->tensors, c->n_tensors,
+                        "it cannot be used (the run diverged, or it was damaged before its "
+                        "checksums were taken): use an earlier checkpoint");
 }

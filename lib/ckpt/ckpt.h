@@ -38,7 +38,9 @@ typedef struct {
     int zstd_level; /* 0 -> default (3) */
 } ax_ckpt_write_args;
 
-/* Writes ckpt_dir/step-%06ld (creating ckpt_dir). Fails if that step already exists. */
+/* Writes ckpt_dir/step-%06ld (creating ckpt_dir). Fails if that step already exists, and
+ * (AX_ERR_CORRUPT, naming the blob and tensor) if a blob holds a NaN or an infinity: no
+ * checkpoint is written from a non-finite state. */
 ax_status ax_ckpt_write(const char *ckpt_dir, long step, const ax_ckpt_write_args *a);
 
 /* Newest complete checkpoint in ckpt_dir (ignores *.partial). out gets its path.
@@ -53,7 +55,8 @@ ax_status ax_ckpt_resolve(const char *dir, const char *flag, char *out, size_t o
 
 typedef struct ax_ckpt ax_ckpt_t;
 /* Opens and validates manifest.json (format, version, required fields, shard files present
- * with the stated sizes). Errors name the file and what to do. */
+ * with the stated sizes, and a folder named step-NNNNNN holding the manifest of step NNNNNN).
+ * Errors name the file and what to do. */
 ax_status ax_ckpt_open(const char *step_dir, ax_ckpt_t **out);
 void ax_ckpt_free(ax_ckpt_t *c);
 long ax_ckpt_step(const ax_ckpt_t *c);
@@ -64,7 +67,9 @@ const char *ax_ckpt_grid(const ax_ckpt_t *c);      /* "DxXxYxZ" it was written o
 int ax_ckpt_n_tensors(const ax_ckpt_t *c);
 const ax_tensor_info *ax_ckpt_tensor(const ax_ckpt_t *c, int i);
 /* Reads blob[offset, offset+count) into dst, decompressing the shards that cover it and
- * verifying each shard's XXH3. Errors (missing blob, short, checksum) name the shard file. */
+ * verifying each shard's XXH3. Errors (missing blob, short, checksum) name the shard file; a
+ * NaN or infinity among the values read is AX_ERR_CORRUPT naming the checkpoint, blob and
+ * tensor, so no reader (resume, --init, scans, export) uses a non-finite model. */
 ax_status ax_ckpt_read_blob(const ax_ckpt_t *c, const char *blob, int64_t offset, int64_t count,
                             float *dst);
 /* Number of floats in `blob`, or -1 if the checkpoint has no such blob. */

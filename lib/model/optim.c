@@ -83,6 +83,9 @@ ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gno
     double sumsq = 0;
     AX_CHECK(ax_model_grad_sumsq(model, &sumsq)); /* before any update: ranks stay equal */
     double norm = sqrt(sumsq);
+    *gnorm = norm;
+    /* every rank has the same norm: all of them leave the state as it was, and the caller stops */
+    if (!isfinite(norm)) return AX_OK;
     float scale = 1.0f;
     if (o->cfg.grad_clip > 0 && norm > o->cfg.grad_clip) scale = (float)(o->cfg.grad_clip / norm);
     o->t++;
@@ -94,6 +97,31 @@ ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gno
                         o->cfg.beta1, o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
     }
     model_weights_changed(model); /* the blocks gathered over Z hold the old values */
-    *gnorm = norm;
     return AX_OK;
+}
+
+ax_status ax_optim_check_moments(const ax_optim_t *o, ax_model_t *model, const char *what) {
+    int64_t most = 0;
+    for (int i = 0; i < ax_model_n_tensors(model); i++) {
+        int64_t off, n;
+        ax_model_local_range(model, i, &off, &n);
+        if (n > most) most = n;
+    }
+    float *host = most ? ax_host_alloc(o->ctx, (size_t)most * sizeof(float)) : NULL;
+    if (most && !host) return ax_errorf(AX_ERR_NOMEM, "out of memory checking %s", what);
+    ax_status st = AX_OK;
+    for (int i = 0; st == AX_OK && i < ax_model_n_tensors(model); i++) {
+        int64_t off, n;
+        ax_model_local_range(model, i, &off, &n);
+        st = ax_optim_read_v(o, host, off, n);
+        for (int64_t j = 0; st == AX_OK && j < n; j++)
+            if (host[j] < 0.0f) /* finiteness was checked as the blob was read */
+                st = ax_errorf(AX_ERR_CORRUPT,
+                               "%s: blob \"adam_v\" holds %g in tensor %s, but AdamW's second "
+                               "moments are averages of squares, never negative; the checkpoint "
+                               "is damaged: use an earlier one",
+                               what, (double)host[j], ax_model_tensors(model)[i].name);
+    }
+    ax_host_free(o->ctx, host);
+    return st;
 }

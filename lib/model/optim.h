@@ -32,10 +32,18 @@ typedef enum { AX_OPTIM_M, AX_OPTIM_V } ax_optim_moment;
 ax_slab *ax_optim_slab(ax_optim_t *o, ax_optim_moment which);
 ax_status ax_optim_read_m(const ax_optim_t *o, float *host, int64_t off, int64_t n);
 ax_status ax_optim_read_v(const ax_optim_t *o, float *host, int64_t off, int64_t n);
-long ax_optim_t_steps(const ax_optim_t *o);       /* updates applied so far */
+/* Updates applied so far. Training applies one per optimizer step (micro-batches accumulate
+ * inside a step), so a checkpoint at step s records s: the bias corrections depend on it. */
+long ax_optim_t_steps(const ax_optim_t *o);
 void ax_optim_set_t_steps(ax_optim_t *o, long t); /* after loading moments from a checkpoint */
 /* One update of this rank's parameter shards from their gradients; *gnorm: the global
  * gradient norm before clipping (collective). Weight decay only where ax_model_tensor_decays.
  * A failed collective is returned (AX_ERR_MPI with its message) and nothing is updated: the
- * caller stops, it never silently skips a step. */
+ * caller stops, it never silently skips a step. A norm that is not finite (NaN or infinite
+ * gradients) updates nothing either (parameters, moments and t stay as they were; the same on
+ * every rank, as the norm is) and returns AX_OK with *gnorm set: the caller stops there. */
 ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gnorm);
+/* After loading moments from a checkpoint: AX_ERR_CORRUPT naming `what` (the checkpoint) and
+ * the tensor when this rank's second moments hold a negative value (finiteness is checked as
+ * blobs are read). Reads each tensor's v to the host once. */
+ax_status ax_optim_check_moments(const ax_optim_t *o, ax_model_t *model, const char *what);

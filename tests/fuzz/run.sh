@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 SECS=${1:-10}
 shift || true
-TARGETS=${*:-axd tokenizer ckpt index scan config json megatron input safetensors}
+TARGETS=${*:-axd tokenizer ckpt index scan config json megatron input safetensors lock}
 W=$(mktemp -d /tmp/axmem-fuzz-run.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 mkdir -p tests/fuzz/artifacts

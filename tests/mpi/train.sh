@@ -3,7 +3,8 @@
 # per-step losses agree (relative difference < 1e-4) with overlap forced and off (and the default,
 # auto, falls back per axis and says so in the log and metrics.jsonl), and a checkpoint
 # written on 2x2x2x1 resumes on 1x1x1x1, 1x2x1x2 and (given only --out and --grid) 1x2x1x1
-# with the same losses.
+# with the same losses. A run that diverges, or resumes an edited manifest, fails on every rank
+# without hanging; rank 0 holds the --out lock for all of them.
 # Usage: tests/mpi/train.sh [path/to/axmem]. Prints "mpi-train: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -136,6 +137,47 @@ if run badgrid 1x1x3x1 2>/dev/null; then bad "heads not divisible by Gy refused"
 elif grep -q "heads" "$T/err"; then ok "heads not divisible by Gy refused"; else bad "heads not divisible by Gy refused"; fi
 if "$AX" train "${ARGS[@]}" --grid 2x1x1x1 --out "$T/x" 2>"$T/err"; then bad "grid without mpirun refused"
 elif grep -q "mpirun" "$T/err"; then ok "grid without mpirun refused"; else bad "grid without mpirun refused"; fi
+
+# a run that diverges stops on every rank at the same step, with the error and no checkpoint
+# (the loss and gradient norm are all-reduced; the ranks agree before anything is written)
+for grid in 2x1x1x1 1x2x1x1; do
+  rm -rf "$T/div$grid"
+  timeout 120 "${MPIRUN[@]}" -np 2 "$AX" train "${ARGS[@]}" --lr 10 --grad-clip 0 --warmup 0 \
+    --beta2 0 --eps 0 --weight-decay 0 --steps 40 --grid "$grid" --out "$T/div$grid" >/dev/null 2>"$T/err"
+  rc=$?
+  if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -qE "step [0-9]+: training diverged" "$T/err" &&
+     [ ! -d "$T/div$grid/ckpt" ]; then ok "a diverging run on $grid stops on every rank, no checkpoint"
+  else echo "     (exit $rc)"; bad "a diverging run on $grid stops on every rank, no checkpoint"; fi
+done
+# an edited manifest is refused on every rank
+rm -rf "$T/edited" && cp -r "$T/src" "$T/edited"
+python3 -c '
+import json, sys
+p = sys.argv[1]; m = json.load(open(p)); m["state"]["optim_t"] = -5; json.dump(m, open(p, "w"))' \
+  "$T/edited/ckpt/step-000008/manifest.json"
+timeout 120 "${MPIRUN[@]}" -np 2 "$AX" train --out "$T/edited" --resume --grid 1x2x1x1 --steps 10 \
+  >/dev/null 2>"$T/err"
+rc=$?
+if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q 'state "optim_t" is -5' "$T/err" &&
+   [ ! -d "$T/edited/ckpt/step-000010" ]; then ok "an edited manifest is refused on 1x2x1x1"
+else echo "     (exit $rc)"; bad "an edited manifest is refused on 1x2x1x1"; fi
+# rank 0 locks --out: a 2-rank run into a folder a run holds is refused on every rank
+"$AX" train "${ARGS[@]}" --steps 3000 --out "$T/busy" >/dev/null 2>"$T/busy.err" &
+A=$!
+for i in $(seq 200); do [ -e "$T/busy/.lock" ] && break; sleep 0.05; done
+timeout 120 "${MPIRUN[@]}" -np 2 "$AX" train "${ARGS[@]}" --steps 3000 --grid 2x1x1x1 --out "$T/busy" \
+  >/dev/null 2>"$T/err"
+rc=$?
+if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "is in use: axmem train PID $A" "$T/err"; then
+  ok "a 2-rank run into a busy --out is refused"
+else echo "     (exit $rc)"; bad "a 2-rank run into a busy --out is refused"; fi
+kill -TERM "$A" 2>/dev/null
+wait "$A"
+timeout 120 "${MPIRUN[@]}" -np 2 "$AX" train --out "$T/busy" --resume --grid 2x1x1x1 --exit-after-steps 2 \
+  >/dev/null 2>"$T/err"
+rc=$?
+if [ "$rc" = 75 ] && [ ! -e "$T/busy/.lock" ]; then ok "... and once it stopped, a 2-rank resume takes and releases the lock"
+else echo "     (exit $rc)"; bad "... and once it stopped, a 2-rank resume takes and releases the lock"; fi
 
 echo "mpi-train: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "lib/ckpt/ckpt.h"
 #include "lib/core/fsutil.h"
 #include "lib/model/model_io.h"
+#include "test_ckpt_poison.h"
 
 #define N 1000
 
@@ -544,4 +546,63 @@ Test(ckpt, resolve_step_run_and_checkpoint_directories) {
     cr_assert_eq(ax_ckpt_resolve("/tmp/axckpt-no-such-dir", "--ckpt", out, sizeof out), AX_ERR_IO);
     expect_msg("/tmp/axckpt-no-such-dir", "pass a training run's directory");
     ax_rm_rf(run);
+}
+
+/* No checkpoint holds a NaN or an infinity: writing one is refused, naming the blob and the
+ * tensor, and nothing is left behind. */
+Test(ckpt, write_refuses_non_finite_values) {
+    float saved = g_p[612];
+    g_p[612] = NAN; /* value 112 of tensor ln.w */
+    cr_assert_eq(write_step(5), AX_ERR_CORRUPT);
+    expect_msg("blob \"params\" holds 1 non-finite value", "tensor ln.w (its value 112)");
+    g_p[612] = saved;
+    ax_error_clear();
+    g_m[3] = -INFINITY;
+    cr_assert_eq(write_step(5), AX_ERR_CORRUPT);
+    expect_msg("blob \"adam_m\"", "tensor wte (its value 3)");
+    g_m[3] = 1.0f / 4.0f;
+    char p[256];
+    step_path(p, sizeof p, 5, NULL);
+    cr_assert(!ax_path_exists(p));
+    cr_assert(!ax_path_exists(strcat(p, ".partial")));
+    cr_assert_eq(write_step(5), AX_OK, "%s", ax_error_msg());
+}
+
+/* A shard whose checksum is right but whose values are not numbers (a writer without the check
+ * above, or damage before the checksum was taken) is refused on read, naming the checkpoint,
+ * blob and tensor; ranges that do not cover the value still read. */
+Test(ckpt, read_refuses_non_finite_values) {
+    cr_assert_eq(write_step(7), AX_OK, "%s", ax_error_msg());
+    char p[256];
+    step_path(p, sizeof p, 7, NULL);
+    poison_shard(p, "params.006.zst", 4, INFINITY); /* value 604: tensor ln.w, its value 104 */
+    ax_ckpt_t *c = open_ok(7);
+    float *buf = malloc(N * sizeof(float));
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 0, N, buf), AX_ERR_CORRUPT);
+    expect_msg(p, "blob \"params\" holds 1 non-finite value (the first is inf, value 604");
+    expect_msg("tensor ln.w (its value 104)", "use an earlier checkpoint");
+    ax_error_clear();
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 0, 600, buf), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_ckpt_read_blob(c, "params", 600, 10, buf), AX_ERR_CORRUPT);
+    free(buf);
+    ax_ckpt_free(c);
+}
+
+/* The manifest of step-NNNNNN says step NNNNNN: an edited step (negative numbers are refused
+ * as counts already) would make a resumed run skip or replay steps. A copy kept under another
+ * folder name is not held to it. */
+Test(ckpt, step_must_match_its_folder) {
+    cr_assert_eq(write_step(60), AX_OK, "%s", ax_error_msg());
+    edit_manifest(60, "\"step\":60", "\"step\":9000000000000000");
+    char p[256], copy[300];
+    step_path(p, sizeof p, 60, NULL);
+    ax_ckpt_t *c = NULL;
+    cr_assert_eq(ax_ckpt_open(p, &c), AX_ERR_CORRUPT);
+    expect_msg("\"step\" is 9000000000000000 but the folder is step-000060", "move");
+    ax_error_clear();
+    snprintf(copy, sizeof copy, "%s/kept", g_dir);
+    cr_assert_eq(rename(p, copy), 0);
+    cr_assert_eq(ax_ckpt_open(copy, &c), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_ckpt_step(c), 9000000000000000L);
+    ax_ckpt_free(c);
 }
