@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --length's default where the model's context is at least this long */
+#define GENERATE_DEFAULT_LENGTH 128
+
 #define F(field) offsetof(ax_ms_generate_opts, field)
 static const ax_cfg_entry entries[] = {
     AX_CFG_CKPT_ENTRY(F),
@@ -26,9 +29,10 @@ static const ax_cfg_entry entries[] = {
      "the indexed dataset (.axd; default: the path stored in the index)"},
     {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, "optional: adds text to the samples file"},
     {"samples", AX_CFG_INT, F(samples), "64", 1, 1e8, "generations"},
-    {"length", AX_CFG_INT, F(length), "128", 2, 1e5,
-     "tokens per generation (at most the model's context: its learned positions, or the "
-     "sequence length it was trained or made for; longer is refused)"},
+    {"length", AX_CFG_INT, F(length), "0", 0, 1e5,
+     "tokens per generation, >= 2 (0: 128, or the model's context when that is shorter; at "
+     "most the context: its learned positions, or the sequence length it was trained or made "
+     "for; longer is refused)"},
     {"temperature", AX_CFG_FLOAT, F(temperature), "1.0", 0, 100,
      "sampling temperature (0 = greedy)"},
     {"top-k", AX_CFG_INT, F(top_k), "40", 0, 1e7, "sample among the k likeliest tokens (0 = all)"},
@@ -75,20 +79,26 @@ typedef struct {
     int verdict; /* 1: the training data, 0: other data, -1: unknown */
 } data_check;
 
-/* Before the model is built: --length within the model's context, and the index of its
- * training data (or knowingly not, with --not-training-data). */
+/* Before the model is built: the generation length (*length: --length, or its default within
+ * the model's context), and the index of its training data (or knowingly not, with
+ * --not-training-data). */
 static ax_status check_inputs(const ax_ms_generate_opts *fl, const ax_memscan_info *info,
-                              const ax_axd_t *ds, data_check *dc) {
+                              const ax_axd_t *ds, long *length, data_check *dc) {
     ax_ckpt_t *ck = NULL;
     AX_CHECK(ax_ms_ckpt_open(fl->ckpt, &ck));
     int ctx = 0;
     const char *src = "";
     ax_status st = ax_ms_model_context(ck, &ctx, &src);
-    if (st == AX_OK && ctx > 0 && fl->length > ctx) /* positions 0..length-1 are decoded */
+    *length = (long)fl->length;
+    if (!*length)
+        *length = ctx > 0 && ctx < GENERATE_DEFAULT_LENGTH ? ctx : GENERATE_DEFAULT_LENGTH;
+    if (st == AX_OK && *length < 2)
+        st = ax_errorf(AX_ERR_ARG, "--length %ld: a generation needs at least 2 tokens", *length);
+    if (st == AX_OK && ctx > 0 && *length > ctx) /* positions 0..length-1 are decoded */
         st = ax_errorf(AX_ERR_ARG,
-                       "--length %lld exceeds the model's context: checkpoint %s decodes at most "
+                       "--length %ld exceeds the model's context: checkpoint %s decodes at most "
                        "%d positions (its %s); ask for --length %d or less",
-                       (long long)fl->length, ax_ckpt_path(ck), ctx, src, ctx);
+                       *length, ax_ckpt_path(ck), ctx, src, ctx);
     ax_ms_scan_data *sd = &dc->sd;
     snprintf(sd->what, sizeof sd->what, "the dataset of --index %s (%s)", fl->index,
              ax_axd_path(ds));
@@ -104,11 +114,11 @@ static ax_status check_inputs(const ax_ms_generate_opts *fl, const ax_memscan_in
 }
 
 /* Spans of every generation -> the samples file; returns the aggregate numbers. */
-static ax_status scan_all(const ax_ms_generate_opts *fl, const ax_memscan_index_t *idx,
+static ax_status scan_all(const ax_ms_generate_opts *fl, long L, const ax_memscan_index_t *idx,
                           const int32_t *gen, const ax_tokenizer_t *tok, ax_ms_scan_out *so,
                           long *with_span, double *mean_longest, long *max_longest, long *hist) {
     ax_status st = AX_OK;
-    long L = fl->length, n = ax_memscan_index_info(idx)->n;
+    long n = ax_memscan_index_info(idx)->n;
     *with_span = 0, *mean_longest = 0, *max_longest = 0;
     for (long i = 0; st == AX_OK && i < fl->samples; i++) {
         const int32_t *g = gen + i * L;
@@ -165,7 +175,7 @@ done:
     return st;
 }
 
-static ax_status write_scan(const ax_ms_generate_opts *fl, const ax_ms_model *mm,
+static ax_status write_scan(const ax_ms_generate_opts *fl, long length, const ax_ms_model *mm,
                             const ax_memscan_index_t *idx, const data_check *dc, ax_ms_scan_out *so,
                             long with_span, double mean_longest, long max_longest,
                             const long *hist) {
@@ -183,7 +193,7 @@ static ax_status write_scan(const ax_ms_generate_opts *fl, const ax_ms_model *mm
     ax_jw_key(&w, "n"), ax_jw_int(&w, in->n);
     ax_jw_key(&w, "max_sources"), ax_jw_int(&w, fl->max_sources);
     ax_jw_key(&w, "samples"), ax_jw_int(&w, fl->samples);
-    ax_jw_key(&w, "length"), ax_jw_int(&w, fl->length);
+    ax_jw_key(&w, "length"), ax_jw_int(&w, length);
     ax_jw_key(&w, "temperature"), ax_jw_num(&w, fl->temperature);
     ax_jw_key(&w, "top_k"), ax_jw_int(&w, fl->top_k);
     ax_jw_key(&w, "seed"), ax_jw_int(&w, fl->seed);
@@ -224,6 +234,7 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
     ax_ms_scan_out so = {0};
     ax_status st = AX_OK;
     ax_memscan_info info;
+    long length = 0;
     data_check dc;
     memset(&dc, 0, sizeof dc);
     AX_CHECK_GOTO(ax_memscan_index_read_info(fl->index, 0, &info), out);
@@ -232,10 +243,10 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
     AX_CHECK_GOTO(ax_memscan_index_open(fl->index, ds, &idx), out);
     if (fl->tokenizer[0]) AX_CHECK_GOTO(ax_tokenizer_load(fl->tokenizer, &tok), out);
     if (tok) AX_CHECK_GOTO(ax_axd_check_tokenizer(ds, tok, fl->tokenizer), out);
-    AX_CHECK_GOTO(check_inputs(fl, &info, ds, &dc), out);
+    AX_CHECK_GOTO(check_inputs(fl, &info, ds, &length, &dc), out);
     AX_CHECK_GOTO(ax_comm_select(fl->comm), out);
     AX_CHECK_GOTO(ax_ms_model_open(fl->ckpt, fl->grid, AX_CFG_DEVICE_SPEC(fl), (int)fl->batch,
-                                   (int)fl->length, &mm),
+                                   (int)length, &mm),
                   out);
     /* --out's folder before the decoding (rank 0 writes; every rank learns the verdict) */
     st = ax_grid_rank(mm.grid) == 0 ? ax_ms_scan_out_prepare(fl->out, fl->samples_out) : AX_OK;
@@ -247,13 +258,13 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
                        ax_axd_vocab_size(ds), mm.cfg.vocab);
         goto out;
     }
-    gen = malloc(sizeof(int32_t) * (size_t)(fl->samples * fl->length));
+    gen = malloc(sizeof(int32_t) * (size_t)(fl->samples * length));
     if (!gen) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory for the generations");
         goto out;
     }
     ax_generate_config gc = {.samples = (int)fl->samples,
-                             .length = (int)fl->length,
+                             .length = (int)length,
                              .batch = (int)fl->batch,
                              .temperature = fl->temperature,
                              .top_k = (int)fl->top_k,
@@ -264,16 +275,18 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
     sum->decode_s = ax_now() - t0;
     if (ax_grid_rank(mm.grid) == 0) {
         AX_CHECK_GOTO(ax_ms_scan_out_open(&so, fl->out, fl->samples_out), out);
-        AX_CHECK_GOTO(scan_all(fl, idx, gen, tok, &so, &sum->with_span, &sum->mean_longest_span,
-                               &sum->max_longest_span, sum->longest_span_hist),
+        AX_CHECK_GOTO(scan_all(fl, length, idx, gen, tok, &so, &sum->with_span,
+                               &sum->mean_longest_span, &sum->max_longest_span,
+                               sum->longest_span_hist),
                       out);
         AX_CHECK_GOTO(ax_memscan_index_check(idx), out);
-        AX_CHECK_GOTO(write_scan(fl, &mm, idx, &dc, &so, sum->with_span, sum->mean_longest_span,
-                                 sum->max_longest_span, sum->longest_span_hist),
+        AX_CHECK_GOTO(write_scan(fl, length, &mm, idx, &dc, &so, sum->with_span,
+                                 sum->mean_longest_span, sum->max_longest_span,
+                                 sum->longest_span_hist),
                       out);
         sum->written = 1;
         sum->data_is_training = dc.verdict;
-        sum->samples = (long)fl->samples, sum->length = (long)fl->length;
+        sum->samples = (long)fl->samples, sum->length = length;
         sum->n = ax_memscan_index_info(idx)->n;
         snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
         snprintf(sum->samples_path, sizeof sum->samples_path, "%s", so.samples);

@@ -206,6 +206,11 @@ expect_fail "generate: --length beyond the model's context refused, the limit na
   timeout 20 "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --length 100000 --out "$T/gl.json"
 "$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --length 64 --out "$T/gl.json" >/dev/null 2>"$T/err" \
   && ok "generate: --length equal to the context runs" || bad "generate: --length equal to the context runs"
+# no --length on a model whose context (64) is under the default 128: the context is the length
+"$AX" memscan generate --ckpt "$T/run" --index "$T/kjv.idx" --samples 2 --out "$T/gd.json" >/dev/null 2>"$T/err" \
+  && python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["config"]["length"] != 64)' "$T/gd.json" \
+  && ok "generate: the default --length is the context when that is under 128" \
+  || bad "generate: the default --length is the context when that is under 128"
 # --out in a folder that does not exist yet: created, as the other scans do
 "$AX" memscan probe --ckpt "$T/run" --data "$T/kjv.axd" --samples 4 --prefix 8 --suffix 8 --out "$T/newdir/sub/probe.json" \
   >/dev/null 2>"$T/err" && [ -s "$T/newdir/sub/probe.json" ] && [ -s "$T/newdir/sub/probe.samples.jsonl" ] \
