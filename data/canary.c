@@ -215,6 +215,7 @@ typedef struct {
     size_t n;
     long *ins;
     int n_ins;
+    int reencodes; /* decoding and re-encoding it gave its tokens before any copy landed */
 } doc_state;
 
 typedef struct {
@@ -384,6 +385,22 @@ static ax_status round_trips(const planter *pl, const doc_state *d, size_t g, lo
     return st;
 }
 
+/* 1 (in *ok) if decoding d's text (end-of-text excluded) and encoding it gives its tokens: a
+ * document that does not (another tokenizer's output, a cut chunk) cannot take a copy at any
+ * boundary, so it is skipped without trying each of them */
+static ax_status doc_reencodes(const planter *pl, const doc_state *d, int *ok) {
+    uint8_t *text = NULL;
+    int32_t *got = NULL;
+    size_t n_text, n_got;
+    *ok = 0;
+    if (d->n == 0) return AX_OK;
+    ax_status st = ax_tokenizer_decode(pl->tok, d->t, d->n - 1, &text, &n_text);
+    if (st == AX_OK) st = ax_tok_encoder_encode(pl->enc, text, n_text, &got, &n_got);
+    *ok = st == AX_OK && n_got == d->n - 1 && !memcmp(got, d->t, sizeof *got * n_got);
+    free(text), free(got);
+    return st;
+}
+
 /* the state of input document i, made on first use */
 static ax_status doc_of(planter *pl, uint64_t i, doc_state **out) {
     if (!pl->docs[i]) {
@@ -396,6 +413,8 @@ static ax_status doc_of(planter *pl, uint64_t i, doc_state **out) {
         d->n = off[i + 1] - off[i];
         ax_axd_tokens(pl->ds, off[i], d->n, d->t);
         pl->docs[i] = d;
+        ax_status st = doc_reencodes(pl, d, &d->reencodes);
+        if (st != AX_OK) return st;
     }
     *out = pl->docs[i];
     return AX_OK;
@@ -431,6 +450,10 @@ static ax_status plant_between_sentences(planter *pl, long x, const char *text) 
         uint64_t i = ax_rng_below(pl->c->seed, 3, key, nd);
         doc_state *d = NULL;
         AX_CHECK_GOTO(doc_of(pl, i, &d), out);
+        if (!d->reencodes) {
+            pl->redrawn++;
+            continue;
+        }
         if (d->n > cap) {
             free(cand);
             if (!(cand = malloc(sizeof *cand * (cap = d->n)))) {

@@ -642,3 +642,61 @@ Test(canary, as_documents_each_copy_is_a_document) {
     ax_tokenizer_free(tok);
     rm_files(&p);
 }
+
+/* A document whose tokens are not what encoding its text gives (here: spelled byte by byte,
+ * as another tool's output can be) takes no copy: every copy lands in the one document that
+ * re-encodes, and the dataset still decodes and re-encodes around each of them. */
+Test(canary, documents_that_do_not_re_encode_take_no_copy) {
+    files p;
+    make_dataset(&p, "spelled");
+    ax_tokenizer_t *tok;
+    cr_assert_eq(ax_tokenizer_load(p.tok, &tok), AX_OK, "%s", ax_error_msg());
+    int32_t byte_id[256];
+    for (int b = 0; b < 256; b++) byte_id[b] = -1;
+    for (int id = 0; id < ax_tokenizer_vocab_size(tok); id++) {
+        size_t len;
+        const uint8_t *bytes = ax_tokenizer_token_bytes(tok, id, &len);
+        if (len == 1 && byte_id[bytes[0]] < 0) byte_id[bytes[0]] = id;
+    }
+    docs_t d = load_docs(p.in);
+    ax_axd_t *a;
+    cr_assert_eq(ax_axd_open(p.in, AX_AXD_VERIFY, &a), AX_OK);
+    ax_axd_writer_t *w;
+    char spelled[300];
+    snprintf(spelled, sizeof spelled, "%s.spelled.axd", p.in);
+    cr_assert_eq(ax_axd_writer_create(spelled, ax_axd_vocab_size(a), &w), AX_OK);
+    ax_axd_writer_set_tokenizer(w, ax_axd_tokenizer_checksum(a));
+    cr_assert_eq(ax_axd_writer_set_eot(w, ax_axd_eot(a)), AX_OK);
+    int32_t buf[1 << 14];
+    for (uint64_t i = 0; i < d.nd; i++) {
+        size_t n = 0;
+        if (i == 7) { /* the one document left as the tokenizer encodes it */
+            memcpy(buf, d.doc[i], d.len[i] * sizeof *buf);
+            n = d.len[i];
+        } else {
+            uint8_t *text;
+            size_t nt;
+            cr_assert_eq(ax_tokenizer_decode(tok, d.doc[i], d.len[i] - 1, &text, &nt), AX_OK);
+            for (size_t k = 0; k < nt; k++) buf[n++] = byte_id[text[k]];
+            buf[n++] = d.doc[i][d.len[i] - 1];
+            free(text);
+        }
+        cr_assert_eq(ax_axd_writer_add_doc(w, buf, n), AX_OK);
+    }
+    cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
+    ax_axd_free(a);
+    free_docs(&d);
+    ax_tokenizer_free(tok);
+    rename(spelled, p.in);
+    ax_canary_config c = config(&p, "my PIN is {d4}", 20);
+    ax_canary_result r;
+    cr_assert_eq(ax_data_canaries(&c, &r), AX_OK, "%s", ax_error_msg());
+    ax_json *j = load_secrets(p.sec);
+    size_t nc;
+    copy_at *cp = copies_of(j, &nc);
+    cr_assert_eq(nc, 2 * (1 + 2 + 5));
+    for (size_t i = 0; i < nc; i++)
+        cr_assert_eq(cp[i].doc, 7, "copy %zu in document %lu", i, (unsigned long)cp[i].doc);
+    free(cp), ax_json_free(j);
+    rm_files(&p);
+}
