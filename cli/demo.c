@@ -253,10 +253,10 @@ static void summarize_privacy(FILE *o, const demo_args *a, const ax_split_result
             "Canaries: %d x '%s' (%.0f possible secrets) planted at repeat counts %s in the "
             "members; exposure = log2(possible secrets) - log2(rank of the true secret), exact "
             "over every candidate (max %.2f bits); secrets only in secrets.json and "
-            "exposure.samples.jsonl (mode 0600). The model-free rows read no model: an AUC far "
-            "from 0.5 there means members and non-members differ as texts (the canaries "
-            "planted in the members alone make them longer), so part of a model's AUC is that "
-            "difference.\n\n"
+            "exposure.samples.jsonl (mode 0600). Membership is scored on the members as drawn, "
+            "without their canaries. The model-free rows read no model: an AUC far from 0.5 "
+            "there means members and non-members differ as texts, so part of a model's AUC "
+            "would be that difference.\n\n"
             "| attack | %s | %s |\n|---|---|---|\n",
             sp->train_docs, sp->holdout_docs, sp->dropped_docs, DEMO_NGRAM, sc[0].exp.canaries,
             a->canary_format, sc[0].exp.space, a->canary_repeats, log2(sc[0].exp.space), names[0],
@@ -584,9 +584,11 @@ int ax_cmd_demo(int argc, char **argv) {
             (rc = step(what[1][i], demo_probe(&a, runs[i], train, tok, &sc[i].probe))) ||
             (rc = step(what[2][i], demo_generate(runs[i], index, tok, &sc[i].gen))))
             return rc;
-        /* members = the documents as trained on (canaries in them) */
+        /* members: the split's documents, before the canaries went in (the model trained on
+         * them with a canary segment between two sentences): scored as drawn from the pool,
+         * like the non-members, so length and compressibility do not tell the sets apart */
         if (a.privacy &&
-            ((rc = step(what[3][i], demo_mia(runs[i], train, held_axd, tok, &sc[i].mia))) ||
+            ((rc = step(what[3][i], demo_mia(runs[i], members, held_axd, tok, &sc[i].mia))) ||
              (rc = step(what[4][i], demo_exposure(runs[i], secrets, tok, &sc[i].exp)))))
             return rc;
         sc[i].val_loss = read_val_loss(runs[i]);
