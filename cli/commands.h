@@ -7,6 +7,7 @@ int ax_cmd_train(int argc, char **argv);    /* train/cmd_train.c */
 int ax_cmd_demo(int argc, char **argv);     /* cli/demo.c */
 int ax_cli_train(int argc, char **argv);    /* cli/train_scan.c: train with --scan-every */
 int ax_cmd_goldfish(int argc, char **argv); /* goldfish/cmd_goldfish.c */
+int ax_cmd_dp(int argc, char **argv);       /* train/cmd_dp.c */
 int ax_cmd_memscan(int argc, char **argv);  /* memscan/cmd_memscan.c */
 int ax_cmd_report(int argc, char **argv);   /* reports/cmd_report.c */
 int ax_cmd_model(int argc, char **argv);    /* interop/cmd_model.c */

@@ -17,6 +17,7 @@ static const command commands[] = {
     {"data", ax_cmd_data, "tokenizer training, corpus -> .axd encoding, decoding, inspection"},
     {"train", ax_cli_train, "train a model (goldfish loss, checkpoints, metrics.jsonl)"},
     {"goldfish", ax_cmd_goldfish, "goldfish loss masks: show which tokens a spec drops"},
+    {"dp", ax_cmd_dp, "privacy accountant: epsilon of DP-SGD settings, or the noise for a target"},
     {"memscan", ax_cmd_memscan,
      "training-set index, lookups, extraction probes, regurgitation scans"},
     {"model", ax_cmd_model,

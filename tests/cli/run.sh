@@ -38,6 +38,27 @@ expect_fail "out of range" 2 "--lr" "$AX" train --data x.axd --lr -1
 expect_fail "missing dataset" 1 "nope.axd" "$AX" train --data "$T/nope.axd" --out "$T/r0"
 expect_fail "bad preset" 2 "--model 'huge'" "$AX" train --data x.axd --model huge
 
+# ---- dp: the privacy accountant (train/dp_accountant.h) reproduces published epsilons
+"$AX" dp --help >"$T/help" 2>&1 && grep -q -- "--sample-rate" "$T/help" && ok "dp --help lists flags" || bad "dp --help lists flags"
+# json_is FILE PYTHON-EXPR: the expression over the JSON object j holds
+json_is() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert eval(sys.argv[2]), j' "$1" "$2" 2>"$T/err"; }
+# TF Privacy's compute_dp_sgd_privacy --N=60000 --batch_size=256 --noise_multiplier=1.1 --epochs=60: eps = 3.01
+"$AX" dp --batch 256 --examples 60000 --noise 1.1 --epochs 60 --delta 1e-5 --conversion classic --json >"$T/dp.json" 2>"$T/err" &&
+  json_is "$T/dp.json" 'j["steps"] == 14063 and round(j["epsilon"], 2) == 3.01 and j["solved"] == "epsilon"' &&
+  ok "dp: TF Privacy's MNIST epsilon 3.01" || bad "dp: TF Privacy's MNIST epsilon 3.01"
+# Abadi et al. 2016: q 0.01, sigma 4, 10000 steps, delta 1e-5 -> epsilon 1.26; the noise for 1.26 is just under 4
+"$AX" dp --sample-rate 0.01 --noise 4 --steps 10000 --delta 1e-5 --conversion classic >"$T/out" 2>"$T/err" &&
+  grep -q "(epsilon 1.2585[0-9]*, delta 1e-05)-DP at RDP order 20, classic conversion" "$T/out" &&
+  ok "dp: Abadi et al.'s epsilon 1.26" || bad "dp: Abadi et al.'s epsilon 1.26"
+"$AX" dp --sample-rate 0.01 --epsilon 1.26 --steps 10000 --delta 1e-5 --conversion classic --json >"$T/dp.json" 2>"$T/err" &&
+  json_is "$T/dp.json" '3.98 < j["noise"] < 4 and j["epsilon"] <= 1.26 and j["solved"] == "noise"' &&
+  ok "dp --epsilon: the noise that meets it, rounded up" || bad "dp --epsilon: the noise that meets it"
+"$AX" dp --sample-rate 0.01 --noise 4 --epsilon 1.26 --steps 10000 --conversion classic --json >"$T/dp.json" 2>"$T/err" &&
+  json_is "$T/dp.json" '9e-6 < j["delta"] < 1e-5 and j["order"] == 20' && ok "dp: delta for an epsilon" || bad "dp: delta for an epsilon"
+expect_fail "dp: one of noise, epsilon, delta" 2 "give two of --noise, --epsilon and --delta" "$AX" dp --sample-rate 0.01 --steps 10 --noise 1
+expect_fail "dp: two sampling rates" 2 "--sample-rate Q or as --batch B --examples N" "$AX" dp --sample-rate 0.01 --batch 1 --examples 10 --steps 10 --noise 1 --delta 1e-5
+expect_fail "dp: delta out of range" 2 "--delta must lie strictly between 0 and 1" "$AX" dp --sample-rate 0.01 --steps 10 --noise 1 --delta 1
+
 # ---- data: tokenizer + encode a slice of the bundled corpus
 head -n 150 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
 "$AX" data tokenizer-train --input "$T/kjv.jsonl" --vocab-size 512 --out "$T/tok" 2>"$T/err" \
