@@ -34,7 +34,7 @@
 
 #define DEMO_MAX_REPEATS 16
 /* The split's overlap rule: 32 tokens, not data split's default 13, which on the formulaic KJV
- * drops most held-out chapters (docs/DESIGN.md, "Member / held-out split"). */
+ * drops most held-out chapters (docs/privacy.md, "Member / held-out split"). */
 #define DEMO_NGRAM 32
 /* Training's sequence length (--packing doc): the canaries are planted within it */
 #define DEMO_SEQ_LEN 160

@@ -1,5 +1,6 @@
 /* axmem: maps a subcommand name to its folder's entry point. */
 #include "cli/commands.h"
+#include "cli/help_markdown.h"
 #include "lib/core/log.h"
 #include "lib/dist/mpienv.h"
 #include "lib/core/stop.h"
@@ -37,17 +38,31 @@ static void usage(FILE *f) {
                "how much of their training data they regurgitate.\n\ncommands:\n");
     for (int i = 0; i < n_commands; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\nenvironment: AXMEM_LOG=error|warn|info|debug, OMP_NUM_THREADS=N,\n"
-               "  AXMEM_STALL_TIMEOUT=SECONDS (fail a multi-rank job whose ranks wait longer\n"
-               "  than this in one collective; default 600, 0 = off)\n"
-               "GPU runs (--device cuda): AXMEM_CUDA_PLUGIN=PATH (libaxmem_cuda.so),\n"
-               "  AXMEM_CUDA_ATTENTION=flash (fused bf16 kernels; default: blocks on cuBLAS),\n"
-               "  AXMEM_CUDA_BF16_CACHE=MB (bf16 weight copies; 0 = off),\n"
-               "  AXMEM_CUDA_BF16_CHECK=1 (verify every cached copy), AXMEM_CUDA_PROFILE=1\n"
-               "  (per-op device times at exit)\n"
-               "\nCtrl-C (SIGINT), SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 stop at the next safe\n"
-               "point (train: after the current step, with a checkpoint); a second one exits\n"
-               "at once.\n");
+    fprintf(f,
+            "\nenvironment (docs/env.md):\n"
+            "  AXMEM_LOG=error|warn|info|debug  log level (default: info)\n"
+            "  AXMEM_STALL_TIMEOUT=SECONDS      fail a multi-rank job whose ranks wait longer\n"
+            "                                   than this in one collective (default 600, 0 =\n"
+            "                                   off; train: --stall-timeout)\n"
+            "  AXMEM_CUDA_PLUGIN=PATH           the CUDA plugin, libaxmem_cuda.so (default:\n"
+            "                                   ../lib/ beside this program)\n"
+            "  AXMEM_CUDA_PROFILE=1             print each CUDA op's device time at exit\n"
+            "  AXMEM_CACHE_DIR=DIR              where datasets of 64 MiB or more are remembered\n"
+            "                                   as verified (default: $XDG_CACHE_HOME/axmem/\n"
+            "                                   verified, else ~/.cache/axmem/verified)\n"
+            "  OMP_NUM_THREADS=N                threads per rank (default: all cores, shared\n"
+            "                                   by the ranks of a node)\n"
+            "  NO_COLOR, TERM=dumb              no colour from goldfish show --color auto\n"
+            "\nCtrl-C (SIGINT), SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 stop at the next safe\n"
+            "point (train: after the current step, with a checkpoint); a second one exits\n"
+            "at once.\n");
+}
+
+/* argv[0] names the command; -1 when there is none of that name */
+static int run_command(int argc, char **argv) {
+    for (int i = 0; i < n_commands; i++)
+        if (!strcmp(argv[0], commands[i].name)) return commands[i].fn(argc, argv);
+    return -1;
 }
 
 int main(int argc, char **argv) {
@@ -64,6 +79,11 @@ int main(int argc, char **argv) {
     }
     static char version_cmd[] = "version";
     if (!strcmp(argv[1], "--version")) argv[1] = version_cmd;
+    if (!strcmp(argv[1], "help") && argc == 3 && !strcmp(argv[2], "--markdown")) {
+        const char *names[sizeof commands / sizeof commands[0]];
+        for (int i = 0; i < n_commands; i++) names[i] = commands[i].name;
+        return ax_cli_help_markdown(usage, run_command, names, n_commands); /* docs/cli.md */
+    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

@@ -1,5 +1,5 @@
 /* Hugging Face models (Llama family, GPT-NeoX / Pythia, GPT-2) <-> axmem checkpoints
- * (docs/DESIGN.md "Hugging Face models"). A model directory is config.json plus
+ * (docs/interop.md). A model directory is config.json plus
  * model.safetensors, or shards named by model.safetensors.index.json ("weight_map": tensor ->
  * file). */
 #pragma once

@@ -1,6 +1,6 @@
 /* `axmem plan`: rank every 4D grid of a device count by predicted step time
  * (lib/model/perfmodel.h), with machine profiles (built in, or JSON files) and a measurement
- * of this machine (plan/measure.c). docs/DESIGN.md "Planning a run". */
+ * of this machine (plan/measure.c). docs/plan.md. */
 #pragma once
 #include "lib/core/json.h"
 #include "lib/core/status.h"

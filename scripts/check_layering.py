@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that every #include respects the layers in docs/DESIGN.md ("Layout and layering").
+"""Checks that every #include respects the layers in docs/architecture.md ("Layers").
 
 Usage: scripts/check_layering.py [ROOT]        exit 1 and one line per violation
        scripts/check_layering.py --self-test   plants a wrong include in a copy, expects a failure
@@ -41,7 +41,7 @@ ALLOWED = {
 ALWAYS = {'cli/commands.h'}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # The model layer touches memory, BLAS and MPI only through lib/backend and lib/dist's typed
-# collectives (docs/DESIGN.md "Backend and execution context"), so a device backend can
+# collectives (docs/backends.md), so a device backend can
 # replace them: no libc allocation or copy, no ax_sgemm, no MPI call, type or header there.
 MODEL_DIR = 'lib/model'
 MODEL_RAW = re.compile(r'\b(aligned_alloc|malloc|calloc|realloc|free|memcpy|memmove|memset|'

@@ -50,6 +50,8 @@ cuda_ops() {
 step layering bash -c 'python3 scripts/check_layering.py && python3 scripts/check_layering.py --self-test'
 step format bash -c 'clang-format --dry-run --Werror $(git ls-files -co --exclude-standard "*.c" "*.h")'
 step build-release scons -Q -j"$JOBS"
+# docs/cli.md is generated from the config tables: stale when a flag changed without it
+step cli-doc bash scripts/cli_doc.sh --check build/bin/axmem
 step build-asan scons -Q -j"$JOBS" mode=asan build-asan/tests/unit_tests
 # Criterion forks a process per test; 2 workers on 2 cores, 1 OpenMP thread each
 step unit-release env OMP_NUM_THREADS=1 build/tests/unit_tests -j2

@@ -99,7 +99,7 @@ static const ax_cfg_entry entries[] = {
     {"overlap", AX_CFG_BOOL, F(overlap), "true", 1, 0,
      "overlap communication with compute (AxoNN OAR/ORS/OAG) on the grid axes where it can help "
      "(an axis whose ranks share one host starts blocking; the first steps time both schedules "
-     "there and keep the faster: docs/DESIGN.md); --no-overlap: never"},
+     "there and keep the faster: docs/grid.md); --no-overlap: never"},
     {"force-overlap", AX_CFG_BOOL, F(force_overlap), "false", 1, 0,
      "overlap on every grid axis, even where --overlap would fall back (for measurement)"},
     {"recompute", AX_CFG_BOOL, F(recompute), "false", 1, 0,

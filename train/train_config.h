@@ -14,7 +14,7 @@ typedef struct {
     int tie_embeddings;
     double rope_theta;
     double norm_eps; /* RMSNorm epsilon; manifests before it was stored: 1e-5 */
-    /* architecture (docs/DESIGN.md "Architectures"); the defaults are Llama's */
+    /* architecture (docs/training.md "Architectures"); the defaults are Llama's */
     char arch[AX_CFG_STR_MAX]; /* llama | neox | gpt2: defaults for the flags below */
     char norm[AX_CFG_STR_MAX]; /* rms | layer */
     char mlp[AX_CFG_STR_MAX];  /* swiglu | gelu | gelu-tanh */

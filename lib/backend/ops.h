@@ -320,7 +320,7 @@ static inline void ax_argmax_rows(ax_ctx *ctx, double *best, const float *x, int
     ctx->be->argmax_rows(ctx, best, x, B, Vl, valid, v0);
 }
 
-/* ---- architectures beyond Llama: GPT-NeoX (Pythia) and GPT-2 (docs/DESIGN.md "Architectures") */
+/* ---- architectures beyond Llama: GPT-NeoX (Pythia) and GPT-2 (docs/training.md) */
 
 /* ---- LayerNorm over a hidden dimension split over ranks (lib/backend/cpu/ops_layernorm.c) ----
  * out = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + eps), var the biased variance

@@ -526,15 +526,74 @@ static void print_usage_line(const ax_cfg_table *t, FILE *f) {
     fprintf(f, "usage: %s", t->usage ? t->usage : "axmem");
     const ax_cfg_positional *p = t->positional;
     if (p) fprintf(f, p->required ? " %s%s" : " [%s%s]", p->name, p->many ? "..." : "");
-    fprintf(f, "\n\n");
-    if (t->summary && *t->summary) fprintf(f, "%s\n\n", t->summary);
-    if (p) fprintf(f, "arguments:\n  %s%s  %s\n\n", p->name, p->many ? "..." : "", p->help);
+    fprintf(f, "\n");
+    if (t->summary && *t->summary) fprintf(f, "\n%s\n", t->summary);
+    if (p) fprintf(f, "\narguments:\n  %s%s  %s\n", p->name, p->many ? "..." : "", p->help);
+}
+
+/* A flag's default as shown: a CHOICE's first word, a list's nothing, the text otherwise */
+static const char *flag_default(const ax_cfg_entry *e, char *buf, size_t size) {
+    if (e->type == AX_CFG_STRLIST) return "";
+    if (e->type == AX_CFG_CHOICE) return choice_word(e, 0, buf, size) ? buf : "";
+    return e->def ? e->def : "";
+}
+
+static int g_markdown; /* ax_cfg_help_markdown */
+
+void ax_cfg_help_markdown(int on) {
+    g_markdown = on;
+}
+
+/* text for a Markdown table cell: '|' would end the cell and '<' may open an HTML tag */
+static void md_cell(const char *s, FILE *f) {
+    for (; *s; s++) {
+        if (*s == '|')
+            fputs("\\|", f);
+        else if (*s == '<')
+            fputs("&lt;", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* docs/cli.md: usage and summary verbatim, the flags as a table */
+static void print_markdown(const ax_cfg_table *t, FILE *f) {
+    fputs("```text\n", f);
+    print_usage_line(t, f);
+    fputs("```\n\n| flag | default | description |\n|---|---|---|\n", f);
+    char left[200], def[AX_CFG_STR_MAX];
+    for (int i = 0; i < t->n; i++) {
+        const ax_cfg_entry *e = &t->entries[i];
+        flag_left(e, left, sizeof left);
+        fputs("| `", f);
+        md_cell(left, f);
+        fputs("` | ", f);
+        const char *d = flag_default(e, def, sizeof def);
+        if (*d) {
+            fputc('`', f);
+            md_cell(d, f);
+            fputc('`', f);
+        }
+        if (has_range(e) && (e->type == AX_CFG_INT || e->type == AX_CFG_FLOAT))
+            fprintf(f, " (%.15g..%.15g)", e->min, e->max);
+        fputs(" | ", f);
+        md_cell(e->help ? e->help : "", f);
+        if (e->type == AX_CFG_STRLIST) fputs(" (repeatable)", f);
+        fputs(" |\n", f);
+    }
+    fputs("| `--config FILE` | | read flags from FILE (name = value lines, or JSON); command-line "
+          "flags win |\n",
+          f);
 }
 
 void ax_cfg_print_help(const ax_cfg_table *t, FILE *f) {
+    if (g_markdown) {
+        print_markdown(t, f);
+        return;
+    }
     print_usage_line(t, f);
-    fprintf(f, "flags:\n");
-    char left[200];
+    fprintf(f, "\nflags:\n");
+    char left[200], def[AX_CFG_STR_MAX];
     int w = (int)strlen("--config FILE");
     for (int i = 0; i < t->n; i++) {
         flag_left(&t->entries[i], left, sizeof left);
@@ -545,17 +604,17 @@ void ax_cfg_print_help(const ax_cfg_table *t, FILE *f) {
         const ax_cfg_entry *e = &t->entries[i];
         flag_left(e, left, sizeof left);
         fprintf(f, "  %-*s  %s", w, left, e->help ? e->help : "");
+        const char *d = flag_default(e, def, sizeof def);
         if (e->type == AX_CFG_STRLIST) {
             fprintf(f, " (repeatable)");
         } else if (e->type == AX_CFG_CHOICE) {
-            char list[1024], first[AX_CFG_STR_MAX];
+            char list[1024];
             choice_list(e, list, sizeof list);
-            fprintf(f, " (%s; default: %s)", list,
-                    choice_word(e, 0, first, sizeof first) ? first : "");
+            fprintf(f, " (%s; default: %s)", list, d);
         } else if (e->type == AX_CFG_STR) {
-            fprintf(f, " (default: \"%s\")", e->def ? e->def : "");
+            fprintf(f, " (default: \"%s\")", d);
         } else {
-            fprintf(f, " (default: %s)", e->def ? e->def : "");
+            fprintf(f, " (default: %s)", d);
         }
         if (has_range(e) && (e->type == AX_CFG_INT || e->type == AX_CFG_FLOAT))
             fprintf(f, " [%.15g..%.15g]", e->min, e->max);

@@ -81,6 +81,9 @@ ax_status ax_cfg_parse_argv(const ax_cfg_table *t, void *obj, int argc, char **a
  * naming the line), then sets each "name = value" line or each key of a JSON object. */
 ax_status ax_cfg_load_file(const ax_cfg_table *t, void *obj, const char *path, uint8_t *was_set);
 void ax_cfg_print_help(const ax_cfg_table *t, FILE *f); /* usage, summary, flags w/ defaults */
+/* From now on ax_cfg_print_help writes Markdown (a fenced usage and summary, a table of flags):
+ * for `axmem help --markdown`, which generates docs/cli.md */
+void ax_cfg_help_markdown(int on);
 void ax_cfg_write_json(const ax_cfg_table *t, const void *obj, ax_jw *w); /* one JSON object */
 /* Fill from a JSON object (keys not in the table are ignored; missing keys keep their value) */
 ax_status ax_cfg_read_json(const ax_cfg_table *t, void *obj, const ax_json *o, const char *what);

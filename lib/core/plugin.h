@@ -8,7 +8,7 @@
  * folder. Loaded once per process (RTLD_NOW | RTLD_LOCAL), never unloaded. The plugin's calls
  * into the lower layers (ax_errorf, ax_ctx_scratch, the grid) resolve to the executable's own
  * definitions, which it exports (SConstruct: --export-dynamic-symbol=ax_*), so the process
- * keeps one error/log state (docs/DESIGN.md, "The CUDA backend"). */
+ * keeps one error/log state (docs/backends.md). */
 #pragma once
 #include <stddef.h>
 #include "lib/core/status.h"

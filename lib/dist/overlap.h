@@ -1,7 +1,7 @@
 /* Compute/communication overlap, written once above the transports.
  *
  * An ax_overlap owns a fixed set of request slots on one grid. The model's schedule (AxoNN's
- * OAG, ORS and OAR; docs/DESIGN.md "Communication and overlap") is expressed in these calls:
+ * OAG, ORS and OAR; docs/grid.md "Overlap") is expressed in these calls:
  *   - issue: a weight all-gather a layer ahead (OAG), a gradient reduce-scatter that runs
  *     behind earlier layers' backward (ORS), the dX all-reduce that runs behind the dW GEMM
  *     (OAR), each into its own slot;

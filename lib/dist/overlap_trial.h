@@ -1,5 +1,4 @@
-/* Settling AUTO's one-host guess by timing both schedules (docs/DESIGN.md, "Overlap never
- * loses: decided per axis").
+/* Settling AUTO's one-host guess by timing both schedules (docs/grid.md, "Overlap").
  *
  * On an axis whose ranks share one host (ax_overlap_measurable) the rule cannot tell whether
  * overlapping wins: the shared-memory copies run on the ranks' own cores, and the chunked dW

@@ -1,10 +1,10 @@
-/* Decoder-only transformer, 4D-parallel (AxoNN, docs/DESIGN.md "The 4D grid"): token embedding
+/* Decoder-only transformer, 4D-parallel (AxoNN, docs/grid.md): token embedding
  * (+ learned positions), L x [norm -> QKV (+bias) -> rotary (whole or partial head; none with
  * learned positions) -> causal attention -> out-proj (+bias) -> residual; norm -> MLP (SwiGLU,
  * or GELU with biases) -> residual] (or GPT-NeoX's parallel residual x + attn(ln1 x) +
  * mlp(ln2 x)), final norm, LM head (tied to the embedding or separate), masked cross-entropy.
  * Norms are RMSNorm or LayerNorm with bias. All-zero architecture fields: Llama (RMSNorm, RoPE,
- * SwiGLU, no biases); GPT-NeoX/Pythia and GPT-2 set them (docs/DESIGN.md "Architectures").
+ * SwiGLU, no biases); GPT-NeoX/Pythia and GPT-2 set them (docs/training.md "Architectures").
  *
  * On a grid DxXxYxZ each rank holds, per weight matrix, a block split over X and Y (normal
  * layers: output rows over Y, input columns over X; transposed layers the other way round),
@@ -30,7 +30,7 @@ typedef enum { AX_MLP_SWIGLU = 0, AX_MLP_GELU = 1, AX_MLP_GELU_TANH = 2 } ax_mlp
 typedef enum { AX_POS_ROPE = 0, AX_POS_LEARNED = 1 } ax_pos_kind;
 
 /* The shape and architecture. The fields after norm_eps all zero are the Llama model (the
- * checkpoint keys and train flags of docs/DESIGN.md "Architectures" set them). */
+ * checkpoint keys and train flags of docs/training.md "Architectures" set them). */
 typedef struct {
     int n_layers;
     int dim;     /* C */

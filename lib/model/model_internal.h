@@ -5,7 +5,7 @@
 #include "lib/dist/overlap.h"
 #include "lib/model/model.h"
 
-/* How a global tensor is split (docs/DESIGN.md "The 4D grid"). */
+/* How a global tensor is split (docs/grid.md). */
 typedef enum {
     TP_NORMAL,     /* [n, k]: rows (outputs) over Y in `groups` groups (group_g), cols over X */
     TP_TRANSPOSED, /* [n, k]: rows over X, cols (inputs) over Y */
@@ -49,7 +49,7 @@ typedef struct {
     int gss_ok;
 } tp_tensor;
 
-/* per-layer tensor slots; the slab order is the interface's (docs/DESIGN.md "Architectures"):
+/* per-layer tensor slots; the slab order is the interface's (docs/training.md "Architectures"):
  * attn_norm, [attn_norm_bias], wqkv, [bqkv], wo, [bo], mlp_norm, [mlp_norm_bias], w_up, [b_up],
  * w_down, [b_down]. Slots a configuration lacks map to tensor -1. */
 enum {

@@ -65,7 +65,7 @@ static ax_status get_bool(const ax_json *cfg, const char *key, const char *path,
     return AX_OK;
 }
 
-/* The architecture keys (docs/DESIGN.md "Architectures"); absent = Llama's. */
+/* The architecture keys (docs/training.md "Architectures"); absent = Llama's. */
 static ax_status arch_from_config(const ax_json *cfg, const char *path, ax_model_config *c) {
     static const char *const norms[] = {"rms", "layer"},
                              *const mlps[] = {"swiglu", "gelu", "gelu-tanh"},

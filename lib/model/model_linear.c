@@ -205,7 +205,7 @@ static void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *d
 }
 
 /* LayerNorm over the hidden dimension split across X: the row sum, then the squared deviations
- * from the mean it gives, each all-reduced over X (two passes: docs/DESIGN.md "Architectures") */
+ * from the mean it gives, each all-reduced over X (two passes: docs/training.md "Architectures") */
 static void tp_layernorm_forward(ax_model_t *m, int t, int tb, void *out, float *mean, float *rstd,
                                  const float *in, int N) {
     float *sum = m->rowstat, *sq = m->rowstat + N;

@@ -1,6 +1,6 @@
 /* The global tensor table of a configuration: names, shapes, how each splits over the grid and
  * how it starts. One list for the model (model.c) and for converters (model_io.c), so a
- * checkpoint written from the table always loads. Order (docs/DESIGN.md "Architectures"):
+ * checkpoint written from the table always loads. Order (docs/training.md "Architectures"):
  * wte, [wpe], per layer attn_norm, [attn_norm_bias], wqkv, [bqkv], wo, [bo], mlp_norm,
  * [mlp_norm_bias], w_up, [b_up], w_down, [b_down]; final_norm, [final_norm_bias], [lm_head]. */
 #include "lib/model/model_internal.h"

@@ -42,7 +42,7 @@ void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], in
 void ax_perfmodel_step_volume_ex(const ax_model_config *c, const int dims[4], int B, int T,
                                  int n_micro, int flags, ax_step_volume *out);
 
-/* ---- step-time prediction (axmem plan; docs/DESIGN.md "Planning a run") ----
+/* ---- step-time prediction (axmem plan; docs/plan.md) ----
  * A machine profile: what one device computes and holds, and the two network levels. */
 enum { AX_LEVEL_NODE = 0, AX_LEVEL_NET = 1, AX_LEVELS = 2 };
 typedef struct {

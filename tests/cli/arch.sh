@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPT-NeoX- and GPT-2-shaped models from the command line (docs/DESIGN.md "Architectures"):
+# GPT-NeoX- and GPT-2-shaped models from the command line (docs/training.md "Architectures"):
 # `axmem train --arch neox|gpt2` trains (goldfish on) and lowers the loss, the checkpoint stores
 # the architecture and its tensors, resume is bit-exact, --init fine-tunes with the checkpoint's
 # architecture (a contradicting flag is an error), a probe decodes the checkpoint, impossible

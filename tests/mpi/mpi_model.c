@@ -5,7 +5,7 @@
  * Then a collective made to fail during a step (test hook) must fail the step and leave the
  * parameters alone. The same comparison (overlap on) then runs for a GPT-NeoX-shaped model
  * (LayerNorm, GELU, biases, parallel residual, partial rotary, untied) and a GPT-2-shaped one
- * (LayerNorm, tanh GELU, biases, learned positions, tied): docs/DESIGN.md "Architectures".
+ * (LayerNorm, tanh GELU, biases, learned positions, tied): docs/training.md "Architectures".
  * Usage: mpirun -np N mpi_model --grid DxXxYxZ. Verdict reduced over all ranks. */
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"

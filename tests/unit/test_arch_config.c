@@ -1,4 +1,4 @@
-/* The architecture settings of `axmem train` and of checkpoints (docs/DESIGN.md
+/* The architecture settings of `axmem train` and of checkpoints (docs/training.md
  * "Architectures"): --arch fills the flags the user did not set, the flags map onto
  * ax_model_config, checkpoint configs carry them (absent = Llama), --resume of a manifest from
  * before them is a Llama run, and --init takes them from the checkpoint. */

@@ -1,4 +1,4 @@
-/* GPT-NeoX- and GPT-2-shaped models (docs/DESIGN.md "Architectures") on one rank: the whole
+/* GPT-NeoX- and GPT-2-shaped models (docs/training.md "Architectures") on one rank: the whole
  * backward against finite differences of the forward for every combination the two use (and
  * mixtures), KV-cached decoding against the forward, the initialisation and tensor table of
  * the interface, and the configuration checks. */

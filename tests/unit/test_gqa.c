@@ -1,4 +1,4 @@
-/* Grouped-query attention (docs/DESIGN.md "Architectures"): the ops against a float64 reference
+/* Grouped-query attention (docs/training.md "Architectures"): the ops against a float64 reference
  * and its central finite differences; the blocked kernels (several query and key tiles) against
  * multi-head attention on K/V heads replicated per group (what GQA means); decoding against
  * replicated caches; and whole GQA models: backward against finite differences, KV-cached

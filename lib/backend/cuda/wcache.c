@@ -1,4 +1,4 @@
-/* The bf16 weight cache of bf16 contexts (docs/DESIGN.md, "The CUDA backend", Precision).
+/* The bf16 weight cache of bf16 contexts (docs/backends.md, "Precision").
  *
  * A bf16 GEMM rounds both fp32 operands to bf16 first (gemm.c). Activations change between
  * GEMMs and go through the two staging slots; weights do not, so converting them at every GEMM
