@@ -203,6 +203,7 @@ struct ax_model {
     void **dec_pack;
     unsigned long wgen, pack_gen;
     int dec_pack_tried; /* the block was sized (and allocated if it could be) */
+    int decoding;       /* in a decoding step: the linears multiply the packed copies */
 };
 
 /* the parameters were written: gathered blocks (and decoding's packed copies) are stale */
@@ -233,44 +234,35 @@ static inline void tp_note(ax_model_t *m, ax_status s) {
     if (s != AX_OK && m->status == AX_OK) m->status = s;
 }
 
-/* lib/model/model_linear.c: the tensor-parallel layers */
-/* zeroes the gradient blocks ax_model_zero_grad left stale (before anything reads them) */
-void model_grads_settle(const ax_model_t *m);
-/* AX_OK, or AX_ERR_ARG naming fn on an inference model (no gradients) */
-ax_status model_needs_grads(const ax_model_t *m, const char *fn);
-void tp_gather_begin(ax_model_t *m, int t); /* all-gather tensor t over Z (async w/ overlap) */
-void tp_gather_end(ax_model_t *m, int t);
-void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N);
-void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
-                        int N);
-/* the same with `in` one of the GEMM-only activations (ln1, ln2, hs, lnf: bf16 when gin16) */
-void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int N);
-/* either of the two in a decoding step (gin: `in` is a GEMM-only activation), from tensor t's
- * packed copy when it has one */
-void tp_linear_forward_dec(ax_model_t *m, int t, float *out, const void *in, int gin, int N);
-void tp_linear_backward_gin(ax_model_t *m, int t, float *din, const float *dout, const void *in,
-                            int N);
-/* hs = the MLP activation (SwiGLU or GELU) of h [N, 2 Fy or Fy], into a GEMM-only activation */
-void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N);
-/* m->dh = the MLP activation's input gradient from dhs (zeroing it first when fp32) */
-void tp_mlp_act_backward(ax_model_t *m, const float *dhs, const float *h, int N);
-/* tp_linear_backward_gin with dout = m->dh (bf16 storage when dh16): the up projection */
-void tp_linear_backward_dh(ax_model_t *m, int t, float *din, const void *in, int N);
-void tp_grad_sync_begin(ax_model_t *m, int t); /* reduce-scatter tensor t's gradient over Z */
-/* the same into recv (this rank's shard of tensor t's gradient) instead of the slab */
-void tp_grad_sync_begin_to(ax_model_t *m, int t, float *recv);
-void tp_grad_sync_end(ax_model_t *m, int t);
-/* The configured norm: RMSNorm of weight t, or LayerNorm of weight t and bias tb (mean[N] saved;
- * unused by RMSNorm), into out, a GEMM-only activation (bf16 storage when gin16). The backward
- * accumulates into din. */
+/* lib/model/block.c: one transformer block (the linears: tp_linear.h) */
+/* Block l's forward for B sequences from acts[l].res into the next block's res. whole = 0 stops
+ * before the down projection: the backward's recomputation needs every activation but the
+ * output, which the block above already consumed. */
+void block_forward(ax_model_t *m, int l, int B, int whole);
+/* Block l's backward. dres: the gradient of its output [N, Cx]; its input's gradient is left in
+ * dacc. Sequential: dacc == dres, accumulated in place (after the MLP, dres is the gradient of
+ * res_mid, the attention's output). Parallel residual: both branches read dres, and their input
+ * gradients add up in dacc, which starts as a copy of dres. */
+void block_backward(ax_model_t *m, int l, int B, float *dres, float *dacc);
+/* The configured norm: RMSNorm of weight t, or LayerNorm of weight t and bias tb (mean [N]
+ * saved; unused by RMSNorm), into out, a GEMM-only activation (bf16 storage when gin16). The
+ * backward accumulates into din. */
 void tp_norm_forward(ax_model_t *m, int t, int tb, void *out, float *mean, float *rstd,
                      const float *in, int N);
 void tp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout, const float *in,
                       const float *mean, const float *rstd, int N);
+/* hs = the MLP activation (SwiGLU or GELU) of h [N, 2 Fy or Fy], into a GEMM-only activation */
+void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N);
+/* m->dh = the MLP activation's input gradient from dhs (zeroing it first when fp32) */
+void tp_mlp_act_backward(ax_model_t *m, const float *dhs, const float *h, int N);
 /* out[N, n] += bias tb (after the layer's all-reduce: added once); nothing when tb < 0 */
 void tp_bias_forward(ax_model_t *m, int tb, float *out, int N);
 /* bias tb's gradient += column sums of dout[N, n]; nothing when tb < 0 */
 void tp_bias_backward(ax_model_t *m, int tb, const float *dout, int N);
+/* zeroes the gradient blocks ax_model_zero_grad left stale (before anything reads them) */
+void model_grads_settle(const ax_model_t *m);
+/* AX_OK, or AX_ERR_ARG naming fn on an inference model (no gradients) */
+ax_status model_needs_grads(const ax_model_t *m, const char *fn);
 
 /* lib/model/model_stream.c: layer weights streamed over Z (m->stream). Each call is a no-op
  * when the model does not stream. */

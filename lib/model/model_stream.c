@@ -8,7 +8,7 @@
  * layers'; the price is up to two gathers a layer per micro-batch and a reduce-scatter a layer
  * per micro-batch (lib/model/perfmodel.c counts them). docs/DESIGN.md "The 4D grid". */
 #include "lib/backend/ops.h"
-#include "lib/model/model_internal.h"
+#include "lib/model/tp_linear.h"
 
 /* the tensors of layer l in slot order (the order model.c lays them out in a slot) */
 static int layer_tensors(const ax_model_t *m, int l, int *ts) {
