@@ -1,19 +1,13 @@
-/* One transformer block on the 4D grid, forward then backward, in the order they run; the
- * model around it (embedding, the blocks, final norm, LM head, loss) is model_step.c.
+/* One transformer block on the 4D grid, forward then backward, in the order they run (the
+ * model around it: model_step.c); the norms, the MLP's activation and the biases below.
  *
- * On each rank the residual stream is [N, Cx] (C split over X, replicated over Y); attention
- * heads (Hy query, Hky K/V) and the MLP's hidden units (Fy) are split over Y. QKV and the MLP's
- * up projection are column-parallel linears (outputs over Y), the out-projection and the down
- * projection row-parallel (inputs over Y), so each pair runs with no re-layout between
- * (tp_linear.h). The comment after a call names the collective that completes it; attention,
- * rotary, the MLP's activation and the residual adds are local. The norms, the MLP activation
- * and the biases are below the block. */
+ * On each rank the residual stream is [N, Cx] (C split over X, replicated over Y); the heads
+ * (Hy query, Hky K/V) and the MLP's hidden units (Fy) are split over Y. QKV and the up
+ * projection are column-parallel linears (outputs over Y), the out- and down projections
+ * row-parallel (inputs over Y), so each pair runs without re-layout (tp_linear.h). The comment
+ * at a linear names the collective that completes it; everything else but the norms is local. */
 #include "lib/model/tp_linear.h"
 #include "lib/backend/ops.h"
-
-static void allreduce_sum(ax_model_t *m, ax_axis axis, float *buf, long n) {
-    tp_note(m, ax_coll_allreduce(m->grid, axis, buf, n, AX_DT_F32, AX_OP_SUM));
-}
 
 void block_forward(ax_model_t *m, int l, int B, int whole) {
     const ax_model_config *c = &m->cfg;
@@ -24,7 +18,9 @@ void block_forward(ax_model_t *m, int l, int B, int whole) {
     layer_acts *a = &m->acts[l];
     float *res_out = l + 1 < c->n_layers ? m->acts[l + 1].res : m->res_final;
 
-    /* attention: res_mid = atty Wo^T + bo (+ res when sequential) */
+    /* attention: ln1 = norm1(res) (row statistics all-reduced over X), qkv = ln1 Wqkv^T + bqkv,
+     * rotary, causal attention over this rank's heads, res_mid = atty Wo^T + bo (+ res unless
+     * the residual is parallel) */
     tp_norm_forward(m, w[L_NORM1], w[L_NORM1B], a->ln1, a->mean1, a->rstd1, a->res, N);
     tp_col_forward(m, w[L_WQKV], a->qkv, a->ln1, g16, N); /* all-reduce over X */
     tp_bias_forward(m, w[L_BQKV], a->qkv, N);
@@ -38,14 +34,14 @@ void block_forward(ax_model_t *m, int l, int B, int whole) {
     tp_bias_forward(m, w[L_BO], a->res_mid, N);
     if (!par) ax_accumulate(m->ctx, a->res_mid, a->res, (long)N * Cx);
 
-    /* MLP: res_out = act(ln2 Wup^T + b_up) Wdown^T + b_down + res_mid (parallel: the attention
-     * branch, the MLP on norm2(res) and res, HF's mlp + attn + x) */
+    /* MLP: ln2 = norm2(res_mid), res_out = res_mid + act(ln2 Wup^T + b_up) Wdown^T + b_down.
+     * Parallel residual (GPT-NeoX): ln2 = norm2(res) and res_out adds res too */
     tp_norm_forward(m, w[L_NORM2], w[L_NORM2B], a->ln2, a->mean2, a->rstd2,
                     par ? a->res : a->res_mid, N);
     tp_col_forward(m, w[L_WUP], a->h, a->ln2, g16, N); /* all-reduce over X */
     tp_bias_forward(m, w[L_BUP], a->h, N);
     tp_mlp_act_forward(m, a->hs, a->h, N);
-    if (!whole) return; /* recomputation: the layer above already consumed the output */
+    if (!whole) return; /* recomputation: the block above already consumed the output */
     tp_row_forward(m, w[L_WDOWN], res_out, a->hs, g16, N); /* all-reduce over Y */
     tp_bias_forward(m, w[L_BDOWN], res_out, N);
     ax_accumulate(m->ctx, res_out, a->res_mid, (long)N * Cx);
@@ -59,24 +55,24 @@ void block_backward(ax_model_t *m, int l, int B, float *dres, float *dacc) {
     int N = B * T, rd = model_rotary_dim(c), g16 = m->gin16;
     long Q3 = (long)Cy + 2L * m->Ky;
     layer_acts *a = &m->acts[l];
-    float *dln = m->dln, *dbig = m->dbig; /* dhs, then datty */
+    float *dln = m->dln, *dbig = m->dbig; /* dbig: the gradient of hs, then of atty */
 
-    /* recomputation: the shared working set still holds the top layer's activations */
+    /* recomputation: this block's activations again (the top block's are still in place) */
     if (m->recompute && l < c->n_layers - 1) block_forward(m, l, B, 0);
     if (dacc != dres) ax_copy(m->ctx, dacc, dres, (size_t)N * m->Cx * sizeof(float), AX_COPY_D2D);
 
-    /* MLP */
+    /* MLP; each linear's dX all-reduce runs behind its dW GEMM (OAR) */
     tp_bias_backward(m, w[L_BDOWN], dres, N);
-    tp_row_backward(m, w[L_WDOWN], dbig, dres, 0, a->hs, g16, N); /* all-reduce over X (OAR) */
+    tp_row_backward(m, w[L_WDOWN], dbig, dres, 0, a->hs, g16, N); /* all-reduce over X */
     tp_mlp_act_backward(m, dbig, a->h, N);
     tp_bias_backward(m, w[L_BUP], m->dh, N); /* only with biases: dh is fp32 then */
-    tp_col_backward(m, w[L_WUP], dln, m->dh, m->dh16, a->ln2, g16, N); /* over Y (OAR) */
+    tp_col_backward(m, w[L_WUP], dln, m->dh, m->dh16, a->ln2, g16, N); /* all-reduce over Y */
     tp_norm_backward(m, w[L_NORM2], w[L_NORM2B], dacc, dln,
                      c->parallel_residual ? a->res : a->res_mid, a->mean2, a->rstd2, N);
 
     /* attention */
     tp_bias_backward(m, w[L_BO], dres, N);
-    tp_row_backward(m, w[L_WO], dbig, dres, 0, a->atty, 0, N); /* all-reduce over X (OAR) */
+    tp_row_backward(m, w[L_WO], dbig, dres, 0, a->atty, 0, N); /* all-reduce over X */
     ax_zero(m->ctx, m->dqkv, (size_t)(N * Q3) * sizeof(float));
     ax_attention_backward_gqa(m->ctx, m->dqkv, m->att_scratch, dbig, a->qkv, a->att, a->atty, B, T,
                               Cy, Hy, Hky);
@@ -86,80 +82,54 @@ void block_backward(ax_model_t *m, int l, int B, float *dres, float *dacc) {
                                  Q3);
     }
     tp_bias_backward(m, w[L_BQKV], m->dqkv, N);
-    tp_col_backward(m, w[L_WQKV], dln, m->dqkv, 0, a->ln1, g16, N); /* over Y (OAR) */
+    tp_col_backward(m, w[L_WQKV], dln, m->dqkv, 0, a->ln1, g16, N); /* all-reduce over Y */
     tp_norm_backward(m, w[L_NORM1], w[L_NORM1B], dacc, dln, a->res, a->mean1, a->rstd1, N);
 }
 
-/* The helpers: norms over the hidden dimension split across X (their row statistics
- * all-reduced over X), the MLP's activation (local) and the biases (local, added after the
- * layer's all-reduce). The norms' and the activation's outputs are GEMM-only activations (bf16
- * storage when gin16). */
-
-static void tp_rmsnorm_forward(ax_model_t *m, int t, void *out, float *rstd, const float *in,
-                               int N) {
-    float *ss = m->rowstat;
-    ax_rmsnorm_sumsq(m->ctx, ss, in, N, m->Cx);
-    allreduce_sum(m, AX_AXIS_X, ss, N);
-    if (m->gin16)
-        ax_rmsnorm_apply_bf16(m->ctx, out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim,
-                              m->cfg.norm_eps);
-    else
-        ax_rmsnorm_apply(m->ctx, out, rstd, in, m->tp[t].full, ss, N, m->Cx, m->cfg.dim,
-                         m->cfg.norm_eps);
-}
-
-static void tp_rmsnorm_backward(ax_model_t *m, int t, float *din, const float *dout,
-                                const float *in, const float *rstd, int N) {
-    float *dot = m->rowstat;
-    const float *w = m->tp[t].full;
-    ax_rmsnorm_backward_dot(m->ctx, dot, dout, in, w, N, m->Cx);
-    allreduce_sum(m, AX_AXIS_X, dot, N);
-    ax_rmsnorm_backward_apply(m->ctx, din, m->tp[t].gfull, dout, in, w, rstd, dot, N, m->Cx,
-                              m->cfg.dim);
-}
-
-/* LayerNorm over the hidden dimension split across X: the row sum, then the squared deviations
- * from the mean it gives, each all-reduced over X (two passes: docs/DESIGN.md "Architectures") */
-static void tp_layernorm_forward(ax_model_t *m, int t, int tb, void *out, float *mean, float *rstd,
-                                 const float *in, int N) {
-    float *sum = m->rowstat, *sq = m->rowstat + N;
-    const float *w = m->tp[t].full, *b = m->tp[tb].full;
-    ax_layernorm_rowsum(m->ctx, sum, in, N, m->Cx);
-    allreduce_sum(m, AX_AXIS_X, sum, N);
-    ax_layernorm_sqdev(m->ctx, sq, in, sum, N, m->Cx, m->cfg.dim);
-    allreduce_sum(m, AX_AXIS_X, sq, N);
-    if (m->gin16)
-        ax_layernorm_apply_bf16(m->ctx, out, mean, rstd, in, w, b, sum, sq, N, m->Cx, m->cfg.dim,
-                                m->cfg.norm_eps);
-    else
-        ax_layernorm_apply(m->ctx, out, mean, rstd, in, w, b, sum, sq, N, m->Cx, m->cfg.dim,
-                           m->cfg.norm_eps);
-}
-
-static void tp_layernorm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout,
-                                  const float *in, const float *mean, const float *rstd, int N) {
-    float *dots = m->rowstat; /* [2N]: both row sums in one all-reduce */
-    const float *w = m->tp[t].full;
-    ax_layernorm_backward_dot(m->ctx, dots, dout, in, w, mean, rstd, N, m->Cx);
-    allreduce_sum(m, AX_AXIS_X, dots, 2L * N);
-    ax_layernorm_backward_apply(m->ctx, din, m->tp[t].gfull, m->tp[tb].gfull, dout, in, w, mean,
-                                rstd, dots, N, m->Cx, m->cfg.dim);
-}
+/* The helpers: norms over the hidden dimension split across X (row statistics all-reduced
+ * over X), the MLP's activation and the biases (local). */
 
 void tp_norm_forward(ax_model_t *m, int t, int tb, void *out, float *mean, float *rstd,
                      const float *in, int N) {
-    if (m->cfg.norm == AX_NORM_LAYER)
-        tp_layernorm_forward(m, t, tb, out, mean, rstd, in, N);
+    int Cx = m->Cx, C = m->cfg.dim;
+    float eps = m->cfg.norm_eps, *s1 = m->rowstat, *s2 = m->rowstat + N;
+    const float *w = m->tp[t].full;
+    if (m->cfg.norm == AX_NORM_RMS) {
+        ax_rmsnorm_sumsq(m->ctx, s1, in, N, Cx);
+        tp_allreduce_sum(m, AX_AXIS_X, s1, N);
+        if (m->gin16)
+            ax_rmsnorm_apply_bf16(m->ctx, out, rstd, in, w, s1, N, Cx, C, eps);
+        else
+            ax_rmsnorm_apply(m->ctx, out, rstd, in, w, s1, N, Cx, C, eps);
+        return;
+    }
+    /* LayerNorm in two passes: the row sum, then the squared deviations from the mean it gives */
+    const float *b = m->tp[tb].full;
+    ax_layernorm_rowsum(m->ctx, s1, in, N, Cx);
+    tp_allreduce_sum(m, AX_AXIS_X, s1, N);
+    ax_layernorm_sqdev(m->ctx, s2, in, s1, N, Cx, C);
+    tp_allreduce_sum(m, AX_AXIS_X, s2, N);
+    if (m->gin16)
+        ax_layernorm_apply_bf16(m->ctx, out, mean, rstd, in, w, b, s1, s2, N, Cx, C, eps);
     else
-        tp_rmsnorm_forward(m, t, out, rstd, in, N);
+        ax_layernorm_apply(m->ctx, out, mean, rstd, in, w, b, s1, s2, N, Cx, C, eps);
 }
 
 void tp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout, const float *in,
                       const float *mean, const float *rstd, int N) {
-    if (m->cfg.norm == AX_NORM_LAYER)
-        tp_layernorm_backward(m, t, tb, din, dout, in, mean, rstd, N);
-    else
-        tp_rmsnorm_backward(m, t, din, dout, in, rstd, N);
+    int Cx = m->Cx, C = m->cfg.dim;
+    float *dots = m->rowstat; /* LayerNorm's two row sums go in one all-reduce */
+    const float *w = m->tp[t].full;
+    if (m->cfg.norm == AX_NORM_RMS) {
+        ax_rmsnorm_backward_dot(m->ctx, dots, dout, in, w, N, Cx);
+        tp_allreduce_sum(m, AX_AXIS_X, dots, N);
+        ax_rmsnorm_backward_apply(m->ctx, din, m->tp[t].gfull, dout, in, w, rstd, dots, N, Cx, C);
+        return;
+    }
+    ax_layernorm_backward_dot(m->ctx, dots, dout, in, w, mean, rstd, N, Cx);
+    tp_allreduce_sum(m, AX_AXIS_X, dots, 2L * N);
+    ax_layernorm_backward_apply(m->ctx, din, m->tp[t].gfull, m->tp[tb].gfull, dout, in, w, mean,
+                                rstd, dots, N, Cx, C);
 }
 
 void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N) {

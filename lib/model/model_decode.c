@@ -1,4 +1,4 @@
-/* KV-cached incremental decoding on the 4D grid: the forward of model_step.c for one position
+/* KV-cached incremental decoding on the 4D grid: block.c's forward for one position
  * of B sequences, with each layer's rotated keys and values kept for the positions before.
  * The layer-0 activation buffers serve as scratch (decoding has no backward). */
 #include "lib/model/tp_linear.h"
@@ -135,7 +135,7 @@ static void decode(ax_model_t *m, const int32_t *tokens, int pos, int logits) {
     ax_copy(m->ctx, m->inputs_copy, tokens, (size_t)B * sizeof(int32_t), AX_COPY_H2D);
     ax_embedding_shard_forward(m->ctx, x, m->inputs_copy, m->tp[m->t_wte].full, B, Cx, m->v0,
                                m->vvalid);
-    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, x, (long)B * Cx, AX_DT_F32, AX_OP_SUM));
+    tp_allreduce_sum(m, AX_AXIS_Y, x, (long)B * Cx);
     if (m->t_wpe >= 0) /* learned positions: row pos of wpe to every sequence */
         ax_bias_add(m->ctx, x, m->tp[m->t_wpe].full + (long)pos * Cx, B, Cx);
     int rd = model_rotary_dim(c), par = c->parallel_residual;

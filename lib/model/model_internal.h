@@ -7,12 +7,13 @@
 
 /* How a global tensor is split (docs/DESIGN.md "The 4D grid"). */
 typedef enum {
-    TP_NORMAL,     /* [n, k]: rows (outputs) over Y in `groups` groups (group_g), cols over X */
-    TP_TRANSPOSED, /* [n, k]: rows over X, cols (inputs) over Y */
+    TP_NORMAL,     /* column-parallel [n, k]: rows (outputs) over Y in `groups` groups
+                    * (group_g), cols over X (tp_linear.h) */
+    TP_TRANSPOSED, /* row-parallel [n, k]: rows over X, cols (inputs) over Y */
     TP_VEC,        /* [C]: over X, replicated over Y (norm weights) */
-    TP_VOCAB,      /* [V, C]: rows over Y padded to Vp = ceil(V/Gy)*Gy, cols over X */
+    TP_VOCAB,      /* column-parallel [V, C]: rows over Y padded to ceil(V/Gy)*Gy, cols over X */
     TP_YVEC,       /* [n]: over Y in `groups` groups (group_g), replicated over X (the bias of a
-                    * TP_NORMAL layer: split like the rows it belongs to) */
+                    * column-parallel layer: split like the rows it belongs to) */
     TP_ROWS,       /* [n, k]: every row, cols over X, replicated over Y (learned positions) */
 } tp_kind;
 
@@ -128,7 +129,6 @@ struct ax_model {
     ax_grid_t *own_grid; /* set when ax_model_create made a serial grid */
     int dims[4], x, y, z;
     int B, T, cur_B;
-    int overlap;
     ax_overlap *ov;   /* in-flight collectives: slots OV_OAR, ov_gather(t), ov_scatter(t) */
     ax_status status; /* first collective failure */
     /* sizes on this rank */
@@ -233,6 +233,17 @@ static inline int ov_slots(int n_tensors) {
 static inline void tp_note(ax_model_t *m, ax_status s) {
     if (s != AX_OK && m->status == AX_OK) m->status = s;
 }
+/* buf [n] summed over the ranks of axis, blocking */
+static inline void tp_allreduce_sum(ax_model_t *m, ax_axis axis, float *buf, long n) {
+    tp_note(m, ax_coll_allreduce(m->grid, axis, buf, n, AX_DT_F32, AX_OP_SUM));
+}
+/* The tensors of layer l in slot order (the order model.c lays them out in); returns the count. */
+static inline int model_layer_tensors(const ax_model_t *m, int l, int *ts) {
+    int n = 0;
+    for (int s = 0; s < L_SLOTS; s++)
+        if (LT(m, l, s) >= 0) ts[n++] = LT(m, l, s);
+    return n;
+}
 
 /* lib/model/block.c: one transformer block (the linears: tp_linear.h) */
 /* Block l's forward for B sequences from acts[l].res into the next block's res. whole = 0 stops
@@ -272,11 +283,11 @@ void stream_gather_end(ax_model_t *m, int l);
 void stream_grad_begin(ax_model_t *m, int l); /* slot l % 2's gradients free and zeroed */
 void stream_grad_sync(ax_model_t *m, int l);  /* reduce-scatter layer l's gradients (async) */
 void stream_grad_end(ax_model_t *m);          /* every reduce-scatter done and added */
+ax_status stream_alloc(ax_model_t *m);        /* the slots; points the layer tensors at them */
+void stream_free(ax_model_t *m);
 /* lib/model/model_gradcomm.c: gradients reduced in bf16 (m->gc16) */
 ax_status gradcomm_alloc(ax_model_t *m); /* the staging; after the tensors' blocks exist */
 void gradcomm_free(ax_model_t *m);
 void gradcomm_scatter_begin(ax_model_t *m, int t, float *recv); /* tensor t's reduce-scatter */
 void gradcomm_scatter_end(ax_model_t *m, int t); /* after its wait: the shard into recv */
 void gradcomm_data_allreduce(ax_model_t *m);     /* the slab over the data axis */
-ax_status stream_alloc(ax_model_t *m);           /* the slots; points the layer tensors at them */
-void stream_free(ax_model_t *m);

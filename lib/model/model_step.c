@@ -7,7 +7,7 @@
 #include "lib/backend/ops.h"
 
 static void gather_group(ax_model_t *m, int g, int begin);
-static void sync_layer(ax_model_t *m, int l, int begin);
+static void sync_group(ax_model_t *m, int g, int begin);
 
 double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *targets,
                         const uint8_t *mask, int B, float dscale, int want_grad) {
@@ -29,8 +29,7 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     /* vocabulary-parallel embedding: each Y rank adds the rows it owns */
     ax_embedding_shard_forward(m->ctx, m->acts[0].res, m->inputs_copy, m->tp[m->t_wte].full, N, Cx,
                                m->v0, m->vvalid);
-    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, m->acts[0].res, (long)N * Cx, AX_DT_F32,
-                                 AX_OP_SUM));
+    tp_allreduce_sum(m, AX_AXIS_Y, m->acts[0].res, (long)N * Cx);
     /* learned positions: rows 0..T-1 of wpe are one contiguous [T * Cx] row added to each
      * sequence's [T * Cx] (replicated over Y: every Y rank adds it after the all-reduce) */
     if (m->t_wpe >= 0) ax_bias_add(m->ctx, m->acts[0].res, m->tp[m->t_wpe].full, B, T * Cx);
@@ -49,7 +48,7 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
     ax_ce_rowmax(m->ctx, rowmax, m->logits, N, m->Vl, m->vvalid);
     tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, rowmax, N, AX_DT_F32, AX_OP_MAX));
     ax_ce_partial(m->ctx, stats, m->logits, rowmax, targets, mask, N, m->Vl, m->vvalid, m->v0);
-    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, stats, 2L * N, AX_DT_F32, AX_OP_SUM));
+    tp_allreduce_sum(m, AX_AXIS_Y, stats, 2L * N);
     double loss = ax_ce_finish(m->ctx, m->losses, want_grad ? m->logits : NULL, m->logits, rowmax,
                                stats, targets, mask, dscale, N, m->Vl, m->vvalid, m->v0);
     m->have_grad_logits = want_grad;
@@ -82,14 +81,10 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
     float *dres = m->dres, *dacc = m->cfg.parallel_residual ? m->dres2 : m->dres;
 
     /* LM head (dlogits are in logits) and final norm */
-    tp_col_backward(m, m->t_head, m->dln, m->logits, 0, m->lnf, m->gin16, N); /* over Y (OAR) */
+    tp_col_backward(m, m->t_head, m->dln, m->logits, 0, m->lnf, m->gin16, N); /* over Y */
     ax_zero(m->ctx, dres, (size_t)N * m->Cx * sizeof(float));
     tp_norm_backward(m, m->t_normf, m->t_normfb, dres, m->dln, m->res_final, m->meanf, m->rstdf, N);
-    if (last_micro) {
-        tp_grad_sync_begin(m, m->t_normf);
-        if (m->t_normfb >= 0) tp_grad_sync_begin(m, m->t_normfb);
-        if (m->t_head != m->t_wte) tp_grad_sync_begin(m, m->t_head);
-    }
+    if (last_micro) sync_group(m, L + 1, 1); /* ORS: over Z, behind the blocks' backward */
 
     for (int l = L - 1; l >= 0; l--) {
         /* streamed weights: layer l - 1's gather runs behind this layer; this one's gradient
@@ -106,7 +101,7 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
         if (m->stream)
             stream_grad_sync(m, l);
         else if (last_micro)
-            sync_layer(m, l, 1);
+            sync_group(m, l + 1, 1);
     }
     ax_embedding_shard_backward(m->ctx, m->tp[m->t_wte].gfull, dres, m->inputs_copy, N, m->Cx,
                                 m->v0, m->vvalid);
@@ -117,41 +112,36 @@ void ax_model_backward_ex(ax_model_t *m, int last_micro) {
     m->gss_early = 0;
     stream_grad_end(m); /* the bottom layers' reduce-scatters, behind the embedding's backward */
     if (!last_micro) return;
-    tp_grad_sync_begin(m, m->t_wte);
-    if (m->t_wpe >= 0) tp_grad_sync_begin(m, m->t_wpe);
-    for (int l = L - 1; l >= 0 && !m->stream; l--) sync_layer(m, l, 0);
-    tp_grad_sync_end(m, m->t_normf);
-    if (m->t_normfb >= 0) tp_grad_sync_end(m, m->t_normfb);
-    if (m->t_wpe >= 0) tp_grad_sync_end(m, m->t_wpe);
-    if (m->t_head != m->t_wte) tp_grad_sync_end(m, m->t_head);
-    tp_grad_sync_end(m, m->t_wte);
+    sync_group(m, 0, 1); /* the embedding's reduce-scatter; then every one is waited for */
+    for (int l = L - 1; l >= 0 && !m->stream; l--) sync_group(m, l + 1, 0);
+    sync_group(m, L + 1, 0);
+    sync_group(m, 0, 0);
     /* data parallel: the replicas' gradients summed once per step */
     if (m->gc16 && m->dims[AX_AXIS_DATA] > 1)
         gradcomm_data_allreduce(m);
     else
-        tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_DATA, m->grads, (long)m->n_local, AX_DT_F32,
-                                     AX_OP_SUM));
+        tp_allreduce_sum(m, AX_AXIS_DATA, m->grads, (long)m->n_local);
 }
 
 void ax_model_clear_status(ax_model_t *m) {
     m->status = AX_OK;
 }
 
-/* Group g's tensors (the forward's weight groups above) in slab order. */
-static void group_tensors(const ax_model_t *m, int g, int *ts, int *n) {
-    int L = m->cfg.n_layers;
-    *n = 0;
+/* Weight group g's tensors in slab order: 0 the embedding, 1..L the blocks, L + 1 the final
+ * norm and an untied head; returns the count. */
+static int group_tensors(const ax_model_t *m, int g, int *ts) {
+    int n = 0;
     if (g == 0) {
-        ts[(*n)++] = m->t_wte;
-        if (m->t_wpe >= 0) ts[(*n)++] = m->t_wpe;
-    } else if (g <= L) {
-        for (int s = 0; s < L_SLOTS; s++)
-            if (LT(m, g - 1, s) >= 0) ts[(*n)++] = LT(m, g - 1, s);
-    } else if (g == L + 1) {
-        ts[(*n)++] = m->t_normf;
-        if (m->t_normfb >= 0) ts[(*n)++] = m->t_normfb;
-        if (m->t_head != m->t_wte) ts[(*n)++] = m->t_head;
+        ts[n++] = m->t_wte;
+        if (m->t_wpe >= 0) ts[n++] = m->t_wpe;
+    } else if (g <= m->cfg.n_layers) {
+        n = model_layer_tensors(m, g - 1, ts);
+    } else if (g == m->cfg.n_layers + 1) {
+        ts[n++] = m->t_normf;
+        if (m->t_normfb >= 0) ts[n++] = m->t_normfb;
+        if (m->t_head != m->t_wte) ts[n++] = m->t_head;
     }
+    return n;
 }
 
 /* Begins or ends group g's all-gather over Z: a streamed layer's into its slot on every pass,
@@ -162,15 +152,13 @@ static void gather_group(ax_model_t *m, int g, int begin) {
         begin ? stream_gather_begin(m, g - 1) : stream_gather_end(m, g - 1);
         return;
     }
-    if (!m->stale || g > m->cfg.n_layers + 1) return;
-    group_tensors(m, g, ts, &n);
+    if (!m->stale) return;
+    n = group_tensors(m, g, ts);
     for (int i = 0; i < n; i++) begin ? tp_gather_begin(m, ts[i]) : tp_gather_end(m, ts[i]);
 }
 
-/* Begins or ends the reduce-scatter over Z of layer l's gradients. */
-static void sync_layer(ax_model_t *m, int l, int begin) {
-    for (int s = 0; s < L_SLOTS; s++) {
-        int t = LT(m, l, s);
-        if (t >= 0) begin ? tp_grad_sync_begin(m, t) : tp_grad_sync_end(m, t);
-    }
+/* Begins or ends the reduce-scatter over Z of group g's gradients. */
+static void sync_group(ax_model_t *m, int g, int begin) {
+    int ts[L_SLOTS], n = group_tensors(m, g, ts);
+    for (int i = 0; i < n; i++) begin ? tp_grad_sync_begin(m, ts[i]) : tp_grad_sync_end(m, ts[i]);
 }

@@ -21,7 +21,7 @@ static void linear_forward(ax_model_t *m, int t, float *out, const void *in, int
                       p->full, 0, p->cols_l, 0.0f, out, p->rows_l);
     else
         ax_matmul_forward(m->ctx, out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
-    tp_note(m, ax_coll_allreduce(m->grid, axis, out, (long)N * p->rows_l, AX_DT_F32, AX_OP_SUM));
+    tp_allreduce_sum(m, axis, out, (long)N * p->rows_l);
 }
 
 void tp_col_forward(ax_model_t *m, int t, float *out, const void *in, int in16, int N) {
