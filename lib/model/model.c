@@ -1,6 +1,6 @@
 /* Model construction: the global tensor table, how each tensor is split over the grid, the
  * local slabs, counter-based initialisation and the global <-> local copies checkpoints use.
- * Forward and backward are in model_step.c, the parallel layers in model_linear.c. */
+ * Forward and backward are in model_step.c and block.c, the parallel linears in tp_linear.c. */
 #include "lib/model/model_internal.h"
 #include "lib/backend/ops.h"
 #include "lib/core/rng.h"
@@ -419,7 +419,6 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     m->z = ax_grid_coord(g, AX_AXIS_Z);
     m->B = B;
     m->T = T;
-    m->overlap = overlap;
     m->recompute = opts->recompute != 0;
     m->inference = opts->inference != 0;
     int gx = dims[AX_AXIS_X], gy = dims[AX_AXIS_Y];
@@ -654,11 +653,9 @@ static size_t gfull_floats(const ax_model_t *m, const tp_tensor *p) {
 
 /* Zeroing is lazy for the tensors whose first write in a backward is a dW GEMM over the whole
  * block (dw_first: the layers' matrices and the LM head, 99% of the floats): that GEMM
- * overwrites instead (beta = 0), and nothing else reads them before it. The memset of every
- * gradient took 11-12 ms of a 1.4 s step (GPT-2-124M shape, B = 4, T = 64, 2 threads), a
- * write of the whole slab at memory bandwidth that the GEMM's store makes anyway. Whatever
- * is still stale when gradients are read (a forward without want_grad, no backward) is zeroed
- * then (model_grads_settle). */
+ * overwrites instead (beta = 0), saving a write of the whole slab. Whatever is still stale when
+ * gradients are read (a forward without want_grad, no backward) is zeroed then
+ * (model_grads_settle). */
 void ax_model_zero_grad(ax_model_t *m) {
     if (m->inference) {
         tp_note(m, model_needs_grads(m, "ax_model_zero_grad"));

@@ -1,7 +1,7 @@
-/* KV-cached incremental decoding on the 4D grid: the forward of model_step.c for one position
+/* KV-cached incremental decoding on the 4D grid: block.c's forward for one position
  * of B sequences, with each layer's rotated keys and values kept for the positions before.
  * The layer-0 activation buffers serve as scratch (decoding has no backward). */
-#include "lib/model/model_internal.h"
+#include "lib/model/tp_linear.h"
 #include "lib/backend/ops.h"
 #include "lib/model/sample.h"
 #include "lib/core/log.h"
@@ -131,19 +131,21 @@ static void decode(ax_model_t *m, const int32_t *tokens, int pos, int logits) {
         m->stale = 0;
     }
     pack_refresh(m);
+    m->decoding = 1;
     ax_copy(m->ctx, m->inputs_copy, tokens, (size_t)B * sizeof(int32_t), AX_COPY_H2D);
     ax_embedding_shard_forward(m->ctx, x, m->inputs_copy, m->tp[m->t_wte].full, B, Cx, m->v0,
                                m->vvalid);
-    tp_note(m, ax_coll_allreduce(m->grid, AX_AXIS_Y, x, (long)B * Cx, AX_DT_F32, AX_OP_SUM));
+    tp_allreduce_sum(m, AX_AXIS_Y, x, (long)B * Cx);
     if (m->t_wpe >= 0) /* learned positions: row pos of wpe to every sequence */
         ax_bias_add(m->ctx, x, m->tp[m->t_wpe].full + (long)pos * Cx, B, Cx);
     int rd = model_rotary_dim(c), par = c->parallel_residual;
     const float *cos_t = m->rope_cos + (long)pos * (rd / 2),
                 *sin_t = m->rope_sin + (long)pos * (rd / 2);
     for (int l = 0; l < c->n_layers; l++) {
-        tp_norm_forward(m, LT(m, l, L_NORM1), LT(m, l, L_NORM1B), s->ln1, s->mean1, s->rstd1, x, B);
-        tp_linear_forward_dec(m, LT(m, l, L_WQKV), s->qkv, s->ln1, 1, B);
-        tp_bias_forward(m, LT(m, l, L_BQKV), s->qkv, B);
+        const int *w = &m->lt[l * L_SLOTS];
+        tp_norm_forward(m, w[L_NORM1], w[L_NORM1B], s->ln1, s->mean1, s->rstd1, x, B);
+        tp_col_forward(m, w[L_WQKV], s->qkv, s->ln1, m->gin16, B); /* all-reduce over X */
+        tp_bias_forward(m, w[L_BQKV], s->qkv, B);
         if (rd) { /* one position per sequence: B "sequences" of length 1 at angle table row pos */
             ax_rope_partial_forward(m->ctx, s->qkv, cos_t, sin_t, B, 1, Hy, D, rd, Q3);
             ax_rope_partial_forward(m->ctx, s->qkv + Cy, cos_t, sin_t, B, 1, Hky, D, rd, Q3);
@@ -155,19 +157,18 @@ static void decode(ax_model_t *m, const int32_t *tokens, int pos, int logits) {
         ax_copy_rows(m->ctx, q, Cy, s->qkv, Q3, B, Cy);
         ax_attention_decode_gqa(m->ctx, s->atty, q, m->kcache[l], m->vcache[l], B, Hy, Hky, D,
                                 pos + 1, m->T);
-        tp_linear_forward_dec(m, LT(m, l, L_WO), x_mid, s->atty, 0, B);
-        tp_bias_forward(m, LT(m, l, L_BO), x_mid, B);
+        tp_row_forward(m, w[L_WO], x_mid, s->atty, 0, B); /* all-reduce over Y */
+        tp_bias_forward(m, w[L_BO], x_mid, B);
         if (!par) ax_accumulate(m->ctx, x_mid, x, (long)B * Cx);
-        tp_norm_forward(m, LT(m, l, L_NORM2), LT(m, l, L_NORM2B), s->ln2, s->mean2, s->rstd2,
-                        par ? x : x_mid, B);
-        tp_linear_forward_dec(m, LT(m, l, L_WUP), s->h, s->ln2, 1, B);
-        tp_bias_forward(m, LT(m, l, L_BUP), s->h, B);
+        tp_norm_forward(m, w[L_NORM2], w[L_NORM2B], s->ln2, s->mean2, s->rstd2, par ? x : x_mid, B);
+        tp_col_forward(m, w[L_WUP], s->h, s->ln2, m->gin16, B); /* all-reduce over X */
+        tp_bias_forward(m, w[L_BUP], s->h, B);
         tp_mlp_act_forward(m, s->hs, s->h, B);
         /* the layer's output replaces x: the MLP branch goes to a scratch row block first when
          * x is still needed for the parallel residual */
         float *out = par ? s->res : x;
-        tp_linear_forward_dec(m, LT(m, l, L_WDOWN), out, s->hs, 1, B);
-        tp_bias_forward(m, LT(m, l, L_BDOWN), out, B);
+        tp_row_forward(m, w[L_WDOWN], out, s->hs, m->gin16, B); /* all-reduce over Y */
+        tp_bias_forward(m, w[L_BDOWN], out, B);
         ax_accumulate(m->ctx, out, x_mid, (long)B * Cx);
         if (par) {
             ax_accumulate(m->ctx, out, x, (long)B * Cx);
@@ -175,9 +176,11 @@ static void decode(ax_model_t *m, const int32_t *tokens, int pos, int logits) {
         }
     }
     m->dec_logits_ok = logits;
-    if (!logits) return;
-    tp_norm_forward(m, m->t_normf, m->t_normfb, m->lnf, m->meanf, m->rstdf, x, B);
-    tp_linear_forward_dec(m, m->t_head, m->dec_logits, m->lnf, 1, B);
+    if (logits) {
+        tp_norm_forward(m, m->t_normf, m->t_normfb, m->lnf, m->meanf, m->rstdf, x, B);
+        tp_col_forward(m, m->t_head, m->dec_logits, m->lnf, m->gin16, B); /* all-reduce over X */
+    }
+    m->decoding = 0;
 }
 
 void ax_model_decode_step(ax_model_t *m, const int32_t *tokens, int pos) {

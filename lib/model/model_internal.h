@@ -7,12 +7,13 @@
 
 /* How a global tensor is split (docs/grid.md). */
 typedef enum {
-    TP_NORMAL,     /* [n, k]: rows (outputs) over Y in `groups` groups (group_g), cols over X */
-    TP_TRANSPOSED, /* [n, k]: rows over X, cols (inputs) over Y */
+    TP_NORMAL,     /* column-parallel [n, k]: rows (outputs) over Y in `groups` groups
+                    * (group_g), cols over X (tp_linear.h) */
+    TP_TRANSPOSED, /* row-parallel [n, k]: rows over X, cols (inputs) over Y */
     TP_VEC,        /* [C]: over X, replicated over Y (norm weights) */
-    TP_VOCAB,      /* [V, C]: rows over Y padded to Vp = ceil(V/Gy)*Gy, cols over X */
+    TP_VOCAB,      /* column-parallel [V, C]: rows over Y padded to ceil(V/Gy)*Gy, cols over X */
     TP_YVEC,       /* [n]: over Y in `groups` groups (group_g), replicated over X (the bias of a
-                    * TP_NORMAL layer: split like the rows it belongs to) */
+                    * column-parallel layer: split like the rows it belongs to) */
     TP_ROWS,       /* [n, k]: every row, cols over X, replicated over Y (learned positions) */
 } tp_kind;
 
@@ -128,7 +129,6 @@ struct ax_model {
     ax_grid_t *own_grid; /* set when ax_model_create made a serial grid */
     int dims[4], x, y, z;
     int B, T, cur_B;
-    int overlap;
     ax_overlap *ov;   /* in-flight collectives: slots OV_OAR, ov_gather(t), ov_scatter(t) */
     ax_status status; /* first collective failure */
     /* sizes on this rank */
@@ -203,6 +203,7 @@ struct ax_model {
     void **dec_pack;
     unsigned long wgen, pack_gen;
     int dec_pack_tried; /* the block was sized (and allocated if it could be) */
+    int decoding;       /* in a decoding step: the linears multiply the packed copies */
 };
 
 /* the parameters were written: gathered blocks (and decoding's packed copies) are stale */
@@ -232,45 +233,47 @@ static inline int ov_slots(int n_tensors) {
 static inline void tp_note(ax_model_t *m, ax_status s) {
     if (s != AX_OK && m->status == AX_OK) m->status = s;
 }
+/* buf [n] summed over the ranks of axis, blocking */
+static inline void tp_allreduce_sum(ax_model_t *m, ax_axis axis, float *buf, long n) {
+    tp_note(m, ax_coll_allreduce(m->grid, axis, buf, n, AX_DT_F32, AX_OP_SUM));
+}
+/* The tensors of layer l in slot order (the order model.c lays them out in); returns the count. */
+static inline int model_layer_tensors(const ax_model_t *m, int l, int *ts) {
+    int n = 0;
+    for (int s = 0; s < L_SLOTS; s++)
+        if (LT(m, l, s) >= 0) ts[n++] = LT(m, l, s);
+    return n;
+}
 
-/* lib/model/model_linear.c: the tensor-parallel layers */
-/* zeroes the gradient blocks ax_model_zero_grad left stale (before anything reads them) */
-void model_grads_settle(const ax_model_t *m);
-/* AX_OK, or AX_ERR_ARG naming fn on an inference model (no gradients) */
-ax_status model_needs_grads(const ax_model_t *m, const char *fn);
-void tp_gather_begin(ax_model_t *m, int t); /* all-gather tensor t over Z (async w/ overlap) */
-void tp_gather_end(ax_model_t *m, int t);
-void tp_linear_forward(ax_model_t *m, int t, float *out, const float *in, int N);
-void tp_linear_backward(ax_model_t *m, int t, float *din, const float *dout, const float *in,
-                        int N);
-/* the same with `in` one of the GEMM-only activations (ln1, ln2, hs, lnf: bf16 when gin16) */
-void tp_linear_forward_gin(ax_model_t *m, int t, float *out, const void *in, int N);
-/* either of the two in a decoding step (gin: `in` is a GEMM-only activation), from tensor t's
- * packed copy when it has one */
-void tp_linear_forward_dec(ax_model_t *m, int t, float *out, const void *in, int gin, int N);
-void tp_linear_backward_gin(ax_model_t *m, int t, float *din, const float *dout, const void *in,
-                            int N);
-/* hs = the MLP activation (SwiGLU or GELU) of h [N, 2 Fy or Fy], into a GEMM-only activation */
-void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N);
-/* m->dh = the MLP activation's input gradient from dhs (zeroing it first when fp32) */
-void tp_mlp_act_backward(ax_model_t *m, const float *dhs, const float *h, int N);
-/* tp_linear_backward_gin with dout = m->dh (bf16 storage when dh16): the up projection */
-void tp_linear_backward_dh(ax_model_t *m, int t, float *din, const void *in, int N);
-void tp_grad_sync_begin(ax_model_t *m, int t); /* reduce-scatter tensor t's gradient over Z */
-/* the same into recv (this rank's shard of tensor t's gradient) instead of the slab */
-void tp_grad_sync_begin_to(ax_model_t *m, int t, float *recv);
-void tp_grad_sync_end(ax_model_t *m, int t);
-/* The configured norm: RMSNorm of weight t, or LayerNorm of weight t and bias tb (mean[N] saved;
- * unused by RMSNorm), into out, a GEMM-only activation (bf16 storage when gin16). The backward
- * accumulates into din. */
+/* lib/model/block.c: one transformer block (the linears: tp_linear.h) */
+/* Block l's forward for B sequences from acts[l].res into the next block's res. whole = 0 stops
+ * before the down projection: the backward's recomputation needs every activation but the
+ * output, which the block above already consumed. */
+void block_forward(ax_model_t *m, int l, int B, int whole);
+/* Block l's backward. dres: the gradient of its output [N, Cx]; its input's gradient is left in
+ * dacc. Sequential: dacc == dres, accumulated in place (after the MLP, dres is the gradient of
+ * res_mid, the attention's output). Parallel residual: both branches read dres, and their input
+ * gradients add up in dacc, which starts as a copy of dres. */
+void block_backward(ax_model_t *m, int l, int B, float *dres, float *dacc);
+/* The configured norm: RMSNorm of weight t, or LayerNorm of weight t and bias tb (mean [N]
+ * saved; unused by RMSNorm), into out, a GEMM-only activation (bf16 storage when gin16). The
+ * backward accumulates into din. */
 void tp_norm_forward(ax_model_t *m, int t, int tb, void *out, float *mean, float *rstd,
                      const float *in, int N);
 void tp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout, const float *in,
                       const float *mean, const float *rstd, int N);
+/* hs = the MLP activation (SwiGLU or GELU) of h [N, 2 Fy or Fy], into a GEMM-only activation */
+void tp_mlp_act_forward(ax_model_t *m, void *hs, const float *h, int N);
+/* m->dh = the MLP activation's input gradient from dhs (zeroing it first when fp32) */
+void tp_mlp_act_backward(ax_model_t *m, const float *dhs, const float *h, int N);
 /* out[N, n] += bias tb (after the layer's all-reduce: added once); nothing when tb < 0 */
 void tp_bias_forward(ax_model_t *m, int tb, float *out, int N);
 /* bias tb's gradient += column sums of dout[N, n]; nothing when tb < 0 */
 void tp_bias_backward(ax_model_t *m, int tb, const float *dout, int N);
+/* zeroes the gradient blocks ax_model_zero_grad left stale (before anything reads them) */
+void model_grads_settle(const ax_model_t *m);
+/* AX_OK, or AX_ERR_ARG naming fn on an inference model (no gradients) */
+ax_status model_needs_grads(const ax_model_t *m, const char *fn);
 
 /* lib/model/model_stream.c: layer weights streamed over Z (m->stream). Each call is a no-op
  * when the model does not stream. */
@@ -280,11 +283,11 @@ void stream_gather_end(ax_model_t *m, int l);
 void stream_grad_begin(ax_model_t *m, int l); /* slot l % 2's gradients free and zeroed */
 void stream_grad_sync(ax_model_t *m, int l);  /* reduce-scatter layer l's gradients (async) */
 void stream_grad_end(ax_model_t *m);          /* every reduce-scatter done and added */
+ax_status stream_alloc(ax_model_t *m);        /* the slots; points the layer tensors at them */
+void stream_free(ax_model_t *m);
 /* lib/model/model_gradcomm.c: gradients reduced in bf16 (m->gc16) */
 ax_status gradcomm_alloc(ax_model_t *m); /* the staging; after the tensors' blocks exist */
 void gradcomm_free(ax_model_t *m);
 void gradcomm_scatter_begin(ax_model_t *m, int t, float *recv); /* tensor t's reduce-scatter */
 void gradcomm_scatter_end(ax_model_t *m, int t); /* after its wait: the shard into recv */
 void gradcomm_data_allreduce(ax_model_t *m);     /* the slab over the data axis */
-ax_status stream_alloc(ax_model_t *m);           /* the slots; points the layer tensors at them */
-void stream_free(ax_model_t *m);

@@ -8,15 +8,7 @@
  * layers'; the price is up to two gathers a layer per micro-batch and a reduce-scatter a layer
  * per micro-batch (lib/model/perfmodel.c counts them). docs/grid.md. */
 #include "lib/backend/ops.h"
-#include "lib/model/model_internal.h"
-
-/* the tensors of layer l in slot order (the order model.c lays them out in a slot) */
-static int layer_tensors(const ax_model_t *m, int l, int *ts) {
-    int n = 0;
-    for (int s = 0; s < L_SLOTS; s++)
-        if (LT(m, l, s) >= 0) ts[n++] = LT(m, l, s);
-    return n;
-}
+#include "lib/model/tp_linear.h"
 
 void stream_invalidate(ax_model_t *m) {
     m->slot_layer[0] = m->slot_layer[1] = -1;
@@ -25,7 +17,7 @@ void stream_invalidate(ax_model_t *m) {
 void stream_gather_begin(ax_model_t *m, int l) {
     int s = l % 2, ts[L_SLOTS];
     if (!m->stream || m->slot_layer[s] == l) return;
-    int n = layer_tensors(m, l, ts);
+    int n = model_layer_tensors(m, l, ts);
     for (int i = 0; i < n; i++) tp_gather_begin(m, ts[i]);
     m->slot_layer[s] = l;
     m->slot_pending[s] = 1;
@@ -34,7 +26,7 @@ void stream_gather_begin(ax_model_t *m, int l) {
 void stream_gather_end(ax_model_t *m, int l) {
     int s = l % 2, ts[L_SLOTS];
     if (!m->stream || !m->slot_pending[s] || m->slot_layer[s] != l) return;
-    int n = layer_tensors(m, l, ts);
+    int n = model_layer_tensors(m, l, ts);
     for (int i = 0; i < n; i++) tp_gather_end(m, ts[i]);
     m->slot_pending[s] = 0;
 }
@@ -43,7 +35,7 @@ void stream_gather_end(ax_model_t *m, int l) {
 static void rs_end(ax_model_t *m, int s) {
     int l = m->slot_rs_layer[s], ts[L_SLOTS];
     if (l < 0) return;
-    int n = layer_tensors(m, l, ts);
+    int n = model_layer_tensors(m, l, ts);
     for (int i = 0; i < n; i++) {
         tp_tensor *p = &m->tp[ts[i]];
         tp_grad_sync_end(m, ts[i]);
@@ -62,7 +54,7 @@ void stream_grad_begin(ax_model_t *m, int l) {
 
 void stream_grad_sync(ax_model_t *m, int l) {
     if (!m->stream) return;
-    int s = l % 2, ts[L_SLOTS], n = layer_tensors(m, l, ts);
+    int s = l % 2, ts[L_SLOTS], n = model_layer_tensors(m, l, ts);
     /* the first micro-batch's sum is the gradient (the slab was zeroed): straight into it, so
      * one micro-batch gives the bits of the kept-blocks schedule; later ones add */
     m->slot_rs_acc[s] = m->micro > 0;
@@ -81,7 +73,7 @@ void stream_grad_end(ax_model_t *m) {
 }
 
 ax_status stream_alloc(ax_model_t *m) {
-    int ts[L_SLOTS], n = layer_tensors(m, 0, ts), gz = m->dims[AX_AXIS_Z];
+    int ts[L_SLOTS], n = model_layer_tensors(m, 0, ts), gz = m->dims[AX_AXIS_Z];
     m->slot_block = m->slot_shard = 0;
     for (int i = 0; i < n; i++) {
         m->slot_block += m->tp[ts[i]].shard_n * gz;
@@ -100,7 +92,7 @@ ax_status stream_alloc(ax_model_t *m) {
     /* every layer has the same tensors with the same shapes: the same offsets in its slot */
     for (int l = 0; l < m->cfg.n_layers; l++) {
         int64_t fo = 0, so = 0;
-        n = layer_tensors(m, l, ts);
+        n = model_layer_tensors(m, l, ts);
         for (int i = 0; i < n; i++) {
             tp_tensor *p = &m->tp[ts[i]];
             p->full = m->wslot[l % 2] + fo;

@@ -1,5 +1,5 @@
-/* Mirrors the collectives of model_step.c / model_linear.c / ax_model_grad_sumsq call by call.
- * Keep the two in step: the MPI driver compares them on every grid. */
+/* Mirrors the collectives of model_step.c / block.c / tp_linear.c / ax_model_grad_sumsq call by
+ * call. Keep the two in step: the MPI driver compares them on every grid. */
 #include "lib/model/perfmodel.h"
 #include "lib/model/model_internal.h"
 

@@ -225,7 +225,7 @@ static void t_bf16_reuse(long n) {
     memcpy(rx, h, sizeof(float) * nn);
     ref_gemm('N', 'N', n, n, n, 1.0f, rx, n, ry, n, 0.0f, rwm, n);
     check_ref(name, "after copy", rwm, &W, nn);
-    /* as model_linear.c's backward: dX = Z Y stages Z (the dout), then dW[n, n] += Z^T X in
+    /* as tp_linear.c's backward: dX = Z Y stages Z (the dout), then dW[n, n] += Z^T X in
      * chunks of 7 rows of dW, which read column blocks of the staged Z (and all of X each) */
     both V = put(NULL, sizeof(float) * nn);
     float *rv = cpu_copy(V.c, nn, 0);
