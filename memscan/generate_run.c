@@ -8,7 +8,7 @@
 #include "lib/core/json.h"
 #include "lib/core/timer.h"
 #include "memscan/generate.h"
-#include "memscan/index.h"
+#include "index/index.h"
 #include "memscan/model_load.h"
 #include "memscan/scan_inputs.h"
 

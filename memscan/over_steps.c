@@ -1,12 +1,12 @@
 /* One scan over the checkpoints of a run, and its curve file (memscan/over_steps.h). */
 #include "memscan/over_steps.h"
+#include "lib/core/cliargs.h"
 #include "lib/ckpt/ckpt.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/log.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "lib/dist/mpienv.h"
-#include "memscan/cmd_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -486,8 +486,10 @@ int ax_ms_over_steps(const ax_ms_steps_kind *k, int argc, char **argv) {
     } else if (rc == 0 && !(base = malloc(k->opts_size))) {
         rc = 1;
     } else if (rc == 0) {
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "memscan %s", k->name);
         ax_error_clear();
-        rc = ax_ms_cli_parse(k->name, k->table, base, a.argc, a.argv); /* prints --help */
+        rc = ax_cli_parse(cmd, k->table, base, a.argc, a.argv, NULL); /* prints --help */
         if (rc == 0 && ax_mpi_world_rank() == 0) print_help();
         if (rc < 0) rc = run_loop(k, &a, base);
         ax_cfg_free(k->table, base);

@@ -10,7 +10,7 @@
 #include "lib/core/timer.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
-#include "memscan/index.h"
+#include "index/index.h"
 #include "lib/core/log.h"
 #include "lib/dist/mpienv.h"
 #include "memscan/model_load.h"

@@ -1,4 +1,5 @@
 #include "lib/dist/mpienv.h"
+#include "lib/core/cliargs.h"
 #include "lib/core/log.h"
 #include "lib/core/stop.h"
 
@@ -59,6 +60,7 @@ ax_status ax_mpi_start(int *argc, char ***argv) {
                          provided);
     }
     ax_log_set_rank(g_rank);
+    ax_cli_set_world(g_rank, g_size);
     ax_stall_set_rank(g_rank);
     share_cores();
     return AX_OK;

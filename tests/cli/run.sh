@@ -351,8 +351,8 @@ done
 "$AX" memscan index --data "$T/kjv.axd" --n 8 --out "$T/rw.idx" --round-windows 64K >/dev/null 2>"$T/err" \
   && ok "index: --round-windows 64K accepted" || bad "index: --round-windows 64K accepted"
 for v in "12x" " 12" "0x10" "99"; do
-  expect_fail "index: AXMEM_MEMSCAN_HASH_BITS='$v' refused" 2 "AXMEM_MEMSCAN_HASH_BITS='$v'" \
-    env AXMEM_MEMSCAN_HASH_BITS="$v" "$AX" memscan index --data "$T/kjv.axd" --out "$T/hb.idx"
+  expect_fail "index: --hash-bits '$v' refused" 2 "--hash-bits" \
+    "$AX" memscan index --data "$T/kjv.axd" --out "$T/hb.idx" --hash-bits "$v"
 done
 [ ! -e "$T/rw.idx.partial" ] && [ ! -e "$T/hb.idx" ] && ok "refused flags leave no index behind" \
   || bad "refused flags leave no index behind"
@@ -688,7 +688,7 @@ expect_fail "memscan index: bad --mem-limit named" 2 "--mem-limit '12Q'" \
   "$AX" memscan index --data "$T/kjv.axd" --out "$T/x.idx" --mem-limit 12Q
 
 # ---- memscan lookup --occurrences N: every place of each span and window, bounded ----
-# (exact lists are checked against brute force in tests/unit/test_memscan_spans.c; here the
+# (exact lists are checked against brute force in tests/unit/test_index_spans.c; here the
 # flag, its bound, the JSON/batch/text output and the total counts)
 Q="And the evening and the morning were the third day. And God said, Let the earth bring forth"
 "$AX" memscan lookup --index "$T/kjv.idx" --tokenizer "$T/tok" --json "$Q" >"$T/occ0.json" 2>"$T/err"
