@@ -24,7 +24,9 @@ ALLOWED = {
     'lib/backend/cuda': ['lib/core', 'lib/backend'],
     'lib/ckpt': ['lib/core'],
     'lib/model': ['lib/core', 'lib/dist', 'lib/backend', 'lib/ckpt'],
-    'data': ['lib/core'],
+    # data/hf: the Hugging Face tokenizer.json files; one layer (one library) with data
+    'data': ['lib/core', 'data/hf'],
+    'data/hf': ['lib/core', 'data'],
     'goldfish': ['lib/core', 'data'],
     # the corpus index: n-gram windows of a dataset, built and served over lib/dist
     'index': ['lib/core', 'lib/dist', 'data'],

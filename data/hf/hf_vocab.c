@@ -1,6 +1,6 @@
 /* The vocabulary side of a tokenizer.json: GPT-2's byte-to-unicode table, the string -> id
  * map, the merge table, and the bytes each id decodes to. */
-#include "data/hf_tok.h"
+#include "data/hf/hf_tok.h"
 #include "data/tok_internal.h"
 #include "lib/core/json.h"
 #include "lib/core/status.h"

@@ -1,8 +1,8 @@
 /* Encoding with a tokenizer.json: added tokens, normalizer, pre-tokenizer, BPE by rank
- * (data/hf_tok.h has the pipeline), with a per-thread cache of piece -> ids. */
-#include "data/hf_nfc.h"
-#include "data/hf_pretok.h"
-#include "data/hf_tok.h"
+ * (data/hf/hf_tok.h has the pipeline), with a per-thread cache of piece -> ids. */
+#include "data/hf/hf_nfc.h"
+#include "data/hf/hf_pretok.h"
+#include "data/hf/hf_tok.h"
 #include "data/merge_heap.h"
 #include "data/tok_internal.h"
 #include "lib/core/status.h"

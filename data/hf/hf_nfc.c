@@ -1,6 +1,6 @@
 /* NFC over UTF-8 (see hf_nfc.h): decode, decompose fully (tables + Hangul arithmetic), sort
  * marks by combining class, compose (primary composites + Hangul), encode. */
-#include "data/hf_nfc.h"
+#include "data/hf/hf_nfc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* Reading a Hugging Face tokenizer.json (BPE models) into an ax_tokenizer_t: the supported
- * normalizers, pre-tokenizers and model options are listed in data/hf_tok.h; anything else is
+ * normalizers, pre-tokenizers and model options are listed in data/hf/hf_tok.h; anything else is
  * refused with a message naming the file and the component. */
-#include "data/hf_nfc.h"
-#include "data/hf_pretok.h"
-#include "data/hf_tok.h"
+#include "data/hf/hf_nfc.h"
+#include "data/hf/hf_pretok.h"
+#include "data/hf/hf_tok.h"
 #include "data/tok_internal.h"
 #include "lib/core/json.h"
 #include "lib/core/log.h"

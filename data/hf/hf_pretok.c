@@ -1,5 +1,5 @@
 /* Hand-compiled GPT-2 and Llama-3 pre-tokenizer regexes over UTF-8 (see hf_pretok.h). */
-#include "data/hf_pretok.h"
+#include "data/hf/hf_pretok.h"
 
 const char ax_hf_re_gpt2[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";

@@ -5,7 +5,7 @@
  *   2. each remaining segment is normalized (NFC, Prepend, Replace string ops, in order) and
  *      the "normalized" added tokens are cut out of it the same way (allowed with no
  *      normalizer or NFC only);
- *   3. pre-tokenized: a Split / ByteLevel regex (GPT-2 or Llama-3, data/hf_pretok.h), with
+ *   3. pre-tokenized: a Split / ByteLevel regex (GPT-2 or Llama-3, data/hf/hf_pretok.h), with
  *      ByteLevel's optional prefix space, or Metaspace (spaces -> replacement, prepend
  *      always / first segment / never, optional split before each replacement);
  *   4. each piece becomes initial symbols: in byte-level models one per byte (the vocabulary's
