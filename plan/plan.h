@@ -1,10 +1,10 @@
 /* `axmem plan`: rank every 4D grid of a device count by predicted step time
- * (lib/model/perfmodel.h), with machine profiles (built in, or JSON files) and a measurement
+ * (plan/perfmodel.h), with machine profiles (built in, or JSON files) and a measurement
  * of this machine (plan/measure.c). docs/DESIGN.md "Planning a run". */
 #pragma once
 #include "lib/core/json.h"
 #include "lib/core/status.h"
-#include "lib/model/perfmodel.h"
+#include "plan/perfmodel.h"
 
 /* ---- machine profiles ----
  * JSON: {"name": "...", "source": "where the numbers come from", "gemm_tflops": R,

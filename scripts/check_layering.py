@@ -38,8 +38,9 @@ ALLOWED = {
     # Hugging Face model import/export: the model's tensor table and config, checkpoints;
     # lib/dist for the bf16 conversion it shares with the collectives
     'interop': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model'],
-    # axmem plan: the performance model (lib/model), profiles (lib/core JSON), --ckpt's tensor
-    # table (lib/ckpt), and --measure's GEMM (the CPU backend's ax_sgemm) and all-reduce (lib/dist)
+    # axmem plan and its performance model: the model's shape and per-rank blocks (lib/model),
+    # profiles (lib/core JSON), --ckpt's tensor table (lib/ckpt), and --measure's GEMM (the CPU
+    # backend's ax_sgemm) and all-reduce (lib/dist)
     'plan': ['lib/core', 'lib/dist', 'lib/backend', 'lib/backend/cpu', 'lib/ckpt', 'lib/model'],
     # the dispatcher, the demo and `axmem version`: every layer's public headers
     'cli': ['lib/core', 'lib/dist', 'lib/backend', 'lib/ckpt', 'lib/model', 'data', 'goldfish',

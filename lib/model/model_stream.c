@@ -6,7 +6,7 @@
  * starts); each layer's gradient block is reduce-scattered into the shard as soon as its
  * backward ends, behind the layers below. Gathered memory falls from every layer's blocks to two
  * layers'; the price is up to two gathers a layer per micro-batch and a reduce-scatter a layer
- * per micro-batch (lib/model/perfmodel.c counts them). docs/DESIGN.md "The 4D grid". */
+ * per micro-batch (plan/perfmodel.c counts them). docs/DESIGN.md "The 4D grid". */
 #include "lib/backend/ops.h"
 #include "lib/model/model_internal.h"
 

@@ -14,7 +14,7 @@
 #include "lib/model/model.h"
 #include "lib/dist/mpienv.h"
 #include "lib/model/optim.h"
-#include "lib/model/perfmodel.h"
+#include "plan/perfmodel.h"
 #include "lib/core/rng.h"
 
 #include <math.h>

@@ -11,7 +11,7 @@
 #include "lib/dist/mpienv.h"
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
-#include "lib/model/perfmodel.h"
+#include "plan/perfmodel.h"
 #include "plan/plan.h"
 
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/overlap.h"
 #include "lib/model/model.h"
-#include "lib/model/perfmodel.h"
+#include "plan/perfmodel.h"
 #include "plan/plan.h"
 #include "test_suite_files.h"
 

@@ -1,7 +1,7 @@
-/* Mirrors the collectives of model_step.c / model_linear.c / ax_model_grad_sumsq call by call.
- * Keep the two in step: the MPI driver compares them on every grid. */
-#include "lib/model/perfmodel.h"
-#include "lib/model/model_internal.h"
+/* Mirrors the collectives of lib/model (model_step.c, model_linear.c, ax_model_grad_sumsq) call
+ * by call. Keep the two in step: the MPI driver compares them on every grid. */
+#include "plan/perfmodel.h"
+#include "lib/model/model_io.h"
 
 #include <string.h>
 
@@ -34,10 +34,10 @@ typedef struct {
     long n_local;
 } per_tensor;
 
-static void tensor_cb(void *u, const tensor_spec *s) {
+static void tensor_cb(void *u, int layer, int64_t block) {
     per_tensor *t = u;
-    if (t->which != -2 && (t->which == -1 ? s->layer >= 0 : s->layer != t->which)) return;
-    long sh = shard((long)model_spec_block(s, t->a->dims), t->gz);
+    if (t->which != -2 && (t->which == -1 ? layer >= 0 : layer != t->which)) return;
+    long sh = shard((long)block, t->gz);
     t->n_local += sh;
     if (t->kind >= 0) add(t->a, (ax_comm_kind)t->kind, AX_AXIS_Z, sh, t->elem);
 }
@@ -45,7 +45,7 @@ static void tensor_cb(void *u, const tensor_spec *s) {
 /* the Z collective `kind` of every tensor in `which` (per_tensor.which), elem bytes an element */
 static void z_tensors(const ax_model_config *c, acc *a, int gz, int kind, int which, int elem) {
     per_tensor pt = {a, gz, kind, which, elem, 0};
-    model_tensor_specs(c, tensor_cb, &pt);
+    ax_model_rank_blocks(c, a->dims, tensor_cb, &pt);
 }
 
 /* streamed weights (model_stream.c): a layer is gathered when its slot (l % 2) does not hold it;
@@ -94,7 +94,7 @@ void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], in
     long Ky = (long)(c->n_kv_heads ? c->n_kv_heads : c->n_heads) / gy * (c->dim / c->n_heads);
     long Uy = (c->mlp == AX_MLP_SWIGLU ? 2L : 1L) * Fy;
     per_tensor pt = {&a, gz, -1, -2, 4, 0};
-    model_tensor_specs(c, tensor_cb, &pt); /* n_local */
+    ax_model_rank_blocks(c, dims, tensor_cb, &pt); /* n_local */
     long n_local = pt.n_local;
     stream = stream && gz > 1;
 

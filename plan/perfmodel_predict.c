@@ -1,8 +1,8 @@
 /* Step-time prediction for one grid: compute from the model's FLOPs, communication from the
  * same byte counts the runtime's counters see (ax_perfmodel_step_phases), overlap as the model
  * schedules it (OAR, ORS, OAG), memory as lib/model/model.c allocates it. */
-#include "lib/model/perfmodel.h"
-#include "lib/model/model_internal.h"
+#include "plan/perfmodel.h"
+#include "lib/model/model_io.h"
 
 #include "lib/dist/overlap.h"
 
@@ -102,14 +102,14 @@ typedef struct {
     double global_full;             /* the blocks of the tensors outside the layers */
     double layer_full, layer_shard; /* layer 0's (every layer's are the same) */
 } blocks_sum;
-static void sum_block(void *u, const tensor_spec *s) {
+static void sum_block(void *u, int layer, int64_t block) {
     blocks_sum *b = u;
-    int64_t block = model_spec_block(s, b->dims), gz = b->dims[AX_AXIS_Z];
+    int64_t gz = b->dims[AX_AXIS_Z];
     double shard = (double)((block + gz - 1) / gz); /* whole elements a shard */
     b->local += shard;
     b->full += (double)(shard * gz);
-    if (s->layer < 0) b->global_full += (double)(shard * gz);
-    if (s->layer == 0) b->layer_full += (double)(shard * gz), b->layer_shard += shard;
+    if (layer < 0) b->global_full += (double)(shard * gz);
+    if (layer == 0) b->layer_full += (double)(shard * gz), b->layer_shard += shard;
 }
 
 static double min_d(double a, double b) {
@@ -129,7 +129,7 @@ static void memory(const ax_model_config *c, const ax_machine *mach, const int d
     /* grouped-query attention: the qkv row holds Cy query and 2 Ky key/value columns */
     double Q3 = Cy + 2.0 * ((c->n_kv_heads ? c->n_kv_heads : c->n_heads) / gy) * D;
     blocks_sum bs = {dims, 0, 0, 0, 0, 0}; /* every tensor of the table, as model.c allocates */
-    model_tensor_specs(c, sum_block, &bs);
+    ax_model_rank_blocks(c, dims, sum_block, &bs);
     double local = bs.local, full = bs.full;
     /* 16 bytes per parameter: fp32 params, grads, m, v (bf16 training with fp32 master weights
      * and moments needs the same 2 + 2 + 4 + 4 + 4) */
