@@ -3,7 +3,7 @@
 #include "data/encode.h"
 #include "data/axd.h"
 #include "data/input.h"
-#include "data/progress.h"
+#include "lib/core/progress.h"
 #include "data/tokenizer.h"
 #include "lib/core/stop.h"
 #include "lib/core/timer.h"
@@ -27,10 +27,10 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
     AX_CHECK_GOTO(ax_input_open(inputs, n_inputs, split_lines, &in), out);
     AX_CHECK_GOTO(ax_bpe_trainer_create(&tr), out);
     double t0 = ax_now();
-    ax_data_progress pr;
+    ax_progress pr;
     uint64_t total = ax_input_bytes_total(in);
-    ax_data_progress_init(&pr, "tokenizer-train: counting",
-                          max_bytes && max_bytes < total ? max_bytes : total);
+    ax_progress_bytes_begin(&pr, "tokenizer-train: counting",
+                            max_bytes && max_bytes < total ? max_bytes : total);
     uint64_t used = 0, docs = 0;
     for (;;) {
         const uint8_t *p;
@@ -49,14 +49,14 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
         char extra[96];
         snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
                  ax_bpe_trainer_n_chunks(tr));
-        ax_data_progress_update(&pr, used, extra);
+        ax_progress_bytes(&pr, used, extra);
         if (max_bytes && used >= max_bytes) break;
     }
     {
         char extra[96];
         snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
                  ax_bpe_trainer_n_chunks(tr));
-        ax_data_progress_done(&pr, used, extra);
+        ax_progress_bytes_done(&pr, used, extra);
     }
     AX_CHECK_GOTO(ax_bpe_trainer_train(tr, (int)vocab, stop, &tok), out);
     AX_CHECK_GOTO(ax_tokenizer_save(tok, out_path), out);
@@ -177,8 +177,8 @@ ax_status ax_data_encode(const char *tok_path, const char *const *inputs, int n_
     AX_CHECK_GOTO(ax_axd_writer_create(out_path, (uint32_t)ax_tokenizer_vocab_size(tok), &w), fail);
     ax_axd_writer_set_tokenizer(w, ax_tokenizer_checksum(tok));
     AX_CHECK_GOTO(ax_axd_writer_set_eot(w, ax_tokenizer_eot(tok)), fail);
-    ax_data_progress pr;
-    ax_data_progress_init(&pr, "encode", ax_input_bytes_total(in));
+    ax_progress pr;
+    ax_progress_bytes_begin(&pr, "encode", ax_input_bytes_total(in));
     uint64_t docs = 0, tokens = 0, text = 0;
     for (;;) {
         const uint8_t *p;
@@ -193,7 +193,7 @@ ax_status ax_data_encode(const char *tok_path, const char *const *inputs, int n_
             AX_CHECK_GOTO(batch_flush(&b, enc, w, &docs, &tokens), fail);
             char extra[96];
             snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " tokens", docs, tokens);
-            ax_data_progress_update(&pr, ax_input_bytes_read(in), extra);
+            ax_progress_bytes(&pr, ax_input_bytes_read(in), extra);
         }
         if (*stop) {
             st = ax_errorf(AX_ERR_INTERRUPTED, "interrupted; %s was not written", out_path);
@@ -206,7 +206,7 @@ ax_status ax_data_encode(const char *tok_path, const char *const *inputs, int n_
     char extra[160];
     snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " tokens (%.2f bytes/token)", docs,
              tokens, tokens ? (double)text / (double)tokens : 0.0);
-    ax_data_progress_done(&pr, ax_input_bytes_read(in), extra);
+    ax_progress_bytes_done(&pr, ax_input_bytes_read(in), extra);
     *res = (ax_data_encode_result){docs, tokens, text};
     goto out;
 fail:

@@ -39,7 +39,7 @@ uint64_t ax_goldfish_longest_run(const uint8_t *keep, const uint32_t *doc_pos, l
 }
 
 /* hash: mask every target chunk by chunk; counts dropped and prefix-kept targets */
-static ax_status hash_pass(const ax_goldfish *g, const ax_axd_t *d, double t0, uint64_t *dropped,
+static ax_status hash_pass(const ax_goldfish *g, const ax_axd_t *d, uint64_t *dropped,
                            uint64_t *prefix, run_tracker *runs) {
     const uint64_t n_tok = ax_axd_n_tokens(d), n_docs = ax_axd_n_docs(d), targets = n_tok - 1;
     const uint64_t *offs = ax_axd_doc_offsets(d);
@@ -58,7 +58,6 @@ static ax_status hash_pass(const ax_goldfish *g, const ax_axd_t *d, double t0, u
     int show = ax_log_get_level() >= AX_LOG_INFO;
     ax_progress pr;
     ax_progress_begin(&pr, "goldfish stats: targets", 0, (long)targets);
-    double last_line = t0;
     uint64_t doc = 0;
     for (uint64_t a = 1; a < n_tok; a += STATS_CHUNK) {
         long cnt = (long)(n_tok - a < (uint64_t)STATS_CHUNK ? n_tok - a : STATS_CHUNK);
@@ -82,13 +81,7 @@ static ax_status hash_pass(const ax_goldfish *g, const ax_axd_t *d, double t0, u
                            a + (uint64_t)cnt - 1, targets);
             goto out;
         }
-        if (show) {
-            double now = ax_now();
-            long done = (long)(a + (uint64_t)cnt - 1);
-            int line = !pr.tty && now - last_line >= 5.0;
-            if (line) last_line = now;
-            ax_progress_update(&pr, done, -1, (double)done / (now - t0 + 1e-9), line);
-        }
+        if (show) ax_progress_tick(&pr, (long)(a + (uint64_t)cnt - 1));
     }
     if (show) ax_progress_end(&pr);
 out:
@@ -115,7 +108,7 @@ ax_status ax_goldfish_stats_compute(const ax_goldfish *g, const ax_axd_t *d, uin
         dropped = full * (seq_len / k) + tail / k;
         runs.best = targets < k - 1 ? targets : k - 1;
     } else if (g->strategy == AX_GOLDFISH_HASH && targets > 0) {
-        AX_CHECK(hash_pass(g, d, t0, &dropped, &prefix, &runs));
+        AX_CHECK(hash_pass(g, d, &dropped, &prefix, &runs));
     } else if (g->strategy == AX_GOLDFISH_NONE) {
         /* every target is supervised: the longest run is the longest document */
         uint64_t best = 0, best_doc = 0;

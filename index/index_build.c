@@ -812,7 +812,6 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
     int show = o->progress && bd->rank == 0;
     uint64_t T = ax_axd_n_tokens(bd->idx->ds);
     if (show) ax_progress_begin(&prog, "memscan index: tokens", 0, (long)T);
-    double t0 = ax_now(), last_line = t0;
     ax_status st = AX_OK;
     for (uint64_t k = 0; k < rounds; k++) {
         uint64_t s = bd->lo + k * bd->B, e = s + bd->B;
@@ -855,11 +854,7 @@ static ax_status run_rounds(builder *bd, uint64_t rounds, const ax_memscan_build
         if (show) {
             /* ranks move in lockstep over equal slices: rank 0's share scales to the total */
             uint64_t done = (k + 1) * bd->B * (uint64_t)bd->size;
-            if (done > T) done = T;
-            double now = ax_now();
-            int line = !prog.tty && now - last_line > 5.0;
-            if (line) last_line = now;
-            ax_progress_update(&prog, (long)done, -1, (double)done / (now - t0 + 1e-9), line);
+            ax_progress_tick(&prog, (long)(done > T ? T : done));
         }
     }
     if (bd->shm && rounds) { /* the last round's pairs */
