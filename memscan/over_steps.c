@@ -189,18 +189,8 @@ ax_status ax_ms_curve_write(const ax_ms_curve *c) {
     raw_list(&w, "points", &c->points);
     raw_list(&w, "skipped", &c->skipped);
     ax_jw_obj_end(&w);
-    ax_status st = ax_jw_text(&w) ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
-    char tmp[AX_MS_PATH_MAX + 64];
-    int fd = -1;
-    if (st == AX_OK) st = ax_create_temp(c->path, 0, tmp, sizeof tmp, &fd);
-    if (st == AX_OK) {
-        st = ax_write_all(fd, ax_jw_text(&w), strlen(ax_jw_text(&w)), tmp);
-        if (st == AX_OK && (ax_write_all(fd, "\n", 1, tmp) != AX_OK || fsync(fd) != 0))
-            st = ax_errorf(AX_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-        close(fd);
-        if (st == AX_OK) st = ax_rename_durable(tmp, c->path);
-        if (st != AX_OK) unlink(tmp);
-    }
+    ax_status st = ax_jw_text(&w) ? ax_write_text_atomic(c->path, ax_jw_text(&w), 0)
+                                  : ax_errorf(AX_ERR_NOMEM, "out of memory");
     ax_jw_free(&w);
     return st;
 }

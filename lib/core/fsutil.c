@@ -203,6 +203,21 @@ ax_status ax_create_temp(const char *path, int private_mode, char *tmp, size_t n
                      path, strerror(errno));
 }
 
+ax_status ax_write_text_atomic(const char *path, const char *text, int private_mode) {
+    char tmp[4200];
+    int fd;
+    AX_CHECK(ax_create_temp(path, private_mode, tmp, sizeof tmp, &fd));
+    ax_status st = ax_write_all(fd, text, strlen(text), tmp);
+    if (st == AX_OK) st = ax_write_all(fd, "\n", 1, tmp);
+    if (st == AX_OK && fsync(fd) != 0)
+        st = ax_errorf(AX_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
+    if (close(fd) != 0 && st == AX_OK)
+        st = ax_errorf(AX_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
+    if (st == AX_OK) st = ax_rename_durable(tmp, path);
+    if (st != AX_OK) unlink(tmp);
+    return st;
+}
+
 /* ---------------------------------------------------------------- regular-file inputs */
 
 static const char *file_kind(mode_t m) {

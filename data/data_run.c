@@ -1,6 +1,6 @@
-/* The data pipeline behind `axmem data tokenizer-train` and `axmem data encode`: streaming input,
- * batching, parallel encoding, the .axd writer. */
-#include "data/encode.h"
+/* The `axmem data` subcommands as library calls (data/data_run.h): tokenizer-train and encode
+ * (streaming input, batching, parallel encoding, the .axd writer), decode and info. */
+#include "data/data_run.h"
 #include "data/axd.h"
 #include "data/input.h"
 #include "lib/core/progress.h"
@@ -8,6 +8,7 @@
 #include "lib/core/stop.h"
 #include "lib/core/timer.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,5 +220,83 @@ out:
     ax_tok_encoder_free(enc);
     ax_tokenizer_free(tok);
     ax_input_free(in);
+    return st;
+}
+
+ax_status ax_data_decode_ids(const ax_tokenizer_t *tok, const int32_t *ids, size_t n, FILE *out) {
+    uint8_t *bytes;
+    size_t nb;
+    AX_CHECK(ax_tokenizer_decode(tok, ids, n, &bytes, &nb));
+    size_t put = fwrite(bytes, 1, nb, out);
+    free(bytes);
+    if (put != nb) return ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
+    return AX_OK;
+}
+
+static ax_status decode_doc(const ax_tokenizer_t *tok, const ax_axd_t *d, uint64_t doc,
+                            int32_t **buf, size_t *cap, FILE *out) {
+    const uint64_t *off = ax_axd_doc_offsets(d);
+    uint64_t n = off[doc + 1] - off[doc];
+    if (n > *cap) {
+        int32_t *nb = realloc(*buf, n * sizeof *nb);
+        if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory decoding document %" PRIu64, doc);
+        *buf = nb;
+        *cap = n;
+    }
+    ax_axd_tokens(d, off[doc], n, *buf);
+    return ax_data_decode_ids(tok, *buf, (size_t)n, out);
+}
+
+ax_status ax_data_decode(const ax_tokenizer_t *tok, const char *tok_path, const char *data,
+                         int64_t doc, FILE *out) {
+    ax_axd_t *d = NULL;
+    int32_t *ids = NULL;
+    size_t cap = 0;
+    ax_status st = ax_axd_open(data, AX_AXD_VERIFY, &d);
+    if (st == AX_OK) st = ax_axd_check_tokenizer(d, tok, tok_path);
+    uint64_t nd = st == AX_OK ? ax_axd_n_docs(d) : 0;
+    if (st == AX_OK && doc >= 0 && (uint64_t)doc >= nd)
+        st = ax_errorf(AX_ERR_ARG,
+                       "--doc %" PRId64 ": %s has %" PRIu64 " documents (0..%" PRIu64 ")", doc,
+                       data, nd, nd ? nd - 1 : 0);
+    if (st == AX_OK && doc >= 0) st = decode_doc(tok, d, (uint64_t)doc, &ids, &cap, out);
+    for (uint64_t i = 0; st == AX_OK && doc < 0 && i < nd; i++)
+        st = decode_doc(tok, d, i, &ids, &cap, out);
+    if (st == AX_OK && fflush(out) != 0)
+        st = ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
+    free(ids);
+    ax_axd_free(d);
+    return st;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+ax_status ax_data_info_read(const char *path, int verify, ax_data_info *o) {
+    memset(o, 0, sizeof *o);
+    ax_axd_t *d = NULL;
+    /* info is the explicit check: it rehashes even a file the cache says was verified */
+    AX_CHECK(ax_axd_open(path, verify ? AX_AXD_VERIFY_REHASH : AX_AXD_HEADER_ONLY, &d));
+    o->docs = ax_axd_n_docs(d), o->tokens = ax_axd_n_tokens(d);
+    o->vocab = ax_axd_vocab_size(d), o->eot = ax_axd_eot(d);
+    o->checksum = ax_axd_checksum(d), o->tok_checksum = ax_axd_tokenizer_checksum(d);
+    o->version = o->eot != AX_TOK_EOT ? 3 : o->tok_checksum ? 2 : 1;
+    o->token_bytes = o->vocab <= 65536 ? 2 : 4;
+    ax_status st = AX_OK;
+    uint64_t nd = o->docs, *lens = nd ? malloc(nd * sizeof *lens) : NULL;
+    if (nd && !lens) {
+        st = ax_errorf(AX_ERR_NOMEM, "out of memory for %" PRIu64 " document lengths", nd);
+    } else if (nd) {
+        const uint64_t *off = ax_axd_doc_offsets(d);
+        for (uint64_t i = 0; i < nd; i++) lens[i] = off[i + 1] - off[i];
+        qsort(lens, nd, sizeof *lens, cmp_u64);
+        o->len_min = lens[0], o->len_median = lens[nd / 2];
+        o->len_p99 = lens[(nd - 1) * 99 / 100], o->len_max = lens[nd - 1];
+        o->len_mean = (double)o->tokens / (double)nd;
+    }
+    free(lens);
+    ax_axd_free(d);
     return st;
 }
