@@ -1,6 +1,7 @@
-/* goldfish stats over a dataset: static is counted from positions alone, hash masks the token
- * stream in chunks (with each chunk's left context), none is the longest document. */
-#include "goldfish/stats.h"
+/* goldfish show over one text; goldfish stats over a dataset: static is counted from positions
+ * alone, hash masks the token stream in chunks (with each chunk's left context), none is the
+ * longest document. */
+#include "goldfish/goldfish_run.h"
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
 #include "lib/core/stop.h"
@@ -140,4 +141,29 @@ ax_status ax_goldfish_stats_compute(const ax_goldfish *g, const ax_axd_t *d, uin
     }
     out->seconds = ax_now() - t0;
     return AX_OK;
+}
+
+ax_status ax_goldfish_show(const ax_goldfish *g, const ax_tokenizer_t *tok, const char *text,
+                           size_t len, ax_goldfish_shown *o) {
+    memset(o, 0, sizeof *o);
+    AX_CHECK(ax_tokenizer_encode(tok, (const uint8_t *)(text ? text : ""), len, &o->ids, &o->n));
+    size_t n = o->n;
+    o->keep = malloc(n ? n : 1);
+    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos);
+    if (!o->keep || !pos) {
+        free(pos);
+        return ax_errorf(AX_ERR_NOMEM, "out of memory for %zu tokens", n);
+    }
+    for (size_t i = 0; i < n; i++) pos[i] = (uint32_t)(i < UINT32_MAX ? i : UINT32_MAX);
+    ax_goldfish_mask(g, o->ids, pos, (long)n, o->keep);
+    o->longest = ax_goldfish_longest_run(o->keep, pos, (long)n);
+    o->dropped = ax_goldfish_count_dropped(o->keep, (long)n);
+    free(pos);
+    return AX_OK;
+}
+
+void ax_goldfish_shown_free(ax_goldfish_shown *s) {
+    free(s->ids);
+    free(s->keep);
+    memset(s, 0, sizeof *s);
 }

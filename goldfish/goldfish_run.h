@@ -1,13 +1,27 @@
-/* What a goldfish spec does to a whole dataset: the dropped fraction of its targets, the targets
- * kept because they open a document, and the longest run of supervised targets inside one
- * document (the longest passage the model is trained on verbatim). `axmem goldfish stats`
- * prints it; the demo and tests call it directly. */
+/* `axmem goldfish show` and `axmem goldfish stats` as library calls (goldfish/cmd_goldfish.c
+ * parses their flags and prints): what a spec drops from one text, and from a whole dataset
+ * (the dropped fraction of its targets, the targets kept because they open a document, and
+ * the longest run of supervised targets inside one document: the longest passage the model is
+ * trained on verbatim). */
 #pragma once
 #include <stdint.h>
 
 #include "data/axd.h"
+#include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
 #include "lib/core/status.h"
+
+/* `show`: text[len] tokenized as one document and masked by g. */
+typedef struct {
+    int32_t *ids;  /* [n] */
+    uint8_t *keep; /* [n]: 0 where g drops the target */
+    size_t n;
+    long dropped;
+    uint64_t longest; /* the longest run of kept targets */
+} ax_goldfish_shown;
+ax_status ax_goldfish_show(const ax_goldfish *g, const ax_tokenizer_t *tok, const char *text,
+                           size_t len, ax_goldfish_shown *out);
+void ax_goldfish_shown_free(ax_goldfish_shown *s);
 
 typedef struct {
     uint64_t docs, tokens;
