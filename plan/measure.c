@@ -3,7 +3,7 @@
  * under mpirun, timed all-reduces between the ranks give the intra-node bandwidth (large
  * messages) and latency (8 bytes). Each takes the best of a few repetitions (the least
  * disturbed on a shared machine), the slowest rank's. */
-#include "plan/plan.h"
+#include "plan/plan_run.h"
 
 #include "lib/backend/cpu/cpu.h"
 #include "lib/core/timer.h"

@@ -12,7 +12,7 @@
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
 #include "plan/perfmodel.h"
-#include "plan/plan.h"
+#include "plan/plan_run.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,8 @@
-/* Enumerates the grids of a device count and ranks them by predicted step time. */
-#include "plan/plan.h"
+/* `axmem plan` as a library call: the grids of a device count ranked by predicted step time,
+ * and a model shape read from a checkpoint. */
+#include "plan/plan_run.h"
+#include "lib/ckpt/ckpt.h"
+#include "lib/model/model_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,4 +138,48 @@ ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, i
 void ax_plan_result_free(ax_plan_result *r) {
     free(r->best), free(r->rejected);
     *r = (ax_plan_result){0};
+}
+
+ax_status ax_plan_shape_from_ckpt(const char *dir, int heads_flag_set, ax_model_config *c) {
+    char step[4096];
+    ax_ckpt_t *ck = NULL;
+    if (ax_ckpt_open(dir, &ck) != AX_OK) {
+        ax_error_clear();
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/ckpt", dir);
+        if (ax_ckpt_find_latest(sub, step, sizeof step) != AX_OK) {
+            ax_error_clear();
+            AX_CHECK(ax_ckpt_find_latest(dir, step, sizeof step));
+        }
+        AX_CHECK(ax_ckpt_open(step, &ck));
+    }
+    int L = 0, tie = 1;
+    for (int i = 0; i < ax_ckpt_n_tensors(ck); i++) {
+        const ax_tensor_info *t = ax_ckpt_tensor(ck, i);
+        const char *dot = strrchr(t->name, '.');
+        if (!strcmp(t->name, "wte")) c->vocab = (int)t->shape[0], c->dim = (int)t->shape[1];
+        if (!strcmp(t->name, "lm_head")) tie = 0;
+        if (dot && !strcmp(dot, ".wqkv")) L++;
+        if (dot && !strcmp(dot, ".w_up")) c->ffn = (int)(t->shape[0] / 2);
+    }
+    c->n_layers = L, c->tie_embeddings = tie;
+    /* a checkpoint axmem wrote or imported names its whole configuration (architecture and
+     * kv-heads included): the tensor-table guesses above are for older ones */
+    ax_model_config whole;
+    if (ax_model_config_from_ckpt(ck, &whole) == AX_OK) {
+        int flag_heads = c->n_heads;
+        *c = whole;
+        if (heads_flag_set) c->n_heads = flag_heads;
+        ax_ckpt_free(ck);
+        return AX_OK;
+    }
+    ax_error_clear();
+    int64_t h = 0;
+    const ax_json *hv = ax_json_get(ax_ckpt_config(ck), "heads");
+    if (!heads_flag_set && hv && ax_json_int_in(hv, 1, 4096, &h) && h > 0) c->n_heads = (int)h;
+    ax_ckpt_free(ck);
+    if (!heads_flag_set && h == 0)
+        return ax_errorf(AX_ERR_ARG, "--ckpt %s: its config does not name the heads; pass --heads",
+                         dir);
+    return AX_OK;
 }

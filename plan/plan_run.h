@@ -1,6 +1,7 @@
-/* `axmem plan`: rank every 4D grid of a device count by predicted step time
- * (plan/perfmodel.h), with machine profiles (built in, or JSON files) and a measurement
- * of this machine (plan/measure.c). docs/DESIGN.md "Planning a run". */
+/* `axmem plan` as a library call (plan/cmd_plan.c parses the flags and prints): rank every 4D
+ * grid of a device count by predicted step time (plan/perfmodel.h), with machine profiles
+ * (built in, or JSON files: plan/machine.c) and a measurement of this machine
+ * (plan/measure.c). */
 #pragma once
 #include "lib/core/json.h"
 #include "lib/core/status.h"
@@ -55,6 +56,10 @@ ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, i
                           int global_batch, int T, int overlap, int recompute, int z_gather,
                           ax_plan_result *out);
 void ax_plan_result_free(ax_plan_result *r);
+/* The model shape of checkpoint `dir` (a step, or a run's newest): its whole configuration
+ * when axmem wrote or imported it, else from its tensor table with heads from its config or,
+ * heads_flag_set, the caller's c->n_heads. */
+ax_status ax_plan_shape_from_ckpt(const char *dir, int heads_flag_set, ax_model_config *c);
 
 /* ---- measurement (plan/measure.c) ----
  * The GEMM rate of this process' threads on two square sizes (fitting gemm_half_dim), the
