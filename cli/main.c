@@ -38,7 +38,9 @@ static void usage(FILE *f) {
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nenvironment: AXMEM_LOG=error|warn|info|debug, OMP_NUM_THREADS=N,\n"
                "  AXMEM_STALL_TIMEOUT=SECONDS (fail a multi-rank job whose ranks wait longer\n"
-               "  than this in one collective; default 600, 0 = off)\n"
+               "  than this in one collective; default 600, 0 = off),\n"
+               "  AXMEM_CACHE_DIR=DIR|off (where verified datasets of 64 MiB+ are recorded, so\n"
+               "  they are hashed once per version; default ~/.cache/axmem/verified)\n"
                "GPU runs (--device cuda): AXMEM_CUDA_PLUGIN=PATH (libaxmem_cuda.so),\n"
                "  AXMEM_CUDA_ATTENTION=flash (fused bf16 kernels; default: blocks on cuBLAS),\n"
                "  AXMEM_CUDA_BF16_CACHE=MB (bf16 weight copies; 0 = off),\n"
