@@ -1,4 +1,4 @@
-/* Serving one saved index from any number of ranks (issue 12 item 3): rank r of R answers
+/* Serving one saved index from any number of ranks: rank r of R answers
  * the windows whose tag (hash bits 32..63) lies in [r 2^32 / R, (r + 1) 2^32 / R). A version-3
  * file partitions its entries by the tag's top bits, so that range is a run of whole
  * partitions (R a power of two up to 2^part_bits; else a partition may be shared by two

@@ -1,4 +1,4 @@
-/* Building an index in bounded memory, on one rank (issue 12 item 1; `memscan index
+/* Building an index in bounded memory, on one rank (`memscan index
  * --mem-limit`). Pass 1 hashes every window once and spills (hash, position) pairs to one
  * file, bucketed by the top bits of the hash into K partitions (a buffer per partition; each
  * full buffer is appended as a chunk and its offset remembered). Pass 2 counts one partition at

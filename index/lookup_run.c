@@ -419,7 +419,7 @@ static ax_status batch_serial(const ax_lookup *L, const char *file, uint64_t *n_
     return *n_failed ? AX_OK : st;
 }
 
-/* A batch under mpirun (issue 12 item 3): every rank opened the index; rank r answers the r-th
+/* A batch under mpirun: every rank opened the index; rank r answers the r-th
  * contiguous block of queries, its windows looked up by the ranks serving their hash ranges
  * (ax_memscan_index_lookup_routed: one exchange for the whole block), and rank 0 prints the
  * answers in query order, the same lines a single process prints. */

@@ -21,11 +21,9 @@ static double thread_cpu(void) {
 }
 
 /* populate pieces, and the slowest huge-page rate kept (bytes per CPU second; 4 KB pages
- * populate at 3-4e9 here, huge pages at ~12e9 when the system has them at hand). A piece is
- * two huge pages: the system's fast ones run out in the middle of a large allocation (a
- * 1.47 GB table got ~470 MB of them, piece after piece at 6-12 GB/s, then 0.4-0.5 GB/s), and
- * the slow piece that shows it cost 60-70 ms when pieces were 32 MB (the 141 MB chunk taken
- * next: 0.10-0.11 s, now 0.045-0.054 s). */
+ * populate at a few 1e9, huge pages at ~1e10 when the system has them at hand). A piece is
+ * two huge pages: the system's fast ones can run out in the middle of a large allocation, and
+ * the slow piece that shows it costs little when pieces are small. */
 #define POPULATE_PIECE ((size_t)4 << 20)
 #define HUGE_MIN_RATE 2e9
 

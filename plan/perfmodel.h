@@ -107,8 +107,8 @@ typedef struct {
 } ax_plan_pred;
 
 /* Predicts one grid (dims {D, X, Y, Z}) with n_micro micro-batches per step; overlap is
- * lib/dist/overlap.h's mode: AX_OVERLAP_OFF (0), AX_OVERLAP_FORCE (1: every axis, the old
- * "on") or AX_OVERLAP_AUTO (2: per axis, the runtime's rule on the profile's placement and
+ * lib/dist/overlap.h's mode: AX_OVERLAP_OFF (0), AX_OVERLAP_FORCE (1: every axis) or
+ * AX_OVERLAP_AUTO (2: per axis, the runtime's rule on the profile's placement and
  * transport; ax_perfmodel_overlap_axis). AX_ERR_ARG with a message when the shape does not split
  * over the grid or the batch does not divide into D x Z x n_micro; a grid that does not fit memory
  * is a prediction with fits = 0. */

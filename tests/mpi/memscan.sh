@@ -38,7 +38,7 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_index" ]; then
   if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "memscan CLI: 3-rank index matches serial: ok"
   else echo "memscan CLI: 3-rank index differs from serial: FAILED"; fail=1; fi
   grep -q "built on 3 ranks" "$T/mpi.out" || { echo "memscan CLI: no summary from rank 0"; fail=1; }
-  # --mem-limit on 2 and 4 ranks (issue 12 item 1): each rank's share (~50-100K windows) is over
+  # --mem-limit on 2 and 4 ranks: each rank's share (~50-100K windows) is over
   # a 1M limit, so every rank spills its owned windows in hash partitions and rank 0 gathers
   # them partition by partition; the file and INDEX.json equal the in-memory build's on as
   # many ranks byte for byte (with full hashes and with 16-bit ones: tag collisions), match the
@@ -93,7 +93,7 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_index" ]; then
     echo "memscan index --mem-limit under mpirun left temporary files: FAILED"; fail=1
   else echo "memscan index --mem-limit under mpirun leaves no temporary files: ok"; fi
 fi
-# one index served by any number of ranks (issue 12 item 3): built on 4 ranks, the same count
+# one index served by any number of ranks: built on 4 ranks, the same count
 # queries answered on 1, 2 and 4 ranks (each window looked up by the rank serving its hash
 # range) give the same answers, gathered in query order
 SV=$B/tests/mpi/mpi_index_serve

@@ -1,4 +1,4 @@
-/* MPI driver: one saved index served by any number of ranks (issue 12 item 3). --build makes
+/* MPI driver: one saved index served by any number of ranks. --build makes
  * a corpus with planted duplicates and indexes it on every rank of the job (one file); --query
  * opens that file on every rank of another job, splits a fixed list of count queries (planted
  * windows, dataset windows, random windows) between the ranks, answers them through

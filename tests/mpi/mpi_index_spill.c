@@ -1,4 +1,4 @@
-/* MPI driver: peak memory of the spilled index build on several ranks (issue 12 item 1).
+/* MPI driver: peak memory of the spilled index build on several ranks.
  * --make DIR writes a 1.5M-token corpus (one process: its memory stays out of the build's
  * job); --build DIR LIMIT, on every rank of a job, builds its index spilling with --mem-limit
  * LIMIT (bytes per rank), then in memory, and measures each build's peak RSS per rank above
