@@ -132,15 +132,12 @@ static void put_text(FILE *f, const ax_tokenizer_t *tok, const int32_t *t, size_
 
 static ax_status print_text(const lookup_args *a, const ax_lookup *L, const ax_lookup_answer *an,
                             FILE *out) {
-    const ax_memscan_index_t *idx = L->idx;
-    const ax_tokenizer_t *tok = L->tok;
-    const int32_t *t = an->t;
+    const ax_memscan_info *in = &L->info;
     const ax_memscan_span *sp = an->sp;
     const uint32_t *cnt = an->cnt;
     const uint64_t *first = an->first;
     size_t len = an->len, ns = an->ns, W = an->W;
-    const ax_memscan_info *in = ax_memscan_index_info(idx);
-    const ax_axd_t *ds = ax_memscan_index_dataset(idx);
+    const ax_axd_t *ds = L->ds;
     const uint64_t *off = ax_axd_doc_offsets(ds);
     size_t found = 0;
     for (size_t i = 0; i < W; i++) found += cnt[i] > 0;
@@ -178,7 +175,7 @@ static ax_status print_text(const lookup_args *a, const ax_lookup *L, const ax_l
         fprintf(out, "  its windows occur %" PRIu64 " to %" PRIu64 " times in the training data\n",
                 top->count_min, top->count_max);
     fprintf(out, "  text: ");
-    put_text(out, tok, t + top->start, top->len);
+    put_text(out, L->tok, an->t + top->start, top->len);
     fprintf(out, "\n");
     fprintf(out, "%zu verbatim span%s (longest first):\n", ns, ns == 1 ? "" : "s");
     for (size_t i = 0; i < ns; i++) {
@@ -204,7 +201,8 @@ static ax_status print_text(const lookup_args *a, const ax_lookup *L, const ax_l
         uint64_t d = ax_axd_doc_of(ds, first[i]);
         const uint64_t *list;
         fprintf(out, "  tokens %zu-%zu  x%" PRIu64 "  doc %" PRIu64 " +%" PRIu64 "\n", i, i + in->n,
-                ax_memscan_index_occurrences(idx, first[i], cnt[i], &list), d, first[i] - off[d]);
+                ax_memscan_index_occurrences(L->idx, first[i], cnt[i], &list), d,
+                first[i] - off[d]);
         shown++;
         if (a->max_occ) {
             size_t listed = 0;

@@ -790,8 +790,8 @@ static ax_status check_opts(const ax_axd_t *ds, const ax_memscan_build_opts *o) 
     return AX_OK;
 }
 
-static void fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_build_opts *o,
-                      int P) {
+void ax_ms_fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                     int P) {
     memset(in, 0, sizeof *in);
     in->n = (uint32_t)o->n;
     in->hash_bits = (uint32_t)o->hash_bits;
@@ -906,7 +906,7 @@ ax_status ax_memscan_index_build(const ax_axd_t *ds, const ax_memscan_build_opts
     idx->shard_rank = r;
     idx->shard_size = P;
     idx->mem_limit = o->mem_limit;
-    fill_info(&idx->info, ds, o, P);
+    ax_ms_fill_info(&idx->info, ds, o, P);
     bd.idx = idx;
     bd.n = o->n;
     bd.bits = o->hash_bits;

@@ -67,6 +67,10 @@ static inline void ax_ms_occ_info(ax_memscan_info *in) {
 /* A barrier over g's world axis whose waiting ranks sleep instead of polling (index_build.c). */
 ax_status ax_ms_calm_sync(ax_grid_t *g);
 
+/* A build's info before counting: its options, the dataset's identity (path made absolute) and
+ * P ranks. */
+void ax_ms_fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_build_opts *o,
+                     int P);
 /* Fills the histogram, distinct and saturated counts of info from what an in-memory build kept
  * while it counted (no pass over the table). */
 void ax_ms_built_stats(const ax_memscan_index_t *idx, ax_memscan_info *info);

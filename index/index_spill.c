@@ -455,20 +455,15 @@ static ax_status sections(void *ctx, ax_ms_vwriter *w) {
     return st != AX_OK ? st : ax_ms_vw_status(w);
 }
 
-static void fill_info(ax_memscan_info *in, const ax_axd_t *ds, const ax_memscan_build_opts *o) {
-    memset(in, 0, sizeof *in);
-    in->n = (uint32_t)o->n;
-    in->hash_bits = (uint32_t)o->hash_bits;
-    in->vocab = ax_axd_vocab_size(ds);
-    in->build_ranks = 1;
-    in->seed = o->seed;
-    in->ds_checksum = ax_axd_checksum(ds);
-    in->tok_checksum = ax_axd_tokenizer_checksum(ds);
-    in->ds_tokens = ax_axd_n_tokens(ds);
-    in->ds_docs = ax_axd_n_docs(ds);
-    char *real = realpath(ax_axd_path(ds), NULL);
-    snprintf(in->ds_path, sizeof in->ds_path, "%s", real ? real : ax_axd_path(ds));
-    free(real);
+/* the lists written must be the ones the histogram implies */
+static ax_status check_lists(spill *s) {
+    ax_ms_occ_info(&s->info);
+    if (s->info.n_dup == s->n_dup && s->info.n_dup_pos == s->n_dup_pos) return AX_OK;
+    return ax_errorf(AX_ERR_INTERNAL,
+                     "memscan index: %llu lists of %llu positions, the histogram implies "
+                     "%llu of %llu",
+                     (unsigned long long)s->n_dup, (unsigned long long)s->n_dup_pos,
+                     (unsigned long long)s->info.n_dup, (unsigned long long)s->info.n_dup_pos);
 }
 
 uint64_t ax_memscan_windows_of(const ax_axd_t *ds, int n) {
@@ -566,7 +561,7 @@ ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_bu
     s.ds = ds;
     s.o = o;
     s.limit = mem_limit;
-    fill_info(&s.info, ds, o);
+    ax_ms_fill_info(&s.info, ds, o, 1);
     uint64_t W = ax_memscan_windows_of(ds, o->n);
     ax_status st = spill_setup(&s, path, W, PEAK_PER_PAIR, 0);
     s.n_runs = s.K; /* one run per partition */
@@ -585,15 +580,7 @@ ax_status ax_memscan_index_build_bounded(const ax_axd_t *ds, const ax_memscan_bu
         AX_WARN("memscan index: one partition held %llu windows (repeats of one window share a "
                 "partition): about %.0f MB, over half of --mem-limit",
                 (unsigned long long)s.max_pairs, (double)(s.max_pairs * PEAK_PER_PAIR) / 1e6);
-    if (st == AX_OK) {
-        ax_ms_occ_info(&s.info);
-        if (s.info.n_dup != s.n_dup || s.info.n_dup_pos != s.n_dup_pos)
-            st = ax_errorf(AX_ERR_INTERNAL,
-                           "memscan index: %llu lists of %llu positions, the histogram implies "
-                           "%llu of %llu",
-                           (unsigned long long)s.n_dup, (unsigned long long)s.n_dup_pos,
-                           (unsigned long long)s.info.n_dup, (unsigned long long)s.info.n_dup_pos);
-    }
+    if (st == AX_OK) st = check_lists(&s);
     sec_ctx sc = {&s, NULL};
     if (st == AX_OK) st = ax_ms_v3_write_with(&s.info, sections, &sc, path, o->stop);
     if (st == AX_OK && info_out) *info_out = s.info;
@@ -734,8 +721,7 @@ static ax_status build_bounded_dist(const ax_axd_t *ds, const ax_memscan_build_o
     s.limit = mem_limit;
     s.dist = 1;
     s.fd = s.fd_list = -1;
-    fill_info(&s.info, ds, o);
-    s.info.build_ranks = (uint32_t)P;
+    ax_ms_fill_info(&s.info, ds, o, P);
     ax_status st = AX_OK;
     if (P > 64)
         st = ax_errorf(AX_ERR_UNSUPPORTED,
@@ -790,13 +776,7 @@ static ax_status build_bounded_dist(const ax_axd_t *ds, const ax_memscan_build_o
         s.n_dup = v[3];
         s.n_dup_pos = v[4];
         memcpy(s.info.hist, v + 6, sizeof s.info.hist);
-        ax_ms_occ_info(&s.info);
-        if (s.info.n_dup != s.n_dup || s.info.n_dup_pos != s.n_dup_pos)
-            st = ax_errorf(AX_ERR_INTERNAL,
-                           "memscan index: %llu lists of %llu positions, the histogram implies "
-                           "%llu of %llu",
-                           (unsigned long long)s.n_dup, (unsigned long long)s.n_dup_pos,
-                           (unsigned long long)s.info.n_dup, (unsigned long long)s.info.n_dup_pos);
+        st = check_lists(&s);
     }
     if (st == AX_OK && s.max_pairs * PEAK_PER_PAIR > mem_limit / 2)
         AX_WARN("memscan index: one partition held %llu windows on one rank (repeats of one "

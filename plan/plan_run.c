@@ -143,16 +143,8 @@ void ax_plan_result_free(ax_plan_result *r) {
 ax_status ax_plan_shape_from_ckpt(const char *dir, int heads_flag_set, ax_model_config *c) {
     char step[4096];
     ax_ckpt_t *ck = NULL;
-    if (ax_ckpt_open(dir, &ck) != AX_OK) {
-        ax_error_clear();
-        char sub[4096];
-        snprintf(sub, sizeof sub, "%s/ckpt", dir);
-        if (ax_ckpt_find_latest(sub, step, sizeof step) != AX_OK) {
-            ax_error_clear();
-            AX_CHECK(ax_ckpt_find_latest(dir, step, sizeof step));
-        }
-        AX_CHECK(ax_ckpt_open(step, &ck));
-    }
+    AX_CHECK(ax_ckpt_resolve(dir, "--ckpt", step, sizeof step));
+    AX_CHECK(ax_ckpt_open(step, &ck));
     int L = 0, tie = 1;
     for (int i = 0; i < ax_ckpt_n_tensors(ck); i++) {
         const ax_tensor_info *t = ax_ckpt_tensor(ck, i);

@@ -623,28 +623,10 @@ static ax_status check_finite_step(const run_state *r, long step, double loss, d
     return diverged(r, step, what);
 }
 
-/* --init DIR: a step directory (its manifest.json), else the newest step in DIR/ckpt/ (a run)
- * or in DIR (a checkpoint directory, as `axmem model import` writes). */
+/* --init DIR: a step, run or checkpoint directory (ax_ckpt_resolve) */
 static ax_status open_init(run_state *r) {
-    const char *dir = r->cfg->init;
-    char path[AX_CFG_STR_MAX + 64], sub[AX_CFG_STR_MAX + 16];
-    snprintf(path, sizeof path, "%s/manifest.json", dir);
-    if (!ax_path_exists(path)) {
-        snprintf(sub, sizeof sub, "%s/ckpt", dir);
-        if (ax_ckpt_find_latest(sub, path, sizeof path) != AX_OK) {
-            ax_error_clear();
-            if (ax_ckpt_find_latest(dir, path, sizeof path) != AX_OK) {
-                ax_error_clear();
-                return ax_errorf(AX_ERR_IO,
-                                 "--init %s holds no checkpoint (no manifest.json, no "
-                                 "step-NNNNNN/ in it or in its ckpt/); pass a run, checkpoint "
-                                 "or step directory",
-                                 dir);
-            }
-        }
-    } else {
-        snprintf(path, sizeof path, "%s", dir);
-    }
+    char path[AX_CFG_STR_MAX + 64];
+    AX_CHECK(ax_ckpt_resolve(r->cfg->init, "--init", path, sizeof path));
     AX_CHECK(ax_ckpt_open(path, &r->init_ck));
     AX_CHECK(ax_train_check_state(r->init_ck, AX_STATE_INIT));
     snprintf(r->init_step, sizeof r->init_step, "%s", ax_ckpt_path(r->init_ck));

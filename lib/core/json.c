@@ -632,7 +632,7 @@ const ax_json *ax_json_get(const ax_json *obj, const char *key) {
     return NULL;
 }
 
-static const char *type_name(ax_json_type t) {
+const char *ax_json_type_name(ax_json_type t) {
     switch (t) {
     case AX_JSON_NULL:
         return "null";
@@ -659,7 +659,7 @@ static ax_status get_typed(const ax_json *obj, const char *key, const char *what
                          key);
     if (v->type != t)
         return ax_errorf(AX_ERR_CORRUPT, "%s: key \"%s\" is %s, expected %s; the file is damaged",
-                         what, key, type_name(v->type), type_name(t));
+                         what, key, ax_json_type_name(v->type), ax_json_type_name(t));
     *out = v;
     return AX_OK;
 }
