@@ -35,9 +35,7 @@ static const ax_cfg_entry entries[] = {
      "larger spaces: random candidates besides the file's references (1000 when it has none)"},
     {"batch", AX_CFG_INT, F(batch), "64", 1, 1e5, "sequences per forward per rank"},
     AX_CFG_SEED_ENTRY(F, "0", "draws the random candidates"),
-    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
-    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
-    AX_CFG_PRECISION_ENTRY(F),
+    AX_MS_MODEL_ENTRIES(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "", "output folder: exposure.json and exposure.samples.jsonl (required)"),
 };

@@ -64,9 +64,7 @@ static const ax_cfg_entry entries[] = {
     {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
      "probe --data encoded by another tokenizer than the training data's (refused without it: "
      "its token ids are other text to the model)"},
-    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
-    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
-    AX_CFG_PRECISION_ENTRY(F),
+    AX_MS_MODEL_ENTRIES(F),
     AX_CFG_COMM_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "probe.json",

@@ -625,6 +625,33 @@ void ax_json_free(ax_json *v) {
     free(v);
 }
 
+void ax_jw_json(ax_jw *w, const ax_json *v) {
+    switch (v->type) {
+    case AX_JSON_NULL:
+        ax_jw_null(w);
+        break;
+    case AX_JSON_BOOL:
+        ax_jw_bool(w, v->num != 0);
+        break;
+    case AX_JSON_NUM:
+        ax_jw_num(w, v->num);
+        break;
+    case AX_JSON_STR:
+        ax_jw_strn(w, v->str, v->str_len);
+        break;
+    case AX_JSON_ARR:
+        ax_jw_arr_begin(w);
+        for (size_t i = 0; i < v->n; i++) ax_jw_json(w, v->items[i]);
+        ax_jw_arr_end(w);
+        break;
+    case AX_JSON_OBJ:
+        ax_jw_obj_begin(w);
+        for (size_t i = 0; i < v->n; i++) ax_jw_key(w, v->keys[i]), ax_jw_json(w, v->items[i]);
+        ax_jw_obj_end(w);
+        break;
+    }
+}
+
 const ax_json *ax_json_get(const ax_json *obj, const char *key) {
     if (!obj || obj->type != AX_JSON_OBJ) return NULL;
     for (size_t i = 0; i < obj->n; i++)
