@@ -227,16 +227,11 @@ static ax_status show_json(const char *canon, const ax_tokenizer_t *tok,
     ax_jw w;
     ax_jw_init(&w);
     ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "spec");
-    ax_jw_str(&w, canon);
-    ax_jw_key(&w, "targets");
-    ax_jw_uint(&w, sh->n);
-    ax_jw_key(&w, "dropped");
-    ax_jw_int(&w, sh->dropped);
-    ax_jw_key(&w, "dropped_frac");
-    ax_jw_num(&w, sh->n ? (double)sh->dropped / (double)sh->n : 0.0);
-    ax_jw_key(&w, "longest_run");
-    ax_jw_uint(&w, sh->longest);
+    ax_jw_key(&w, "spec"), ax_jw_str(&w, canon);
+    ax_jw_key(&w, "targets"), ax_jw_uint(&w, sh->n);
+    ax_jw_key(&w, "dropped"), ax_jw_int(&w, sh->dropped);
+    ax_jw_key(&w, "dropped_frac"), ax_jw_num(&w, sh->n ? (double)sh->dropped / (double)sh->n : 0.0);
+    ax_jw_key(&w, "longest_run"), ax_jw_uint(&w, sh->longest);
     ax_jw_key(&w, "tokens");
     ax_jw_arr_begin(&w);
     for (size_t i = 0; i < sh->n; i++) {
@@ -244,8 +239,7 @@ static ax_status show_json(const char *canon, const ax_tokenizer_t *tok,
         const uint8_t *b = ax_tokenizer_token_bytes(tok, sh->ids[i], &len);
         int lossy;
         ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "id");
-        ax_jw_int(&w, sh->ids[i]);
+        ax_jw_key(&w, "id"), ax_jw_int(&w, sh->ids[i]);
         ax_jw_key(&w, "text");
         json_token_text(&w, b, len, &lossy);
         if (lossy) {
@@ -253,11 +247,9 @@ static ax_status show_json(const char *canon, const ax_tokenizer_t *tok,
             size_t m = len < 64 ? len : 64;
             for (size_t q = 0; q < m; q++) snprintf(hex + 2 * q, 3, "%02x", b[q]);
             hex[2 * m] = 0;
-            ax_jw_key(&w, "hex");
-            ax_jw_str(&w, hex);
+            ax_jw_key(&w, "hex"), ax_jw_str(&w, hex);
         }
-        ax_jw_key(&w, "dropped");
-        ax_jw_bool(&w, !sh->keep[i]);
+        ax_jw_key(&w, "dropped"), ax_jw_bool(&w, !sh->keep[i]);
         ax_jw_obj_end(&w);
     }
     ax_jw_arr_end(&w);
@@ -347,42 +339,27 @@ static int cmd_stats(int argc, char **argv) {
         ax_jw w;
         ax_jw_init(&w);
         ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "data");
-        ax_jw_str(&w, data_path);
-        ax_jw_key(&w, "docs");
-        ax_jw_uint(&w, s.docs);
-        ax_jw_key(&w, "tokens");
-        ax_jw_uint(&w, s.tokens);
-        ax_jw_key(&w, "spec");
-        ax_jw_str(&w, canon);
+        ax_jw_key(&w, "data"), ax_jw_str(&w, data_path);
+        ax_jw_key(&w, "docs"), ax_jw_uint(&w, s.docs);
+        ax_jw_key(&w, "tokens"), ax_jw_uint(&w, s.tokens);
+        ax_jw_key(&w, "spec"), ax_jw_str(&w, canon);
         if (g.strategy == AX_GOLDFISH_STATIC) {
-            ax_jw_key(&w, "seq_len");
-            ax_jw_uint(&w, seq_len);
+            ax_jw_key(&w, "seq_len"), ax_jw_uint(&w, seq_len);
         }
-        ax_jw_key(&w, "targets");
-        ax_jw_uint(&w, s.targets);
-        ax_jw_key(&w, "dropped");
-        ax_jw_uint(&w, s.dropped);
-        ax_jw_key(&w, "dropped_frac");
-        ax_jw_num(&w, s.dropped_frac);
-        ax_jw_key(&w, "expected_frac");
-        ax_jw_num(&w, s.expected_frac);
+        ax_jw_key(&w, "targets"), ax_jw_uint(&w, s.targets);
+        ax_jw_key(&w, "dropped"), ax_jw_uint(&w, s.dropped);
+        ax_jw_key(&w, "dropped_frac"), ax_jw_num(&w, s.dropped_frac);
+        ax_jw_key(&w, "expected_frac"), ax_jw_num(&w, s.expected_frac);
         if (g.strategy == AX_GOLDFISH_HASH) {
-            ax_jw_key(&w, "prefix_kept");
-            ax_jw_uint(&w, s.prefix_kept);
-            ax_jw_key(&w, "dropped_frac_after_prefix");
-            ax_jw_num(&w, s.dropped_frac_after_prefix);
+            ax_jw_key(&w, "prefix_kept"), ax_jw_uint(&w, s.prefix_kept);
+            ax_jw_key(&w, "dropped_frac_after_prefix"), ax_jw_num(&w, s.dropped_frac_after_prefix);
         }
-        ax_jw_key(&w, "longest_run");
-        ax_jw_uint(&w, s.longest_run);
+        ax_jw_key(&w, "longest_run"), ax_jw_uint(&w, s.longest_run);
         if (s.run_located) {
-            ax_jw_key(&w, "longest_run_doc");
-            ax_jw_uint(&w, s.longest_run_doc);
-            ax_jw_key(&w, "longest_run_start");
-            ax_jw_uint(&w, s.longest_run_start);
+            ax_jw_key(&w, "longest_run_doc"), ax_jw_uint(&w, s.longest_run_doc);
+            ax_jw_key(&w, "longest_run_start"), ax_jw_uint(&w, s.longest_run_start);
         }
-        ax_jw_key(&w, "seconds");
-        ax_jw_num(&w, s.seconds);
+        ax_jw_key(&w, "seconds"), ax_jw_num(&w, s.seconds);
         ax_jw_obj_end(&w);
         const char *t = ax_jw_text(&w);
         if (t) printf("%s\n", t);

@@ -274,8 +274,7 @@ static void put_json_error(const char *why) {
     ax_jw w;
     ax_jw_init(&w);
     ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "error");
-    ax_jw_str(&w, why);
+    ax_jw_key(&w, "error"), ax_jw_str(&w, why);
     ax_jw_obj_end(&w);
     if (ax_jw_text(&w)) printf("%s\n", ax_jw_text(&w));
     fflush(stdout);

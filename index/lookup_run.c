@@ -91,12 +91,9 @@ static void jw_places(ax_jw *w, const ax_memscan_source *p, size_t n) {
     ax_jw_arr_begin(w);
     for (size_t k = 0; k < n; k++) {
         ax_jw_obj_begin(w);
-        ax_jw_key(w, "doc");
-        ax_jw_uint(w, p[k].doc);
-        ax_jw_key(w, "offset");
-        ax_jw_uint(w, p[k].doc_off);
-        ax_jw_key(w, "pos");
-        ax_jw_uint(w, p[k].pos);
+        ax_jw_key(w, "doc"), ax_jw_uint(w, p[k].doc);
+        ax_jw_key(w, "offset"), ax_jw_uint(w, p[k].doc_off);
+        ax_jw_key(w, "pos"), ax_jw_uint(w, p[k].pos);
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);
@@ -119,36 +116,25 @@ static void jw_text(ax_jw *w, const ax_tokenizer_t *tok, const int32_t *t, size_
 static void jw_span(ax_jw *w, const ax_memscan_span *s, const ax_tokenizer_t *tok, const int32_t *t,
                     int places) {
     ax_jw_obj_begin(w);
-    ax_jw_key(w, "start");
-    ax_jw_uint(w, s->start);
-    ax_jw_key(w, "len");
-    ax_jw_uint(w, s->len);
-    ax_jw_key(w, "doc");
-    ax_jw_uint(w, s->doc);
-    ax_jw_key(w, "offset");
-    ax_jw_uint(w, s->doc_off);
-    ax_jw_key(w, "pos");
-    ax_jw_uint(w, s->pos);
-    ax_jw_key(w, "occurrences");
-    ax_jw_uint(w, s->occurrences);
-    ax_jw_key(w, "sources");
-    ax_jw_uint(w, s->docs);
+    ax_jw_key(w, "start"), ax_jw_uint(w, s->start);
+    ax_jw_key(w, "len"), ax_jw_uint(w, s->len);
+    ax_jw_key(w, "doc"), ax_jw_uint(w, s->doc);
+    ax_jw_key(w, "offset"), ax_jw_uint(w, s->doc_off);
+    ax_jw_key(w, "pos"), ax_jw_uint(w, s->pos);
+    ax_jw_key(w, "occurrences"), ax_jw_uint(w, s->occurrences);
+    ax_jw_key(w, "sources"), ax_jw_uint(w, s->docs);
     ax_jw_key(w, "docs");
     ax_jw_arr_begin(w);
     for (size_t d = 0; d < s->n_sources; d++) {
         ax_jw_obj_begin(w);
-        ax_jw_key(w, "doc");
-        ax_jw_uint(w, s->sources[d].doc);
-        ax_jw_key(w, "offset");
-        ax_jw_uint(w, s->sources[d].doc_off);
+        ax_jw_key(w, "doc"), ax_jw_uint(w, s->sources[d].doc);
+        ax_jw_key(w, "offset"), ax_jw_uint(w, s->sources[d].doc_off);
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);
     if (places) jw_places(w, s->occ, s->n_occ);
-    ax_jw_key(w, "count_min");
-    ax_jw_uint(w, s->count_min);
-    ax_jw_key(w, "count_max");
-    ax_jw_uint(w, s->count_max);
+    ax_jw_key(w, "count_min"), ax_jw_uint(w, s->count_min);
+    ax_jw_key(w, "count_max"), ax_jw_uint(w, s->count_max);
     ax_jw_key(w, "text");
     jw_text(w, tok, t + s->start, s->len);
     ax_jw_obj_end(w);
@@ -162,8 +148,7 @@ typedef struct {
 
 static void jw_query_tag(ax_jw *w, const query_tag *q) {
     if (!q) return;
-    ax_jw_key(w, "line");
-    ax_jw_uint(w, q->line);
+    ax_jw_key(w, "line"), ax_jw_uint(w, q->line);
     int64_t v;
     if (!q->id) return;
     ax_jw_key(w, "id");
@@ -194,18 +179,12 @@ static ax_status answer_json(const ax_lookup *L, const ax_lookup_answer *an, con
     for (size_t i = 0; i < W; i++) found += cnt[i] > 0;
     ax_jw_obj_begin(w);
     jw_query_tag(w, q);
-    ax_jw_key(w, "index");
-    ax_jw_str(w, L->index);
-    ax_jw_key(w, "dataset");
-    ax_jw_str(w, ax_axd_path(ds));
-    ax_jw_key(w, "n");
-    ax_jw_uint(w, in->n);
-    ax_jw_key(w, "tokens");
-    ax_jw_uint(w, len);
-    ax_jw_key(w, "windows");
-    ax_jw_uint(w, W);
-    ax_jw_key(w, "windows_found");
-    ax_jw_uint(w, found);
+    ax_jw_key(w, "index"), ax_jw_str(w, L->index);
+    ax_jw_key(w, "dataset"), ax_jw_str(w, ax_axd_path(ds));
+    ax_jw_key(w, "n"), ax_jw_uint(w, in->n);
+    ax_jw_key(w, "tokens"), ax_jw_uint(w, len);
+    ax_jw_key(w, "windows"), ax_jw_uint(w, W);
+    ax_jw_key(w, "windows_found"), ax_jw_uint(w, found);
     ax_jw_key(w, "longest");
     if (ns)
         jw_span(w, &sp[0], L->tok, t, places);
@@ -222,14 +201,11 @@ static ax_status answer_json(const ax_lookup *L, const ax_lookup_answer *an, con
         uint64_t d = ax_axd_doc_of(ds, first[i]);
         const uint64_t *list;
         ax_jw_obj_begin(w);
-        ax_jw_key(w, "start");
-        ax_jw_uint(w, i);
-        ax_jw_key(w, "count");
-        ax_jw_uint(w, ax_memscan_index_occurrences(idx, first[i], cnt[i], &list));
-        ax_jw_key(w, "doc");
-        ax_jw_uint(w, d);
-        ax_jw_key(w, "offset");
-        ax_jw_uint(w, first[i] - off[d]);
+        ax_jw_key(w, "start"), ax_jw_uint(w, i);
+        ax_jw_key(w, "count"),
+            ax_jw_uint(w, ax_memscan_index_occurrences(idx, first[i], cnt[i], &list));
+        ax_jw_key(w, "doc"), ax_jw_uint(w, d);
+        ax_jw_key(w, "offset"), ax_jw_uint(w, first[i] - off[d]);
         if (places) {
             size_t listed = 0;
             uint64_t total = 0;
@@ -366,8 +342,7 @@ static void put_error_line(const char *file, uint64_t lineno, const char *why, F
     ax_jw w;
     ax_jw_init(&w);
     ax_jw_obj_begin(&w);
-    ax_jw_key(&w, "line");
-    ax_jw_uint(&w, lineno);
+    ax_jw_key(&w, "line"), ax_jw_uint(&w, lineno);
     ax_jw_key(&w, "error");
     char msg[1200];
     snprintf(msg, sizeof msg, "%s line %llu: %s", file, (unsigned long long)lineno, why);

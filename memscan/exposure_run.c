@@ -268,8 +268,9 @@ static ax_status write_outputs(const ax_ms_exposure_opts *fl, const ax_ms_model 
     ax_jw_init(&w);
     ax_ms_scan_header(&w, "canary-exposure", mm->ck, ds_path, sum_ds, docs, toks);
     ax_jw_key(&w, "dataset_found"), ax_jw_bool(&w, ds != NULL);
-    ax_jw_key(&w, "dataset_identity");
-    ax_jw_str(&w, ds ? "the dataset file" : s->has_identity ? "the secrets file" : "unknown");
+    ax_jw_key(&w, "dataset_identity"), ax_jw_str(&w, ds                ? "the dataset file"
+                                                     : s->has_identity ? "the secrets file"
+                                                                       : "unknown");
     ax_jw_key(&w, "dataset_note"), ax_jw_str(&w, note);
     reads_json(&w, &rd);
     ax_jw_key(&w, "config");

@@ -320,8 +320,7 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
     ax_jw_key(&w, "samples_requested"), ax_jw_int(&w, fl->samples);
     ax_jw_key(&w, "documents"), ax_jw_int(&w, n_docs); /* distinct documents probed */
     ax_jw_key(&w, "repeat_docs"), ax_jw_bool(&w, fl->repeat_docs);
-    ax_jw_key(&w, "intervals");
-    ax_jw_str(&w, cl ? "clustered by document" : "independent probes");
+    ax_jw_key(&w, "intervals"), ax_jw_str(&w, cl ? "clustered by document" : "independent probes");
     ax_jw_key(&w, "not_training_data"), ax_jw_bool(&w, fl->not_training_data);
     ax_jw_key(&w, "allow_other_tokenizer"), ax_jw_bool(&w, fl->allow_other_tokenizer);
     ax_jw_key(&w, "offset"), ax_jw_str(&w, fl->offset);
@@ -375,8 +374,8 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
         ax_jw_obj_begin(&w);
         ax_jw_key(&w, "diverged"), ax_jw_int(&w, sum->diverged);
         ax_jw_key(&w, "on_dropped"), ax_jw_int(&w, sum->diverged_on_dropped);
-        ax_jw_key(&w, "share_on_dropped");
-        ax_jw_num(&w, sum->diverged ? (double)sum->diverged_on_dropped / sum->diverged : 0.0);
+        ax_jw_key(&w, "share_on_dropped"),
+            ax_jw_num(&w, sum->diverged ? (double)sum->diverged_on_dropped / sum->diverged : 0.0);
         ax_jw_key(&w, "dropped_fraction"), ax_jw_num(&w, sum->dropped_fraction);
         ax_jw_obj_end(&w);
     }
