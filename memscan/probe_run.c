@@ -422,7 +422,7 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
         for (int l = 0; l < ps->n_len; l++) {
             const ax_probe_result *q = &ps->res[l];
             long k = 0;
-            double ta = 0, mpl = 0, lo, hi, mean;
+            double ta = 0, mpl = 0, lo = 0, hi = 0, mean = 0;
             for (int i = 0; i < q->n; i++)
                 k += q->s[i].exact, ta += q->s[i].token_accuracy, mpl += q->s[i].matched_prefix;
             if (st == AX_OK) st = length_rate_ci(q, &mean, &lo, &hi);
