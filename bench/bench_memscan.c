@@ -21,8 +21,8 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/mpienv.h"
 #include "lib/core/timer.h"
-#include "memscan/hash.h"
-#include "memscan/index.h"
+#include "index/hash.h"
+#include "index/index.h"
 #include "tests/support/synth.h"
 
 #include <stdio.h>

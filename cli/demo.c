@@ -1,5 +1,5 @@
 /* `axmem demo`: the main job end to end on the bundled corpus, through the library calls the
- * commands make (data/encode.h, data/split.h, data/canary.h, memscan/index.h, train/train.h,
+ * commands make (data/data_run.h, data/split.h, data/canary.h, index/index.h, train/train_run.h,
  * memscan/probe_run.h, generate_run.h, mia_run.h, exposure_run.h, reports/report.h): train a
  * tokenizer, split a pool of documents at random into a "memorization set" (the goldfish paper's
  * extreme setting: a few dozen documents seen for many epochs) and held-out non-members, plant
@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/canary.h"
-#include "data/encode.h"
+#include "data/data_run.h"
 #include "data/split.h"
 #include "lib/core/cliargs.h"
 #include "lib/core/config.h"
@@ -19,11 +19,11 @@
 #include "lib/core/stop.h"
 #include "memscan/exposure_run.h"
 #include "memscan/generate_run.h"
-#include "memscan/index.h"
+#include "index/index.h"
 #include "memscan/mia_run.h"
 #include "memscan/probe_run.h"
 #include "reports/report.h"
-#include "train/train.h"
+#include "train/train_run.h"
 
 #include <inttypes.h>
 #include <math.h>

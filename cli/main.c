@@ -16,7 +16,7 @@ typedef struct {
 
 static const command commands[] = {
     {"data", ax_cmd_data, "tokenizer training, corpus -> .axd encoding, decoding, inspection"},
-    {"train", ax_cli_train, "train a model (goldfish loss, checkpoints, metrics.jsonl)"},
+    {"train", ax_cmd_train, "train a model (goldfish loss, checkpoints, metrics.jsonl)"},
     {"goldfish", ax_cmd_goldfish, "goldfish loss masks: show which tokens a spec drops"},
     {"dp", ax_cmd_dp, "privacy accountant: epsilon of DP-SGD settings, or the noise for a target"},
     {"memscan", ax_cmd_memscan,

@@ -2,7 +2,7 @@
  * rank-ordered merge application. Big inputs are cut at safe chunk boundaries into blocks
  * encoded by OpenMP threads, each with its own cache, and concatenated in order, so the
  * output never depends on the thread count. */
-#include "data/hf_tok.h"
+#include "data/hf/hf_tok.h"
 #include "data/pretok.h"
 #include "data/tok_internal.h"
 #include "lib/core/status.h"

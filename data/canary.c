@@ -612,21 +612,6 @@ static ax_status draw_secrets(planter *pl, const ax_canary_format *f, const char
     return AX_OK;
 }
 
-/* writes the secrets file: a private temporary, fsynced, renamed */
-static ax_status write_secrets(const char *path, const char *js) {
-    char tmp[4096] = "";
-    int fd = -1;
-    ax_status st = ax_create_temp(path, 1, tmp, sizeof tmp, &fd);
-    if (st == AX_OK) st = ax_write_all(fd, js, strlen(js), tmp);
-    if (st == AX_OK) st = ax_write_all(fd, "\n", 1, tmp);
-    if (st == AX_OK && fsync(fd) != 0)
-        st = ax_errorf(AX_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
-    if (fd >= 0) close(fd);
-    if (st == AX_OK) st = ax_rename_durable(tmp, path);
-    if (st != AX_OK && tmp[0]) unlink(tmp);
-    return st;
-}
-
 ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
     memset(r, 0, sizeof *r);
     ax_canary_format f;
@@ -715,7 +700,7 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
     secrets_json(&jw, &pl, &f, prefix, nc, refs, nr, complete, written);
     const char *js = ax_jw_text(&jw);
     if (!js) goto oom;
-    AX_CHECK_GOTO(write_secrets(c->secrets, js), fail);
+    AX_CHECK_GOTO(ax_write_text_atomic(c->secrets, js, 1), fail);
     r->canaries = nc;
     r->references = nr;
     r->references_complete = complete;

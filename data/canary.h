@@ -1,4 +1,4 @@
-/* Canaries (issue 11 item 2): `axmem data canaries` plants random secrets of a given format in
+/* Canaries: `axmem data canaries` plants random secrets of a given format in
  * a dataset at chosen repeat counts and writes them, with never-planted reference secrets of
  * the same format, to a secrets file (mode 0600) that `axmem memscan exposure` reads.
  *

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "data/axd.h"
 #include "data/canary.h"
-#include "data/encode.h"
+#include "data/data_run.h"
 #include "data/megatron.h"
 #include "data/split.h"
 #include "data/tokenizer.h"
@@ -251,65 +251,30 @@ static const ax_cfg_table megatron_table = {
     .n = (int)(sizeof megatron_entries / sizeof megatron_entries[0]),
 };
 
-/* ---- small argument helpers ---- */
-
-static int usage_err(const char *sub, const char *fmt, const char *arg) {
-    fprintf(stderr, "axmem data %s: ", sub);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "; see 'axmem data %s --help'\n", sub);
-    return 2;
-}
-
-static int report_fail(const char *sub, ax_status st) {
-    const char *m = ax_error_msg();
-    fprintf(stderr, "axmem data %s: %s\n", sub, m[0] ? m : ax_status_str(st));
-    return st == AX_ERR_ARG ? 2 : 1;
-}
-
-/* Defaults, then argv into fl: -1 to go on, else the exit code (0 after --help). */
-static int parse_flags(const char *sub, const ax_cfg_table *t, void *fl, int argc, char **argv,
-                       uint8_t *was_set) {
-    int help = 0;
-    ax_status st = ax_cfg_set_defaults(t, fl);
-    if (st == AX_OK) st = ax_cfg_parse_argv(t, fl, argc, argv, was_set, &help);
-    if (st != AX_OK) return report_fail(sub, st);
-    if (!help) return -1;
-    ax_cfg_print_help(t, stdout);
-    return 0;
-}
-
 /* ---------------------------------------------------------------- tokenizer-train */
 
 static int cmd_train(int argc, char **argv) {
-    static const char *SUB = "tokenizer-train";
+    static const char *CMD = "data tokenizer-train";
     train_flags fl;
-    uint64_t vocab, max_bytes = 0;
-    ax_status st = AX_OK;
-    int rc = parse_flags(SUB, &train_table, &fl, argc, argv, NULL);
+    uint64_t max_bytes = 0;
+    int rc = ax_cli_parse(CMD, &train_table, &fl, argc, argv, NULL);
+    const char *const need[][2] = {{fl.out, "--out TOK"}};
     if (rc >= 0) goto out;
-    rc = 0;
-    vocab = (uint64_t)fl.vocab_size;
-    if (fl.max_bytes[0] && (ax_parse_size(fl.max_bytes, &max_bytes) != 1 || max_bytes == 0)) {
-        rc = usage_err(SUB, "--max-bytes '%s' is not a positive size (e.g. 100M)", fl.max_bytes);
-        goto out;
+    if (fl.max_bytes[0] && (ax_parse_size(fl.max_bytes, &max_bytes) != 1 || max_bytes == 0))
+        rc = ax_cli_usage(CMD, "--max-bytes '%s' is not a positive size (e.g. 100M)", fl.max_bytes);
+    else if (!fl.input.n)
+        rc = ax_cli_usage(CMD, "%s", "--input FILE... is required");
+    else if (!(rc = ax_cli_require(CMD, need, 1))) {
+        ax_data_tokenizer_result res;
+        ax_status st =
+            ax_data_tokenizer_train((const char *const *)fl.input.v, fl.input.n, fl.split_lines,
+                                    (uint64_t)fl.vocab_size, max_bytes, fl.out, &res);
+        if (st != AX_OK)
+            rc = ax_cli_fail(CMD, st);
+        else
+            AX_INFO("wrote %s: vocab %d, %d merges, checksum %016" PRIx64 ", %.2f s", fl.out,
+                    res.vocab, res.merges, res.checksum, res.seconds);
     }
-    if (!fl.input.n) {
-        rc = usage_err(SUB, "%s", "--input FILE... is required");
-        goto out;
-    }
-    if (!fl.out[0]) {
-        rc = usage_err(SUB, "%s", "--out TOK is required");
-        goto out;
-    }
-    ax_data_tokenizer_result res;
-    AX_CHECK_GOTO(ax_data_tokenizer_train((const char *const *)fl.input.v, fl.input.n,
-                                          fl.split_lines, vocab, max_bytes, fl.out, &res),
-                  fail);
-    AX_INFO("wrote %s: vocab %d, %d merges, checksum %016" PRIx64 ", %.2f s", fl.out, res.vocab,
-            res.merges, res.checksum, res.seconds);
-    goto out;
-fail:
-    rc = report_fail(SUB, st);
 out:
     ax_cfg_free(&train_table, &fl);
     return rc;
@@ -318,32 +283,25 @@ out:
 /* ---------------------------------------------------------------- encode */
 
 static int cmd_encode(int argc, char **argv) {
-    static const char *SUB = "encode";
+    static const char *CMD = "data encode";
     encode_flags fl;
-    ax_status st = AX_OK;
-    int rc = parse_flags(SUB, &encode_table, &fl, argc, argv, NULL);
+    int rc = ax_cli_parse(CMD, &encode_table, &fl, argc, argv, NULL);
+    const char *const tok[][2] = {{fl.tokenizer, "--tokenizer TOK"}}, *const out[][2] = {
+                                                                          {fl.out,
+                                                                           "--out FILE.axd"}};
     if (rc >= 0) goto out;
-    rc = 0;
-    if (!fl.tokenizer[0]) {
-        rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
-        goto out;
-    }
+    if ((rc = ax_cli_require(CMD, tok, 1))) goto out;
     if (!fl.input.n) {
-        rc = usage_err(SUB, "%s", "--input FILE... is required");
-        goto out;
+        rc = ax_cli_usage(CMD, "%s", "--input FILE... is required");
+    } else if (!(rc = ax_cli_require(CMD, out, 1))) {
+        ax_data_encode_result res;
+        ax_status st = ax_data_encode(fl.tokenizer, (const char *const *)fl.input.v, fl.input.n,
+                                      fl.split_lines, (int)fl.threads, fl.out, &res);
+        if (st != AX_OK)
+            rc = ax_cli_fail(CMD, st);
+        else
+            AX_INFO("wrote %s", fl.out);
     }
-    if (!fl.out[0]) {
-        rc = usage_err(SUB, "%s", "--out FILE.axd is required");
-        goto out;
-    }
-    ax_data_encode_result res;
-    AX_CHECK_GOTO(ax_data_encode(fl.tokenizer, (const char *const *)fl.input.v, fl.input.n,
-                                 fl.split_lines, (int)fl.threads, fl.out, &res),
-                  fail);
-    AX_INFO("wrote %s", fl.out);
-    goto out;
-fail:
-    rc = report_fail(SUB, st);
 out:
     ax_cfg_free(&encode_table, &fl);
     return rc;
@@ -352,64 +310,26 @@ out:
 /* ---------------------------------------------------------------- import-megatron */
 
 static int cmd_import_megatron(int argc, char **argv) {
-    static const char *SUB = "import-megatron";
+    static const char *CMD = "data import-megatron";
     megatron_flags fl;
-    ax_status st = AX_OK;
-    int rc = parse_flags(SUB, &megatron_table, &fl, argc, argv, NULL);
-    if (rc >= 0) goto out;
-    rc = 0;
-    if (!fl.prefix[0]) {
-        rc = usage_err(SUB, "%s", "--prefix PATH is required");
-        goto out;
-    }
-    if (!fl.out[0]) {
-        rc = usage_err(SUB, "%s", "--out FILE.axd is required");
-        goto out;
-    }
-    if (fl.vocab_size && fl.vocab_size < AX_TOK_FIRST_MERGE) {
-        rc = usage_err(SUB, "%s", "--vocab-size must be 0 (infer) or at least 257");
-        goto out;
-    }
+    int rc = ax_cli_parse(CMD, &megatron_table, &fl, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const char *const need[][2] = {{fl.prefix, "--prefix PATH"}, {fl.out, "--out FILE.axd"}};
+    if ((rc = ax_cli_require(CMD, need, 2))) return rc;
+    if (fl.vocab_size && fl.vocab_size < AX_TOK_FIRST_MERGE)
+        return ax_cli_usage(CMD, "%s", "--vocab-size must be 0 (infer) or at least 257");
     ax_megatron_options o = {(uint32_t)fl.vocab_size, fl.eot};
     ax_megatron_result r;
-    AX_CHECK_GOTO(ax_megatron_import(fl.prefix, fl.out, &o, &r), fail);
+    ax_status st = ax_megatron_import(fl.prefix, fl.out, &o, &r);
+    if (st != AX_OK) return ax_cli_fail(CMD, st);
     AX_INFO("wrote %s: %" PRIu64 " docs, %" PRIu64 " tokens, vocab %u, end-of-text %u%s (appended "
             "to %" PRIu64 " documents)",
             fl.out, r.docs, r.tokens, r.vocab, r.eot, r.eot_inferred ? " (inferred)" : "",
             r.eot_added);
-    goto out;
-fail:
-    rc = report_fail(SUB, st);
-out:
-    ax_cfg_free(&megatron_table, &fl);
-    return rc;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- decode */
-
-static ax_status write_decoded(const ax_tokenizer_t *tok, const int32_t *ids, size_t n) {
-    uint8_t *bytes;
-    size_t nb;
-    AX_CHECK(ax_tokenizer_decode(tok, ids, n, &bytes, &nb));
-    size_t put = fwrite(bytes, 1, nb, stdout);
-    free(bytes);
-    if (put != nb) return ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
-    return AX_OK;
-}
-
-static ax_status decode_doc(const ax_tokenizer_t *tok, const ax_axd_t *d, uint64_t doc,
-                            int32_t **buf, size_t *cap) {
-    const uint64_t *off = ax_axd_doc_offsets(d);
-    uint64_t n = off[doc + 1] - off[doc];
-    if (n > *cap) {
-        int32_t *nb = realloc(*buf, n * sizeof *nb);
-        if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory decoding document %" PRIu64, doc);
-        *buf = nb;
-        *cap = n;
-    }
-    ax_axd_tokens(d, off[doc], n, *buf);
-    return write_decoded(tok, *buf, (size_t)n);
-}
 
 /* --ids: every value holds ids separated by spaces or commas; n_ids bounds how many there are */
 static int parse_ids(const ax_cfg_strlist *l, int vocab, int32_t *ids, size_t *n) {
@@ -439,71 +359,41 @@ static int parse_ids(const ax_cfg_strlist *l, int vocab, int32_t *ids, size_t *n
 }
 
 static int cmd_decode(int argc, char **argv) {
-    static const char *SUB = "decode";
+    static const char *CMD = "data decode";
     decode_flags fl;
     uint8_t was_set[sizeof decode_entries / sizeof decode_entries[0]] = {0};
     ax_tokenizer_t *tok = NULL;
-    ax_axd_t *d = NULL;
     int32_t *ids = NULL;
-    size_t cap = 0;
     ax_status st = AX_OK;
-    int rc = parse_flags(SUB, &decode_table, &fl, argc, argv, was_set);
+    int rc = ax_cli_parse(CMD, &decode_table, &fl, argc, argv, was_set);
+    const char *const need[][2] = {{fl.tokenizer, "--tokenizer TOK"}};
     if (rc >= 0) goto out;
-    rc = 0;
-    const char *tok_path = fl.tokenizer, *data_path = fl.data;
-    int have_doc = was_set[DECODE_DOC];
-    uint64_t doc = (uint64_t)fl.doc;
-    if (!tok_path[0]) {
-        rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
+    if ((rc = ax_cli_require(CMD, need, 1))) goto out;
+    if (!fl.data[0] == !fl.ids.n) {
+        rc = ax_cli_usage(CMD, "%s", "pass exactly one of --data FILE.axd or --ids \"1 2 3\"");
         goto out;
     }
-    if (!data_path[0] == !fl.ids.n) {
-        rc = usage_err(SUB, "%s", "pass exactly one of --data FILE.axd or --ids \"1 2 3\"");
+    if (was_set[DECODE_DOC] && !fl.data[0]) {
+        rc = ax_cli_usage(CMD, "%s", "--doc needs --data");
         goto out;
     }
-    if (have_doc && !data_path[0]) {
-        rc = usage_err(SUB, "%s", "--doc needs --data");
-        goto out;
-    }
-    AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
-    if (fl.ids.n) {
-        size_t n = 0;
-        cap = 1;
+    st = ax_tokenizer_load(fl.tokenizer, &tok);
+    if (st == AX_OK && fl.ids.n) {
+        size_t n = 0, cap = 1;
         for (int k = 0; k < fl.ids.n; k++) cap += strlen(fl.ids.v[k]) / 2 + 1;
-        ids = malloc(cap * sizeof *ids);
-        if (!ids) {
+        if (!(ids = malloc(cap * sizeof *ids))) {
             st = ax_errorf(AX_ERR_NOMEM, "out of memory");
-            goto fail;
+        } else if ((rc = parse_ids(&fl.ids, ax_tokenizer_vocab_size(tok), ids, &n))) {
+            goto out;
+        } else {
+            st = ax_data_decode_ids(tok, ids, n, stdout);
         }
-        rc = parse_ids(&fl.ids, ax_tokenizer_vocab_size(tok), ids, &n);
-        if (rc) goto out;
-        AX_CHECK_GOTO(write_decoded(tok, ids, n), fail);
-        goto out;
+    } else if (st == AX_OK) {
+        st = ax_data_decode(tok, fl.tokenizer, fl.data, was_set[DECODE_DOC] ? fl.doc : -1, stdout);
     }
-    AX_CHECK_GOTO(ax_axd_open(data_path, AX_AXD_VERIFY, &d), fail);
-    AX_CHECK_GOTO(ax_axd_check_tokenizer(d, tok, tok_path), fail);
-    if (have_doc) {
-        if (doc >= ax_axd_n_docs(d)) {
-            st = ax_errorf(
-                AX_ERR_ARG, "--doc %" PRIu64 ": %s has %" PRIu64 " documents (0..%" PRIu64 ")", doc,
-                data_path, ax_axd_n_docs(d), ax_axd_n_docs(d) ? ax_axd_n_docs(d) - 1 : 0);
-            goto fail;
-        }
-        AX_CHECK_GOTO(decode_doc(tok, d, doc, &ids, &cap), fail);
-    } else {
-        for (uint64_t i = 0; i < ax_axd_n_docs(d); i++)
-            AX_CHECK_GOTO(decode_doc(tok, d, i, &ids, &cap), fail);
-    }
-    if (fflush(stdout) != 0) {
-        st = ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
-        goto fail;
-    }
-    goto out;
-fail:
-    rc = report_fail(SUB, st);
+    if (st != AX_OK) rc = ax_cli_fail(CMD, st);
 out:
     free(ids);
-    ax_axd_free(d);
     ax_tokenizer_free(tok);
     ax_cfg_free(&decode_table, &fl);
     return rc;
@@ -511,126 +401,81 @@ out:
 
 /* ---------------------------------------------------------------- info */
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int cmd_info(int argc, char **argv) {
-    static const char *SUB = "info";
+    static const char *CMD = "data info";
     info_flags fl;
-    ax_axd_t *d = NULL;
-    uint64_t *lens = NULL;
-    ax_status st = AX_OK;
-    int rc = parse_flags(SUB, &info_table, &fl, argc, argv, NULL);
+    ax_data_info in;
+    int rc = ax_cli_parse(CMD, &info_table, &fl, argc, argv, NULL);
     if (rc >= 0) goto out;
-    rc = 0;
     const char *path = fl.path.v[0]; /* required: the parser checked it is there */
-    int verify = fl.verify;
-    /* info is the explicit check: it rehashes even a file the cache says was verified */
-    AX_CHECK_GOTO(ax_axd_open(path, verify ? AX_AXD_VERIFY_REHASH : AX_AXD_HEADER_ONLY, &d), fail);
-    uint64_t nd = ax_axd_n_docs(d), nt = ax_axd_n_tokens(d);
-    const uint64_t *off = ax_axd_doc_offsets(d);
+    ax_status st = ax_data_info_read(path, fl.verify, &in);
+    if (st != AX_OK) {
+        rc = ax_cli_fail(CMD, st);
+        goto out;
+    }
     printf("path:       %s\n", path);
-    printf("format:     axd v%d, %d-byte tokens\n",
-           ax_axd_eot(d) != AX_TOK_EOT    ? 3
-           : ax_axd_tokenizer_checksum(d) ? 2
-                                          : 1,
-           ax_axd_vocab_size(d) <= 65536 ? 2 : 4);
-    printf("vocab:      %u\n", ax_axd_vocab_size(d));
-    printf("docs:       %" PRIu64 "\n", nd);
-    printf("tokens:     %" PRIu64 "\n", nt);
-    printf("checksum:   %016" PRIx64 " (%s)\n", ax_axd_checksum(d),
-           verify ? "verified" : "not verified");
-    if (ax_axd_tokenizer_checksum(d))
-        printf("tokenizer:  %016" PRIx64 "\n", ax_axd_tokenizer_checksum(d));
+    printf("format:     axd v%d, %d-byte tokens\n", in.version, in.token_bytes);
+    printf("vocab:      %u\n", in.vocab);
+    printf("docs:       %" PRIu64 "\n", in.docs);
+    printf("tokens:     %" PRIu64 "\n", in.tokens);
+    printf("checksum:   %016" PRIx64 " (%s)\n", in.checksum,
+           fl.verify ? "verified" : "not verified");
+    if (in.tok_checksum)
+        printf("tokenizer:  %016" PRIx64 "\n", in.tok_checksum);
     else
         printf("tokenizer:  unknown (imported, or written before datasets recorded it)\n");
-    if (ax_axd_eot(d) != AX_TOK_EOT) printf("end-of-text: %u\n", ax_axd_eot(d));
-    if (nd) {
-        lens = malloc(nd * sizeof *lens);
-        if (!lens) {
-            st = ax_errorf(AX_ERR_NOMEM, "out of memory for %" PRIu64 " document lengths", nd);
-            goto fail;
-        }
-        for (uint64_t i = 0; i < nd; i++) lens[i] = off[i + 1] - off[i];
-        qsort(lens, nd, sizeof *lens, cmp_u64);
+    if (in.eot != AX_TOK_EOT) printf("end-of-text: %u\n", in.eot);
+    if (in.docs)
         printf("tokens/doc: min %" PRIu64 ", median %" PRIu64 ", mean %.1f, p99 %" PRIu64
                ", max %" PRIu64 " (each includes end-of-text)\n",
-               lens[0], lens[nd / 2], (double)nt / (double)nd, lens[(nd - 1) * 99 / 100],
-               lens[nd - 1]);
-    }
-    goto out;
-fail:
-    rc = report_fail(SUB, st);
+               in.len_min, in.len_median, in.len_mean, in.len_p99, in.len_max);
+    rc = 0;
 out:
-    free(lens);
-    ax_axd_free(d);
     ax_cfg_free(&info_table, &fl);
     return rc;
 }
 
 /* ---------------------------------------------------------------- split */
 
-/* prints the JSON object (and a newline) to stdout and, with a path, writes it there
- * atomically: temp file beside it, fsync, rename */
-static ax_status emit_json(const ax_jw *w, const char *path, int private_mode) {
-    const char *text = ax_jw_text(w);
-    if (!text) return ax_errorf(AX_ERR_NOMEM, "out of memory writing the summary");
-    if (printf("%s\n", text) < 0 || fflush(stdout) != 0)
-        return ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
-    if (!path || !path[0]) return AX_OK;
-    char tmp[AX_CFG_STR_MAX + 64];
-    int fd;
-    AX_CHECK(ax_create_temp(path, private_mode, tmp, sizeof tmp, &fd));
-    ax_status st = ax_write_all(fd, text, strlen(text), tmp);
-    if (st == AX_OK) st = ax_write_all(fd, "\n", 1, tmp);
-    if (st == AX_OK && fsync(fd) != 0)
-        st = ax_errorf(AX_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
-    close(fd);
-    if (st == AX_OK) st = ax_rename_durable(tmp, path);
-    if (st != AX_OK) unlink(tmp);
-    return st;
-}
-
 static int cmd_split(int argc, char **argv) {
-    static const char *SUB = "split";
+    static const char *CMD = "data split";
     split_flags fl;
-    ax_status st = AX_OK;
     ax_jw w;
     ax_jw_init(&w);
-    int rc = parse_flags(SUB, &split_table, &fl, argc, argv, NULL);
+    int rc = ax_cli_parse(CMD, &split_table, &fl, argc, argv, NULL);
     if (rc >= 0) goto out;
-    rc = 0;
-    const char *need[][2] = {{fl.input, "--input X.axd"},
-                             {fl.out_train, "--out-train A.axd"},
-                             {fl.out_holdout, "--out-holdout B.axd"}};
-    for (int i = 0; i < 3; i++)
-        if (!need[i][0][0]) {
-            rc = usage_err(SUB, "%s is required", need[i][1]);
-            goto out;
-        }
+    const char *const need[][2] = {{fl.input, "--input X.axd"},
+                                   {fl.out_train, "--out-train A.axd"},
+                                   {fl.out_holdout, "--out-holdout B.axd"}};
+    if ((rc = ax_cli_require(CMD, need, 3))) goto out;
     ax_split_config c = {.holdout = fl.holdout, .seed = (uint64_t)fl.seed, .ngram = (int)fl.ngram};
     if (ax_parse_size(fl.max_memory, &c.max_memory) != 1 || c.max_memory == 0) {
-        rc = usage_err(SUB, "--max-memory '%s' is not a positive size (e.g. 8G)", fl.max_memory);
+        rc = ax_cli_usage(CMD, "--max-memory '%s' is not a positive size (e.g. 8G)", fl.max_memory);
         goto out;
     }
     if (fl.summary[0] &&
         (ax_data_same_file(fl.summary, fl.input) || ax_data_same_file(fl.summary, fl.out_train) ||
          ax_data_same_file(fl.summary, fl.out_holdout))) {
-        rc = usage_err(SUB, "--summary %s must not be one of the datasets", fl.summary);
+        rc = ax_cli_usage(CMD, "--summary %s must not be one of the datasets", fl.summary);
         goto out;
     }
     ax_split_result r;
-    AX_CHECK_GOTO(ax_data_split(fl.input, fl.out_train, fl.out_holdout, &c, &r), fail);
-    ax_split_result_json(&r, &c, &w);
-    AX_CHECK_GOTO(emit_json(&w, fl.summary, 0), fail);
+    ax_status st = ax_data_split(fl.input, fl.out_train, fl.out_holdout, &c, &r);
+    if (st == AX_OK) {
+        ax_split_result_json(&r, &c, &w);
+        st = ax_jw_text(&w) ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory writing the summary");
+    }
+    /* the summary is always printed, and written to --summary too */
+    if (st == AX_OK && (printf("%s\n", ax_jw_text(&w)) < 0 || fflush(stdout) != 0))
+        st = ax_errorf(AX_ERR_IO, "writing to stdout failed: %s", strerror(errno));
+    if (st == AX_OK && fl.summary[0]) st = ax_write_text_atomic(fl.summary, ax_jw_text(&w), 0);
+    if (st != AX_OK) {
+        rc = ax_cli_fail(CMD, st);
+        goto out;
+    }
     AX_INFO("wrote %s (%" PRIu64 " docs) and %s (%" PRIu64 " docs; %" PRIu64
             " drawn documents dropped for a shared %d-gram)",
             fl.out_train, r.train_docs, fl.out_holdout, r.holdout_docs, r.dropped_docs, c.ngram);
-    goto out;
-fail:
-    rc = report_fail(SUB, st);
 out:
     ax_jw_free(&w);
     ax_cfg_free(&split_table, &fl);
@@ -651,10 +496,10 @@ static int parse_repeats(const char *s, int *out, int *n) {
         snprintf(one, sizeof one, "%.*s", (int)(len < 31 ? len : 31), p);
         if (len == 0 || len > 30 || ax_parse_i64(one, &v) != 1 || v < 1 || v > 1000000 ||
             *n == MAX_REPEATS)
-            return usage_err("canaries",
-                             "--repeats '%s' is not a list of up to 64 counts in 1..1000000, "
-                             "e.g. 1,2,4,8",
-                             s);
+            return ax_cli_usage("data canaries",
+                                "--repeats '%s' is not a list of up to 64 counts in 1..1000000, "
+                                "e.g. 1,2,4,8",
+                                s);
         out[(*n)++] = (int)v;
         if (!p[len]) return 0;
         p += len + 1;
@@ -662,23 +507,17 @@ static int parse_repeats(const char *s, int *out, int *n) {
 }
 
 static int cmd_canaries(int argc, char **argv) {
-    static const char *SUB = "canaries";
+    static const char *CMD = "data canaries";
     canary_flags fl;
-    ax_status st = AX_OK;
-    int rc = parse_flags(SUB, &canary_table, &fl, argc, argv, NULL);
-    if (rc >= 0) goto out;
-    rc = 0;
-    const char *need[][2] = {{fl.input, "--input X.axd"},
-                             {fl.tokenizer, "--tokenizer TOK"},
-                             {fl.out, "--out Y.axd"},
-                             {fl.secrets, "--secrets FILE.json"}};
-    for (int i = 0; i < 4; i++)
-        if (!need[i][0][0]) {
-            rc = usage_err(SUB, "%s is required", need[i][1]);
-            goto out;
-        }
     int reps[MAX_REPEATS], nrep;
-    if ((rc = parse_repeats(fl.repeats, reps, &nrep))) goto out;
+    int rc = ax_cli_parse(CMD, &canary_table, &fl, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const char *const need[][2] = {{fl.input, "--input X.axd"},
+                                   {fl.tokenizer, "--tokenizer TOK"},
+                                   {fl.out, "--out Y.axd"},
+                                   {fl.secrets, "--secrets FILE.json"}};
+    if ((rc = ax_cli_require(CMD, need, 4)) || (rc = parse_repeats(fl.repeats, reps, &nrep)))
+        return rc;
     ax_canary_config c = {.input = fl.input,
                           .tokenizer = fl.tokenizer,
                           .format = fl.format,
@@ -692,18 +531,14 @@ static int cmd_canaries(int argc, char **argv) {
                           .as_documents = fl.as_documents,
                           .within = (long)fl.within};
     ax_canary_result r;
-    AX_CHECK_GOTO(ax_data_canaries(&c, &r), fail);
+    ax_status st = ax_data_canaries(&c, &r);
+    if (st != AX_OK) return ax_cli_fail(CMD, st);
     AX_INFO("wrote %s: %ld canaries, %" PRIu64 " copies %s, %" PRIu64
             " tokens added; %s: %ld reference secrets%s of a space of %.0f",
             fl.out, r.canaries, r.insertions,
             fl.as_documents ? "as documents" : "between sentences", r.tokens_added, fl.secrets,
             r.references, r.references_complete ? " (all the rest)" : "", r.space);
-    goto out;
-fail:
-    rc = report_fail(SUB, st);
-out:
-    ax_cfg_free(&canary_table, &fl);
-    return rc;
+    return 0;
 }
 
 int ax_cmd_data(int argc, char **argv) {

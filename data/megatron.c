@@ -3,7 +3,7 @@
  * then documents stream from the mapped .bin to the .axd writer in order. */
 #include "data/megatron.h"
 #include "data/axd.h"
-#include "data/progress.h"
+#include "lib/core/progress.h"
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/log.h"
@@ -323,8 +323,8 @@ ax_status ax_megatron_import(const char *prefix, const char *out_path,
     char why[96];
     snprintf(why, sizeof why, " (the vocabulary size is %u%s)", vocab,
              opt->vocab_size ? ", from --vocab-size" : "");
-    ax_data_progress pr;
-    ax_data_progress_init(&pr, "import-megatron", m.bin_size);
+    ax_progress pr;
+    ax_progress_bytes_begin(&pr, "import-megatron", m.bin_size);
     size_t dropped = 0; /* bytes of .bin before this were handed back to the kernel */
     long page = sysconf(_SC_PAGESIZE);
     for (uint64_t d = 0; d < m.x.n_docs; d++) {
@@ -352,7 +352,7 @@ ax_status ax_megatron_import(const char *prefix, const char *out_path,
             char extra[96];
             snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " tokens", res->docs,
                      res->tokens);
-            ax_data_progress_update(&pr, at, extra);
+            ax_progress_bytes(&pr, at, extra);
         }
     }
     AX_CHECK_GOTO(ax_axd_writer_close(w), out); /* frees w either way */
@@ -361,7 +361,7 @@ ax_status ax_megatron_import(const char *prefix, const char *out_path,
         char extra[96];
         snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " tokens", res->docs,
                  res->tokens);
-        ax_data_progress_done(&pr, m.bin_size, extra);
+        ax_progress_bytes_done(&pr, m.bin_size, extra);
     }
     res->vocab = vocab;
     res->eot = (uint32_t)eot;

@@ -1,5 +1,5 @@
 /* A binary min-heap of (merge rank, position) pairs: BPE's "lowest rank first, leftmost on
- * ties" order for long chunks (data/tokenizer.c, data/hf_encode.c). Entries go stale as
+ * ties" order for long chunks (data/tokenizer.c, data/hf/hf_encode.c). Entries go stale as
  * neighbours merge; callers re-check an entry's rank when they pop it (lazy deletion). */
 #pragma once
 

@@ -1,4 +1,4 @@
-/* Member / non-member splits with ground truth (issue 11 item 1): `axmem data split`.
+/* Member / non-member splits with ground truth: `axmem data split`.
  *
  * A seeded random draw sends round(holdout * n_docs) documents of one dataset to a held-out
  * set and the rest to a training set, so both come from the same distribution. A held-out

@@ -18,7 +18,7 @@ struct ax_hf;
 struct ax_tokenizer {
     int vocab_size;
     int32_t eot; /* end-of-text id: AX_TOK_EOT for axmem's own, the file's for tokenizer.json */
-    struct ax_hf *hf; /* non-NULL: a Hugging Face tokenizer.json (data/hf_tok.h); no merges */
+    struct ax_hf *hf; /* non-NULL: a Hugging Face tokenizer.json (data/hf/hf_tok.h); no merges */
     int n_merges;
     uint32_t *merges; /* [n_merges][2]: merge i makes id AX_TOK_FIRST_MERGE + i */
     uint64_t checksum;
@@ -55,8 +55,8 @@ static inline int32_t ax_tok_pair_lookup(const struct ax_tokenizer *t, uint32_t 
 ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *what,
                              ax_tokenizer_t **out);
 /* Parses a tokenizer file's bytes: an axmem file (magic AXMEMTOK) or a Hugging Face
- * tokenizer.json (anything else; data/hf_load.c) (what ax_tokenizer_load reads; fuzz targets call
- * it directly). `path` names the source in errors. */
+ * tokenizer.json (anything else; data/hf/hf_load.c) (what ax_tokenizer_load reads; fuzz targets
+ * call it directly). `path` names the source in errors. */
 ax_status ax_tok_load_bytes(const uint8_t *bytes, size_t n, const char *path, ax_tokenizer_t **out);
 /* XXH3 of the serialised file (the tokenizer's identity) */
 uint64_t ax_tok_compute_checksum(const ax_tokenizer_t *t);

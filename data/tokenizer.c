@@ -1,6 +1,6 @@
 /* The in-memory tokenizer: merge table, pair lookup, token bytes, decoding, and the
  * rank-ordered merge application shared by the encoder. */
-#include "data/hf_tok.h"
+#include "data/hf/hf_tok.h"
 #include "data/merge_heap.h"
 #include "data/tok_internal.h"
 #include "lib/core/status.h"

@@ -5,7 +5,7 @@
  *  - a Hugging Face tokenizer.json (BPE: GPT-2, GPT-NeoX/Pythia, Llama-2, Llama-3 styles),
  *    detected by content; encoding gives the ids the `tokenizers` library gives with
  *    add_special_tokens=False (no BOS/EOS added); its end-of-text id is the file's
- *    (ax_tokenizer_eot). See data/hf_tok.h. */
+ *    (ax_tokenizer_eot). See data/hf/hf_tok.h. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
  *  20  u32     reserved (0)
  *  24  u32[n_merges][2] merges (merge i joins the pair into id 257 + i)
  *  ..  u64     XXH3_64 of all preceding bytes: the tokenizer's identity */
-#include "data/hf_tok.h"
+#include "data/hf/hf_tok.h"
 #include "data/tok_internal.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/status.h"

@@ -1,6 +1,5 @@
 /* The verified-file cache: one file per (file version, digest) key. See verify_cache.h. */
 #include "data/verify_cache.h"
-#include "lib/core/cliargs.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/log.h"
 #include "lib/core/status.h"
@@ -14,16 +13,24 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+static uint64_t g_min_bytes = (uint64_t)64 << 20;
+
+void ax_verify_cache_set_min_bytes(uint64_t n) {
+    g_min_bytes = n;
+}
+
 static int cache_off(void) {
-    const char *v = getenv("AXMEM_VERIFY_CACHE");
-    return v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no"));
+    const char *d = getenv("AXMEM_CACHE_DIR");
+    return d && !strcmp(d, "off");
 }
 
 /* the cache directory into out; 0 when there is none (no HOME) or it does not fit */
 static int cache_dir(char *out, size_t size) {
     const char *d = getenv("AXMEM_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
     int n;
-    if (d && *d)
+    if (cache_off())
+        return 0;
+    else if (d && *d)
         n = snprintf(out, size, "%s", d);
     else if (x && *x == '/')
         n = snprintf(out, size, "%s/axmem/verified", x);
@@ -34,15 +41,8 @@ static int cache_dir(char *out, size_t size) {
     return n > 0 && (size_t)n < size;
 }
 
-uint64_t ax_verify_cache_min_bytes(void) {
-    const char *v = getenv("AXMEM_VERIFY_CACHE_MIN");
-    uint64_t n;
-    if (v && *v && ax_parse_size(v, &n) == 1) return n;
-    return (uint64_t)64 << 20;
-}
-
 uint64_t ax_verify_cache_key(const struct stat *sb, uint64_t digest) {
-    if (cache_off() || (uint64_t)sb->st_size < ax_verify_cache_min_bytes()) return 0;
+    if (cache_off() || (uint64_t)sb->st_size < g_min_bytes) return 0;
     uint64_t f[9] = {(uint64_t)sb->st_dev,          (uint64_t)sb->st_ino,
                      (uint64_t)sb->st_size,         (uint64_t)sb->st_mtim.tv_sec,
                      (uint64_t)sb->st_mtim.tv_nsec, (uint64_t)sb->st_ctim.tv_sec,

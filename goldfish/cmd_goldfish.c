@@ -7,7 +7,7 @@
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
-#include "goldfish/stats.h"
+#include "goldfish/goldfish_run.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/status.h"
@@ -104,81 +104,22 @@ static const ax_cfg_table stats_table = {
     .n = (int)(sizeof stats_entries / sizeof stats_entries[0]),
 };
 
-/* ---- small argument helpers (as in data/cmd_data.c) ---- */
-
-static int usage_err(const char *sub, const char *fmt, const char *arg) {
-    fprintf(stderr, "axmem goldfish%s%s: ", sub[0] ? " " : "", sub);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "; see 'axmem goldfish%s%s --help'\n", sub[0] ? " " : "", sub);
+/* failures as every command's, but a spec error names this command's flag, --spec */
+static int fail(const char *cmd, ax_status st) {
+    const char *m = ax_error_msg();
+    if (strncmp(m, "--goldfish ", 11)) return ax_cli_fail(cmd, st);
+    fprintf(stderr, "axmem %s: --spec %s\n", cmd, m + 11);
     return 2;
 }
 
-static int report_fail(const char *sub, ax_status st) {
-    const char *m = ax_error_msg();
-    /* spec errors name `axmem train`'s flag; here the flag is --spec */
-    if (!strncmp(m, "--goldfish ", 11)) {
-        fprintf(stderr, "axmem goldfish %s: --spec %s\n", sub, m + 11);
-        return 2;
-    }
-    fprintf(stderr, "axmem goldfish %s: %s\n", sub, m[0] ? m : ax_status_str(st));
-    return st == AX_ERR_ARG ? 2 : 1;
-}
-
-/* Defaults, then argv into fl: -1 to go on, else the exit code (0 after --help). */
-static int parse_flags(const char *sub, const ax_cfg_table *t, void *fl, int argc, char **argv) {
-    int help = 0;
-    ax_status st = ax_cfg_set_defaults(t, fl);
-    if (st == AX_OK) st = ax_cfg_parse_argv(t, fl, argc, argv, NULL, &help);
-    if (st != AX_OK) return report_fail(sub, st);
-    if (!help) return -1;
-    ax_cfg_print_help(t, stdout);
-    return 0;
-}
-
 /* ---------------------------------------------------------------- show */
-
-/* length of the valid UTF-8 sequence at s (1..4), or 0 if the byte there starts none */
-static size_t utf8_seq(const uint8_t *s, size_t n) {
-    uint8_t c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    for (size_t j = 1; j < len; j++) {
-        if ((s[j] & 0xC0) != 0x80) return 0;
-        cp = cp << 6 | (s[j] & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return len;
-}
 
 /* one token's text for JSON: the bytes when valid UTF-8, else U+FFFD for each bad byte
  * (and *lossy = 1, so the caller adds the exact bytes as hex) */
 static void json_token_text(ax_jw *w, const uint8_t *b, size_t n, int *lossy) {
     size_t i = 0;
     *lossy = 0;
-    while (i < n) {
-        size_t l = utf8_seq(b + i, n - i);
-        if (!l) {
-            *lossy = 1;
-            break;
-        }
-        i += l;
-    }
+    for (size_t l; i < n && !*lossy; i += l) *lossy = !ax_utf8_next((const char *)b + i, n - i, &l);
     if (!*lossy) {
         ax_jw_strn(w, (const char *)b, n);
         return;
@@ -189,8 +130,8 @@ static void json_token_text(ax_jw *w, const uint8_t *b, size_t n, int *lossy) {
         return;
     }
     for (i = 0; i < n;) {
-        size_t l = utf8_seq(b + i, n - i);
-        if (l) {
+        size_t l;
+        if (ax_utf8_next((const char *)b + i, n - i, &l)) {
             memcpy(o, b + i, l);
             o += l;
             i += l;
@@ -262,156 +203,111 @@ static char *join_text(const ax_cfg_strlist *l, size_t *len) {
     return text;
 }
 
+/* the text from stdin into *text (grown as needed) */
+static ax_status read_stdin(char **text, size_t *text_len) {
+    size_t got, cap = 0;
+    char buf[1 << 16];
+    while ((got = fread(buf, 1, sizeof buf, stdin)) > 0) {
+        if (*text_len + got + 1 > cap) {
+            size_t nc = cap ? 2 * cap : 1 << 16;
+            while (nc < *text_len + got + 1) nc *= 2;
+            char *nt = realloc(*text, nc);
+            if (!nt) return ax_errorf(AX_ERR_NOMEM, "out of memory reading stdin");
+            *text = nt;
+            cap = nc;
+        }
+        memcpy(*text + *text_len, buf, got);
+        *text_len += got;
+    }
+    return ferror(stdin) ? ax_errorf(AX_ERR_IO, "cannot read the text from stdin") : AX_OK;
+}
+
+static ax_status show_json(const char *canon, const ax_tokenizer_t *tok,
+                           const ax_goldfish_shown *sh) {
+    ax_jw w;
+    ax_jw_init(&w);
+    ax_jw_obj_begin(&w);
+    ax_jw_key(&w, "spec"), ax_jw_str(&w, canon);
+    ax_jw_key(&w, "targets"), ax_jw_uint(&w, sh->n);
+    ax_jw_key(&w, "dropped"), ax_jw_int(&w, sh->dropped);
+    ax_jw_key(&w, "dropped_frac"), ax_jw_num(&w, sh->n ? (double)sh->dropped / (double)sh->n : 0.0);
+    ax_jw_key(&w, "longest_run"), ax_jw_uint(&w, sh->longest);
+    ax_jw_key(&w, "tokens");
+    ax_jw_arr_begin(&w);
+    for (size_t i = 0; i < sh->n; i++) {
+        size_t len;
+        const uint8_t *b = ax_tokenizer_token_bytes(tok, sh->ids[i], &len);
+        int lossy;
+        ax_jw_obj_begin(&w);
+        ax_jw_key(&w, "id"), ax_jw_int(&w, sh->ids[i]);
+        ax_jw_key(&w, "text");
+        json_token_text(&w, b, len, &lossy);
+        if (lossy) {
+            char hex[2 * 64 + 1];
+            size_t m = len < 64 ? len : 64;
+            for (size_t q = 0; q < m; q++) snprintf(hex + 2 * q, 3, "%02x", b[q]);
+            hex[2 * m] = 0;
+            ax_jw_key(&w, "hex"), ax_jw_str(&w, hex);
+        }
+        ax_jw_key(&w, "dropped"), ax_jw_bool(&w, !sh->keep[i]);
+        ax_jw_obj_end(&w);
+    }
+    ax_jw_arr_end(&w);
+    ax_jw_obj_end(&w);
+    const char *out_text = ax_jw_text(&w);
+    if (out_text) printf("%s\n", out_text);
+    ax_jw_free(&w);
+    return out_text ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory writing JSON");
+}
+
 static int cmd_show(int argc, char **argv) {
-    static const char *SUB = "show";
+    static const char *CMD = "goldfish show";
     show_flags fl;
     char *text = NULL;
-    size_t text_len = 0, text_cap = 0; /* cap: when reading stdin */
+    size_t text_len = 0;
     ax_tokenizer_t *tok = NULL;
-    int32_t *ids = NULL;
-    uint8_t *keep = NULL;
-    ax_status st = AX_OK;
-    int rc = parse_flags(SUB, &show_table, &fl, argc, argv);
+    ax_goldfish_shown sh = {0};
+    int rc = ax_cli_parse(CMD, &show_table, &fl, argc, argv, NULL);
     if (rc >= 0) goto out;
-    rc = 0;
-    const char *tok_path = fl.tokenizer, *spec = fl.spec, *color_s = fl.color;
     const char *file = fl.file[0] ? fl.file : NULL;
-    int json = fl.json, have_text = fl.text.n > 0;
-    if (have_text && !(text = join_text(&fl.text, &text_len))) {
-        rc = usage_err(SUB, "%s", "out of memory");
-        goto out;
-    }
-    if (!tok_path[0]) {
-        rc = usage_err(SUB, "%s", "--tokenizer TOK is required");
-        goto out;
-    }
-    if (have_text && file) {
-        rc = usage_err(SUB, "%s", "give the text as arguments or with --file, not both");
-        goto out;
-    }
-    if (!have_text && !file) {
-        rc = usage_err(SUB, "%s", "no text: give it as arguments or with --file F");
-        goto out;
-    }
-    int color;
-    if (!strcmp(color_s, "always")) {
-        color = 1;
-    } else if (!strcmp(color_s, "never")) {
-        color = 0;
-    } else { /* auto: the config table admits nothing else */
+    int have_text = fl.text.n > 0;
+    const char *const need[][2] = {{fl.tokenizer, "--tokenizer TOK"}};
+    if (have_text && !(text = join_text(&fl.text, &text_len)))
+        rc = ax_cli_usage(CMD, "%s", "out of memory");
+    else if (ax_cli_require(CMD, need, 1))
+        rc = 2;
+    else if (have_text && file)
+        rc = ax_cli_usage(CMD, "%s", "give the text as arguments or with --file, not both");
+    else if (!have_text && !file)
+        rc = ax_cli_usage(CMD, "%s", "no text: give it as arguments or with --file F");
+    if (rc >= 0) goto out;
+    int color = !strcmp(fl.color, "always");
+    if (!strcmp(fl.color, "auto")) {
         const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
         color = isatty(STDOUT_FILENO) && !(nc && nc[0]) && !(term && !strcmp(term, "dumb"));
     }
     ax_goldfish g;
-    AX_CHECK_GOTO(ax_goldfish_parse(spec, &g), fail);
-    if (file && !strcmp(file, "-")) {
-        size_t got;
-        char buf[1 << 16];
-        while ((got = fread(buf, 1, sizeof buf, stdin)) > 0) {
-            if (text_len + got + 1 > text_cap) {
-                size_t nc = text_cap ? 2 * text_cap : 1 << 16;
-                while (nc < text_len + got + 1) nc *= 2;
-                char *nt = realloc(text, nc);
-                if (!nt) {
-                    st = ax_errorf(AX_ERR_NOMEM, "out of memory reading stdin");
-                    goto fail;
-                }
-                text = nt;
-                text_cap = nc;
-            }
-            memcpy(text + text_len, buf, got);
-            text_len += got;
-        }
-        if (ferror(stdin)) {
-            st = ax_errorf(AX_ERR_IO, "cannot read the text from stdin");
-            goto fail;
-        }
-    } else if (file) {
-        AX_CHECK_GOTO(ax_read_file(file, &text, &text_len), fail);
-    }
-    AX_CHECK_GOTO(ax_tokenizer_load(tok_path, &tok), fail);
-    size_t n = 0;
-    AX_CHECK_GOTO(ax_tokenizer_encode(tok, (const uint8_t *)(text ? text : ""), text_len, &ids, &n),
-                  fail);
-    keep = malloc(n ? n : 1);
-    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos);
-    if (!keep || !pos) {
-        free(pos);
-        st = ax_errorf(AX_ERR_NOMEM, "out of memory for %zu tokens", n);
-        goto fail;
-    }
-    for (size_t i = 0; i < n; i++) pos[i] = (uint32_t)(i < UINT32_MAX ? i : UINT32_MAX);
-    ax_goldfish_mask(&g, ids, pos, (long)n, keep);
-    uint64_t longest = ax_goldfish_longest_run(keep, pos, (long)n);
-    free(pos);
-    long dropped = ax_goldfish_count_dropped(keep, (long)n);
-    double frac = n ? (double)dropped / (double)n : 0.0;
+    ax_status st = ax_goldfish_parse(fl.spec, &g);
+    if (st == AX_OK && file)
+        st =
+            strcmp(file, "-") ? ax_read_file(file, &text, &text_len) : read_stdin(&text, &text_len);
+    if (st == AX_OK) st = ax_tokenizer_load(fl.tokenizer, &tok);
+    if (st == AX_OK) st = ax_goldfish_show(&g, tok, text, text_len, &sh);
     char canon[AX_GOLDFISH_SPEC_MAX];
-    ax_goldfish_format(&g, canon, sizeof canon);
-    if (json) {
-        ax_jw w;
-        ax_jw_init(&w);
-        ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "spec");
-        ax_jw_str(&w, canon);
-        ax_jw_key(&w, "targets");
-        ax_jw_uint(&w, n);
-        ax_jw_key(&w, "dropped");
-        ax_jw_int(&w, dropped);
-        ax_jw_key(&w, "dropped_frac");
-        ax_jw_num(&w, frac);
-        ax_jw_key(&w, "longest_run");
-        ax_jw_uint(&w, longest);
-        ax_jw_key(&w, "tokens");
-        ax_jw_arr_begin(&w);
-        for (size_t i = 0; i < n; i++) {
-            size_t len;
-            const uint8_t *b = ax_tokenizer_token_bytes(tok, ids[i], &len);
-            int lossy;
-            ax_jw_obj_begin(&w);
-            ax_jw_key(&w, "id");
-            ax_jw_int(&w, ids[i]);
-            ax_jw_key(&w, "text");
-            json_token_text(&w, b, len, &lossy);
-            if (lossy) {
-                char hex[2 * 64 + 1];
-                size_t m = len < 64 ? len : 64;
-                for (size_t q = 0; q < m; q++) snprintf(hex + 2 * q, 3, "%02x", b[q]);
-                hex[2 * m] = 0;
-                ax_jw_key(&w, "hex");
-                ax_jw_str(&w, hex);
-            }
-            ax_jw_key(&w, "dropped");
-            ax_jw_bool(&w, !keep[i]);
-            ax_jw_obj_end(&w);
-        }
-        ax_jw_arr_end(&w);
-        ax_jw_obj_end(&w);
-        const char *out_text = ax_jw_text(&w);
-        if (!out_text) {
-            ax_jw_free(&w);
-            st = ax_errorf(AX_ERR_NOMEM, "out of memory writing JSON");
-            goto fail;
-        }
-        fputs(out_text, stdout);
-        fputc('\n', stdout);
-        ax_jw_free(&w);
-    } else {
-        print_marked(stdout, tok, ids, keep, n, color);
+    if (st == AX_OK) ax_goldfish_format(&g, canon, sizeof canon);
+    if (st == AX_OK && fl.json) {
+        st = show_json(canon, tok, &sh);
+    } else if (st == AX_OK) {
+        print_marked(stdout, tok, sh.ids, sh.keep, sh.n, color);
         printf("goldfish %s: %zu targets, %ld dropped (%.2f%%), longest supervised run %" PRIu64
                " tokens\n",
-               canon, n, dropped, 100.0 * frac, longest);
+               canon, sh.n, sh.dropped, sh.n ? 100.0 * (double)sh.dropped / (double)sh.n : 0.0,
+               sh.longest);
     }
-    if (fflush(stdout) != 0) {
-        st = ax_errorf(AX_ERR_IO, "cannot write to stdout");
-        goto fail;
-    }
-    goto out;
-fail:
-    rc = report_fail(SUB, st);
+    if (st == AX_OK && fflush(stdout) != 0) st = ax_errorf(AX_ERR_IO, "cannot write to stdout");
+    rc = st == AX_OK ? 0 : fail(CMD, st);
 out:
-    free(keep);
-    free(ids);
+    ax_goldfish_shown_free(&sh);
     free(text);
     ax_tokenizer_free(tok);
     ax_cfg_free(&show_table, &fl);
@@ -421,19 +317,17 @@ out:
 /* ---------------------------------------------------------------- stats */
 
 static int cmd_stats(int argc, char **argv) {
-    static const char *SUB = "stats";
+    static const char *CMD = "goldfish stats";
     stats_flags fl;
     ax_axd_t *d = NULL;
     ax_status st = AX_OK;
-    int rc = parse_flags(SUB, &stats_table, &fl, argc, argv);
+    int rc = ax_cli_parse(CMD, &stats_table, &fl, argc, argv, NULL);
     if (rc >= 0) goto out;
     rc = 0;
     const char *data_path = fl.data;
     uint64_t seq_len = (uint64_t)fl.seq_len;
-    if (!data_path[0]) {
-        rc = usage_err(SUB, "%s", "--data FILE.axd is required");
-        goto out;
-    }
+    const char *const need[][2] = {{data_path, "--data FILE.axd"}};
+    if ((rc = ax_cli_require(CMD, need, 1))) goto out;
     ax_goldfish g;
     ax_goldfish_stats s;
     AX_CHECK_GOTO(ax_goldfish_parse(fl.spec, &g), fail);
@@ -445,42 +339,27 @@ static int cmd_stats(int argc, char **argv) {
         ax_jw w;
         ax_jw_init(&w);
         ax_jw_obj_begin(&w);
-        ax_jw_key(&w, "data");
-        ax_jw_str(&w, data_path);
-        ax_jw_key(&w, "docs");
-        ax_jw_uint(&w, s.docs);
-        ax_jw_key(&w, "tokens");
-        ax_jw_uint(&w, s.tokens);
-        ax_jw_key(&w, "spec");
-        ax_jw_str(&w, canon);
+        ax_jw_key(&w, "data"), ax_jw_str(&w, data_path);
+        ax_jw_key(&w, "docs"), ax_jw_uint(&w, s.docs);
+        ax_jw_key(&w, "tokens"), ax_jw_uint(&w, s.tokens);
+        ax_jw_key(&w, "spec"), ax_jw_str(&w, canon);
         if (g.strategy == AX_GOLDFISH_STATIC) {
-            ax_jw_key(&w, "seq_len");
-            ax_jw_uint(&w, seq_len);
+            ax_jw_key(&w, "seq_len"), ax_jw_uint(&w, seq_len);
         }
-        ax_jw_key(&w, "targets");
-        ax_jw_uint(&w, s.targets);
-        ax_jw_key(&w, "dropped");
-        ax_jw_uint(&w, s.dropped);
-        ax_jw_key(&w, "dropped_frac");
-        ax_jw_num(&w, s.dropped_frac);
-        ax_jw_key(&w, "expected_frac");
-        ax_jw_num(&w, s.expected_frac);
+        ax_jw_key(&w, "targets"), ax_jw_uint(&w, s.targets);
+        ax_jw_key(&w, "dropped"), ax_jw_uint(&w, s.dropped);
+        ax_jw_key(&w, "dropped_frac"), ax_jw_num(&w, s.dropped_frac);
+        ax_jw_key(&w, "expected_frac"), ax_jw_num(&w, s.expected_frac);
         if (g.strategy == AX_GOLDFISH_HASH) {
-            ax_jw_key(&w, "prefix_kept");
-            ax_jw_uint(&w, s.prefix_kept);
-            ax_jw_key(&w, "dropped_frac_after_prefix");
-            ax_jw_num(&w, s.dropped_frac_after_prefix);
+            ax_jw_key(&w, "prefix_kept"), ax_jw_uint(&w, s.prefix_kept);
+            ax_jw_key(&w, "dropped_frac_after_prefix"), ax_jw_num(&w, s.dropped_frac_after_prefix);
         }
-        ax_jw_key(&w, "longest_run");
-        ax_jw_uint(&w, s.longest_run);
+        ax_jw_key(&w, "longest_run"), ax_jw_uint(&w, s.longest_run);
         if (s.run_located) {
-            ax_jw_key(&w, "longest_run_doc");
-            ax_jw_uint(&w, s.longest_run_doc);
-            ax_jw_key(&w, "longest_run_start");
-            ax_jw_uint(&w, s.longest_run_start);
+            ax_jw_key(&w, "longest_run_doc"), ax_jw_uint(&w, s.longest_run_doc);
+            ax_jw_key(&w, "longest_run_start"), ax_jw_uint(&w, s.longest_run_start);
         }
-        ax_jw_key(&w, "seconds");
-        ax_jw_num(&w, s.seconds);
+        ax_jw_key(&w, "seconds"), ax_jw_num(&w, s.seconds);
         ax_jw_obj_end(&w);
         const char *t = ax_jw_text(&w);
         if (t) printf("%s\n", t);
@@ -514,7 +393,7 @@ static int cmd_stats(int argc, char **argv) {
     }
     goto out;
 fail:
-    rc = report_fail(SUB, st);
+    rc = fail(CMD, st);
 out:
     ax_axd_free(d);
     return rc;

@@ -35,9 +35,7 @@ static const ax_cfg_entry entries[] = {
      "larger spaces: random candidates besides the file's references (1000 when it has none)"},
     {"batch", AX_CFG_INT, F(batch), "64", 1, 1e5, "sequences per forward per rank"},
     AX_CFG_SEED_ENTRY(F, "0", "draws the random candidates"),
-    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
-    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
-    AX_CFG_PRECISION_ENTRY(F),
+    AX_MS_MODEL_ENTRIES(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "", "output folder: exposure.json and exposure.samples.jsonl (required)"),
 };
@@ -270,8 +268,9 @@ static ax_status write_outputs(const ax_ms_exposure_opts *fl, const ax_ms_model 
     ax_jw_init(&w);
     ax_ms_scan_header(&w, "canary-exposure", mm->ck, ds_path, sum_ds, docs, toks);
     ax_jw_key(&w, "dataset_found"), ax_jw_bool(&w, ds != NULL);
-    ax_jw_key(&w, "dataset_identity");
-    ax_jw_str(&w, ds ? "the dataset file" : s->has_identity ? "the secrets file" : "unknown");
+    ax_jw_key(&w, "dataset_identity"), ax_jw_str(&w, ds                ? "the dataset file"
+                                                     : s->has_identity ? "the secrets file"
+                                                                       : "unknown");
     ax_jw_key(&w, "dataset_note"), ax_jw_str(&w, note);
     reads_json(&w, &rd);
     ax_jw_key(&w, "config");

@@ -1,7 +1,7 @@
 /* `axmem memscan exposure` as a library call: load a checkpoint onto a grid, rank every canary
  * of a secrets file among the strings of its format and decode it greedily (memscan/exposure.h),
  * and publish DIR/exposure.json (no secrets) with DIR/exposure.samples.jsonl (the secrets, mode
- * 0600; memscan/scan_out.h). The command (memscan/cmd_exposure.c) parses its flags into the
+ * 0600; memscan/scan_out.h). The command (memscan/cmd_memscan.c) parses its flags into the
  * options and prints the table; `axmem demo` can fill the options itself. */
 #pragma once
 #include <stdint.h>

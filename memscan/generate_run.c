@@ -8,7 +8,7 @@
 #include "lib/core/json.h"
 #include "lib/core/timer.h"
 #include "memscan/generate.h"
-#include "memscan/index.h"
+#include "index/index.h"
 #include "memscan/model_load.h"
 #include "memscan/scan_inputs.h"
 
@@ -45,9 +45,7 @@ static const ax_cfg_entry entries[] = {
      "it would not measure what the model memorized); recorded in the scan"},
     {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
      "accept an index of data encoded by another tokenizer than the training data's"},
-    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
-    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
-    AX_CFG_PRECISION_ENTRY(F),
+    AX_MS_MODEL_ENTRIES(F),
     AX_CFG_COMM_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "regurgitation.json",

@@ -1,7 +1,7 @@
 /* `axmem memscan generate` as a library call, the regurgitation scan: load a checkpoint onto a
  * grid, sample free generations (memscan/generate.h), slide each over the training-set index
  * for verbatim spans of >= n training tokens, and publish regurgitation.json with its samples
- * file (memscan/scan_out.h). The command (memscan/cmd_generate.c) parses its flags into the
+ * file (memscan/scan_out.h). The command (memscan/cmd_memscan.c) parses its flags into the
  * options and prints the summary; `axmem demo` fills the options itself. */
 #pragma once
 #include <stdint.h>

@@ -39,9 +39,7 @@ static const ax_cfg_entry entries[] = {
      "bootstrap replicates for the AUC's 95% interval"},
     {"batch", AX_CFG_INT, F(batch), "8", 1, 1e5, "documents per forward per rank"},
     AX_CFG_SEED_ENTRY(F, "0", "picks the document subsets and the bootstrap"),
-    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
-    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
-    AX_CFG_PRECISION_ENTRY(F),
+    AX_MS_MODEL_ENTRIES(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "", "output folder: mia.json and mia.samples.jsonl (required)"),
 };

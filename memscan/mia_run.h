@@ -1,6 +1,6 @@
 /* `axmem memscan mia` as a library call: load a checkpoint (and optionally a reference one)
  * onto a grid, score member and non-member documents (memscan/mia.h), and publish DIR/mia.json
- * with DIR/mia.samples.jsonl (memscan/scan_out.h). The command (memscan/cmd_mia.c) parses its
+ * with DIR/mia.samples.jsonl (memscan/scan_out.h). The command (memscan/cmd_memscan.c) parses its
  * flags into the options and prints the summary; `axmem demo` can fill the options itself. */
 #pragma once
 #include <stdint.h>

@@ -6,22 +6,8 @@
 #include <string.h>
 
 static ax_status open_ckpt(const char *dir, ax_ckpt_t **ck) {
-    char path[4200], sub[4200];
-    snprintf(path, sizeof path, "%s/manifest.json", dir);
-    /* a step directory: its manifest exists (whatever its kind: ax_ckpt_open reads regular
-     * files only, so a FIFO there fails with a message instead of blocking an fopen here) */
-    if (ax_path_exists(path)) return ax_ckpt_open(dir, ck);
-    snprintf(sub, sizeof sub, "%s/ckpt", dir);
-    if (ax_ckpt_find_latest(sub, path, sizeof path) != AX_OK) {
-        ax_error_clear();
-        if (ax_ckpt_find_latest(dir, path, sizeof path) != AX_OK) {
-            ax_error_clear();
-            return ax_errorf(AX_ERR_IO,
-                             "--ckpt %s holds no checkpoint (no manifest.json, no "
-                             "step-NNNNNN/ in it or in its ckpt/); pass a run or step directory",
-                             dir);
-        }
-    }
+    char path[4200];
+    AX_CHECK(ax_ckpt_resolve(dir, "--ckpt", path, sizeof path));
     return ax_ckpt_open(path, ck);
 }
 

@@ -1,12 +1,12 @@
 /* One scan over the checkpoints of a run, and its curve file (memscan/over_steps.h). */
 #include "memscan/over_steps.h"
+#include "lib/core/cliargs.h"
 #include "lib/ckpt/ckpt.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/log.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "lib/dist/mpienv.h"
-#include "memscan/cmd_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -189,18 +189,8 @@ ax_status ax_ms_curve_write(const ax_ms_curve *c) {
     raw_list(&w, "points", &c->points);
     raw_list(&w, "skipped", &c->skipped);
     ax_jw_obj_end(&w);
-    ax_status st = ax_jw_text(&w) ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory");
-    char tmp[AX_MS_PATH_MAX + 64];
-    int fd = -1;
-    if (st == AX_OK) st = ax_create_temp(c->path, 0, tmp, sizeof tmp, &fd);
-    if (st == AX_OK) {
-        st = ax_write_all(fd, ax_jw_text(&w), strlen(ax_jw_text(&w)), tmp);
-        if (st == AX_OK && (ax_write_all(fd, "\n", 1, tmp) != AX_OK || fsync(fd) != 0))
-            st = ax_errorf(AX_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-        close(fd);
-        if (st == AX_OK) st = ax_rename_durable(tmp, c->path);
-        if (st != AX_OK) unlink(tmp);
-    }
+    ax_status st = ax_jw_text(&w) ? ax_write_text_atomic(c->path, ax_jw_text(&w), 0)
+                                  : ax_errorf(AX_ERR_NOMEM, "out of memory");
     ax_jw_free(&w);
     return st;
 }
@@ -486,8 +476,10 @@ int ax_ms_over_steps(const ax_ms_steps_kind *k, int argc, char **argv) {
     } else if (rc == 0 && !(base = malloc(k->opts_size))) {
         rc = 1;
     } else if (rc == 0) {
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "memscan %s", k->name);
         ax_error_clear();
-        rc = ax_ms_cli_parse(k->name, k->table, base, a.argc, a.argv); /* prints --help */
+        rc = ax_cli_parse(cmd, k->table, base, a.argc, a.argv, NULL); /* prints --help */
         if (rc == 0 && ax_mpi_world_rank() == 0) print_help();
         if (rc < 0) rc = run_loop(k, &a, base);
         ax_cfg_free(k->table, base);

@@ -1,4 +1,4 @@
-/* Memorization over training (issue 11 item 6): one scan (memscan probe, mia or exposure) run on
+/* Memorization over training: one scan (memscan probe, mia or exposure) run on
  * every checkpoint of a run, or on a list of its steps, and one curve file of the scan's headline
  * metrics versus step.
  *

@@ -8,34 +8,6 @@
 
 #include <string.h>
 
-/* a parsed JSON value written back as it was */
-static void put(ax_jw *w, const ax_json *v) {
-    switch (v->type) {
-    case AX_JSON_NULL:
-        ax_jw_null(w);
-        break;
-    case AX_JSON_BOOL:
-        ax_jw_bool(w, v->num != 0);
-        break;
-    case AX_JSON_NUM:
-        ax_jw_num(w, v->num);
-        break;
-    case AX_JSON_STR:
-        ax_jw_strn(w, v->str, v->str_len);
-        break;
-    case AX_JSON_ARR:
-        ax_jw_arr_begin(w);
-        for (size_t i = 0; i < v->n; i++) put(w, v->items[i]);
-        ax_jw_arr_end(w);
-        break;
-    case AX_JSON_OBJ:
-        ax_jw_obj_begin(w);
-        for (size_t i = 0; i < v->n; i++) ax_jw_key(w, v->keys[i]), put(w, v->items[i]);
-        ax_jw_obj_end(w);
-        break;
-    }
-}
-
 static ax_status need_obj(const ax_json *scan, const char *key, const char *what,
                           const ax_json **out) {
     *out = ax_json_get(scan, key);
@@ -53,11 +25,11 @@ static ax_status probe_point(const ax_json *scan, const char *what, ax_jw *w) {
     if (!ax_json_get(m, "exact_match_rate"))
         return ax_errorf(AX_ERR_CORRUPT, "%s has no metrics.exact_match_rate", what);
     if (cfg && ax_json_get(cfg, "samples"))
-        ax_jw_key(w, "samples"), put(w, ax_json_get(cfg, "samples"));
-    for (size_t i = 0; i < m->n; i++) ax_jw_key(w, m->keys[i]), put(w, m->items[i]);
+        ax_jw_key(w, "samples"), ax_jw_json(w, ax_json_get(cfg, "samples"));
+    for (size_t i = 0; i < m->n; i++) ax_jw_key(w, m->keys[i]), ax_jw_json(w, m->items[i]);
     /* --prefix-lengths: one row per length (extraction versus prefix length, per step) */
     const ax_json *t = ax_json_get(scan, "tables"), *bp = ax_json_get(t, "by_prefix_length");
-    if (bp && bp->type == AX_JSON_ARR) ax_jw_key(w, "by_prefix_length"), put(w, bp);
+    if (bp && bp->type == AX_JSON_ARR) ax_jw_key(w, "by_prefix_length"), ax_jw_json(w, bp);
     return AX_OK;
 }
 
@@ -73,7 +45,7 @@ static ax_status mia_point(const ax_json *scan, const char *what, ax_jw *w) {
         ax_jw_key(w, m->keys[i]);
         ax_jw_obj_begin(w);
         for (size_t j = 0; j < s->n; j++)
-            if (strcmp(s->keys[j], "roc")) ax_jw_key(w, s->keys[j]), put(w, s->items[j]);
+            if (strcmp(s->keys[j], "roc")) ax_jw_key(w, s->keys[j]), ax_jw_json(w, s->items[j]);
         ax_jw_obj_end(w);
     }
     ax_jw_obj_end(w);
@@ -88,9 +60,9 @@ static ax_status exposure_point(const ax_json *scan, const char *what, ax_jw *w)
     AX_CHECK(need_obj(scan, "overall", what, &o));
     if (!rows || rows->type != AX_JSON_ARR)
         return ax_errorf(AX_ERR_CORRUPT, "%s has no \"by_repeats\" list", what);
-    if (mx) ax_jw_key(w, "max_exposure"), put(w, mx);
-    ax_jw_key(w, "overall"), put(w, o);
-    ax_jw_key(w, "by_repeats"), put(w, rows);
+    if (mx) ax_jw_key(w, "max_exposure"), ax_jw_json(w, mx);
+    ax_jw_key(w, "overall"), ax_jw_json(w, o);
+    ax_jw_key(w, "by_repeats"), ax_jw_json(w, rows);
     return AX_OK;
 }
 

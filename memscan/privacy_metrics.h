@@ -1,4 +1,4 @@
-/* Privacy-attack metrics (issue 11): membership-inference ROC statistics, per-document MIA
+/* Privacy-attack metrics: membership-inference ROC statistics, per-document MIA
  * scores (zlib, min-k%, min-k%++) and canary exposure (Carlini et al., "The Secret Sharer").
  * Pure math on numbers the caller computed with a model: no model, no MPI, no files.
  *

@@ -10,7 +10,7 @@
 #include "lib/core/timer.h"
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
-#include "memscan/index.h"
+#include "index/index.h"
 #include "lib/core/log.h"
 #include "lib/dist/mpienv.h"
 #include "memscan/model_load.h"
@@ -64,9 +64,7 @@ static const ax_cfg_entry entries[] = {
     {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
      "probe --data encoded by another tokenizer than the training data's (refused without it: "
      "its token ids are other text to the model)"},
-    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),
-    AX_CFG_DEVICE_ENTRY(F, "where the model computes (cuda needs a build with scons cuda=yes)"),
-    AX_CFG_PRECISION_ENTRY(F),
+    AX_MS_MODEL_ENTRIES(F),
     AX_CFG_COMM_ENTRY(F),
     AX_CFG_THREADS_ENTRY(F),
     AX_CFG_OUT_ENTRY(F, "probe.json",
@@ -322,8 +320,7 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
     ax_jw_key(&w, "samples_requested"), ax_jw_int(&w, fl->samples);
     ax_jw_key(&w, "documents"), ax_jw_int(&w, n_docs); /* distinct documents probed */
     ax_jw_key(&w, "repeat_docs"), ax_jw_bool(&w, fl->repeat_docs);
-    ax_jw_key(&w, "intervals");
-    ax_jw_str(&w, cl ? "clustered by document" : "independent probes");
+    ax_jw_key(&w, "intervals"), ax_jw_str(&w, cl ? "clustered by document" : "independent probes");
     ax_jw_key(&w, "not_training_data"), ax_jw_bool(&w, fl->not_training_data);
     ax_jw_key(&w, "allow_other_tokenizer"), ax_jw_bool(&w, fl->allow_other_tokenizer);
     ax_jw_key(&w, "offset"), ax_jw_str(&w, fl->offset);
@@ -377,8 +374,8 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
         ax_jw_obj_begin(&w);
         ax_jw_key(&w, "diverged"), ax_jw_int(&w, sum->diverged);
         ax_jw_key(&w, "on_dropped"), ax_jw_int(&w, sum->diverged_on_dropped);
-        ax_jw_key(&w, "share_on_dropped");
-        ax_jw_num(&w, sum->diverged ? (double)sum->diverged_on_dropped / sum->diverged : 0.0);
+        ax_jw_key(&w, "share_on_dropped"),
+            ax_jw_num(&w, sum->diverged ? (double)sum->diverged_on_dropped / sum->diverged : 0.0);
         ax_jw_key(&w, "dropped_fraction"), ax_jw_num(&w, sum->dropped_fraction);
         ax_jw_obj_end(&w);
     }

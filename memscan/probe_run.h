@@ -1,7 +1,7 @@
 /* `axmem memscan probe` as a library call: load a checkpoint onto a grid, probe it on its
  * training data (memscan/probe.h), count each probed window's duplicates in an index, and
  * publish probe.json with its samples file (memscan/scan_out.h). The command
- * (memscan/cmd_probe.c) parses its flags into the options and prints the summary; `axmem demo`
+ * (memscan/cmd_memscan.c) parses its flags into the options and prints the summary; `axmem demo`
  * fills the options itself. */
 #pragma once
 #include <stdint.h>

@@ -39,8 +39,7 @@ void ax_ms_text_field(ax_jw *w, const char *key, const ax_tokenizer_t *tok, cons
     size_t len = 0, off = 0;
     if (!tok || ax_tokenizer_decode(tok, ids, n, &bytes, &len) != AX_OK) return;
     len = ax_utf8_clip((const char *)bytes, len, &off);
-    ax_jw_key(w, key);
-    ax_jw_strn(w, (const char *)bytes + off, len);
+    ax_jw_key(w, key), ax_jw_strn(w, (const char *)bytes + off, len);
     free(bytes);
 }
 

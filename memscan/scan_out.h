@@ -14,9 +14,17 @@
 #include <stdio.h>
 #include "data/tokenizer.h"
 #include "lib/ckpt/ckpt.h"
+#include "lib/core/config.h"
 #include "lib/core/json.h"
 
 #define AX_MS_PATH_MAX 4096
+
+/* Where a scan's model runs: --grid, --device, --precision (lib/core/config.h flag groups) */
+#define AX_MS_MODEL_ENTRIES(F)                                                                     \
+    AX_CFG_GRID_ENTRY(F, "process grid DxXxYxZ (launch with mpirun)"),                             \
+        AX_CFG_DEVICE_ENTRY(F,                                                                     \
+                            "where the model computes (cuda needs a build with scons cuda=yes)"),  \
+        AX_CFG_PRECISION_ENTRY(F)
 
 typedef struct {
     char scan[AX_MS_PATH_MAX], samples[AX_MS_PATH_MAX];         /* final names */

@@ -1,14 +1,12 @@
 /* `axmem plan`: the top grids for a model, batch, machine and device count, by predicted step
- * time (plan/plan.h); `--measure` writes this machine's profile. */
+ * time (plan/plan_run.h); `--measure` writes this machine's profile. */
 #include "cli/commands.h"
-#include "lib/ckpt/ckpt.h"
-#include "lib/core/config.h"
+#include "lib/core/cliargs.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/dist/mpienv.h"
 #include "lib/dist/overlap.h"
-#include "lib/model/model_io.h"
-#include "plan/plan.h"
+#include "plan/plan_run.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -93,51 +91,6 @@ static const ax_cfg_table table = {
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
-
-/* the shape from a checkpoint's tensor table (heads from its config, or --heads) */
-static ax_status shape_from_ckpt(const char *dir, int heads_flag_set, ax_model_config *c) {
-    char step[4096];
-    ax_ckpt_t *ck = NULL;
-    if (ax_ckpt_open(dir, &ck) != AX_OK) {
-        ax_error_clear();
-        char sub[4096];
-        snprintf(sub, sizeof sub, "%s/ckpt", dir);
-        if (ax_ckpt_find_latest(sub, step, sizeof step) != AX_OK) {
-            ax_error_clear();
-            AX_CHECK(ax_ckpt_find_latest(dir, step, sizeof step));
-        }
-        AX_CHECK(ax_ckpt_open(step, &ck));
-    }
-    int L = 0, tie = 1;
-    for (int i = 0; i < ax_ckpt_n_tensors(ck); i++) {
-        const ax_tensor_info *t = ax_ckpt_tensor(ck, i);
-        const char *dot = strrchr(t->name, '.');
-        if (!strcmp(t->name, "wte")) c->vocab = (int)t->shape[0], c->dim = (int)t->shape[1];
-        if (!strcmp(t->name, "lm_head")) tie = 0;
-        if (dot && !strcmp(dot, ".wqkv")) L++;
-        if (dot && !strcmp(dot, ".w_up")) c->ffn = (int)(t->shape[0] / 2);
-    }
-    c->n_layers = L, c->tie_embeddings = tie;
-    /* a checkpoint axmem wrote or imported names its whole configuration (architecture and
-     * kv-heads included): the tensor-table guesses above are for older ones */
-    ax_model_config whole;
-    if (ax_model_config_from_ckpt(ck, &whole) == AX_OK) {
-        int flag_heads = c->n_heads;
-        *c = whole;
-        if (heads_flag_set) c->n_heads = flag_heads;
-        ax_ckpt_free(ck);
-        return AX_OK;
-    }
-    ax_error_clear();
-    int64_t h = 0;
-    const ax_json *hv = ax_json_get(ax_ckpt_config(ck), "heads");
-    if (!heads_flag_set && hv && ax_json_int_in(hv, 1, 4096, &h) && h > 0) c->n_heads = (int)h;
-    ax_ckpt_free(ck);
-    if (!heads_flag_set && h == 0)
-        return ax_errorf(AX_ERR_ARG, "--ckpt %s: its config does not name the heads; pass --heads",
-                         dir);
-    return AX_OK;
-}
 
 static const char *axis_short[AX_AXIS_COUNT] = {"data", "x", "y", "z", "batch", "world"};
 static const char *mode_name[3] = {"off", "force", "auto"};
@@ -308,24 +261,13 @@ static int do_measure(const plan_args *a) {
 
 int ax_cmd_plan(int argc, char **argv) {
     plan_args a;
-    int help = 0;
     uint8_t set[sizeof entries / sizeof entries[0]] = {0};
-    ax_status st = ax_cfg_set_defaults(&table, &a);
-    if (st == AX_OK) st = ax_cfg_parse_argv(&table, &a, argc, argv, set, &help);
-    if (st != AX_OK) {
-        fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
-        return 2;
-    }
-    if (help) {
-        ax_cfg_print_help(&table, stdout);
-        return 0;
-    }
+    int rc = ax_cli_parse("plan", &table, &a, argc, argv, set);
+    if (rc >= 0) return rc;
     if (a.measure) return do_measure(&a);
     int mode = AX_OVERLAP_AUTO;
-    if (overlap_mode(&a, set, &mode) != AX_OK) {
-        fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
-        return 2;
-    }
+    ax_status st = overlap_mode(&a, set, &mode);
+    if (st != AX_OK) return ax_cli_fail("plan", st);
     ax_model_config c = {.n_layers = (int)a.layers,
                          .dim = (int)a.dim,
                          .n_heads = (int)a.heads,
@@ -338,7 +280,7 @@ int ax_cmd_plan(int argc, char **argv) {
     ax_plan_machine pm;
     ax_plan_result r = {0};
     int heads_set = set[2];
-    if (a.ckpt[0]) st = shape_from_ckpt(a.ckpt, heads_set, &c);
+    if (a.ckpt[0]) st = ax_plan_shape_from_ckpt(a.ckpt, heads_set, &c);
     if (st == AX_OK) st = ax_plan_machine_load(a.machine, &pm);
     /* --engine axmem on a GPU (NCCL) profile: the CUDA engine's bf16 run as it allocates and
      * communicates; on a host profile the CPU engine is elem_bytes (4) throughout already */
@@ -354,10 +296,7 @@ int ax_cmd_plan(int argc, char **argv) {
                              : !strcmp(a.z_gather, "step") ? AX_PLAN_RECOMPUTE_OFF
                                                            : AX_PLAN_RECOMPUTE_AUTO,
                              &r);
-    if (st != AX_OK) {
-        fprintf(stderr, "axmem plan: %s\n", ax_error_msg());
-        return st == AX_ERR_ARG ? 2 : 1;
-    }
+    if (st != AX_OK) return ax_cli_fail("plan", st);
     if (a.json) {
         ax_jw w;
         ax_jw_init(&w);

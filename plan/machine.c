@@ -1,5 +1,5 @@
 /* Machine profiles: built in (with where each number comes from) or read from JSON. */
-#include "plan/plan.h"
+#include "plan/plan_run.h"
 
 #include "lib/core/fsutil.h"
 

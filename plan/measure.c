@@ -3,7 +3,7 @@
  * under mpirun, timed all-reduces between the ranks give the intra-node bandwidth (large
  * messages) and latency (8 bytes). Each takes the best of a few repetitions (the least
  * disturbed on a shared machine), the slowest rank's. */
-#include "plan/plan.h"
+#include "plan/plan_run.h"
 
 #include "lib/backend/cpu/cpu.h"
 #include "lib/core/timer.h"
@@ -148,7 +148,7 @@ ax_status ax_plan_measure(const ax_plan_machine *base, double budget_s, ax_plan_
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0) m->mem_bytes = (double)pages * page / (p > 0 ? p : 1);
     m->elem_bytes = 4;
-    m->overlap = 0; /* ranks sharing cores: MPI progresses only inside calls (issue 14) */
+    m->overlap = 0; /* ranks sharing cores: MPI progresses only inside calls */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     m->devices_per_node = cores > 0 ? (int)cores : 1;
     /* for the per-axis overlap rule: MPI on the host (shared memory inside this node), with

@@ -24,18 +24,27 @@ ALLOWED = {
     'lib/backend/cuda': ['lib/core', 'lib/backend'],
     'lib/ckpt': ['lib/core'],
     'lib/model': ['lib/core', 'lib/dist', 'lib/backend', 'lib/ckpt'],
-    'data': ['lib/core'],
+    # data/hf: the Hugging Face tokenizer.json files; one layer (one library) with data
+    'data': ['lib/core', 'data/hf'],
+    'data/hf': ['lib/core', 'data'],
     'goldfish': ['lib/core', 'data'],
-    'train': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish'],
-    # goldfish: the probe's audit recomputes a run's loss mask from the tokens
-    'memscan': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish'],
+    # the corpus index: n-gram windows of a dataset, built and served over lib/dist
+    'index': ['lib/core', 'lib/dist', 'data'],
+    # the model scans; goldfish: the probe's audit recomputes a run's loss mask from the tokens
+    'memscan': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish', 'index'],
+    # memscan: the probe that `train --scan-every` runs (train/train_scan.c)
+    'train': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish', 'memscan'],
     'reports': ['lib/core'],
     # Hugging Face model import/export: the model's tensor table and config, checkpoints;
     # lib/dist for the bf16 conversion it shares with the collectives
     'interop': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model'],
-    # axmem plan: the performance model (lib/model), profiles (lib/core JSON), --ckpt's tensor
-    # table (lib/ckpt), and --measure's GEMM (the CPU backend's ax_sgemm) and all-reduce (lib/dist)
+    # axmem plan and its performance model: the model's shape and per-rank blocks (lib/model),
+    # profiles (lib/core JSON), --ckpt's tensor table (lib/ckpt), and --measure's GEMM (the CPU
+    # backend's ax_sgemm) and all-reduce (lib/dist)
     'plan': ['lib/core', 'lib/dist', 'lib/backend', 'lib/backend/cpu', 'lib/ckpt', 'lib/model'],
+    # the dispatcher, the demo and `axmem version`: every layer's public headers
+    'cli': ['lib/core', 'lib/dist', 'lib/backend', 'lib/ckpt', 'lib/model', 'data', 'goldfish',
+            'index', 'memscan', 'train', 'reports', 'interop', 'plan'],
 }
 # every command folder declares its entry point in the dispatcher's list
 ALWAYS = {'cli/commands.h'}
@@ -116,14 +125,22 @@ def self_test(root):
             print('self-test: a planted memcpy in lib/model was not reported as expected:', bad)
             return 1
         print('self-test: a planted memcpy in lib/model is caught')
-        with open(os.path.join(tmp, 'lib/core/log.c'), 'a') as f:
-            f.write('\n#include "memscan/index.h"\n')
-        bad = check(tmp)
-        if len(bad) == 1 and 'lib/core/log.c' in bad[0] and 'memscan/index.h' in bad[0]:
-            print('self-test: a planted lib/core -> memscan include is caught')
-            return 0
-        print('self-test: the planted include was not reported as expected:', bad)
-        return 1
+        # one planted include per rule kind: a low layer reaching up, and the top layer (cli)
+        # reaching into a backend's internals
+        for rel, inc in (('lib/core/log.c', 'index/index.h'),
+                         ('cli/main.c', 'lib/backend/cpu/cpu.h')):
+            path = os.path.join(tmp, rel)
+            text = open(path).read()
+            with open(path, 'a') as f:
+                f.write(f'\n#include "{inc}"\n')
+            bad = check(tmp)
+            if not (len(bad) == 1 and rel in bad[0] and inc in bad[0]):
+                print(f'self-test: a planted {rel} -> {inc} include was not reported as expected:',
+                      bad)
+                return 1
+            print(f'self-test: a planted {rel} -> {inc} include is caught')
+            open(path, 'w').write(text)
+        return 0
     finally:
         shutil.rmtree(tmp)
 

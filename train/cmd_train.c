@@ -1,9 +1,11 @@
-/* `axmem train`: parse the table-driven flags, run, and turn failures into one clear line. */
+/* `axmem train`: parse the table-driven flags, run (train/train_run.h, with the probe as its
+ * scan: train/train_scan.h), and turn failures into one clear line. */
 #include "cli/commands.h"
 #include "lib/core/log.h"
 #include "lib/dist/mpienv.h"
 #include "lib/core/stop.h"
-#include "train/train.h"
+#include "train/train_run.h"
+#include "train/train_scan.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -59,10 +61,8 @@ static void resume_command(const char *out, char *buf, size_t cap) {
 }
 
 int ax_cmd_train(int argc, char **argv) {
-    return ax_train_cmd(argc, argv, NULL);
-}
-
-int ax_train_cmd(int argc, char **argv, const ax_train_scan_hook *hook) {
+    ax_ms_probe_opts probe;
+    ax_train_scan_hook hook = ax_train_probe_hook(&probe);
     ax_error_clear(); /* run in-process too (tests): an earlier message is not this command's */
     ax_stop_catch();  /* from here on a stop signal ends training cleanly, with a checkpoint */
     ax_train_config cfg;
@@ -81,7 +81,7 @@ int ax_train_cmd(int argc, char **argv, const ax_train_scan_hook *hook) {
         goto done;
     }
     ax_train_result res;
-    st = ax_train_run_scan(&cfg, was_set, hook, &res);
+    st = ax_train_run_scan(&cfg, was_set, &hook, &res);
     if (st != AX_OK) {
         fprintf(stderr, "axmem train: %s\n",
                 ax_error_msg()[0] ? ax_error_msg() : ax_status_str(st));

@@ -48,7 +48,7 @@ typedef struct {
     double exit_after_minutes; /* this invocation only: 0 = off */
     double stall_timeout;      /* seconds; 0 = off (lib/core/stop.h) */
 
-    /* memorization scans during training (the hook in train/train.h runs them) */
+    /* memorization scans during training (the hook in train/train_run.h runs them) */
     int64_t scan_every;               /* every N steps; 0 = off */
     char scan_config[AX_CFG_STR_MAX]; /* the scan's settings file */
 } ax_train_config;

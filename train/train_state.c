@@ -46,31 +46,14 @@ static ax_status refuse(const checker *k, const char *obj, const char *key, cons
                      k->manifest, obj, key, what, dir, dir);
 }
 
-static const char *type_name(const ax_json *v) {
-    switch (v->type) {
-    case AX_JSON_NULL:
-        return "null";
-    case AX_JSON_BOOL:
-        return "a boolean";
-    case AX_JSON_NUM:
-        return "a number";
-    case AX_JSON_STR:
-        return "a string";
-    case AX_JSON_ARR:
-        return "an array";
-    case AX_JSON_OBJ:
-        return "an object";
-    }
-    return "of another type";
-}
-
 /* An integer field in [lo, hi]. *has: whether it is there; missing is an error when required. */
 static ax_status get_int(const checker *k, const ax_json *obj, const char *oname, const char *key,
                          int required, int64_t lo, int64_t hi, int64_t *out, int *has) {
     const ax_json *v = ax_json_get(obj, key);
     *has = v != NULL;
     if (!v) return required ? refuse(k, oname, key, "is missing") : AX_OK;
-    if (v->type != AX_JSON_NUM) return refuse(k, oname, key, "is %s, not an integer", type_name(v));
+    if (v->type != AX_JSON_NUM)
+        return refuse(k, oname, key, "is %s, not an integer", ax_json_type_name(v->type));
     if (!ax_json_int_in(v, lo, hi, out))
         return refuse(k, oname, key, "is %.17g, not an integer in [%lld, %lld]", v->num,
                       (long long)lo, (long long)hi);
@@ -88,7 +71,7 @@ static ax_status get_hex(const checker *k, const ax_json *obj, const char *oname
         return AX_OK;
     ax_error_clear(); /* replaced by the message below, which says what to do */
     return refuse(k, oname, key, "is %s, not a checksum like \"0x1f2e...\"",
-                  v->type == AX_JSON_STR ? "a string of another form" : type_name(v));
+                  v->type == AX_JSON_STR ? "a string of another form" : ax_json_type_name(v->type));
 }
 
 /* A string field that, when there, is not empty. */
@@ -99,7 +82,7 @@ static ax_status get_str(const checker *k, const ax_json *obj, const char *oname
     *out = "";
     if (!v) return AX_OK;
     if (v->type != AX_JSON_STR || strlen(v->str) != v->str_len)
-        return refuse(k, oname, key, "is %s, not a plain string", type_name(v));
+        return refuse(k, oname, key, "is %s, not a plain string", ax_json_type_name(v->type));
     *out = v->str;
     return AX_OK;
 }

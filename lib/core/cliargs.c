@@ -26,6 +26,54 @@ int ax_cli_flag(int argc, char **argv, int *i, const char *name, const char **va
     return 1;
 }
 
+static int g_rank, g_size = 1;
+
+void ax_cli_set_world(int rank, int size) {
+    g_rank = rank, g_size = size;
+}
+
+int ax_cli_parse(const char *cmd, const ax_cfg_table *t, void *fl, int argc, char **argv,
+                 uint8_t *was_set) {
+    int help = 0;
+    ax_status st = ax_cfg_set_defaults(t, fl);
+    if (st == AX_OK) st = ax_cfg_parse_argv(t, fl, argc, argv, was_set, &help);
+    if (st != AX_OK) {
+        if (g_rank == 0) fprintf(stderr, "axmem %s: %s\n", cmd, ax_error_msg());
+        return st == AX_ERR_ARG ? 2 : 1;
+    }
+    if (!help) return -1;
+    if (g_rank == 0) ax_cfg_print_help(t, stdout);
+    return 0;
+}
+
+int ax_cli_usage(const char *cmd, const char *fmt, const char *arg) {
+    if (g_rank != 0) return 2;
+    fprintf(stderr, "axmem %s: ", cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "; see 'axmem %s --help'\n", cmd);
+    return 2;
+}
+
+int ax_cli_fail(const char *cmd, ax_status st) {
+    const char *m = ax_error_msg();
+    size_t n = strlen(cmd);
+    if (!strncmp(m, cmd, n) && !strncmp(m + n, ": ", 2)) m += n + 2; /* "CMD: " said already */
+    /* other ranks speak only for a failure of their own */
+    if (g_rank == 0 || (!strstr(m, "another rank failed") && !strstr(m, "rank 0"))) {
+        if (g_size > 1)
+            fprintf(stderr, "axmem %s: [r%d] %s\n", cmd, g_rank, m[0] ? m : ax_status_str(st));
+        else
+            fprintf(stderr, "axmem %s: %s\n", cmd, m[0] ? m : ax_status_str(st));
+    }
+    return st == AX_ERR_ARG ? 2 : 1;
+}
+
+int ax_cli_require(const char *cmd, const char *const (*need)[2], int n) {
+    for (int i = 0; i < n; i++)
+        if (!need[i][0][0]) return ax_cli_usage(cmd, "%s is required", need[i][1]);
+    return 0;
+}
+
 int ax_cli_dispatch(const char *cmd, const char *help, const ax_cli_sub *subs, int n, int argc,
                     char **argv) {
     ax_error_clear(); /* messages are sticky: a stale one must not be reported as ours */

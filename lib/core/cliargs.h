@@ -1,7 +1,29 @@
-/* Hand-parsed subcommand flags (commands whose flags take lists or positional text, where the
- * config table does not fit). */
+/* The argument helpers every command shares: its flags through a config table
+ * (lib/core/config.h), its usage errors and failures as one line on stderr, subcommand
+ * dispatch, hand-parsed flags, and strict numbers. */
 #pragma once
 #include <stdint.h>
+
+#include "lib/core/config.h"
+#include "lib/core/status.h"
+
+/* ---- one command's flags and exit codes ----
+ * `cmd` is the command as typed after "axmem" ("data encode", "memscan probe"). Usage errors
+ * exit 2 and runtime failures 1, each with one line "axmem CMD: ..." on stderr. Under MPI every
+ * rank parses the same argv, so only rank 0 prints help and usage errors; a failure prints on
+ * rank 0 and on the rank whose own failure it is, "[rN]"-prefixed (ax_cli_set_world). */
+void ax_cli_set_world(int rank, int size); /* lib/dist/mpienv.c, at start-up */
+/* Defaults, then argv into fl by table t (was_set as ax_cfg_parse_argv, may be NULL): -1 to go
+ * on, else the exit code (0 after --help). */
+int ax_cli_parse(const char *cmd, const ax_cfg_table *t, void *fl, int argc, char **argv,
+                 uint8_t *was_set);
+/* "axmem CMD: <fmt with arg>; see 'axmem CMD --help'"; returns 2 */
+int ax_cli_usage(const char *cmd, const char *fmt, const char *arg);
+/* "axmem CMD: <the error message>"; returns 2 for AX_ERR_ARG, else 1 */
+int ax_cli_fail(const char *cmd, ax_status st);
+/* Each required text flag: {value, "--flag VALUE"}; the usage error (2) for the first empty
+ * one, else 0. */
+int ax_cli_require(const char *cmd, const char *const (*need)[2], int n);
 
 /* "-h" or "--help" */
 int ax_cli_is_help(const char *a);

@@ -54,17 +54,22 @@ ax_status ax_write_all(int fd, const void *buf, size_t len, const char *path) {
     return AX_OK;
 }
 
-ax_status ax_write_file(const char *path, const void *data, size_t len) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return ax_errorf(AX_ERR_IO, "cannot create %s: %s; check the path and permissions", path,
-                         strerror(errno));
+/* writes all of data to fd, fsyncs and closes it (closed on failure too) */
+static ax_status write_sync_close(int fd, const void *data, size_t len, const char *path) {
     ax_status st = ax_write_all(fd, data, len, path);
     if (st == AX_OK && fsync(fd) != 0)
         st = ax_errorf(AX_ERR_IO, "cannot fsync %s: %s", path, strerror(errno));
     if (close(fd) != 0 && st == AX_OK)
         st = ax_errorf(AX_ERR_IO, "cannot close %s: %s", path, strerror(errno));
     return st;
+}
+
+ax_status ax_write_file(const char *path, const void *data, size_t len) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return ax_errorf(AX_ERR_IO, "cannot create %s: %s; check the path and permissions", path,
+                         strerror(errno));
+    return write_sync_close(fd, data, len, path);
 }
 
 ax_status ax_fsync_dir(const char *path) {
@@ -156,12 +161,7 @@ ax_status ax_open_private_rw(const char *path, int *fd) {
 ax_status ax_write_file_private(const char *path, const void *data, size_t len) {
     int fd;
     AX_CHECK(ax_open_private(path, &fd));
-    ax_status st = ax_write_all(fd, data, len, path);
-    if (st == AX_OK && fsync(fd) != 0)
-        st = ax_errorf(AX_ERR_IO, "cannot fsync %s: %s", path, strerror(errno));
-    if (close(fd) != 0 && st == AX_OK)
-        st = ax_errorf(AX_ERR_IO, "cannot close %s: %s", path, strerror(errno));
-    return st;
+    return write_sync_close(fd, data, len, path);
 }
 
 FILE *ax_fopen_private(const char *path) {
@@ -201,6 +201,20 @@ ax_status ax_create_temp(const char *path, int private_mode, char *tmp, size_t n
                      "cannot create a temporary file beside %s: %s; check the folder "
                      "exists and is writable",
                      path, strerror(errno));
+}
+
+ax_status ax_write_text_atomic(const char *path, const char *text, int private_mode) {
+    char tmp[4200];
+    int fd;
+    AX_CHECK(ax_create_temp(path, private_mode, tmp, sizeof tmp, &fd));
+    ax_status st = ax_write_all(fd, text, strlen(text), tmp);
+    if (st == AX_OK)
+        st = write_sync_close(fd, "\n", 1, tmp);
+    else
+        close(fd);
+    if (st == AX_OK) st = ax_rename_durable(tmp, path);
+    if (st != AX_OK) unlink(tmp);
+    return st;
 }
 
 /* ---------------------------------------------------------------- regular-file inputs */

@@ -37,6 +37,10 @@ FILE *ax_fopen_private(const char *path);
  * writers never share one), mode 0600 when private, else 0666 less the umask. The name goes
  * to tmp[n], the descriptor to *fd. Rename it over path to publish it. */
 ax_status ax_create_temp(const char *path, int private_mode, char *tmp, size_t n, int *fd);
+/* Publishes `text` and a newline at path atomically: a temporary beside it (ax_create_temp),
+ * fsynced, renamed over path (ax_rename_durable); on failure the temporary is removed and path
+ * is as it was. */
+ax_status ax_write_text_atomic(const char *path, const char *text, int private_mode);
 /* The folder part of path into dir[n]: "." when path has no '/', "/" for "/x". */
 void ax_dirname(const char *path, char *dir, size_t n);
 

@@ -625,6 +625,33 @@ void ax_json_free(ax_json *v) {
     free(v);
 }
 
+void ax_jw_json(ax_jw *w, const ax_json *v) {
+    switch (v->type) {
+    case AX_JSON_NULL:
+        ax_jw_null(w);
+        break;
+    case AX_JSON_BOOL:
+        ax_jw_bool(w, v->num != 0);
+        break;
+    case AX_JSON_NUM:
+        ax_jw_num(w, v->num);
+        break;
+    case AX_JSON_STR:
+        ax_jw_strn(w, v->str, v->str_len);
+        break;
+    case AX_JSON_ARR:
+        ax_jw_arr_begin(w);
+        for (size_t i = 0; i < v->n; i++) ax_jw_json(w, v->items[i]);
+        ax_jw_arr_end(w);
+        break;
+    case AX_JSON_OBJ:
+        ax_jw_obj_begin(w);
+        for (size_t i = 0; i < v->n; i++) ax_jw_key(w, v->keys[i]), ax_jw_json(w, v->items[i]);
+        ax_jw_obj_end(w);
+        break;
+    }
+}
+
 const ax_json *ax_json_get(const ax_json *obj, const char *key) {
     if (!obj || obj->type != AX_JSON_OBJ) return NULL;
     for (size_t i = 0; i < obj->n; i++)
@@ -632,7 +659,7 @@ const ax_json *ax_json_get(const ax_json *obj, const char *key) {
     return NULL;
 }
 
-static const char *type_name(ax_json_type t) {
+const char *ax_json_type_name(ax_json_type t) {
     switch (t) {
     case AX_JSON_NULL:
         return "null";
@@ -659,7 +686,7 @@ static ax_status get_typed(const ax_json *obj, const char *key, const char *what
                          key);
     if (v->type != t)
         return ax_errorf(AX_ERR_CORRUPT, "%s: key \"%s\" is %s, expected %s; the file is damaged",
-                         what, key, type_name(v->type), type_name(t));
+                         what, key, ax_json_type_name(v->type), ax_json_type_name(t));
     *out = v;
     return AX_OK;
 }

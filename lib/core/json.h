@@ -78,6 +78,8 @@ ax_status ax_json_parse_advice(const char *text, size_t len, const char *what, c
                                ax_json **out);
 void ax_json_free(ax_json *v);
 const ax_json *ax_json_get(const ax_json *obj, const char *key); /* NULL if absent/not OBJ */
+const char *ax_json_type_name(ax_json_type t);                   /* "a number", "an array", ... */
+void ax_jw_json(ax_jw *w, const ax_json *v); /* a parsed value written back as it was */
 /* typed getters: return AX_ERR_CORRUPT naming `what` and key when absent or wrong type */
 ax_status ax_json_get_num(const ax_json *obj, const char *key, const char *what, double *out);
 ax_status ax_json_get_i64(const ax_json *obj, const char *key, const char *what, int64_t *out);

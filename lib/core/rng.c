@@ -16,10 +16,6 @@ uint64_t ax_rng_u64(uint64_t seed, uint64_t stream, uint64_t index) {
     return mix64(k ^ (index + 0x632be59bd9b4e019ULL));
 }
 
-float ax_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
-    return (float)(ax_rng_u64(seed, stream, index) >> 40) * (1.0f / 16777216.0f);
-}
-
 static float normal_from(uint64_t r) {
     /* two 32-bit halves -> Box-Muller; u1 in (0,1] avoids log(0) */
     double u1 = ((double)(r >> 32) + 1.0) / 4294967296.0;
@@ -29,12 +25,6 @@ static float normal_from(uint64_t r) {
 
 float ax_rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
     return normal_from(ax_rng_u64(seed, stream, index));
-}
-
-void ax_rng_fill_normal(float *out, long n, float std, uint64_t seed, uint64_t stream,
-                        uint64_t offset) {
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) out[i] = std * ax_rng_normal(seed, stream, offset + (uint64_t)i);
 }
 
 uint64_t ax_rng_below(uint64_t seed, uint64_t stream, uint64_t index, uint64_t n) {

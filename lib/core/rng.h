@@ -4,12 +4,7 @@
 #include <stdint.h>
 
 uint64_t ax_rng_u64(uint64_t seed, uint64_t stream, uint64_t index);
-/* uniform in [0, 1) with 24 random bits (exact in float) */
-float ax_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 /* standard normal (Box-Muller on two counter draws) */
 float ax_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
-/* fill out[i] = std * normal(seed, stream, offset + i) */
-void ax_rng_fill_normal(float *out, long n, float std, uint64_t seed, uint64_t stream,
-                        uint64_t offset);
 /* uniform integer in [0, n) without modulo bias worth noticing (128-bit multiply) */
 uint64_t ax_rng_below(uint64_t seed, uint64_t stream, uint64_t index, uint64_t n);

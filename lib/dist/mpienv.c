@@ -1,11 +1,11 @@
 #include "lib/dist/mpienv.h"
+#include "lib/core/cliargs.h"
 #include "lib/core/log.h"
 #include "lib/core/stop.h"
 
 #include <mpi.h>
 #include <omp.h>
 #include <stdlib.h>
-#include <string.h>
 
 static int g_active;   /* we called MPI_Init_thread */
 static int g_finished; /* we called MPI_Finalize */
@@ -13,8 +13,6 @@ static int g_rank, g_size = 1;
 
 /* Launched by a process manager? Each launcher exports one of these into every rank. */
 static int launched(void) {
-    const char *force = getenv("AXMEM_MPI");
-    if (force && *force) return strcmp(force, "0") != 0;
     static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i])) return 1;
@@ -45,8 +43,8 @@ ax_status ax_mpi_start(int *argc, char ***argv) {
     if (!launched()) return AX_OK;
     int provided = 0;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        return ax_errorf(AX_ERR_MPI, "MPI_Init_thread failed; check the mpirun command line, or "
-                                     "set AXMEM_MPI=0 to run serially");
+        return ax_errorf(AX_ERR_MPI, "MPI_Init_thread failed; check the mpirun command line (a "
+                                     "serial run needs no launcher)");
     g_active = 1;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -59,6 +57,7 @@ ax_status ax_mpi_start(int *argc, char ***argv) {
                          provided);
     }
     ax_log_set_rank(g_rank);
+    ax_cli_set_world(g_rank, g_size);
     ax_stall_set_rank(g_rank);
     share_cores();
     return AX_OK;

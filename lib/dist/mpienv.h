@@ -1,9 +1,9 @@
 /* MPI start-up that stays out of the way of serial runs.
  *
  * MPI is initialised only when the process was started by a launcher (mpirun/srun/...: env
- * OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or SLURM_PROCID present) or when AXMEM_MPI=1;
- * AXMEM_MPI=0 forces a serial run. A serial run never calls into MPI, so `axmem train` works
- * without mpirun (and as root, without Open MPI's root environment variables).
+ * OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or SLURM_PROCID present). A serial run never calls
+ * into MPI, so `axmem train` works without mpirun (and as root, without Open MPI's root
+ * environment variables).
  *
  * Thread level is MPI_THREAD_FUNNELED: only the main thread calls MPI (collectives are issued
  * outside OpenMP parallel regions). */

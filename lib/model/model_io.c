@@ -197,6 +197,23 @@ void ax_model_tensor_table(const ax_model_config *c, ax_tensor_info *out) {
     model_tensor_specs(c, put, &f);
 }
 
+typedef struct {
+    const int *dims;
+    void (*emit)(void *u, int layer, int64_t block);
+    void *u;
+} blocks_fn;
+
+static void block_of(void *u, const tensor_spec *s) {
+    blocks_fn *b = u;
+    b->emit(b->u, s->layer, model_spec_block(s, b->dims));
+}
+
+void ax_model_rank_blocks(const ax_model_config *c, const int dims[4],
+                          void (*emit)(void *u, int layer, int64_t block), void *u) {
+    blocks_fn b = {dims, emit, u};
+    model_tensor_specs(c, block_of, &b);
+}
+
 /* an integer key of obj in [1, 2^30], else 0 */
 static int positive_key(const ax_json *obj, const char *key) {
     int64_t x;

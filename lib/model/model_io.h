@@ -20,6 +20,11 @@ ax_status ax_model_load_blob(ax_model_t *m, const ax_ckpt_t *ck, const char *blo
  * checkpoint every grid loads. out holds ax_model_config_n_tensors(c) entries. */
 int ax_model_config_n_tensors(const ax_model_config *c);
 void ax_model_tensor_table(const ax_model_config *c, ax_tensor_info *out);
+/* Per tensor of shape c in slab order, emit(u, layer, block): its layer (-1: outside the
+ * layers) and the elements of its block on one rank of grid dims {D, X, Y, Z} before the ZeRO
+ * split over Z (what model.c allocates; the performance model, plan/perfmodel.c, counts them). */
+void ax_model_rank_blocks(const ax_model_config *c, const int dims[4],
+                          void (*emit)(void *u, int layer, int64_t block), void *u);
 /* The position limit a checkpoint's model declares (an export's max_position_embeddings):
  * "max-positions" in its config (an imported model's, from its config.json); else the larger
  * of the state's "init_max_positions" (a fine-tune: the limit of the checkpoint `train --init`

@@ -6,7 +6,7 @@
  * starts); each layer's gradient block is reduce-scattered into the shard as soon as its
  * backward ends, behind the layers below. Gathered memory falls from every layer's blocks to two
  * layers'; the price is up to two gathers a layer per micro-batch and a reduce-scatter a layer
- * per micro-batch (lib/model/perfmodel.c counts them). docs/grid.md. */
+ * per micro-batch (plan/perfmodel.c counts them). docs/grid.md. */
 #include "lib/backend/ops.h"
 #include "lib/model/tp_linear.h"
 

@@ -1,4 +1,4 @@
-/* libFuzzer target: memscan index files (memscan/index_load.c, index_map.c): the header/info
+/* libFuzzer target: memscan index files (index/index_load.c, index_map.c): the header/info
  * read with block verification, the verified load and the lazy in-place open (version 3) against
  * a small dataset built at start-up (the one the seed indexes were built from), then lookups
  * through whatever opened. Seeds: the same index as version 3 and as version 2. */
@@ -7,7 +7,7 @@
 
 #include <xxhash.h>
 #include <zstd.h>
-#include "memscan/index.h"
+#include "index/index.h"
 
 static char idx_path[512];
 static ax_axd_t *ds;
@@ -78,7 +78,7 @@ static uint64_t get64(const uint8_t *p) {
     return v;
 }
 
-/* Recomputes every checksum of the format (memscan/index.h, version 2: header, each block's
+/* Recomputes every checksum of the format (index/index.h, version 2: header, each block's
  * header and payload, trailer) where the structure allows, so mutations reach the checks
  * behind them. Table blocks hold 13-byte entries, list blocks 8-byte values: decompressing
  * into room for the larger and hashing what came out fits both. */

@@ -74,56 +74,38 @@ static void put(int file, part pt) {
     if (pt.n) fz_write(paths[file], pt.p, pt.n);
 }
 
-/* v as JSON text; the top-level "samples" object gets the true record of `samples` */
-static void emit(ax_jw *w, const ax_json *v, int top, part samples) {
-    switch (v->type) {
-    case AX_JSON_NULL:
-        ax_jw_null(w);
-        break;
-    case AX_JSON_BOOL:
-        ax_jw_bool(w, v->num != 0);
-        break;
-    case AX_JSON_NUM:
-        ax_jw_num(w, v->num);
-        break;
-    case AX_JSON_STR:
-        ax_jw_strn(w, v->str, v->str_len);
-        break;
-    case AX_JSON_ARR:
-        ax_jw_arr_begin(w);
-        for (size_t k = 0; k < v->n; k++) emit(w, v->items[k], 0, samples);
-        ax_jw_arr_end(w);
-        break;
-    case AX_JSON_OBJ:
-        ax_jw_obj_begin(w);
-        for (size_t k = 0; k < v->n; k++) {
-            const ax_json *it = v->items[k];
-            ax_jw_key(w, v->keys[k]);
-            if (!top || strcmp(v->keys[k], "samples") || it->type != AX_JSON_OBJ) {
-                emit(w, it, 0, samples);
-                continue;
-            }
-            uint64_t lines = 0;
-            for (size_t i = 0; i < samples.n; i++) lines += samples.p[i] == '\n';
-            char hex[32];
-            snprintf(hex, sizeof hex, "0x%016llx",
-                     (unsigned long long)XXH3_64bits(samples.p, samples.n));
-            ax_jw_obj_begin(w);
-            for (size_t i = 0; i < it->n; i++) { /* "file" and anything else as mutated */
-                const char *key = it->keys[i];
-                if (!strcmp(key, "bytes") || !strcmp(key, "lines") || !strcmp(key, "xxh3"))
-                    continue;
-                ax_jw_key(w, key);
-                emit(w, it->items[i], 0, samples);
-            }
-            ax_jw_key(w, "bytes"), ax_jw_uint(w, samples.n);
-            ax_jw_key(w, "lines"), ax_jw_uint(w, lines);
-            ax_jw_key(w, "xxh3"), ax_jw_str(w, hex);
-            ax_jw_obj_end(w);
-        }
-        ax_jw_obj_end(w);
-        break;
+/* v as JSON text; its top-level "samples" object gets the true record of `samples` */
+static void emit(ax_jw *w, const ax_json *v, part samples) {
+    if (v->type != AX_JSON_OBJ) {
+        ax_jw_json(w, v);
+        return;
     }
+    ax_jw_obj_begin(w);
+    for (size_t k = 0; k < v->n; k++) {
+        const ax_json *it = v->items[k];
+        ax_jw_key(w, v->keys[k]);
+        if (strcmp(v->keys[k], "samples") || it->type != AX_JSON_OBJ) {
+            ax_jw_json(w, it);
+            continue;
+        }
+        uint64_t lines = 0;
+        for (size_t i = 0; i < samples.n; i++) lines += samples.p[i] == '\n';
+        char hex[32];
+        snprintf(hex, sizeof hex, "0x%016llx",
+                 (unsigned long long)XXH3_64bits(samples.p, samples.n));
+        ax_jw_obj_begin(w);
+        for (size_t i = 0; i < it->n; i++) { /* "file" and anything else as mutated */
+            const char *key = it->keys[i];
+            if (!strcmp(key, "bytes") || !strcmp(key, "lines") || !strcmp(key, "xxh3")) continue;
+            ax_jw_key(w, key);
+            ax_jw_json(w, it->items[i]);
+        }
+        ax_jw_key(w, "bytes"), ax_jw_uint(w, samples.n);
+        ax_jw_key(w, "lines"), ax_jw_uint(w, lines);
+        ax_jw_key(w, "xxh3"), ax_jw_str(w, hex);
+        ax_jw_obj_end(w);
+    }
+    ax_jw_obj_end(w);
 }
 
 /* Writes a scan JSON part (recomputing its samples record when fix) to scan_file and its
@@ -140,7 +122,7 @@ static void put_scan(part scan, part samples, int fix, int scan_file, int sample
     put(samples_file, samples);
     ax_jw w;
     ax_jw_init(&w);
-    if (fix && has_rec) emit(&w, v, 1, samples);
+    if (fix && has_rec) emit(&w, v, samples);
     const char *text = fix && has_rec ? ax_jw_text(&w) : NULL;
     if (text)
         fz_write(paths[scan_file], (const uint8_t *)text, strlen(text));

@@ -27,7 +27,7 @@ static __attribute__((unused)) void fz_init(const char *name) {
     /* ax_log reads AXMEM_LOG on first use; keep libFuzzer's output readable */
     setenv("AXMEM_LOG", "error", 1);
     ax_log_set_level(AX_LOG_ERROR);
-    setenv("AXMEM_VERIFY_CACHE", "0", 1); /* no files under ~/.cache from fuzzing */
+    setenv("AXMEM_CACHE_DIR", "off", 1); /* no files under ~/.cache from fuzzing */
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(fz_dir, sizeof fz_dir, "%s/axmem-fuzz-%s-XXXXXX", base, name);
     if (!mkdtemp(fz_dir)) {

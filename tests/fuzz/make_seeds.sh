@@ -10,7 +10,7 @@ C=tests/fuzz/corpus
 F=build-fuzz/fuzz
 T=$(mktemp -d /tmp/axmem-seeds.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-export OMP_NUM_THREADS=1 AXMEM_LOG=warn AXMEM_VERIFY_CACHE=0
+export OMP_NUM_THREADS=1 AXMEM_LOG=warn AXMEM_CACHE_DIR=off
 for t in axd tokenizer ckpt index json config megatron input safetensors lock; do
   rm -rf "$C/$t" && mkdir -p "$C/$t"
   AXMEM_FUZZ_SEED_DIR="$C/$t" "$F/fuzz_$t" >/dev/null 2>&1 || { echo "fuzz_$t: seeds failed"; exit 1; }

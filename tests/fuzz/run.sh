@@ -12,7 +12,7 @@ TARGETS=${*:-axd tokenizer ckpt index scan config json megatron input safetensor
 W=$(mktemp -d /tmp/axmem-fuzz-run.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 mkdir -p tests/fuzz/artifacts
-export AXMEM_VERIFY_CACHE=0 OMP_NUM_THREADS=1
+export AXMEM_CACHE_DIR=off OMP_NUM_THREADS=1
 failed=""
 # Inputs that once crashed a reader: tests/fuzz/repro/<target>-* must now pass; those under
 # repro/open/ are bugs not fixed yet (see repro/README): listed, and with FUZZ_OPEN=1 run and

@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build}
-DRIVER=$B/tests/mpi/mpi_memscan
+DRIVER=$B/tests/mpi/mpi_index
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 [ -x "$DRIVER" ] || { echo "memscan.sh: $DRIVER not built (run scons)"; exit 1; }
 T=$(mktemp -d /tmp/axmem-mpi-memscan.XXXXXX)
@@ -26,7 +26,7 @@ done
 
 # the CLI under mpirun: the index written by 3 ranks matches the serial one; and spilled
 AX=$B/bin/axmem
-if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
+if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_index" ]; then
   mpirun --oversubscribe -np 1 "$DRIVER" --dir "$T/cli" >/dev/null || fail=1
   D=$T/cli/planted.axd
   "$AX" memscan index --data "$D" --out "$T/serial.idx" --n 12 >/dev/null || fail=1
@@ -38,7 +38,7 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
   if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "memscan CLI: 3-rank index matches serial: ok"
   else echo "memscan CLI: 3-rank index differs from serial: FAILED"; fail=1; fi
   grep -q "built on 3 ranks" "$T/mpi.out" || { echo "memscan CLI: no summary from rank 0"; fail=1; }
-  # --mem-limit on 2 and 4 ranks (issue 12 item 1): each rank's share (~50-100K windows) is over
+  # --mem-limit on 2 and 4 ranks: each rank's share (~50-100K windows) is over
   # a 1M limit, so every rank spills its owned windows in hash partitions and rank 0 gathers
   # them partition by partition; the file and INDEX.json equal the in-memory build's on as
   # many ranks byte for byte (with full hashes and with 16-bit ones: tag collisions), match the
@@ -50,9 +50,9 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
   for np in 2 4; do
     for bits in 64 16; do
       o=$T/lim/np$np-b$bits
-      mpirun --oversubscribe -np "$np" -x AXMEM_MEMSCAN_HASH_BITS="$bits" "$AX" memscan index \
+      mpirun --oversubscribe -np "$np" "$AX" memscan index --hash-bits "$bits" \
         --data "$L" --out "$o.mem.idx" --n 8 --round-windows 5000 >/dev/null || fail=1
-      mpirun --oversubscribe -np "$np" -x AXMEM_MEMSCAN_HASH_BITS="$bits" "$AX" memscan index \
+      mpirun --oversubscribe -np "$np" "$AX" memscan index --hash-bits "$bits" \
         --data "$L" --out "$o.lim.idx" --n 8 --mem-limit 1M >"$o.out" || fail=1
       c=$("$AX" memscan info --json "$o.lim.idx" | sed 's/"build_ranks":[0-9]*//')
       if grep -q "spilling to disk" "$o.out" && grep -q "on $np ranks" "$o.out" &&
@@ -82,7 +82,7 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
   else echo "memscan index on 2 ranks: gathered or version-2 save FAILED"; fail=1; fi
   # peak RSS per rank (getrusage in the driver): the spilled build stays within a 4 MB limit
   # plus the dataset's pages plus 8 MB on 2 and 4 ranks, the in-memory one does not, same bytes
-  SP=$B/tests/mpi/mpi_memscan_spill
+  SP=$B/tests/mpi/mpi_index_spill
   if [ -x "$SP" ]; then
     "$SP" --make "$T/lim" || fail=1
     for np in 2 4; do
@@ -93,10 +93,10 @@ if [ -x "$AX" ] && [ -x "$B/tests/mpi/mpi_memscan" ]; then
     echo "memscan index --mem-limit under mpirun left temporary files: FAILED"; fail=1
   else echo "memscan index --mem-limit under mpirun leaves no temporary files: ok"; fi
 fi
-# one index served by any number of ranks (issue 12 item 3): built on 4 ranks, the same count
+# one index served by any number of ranks: built on 4 ranks, the same count
 # queries answered on 1, 2 and 4 ranks (each window looked up by the rank serving its hash
 # range) give the same answers, gathered in query order
-SV=$B/tests/mpi/mpi_memscan_serve
+SV=$B/tests/mpi/mpi_index_serve
 if [ -x "$SV" ]; then
   mkdir -p "$T/serve"
   timeout 300 mpirun --oversubscribe -np 4 "$SV" --build "$T/serve" || fail=1

@@ -14,7 +14,7 @@
 #include "lib/model/model.h"
 #include "lib/dist/mpienv.h"
 #include "lib/model/optim.h"
-#include "lib/model/perfmodel.h"
+#include "plan/perfmodel.h"
 #include "lib/core/rng.h"
 
 #include <math.h>
@@ -481,7 +481,7 @@ static void grad_comm_vs_fp32(ax_grid_t *g, int n_micro, int stream) {
     free(grads[0]), free(grads[1]);
 }
 
-/* One step of the model side of train/train.c's train_step. */
+/* One step of the model side of train/train_run.c's train_step. */
 static ax_status train_step(ax_model_t *m, ax_optim_t *o, const int32_t *in, const int32_t *tg,
                             const uint8_t *mask, int bl) {
     ax_model_zero_grad(m);

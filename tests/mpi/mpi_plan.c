@@ -11,8 +11,8 @@
 #include "lib/dist/mpienv.h"
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
-#include "lib/model/perfmodel.h"
-#include "plan/plan.h"
+#include "plan/perfmodel.h"
+#include "plan/plan_run.h"
 
 #include <stdint.h>
 #include <stdio.h>

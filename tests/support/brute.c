@@ -1,5 +1,5 @@
 #include "tests/support/brute.h"
-#include "memscan/hash.h"
+#include "index/hash.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "data/axd.h"
-#include "memscan/index.h"
+#include "index/index.h"
 
 typedef struct {
     int n;

@@ -432,7 +432,7 @@ static void write_flipped(const char *good, const char *bad) {
 /* memscan lookup opened its dataset with verify 0 and answered from a changed token with exit
  * 0: every mode but AX_AXD_HEADER_ONLY now checks the payload. */
 Test(axd, verify_zero_checks_the_payload_too) {
-    setenv("AXMEM_VERIFY_CACHE", "0", 1);
+    setenv("AXMEM_CACHE_DIR", "off", 1);
     char good[256], bad[256];
     td_tmp(good, sizeof good, "good.axd");
     td_tmp(bad, sizeof bad, "bad.axd");
@@ -470,8 +470,7 @@ Test(axd, verification_is_cached_per_file_version) {
     td_tmp(bad, sizeof bad, "bad.axd");
     ax_rm_rf(dir);
     setenv("AXMEM_CACHE_DIR", dir, 1);
-    setenv("AXMEM_VERIFY_CACHE_MIN", "0", 1);
-    unsetenv("AXMEM_VERIFY_CACHE");
+    ax_verify_cache_set_min_bytes(0);
     write_flipped(good, bad);
     ax_axd_t *d = NULL;
     /* a file written this second is "racy": its times may not change on the next write yet */
@@ -508,12 +507,13 @@ Test(axd, verification_is_cached_per_file_version) {
     ax_error_clear();
     cr_assert_eq(ax_axd_open(bad, AX_AXD_VERIFY, &d), AX_ERR_CORRUPT);
     cr_assert(strstr(ax_error_msg(), "payload checksum"), "%s", ax_error_msg());
-    /* small files are not cached by default; AXMEM_VERIFY_CACHE=0 turns the cache off */
-    unsetenv("AXMEM_VERIFY_CACHE_MIN");
+    /* small files are not cached by default; AXMEM_CACHE_DIR=off turns the cache off */
+    ax_verify_cache_set_min_bytes((uint64_t)64 << 20);
     cr_assert_eq(ax_verify_cache_key(&sb, 1), 0);
-    setenv("AXMEM_VERIFY_CACHE_MIN", "0", 1);
-    setenv("AXMEM_VERIFY_CACHE", "0", 1);
+    ax_verify_cache_set_min_bytes(0);
+    setenv("AXMEM_CACHE_DIR", "off", 1);
     cr_assert_eq(ax_verify_cache_key(&sb, 1), 0);
+    ax_verify_cache_set_min_bytes((uint64_t)64 << 20);
     free(c);
     ax_rm_rf(dir);
     unlink(good);

@@ -12,7 +12,7 @@
 
 #include "data/axd.h"
 #include "data/canary.h"
-#include "data/encode.h"
+#include "data/data_run.h"
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"

@@ -86,7 +86,6 @@ static void edit_manifest(long step, const char *from, const char *to) {
 
 static void expect_msg(const char *a, const char *b) {
     const char *m = ax_error_msg();
-    if (getenv("AX_SHOW_MSG")) fprintf(stderr, "msg: %s\n", m);
     cr_assert(strstr(m, a), "want \"%s\" in: %s", a, m);
     if (b) cr_assert(strstr(m, b), "want \"%s\" in: %s", b, m);
 }

@@ -17,7 +17,7 @@
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
 #include "tests/support/synth.h"
-#include "train/train.h"
+#include "train/train_run.h"
 
 enum { B = 2, T = 8, N = B * T };
 
@@ -62,7 +62,7 @@ static void rig_down(rig *r) {
     ax_grid_free(r->g);
 }
 
-/* The model side of train/train.c's train_step: gradients, the model's status, the optimizer
+/* The model side of train/train_run.c's train_step: gradients, the model's status, the optimizer
  * step, the status again. */
 static ax_status step(rig *r) {
     ax_model_zero_grad(r->m);

@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "data/axd.h"
-#include "data/encode.h"
+#include "data/data_run.h"
 #include "lib/core/log.h"
 #include "test_data_util.h"
 
@@ -122,7 +122,7 @@ Test(data_cli, help_exits_zero, .init = cr_redirect_stdout) {
     cr_assert_eq(run("data info --help"), 0);
 }
 
-/* The library entry points (data/encode.h) are what the command runs: same tokenizer file, same
+/* The library entry points (data/data_run.h) are what the command runs: same tokenizer file, same
  * dataset bytes, and results that count what was written. */
 Test(data_cli, library_calls_match_the_command) {
     ax_log_set_level(AX_LOG_WARN);

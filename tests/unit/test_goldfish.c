@@ -11,7 +11,7 @@
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "goldfish/goldfish.h"
-#include "goldfish/stats.h"
+#include "goldfish/goldfish_run.h"
 #include "lib/core/json.h"
 #include "lib/core/rng.h"
 #include "lib/core/status.h"
@@ -690,7 +690,7 @@ Test(goldfish, cli_stats_over_a_dataset) {
     ax_goldfish g = hash_spec(4, 13, 7);
     ax_goldfish_mask(&g, s + 1, pos + 1, (long)nt - 1, keep);
     long dropped = ax_goldfish_count_dropped(keep, (long)nt - 1);
-    /* the library entry point (goldfish/stats.h), chunked, against the one-call reference */
+    /* the library entry point (goldfish/goldfish_run.h), chunked, against the one-call reference */
     ax_goldfish_stats gs;
     cr_assert_eq(ax_goldfish_stats_compute(&g, d, 1024, &gs), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(gs.targets, nt - 1);

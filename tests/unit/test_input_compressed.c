@@ -12,7 +12,7 @@
 #include <zstd.h>
 
 #include "data/axd.h"
-#include "data/encode.h"
+#include "data/data_run.h"
 #include "data/input.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/log.h"

@@ -67,7 +67,6 @@ static void expect_close(const char *what, const float *got, const double *want,
         if (!(r <= worst)) worst = r, wi = i; /* NaN counts as worst */
     }
     g_worst_ratio = worst;
-    if (getenv("AX_TEST_VERBOSE")) fprintf(stderr, "%-22s worst err/bound %.3g\n", what, worst);
     cr_expect(worst <= 1.0, "%s: element %ld got %.9g want %.9g (%.3g x the tolerance)", what, wi,
               n ? got[wi] : 0.0, n ? want[wi] : 0.0, worst);
 }
@@ -667,8 +666,6 @@ static void check_attention(int B, int T, int C, int H, int full) {
         double lp = att_loss(&c);
         for (long i = 0; i < nq; i++) c.qkv[i] = x0[i] - h * u[i];
         double lm = att_loss(&c), fd = (lp - lm) / (2 * h);
-        if (getenv("AX_TEST_VERBOSE"))
-            fprintf(stderr, "attention directional %.3g\n", fabs(an - fd) / (1e-6 * mag));
         cr_expect(fabs(an - fd) <= 1e-6 * mag, "directional derivative %.9g vs fd %.9g", an, fd);
         free(u), free(x0);
     }

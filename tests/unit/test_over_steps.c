@@ -13,9 +13,9 @@
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/rng.h"
-#include "memscan/cmd_util.h"
+#include "cli/commands.h"
 #include "memscan/over_steps.h"
-#include "train/train.h"
+#include "train/train_run.h"
 
 static ax_json *read_json(const char *path) {
     char *text = NULL;
@@ -139,10 +139,10 @@ static void make_run(const char *data, const char *run) {
 
 static int probe(int n, const char **args) {
     char *argv[24];
-    argv[0] = "probe";
-    for (int i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
-    argv[n + 1] = NULL;
-    return ax_ms_cmd_probe(n + 1, argv);
+    argv[0] = "memscan", argv[1] = "probe";
+    for (int i = 0; i < n; i++) argv[i + 2] = (char *)args[i];
+    argv[n + 2] = NULL;
+    return ax_cmd_memscan(n + 2, argv);
 }
 
 Test(over_steps, probe_all_steps_writes_one_point_per_step_and_skips_a_damaged_one) {

@@ -11,8 +11,8 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/overlap.h"
 #include "lib/model/model.h"
-#include "lib/model/perfmodel.h"
-#include "plan/plan.h"
+#include "plan/perfmodel.h"
+#include "plan/plan_run.h"
 #include "test_suite_files.h"
 
 static ax_model_config small(void) {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "data/axd.h"
-#include "data/hf_pretok.h"
+#include "data/hf/hf_pretok.h"
 #include "data/split.h"
 #include "data/tok_internal.h"
 #include "data/tokenizer.h"

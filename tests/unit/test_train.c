@@ -16,7 +16,7 @@
 #include "lib/core/stop.h"
 #include "lib/ckpt/ckpt.h"
 #include "lib/model/model_io.h"
-#include "train/train.h"
+#include "train/train_run.h"
 
 /* Byte-level dataset (vocab 257: bytes + EOT) from the first documents of the corpus, so
  * the test needs no trained tokenizer. */

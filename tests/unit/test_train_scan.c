@@ -1,9 +1,10 @@
-/* Scans inside training (train/train.h: ax_train_run_scan with a hook): they run at multiples of
+/* Scans inside training (train/train_run.h: ax_train_run_scan with a hook): they run at multiples
+ * of
  * --scan-every on a checkpoint written there, log a record to metrics.jsonl, flag a rate above
  * the previous scan's upper bound, never change the losses, fail a bad scan config before the
  * first step, and carry over a resume (the previous bound, and a scan lost to a crash). The
  * hook here is scripted (rates by step), so the test checks training's side alone; the real
- * probe is wired in cli/train_scan.c and tested in tests/cli/over_steps.sh. */
+ * probe is wired in train/train_scan.c and tested in tests/cli/over_steps.sh. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/rng.h"
-#include "train/train.h"
+#include "train/train_run.h"
 
 typedef struct {
     int prepared, fail_prepare;

@@ -19,7 +19,7 @@
 #include "memscan/model_load.h"
 #include "test_ckpt_poison.h"
 #include "train/run_lock.h"
-#include "train/train.h"
+#include "train/train_run.h"
 
 static char tmp[256];
 

@@ -72,7 +72,7 @@ for f in lib/dist/*.c; do
   DIST+=("$E/dist_$(basename "${f%.c}").o")
 done
 ar rcs "$E/libaxmem_dist_emu.a" "${DIST[@]}"
-g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{interop,plan,train,memscan,reports,goldfish,data,model,ckpt}.a \
+g++ -fopenmp -o "$E/axmem" "$B"/cli/*.o "$B"/lib/libaxmem_{interop,plan,train,memscan,index,reports,goldfish,data,model,ckpt}.a \
   "$E/libaxmem_backend_emu.a" "$E/libaxmem_dist_emu.a" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
 # and axmem-nccl: lib/dist WITH the NCCL transport (lib/dist/comm_nccl.c, AX_HAVE_NCCL) on the
@@ -87,7 +87,7 @@ for f in lib/dist/*.c tests/cuda/emu/nccl_emu.c tests/cuda/emu/emu_plugin.c; do
   NDIST+=("$E/nccl_$(basename "${f%.c}").o")
 done
 g++ -fopenmp -rdynamic -o "$E/axmem-nccl" "$B"/cli/*.o \
-  "$B"/lib/libaxmem_{interop,plan,train,memscan,reports,goldfish,data,model,ckpt}.a \
+  "$B"/lib/libaxmem_{interop,plan,train,memscan,index,reports,goldfish,data,model,ckpt}.a \
   "$E/libaxmem_backend_emu.a" "${NDIST[@]}" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
 # tests/mpi/mpi_stage.c on the same: every collective of the NCCL transport on every axis
