@@ -81,6 +81,14 @@ static ax_status parse_probe(const ax_json *v, const char *path, ax_rep_probe *p
         p->n = samples;
         p->n_exact = (int64_t)llround(p->exact.mean * (double)p->n); /* mean is in [0, 1] */
     }
+    const ax_json *gd = ax_json_get(m, "goldfish_divergence");
+    if (gd) { /* the goldfish audit */
+        const char *sec = "metrics.goldfish_divergence";
+        p->audited = 1;
+        AX_CHECK(ax_rep_get_int(gd, sec, "diverged", 0, p->n, path, &p->diverged));
+        AX_CHECK(ax_rep_get_int(gd, sec, "on_dropped", 0, p->diverged, path, &p->on_dropped));
+        AX_CHECK(ax_rep_get_in(gd, sec, "dropped_fraction", 0, 1, path, &p->dropped_fraction));
+    }
     if (d && d->n) {
         p->dup = calloc(d->n, sizeof *p->dup);
         if (!p->dup) return ax_rep_nomem();
@@ -581,6 +589,20 @@ ax_status ax_rep_load(const ax_report_opts *o, ax_report *r) {
     return AX_OK;
 }
 
+/* generations that held a verbatim span: the histogram's total minus its "none" bucket when
+ * present, else the rate times the configured sample count */
+void ax_rep_regurg_counts(const ax_rep_regurg *g, int64_t *hit, int64_t *total) {
+    int64_t sum = 0, none = -1;
+    for (int k = 0; k < g->n_hist; k++) {
+        sum += g->hist[k];
+        if (!strcmp(g->hist_labels[k], "none")) none = g->hist[k];
+    }
+    if (g->n_hist && none >= 0)
+        *total = sum, *hit = sum - none;
+    else
+        *total = g->samples, *hit = (int64_t)llround(g->frac_span * (double)g->samples);
+}
+
 const ax_rep_ident *ax_rep_run_ident(const ax_rep_run *run) {
     return run->probe      ? &run->probe->id
            : run->regurg   ? &run->regurg->id
@@ -620,6 +642,5 @@ void ax_rep_free(ax_report *r) {
         for (int k = 0; k < r->index->n_hist; k++) free(r->index->labels[k]);
         free(r->index->labels), free(r->index->counts), free(r->index->file), free(r->index);
     }
-    free(r->title), free(r->headline), free(r->note);
     memset(r, 0, sizeof *r);
 }

@@ -120,6 +120,7 @@ static ax_status exposure_point(const ax_json *pt, const char *sec, const char *
         return ax_errorf(AX_ERR_CORRUPT, "%s: %s is missing or not an object", path, field);
     AX_CHECK(
         ax_rep_get_in(o, field, "exposure_mean", 0, mx + 1e-9 * (mx > 1 ? mx : 1), path, &mean));
+    if (ax_json_get(pt, "max_exposure") && mx > c->bound) c->bound = mx;
     return push(c, (double)step, mean, mean, mean, 0);
 }
 

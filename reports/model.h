@@ -51,6 +51,12 @@ typedef struct {
     int64_t n_sample_rows;
     ax_rep_sample top[AX_REP_TOP];
     int n_top;
+    /* the goldfish audit (metrics.goldfish_divergence; audited 0: the scan has none): probes
+     * whose greedy output diverged, how many first diverged on a position the loss dropped,
+     * and the dropped share of their suffix positions (that share by chance) */
+    int audited;
+    int64_t diverged, on_dropped;
+    double dropped_fraction;
 } ax_rep_probe;
 
 typedef struct {
@@ -143,6 +149,7 @@ typedef struct {
     char *file;
     char *score; /* mia: the score plotted ("loss" when the curve has it, else the first) */
     int64_t n, cap, n_skipped;        /* n_skipped: checkpoints the scan could not open */
+    double bound;                     /* exposure: the largest log2 |R| recorded; 0: none */
     double *step, *v, *lo, *hi, *tok; /* tok: token accuracy (probe, train); lo = hi = v for
                                          exposure, which has no interval */
 } ax_rep_curve;
@@ -167,15 +174,12 @@ typedef struct {
 } ax_rep_index;
 
 typedef struct {
-    char *title;
     ax_rep_run *runs;
     int n_runs;
     ax_rep_index *index; /* NULL without --index */
     int text_chars;      /* 0: no sample text in any output (--redact or --text-chars 0) */
     int show_text;       /* 1: HTML and Markdown quote memorized text and canary secrets
                             (--show-text); 0: they show none, and no secret is even loaded */
-    char *headline;
-    char *note; /* runs scanned different datasets, etc.; NULL when none */
 } ax_report;
 
 /* load.c */
@@ -229,8 +233,6 @@ ax_status ax_rep_scan_header(const ax_json *v, const char *path, const char **ki
 typedef ax_status (*ax_rep_line_fn)(const ax_json *row, const char *what, void *ctx);
 /* fn on each non-blank line of a JSONL file; errors name "path line N" */
 ax_status ax_rep_each_jsonl(const char *path, ax_rep_line_fn fn, void *ctx);
-/* headline.c: the one-paragraph verdict and cross-run notes */
-ax_status ax_rep_summarise(ax_report *r);
 /* check.c: domain checks; failures name path and field and say the file was edited or damaged */
 ax_status ax_rep_check_num(double v, double lo, double hi, const char *path, const char *field);
 /* x must be a whole number in [lo, hi] (missing or another type is an error too) */
@@ -255,18 +257,3 @@ ax_status ax_rep_samples_rec_verify(const ax_rep_samples_rec *rec, const char *s
 const ax_rep_ident *ax_rep_run_ident(const ax_rep_run *run);
 /* generations with a verbatim span, out of total */
 void ax_rep_regurg_counts(const ax_rep_regurg *g, int64_t *hit, int64_t *total);
-
-/* the writers (html.c, markdown.c, json_out.c): append the whole document */
-void ax_rep_write_html(const ax_report *r, ax_rep_buf *b);
-void ax_rep_write_md(const ax_report *r, ax_rep_buf *b);
-void ax_rep_write_json(const ax_report *r, ax_jw *w);
-/* their privacy sections (html_privacy.c, markdown_privacy.c; nothing without those scans) */
-void ax_rep_html_privacy(const ax_report *r, ax_rep_buf *b);
-void ax_rep_md_privacy(const ax_report *r, ax_rep_buf *b);
-void ax_rep_json_mia(ax_jw *w, const ax_rep_run *run); /* run->mia */
-void ax_rep_json_exposure(ax_jw *w, const ax_rep_exposure *e);
-/* the "Memorization over training" sections (html_curves.c, markdown_curves.c, json_curves.c;
- * nothing when no run has a curve) */
-void ax_rep_html_curves(const ax_report *r, ax_rep_buf *b);
-void ax_rep_md_curves(const ax_report *r, ax_rep_buf *b);
-void ax_rep_json_curves(ax_jw *w, const ax_rep_run *run); /* an object, or null */
