@@ -1,4 +1,4 @@
-/* The document's arena, its builders and how a cell reads. */
+/* The document's builders (all memory in its arena) and how a cell reads. */
 #include "reports/doc.h"
 
 #include <math.h>
@@ -8,70 +8,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ax_doc_chunk {
-    ax_doc_chunk *next;
-    size_t used, cap;
-    max_align_t data[];
-};
-
 void ax_doc_free(ax_doc *d) {
-    for (ax_doc_chunk *c = d->arena, *n; c; c = n) n = c->next, free(c);
+    ax_arena_free(&d->mem);
     memset(d, 0, sizeof *d);
 }
 
 void *ax_doc_alloc(ax_doc *d, size_t n) {
-    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    ax_doc_chunk *c = d->arena;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = n > 65536 ? n : 65536;
-        if (d->oom || !(c = malloc(sizeof *c + cap))) {
-            d->oom = 1;
-            return NULL;
-        }
-        *c = (ax_doc_chunk){d->arena, 0, cap};
-        d->arena = c;
-    }
-    void *p = (char *)c->data + c->used;
-    c->used += n;
-    return memset(p, 0, n);
+    return ax_arena_alloc(&d->mem, n);
 }
 
 double *ax_doc_nums(ax_doc *d, size_t n) {
-    return ax_doc_alloc(d, sizeof(double) * (n ? n : 1));
-}
-
-static const char *vprintf_(ax_doc *d, const char *fmt, va_list ap) {
-    va_list ap2;
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
-    va_end(ap2);
-    char *s = n < 0 ? NULL : ax_doc_alloc(d, (size_t)n + 1);
-    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
-    return s ? s : "";
+    return ax_arena_alloc(&d->mem, sizeof(double) * (n ? n : 1));
 }
 
 const char *ax_doc_printf(ax_doc *d, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    const char *s = vprintf_(d, fmt, ap);
+    const char *s = ax_arena_vprintf(&d->mem, fmt, ap);
     va_end(ap);
     return s;
 }
 
-/* room for one more element of a growable array held in the arena */
-static void *grow(ax_doc *d, void *a, int n, int *cap, size_t size) {
-    if (n < *cap) return a;
-    int c = *cap ? *cap * 2 : 8;
-    void *b = ax_doc_alloc(d, size * (size_t)c);
-    if (!b) return a;
-    if (n) memcpy(b, a, size * (size_t)n);
-    *cap = c;
-    return b;
+/* room for one more element of a growable array of the document; 0 (the array as it was) when
+ * out of memory */
+static int grow(ax_arena *m, void **a, int n, size_t *cap, size_t size) {
+    void *b = ax_arena_grow(m, *a, (size_t)n, cap, size);
+    return b ? (*a = b, 1) : 0;
 }
+#define GROW(d, a, n, cap) grow(&(d)->mem, (void **)&(a), (n), &(cap), sizeof *(a))
 
 void ax_doc_section_open(ax_doc *d, int level, const char *id, const char *heading) {
-    d->sec = grow(d, d->sec, d->n_sections, &d->cap, sizeof *d->sec);
-    if (d->n_sections < d->cap)
+    if (GROW(d, d->sec, d->n_sections, d->cap))
         d->sec[d->n_sections++] = (ax_doc_section){.id = id, .heading = heading, .level = level};
 }
 
@@ -79,8 +46,7 @@ static ax_doc_block *block(ax_doc *d, int kind) {
     if (!d->n_sections) ax_doc_section_open(d, 2, "top", "");
     if (!d->n_sections) return NULL;
     ax_doc_section *s = &d->sec[d->n_sections - 1];
-    s->b = grow(d, s->b, s->n_blocks, &s->cap, sizeof *s->b);
-    if (s->n_blocks == s->cap) return NULL;
+    if (!GROW(d, s->b, s->n_blocks, s->cap)) return NULL;
     s->b[s->n_blocks] = (ax_doc_block){.kind = kind};
     return &s->b[s->n_blocks++];
 }
@@ -90,7 +56,7 @@ void ax_doc_para(ax_doc *d, int style, const char *fmt, ...) {
     if (!b) return;
     va_list ap;
     va_start(ap, fmt);
-    b->style = style, b->text = vprintf_(d, fmt, ap);
+    b->style = style, b->text = ax_arena_vprintf(&d->mem, fmt, ap);
     va_end(ap);
 }
 
@@ -103,7 +69,7 @@ ax_doc_table *ax_doc_table_add(ax_doc *d, const char *id, int n, const char *con
     ax_doc_block *b = block(d, AX_BLOCK_TABLE);
     ax_doc_table *t = ax_doc_alloc(d, sizeof *t);
     ax_doc_col *c = ax_doc_alloc(d, sizeof *c * (size_t)n);
-    if (!b || !t || !c || n > 256) return d->oom = 1, memset(&dead_table, 0, sizeof dead_table);
+    if (!b || !t || !c || n > 256) return d->mem.oom = 1, memset(&dead_table, 0, sizeof dead_table);
     for (int k = 0; k < n; k++) c[k] = (ax_doc_col){cols[2 * k], cols[2 * k + 1]};
     *t = (ax_doc_table){.id = id, .n_cols = n, .cols = c};
     b->table = t;
@@ -111,45 +77,39 @@ ax_doc_table *ax_doc_table_add(ax_doc *d, const char *id, int n, const char *con
 }
 
 ax_doc_cell *ax_doc_row(ax_doc *d, ax_doc_table *t) {
-    if (t != &dead_table && t->n_rows == t->cap) {
-        int cap = t->cap ? t->cap * 2 : 8;
-        ax_doc_cell *c = ax_doc_alloc(d, sizeof *c * (size_t)(cap * t->n_cols));
-        int *f = ax_doc_alloc(d, sizeof *f * (size_t)cap);
-        if (c && f) {
-            if (t->n_rows) memcpy(c, t->cells, sizeof *c * (size_t)(t->n_rows * t->n_cols));
-            if (t->n_rows) memcpy(f, t->flag, sizeof *f * (size_t)t->n_rows);
-            t->cells = c, t->flag = f, t->cap = cap;
-        }
-    }
-    if (t == &dead_table || t->n_rows == t->cap) return memset(dead_row, 0, sizeof dead_row);
+    size_t cap = t->cap, row = sizeof *t->cells * (size_t)t->n_cols; /* cells grow a row at once */
+    ax_doc_cell *c =
+        t == &dead_table ? NULL : ax_arena_grow(&d->mem, t->cells, (size_t)t->n_rows, &cap, row);
+    int *f = c ? ax_arena_grow(&d->mem, t->flag, (size_t)t->n_rows, &t->cap, sizeof *f) : NULL;
+    if (!f) return memset(dead_row, 0, sizeof dead_row);
+    t->cells = c, t->flag = f;
     return &t->cells[t->n_rows++ * t->n_cols];
 }
 
 ax_doc_cell ax_doc_text(ax_doc *d, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    ax_doc_cell c = {.kind = AX_CELL_TEXT, .text = vprintf_(d, fmt, ap)};
+    ax_doc_cell c = {.kind = AX_CELL_TEXT, .text = ax_arena_vprintf(&d->mem, fmt, ap)};
     va_end(ap);
     return c;
 }
 
 ax_doc_cell ax_doc_quote(ax_doc *d, const char *s) {
     return (ax_doc_cell){.kind = s ? AX_CELL_QUOTE : AX_CELL_NONE,
-                         .text = s ? ax_doc_printf(d, "%s", s) : NULL};
+                         .text = ax_arena_str(&d->mem, s)};
 }
 
 ax_doc_chart *ax_doc_chart_add(ax_doc *d, const char *id, const char *title) {
     ax_doc_block *b = block(d, AX_BLOCK_CHART);
     ax_doc_chart *c = ax_doc_alloc(d, sizeof *c);
-    if (!b || !c) return d->oom = 1, memset(&dead_chart, 0, sizeof dead_chart);
+    if (!b || !c) return d->mem.oom = 1, memset(&dead_chart, 0, sizeof dead_chart);
     c->id = id, c->title = title;
     b->chart = c;
     return c;
 }
 
 ax_doc_series *ax_doc_series_add(ax_doc *d, ax_doc_chart *c, const char *name) {
-    if (c != &dead_chart) c->s = grow(d, c->s, c->n_series, &c->cap, sizeof *c->s);
-    if (c == &dead_chart || c->n_series == c->cap)
+    if (c == &dead_chart || !GROW(d, c->s, c->n_series, c->cap))
         return memset(&dead_series, 0, sizeof dead_series);
     c->s[c->n_series] = (ax_doc_series){.name = name};
     return &c->s[c->n_series++];
@@ -197,8 +157,13 @@ void ax_doc_cell_text(const ax_doc *d, const ax_doc_cell *c, int with_note, ax_r
     if (c->text && with_note) ax_rep_printf(b, "%s%s", c->text[0] == ',' ? "" : " ", c->text);
 }
 
-int ax_doc_quote_col(const ax_doc_table *t, int k) {
-    for (int i = 0; i < t->n_rows; i++)
-        if (t->cells[i * t->n_cols + k].kind == AX_CELL_QUOTE) return 1;
-    return 0;
+int ax_doc_shown(const ax_doc *d, const ax_doc_table *t, int vis[256], int *hidden) {
+    *hidden = 0;
+    for (int k = 0; k < t->n_cols; k++) {
+        vis[k] = 1;
+        for (int i = 0; i < t->n_rows && !d->show_quotes && vis[k]; i++)
+            vis[k] = t->cells[i * t->n_cols + k].kind != AX_CELL_QUOTE;
+        *hidden |= !vis[k];
+    }
+    return t->show_rows > 0 && t->show_rows < t->n_rows ? t->show_rows : t->n_rows;
 }

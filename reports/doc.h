@@ -5,6 +5,7 @@
 #pragma once
 #include <stdint.h>
 
+#include "reports/arena.h"
 #include "reports/buf.h"
 
 /* A table cell. NUM reads "[count/total = ]value[%] [(lo-hi[%])] [note]" ("n/a" for NaN);
@@ -49,7 +50,8 @@ typedef struct {
 
 typedef struct {
     const char *id;
-    int n_cols, n_rows, cap;
+    int n_cols, n_rows;
+    size_t cap;
     ax_doc_col *cols;
     ax_doc_cell *cells; /* [n_rows][n_cols] */
     int *flag;          /* [n_rows]: 1 marks a row (e.g. a rise above the previous bound) */
@@ -72,7 +74,8 @@ typedef struct {
     int bars; /* 1: grouped bars over the categories; 0: x/y lines */
     int n_cat;
     const char **cats;
-    int n_series, cap;
+    int n_series;
+    size_t cap;
     ax_doc_series *s;
     int xlog, ylog;           /* 0: linear axis; 2 or 10: logarithmic, ticks at powers of it */
     double x0, x1, y0, y1;    /* axis ranges in data units (bars: y only) */
@@ -98,23 +101,23 @@ typedef struct {
 typedef struct {
     const char *id, *heading;
     int level; /* 2: a section; 3: a part of the one before */
-    int n_blocks, cap;
+    int n_blocks;
+    size_t cap;
     ax_doc_block *b;
 } ax_doc_section;
 
-typedef struct ax_doc_chunk ax_doc_chunk;
 typedef struct {
     const char *title, *conclusion, *headline; /* conclusion: the verdict, read first ("": none) */
     int show_quotes, quote_chars;              /* how HTML and Markdown show QUOTE cells */
     int redacted;                              /* no training text was loaded at all */
-    int n_sections, cap;
+    int n_sections;
+    size_t cap;
     ax_doc_section *sec;
-    ax_doc_chunk *arena;
-    int oom; /* sticky: an allocation failed; the document is incomplete */
+    ax_arena mem; /* everything above; mem.oom: an allocation failed, the document is partial */
 } ax_doc;
 
 void ax_doc_free(ax_doc *d);
-/* zeroed arena memory (NULL and oom set on failure) */
+/* zeroed memory in the document's arena (NULL and mem.oom set on failure) */
 void *ax_doc_alloc(ax_doc *d, size_t n);
 double *ax_doc_nums(ax_doc *d, size_t n);
 const char *ax_doc_printf(ax_doc *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -138,8 +141,9 @@ double ax_doc_axis_top(double max);
 /* A cell as the reader sees it (unescaped; a quote clipped to quote_chars), appended to b;
  * a number without its note unless with_note. */
 void ax_doc_cell_text(const ax_doc *d, const ax_doc_cell *c, int with_note, ax_rep_buf *b);
-/* 1 if table column k holds a QUOTE cell */
-int ax_doc_quote_col(const ax_doc_table *t, int k);
+/* What HTML and Markdown show of table t: the rows (the count returned: show_rows or all) and
+ * the columns (vis[k] 0: a column of quotes the document hides; *hidden 1 if there is one). */
+int ax_doc_shown(const ax_doc *d, const ax_doc_table *t, int vis[256], int *hidden);
 
 /* The renderers: the whole document, or (Markdown) its first n_sections sections. */
 void ax_doc_html(const ax_doc *d, ax_rep_buf *b);

@@ -44,10 +44,7 @@ static void cell(const ax_doc *d, const ax_doc_cell *c, ax_rep_buf *tmp, ax_rep_
 
 static void table(const ax_doc *d, const ax_doc_table *t, ax_rep_buf *b) {
     ax_rep_buf tmp = {0};
-    int shown = t->show_rows > 0 && t->show_rows < t->n_rows ? t->show_rows : t->n_rows;
-    int vis[256], hidden = 0;
-    for (int k = 0; k < t->n_cols; k++)
-        hidden |= !(vis[k] = d->show_quotes || !ax_doc_quote_col(t, k));
+    int vis[256], hidden, shown = ax_doc_shown(d, t, vis, &hidden);
     ax_rep_puts(b, t->facts ? "<div class=\"tbl\"><table class=\"facts\">"
                             : "<div class=\"tbl\"><table><tr>");
     for (int k = 0; k < t->n_cols && !t->facts; k++)

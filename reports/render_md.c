@@ -10,10 +10,7 @@ static void cell(const ax_doc *d, const ax_doc_cell *c, ax_rep_buf *tmp, ax_rep_
 
 static void table(const ax_doc *d, const ax_doc_table *t, ax_rep_buf *b) {
     ax_rep_buf tmp = {0};
-    int shown = t->show_rows > 0 && t->show_rows < t->n_rows ? t->show_rows : t->n_rows;
-    int vis[256], hidden = 0;
-    for (int k = 0; k < t->n_cols; k++)
-        hidden |= !(vis[k] = d->show_quotes || !ax_doc_quote_col(t, k));
+    int vis[256], hidden, shown = ax_doc_shown(d, t, vis, &hidden);
     for (int pass = 0; pass < 2 && !t->facts; pass++) {
         ax_rep_puts(b, "|");
         for (int k = 0; k < t->n_cols; k++) {
@@ -33,7 +30,7 @@ static void table(const ax_doc *d, const ax_doc_table *t, ax_rep_buf *b) {
         }
         ax_rep_puts(b, "\n");
     }
-    if (hidden) ax_rep_puts(b, "\nMemorized text not shown: --show-text shows it.\n");
+    if (hidden) ax_rep_puts(b, "\nMemorized text not shown: axmem report --show-text shows it.\n");
     if (shown < t->n_rows)
         ax_rep_printf(b, "\nThe first %d of %d rows; report.json has all.\n", shown, t->n_rows);
     ax_rep_puts(b, "\n");

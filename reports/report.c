@@ -34,7 +34,7 @@ static void build(const ax_report *r, const ax_report_opts *o, ax_doc *d) {
     for (int i = 0; i < r->n_runs && !o->title; i++)
         ax_rep_printf(&t, "%s%s", i ? " vs " : "axmem memorization report: ", r->runs[i].label);
     d->title = ax_doc_printf(d, "%s", o->title ? o->title : t.s ? t.s : "");
-    d->oom |= t.oom;
+    d->mem.oom |= t.oom;
     ax_rep_buf_free(&t);
     d->show_quotes = r->show_text, d->quote_chars = r->text_chars, d->redacted = !r->text_chars;
     ax_rep_section_summary(d, r, o->intro);
@@ -64,8 +64,8 @@ ax_status ax_report_build(const ax_report_opts *o) {
     for (int k = 0; k < 3; k++) snprintf(path[k], sizeof path[k], "%s/%s", o->out, names[k]);
     snprintf(path[3], sizeof path[3], "%s", o->summary ? o->summary : "");
     st = AX_OK;
-    for (int k = 0; k < N_OUT; k++) d.oom |= text[k].oom;
-    if (d.oom) {
+    for (int k = 0; k < N_OUT; k++) d.mem.oom |= text[k].oom;
+    if (d.mem.oom) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory writing the report");
         goto out;
     }

@@ -109,11 +109,7 @@ static void mia(ax_doc *d, const ax_report *r) {
     for (int i = 0; i < r->n_runs; i++) {
         const ax_rep_mia *m = r->runs[i].mia;
         if (!m) continue;
-        ax_doc_section_open(d, 3, ax_doc_printf(d, "mia-%s", r->runs[i].label),
-                            ax_doc_printf(d, "%s: membership inference", r->runs[i].label));
-        if (m->n_score) roc_chart(d, &r->runs[i]);
-        t = ax_rep_facts(d, ax_doc_printf(d, "mia-%s", r->runs[i].label));
-        ax_rep_fact(d, t, "file", ax_doc_text(d, "%s", m->file));
+        t = ax_rep_run_part(d, &r->runs[i], "mia", "membership inference", m->file);
         ax_rep_fact(d, t, "members", ax_doc_text(d, "%s", m->id.ds_path));
         ax_rep_fact(d, t, "non-members", ax_doc_text(d, "%s", m->nonmembers_path));
         ax_rep_fact(d, t, "setup",
@@ -126,6 +122,7 @@ static void mia(ax_doc *d, const ax_report *r) {
                                                               (long long)m->zlib_level)
                                               : ""));
         if (m->ref_ckpt) ax_rep_fact(d, t, "reference model", ax_doc_text(d, "%s", m->ref_ckpt));
+        if (m->n_score) roc_chart(d, &r->runs[i]);
     }
 }
 
@@ -169,10 +166,7 @@ static void exposure_details(ax_doc *d, const ax_report *r, const ax_rep_run *ru
         "canary",    "canary",    "repeats", "repeats", "exposure",       "exposure (bits)",
         "extracted", "extracted", "secret",  "secret",  "generated_text", "greedy output"};
     const ax_rep_exposure *e = run->exposure;
-    ax_doc_section_open(d, 3, ax_doc_printf(d, "exposure-%s", run->label),
-                        ax_doc_printf(d, "%s: canary exposure", run->label));
-    ax_doc_table *t = ax_rep_facts(d, ax_doc_printf(d, "exposure-%s", run->label));
-    ax_rep_fact(d, t, "file", ax_doc_text(d, "%s", e->file));
+    ax_doc_table *t = ax_rep_run_part(d, run, "exposure", "canary exposure", e->file);
     ax_rep_fact(d, t, "canary format", ax_doc_text(d, "%s", e->format));
     ax_rep_fact(d, t, "setup",
                 ax_doc_text(d,

@@ -96,10 +96,7 @@ static void prefix_chart(ax_doc *d, const ax_rep_run **rs, int n) {
 
 static void probe_details(ax_doc *d, const ax_report *r, const ax_rep_run *run) {
     const ax_rep_probe *p = run->probe;
-    ax_doc_section_open(d, 3, ax_doc_printf(d, "probe-%s", run->label),
-                        ax_doc_printf(d, "%s: extraction probe", run->label));
-    ax_doc_table *t = ax_rep_facts(d, ax_doc_printf(d, "probe-%s", run->label));
-    ax_rep_fact(d, t, "file", ax_doc_text(d, "%s", p->file));
+    ax_doc_table *t = ax_rep_run_part(d, run, "probe", "extraction probe", p->file);
     ax_rep_fact(d, t, "setup",
                 ax_doc_text(d,
                             "%lld documents; prompt = first %lld tokens, greedy %lld-token "
@@ -226,10 +223,7 @@ static void regurg_details(ax_doc *d, const ax_rep_run *run) {
     const ax_rep_regurg *g = run->regurg;
     int64_t hit, total;
     ax_rep_regurg_counts(g, &hit, &total);
-    ax_doc_section_open(d, 3, ax_doc_printf(d, "regurgitation-%s", run->label),
-                        ax_doc_printf(d, "%s: regurgitation scan", run->label));
-    ax_doc_table *t = ax_rep_facts(d, ax_doc_printf(d, "regurgitation-%s", run->label));
-    ax_rep_fact(d, t, "file", ax_doc_text(d, "%s", g->file));
+    ax_doc_table *t = ax_rep_run_part(d, run, "regurgitation", "regurgitation scan", g->file);
     ax_rep_fact(d, t, "setup",
                 ax_doc_text(d,
                             "%lld free generations of %lld tokens, slid over a %lld-token index "
@@ -244,7 +238,7 @@ static void regurg_details(ax_doc *d, const ax_rep_run *run) {
         ax_rep_printf(&h, "%s%s: %lld", k ? ", " : "", g->hist_labels[k], (long long)g->hist[k]);
     if (g->n_hist)
         ax_rep_fact(d, t, "longest-span histogram", ax_doc_text(d, "%s", h.s ? h.s : ""));
-    d->oom |= h.oom;
+    d->mem.oom |= h.oom;
     ax_rep_buf_free(&h);
 }
 

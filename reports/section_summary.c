@@ -105,7 +105,7 @@ static const char *runs_sharing(ax_doc *d, const ax_report *r, int i, const ax_r
         }
     }
     const char *who = ax_doc_printf(d, "%s", b.s ? b.s : "");
-    d->oom |= b.oom;
+    d->mem.oom |= b.oom;
     ax_rep_buf_free(&b);
     return who;
 }
@@ -247,7 +247,7 @@ void ax_rep_section_summary(ax_doc *d, const ax_report *r, const char *intro) {
     b.len = 0;
     numbers(&b, r);
     d->headline = ax_doc_printf(d, "%s", b.len ? b.s : "");
-    d->oom |= b.oom;
+    d->mem.oom |= b.oom;
     ax_rep_buf_free(&b);
     ax_doc_section_open(d, 2, "summary", "Summary");
     notes(d, r);

@@ -164,9 +164,8 @@ static void runs(ax_doc *d, const ax_report *r) {
     for (int i = 0; i < r->n_runs; i++) {
         const ax_rep_run *run = &r->runs[i];
         const ax_rep_ident *id = ax_rep_run_ident(run);
-        ax_doc_section_open(d, 3, ax_doc_printf(d, "run-%s", run->label), run->label);
+        ax_doc_table *t = ax_rep_run_part(d, run, "run", "checkpoint and data", NULL);
         if (run->warning) ax_doc_para(d, AX_PARA_WARNING, "%s", run->warning);
-        ax_doc_table *t = ax_rep_facts(d, ax_doc_printf(d, "run-%s", run->label));
         if (run->dir) ax_rep_fact(d, t, "run directory", ax_doc_text(d, "%s", run->dir));
         if (!id) continue; /* the run has curves only (memscan --all-steps) */
         ax_rep_fact(d, t, "checkpoint", ax_doc_text(d, "%s", id->ckpt_path));

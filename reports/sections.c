@@ -37,6 +37,15 @@ void ax_rep_fact(ax_doc *d, ax_doc_table *t, const char *label, ax_doc_cell v) {
     c[0] = (ax_doc_cell){.kind = AX_CELL_TEXT, .text = label}, c[1] = v;
 }
 
+ax_doc_table *ax_rep_run_part(ax_doc *d, const ax_rep_run *run, const char *kind, const char *what,
+                              const char *file) {
+    const char *id = ax_doc_printf(d, "%s-%s", kind, run->label);
+    ax_doc_section_open(d, 3, id, ax_doc_printf(d, "%s: %s", run->label, what));
+    ax_doc_table *t = ax_rep_facts(d, id);
+    if (file) ax_rep_fact(d, t, "file", ax_doc_text(d, "%s", file));
+    return t;
+}
+
 void ax_rep_count_axis(ax_doc_chart *c) {
     double lo = INFINITY, hi = 0;
     for (int s = 0; s < c->n_series; s++)
@@ -55,5 +64,5 @@ ax_doc_chart *ax_rep_bars(ax_doc *d, const char *id, const char *title, int n_ca
     if (!v || !c->cats) return NULL;
     c->bars = 1, c->n_cat = n_cat;
     for (int s = 0; s < n_series; s++) ax_doc_series_add(d, c, names[s])->y = v + s * n_cat;
-    return d->oom ? NULL : c;
+    return d->mem.oom ? NULL : c;
 }

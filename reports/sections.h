@@ -24,6 +24,10 @@ const ax_rep_mia_score *ax_rep_strongest(const ax_rep_mia *m); /* highest AUC */
 /* a facts table (label / value rows) and one row of it */
 ax_doc_table *ax_rep_facts(ax_doc *d, const char *id);
 void ax_rep_fact(ax_doc *d, ax_doc_table *t, const char *label, ax_doc_cell v);
+/* a part for one run ("LABEL: what", id KIND-LABEL) opening with its facts table, whose first
+ * row is the scan's file (none when file is NULL) */
+ax_doc_table *ax_rep_run_part(ax_doc *d, const ax_rep_run *run, const char *kind, const char *what,
+                              const char *file);
 /* the y axis of bars counting things: logarithmic when the positive values span two orders
  * of magnitude (then from half a decade under the smallest), else linear from 0 */
 void ax_rep_count_axis(ax_doc_chart *c);
