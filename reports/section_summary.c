@@ -26,16 +26,18 @@ static void conclusion(ax_rep_buf *b, const ax_rep_run *base, const ax_rep_run *
     }
     if (m0 && m1) {
         m = m1->auc_hi < m0->auc_lo;
-        ax_rep_printf(b, "%s%s membership inference (AUC %.2f -> %.2f)",
+        int chance = m && m1->auc_lo <= 0.5; /* its interval holds 0.5 */
+        ax_rep_printf(b, "%s%s membership inference%s (AUC %.2f -> %.2f)",
                       e < 0    ? " "
                       : e && m ? " and "
                       : e != m ? " but "
                                : " ",
-                      m       ? (m1->auc_lo <= 0.5 ? "brought to chance" : "reduced")
+                      chance  ? "brought"
+                      : m     ? "reduced"
                       : e < 0 ? "did not measurably reduce"
                       : e     ? "not"
                               : "nor",
-                      m0->auc, m1->auc);
+                      chance ? " to chance" : "", m0->auc, m1->auc);
     }
     ax_rep_printf(b, " compared with %s.", base->label);
 }

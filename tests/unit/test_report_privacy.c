@@ -574,3 +574,30 @@ Test(report_privacy, duplication_buckets_use_a_log_axis_when_counts_span_decades
     cr_assert(strstr(c, "d exact matches 1: 89</title>"), "990 x 0.09 = 89 exact");
     free(html);
 }
+
+/* the headline's conclusion: each goldfish run against the baseline, an effect only where the
+ * two intervals are apart */
+Test(report_privacy, the_headline_concludes_goldfish_against_the_baseline, .init = setup,
+     .fini = teardown) {
+    mia("a"), mia("b");
+    edit("b/mia.json", "\"goldfish\":\"none\"", "\"goldfish\":\"hash:k=4,h=13\"");
+    ax_report_input in[] = {{"baseline", "a", 0}, {"goldfish", "b", 0}};
+    cr_assert_eq(build(in, 2, 0, 0), AX_OK, "%s", ax_error_msg());
+    char *md = slurp("out/report.md");
+    cr_assert(strstr(md, "**goldfish did not measurably reduce membership inference (AUC 0.75 -> "
+                         "0.75) compared with baseline.**"),
+              "%s", md);
+    free(md);
+    /* the goldfish run's scores near chance, their intervals below the baseline's */
+    edit("b/mia.json", "\"auc\":0.75,\"auc_ci95\":[0.5,0.95]",
+         "\"auc\":0.45,\"auc_ci95\":[0.3,0.49]");
+    edit("b/mia.json", "\"auc\":0.625,\"auc_ci95\":[0.375,0.875]",
+         "\"auc\":0.4,\"auc_ci95\":[0.2,0.45]");
+    ax_report_input in2[] = {{"baseline", "a", 0}, {"goldfish", "b", 0}};
+    cr_assert_eq(build(in2, 2, 0, 0), AX_OK, "%s", ax_error_msg());
+    md = slurp("out/report.md");
+    cr_assert(strstr(md, "**goldfish brought membership inference to chance (AUC 0.75 -> 0.45) "
+                         "compared with baseline.**"),
+              "%s", md);
+    free(md);
+}
