@@ -125,7 +125,7 @@ const char *ax_doc_printf(ax_doc *d, const char *fmt, ...) __attribute__((format
 /* Blocks go into the last section opened. */
 void ax_doc_section_open(ax_doc *d, int level, const char *id, const char *heading);
 void ax_doc_para(ax_doc *d, int style, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* cols: n (key, label) pairs, key0, label0, key1, ... (copied) */
+/* cols: n (at most 256) (key, label) pairs, key0, label0, key1, ... (copied) */
 ax_doc_table *ax_doc_table_add(ax_doc *d, const char *id, int n, const char *const *cols);
 /* the next row's n_cols cells (all NONE); valid until the next row is added */
 ax_doc_cell *ax_doc_row(ax_doc *d, ax_doc_table *t);
