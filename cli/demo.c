@@ -26,7 +26,6 @@
 #include "train/train_run.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,18 +44,8 @@ typedef struct {
     int64_t steps_n, vocab_n, docs_n, per_repeat;
     int privacy;   /* --no-privacy: no canaries, no mia / exposure scans */
     int show_text; /* the report quotes memorized text and secrets (`axmem report --show-text`) */
-    char steps[32], docs[32]; /* the numbers as text, for the summary */
     int repeats[DEMO_MAX_REPEATS], n_repeats;
 } demo_args;
-
-/* What the summary reports of one model: its scans' numbers and its final held-out loss. */
-typedef struct {
-    ax_ms_probe_summary probe;
-    ax_ms_generate_summary gen;
-    ax_ms_mia_summary mia;      /* with --privacy */
-    ax_ms_exposure_summary exp; /* with --privacy */
-    double val_loss;            /* -1: none logged */
-} demo_scores;
 
 #define F(field) offsetof(demo_args, field)
 static const ax_cfg_entry entries[] = {
@@ -151,8 +140,6 @@ static int parse(int argc, char **argv, demo_args *a) {
         fprintf(stderr, "axmem demo: --canary-format: %s\n", ax_error_msg());
         return 2;
     }
-    snprintf(a->steps, sizeof a->steps, "%lld", (long long)a->steps_n);
-    snprintf(a->docs, sizeof a->docs, "%lld", (long long)a->docs_n);
     return 0;
 }
 
@@ -196,142 +183,31 @@ static ax_status subset(const char *corpus, long first, long n, size_t chars, co
     return st;
 }
 
-/* The final validation loss of a run: its metrics.jsonl's last line, read with the JSON parser;
- * -1 when there is none (the summary shows it, it is not a failure). */
-static double read_val_loss(const char *run) {
-    char path[1100], line[1 << 14], last[1 << 14] = "";
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
-    FILE *f = fopen(path, "r");
-    while (f && fgets(line, sizeof line, f)) memcpy(last, line, sizeof line);
-    if (f) fclose(f);
-    double v = -1;
-    ax_json *j = NULL;
-    if (last[0] && ax_json_parse(last, strlen(last), path, &j) == AX_OK) {
-        const ax_json *vl = ax_json_get(j, "val_loss");
-        if (vl && vl->type == AX_JSON_NUM) v = vl->num;
-        ax_json_free(j);
-    }
-    ax_error_clear();
-    return v;
-}
-
-/* The counts of a canary row "a, b, c" (and of extracted ones "x/n, ...") for the summary. */
-static void exposure_cells(const ax_ms_exposure_summary *e, char *bits, char *got, size_t cap) {
-    size_t nb = 0, ng = 0;
-    bits[0] = got[0] = '\0';
-    for (int r = 0; r < e->n_rows && nb < cap && ng < cap; r++) {
-        const ax_ms_exposure_bucket *b = &e->by_repeats[r];
-        nb += (size_t)snprintf(bits + nb, cap - nb, "%s%.2f", r ? ", " : "", b->mean);
-        if (ng < cap)
-            ng += (size_t)snprintf(got + ng, cap - ng, "%s%d/%d", r ? ", " : "", b->extracted,
-                                   b->canaries);
-    }
-}
-
-/* Below the attack table: each model-free baseline far from chance, as memscan mia warns (both
- * models are scanned on the same documents, so one warning unless their baselines differ). */
-static void summarize_shift(FILE *o, const demo_scores sc[2], const char *names[2]) {
-    for (int k = 0; k < AX_MIA_FREE_N; k++)
-        for (int i = 0; i < 2; i++) {
-            const ax_ms_mia_summary *m = &sc[i].mia;
-            if (!m->has_free[k] || !m->free_far[k]) continue;
-            if (i && !memcmp(&m->free_auc[k], &sc[0].mia.free_auc[k], sizeof m->free_auc[k]))
-                continue;
-            char msg[1024];
-            ax_ms_mia_shift_warning(m, k, msg, sizeof msg);
-            fprintf(o, "\nWarning (%s): %s.\n", i ? names[1] : "both models", msg);
-        }
-}
-
-/* The privacy attacks' rows: one line of setup, then a table with one column per model. */
-static void summarize_privacy(FILE *o, const demo_args *a, const ax_split_result *sp,
-                              const demo_scores sc[2], const char *names[2]) {
-    fprintf(o,
-            "\nPrivacy attacks. Members: the %" PRIu64 " training chapters; non-members: %" PRIu64
-            " chapters held out of the same pool at random (%" PRIu64
-            " more drawn but dropped for sharing a run of >= %d tokens with the members). "
-            "Canaries: %d x '%s' (%.0f possible secrets) planted at repeat counts %s in the "
-            "members; exposure = log2(possible secrets) - log2(rank of the true secret), exact "
-            "over every candidate (max %.2f bits); secrets only in secrets.json and "
-            "exposure.samples.jsonl (mode 0600). Membership is scored on the members as drawn, "
-            "without their canaries. The model-free rows read no model: an AUC far from 0.5 "
-            "there means members and non-members differ as texts, so part of a model's AUC "
-            "would be that difference.\n\n"
-            "| attack | %s | %s |\n|---|---|---|\n",
-            sp->train_docs, sp->holdout_docs, sp->dropped_docs, DEMO_NGRAM, sc[0].exp.canaries,
-            a->canary_format, sc[0].exp.space, a->canary_repeats, log2(sc[0].exp.space), names[0],
-            names[1]);
-    static const int rows[2] = {AX_MIA_LOSS, AX_MIA_MIN_K_PP};
-    static const char *row_names[2] = {"loss", "min-k%++"};
-    for (int k = 0; k < 2; k++) {
-        fprintf(o, "| membership inference: %s AUC (95%% CI) |", row_names[k]);
-        for (int i = 0; i < 2; i++) {
-            const ax_ms_ci *c = &sc[i].mia.auc[rows[k]];
-            fprintf(o, " %.3f (%.3f-%.3f) |", c->mean, c->lo, c->hi);
-        }
-        fprintf(o, "\n");
-    }
-    /* the baselines that read no model, beside the models' scores */
-    static const char *free_names[AX_MIA_FREE_N] = {"zlib bits per byte of the text",
-                                                    "length in tokens"};
-    for (int k = 0; k < AX_MIA_FREE_N; k++) {
-        if (!sc[0].mia.has_free[k]) continue;
-        fprintf(o, "| model-free baseline (reads no model): %s AUC (95%% CI) |", free_names[k]);
-        for (int i = 0; i < 2; i++) {
-            const ax_ms_ci *c = &sc[i].mia.free_auc[k];
-            fprintf(o, " %.3f (%.3f-%.3f) |", c->mean, c->lo, c->hi);
-        }
-        fprintf(o, "\n");
-    }
-    char bits[2][512], got[2][512];
-    for (int i = 0; i < 2; i++) exposure_cells(&sc[i].exp, bits[i], got[i], sizeof bits[i]);
-    fprintf(o, "| canary exposure, mean bits at %s repeats | %s | %s |\n", a->canary_repeats,
-            bits[0], bits[1]);
-    fprintf(o, "| canaries extracted by greedy decoding at %s repeats | %s | %s |\n",
-            a->canary_repeats, got[0], got[1]);
-    summarize_shift(o, sc, names);
-}
-
-static int summarize(const demo_args *a, const char *base, const char *gold,
-                     const ax_split_result *sp, const demo_scores sc[2]) {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/summary.md", a->out);
-    FILE *f = ax_fopen_private(path); /* 0600, like every file that may quote training text */
-    if (!f) {
-        fprintf(stderr, "axmem demo: %s\n", ax_error_msg());
-        return 1;
-    }
-    static const char *names[2] = {"baseline", "goldfish hash:k=4,h=13"};
-    for (int pass = 0; pass < 2; pass++) {
-        FILE *o = pass ? stdout : f;
-        fprintf(o,
-                "# axmem demo: goldfish loss against verbatim memorization\n\n"
-                "%" PRIu64 " documents of %s (first 500 characters each)%s, %s steps of 16 "
-                "sequences (one document per sequence, many epochs), tiny model.\n"
-                "Probe: 32-token prefix from each training document, greedy 32-token "
-                "continuation.\n\n"
-                "Regurgitation: 32 free generations of 96 tokens (temperature 0.7) slid over a "
-                "16-token index of the training set; the longest verbatim span in each.\n\n"
-                "| model | exact match (95%% CI) | token accuracy | longest verbatim span (mean) "
-                "| held-out loss |\n"
-                "|---|---|---|---|---|\n",
-                sp->train_docs, a->corpus, a->privacy ? " with canaries" : "", a->steps);
-        for (int i = 0; i < 2; i++) {
-            const ax_ms_ci *em = &sc[i].probe.exact_match;
-            fprintf(o, "| %s | %.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens | %.3f |\n", names[i],
-                    100 * em->mean, 100 * em->lo, 100 * em->hi, sc[i].probe.token_accuracy.mean,
-                    sc[i].gen.mean_longest_span, sc[i].val_loss);
-        }
-        if (a->privacy) summarize_privacy(o, a, sp, sc, names);
-        fprintf(o,
-                "\nDetails: probe.json (probe) and regurgitation.json (free generations)%s in %s "
-                "and %s; per sample in probe.samples.jsonl and regurgitation.samples.jsonl%s; "
-                "training in metrics.jsonl.\n",
-                a->privacy ? ", mia.json (membership inference) and exposure.json (canaries)" : "",
-                base, gold, a->privacy ? ", mia.samples.jsonl and exposure.samples.jsonl" : "");
-    }
-    fclose(f);
-    return 0;
+/* What the demo ran: a paragraph of the summary, whose numbers the report reads from the
+ * scans. */
+static void intro(const demo_args *a, const ax_split_result *sp, char *t, size_t n) {
+    size_t k = (size_t)snprintf(
+        t, n,
+        "What ran: %" PRIu64 " documents of %s (first 500 characters each)%s, %lld steps of 16 "
+        "sequences (one document per sequence, many epochs), tiny model; probe: 32-token prefix "
+        "from each training document, greedy 32-token continuation; regurgitation: 32 free "
+        "generations of 96 tokens (temperature 0.7) slid over a 16-token index of the training "
+        "set.",
+        sp->train_docs, a->corpus, a->privacy ? " with canaries" : "", (long long)a->steps_n);
+    if (a->privacy && k < n)
+        k += (size_t)snprintf(t + k, n - k,
+                              " Membership inference: members are the %" PRIu64
+                              " training documents, non-members %" PRIu64
+                              " held out of the same pool at random (%" PRIu64
+                              " more dropped for sharing a run of >= %d tokens with the members). "
+                              "Canaries: '%s' planted at repeat counts %s; secrets only in "
+                              "secrets.json and exposure.samples.jsonl (mode 0600). Membership "
+                              "is scored on the members as drawn, without their canaries.",
+                              sp->train_docs, sp->holdout_docs, sp->dropped_docs, DEMO_NGRAM,
+                              a->canary_format, a->canary_repeats);
+    if (k < n)
+        snprintf(t + k, n - k,
+                 " Details: report/report.html; the scans in baseline/ and goldfish/.");
 }
 
 /* A step done through a library call: its failure is one line naming the step. */
@@ -416,8 +292,8 @@ static ax_status demo_train(const demo_args *a, const char *data, const char *va
 
 /* `axmem memscan probe`'s defaults and: a 32-token prefix of every training document, a
  * 32-token greedy continuation */
-static ax_status demo_probe(const demo_args *a, const char *run, const char *data, const char *tok,
-                            ax_ms_probe_summary *sum) {
+static ax_status demo_probe(const demo_args *a, const char *run, const char *data,
+                            const char *tok) {
     AX_INFO("demo: probe %s", run);
     ax_error_clear();
     ax_ms_probe_opts o;
@@ -430,14 +306,14 @@ static ax_status demo_probe(const demo_args *a, const char *run, const char *dat
     o.samples = a->docs_n;
     o.prefix = 32;
     o.suffix = 32;
-    AX_CHECK(ax_ms_probe_run(&o, sum));
-    ax_ms_probe_print(&o, sum, stdout); /* the line `axmem memscan probe` prints */
+    ax_ms_probe_summary sum;
+    AX_CHECK(ax_ms_probe_run(&o, &sum));
+    ax_ms_probe_print(&o, &sum, stdout); /* the line `axmem memscan probe` prints */
     return AX_OK;
 }
 
 /* `axmem memscan generate`'s defaults and: 32 generations of 96 tokens at temperature 0.7 */
-static ax_status demo_generate(const char *run, const char *index, const char *tok,
-                               ax_ms_generate_summary *sum) {
+static ax_status demo_generate(const char *run, const char *index, const char *tok) {
     AX_INFO("demo: regurgitation scan of %s", run);
     ax_error_clear();
     ax_ms_generate_opts o;
@@ -450,8 +326,9 @@ static ax_status demo_generate(const char *run, const char *index, const char *t
     o.samples = 32;
     o.length = 96;
     o.temperature = 0.7;
-    AX_CHECK(ax_ms_generate_run(&o, sum));
-    ax_ms_generate_print(sum, stdout);
+    ax_ms_generate_summary sum;
+    AX_CHECK(ax_ms_generate_run(&o, &sum));
+    ax_ms_generate_print(&sum, stdout);
     return AX_OK;
 }
 
@@ -505,7 +382,7 @@ static ax_status demo_canaries(const demo_args *a, const char *members, const ch
 /* `axmem memscan mia`'s defaults: the first 128 tokens of every member and non-member, zlib
  * through the tokenizer, no reference model; writes RUN/mia.json + mia.samples.jsonl */
 static ax_status demo_mia(const char *run, const char *members, const char *nonmembers,
-                          const char *tok, ax_ms_mia_summary *sum) {
+                          const char *tok) {
     AX_INFO("demo: membership inference on %s", run);
     ax_error_clear();
     ax_ms_mia_opts o;
@@ -517,15 +394,15 @@ static ax_status demo_mia(const char *run, const char *members, const char *nonm
                              {"out", run}};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         AX_CHECK(ax_cfg_set(&ax_ms_mia_table, &o, text[i][0], text[i][1], NULL));
-    AX_CHECK(ax_ms_mia_run(&o, sum));
-    ax_ms_mia_print(&o, sum, stdout);
+    ax_ms_mia_summary sum;
+    AX_CHECK(ax_ms_mia_run(&o, &sum));
+    ax_ms_mia_print(&o, &sum, stdout);
     return AX_OK;
 }
 
 /* `axmem memscan exposure`'s defaults: exact ranks when the space has <= 100000 strings;
  * writes RUN/exposure.json + exposure.samples.jsonl (0600) */
-static ax_status demo_exposure(const char *run, const char *secrets, const char *tok,
-                               ax_ms_exposure_summary *sum) {
+static ax_status demo_exposure(const char *run, const char *secrets, const char *tok) {
     AX_INFO("demo: canary exposure of %s", run);
     ax_error_clear();
     ax_ms_exposure_opts o;
@@ -534,8 +411,9 @@ static ax_status demo_exposure(const char *run, const char *secrets, const char 
         {"ckpt", run}, {"canaries", secrets}, {"tokenizer", tok}, {"out", run}};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         AX_CHECK(ax_cfg_set(&ax_ms_exposure_table, &o, text[i][0], text[i][1], NULL));
-    AX_CHECK(ax_ms_exposure_run(&o, sum));
-    ax_ms_exposure_print(sum, stdout);
+    ax_ms_exposure_summary sum;
+    AX_CHECK(ax_ms_exposure_run(&o, &sum));
+    ax_ms_exposure_print(&sum, stdout);
     return AX_OK;
 }
 
@@ -570,8 +448,6 @@ int ax_cmd_demo(int argc, char **argv) {
         (rc = step("index the training set", demo_index(train, index))))
         return rc;
     const char *runs[2] = {base, gold}, *specs[2] = {"none", "hash:k=4,h=13"};
-    demo_scores sc[2];
-    memset(sc, 0, sizeof sc);
     for (int i = 0; i < 2; i++) {
         if (ax_path_exists(runs[i])) ax_rm_rf(runs[i]); /* the demo always starts fresh */
         const char *what[5][2] = {
@@ -581,22 +457,21 @@ int ax_cmd_demo(int argc, char **argv) {
             {"membership inference (baseline)", "membership inference (goldfish)"},
             {"canary exposure (baseline)", "canary exposure (goldfish)"}};
         if ((rc = step(what[0][i], demo_train(&a, train, held_axd, tok, runs[i], specs[i]))) ||
-            (rc = step(what[1][i], demo_probe(&a, runs[i], train, tok, &sc[i].probe))) ||
-            (rc = step(what[2][i], demo_generate(runs[i], index, tok, &sc[i].gen))))
+            (rc = step(what[1][i], demo_probe(&a, runs[i], train, tok))) ||
+            (rc = step(what[2][i], demo_generate(runs[i], index, tok))))
             return rc;
         /* members: the split's documents, before the canaries went in (the model trained on
          * them with a canary segment between two sentences): scored as drawn from the pool,
          * like the non-members, so length and compressibility do not tell the sets apart */
-        if (a.privacy &&
-            ((rc = step(what[3][i], demo_mia(runs[i], members, held_axd, tok, &sc[i].mia))) ||
-             (rc = step(what[4][i], demo_exposure(runs[i], secrets, tok, &sc[i].exp)))))
+        if (a.privacy && ((rc = step(what[3][i], demo_mia(runs[i], members, held_axd, tok))) ||
+                          (rc = step(what[4][i], demo_exposure(runs[i], secrets, tok)))))
             return rc;
-        sc[i].val_loss = read_val_loss(runs[i]);
     }
-    if ((rc = summarize(&a, base, gold, &sp, sc))) return rc;
-    char idx_json[1100], report_dir[1100];
+    char idx_json[1100], report_dir[1100], summary[1100], what_ran[8192];
     snprintf(idx_json, sizeof idx_json, "%s.json", index);
     snprintf(report_dir, sizeof report_dir, "%s/report", a.out);
+    snprintf(summary, sizeof summary, "%s/summary.md", a.out);
+    intro(&a, &sp, what_ran, sizeof what_ran);
     const ax_report_input inputs[2] = {{"baseline", base, 0}, {"goldfish", gold, 0}};
     const ax_report_opts ro = {.inputs = inputs,
                                .n_inputs = 2,
@@ -605,11 +480,19 @@ int ax_cmd_demo(int argc, char **argv) {
                                /* no training text in any output, report.json included,
                                 * unless --show-text: the probes' text holds the canaries */
                                .text_chars = a.show_text ? 80 : 0,
-                               .show_text = a.show_text};
+                               .show_text = a.show_text,
+                               .title = "axmem demo: goldfish loss against verbatim memorization",
+                               .intro = what_ran,
+                               /* the report's summary section, never any text (0600 anyway) */
+                               .summary = summary};
     AX_INFO("demo: write the report");
     ax_error_clear();
     if ((rc = step("write the report", ax_report_build(&ro)))) return rc;
-    printf("wrote %s/report.html, report.md, report.json\n", report_dir);
+    char *text = NULL;
+    size_t len = 0;
+    if (ax_read_file(summary, &text, &len) == AX_OK) fwrite(text, 1, len, stdout);
+    free(text);
+    printf("wrote %s, %s/report.html, report.md, report.json\n", summary, report_dir);
     AX_INFO("demo: report in %s/report.html (and report.md, report.json)", report_dir);
     return 0;
 }

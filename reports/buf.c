@@ -48,57 +48,26 @@ void ax_rep_printf(ax_rep_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
-void ax_rep_html(ax_rep_buf *b, const char *s) {
+/* s with each character of from written as the string at its index in to */
+static void escape(ax_rep_buf *b, const char *s, const char *from, const char *const *to) {
     for (; s && *s; s++) {
-        switch (*s) {
-        case '&':
-            ax_rep_puts(b, "&amp;");
-            break;
-        case '<':
-            ax_rep_puts(b, "&lt;");
-            break;
-        case '>':
-            ax_rep_puts(b, "&gt;");
-            break;
-        case '"':
-            ax_rep_puts(b, "&quot;");
-            break;
-        case '\'':
-            ax_rep_puts(b, "&#39;");
-            break;
-        default:
+        const char *hit = strchr(from, *s);
+        if (hit)
+            ax_rep_puts(b, to[hit - from]);
+        else
             putn(b, s, 1);
-        }
     }
 }
 
+void ax_rep_html(ax_rep_buf *b, const char *s) {
+    static const char *const to[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&#39;"};
+    escape(b, s, "&<>\"'", to);
+}
+
 void ax_rep_md(ax_rep_buf *b, const char *s) {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&':
-            ax_rep_puts(b, "&amp;");
-            break;
-        case '<':
-            ax_rep_puts(b, "&lt;");
-            break;
-        case '|':
-            ax_rep_puts(b, "\\|");
-            break;
-        case '`':
-            ax_rep_puts(b, "\\`");
-            break;
-        case '\\':
-            ax_rep_puts(b, "\\\\");
-            break;
-        case '\r':
-            break;
-        case '\n':
-            ax_rep_puts(b, "\xe2\x86\xb5");
-            break; /* U+21B5 */
-        default:
-            putn(b, s, 1);
-        }
-    }
+    /* a newline as U+21B5, so a table cell stays on its line; \r dropped */
+    static const char *const to[] = {"&amp;", "&lt;", "\\|", "\\`", "\\\\", "", "\xe2\x86\xb5"};
+    escape(b, s, "&<|`\\\r\n", to);
 }
 
 char *ax_rep_clip(const char *s, int max_chars) {

@@ -4,6 +4,7 @@
 #include "lib/core/json.h"
 #include "reports/model.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +12,18 @@
 #define SCAN_SCHEMA "axmem-scan"
 #define SCAN_VERSION 1
 
-static char *dup_str(const char *s) {
-    return s ? strdup(s) : NULL;
-}
-
 ax_status ax_rep_nomem(void) {
     return ax_errorf(AX_ERR_NOMEM, "out of memory reading reports");
 }
 
-char *ax_rep_join(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, name);
-    return p;
+ax_status ax_rep_damaged(const char *path, const char *cmd, const char *fmt, ...) {
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return ax_errorf(AX_ERR_CORRUPT, "%s: %s; the file was edited or damaged: rerun %s", path, what,
+                     cmd ? cmd : "the command that wrote it");
 }
 
 ax_status ax_rep_read_json(const char *path, ax_json **out) {
@@ -44,17 +44,34 @@ ax_status ax_rep_get_obj(const ax_json *obj, const char *key, const char *path,
     return AX_OK;
 }
 
-ax_status ax_rep_get_stat(const ax_json *metrics, const char *key, const char *path,
+ax_status ax_rep_get_pair(const ax_json *obj, const char *key, const char *field, double min,
+                          double max, const char *cmd, const char *path, double out[2]) {
+    const ax_json *p = ax_json_get(obj, key);
+    if (!p || p->type != AX_JSON_ARR || p->n != 2 || p->items[0]->type != AX_JSON_NUM ||
+        p->items[1]->type != AX_JSON_NUM)
+        return ax_errorf(AX_ERR_CORRUPT, "%s: %s is not [low, high]", path, field);
+    out[0] = p->items[0]->num, out[1] = p->items[1]->num;
+    AX_CHECK(ax_rep_check_num(out[0], min, max, path, field));
+    AX_CHECK(ax_rep_check_num(out[1], min, max, path, field));
+    return out[0] <= out[1]
+               ? AX_OK
+               : ax_rep_damaged(path, cmd, "%s [%g, %g] is not ordered", field, out[0], out[1]);
+}
+
+ax_status ax_rep_get_rate(const ax_json *obj, const char *sec, const char *key, const char *path,
                           ax_rep_stat *s) {
-    const ax_json *o, *ci;
-    AX_CHECK(ax_rep_get_obj(metrics, key, path, &o));
-    AX_CHECK(ax_json_get_num(o, "mean", path, &s->mean));
-    ci = ax_json_get(o, "ci95");
-    if (!ci || ci->type != AX_JSON_ARR || ci->n != 2 || ci->items[0]->type != AX_JSON_NUM ||
+    char field[160];
+    snprintf(field, sizeof field, "%s.%s", sec, key);
+    const ax_json *o = ax_json_get(obj, key), *m = o ? ax_json_get(o, "mean") : NULL,
+                  *ci = o ? ax_json_get(o, "ci95") : NULL;
+    if (!o || o->type != AX_JSON_OBJ || !m || m->type != AX_JSON_NUM || !ci ||
+        ci->type != AX_JSON_ARR || ci->n != 2 || ci->items[0]->type != AX_JSON_NUM ||
         ci->items[1]->type != AX_JSON_NUM)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: metrics.%s.ci95 is not [low, high]", path, key);
-    s->lo = ci->items[0]->num, s->hi = ci->items[1]->num;
-    return AX_OK;
+        return ax_errorf(AX_ERR_CORRUPT,
+                         "%s: %s is missing or not {\"mean\": x, \"ci95\": [low, high]}", path,
+                         field);
+    *s = (ax_rep_stat){m->num, ci->items[0]->num, ci->items[1]->num};
+    return ax_rep_check_stat(s, 0, 1, path, field);
 }
 
 /* obj.key as a whole number in [lo, hi]; section names the object in messages */
@@ -94,12 +111,8 @@ ax_status ax_rep_opt_typed(const ax_json *obj, const char *key, ax_json_type t, 
     return AX_OK;
 }
 
-void ax_rep_ident_free(ax_rep_ident *id) {
-    free(id->ckpt_path), free(id->goldfish), free(id->ds_path), free(id->ds_xxh3);
-}
-
 /* checks schema and version, returns the kind and the identity blocks */
-ax_status ax_rep_scan_header(const ax_json *v, const char *path, const char **kind,
+ax_status ax_rep_scan_header(ax_arena *a, const ax_json *v, const char *path, const char **kind,
                              ax_rep_ident *id) {
     const ax_json *schema = ax_json_get(v, "schema"), *ver = ax_json_get(v, "version");
     if (!schema || schema->type != AX_JSON_STR || strcmp(schema->str, SCAN_SCHEMA))
@@ -122,18 +135,16 @@ ax_status ax_rep_scan_header(const ax_json *v, const char *path, const char **ki
     AX_CHECK(ax_rep_get_obj(v, "checkpoint", path, &ck));
     AX_CHECK(ax_rep_get_obj(v, "dataset", path, &ds));
     AX_CHECK(ax_json_get_str(ck, "path", path, &s));
-    id->ckpt_path = dup_str(s);
+    id->ckpt_path = ax_arena_str(a, s);
     AX_CHECK(ax_rep_get_int(ck, "checkpoint", "step", 0, AX_REP_MAX_COUNT, path, &id->step));
     const ax_json *gf = ax_json_get(ck, "goldfish");
-    id->goldfish = dup_str(gf && gf->type == AX_JSON_STR ? gf->str : "none");
+    id->goldfish = ax_arena_str(a, gf && gf->type == AX_JSON_STR ? gf->str : "none");
     AX_CHECK(ax_json_get_str(ds, "path", path, &s));
-    id->ds_path = dup_str(s);
+    id->ds_path = ax_arena_str(a, s);
     AX_CHECK(ax_json_get_str(ds, "xxh3", path, &s));
-    id->ds_xxh3 = dup_str(s);
+    id->ds_xxh3 = ax_arena_str(a, s);
     AX_CHECK(ax_rep_get_int(ds, "dataset", "docs", 0, AX_REP_MAX_COUNT, path, &id->ds_docs));
-    AX_CHECK(ax_rep_get_int(ds, "dataset", "tokens", 0, AX_REP_MAX_COUNT, path, &id->ds_tokens));
-    if (!id->ckpt_path || !id->goldfish || !id->ds_path || !id->ds_xxh3) return ax_rep_nomem();
-    return AX_OK;
+    return ax_rep_get_int(ds, "dataset", "tokens", 0, AX_REP_MAX_COUNT, path, &id->ds_tokens);
 }
 
 /* Calls fn on each non-blank line of a JSONL file; errors name "path line N". */

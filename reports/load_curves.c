@@ -12,22 +12,17 @@
 
 static const char *const curve_scans[AX_REP_NCURVES] = {"probe", "train", "mia", "exposure"};
 
-static ax_status damaged(const char *path, const char *what) {
-    return ax_errorf(AX_ERR_CORRUPT,
-                     "%s: %s; the file was edited or damaged: rerun the command that wrote it",
-                     path, what);
-}
-
-static ax_status push(ax_rep_curve *c, double step, double v, double lo, double hi, double tok) {
-    if (c->n == c->cap) {
-        int64_t cap = c->cap ? c->cap * 2 : 16;
-        double **a[5] = {&c->step, &c->v, &c->lo, &c->hi, &c->tok};
+static ax_status push(ax_arena *a, ax_rep_curve *c, double step, double v, double lo, double hi,
+                      double tok) {
+    if ((size_t)c->n == c->cap) {
+        double **arr[5] = {&c->step, &c->v, &c->lo, &c->hi, &c->tok};
+        size_t cap = c->cap;
         for (int k = 0; k < 5; k++) {
-            double *na = realloc(*a[k], sizeof(double) * (size_t)cap);
+            double *na = ax_arena_grow(a, *arr[k], (size_t)c->n, &(size_t){cap}, sizeof(double));
             if (!na) return ax_rep_nomem();
-            *a[k] = na;
+            *arr[k] = na;
         }
-        c->cap = cap;
+        c->cap = cap ? cap * 2 : 16;
     }
     c->step[c->n] = step, c->v[c->n] = v, c->lo[c->n] = lo, c->hi[c->n] = hi, c->tok[c->n] = tok;
     c->n++;
@@ -40,75 +35,44 @@ static ax_status get_step(const ax_json *pt, const char *sec, const ax_rep_curve
     char field[96];
     snprintf(field, sizeof field, "%s.step", sec);
     AX_CHECK(ax_rep_check_int(ax_json_get(pt, "step"), 0, AX_REP_MAX_COUNT, path, field, step));
-    if (c->n && (double)*step <= c->step[c->n - 1]) {
-        snprintf(field, sizeof field, "%s.step = %lld does not ascend (the point before is %.0f)",
-                 sec, (long long)*step, c->step[c->n - 1]);
-        return damaged(path, field);
-    }
+    if (c->n && (double)*step <= c->step[c->n - 1])
+        return ax_rep_damaged(path, NULL,
+                              "%s.step = %lld does not ascend (the point before is %.0f)", sec,
+                              (long long)*step, c->step[c->n - 1]);
     return AX_OK;
 }
 
-/* sec.key = {"mean", "ci95": [lo, hi]}, a rate: all in [0, 1], lo <= mean <= hi */
-static ax_status get_rate(const ax_json *pt, const char *sec, const char *key, const char *path,
-                          ax_rep_stat *s) {
-    char field[96];
-    snprintf(field, sizeof field, "%s.%s", sec, key);
-    const ax_json *o = ax_json_get(pt, key), *ci = o ? ax_json_get(o, "ci95") : NULL,
-                  *m = o ? ax_json_get(o, "mean") : NULL;
-    if (!o || o->type != AX_JSON_OBJ || !m || m->type != AX_JSON_NUM || !ci ||
-        ci->type != AX_JSON_ARR || ci->n != 2 || ci->items[0]->type != AX_JSON_NUM ||
-        ci->items[1]->type != AX_JSON_NUM)
-        return ax_errorf(AX_ERR_CORRUPT,
-                         "%s: %s is missing or not {\"mean\": x, \"ci95\": [low, high]}", path,
-                         field);
-    *s = (ax_rep_stat){m->num, ci->items[0]->num, ci->items[1]->num};
-    return ax_rep_check_stat(s, 0, 1, path, field);
-}
-
-static ax_status probe_point(const ax_json *pt, const char *sec, const char *path, ax_rep_curve *c,
-                             int64_t step) {
+static ax_status probe_point(ax_arena *a, const ax_json *pt, const char *sec, const char *path,
+                             ax_rep_curve *c, int64_t step) {
     ax_rep_stat em, ta;
-    AX_CHECK(get_rate(pt, sec, "exact_match_rate", path, &em));
-    AX_CHECK(get_rate(pt, sec, "token_accuracy", path, &ta));
-    return push(c, (double)step, em.mean, em.lo, em.hi, ta.mean);
+    AX_CHECK(ax_rep_get_rate(pt, sec, "exact_match_rate", path, &em));
+    AX_CHECK(ax_rep_get_rate(pt, sec, "token_accuracy", path, &ta));
+    return push(a, c, (double)step, em.mean, em.lo, em.hi, ta.mean);
 }
 
-static ax_status mia_point(const ax_json *pt, const char *sec, const char *path, ax_rep_curve *c,
-                           int64_t step) {
+static ax_status mia_point(ax_arena *a, const ax_json *pt, const char *sec, const char *path,
+                           ax_rep_curve *c, int64_t step) {
     char field[160];
     const ax_json *sc = ax_json_get(pt, "scores"), *s;
     snprintf(field, sizeof field, "%s.scores", sec);
     if (!sc || sc->type != AX_JSON_OBJ || sc->n == 0)
         return ax_errorf(AX_ERR_CORRUPT, "%s: %s is missing or not a non-empty object", path,
                          field);
-    if (!c->score) { /* the first point decides: the loss attack, else the first score */
-        const char *name = ax_json_get(sc, "loss") ? "loss" : sc->keys[0];
-        if (!(c->score = strdup(name))) return ax_rep_nomem();
-    }
+    if (!c->score) /* the first point decides: the loss attack, else the first score */
+        c->score = ax_arena_str(a, ax_json_get(sc, "loss") ? "loss" : sc->keys[0]);
     snprintf(field, sizeof field, "%s.scores.%.60s", sec, c->score);
     if (!(s = ax_json_get(sc, c->score)) || s->type != AX_JSON_OBJ)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: %s is missing or not an object (earlier points have it)", path,
                          field);
-    double auc;
+    double auc, ci[2]; /* a bootstrap interval need not hold the estimate; its ends are ordered */
     AX_CHECK(ax_rep_get_in(s, field, "auc", 0, 1, path, &auc));
-    const ax_json *ci = ax_json_get(s, "auc_ci95");
     snprintf(field, sizeof field, "%s.scores.%.60s.auc_ci95", sec, c->score);
-    if (!ci || ci->type != AX_JSON_ARR || ci->n != 2 || ci->items[0]->type != AX_JSON_NUM ||
-        ci->items[1]->type != AX_JSON_NUM)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: %s is not [low, high]", path, field);
-    double lo = ci->items[0]->num, hi = ci->items[1]->num;
-    AX_CHECK(ax_rep_check_num(lo, 0, 1, path, field));
-    AX_CHECK(ax_rep_check_num(hi, 0, 1, path, field));
-    if (lo > hi) { /* a bootstrap interval need not hold the estimate, but its ends are ordered */
-        char what[240];
-        snprintf(what, sizeof what, "%s [%g, %g] is not ordered", field, lo, hi);
-        return damaged(path, what);
-    }
-    return push(c, (double)step, auc, lo, hi, 0);
+    AX_CHECK(ax_rep_get_pair(s, "auc_ci95", field, 0, 1, NULL, path, ci));
+    return push(a, c, (double)step, auc, ci[0], ci[1], 0);
 }
 
-static ax_status exposure_point(const ax_json *pt, const char *sec, const char *path,
+static ax_status exposure_point(ax_arena *a, const ax_json *pt, const char *sec, const char *path,
                                 ax_rep_curve *c, int64_t step) {
     char field[96];
     double mx = 1000, mean; /* log2 |R|: at most ~1000 bits for any format a double can count */
@@ -120,10 +84,11 @@ static ax_status exposure_point(const ax_json *pt, const char *sec, const char *
         return ax_errorf(AX_ERR_CORRUPT, "%s: %s is missing or not an object", path, field);
     AX_CHECK(
         ax_rep_get_in(o, field, "exposure_mean", 0, mx + 1e-9 * (mx > 1 ? mx : 1), path, &mean));
-    return push(c, (double)step, mean, mean, mean, 0);
+    if (ax_json_get(pt, "max_exposure") && mx > c->bound) c->bound = mx;
+    return push(a, c, (double)step, mean, mean, mean, 0);
 }
 
-ax_status ax_rep_parse_curve(const ax_json *v, const char *path, ax_rep_run *run) {
+ax_status ax_rep_parse_curve(ax_arena *a, const ax_json *v, const char *path, ax_rep_run *run) {
     const ax_json *pts = ax_json_get(v, "points"), *sk = ax_json_get(v, "skipped");
     const char *scan;
     int64_t version;
@@ -144,9 +109,9 @@ ax_status ax_rep_parse_curve(const ax_json *v, const char *path, ax_rep_run *run
         return ax_errorf(AX_ERR_CORRUPT, "%s: points is missing or not an array", path);
     if (sk && sk->type != AX_JSON_ARR)
         return ax_errorf(AX_ERR_CORRUPT, "%s: skipped is not an array", path);
-    ax_rep_curve *c = calloc(1, sizeof *c);
-    if (!c || !(c->file = strdup(path))) return free(c), ax_rep_nomem();
-    run->curve[k] = c;
+    ax_rep_curve *c = ax_arena_alloc(a, sizeof *c);
+    if (!c) return ax_rep_nomem();
+    run->curve[k] = c, c->file = ax_arena_str(a, path);
     c->n_skipped = sk ? (int64_t)sk->n : 0;
     for (size_t i = 0; i < pts->n; i++) {
         char sec[48];
@@ -155,16 +120,17 @@ ax_status ax_rep_parse_curve(const ax_json *v, const char *path, ax_rep_run *run
         if (pts->items[i]->type != AX_JSON_OBJ)
             return ax_errorf(AX_ERR_CORRUPT, "%s: %s is not an object", path, sec);
         AX_CHECK(get_step(pts->items[i], sec, c, path, &step));
-        if (k == AX_REP_CURVE_PROBE) AX_CHECK(probe_point(pts->items[i], sec, path, c, step));
-        if (k == AX_REP_CURVE_MIA) AX_CHECK(mia_point(pts->items[i], sec, path, c, step));
-        if (k == AX_REP_CURVE_EXPOSURE) AX_CHECK(exposure_point(pts->items[i], sec, path, c, step));
+        if (k == AX_REP_CURVE_PROBE) AX_CHECK(probe_point(a, pts->items[i], sec, path, c, step));
+        if (k == AX_REP_CURVE_MIA) AX_CHECK(mia_point(a, pts->items[i], sec, path, c, step));
+        if (k == AX_REP_CURVE_EXPOSURE)
+            AX_CHECK(exposure_point(a, pts->items[i], sec, path, c, step));
     }
     return AX_OK;
 }
 
 /* {"step", "scan": "probe", "exact_match", "exact_match_lo", "exact_match_hi",
  *  "token_accuracy", ...}; what is "metrics.jsonl line N" */
-ax_status ax_rep_scan_record(const ax_json *row, const char *what, const char *file,
+ax_status ax_rep_scan_record(ax_arena *a, const ax_json *row, const char *what, const char *file,
                              ax_rep_run *run) {
     const char *scan;
     AX_CHECK(ax_json_get_str(row, "scan", what, &scan));
@@ -173,9 +139,8 @@ ax_status ax_rep_scan_record(const ax_json *row, const char *what, const char *f
                          "%s: scan record of \"%s\" is not reported (known: probe)", what, scan);
     ax_rep_curve *c = run->curve[AX_REP_CURVE_TRAIN];
     if (!c) {
-        if (!(c = calloc(1, sizeof *c)) || !(c->file = strdup(file)))
-            return free(c), ax_rep_nomem();
-        run->curve[AX_REP_CURVE_TRAIN] = c;
+        if (!(c = ax_arena_alloc(a, sizeof *c))) return ax_rep_nomem();
+        run->curve[AX_REP_CURVE_TRAIN] = c, c->file = ax_arena_str(a, file);
     }
     int64_t step;
     ax_rep_stat em;
@@ -186,15 +151,9 @@ ax_status ax_rep_scan_record(const ax_json *row, const char *what, const char *f
     AX_CHECK(ax_rep_get_in(row, "", "exact_match_hi", 0, 1, what, &em.hi));
     AX_CHECK(ax_rep_check_stat(&em, 0, 1, what, "exact_match [exact_match_lo, exact_match_hi]"));
     AX_CHECK(ax_rep_get_in(row, "", "token_accuracy", 0, 1, what, &tok));
-    return push(c, (double)step, em.mean, em.lo, em.hi, tok);
+    return push(a, c, (double)step, em.mean, em.lo, em.hi, tok);
 }
 
 int ax_rep_curve_rising(const ax_rep_curve *c, int64_t i) {
     return i > 0 && c->v[i] > c->hi[i - 1];
-}
-
-void ax_rep_curve_free(ax_rep_curve *c) {
-    if (!c) return;
-    free(c->file), free(c->score), free(c->step), free(c->v), free(c->lo), free(c->hi);
-    free(c->tok), free(c);
 }

@@ -12,23 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ax_status damaged(const char *path, const char *what, const char *cmd) {
-    return ax_errorf(AX_ERR_CORRUPT, "%s: %s; the file was edited or damaged: rerun memscan %s",
-                     path, what, cmd);
-}
-
 /* ---------------------------------------------------------------- mia.json */
 
 /* metrics.NAME.roc: [[fpr, tpr], ...] from (0,0) to (1,1), non-decreasing in both */
-static ax_status parse_roc(const ax_json *roc, const char *path, const char *field,
+static ax_status parse_roc(ax_arena *a, const ax_json *roc, const char *path, const char *field,
                            ax_rep_mia_score *s) {
     char what[400];
     if (!roc || roc->type != AX_JSON_ARR || roc->n < 2 || roc->n > 1000000)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: %s is missing or not an array of at least 2 [fpr, tpr] points", path,
                          field);
-    s->fpr = malloc(sizeof(double) * roc->n);
-    s->tpr = malloc(sizeof(double) * roc->n);
+    s->fpr = ax_arena_alloc(a, sizeof(double) * roc->n);
+    s->tpr = ax_arena_alloc(a, sizeof(double) * roc->n);
     if (!s->fpr || !s->tpr) return ax_rep_nomem();
     s->n_roc = (int)roc->n;
     for (size_t i = 0; i < roc->n; i++) {
@@ -40,15 +35,13 @@ static ax_status parse_roc(const ax_json *roc, const char *path, const char *fie
         s->fpr[i] = pt->items[0]->num, s->tpr[i] = pt->items[1]->num;
         AX_CHECK(ax_rep_check_num(s->fpr[i], 0, 1, path, what));
         AX_CHECK(ax_rep_check_num(s->tpr[i], 0, 1, path, what));
-        if (i && (s->fpr[i] < s->fpr[i - 1] || s->tpr[i] < s->tpr[i - 1])) {
-            snprintf(what, sizeof what, "%.200s[%zu] goes down from the point before it", field, i);
-            return damaged(path, what, "mia");
-        }
+        if (i && (s->fpr[i] < s->fpr[i - 1] || s->tpr[i] < s->tpr[i - 1]))
+            return ax_rep_damaged(path, "memscan mia",
+                                  "%.200s[%zu] goes down from the point before it", field, i);
     }
-    if (s->fpr[0] != 0 || s->tpr[0] != 0 || s->fpr[roc->n - 1] != 1 || s->tpr[roc->n - 1] != 1) {
-        snprintf(what, sizeof what, "%.200s does not run from [0, 0] to [1, 1]", field);
-        return damaged(path, what, "mia");
-    }
+    if (s->fpr[0] != 0 || s->tpr[0] != 0 || s->fpr[roc->n - 1] != 1 || s->tpr[roc->n - 1] != 1)
+        return ax_rep_damaged(path, "memscan mia", "%.200s does not run from [0, 0] to [1, 1]",
+                              field);
     return AX_OK;
 }
 
@@ -72,12 +65,11 @@ static ax_status parse_tpr(const ax_json *o, const char *sec, const char *key, d
     const ax_json *x = ax_json_get(o, key);
     int64_t need = ax_rep_fpr_min_nonmembers(fpr);
     if (x && x->type == AX_JSON_NULL) {
-        char what[400];
         *out = NAN;
-        if (nn < need) return AX_OK;
-        snprintf(what, sizeof what, "%s.%s is null but %lld non-members resolve %g%% FPR", sec, key,
-                 (long long)nn, fpr * 100);
-        return damaged(path, what, "mia");
+        return nn < need ? AX_OK
+                         : ax_rep_damaged(path, "memscan mia",
+                                          "%s.%s is null but %lld non-members resolve %g%% FPR",
+                                          sec, key, (long long)nn, fpr * 100);
     }
     AX_CHECK(ax_rep_get_in(o, sec, key, 0, 1, path, out));
     if (nn < need) *out = NAN;
@@ -85,43 +77,32 @@ static ax_status parse_tpr(const ax_json *o, const char *sec, const char *key, d
 }
 
 /* sec = "metrics.NAME" or "model_free.NAME"; nn: the scan's non-members */
-static ax_status parse_score(const ax_json *o, const char *block, const char *name, int64_t nn,
-                             const char *path, ax_rep_mia_score *s) {
+static ax_status parse_score(ax_arena *a, const ax_json *o, const char *block, const char *name,
+                             int64_t nn, const char *path, ax_rep_mia_score *s) {
     char sec[80], field[400];
     snprintf(sec, sizeof sec, "%s.%.60s", block, name);
     if (o->type != AX_JSON_OBJ)
         return ax_errorf(AX_ERR_CORRUPT, "%s: %s is not an object", path, sec);
-    if (!(s->name = strdup(name))) return ax_rep_nomem();
+    s->name = ax_arena_str(a, name);
     AX_CHECK(ax_rep_get_in(o, sec, "auc", 0, 1, path, &s->auc));
-    const ax_json *ci = ax_json_get(o, "auc_ci95");
+    double ci[2]; /* a bootstrap percentile interval need not hold the point estimate */
     snprintf(field, sizeof field, "%s.auc_ci95", sec);
-    if (!ci || ci->type != AX_JSON_ARR || ci->n != 2 || ci->items[0]->type != AX_JSON_NUM ||
-        ci->items[1]->type != AX_JSON_NUM)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: %s is not [low, high]", path, field);
-    s->auc_lo = ci->items[0]->num, s->auc_hi = ci->items[1]->num;
-    AX_CHECK(ax_rep_check_num(s->auc_lo, 0, 1, path, field));
-    AX_CHECK(ax_rep_check_num(s->auc_hi, 0, 1, path, field));
-    if (s->auc_lo > s->auc_hi) { /* a bootstrap percentile interval need not hold the point
-                                    estimate, but its ends are ordered */
-        snprintf(field, sizeof field, "%s.auc_ci95 [%g, %g] is not ordered", sec, s->auc_lo,
-                 s->auc_hi);
-        return damaged(path, field, "mia");
-    }
+    AX_CHECK(ax_rep_get_pair(o, "auc_ci95", field, 0, 1, "memscan mia", path, ci));
+    s->auc_lo = ci[0], s->auc_hi = ci[1];
     AX_CHECK(parse_tpr(o, sec, "tpr_at_fpr_0.001", 0.001, nn, path, &s->tpr_0_1));
     AX_CHECK(parse_tpr(o, sec, "tpr_at_fpr_0.01", 0.01, nn, path, &s->tpr_1));
-    if (s->tpr_0_1 > s->tpr_1) { /* TPR at a fixed FPR cannot fall as the FPR grows (false
-                                    when either is NaN) */
-        snprintf(field, sizeof field, "%s.tpr_at_fpr_0.001 = %g exceeds tpr_at_fpr_0.01 = %g", sec,
-                 s->tpr_0_1, s->tpr_1);
-        return damaged(path, field, "mia");
-    }
+    if (s->tpr_0_1 > s->tpr_1) /* TPR at a fixed FPR cannot fall as the FPR grows (false when
+                                  either is NaN) */
+        return ax_rep_damaged(path, "memscan mia",
+                              "%s.tpr_at_fpr_0.001 = %g exceeds tpr_at_fpr_0.01 = %g", sec,
+                              s->tpr_0_1, s->tpr_1);
     snprintf(field, sizeof field, "%s.roc", sec);
-    return parse_roc(ax_json_get(o, "roc"), path, field, s);
+    return parse_roc(a, ax_json_get(o, "roc"), path, field, s);
 }
 
 /* members / nonmembers block: the set's identity and how many documents were scored */
-static ax_status set_block(const ax_json *v, const char *key, int64_t count, const char *path,
-                           char **set_path) {
+static ax_status set_block(ax_arena *a, const ax_json *v, const char *key, int64_t count,
+                           const char *path, char **set_path) {
     const ax_json *o;
     const char *p;
     int64_t docs, scored;
@@ -137,13 +118,13 @@ static ax_status set_block(const ax_json *v, const char *key, int64_t count, con
                          "damaged: rerun memscan mia",
                          path, field, (long long)scored, key, (long long)count);
     }
-    if (set_path && !(*set_path = strdup(p))) return ax_rep_nomem();
+    if (set_path) *set_path = ax_arena_str(a, p);
     return AX_OK;
 }
 
 /* model_free: the baselines that read no model, as metrics' entries (absent from scans written
  * before memscan mia computed them: has_free stays 0 and the writers say so) */
-static ax_status parse_model_free(const ax_json *v, const char *path, ax_rep_mia *m) {
+static ax_status parse_model_free(ax_arena *a, const ax_json *v, const char *path, ax_rep_mia *m) {
     const ax_json *mf = ax_json_get(v, "model_free");
     if (!mf) return AX_OK;
     if (mf->type != AX_JSON_OBJ || mf->n == 0 || mf->n > AX_REP_MIA_FREE)
@@ -152,15 +133,13 @@ static ax_status parse_model_free(const ax_json *v, const char *path, ax_rep_mia
                          "or damaged: rerun memscan mia",
                          path, AX_REP_MIA_FREE);
     m->has_free = 1;
-    for (size_t k = 0; k < mf->n; k++) {
-        m->n_free++; /* first: a half-read score is freed with the rest */
-        AX_CHECK(
-            parse_score(mf->items[k], "model_free", mf->keys[k], m->nonmembers, path, &m->free[k]));
-    }
+    for (size_t k = 0; k < mf->n; k++, m->n_free++)
+        AX_CHECK(parse_score(a, mf->items[k], "model_free", mf->keys[k], m->nonmembers, path,
+                             &m->free[k]));
     return AX_OK;
 }
 
-ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m) {
+ax_status ax_rep_parse_mia(ax_arena *a, const ax_json *v, const char *path, ax_rep_mia *m) {
     const ax_json *cfg, *counts, *metrics, *ref = ax_json_get(v, "reference");
     AX_CHECK(ax_rep_get_obj(v, "config", path, &cfg));
     AX_CHECK(ax_rep_get_obj(v, "counts", path, &counts));
@@ -170,12 +149,12 @@ ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m) {
     AX_CHECK(ax_rep_get_int(counts, "counts", "members", 1, AX_REP_MAX_COUNT, path, &m->members));
     AX_CHECK(
         ax_rep_get_int(counts, "counts", "nonmembers", 1, AX_REP_MAX_COUNT, path, &m->nonmembers));
-    AX_CHECK(set_block(v, "members", m->members, path, NULL));
-    AX_CHECK(set_block(v, "nonmembers", m->nonmembers, path, &m->nonmembers_path));
+    AX_CHECK(set_block(a, v, "members", m->members, path, NULL));
+    AX_CHECK(set_block(a, v, "nonmembers", m->nonmembers, path, &m->nonmembers_path));
     if (ref && ref->type == AX_JSON_OBJ) {
         const char *rp;
         AX_CHECK(ax_json_get_str(ref, "path", path, &rp));
-        if (!(m->ref_ckpt = strdup(rp))) return ax_rep_nomem();
+        m->ref_ckpt = ax_arena_str(a, rp);
     } else if (ref && ref->type != AX_JSON_NULL) {
         return ax_errorf(AX_ERR_CORRUPT, "%s: reference is neither null nor an object", path);
     }
@@ -184,35 +163,23 @@ ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m) {
                          "%s: metrics holds %zu scores (expected 1 to %d); the file was edited or "
                          "damaged: rerun memscan mia",
                          path, metrics->n, AX_REP_MIA_SCORES);
-    for (size_t k = 0; k < metrics->n; k++) {
-        m->n_score++; /* first: a half-read score is freed with the rest */
-        AX_CHECK(parse_score(metrics->items[k], "metrics", metrics->keys[k], m->nonmembers, path,
+    for (size_t k = 0; k < metrics->n; k++, m->n_score++)
+        AX_CHECK(parse_score(a, metrics->items[k], "metrics", metrics->keys[k], m->nonmembers, path,
                              &m->score[k]));
-    }
-    AX_CHECK(parse_model_free(v, path, m));
+    AX_CHECK(parse_model_free(a, v, path, m));
     AX_CHECK(ax_rep_opt_int(cfg, "config", "zlib_level", 1, 9, 0, path, &m->zlib_level));
     if (m->ref_ckpt == NULL)
         for (int k = 0; k < m->n_score; k++)
             if (!strcmp(m->score[k].name, "ref"))
-                return damaged(path, "metrics.ref is present but reference is null", "mia");
+                return ax_rep_damaged(path, "memscan mia",
+                                      "metrics.ref is present but reference is null");
     return AX_OK;
-}
-
-void ax_rep_mia_free(ax_rep_mia *m) {
-    if (!m) return;
-    ax_rep_ident_free(&m->id);
-    for (int k = 0; k < m->n_score; k++)
-        free(m->score[k].name), free(m->score[k].fpr), free(m->score[k].tpr);
-    for (int k = 0; k < m->n_free; k++)
-        free(m->free[k].name), free(m->free[k].fpr), free(m->free[k].tpr);
-    free(m->file), free(m->nonmembers_path), free(m->ref_ckpt), free(m->samples_file), free(m);
 }
 
 /* ---------------------------------------------------------------- exposure.json */
 
 static ax_status exp_row(const ax_json *o, const char *sec, double max_e, const char *path,
                          ax_rep_exp_row *r) {
-    char field[400];
     if (!o || o->type != AX_JSON_OBJ)
         return ax_errorf(AX_ERR_CORRUPT, "%s: %s is missing or not an object", path, sec);
     double hi = max_e + 1e-9 * (max_e > 1 ? max_e : 1); /* printed with 17 digits */
@@ -225,44 +192,42 @@ static ax_status exp_row(const ax_json *o, const char *sec, double max_e, const 
     AX_CHECK(ax_rep_get_in(o, sec, "extracted_share", 0, 1, path, &r->extracted_share));
     double eps = 1e-9 * (r->max > 1 ? r->max : 1);
     if (r->min > r->median + eps || r->median > r->max + eps || r->min > r->mean + eps ||
-        r->mean > r->max + eps) {
-        snprintf(field, sizeof field,
-                 "%s: exposure min %g, median %g, mean %g, max %g are not ordered", sec, r->min,
-                 r->median, r->mean, r->max);
-        return damaged(path, field, "exposure");
-    }
-    if (fabs(r->extracted_share * (double)r->canaries - (double)r->extracted) > 1e-6) {
-        snprintf(field, sizeof field, "%s.extracted_share = %g disagrees with %lld/%lld extracted",
-                 sec, r->extracted_share, (long long)r->extracted, (long long)r->canaries);
-        return damaged(path, field, "exposure");
-    }
+        r->mean > r->max + eps)
+        return ax_rep_damaged(path, "memscan exposure",
+                              "%s: exposure min %g, median %g, mean %g, max %g are not ordered",
+                              sec, r->min, r->median, r->mean, r->max);
+    if (fabs(r->extracted_share * (double)r->canaries - (double)r->extracted) > 1e-6)
+        return ax_rep_damaged(path, "memscan exposure",
+                              "%s.extracted_share = %g disagrees with %lld/%lld extracted", sec,
+                              r->extracted_share, (long long)r->extracted, (long long)r->canaries);
     return AX_OK;
 }
 
-ax_status ax_rep_parse_exposure(const ax_json *v, const char *path, ax_rep_exposure *e) {
+ax_status ax_rep_parse_exposure(ax_arena *a, const ax_json *v, const char *path,
+                                ax_rep_exposure *e) {
     const ax_json *cfg, *by = ax_json_get(v, "by_repeats");
     const char *s;
     AX_CHECK(ax_rep_get_obj(v, "config", path, &cfg));
     AX_CHECK(ax_json_get_str(cfg, "format", path, &s));
-    if (!(e->format = strdup(s))) return ax_rep_nomem();
+    e->format = ax_arena_str(a, s);
     AX_CHECK(ax_json_get_str(cfg, "method", path, &s));
     if (strcmp(s, "exact") && strcmp(s, "estimate"))
-        return damaged(path, "config.method is neither \"exact\" nor \"estimate\"", "exposure");
-    if (!(e->method = strdup(s))) return ax_rep_nomem();
+        return ax_rep_damaged(path, "memscan exposure",
+                              "config.method is neither \"exact\" nor \"estimate\"");
+    e->method = ax_arena_str(a, s);
     AX_CHECK(ax_rep_get_in(cfg, "config", "space", 1, 1e300, path, &e->space));
     AX_CHECK(
         ax_rep_get_int(cfg, "config", "candidates", 0, AX_REP_MAX_COUNT, path, &e->candidates));
     AX_CHECK(ax_rep_get_in(v, "", "max_exposure", 0, 1000, path, &e->max_exposure));
     if (fabs(e->max_exposure - log2(e->space)) > 1e-9 * (e->max_exposure > 1 ? e->max_exposure : 1))
-        return ax_errorf(AX_ERR_CORRUPT,
-                         "%s: max_exposure = %g is not log2(config.space) = %g; the file was "
-                         "edited or damaged: rerun memscan exposure",
-                         path, e->max_exposure, log2(e->space));
+        return ax_rep_damaged(path, "memscan exposure",
+                              "max_exposure = %g is not log2(config.space) = %g", e->max_exposure,
+                              log2(e->space));
     AX_CHECK(exp_row(ax_json_get(v, "overall"), "overall", e->max_exposure, path, &e->overall));
     if (!by || by->type != AX_JSON_ARR || by->n == 0 || by->n > 100000)
         return ax_errorf(AX_ERR_CORRUPT, "%s: by_repeats is missing or not a non-empty array",
                          path);
-    if (!(e->rows = calloc(by->n, sizeof *e->rows))) return ax_rep_nomem();
+    if (!(e->rows = ax_arena_alloc(a, by->n * sizeof *e->rows))) return ax_rep_nomem();
     int64_t canaries = 0, extracted = 0;
     for (size_t k = 0; k < by->n; k++) {
         char sec[64];
@@ -273,24 +238,22 @@ ax_status ax_rep_parse_exposure(const ax_json *v, const char *path, ax_rep_expos
                                     &r->repeats));
         AX_CHECK(exp_row(by->items[k], sec, e->max_exposure, path, r));
         e->n_rows++;
-        if (k && r->repeats <= e->rows[k - 1].repeats) {
-            char what[96];
-            snprintf(what, sizeof what, "%s.repeats = %lld does not ascend", sec,
-                     (long long)r->repeats);
-            return damaged(path, what, "exposure");
-        }
+        if (k && r->repeats <= e->rows[k - 1].repeats)
+            return ax_rep_damaged(path, "memscan exposure", "%s.repeats = %lld does not ascend",
+                                  sec, (long long)r->repeats);
         canaries += r->canaries, extracted += r->extracted;
     }
     if (canaries != e->overall.canaries || extracted != e->overall.extracted)
-        return ax_errorf(AX_ERR_CORRUPT,
-                         "%s: by_repeats counts %lld canaries (%lld extracted) but overall says "
-                         "%lld (%lld); the file was edited or damaged: rerun memscan exposure",
-                         path, (long long)canaries, (long long)extracted,
-                         (long long)e->overall.canaries, (long long)e->overall.extracted);
+        return ax_rep_damaged(path, "memscan exposure",
+                              "by_repeats counts %lld canaries (%lld extracted) but overall says "
+                              "%lld (%lld)",
+                              (long long)canaries, (long long)extracted,
+                              (long long)e->overall.canaries, (long long)e->overall.extracted);
     return AX_OK;
 }
 
 typedef struct {
+    ax_arena *a;
     ax_rep_exposure *e;
     int keep_secrets;
     double *sum; /* exposure sum per row, to check the table's means */
@@ -324,23 +287,19 @@ static ax_status canary_line(const ax_json *row, const char *what, void *ctx) {
                          "belong together: rerun memscan exposure",
                          what, (long long)k->repeats, e->file);
     c->sum[at] += k->exposure;
-    e->n_canary++; /* before the copies: freed with the rest if one fails */
+    e->n_canary++;
     if (c->keep_secrets) {
         const ax_json *g = ax_json_get(row, "generated_text");
-        if (!(k->secret = strdup(secret))) return ax_rep_nomem();
-        if (g && g->type == AX_JSON_STR && !(k->generated_text = strdup(g->str)))
-            return ax_rep_nomem();
+        k->secret = ax_arena_str(c->a, secret);
+        k->generated_text = ax_arena_str(c->a, g && g->type == AX_JSON_STR ? g->str : NULL);
     }
     return AX_OK;
 }
 
-ax_status ax_rep_read_exposure_samples(ax_rep_exposure *e, int keep_secrets) {
-    canary_ctx c = {e, keep_secrets, calloc((size_t)e->n_rows, sizeof(double))};
-    e->canary = calloc((size_t)e->overall.canaries, sizeof *e->canary);
-    if (!c.sum || !e->canary) {
-        free(c.sum);
-        return ax_rep_nomem();
-    }
+ax_status ax_rep_read_exposure_samples(ax_arena *a, ax_rep_exposure *e, int keep_secrets) {
+    canary_ctx c = {a, e, keep_secrets, ax_arena_alloc(a, (size_t)e->n_rows * sizeof(double))};
+    e->canary = ax_arena_alloc(a, (size_t)e->overall.canaries * sizeof *e->canary);
+    if (!c.sum || !e->canary) return ax_rep_nomem();
     ax_status st = ax_rep_each_jsonl(e->samples_file, canary_line, &c);
     if (st == AX_OK && e->n_canary != e->overall.canaries)
         st = ax_errorf(AX_ERR_MISMATCH,
@@ -364,15 +323,5 @@ ax_status ax_rep_read_exposure_samples(ax_rep_exposure *e, int keep_secrets) {
                            (long long)r->extracted, r->mean, e->samples_file, (long long)n,
                            (long long)ext, mean);
     }
-    free(c.sum);
     return st;
-}
-
-void ax_rep_exposure_free(ax_rep_exposure *e) {
-    if (!e) return;
-    ax_rep_ident_free(&e->id);
-    for (int64_t k = 0; k < e->n_canary; k++)
-        free(e->canary[k].secret), free(e->canary[k].generated_text);
-    free(e->canary), free(e->rows), free(e->file), free(e->format), free(e->method);
-    free(e->samples_file), free(e);
 }

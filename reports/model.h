@@ -1,10 +1,11 @@
-/* The report's data: what the loaders read, what the writers print. Internal to reports/. */
+/* The report's data: what the loaders read, what the sections build the document from; all of
+ * it in the report's arena. Internal to reports/. */
 #pragma once
 #include <stdint.h>
 
 #include "lib/core/json.h"
 #include "lib/core/status.h"
-#include "reports/buf.h"
+#include "reports/arena.h"
 #include "reports/report.h"
 
 #define AX_REP_TOP 5 /* memorized samples listed per run */
@@ -51,6 +52,12 @@ typedef struct {
     int64_t n_sample_rows;
     ax_rep_sample top[AX_REP_TOP];
     int n_top;
+    /* the goldfish audit (metrics.goldfish_divergence; audited 0: the scan has none): probes
+     * whose greedy output diverged, how many first diverged on a position the loss dropped,
+     * and the dropped share of their suffix positions (that share by chance) */
+    int audited;
+    int64_t diverged, on_dropped;
+    double dropped_fraction;
 } ax_rep_probe;
 
 typedef struct {
@@ -123,9 +130,10 @@ typedef struct {
 
 typedef struct {
     char *file;
-    int64_t n, cap; /* training steps read */
+    int64_t n; /* training steps read */
+    size_t cap, cap_val;
     double *step, *loss;
-    int64_t n_val, cap_val;
+    int64_t n_val;
     double *val_step, *val_loss;
 } ax_rep_train;
 
@@ -142,7 +150,9 @@ enum {
 typedef struct {
     char *file;
     char *score; /* mia: the score plotted ("loss" when the curve has it, else the first) */
-    int64_t n, cap, n_skipped;        /* n_skipped: checkpoints the scan could not open */
+    int64_t n, n_skipped; /* n_skipped: checkpoints the scan could not open */
+    size_t cap;
+    double bound;                     /* exposure: the largest log2 |R| recorded; 0: none */
     double *step, *v, *lo, *hi, *tok; /* tok: token accuracy (probe, train); lo = hi = v for
                                          exposure, which has no interval */
 } ax_rep_curve;
@@ -167,15 +177,13 @@ typedef struct {
 } ax_rep_index;
 
 typedef struct {
-    char *title;
     ax_rep_run *runs;
     int n_runs;
     ax_rep_index *index; /* NULL without --index */
+    ax_arena mem;        /* everything the report holds */
     int text_chars;      /* 0: no sample text in any output (--redact or --text-chars 0) */
     int show_text;       /* 1: HTML and Markdown quote memorized text and canary secrets
                             (--show-text); 0: they show none, and no secret is even loaded */
-    char *headline;
-    char *note; /* runs scanned different datasets, etc.; NULL when none */
 } ax_report;
 
 /* load.c */
@@ -183,34 +191,38 @@ ax_status ax_rep_load(const ax_report_opts *o, ax_report *r);
 void ax_rep_free(ax_report *r);
 /* load_privacy.c: mia.json / exposure.json (kind membership-inference / canary-exposure) and
  * their samples files; v is the parsed scan, its header already checked */
-ax_status ax_rep_parse_mia(const ax_json *v, const char *path, ax_rep_mia *m);
+ax_status ax_rep_parse_mia(ax_arena *a, const ax_json *v, const char *path, ax_rep_mia *m);
 /* the fewest non-members that resolve a false positive rate: the smallest n with
  * floor(fpr n) >= 1 (memscan's ax_fpr_min_nonmembers) */
 int64_t ax_rep_fpr_min_nonmembers(double fpr);
 /* how far a model-free score's AUC is from chance: 2 (interval excludes 0.5), 1 (|AUC - 0.5| >=
  * AX_REP_MIA_FAR_AUC), 0 */
 int ax_rep_mia_far(const ax_rep_mia_score *s);
-ax_status ax_rep_parse_exposure(const ax_json *v, const char *path, ax_rep_exposure *e);
+ax_status ax_rep_parse_exposure(ax_arena *a, const ax_json *v, const char *path,
+                                ax_rep_exposure *e);
 /* e->samples_file: each canary, checked against the table; secrets kept only if asked */
-ax_status ax_rep_read_exposure_samples(ax_rep_exposure *e, int keep_secrets);
-void ax_rep_mia_free(ax_rep_mia *m);
-void ax_rep_exposure_free(ax_rep_exposure *e);
+ax_status ax_rep_read_exposure_samples(ax_arena *a, ax_rep_exposure *e, int keep_secrets);
 /* load_curves.c: a parsed axmem-curve file into run->curve[its scan] (a second curve of one
  * scan for a run is an error); one metrics.jsonl row with "scan" into run->curve[TRAIN] */
-ax_status ax_rep_parse_curve(const ax_json *v, const char *path, ax_rep_run *run);
-ax_status ax_rep_scan_record(const ax_json *row, const char *what, const char *file,
+ax_status ax_rep_parse_curve(ax_arena *a, const ax_json *v, const char *path, ax_rep_run *run);
+ax_status ax_rep_scan_record(ax_arena *a, const ax_json *row, const char *what, const char *file,
                              ax_rep_run *run);
-void ax_rep_curve_free(ax_rep_curve *c);
 /* 1 if exact match at point i rose above the previous point's upper bound */
 int ax_rep_curve_rising(const ax_rep_curve *c, int64_t i);
 /* jsonget.c: getters shared by the loaders; failures name path and field */
 ax_status ax_rep_nomem(void);
-char *ax_rep_join(const char *dir, const char *name); /* "dir/name", malloc'd (NULL: OOM) */
+/* "the file was edited or damaged" with what is wrong (printf) and the command to rerun */
+ax_status ax_rep_damaged(const char *path, const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 ax_status ax_rep_read_json(const char *path, ax_json **out);
 ax_status ax_rep_get_obj(const ax_json *obj, const char *key, const char *path,
                          const ax_json **out);
-/* metrics.KEY = {"mean", "ci95": [lo, hi]} (no domain check) */
-ax_status ax_rep_get_stat(const ax_json *metrics, const char *key, const char *path,
+/* obj.key = [lo, hi]: both in [min, max], lo <= hi (else damaged: rerun cmd; NULL: the command
+ * that wrote it); field names it in messages */
+ax_status ax_rep_get_pair(const ax_json *obj, const char *key, const char *field, double min,
+                          double max, const char *cmd, const char *path, double out[2]);
+/* obj.key = {"mean", "ci95": [lo, hi]}, a rate: all in [0, 1], lo <= mean <= hi; named sec.key */
+ax_status ax_rep_get_rate(const ax_json *obj, const char *sec, const char *key, const char *path,
                           ax_rep_stat *s);
 /* obj.key as a whole number in [lo, hi]; section names the object in messages ("" = top) */
 ax_status ax_rep_get_int(const ax_json *obj, const char *section, const char *key, int64_t lo,
@@ -222,15 +234,12 @@ ax_status ax_rep_get_in(const ax_json *obj, const char *section, const char *key
                         double hi, const char *path, double *out);
 ax_status ax_rep_opt_typed(const ax_json *obj, const char *key, ax_json_type t, const char *path,
                            const char *field, const ax_json **out);
-void ax_rep_ident_free(ax_rep_ident *id);
 /* schema "axmem-scan" v1; the kind and the checkpoint / dataset identity */
-ax_status ax_rep_scan_header(const ax_json *v, const char *path, const char **kind,
+ax_status ax_rep_scan_header(ax_arena *a, const ax_json *v, const char *path, const char **kind,
                              ax_rep_ident *id);
 typedef ax_status (*ax_rep_line_fn)(const ax_json *row, const char *what, void *ctx);
 /* fn on each non-blank line of a JSONL file; errors name "path line N" */
 ax_status ax_rep_each_jsonl(const char *path, ax_rep_line_fn fn, void *ctx);
-/* headline.c: the one-paragraph verdict and cross-run notes */
-ax_status ax_rep_summarise(ax_report *r);
 /* check.c: domain checks; failures name path and field and say the file was edited or damaged */
 ax_status ax_rep_check_num(double v, double lo, double hi, const char *path, const char *field);
 /* x must be a whole number in [lo, hi] (missing or another type is an error too) */
@@ -247,7 +256,7 @@ typedef struct {
     int64_t bytes, lines;
     uint64_t xxh3;
 } ax_rep_samples_rec;
-ax_status ax_rep_samples_rec_read(const ax_json *scan, const char *scan_path,
+ax_status ax_rep_samples_rec_read(ax_arena *a, const ax_json *scan, const char *scan_path,
                                   ax_rep_samples_rec *rec);
 /* the file exists and matches the record; errors name both files */
 ax_status ax_rep_samples_rec_verify(const ax_rep_samples_rec *rec, const char *scan_path);
@@ -255,18 +264,3 @@ ax_status ax_rep_samples_rec_verify(const ax_rep_samples_rec *rec, const char *s
 const ax_rep_ident *ax_rep_run_ident(const ax_rep_run *run);
 /* generations with a verbatim span, out of total */
 void ax_rep_regurg_counts(const ax_rep_regurg *g, int64_t *hit, int64_t *total);
-
-/* the writers (html.c, markdown.c, json_out.c): append the whole document */
-void ax_rep_write_html(const ax_report *r, ax_rep_buf *b);
-void ax_rep_write_md(const ax_report *r, ax_rep_buf *b);
-void ax_rep_write_json(const ax_report *r, ax_jw *w);
-/* their privacy sections (html_privacy.c, markdown_privacy.c; nothing without those scans) */
-void ax_rep_html_privacy(const ax_report *r, ax_rep_buf *b);
-void ax_rep_md_privacy(const ax_report *r, ax_rep_buf *b);
-void ax_rep_json_mia(ax_jw *w, const ax_rep_run *run); /* run->mia */
-void ax_rep_json_exposure(ax_jw *w, const ax_rep_exposure *e);
-/* the "Memorization over training" sections (html_curves.c, markdown_curves.c, json_curves.c;
- * nothing when no run has a curve) */
-void ax_rep_html_curves(const ax_report *r, ax_rep_buf *b);
-void ax_rep_md_curves(const ax_report *r, ax_rep_buf *b);
-void ax_rep_json_curves(ax_jw *w, const ax_rep_run *run); /* an object, or null */

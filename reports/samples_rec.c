@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
-ax_status ax_rep_samples_rec_read(const ax_json *scan, const char *scan_path,
+ax_status ax_rep_samples_rec_read(ax_arena *a, const ax_json *scan, const char *scan_path,
                                   ax_rep_samples_rec *rec) {
     memset(rec, 0, sizeof *rec);
     const ax_json *o = ax_json_get(scan, "samples");
@@ -30,12 +30,8 @@ ax_status ax_rep_samples_rec_read(const ax_json *scan, const char *scan_path,
     /* a relative name is relative to the scan JSON's folder */
     char dir[4096];
     ax_dirname(scan_path, dir, sizeof dir);
-    size_t n = strlen(dir) + strlen(file) + 2;
-    if (!(rec->path = malloc(n))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
-    if (file[0] == '/')
-        snprintf(rec->path, n, "%s", file);
-    else
-        snprintf(rec->path, n, "%s/%s", dir, file);
+    rec->path =
+        ax_arena_printf(a, "%s%s%s", file[0] == '/' ? "" : dir, file[0] == '/' ? "" : "/", file);
     return AX_OK;
 }
 

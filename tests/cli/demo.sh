@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # `axmem demo` end to end, small (20 steps, 4 documents, vocabulary 300; a few seconds): it
-# runs, writes its summary, scans and report, prints what the commands print, and its library
-# calls give what the commands give: `axmem memscan probe` / `generate` with the flags the demo
-# documents write the same samples, byte for byte, on the demo's checkpoints. The privacy part:
-# the split, the canaries (secrets file 0600), mia.json and exposure.json for both models with
-# values in range, the summary's attack rows (the model-free baselines and their warnings too)
-# equal to them, TPRs null with their reason (a few non-members), exposure rising from 1 to 16
-# repeats on the baseline (the canaries share their prefix, so even 20 steps rank the 16-repeat
-# secrets above the 1-repeat ones: ~4.1 vs ~1.9 bits), no canary text in the report or summary,
-# and --no-privacy skips it all.
+# runs, writes its summary (the report's summary section), scans and report, prints what the
+# commands print, and its library calls give what the commands give: `axmem memscan probe` /
+# `generate` with the flags the demo documents write the same samples, byte for byte, on the
+# demo's checkpoints. The privacy part: the split, the canaries (secrets file 0600), mia.json
+# and exposure.json for both models with values in range, the summary's rows (the model-free
+# baselines and their notes too) equal to them, TPRs null with their reason (a few
+# non-members), exposure rising from 1 to 16 repeats on the baseline (the canaries share their
+# prefix, so even 20 steps rank the 16-repeat secrets above the 1-repeat ones: ~4.1 vs ~1.9
+# bits), no canary text in the report or summary, and --no-privacy skips it all.
 # Usage: tests/cli/demo.sh path/to/axmem
 set -uo pipefail
 AX=$(realpath "$1")
@@ -47,20 +47,29 @@ done
   [ "$(grep -c '^generate: 32 generations of 96 tokens' "$T/out")" = 2 ] &&
   ok "demo: prints the probe and generate lines the commands print" ||
   bad "demo: prints the probe and generate lines the commands print"
-# the summary's numbers are the scans' numbers
+# the summary (the report's summary section, one column per model) holds the scans' numbers
 python3 - "$D" <<'PY' && ok "demo: summary rows match probe.json and regurgitation.json" ||
-import json, re, sys
+import json, sys
 d = sys.argv[1]
-rows = [l for l in open(f"{d}/summary.md") if l.startswith("| baseline") or l.startswith("| goldfish")]
-assert len(rows) == 2, rows
-for run, row in zip(["baseline", "goldfish"], rows):
+summary = open(f"{d}/summary.md").read()
+rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:4]]
+        for l in summary.splitlines() if l.startswith("| ")}
+assert summary.count("|  | baseline | goldfish |") == 1, "one column per model"
+for col, run in enumerate(["baseline", "goldfish"]):
     m = json.load(open(f"{d}/{run}/probe.json"))["metrics"]
     g = json.load(open(f"{d}/{run}/regurgitation.json"))["metrics"]
     em = m["exact_match_rate"]
-    want = "%.0f%% (%.0f-%.0f%%) | %.3f | %.1f tokens" % (
-        100 * em["mean"], 100 * em["ci95"][0], 100 * em["ci95"][1],
-        m["token_accuracy"]["mean"], g["mean_longest_span"])
-    assert want in row, (run, want, row)
+    want = {"exact match (95% CI)": "%.1f%% (%.1f-%.1f%%)" % (100 * em["mean"], 100 * em["ci95"][0], 100 * em["ci95"][1]),
+            "token accuracy": "%.3f" % m["token_accuracy"]["mean"],
+            "longest verbatim span (mean tokens)": "%.1f (max %d)" % (g["mean_longest_span"], g["max_longest_span"]),
+            "goldfish": "none" if run == "baseline" else "hash:k=4,h=13"}
+    for k, v in want.items():
+        assert v in rows[k][col], (run, k, v, rows[k][col])
+    if run == "goldfish":  # the audit: where greedy output first diverged vs dropped positions
+        a = m["goldfish_divergence"]
+        assert "%d/%d" % (a["on_dropped"], a["diverged"]) in rows["first divergences on a dropped position (goldfish audit)"][1]
+assert summary.startswith("# axmem demo: goldfish loss against verbatim memorization\n\n**goldfish ")
+assert " compared with baseline.**" in summary, "the headline states the conclusion"
 PY
   bad "demo: summary rows match probe.json and regurgitation.json"
 # the privacy scans: ranges, the summary's rows (model-free baselines with their warnings),
@@ -71,12 +80,12 @@ d = sys.argv[1]
 errs = []
 def need(c, what):
     if not c: errs.append(what)
+names = {"loss": "loss", "zlib": "zlib ratio", "min_k": "min-k% prob", "min_k_pp": "min-k%++",
+         "zlib_bpb": "zlib bits per byte of the text", "length": "length in tokens"}
 sec = json.load(open(f"{d}/secrets.json"))
 summary = open(f"{d}/summary.md").read()
 rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:4]]
-        for l in summary.splitlines()
-        if l.startswith("| membership") or l.startswith("| canar") or l.startswith("| model-free")}
-need(len(rows) == 6, "summary attack rows: %s" % list(rows))
+        for l in summary.splitlines() if l.startswith("| ")}
 for col, run in enumerate(["baseline", "goldfish"]):
     mia = json.load(open(f"{d}/{run}/mia.json"))
     need(mia["kind"] == "membership-inference", "mia kind")
@@ -84,23 +93,22 @@ for col, run in enumerate(["baseline", "goldfish"]):
     for k, m in mia["metrics"].items():
         lo, hi = m["auc_ci95"]
         need(0 <= lo <= m["auc"] <= hi <= 1, f"{run} {k}: AUC {m['auc']} in [{lo}, {hi}]")
-    for k, name in (("loss", "loss"), ("min_k_pp", "min-k%++")):
-        m = mia["metrics"][k]
-        want = "%.3f (%.3f-%.3f)" % (m["auc"], m["auc_ci95"][0], m["auc_ci95"][1])
-        got = rows.get(f"membership inference: {name} AUC (95% CI)", ["", ""])[col]
-        need(got == want, f"{run}: summary {name} AUC '{got}', mia.json '{want}'")
-    # the model-free baselines beside them, and the warning when one is far from chance
+    # the strongest score and the model-free baseline farthest from chance, by name
+    k, m = max(mia["metrics"].items(), key=lambda kv: kv[1]["auc"])
+    want = "%.3f (%.3f-%.3f), %s" % (m["auc"], m["auc_ci95"][0], m["auc_ci95"][1], names[k])
+    got = rows.get("membership AUC, strongest score (95% CI)", ["", ""])[col]
+    need(got == want, f"{run}: summary AUC '{got}', mia.json '{want}'")
     need(mia["config"]["zlib_level"] == 6, f"{run}: zlib level recorded")
-    for k, name in (("zlib_bpb", "zlib bits per byte of the text"), ("length", "length in tokens")):
-        m = mia["model_free"][k]
-        want = "%.3f (%.3f-%.3f)" % (m["auc"], m["auc_ci95"][0], m["auc_ci95"][1])
-        got = rows.get(f"model-free baseline (reads no model): {name} AUC (95% CI)", ["", ""])[col]
-        need(got == want, f"{run}: summary model-free {name} AUC '{got}', mia.json '{want}'")
+    k, m = max(mia["model_free"].items(), key=lambda kv: abs(kv[1]["auc"] - 0.5))
+    want = "%.3f (%.3f-%.3f), %s" % (m["auc"], m["auc_ci95"][0], m["auc_ci95"][1], names[k])
+    got = rows.get("model-free baseline AUC, farthest from 0.5 (95% CI)", ["", ""])[col]
+    need(got == want, f"{run}: summary model-free AUC '{got}', mia.json '{want}'")
+    for k, m in mia["model_free"].items():
         far = m["auc_ci95"][0] > 0.5 or m["auc_ci95"][1] < 0.5 or abs(m["auc"] - 0.5) >= 0.1
         need(m["far_from_chance"] == (2 if m["auc_ci95"][0] > 0.5 or m["auc_ci95"][1] < 0.5
                                       else 1 if far else 0), f"{run} {k}: far_from_chance")
         need(far == any(f"model-free score {k} " in w for w in mia["warnings"]), f"{run} {k}: warning in mia.json")
-        need(not far or f"model-free score {k} (it reads no model)" in summary, f"{run} {k}: warning in the summary")
+        need(far == (f"a score that reads no model, {names[k]}, separates" in summary), f"{run} {k}: note in the summary")
     # 4 members and a few non-members resolve no TPR at 0.1% or 1% FPR: null, with the reason
     for k, m in list(mia["metrics"].items()) + list(mia["model_free"].items()):
         for rate, n in (("0.001", 1000), ("0.01", 100)):
@@ -112,15 +120,16 @@ for col, run in enumerate(["baseline", "goldfish"]):
     need([r["repeats"] for r in table] == [1, 4, 16], f"{run}: exposure rows")
     top = math.log2(sec["space"])
     need(all(0 <= r["exposure_mean"] <= top + 1e-9 for r in table), f"{run}: exposure range")
-    want = ", ".join("%.2f" % r["exposure_mean"] for r in table)
-    got = rows.get("canary exposure, mean bits at 1,4,16 repeats", ["", ""])[col]
+    want = "%.2f of %.2f at 16 repeats" % (table[-1]["exposure_mean"], exp["max_exposure"])
+    got = rows.get("canary exposure at the most repeats (bits)", ["", ""])[col]
     need(got == want, f"{run}: summary exposure '{got}', exposure.json '{want}'")
     if run == "baseline":
-        print("     baseline exposure (bits) at 1, 4, 16 repeats: " + want)
+        print("     baseline exposure (bits) at 1, 4, 16 repeats: " + ", ".join("%.2f" % r["exposure_mean"] for r in table))
         need(table[-1]["exposure_mean"] > table[0]["exposure_mean"] + 1,
              "baseline: exposure rises from 1 to 16 repeats")
-    want = ", ".join("%d/%d" % (r["extracted"], r["canaries"]) for r in table)
-    got = rows.get("canaries extracted by greedy decoding at 1,4,16 repeats", ["", ""])[col]
+    o = exp["overall"]
+    want = "%d/%d = %.0f%%" % (o["extracted"], o["canaries"], 100 * o["extracted_share"])
+    got = rows.get("canaries extracted by greedy decoding", ["", ""])[col]
     need(got == want, f"{run}: summary extracted '{got}', exposure.json '{want}'")
 need(sec["references_complete"] and len(sec["canaries"]) == 6, "secrets: 6 canaries, exact")
 for f in ("report/report.html", "report/report.md", "report/report.json", "summary.md"):
@@ -128,10 +137,12 @@ for f in ("report/report.html", "report/report.md", "report/report.json", "summa
     shown = [c["prefix"] + c["secret"] for c in sec["canaries"] if c["prefix"] + c["secret"] in text]
     need(not shown, f"{f} shows canaries {shown}")
 md, html = open(f"{d}/report/report.md").read(), open(f"{d}/report/report.html").read()
+need(md.startswith(summary.rstrip("\n")), "summary.md is the report's first section")
 need("## Membership inference" in md and "## Canary exposure" in md, "report.md: privacy sections")
 need("length in tokens (model-free)" in md and "length in tokens (model-free)" in html, "report: model-free rows")
 need("TPR at 0.1% FPR needs >= 1000 non-members" in md, "report: why the TPRs are n/a")
 need("Membership inference" in html and "Canary exposure" in html, "report.html: privacy sections")
+need('id="goldfish-audit"' in html, "report.html: the goldfish audit")
 for e in errs: print("     " + e)
 sys.exit(1 if errs else 0)
 PY

@@ -197,33 +197,34 @@ python3 - "$T" <<'PY' 2>"$T/err" && ok "report: curve points, flags and section 
 import json, sys
 t = sys.argv[1]
 def load(p): return json.load(open(p))
-runs = {r["label"]: r["over_training"] for r in load(f"{t}/rc/report.json")["runs"]}
+rep = load(f"{t}/rc/report.json")  # the document: blocks by id, table rows keyed by column
+B = {b["id"]: b for s in rep["sections"] for b in s["blocks"] if "id" in b}
+ext = lambda run, src: [r for r in B["curve-extraction"]["rows"] if r["run"] == run and r["source"] == src]
 c = load(f"{t}/scans/probe.curve.json")
-pts = runs["steps"]["probe"]["points"]
+pts = ext("steps", "memscan probe --all-steps")
 assert [p["step"] for p in pts] == [p["step"] for p in c["points"]] == [2, 4, 6], pts
 for a, b in zip(pts, c["points"]):
-    assert a["value"] == b["exact_match_rate"]["mean"] and a["ci95"] == b["exact_match_rate"]["ci95"]
+    assert a["exact_match"]["value"] == b["exact_match_rate"]["mean"] and a["exact_match"]["ci95"] == b["exact_match_rate"]["ci95"]
     assert a["token_accuracy"] == b["token_accuracy"]["mean"]
-mia = runs["steps"]["mia"]
-assert [p["value"] for p in mia["points"]] == \
-       [p["scores"][mia["score"]]["auc"] for p in load(f"{t}/mia/mia.curve.json")["points"]]
-assert [p["value"] for p in runs["steps"]["exposure"]["points"]] == \
+mia = [r for r in B["curve-mia"]["rows"] if r["run"] == "steps"]
+assert [p["auc"]["value"] for p in mia] == \
+       [p["scores"][mia[0]["score"]["id"]]["auc"] for p in load(f"{t}/mia/mia.curve.json")["points"]]
+assert [r["exposure_mean"] for r in B["curve-exposure"]["rows"] if r["run"] == "steps"] == \
        [p["overall"]["exposure_mean"] for p in load(f"{t}/exp/exposure.curve.json")["points"]]
 for run, d in (("train", "rs"), ("mem", "rw")):  # the records as written; the flags agree
     recs = [json.loads(l) for l in open(f"{t}/{d}/metrics.jsonl") if '"scan"' in l]
-    got = [(p["step"], p["value"], p["ci95"], p["extraction_rising"])
-           for p in runs[run]["train_scans"]["points"]]
+    got = [(p["step"], p["exact_match"]["value"], p["exact_match"]["ci95"], p.get("flagged", False))
+           for p in ext(run, "train --scan-every")]
     assert got == [(r["step"], r["exact_match"], [r["exact_match_lo"], r["exact_match_hi"]],
                     r["extraction_rising"]) for r in recs], (run, got)
-assert any(p["extraction_rising"] for p in runs["mem"]["train_scans"]["points"])
-assert runs["dmg"]["probe"]["skipped"] == 1
+assert any(p.get("flagged") for p in ext("mem", "train --scan-every"))
 html, md = open(f"{t}/rc/report.html").read(), open(f"{t}/rc/report.md").read()
+assert "dmg: 1 checkpoint(s) could not be opened" in md
 assert html.count("Memorization over training</h2>") == 1 and html.count('class="band"') >= 2
 assert "Membership inference versus training step" in html
 assert "Canary exposure versus training step" in html
-flags = sum(p["extraction_rising"] for r in runs.values() if r
-            for k in ("probe", "train_scans") if k in r for p in r[k]["points"])
-assert html.count('<tr class="rising">') == flags >= 1, flags
+flags = sum(1 for r in B["curve-extraction"]["rows"] if r.get("flagged"))
+assert html.count('<tr class="flag">') == flags >= 1, flags
 for p in c["points"]: assert f"| steps | memscan probe --all-steps | {p['step']} |" in md
 assert "| mem | train --scan-every | 80 |" in md and "ROSE above the previous upper bound" in md
 PY

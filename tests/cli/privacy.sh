@@ -181,10 +181,10 @@ ok = ok and len(j["warnings"]) == 2 and any(
 sys.exit(0 if ok else 1)
 PY
 run "report: the shifted scan" "$AX" report --scan "shift=$T/miashift/mia.json" --out "$T/rep-shift"
-grep -q "^\*\*Warning:\*\* shift: the model-free score length in tokens (model-free) has AUC 1.000" \
+grep -q "^\*\*Warning:\*\* shift: the model-free score length in tokens has AUC 1.000" \
   "$T/rep-shift/report.md" && grep -q '<p class="note">Warning: shift: the model-free score length' \
   "$T/rep-shift/report.html" &&
-  python3 -c 'import json, sys; w = json.load(open(sys.argv[1]))["runs"][0]["membership_inference"]["warnings"]; sys.exit(0 if len(w) == 2 and "zlib bits per byte of the text (model-free) has AUC 0.000" in w[0] else 1)' "$T/rep-shift/report.json" &&
+  python3 -c 'import json, sys; w = [b["text"] for s in json.load(open(sys.argv[1]))["sections"] for b in s["blocks"] if b.get("style") == "warning"]; sys.exit(0 if len(w) == 2 and "zlib bits per byte of the text has AUC 0.000" in w[0] else 1)' "$T/rep-shift/report.json" &&
   ok "report: the warning in HTML, Markdown and JSON" || bad "report: the warning in HTML, Markdown and JSON"
 
 # ---- the same documents on both sides are refused before any scoring
@@ -354,25 +354,30 @@ for f in ("report.html", "report.md", "report.json"):
     need(stat.S_IMODE(os.stat(f"{t}/rep/{f}").st_mode) == 0o600, f"{f} mode 0600")
 need('id="mia"' in html and 'id="exposure"' in html, "html sections")
 need(html.count('class="chance"') == 2, "one log-log ROC per run, with the chance line")
-need('<div class="row">' in html and "(log-log)" in html, "ROC charts side by side")
+need("(log-log)" in html and html.count('<ul class="legend">') >= 2, "ROC charts, HTML legends")
 need(html.count('class="maxline"') == 1 and "log2 scale" in html, "exposure chart, max marked")
 need("## Membership inference" in md and "## Canary exposure" in md, "markdown sections")
 mia = json.load(open(f"{t}/mia/mia.json"))
 exp = json.load(open(f"{t}/exp/exposure.json"))
-runs = {r["label"]: r for r in rep["runs"]}
-m = runs["one"]["membership_inference"]
-need(set(m["scores"]) == set(mia["metrics"]), "report.json scores")
+# report.json is the document: blocks by id, table rows keyed by column
+B = {b["id"]: b for s in rep["sections"] for b in s["blocks"] if "id" in b}
+rows = {r["score"]["id"]: r for r in B["mia"]["rows"] if r["run"] == "one"}
+scores = list(mia["metrics"].items()) + list(mia["model_free"].items())
+need(set(rows) == {k for k, _ in scores}, "report.json scores")
+for (k, v), s in zip(scores, B["chart-roc-one"]["series"]):  # the ROC chart's data, in order
+    need(rows[k]["auc"]["value"] == v["auc"] and rows[k]["auc"]["ci95"] == v["auc_ci95"], f"{k}: AUC")
+    need(s["x"] == [p[0] for p in v["roc"]] and s["y"] == [p[1] for p in v["roc"]], f"{k}: ROC")
 for k, v in mia["metrics"].items():
-    need(m["scores"][k]["auc"] == v["auc"] and m["scores"][k]["roc"] == v["roc"], f"{k}: AUC, ROC")
     need(f"| one | " in md and f"{v['auc']:.3f} ({v['auc_ci95'][0]:.3f}-{v['auc_ci95'][1]:.3f})" in md, f"{k}: md row")
 for k, name in (("zlib_bpb", "zlib bits per byte of the text"), ("length", "length in tokens")):
     v = mia["model_free"][k]
-    need(m["model_free"][k]["auc"] == v["auc"] and m["model_free"][k]["roc"] == v["roc"], f"{k}: report.json")
     need(f"| one | {name} (model-free) | {v['auc']:.3f} ({v['auc_ci95'][0]:.3f}-{v['auc_ci95'][1]:.3f}) | n/a | n/a |" in md, f"{k}: md row")
-need("TPR at 0.1% FPR needs >= 1000 non-members" in md and m["scores"]["loss"]["tpr_at_fpr_0.01"] is None, "TPRs n/a")
-e = runs["one"]["canary_exposure"]
-need([b["repeats"] for b in e["by_repeats"]] == [b["repeats"] for b in exp["by_repeats"]], "repeat rows")
-need(all(abs(a["exposure_mean"] - b["exposure_mean"]) < 1e-12 for a, b in zip(e["by_repeats"], exp["by_repeats"])), "exposure means")
+need("min_k_pp" not in html and "min_k_pp" not in md, "score names, not ids, for readers")
+need("TPR at 0.1% FPR needs >= 1000 non-members" in md and rows["loss"]["tpr_at_fpr_0.01"] is None, "TPRs n/a")
+e = [r for r in B["exposure"]["rows"] if r["run"] == "one" and r["repeats"] != "all"]
+need([r["repeats"] for r in e] == [b["repeats"] for b in exp["by_repeats"]], "repeat rows")
+need(all(abs(a["exposure_mean"] - b["exposure_mean"]) < 1e-12 for a, b in zip(e, exp["by_repeats"])), "exposure means")
+need(B["chart-exposure"]["y_axis"]["range"][1] == exp["max_exposure"], "exposure axis ends at log2 |R|")
 for b in exp["by_repeats"]:
     need(f"| one | {b['repeats']} | {b['canaries']} | {b['exposure_mean']:.2f} |" in md, f"md exposure row {b['repeats']}")
 # 3-digit secrets also occur as digits of numbers: look where a report would put them (the

@@ -323,7 +323,7 @@ import json, sys
 s = json.load(open(sys.argv[1])); del s["samples"]; json.dump(s, open(sys.argv[2], "w"))
 PY
 cp "$T/both/probe.samples.jsonl" "$T/old/samples.jsonl"
-"$AX" report --run "old=$T/old" --out "$T/rep3" >/dev/null 2>"$T/err" && grep -q '"top_samples"' "$T/rep3/report.json" \
+"$AX" report --run "old=$T/old" --out "$T/rep3" >/dev/null 2>"$T/err" && grep -q '"id":"top-samples-old"' "$T/rep3/report.json" \
   && ok "report reads the older scan.json + samples.jsonl" || bad "report reads the older scan.json + samples.jsonl"
 # a full disk leaves the previous complete scan, or none: never a scan JSON beside cut samples
 M="$T/disk"

@@ -133,42 +133,42 @@ Test(report, writes_three_outputs_and_json_round_trips, .init = setup, .fini = t
     cr_assert_eq(ax_json_get_str(v, "schema", "r", &s), AX_OK);
     cr_assert_str_eq(s, "axmem-report");
     cr_assert_eq(ax_json_get_i64(v, "version", "r", &ver), AX_OK);
-    cr_assert_eq(ver, 1);
+    cr_assert_eq(ver, 2);
+    cr_assert_eq(ax_json_get_str(v, "conclusion", "r", &s), AX_OK);
+    cr_assert_str_eq(s, "goldfish stopped verbatim copying (100% -> 0% exact) compared with "
+                        "baseline.");
+    cr_assert(strstr(html, "<strong>goldfish stopped verbatim copying"), "the verdict first");
     cr_assert_eq(ax_json_get_str(v, "headline", "r", &s), AX_OK);
     cr_assert(strstr(s, "baseline: 4/4 probed documents reproduced verbatim; goldfish: 0/4"), "%s",
               s);
-    const ax_json *runs = ax_json_get(v, "runs");
-    cr_assert(runs && runs->n == 2);
-    const ax_json *p0 = ax_json_get(runs->items[0], "probe");
-    const ax_json *em = ax_json_get(p0, "exact_match_rate");
-    double x;
-    cr_assert_eq(ax_json_get_num(em, "mean", "r", &x), AX_OK);
-    cr_assert_float_eq(x, 1.0, 1e-12);
-    cr_assert_eq(ax_json_get_num(p0, "matched_prefix_mean", "r", &x), AX_OK);
-    cr_assert_float_eq(x, 2.5, 1e-12);
-    cr_assert_eq(ax_json_get(p0, "by_duplication")->n, 2);
-    const ax_json *top = ax_json_get(p0, "top_samples");
+    /* the summary: one column per run; cells typed (a rate with its count and interval) */
+    const ax_json *em = ax_json_get(rt_row(v, "summary", 2), "baseline");
+    cr_assert_str_eq(ax_json_get(rt_row(v, "summary", 2), "metric")->str, "exact match (95% CI)");
+    cr_assert_float_eq(rt_num(em), 1.0, 1e-12);
+    cr_assert_eq(ax_json_get(em, "count")->num, 4);
+    cr_assert_eq(ax_json_get(em, "total")->num, 4);
+    cr_assert_eq(ax_json_get(em, "ci95")->items[0]->num, 0.5);
+    cr_assert(strstr(md, "| exact match (95% CI) | 4/4 = 100.0% (50.0-100.0%) | 0/4 = 0.0% "
+                         "(0.0-0.0%) |"),
+              "%s", md);
+    cr_assert_float_eq(rt_num(rt_fact(v, "probe-baseline", "matched prefix (mean)")), 2.5, 1e-12);
+    cr_assert_eq(ax_json_get(rt_block(v, "by-duplication-baseline"), "rows")->n, 2);
+    const ax_json *top = ax_json_get(rt_block(v, "top-samples-baseline"), "rows");
     cr_assert_eq(top->n, 4);
-    cr_assert_eq(ax_json_get_i64(top->items[0], "doc", "r", &ver), AX_OK);
-    cr_assert_eq(ver, 7, "the exact match ranks first");
-    cr_assert_eq(ax_json_get_str(top->items[0], "truth_text", "r", &s), AX_OK);
-    cr_assert_str_eq(s, "<script>alert(1)</script> & more", "JSON keeps the raw text");
-    const ax_json *g1 = ax_json_get(runs->items[1], "regurgitation");
-    cr_assert_eq(ax_json_get_i64(g1, "with_verbatim_span", "r", &ver), AX_OK);
-    cr_assert_eq(ver, 3);
-    const ax_json *t1 = ax_json_get(runs->items[1], "training");
-    cr_assert_eq(ax_json_get_num(t1, "final_loss", "r", &x), AX_OK);
-    cr_assert_float_eq(x, 1.125, 1e-12);
-    cr_assert_eq(ax_json_get_num(t1, "final_val_loss", "r", &x), AX_OK);
-    cr_assert_float_eq(x, 9.5, 1e-12);
-    cr_assert_eq(ax_json_get(ax_json_get(t1, "loss_curve"), "loss")->n, 3);
-    cr_assert_eq(ax_json_get_str(ax_json_get(runs->items[1], "checkpoint"), "goldfish", "r", &s),
-                 AX_OK);
-    cr_assert_str_eq(s, "hash:k=4,h=13");
-    const ax_json *ix = ax_json_get(v, "index");
-    cr_assert_eq(ax_json_get_i64(ax_json_get(ix, "duplication_histogram"), "2-3", "r", &ver),
-                 AX_OK);
-    cr_assert_eq(ver, 4);
+    cr_assert_eq(rt_num(ax_json_get(top->items[0], "doc")), 7, "the exact match ranks first");
+    cr_assert_str_eq(ax_json_get(top->items[0], "truth_text")->str,
+                     "<script>alert(1)</script> & more", "JSON keeps the raw text");
+    cr_assert_eq(
+        ax_json_get(rt_fact(v, "regurgitation-goldfish", "with a verbatim training span"), "count")
+            ->num,
+        3);
+    cr_assert_float_eq(rt_num(ax_json_get(rt_row(v, "training", 1), "final_loss")), 1.125, 1e-12);
+    cr_assert_float_eq(rt_num(ax_json_get(rt_row(v, "training", 1), "final_val_loss")), 9.5, 1e-12);
+    cr_assert_eq(ax_json_get(ax_json_get(rt_block(v, "chart-loss"), "series")->items[1], "y")->n,
+                 3);
+    cr_assert_str_eq(rt_fact(v, "run-goldfish", "goldfish")->str, "hash:k=4,h=13");
+    cr_assert_str_eq(ax_json_get(rt_row(v, "duplication", 1), "occurrences")->str, "2-3");
+    cr_assert_eq(rt_num(ax_json_get(rt_row(v, "duplication", 1), "distinct_windows")), 4);
     cr_assert(strstr(md, "# axmem memorization report: baseline vs goldfish"));
     /* no temporaries left behind */
     char tmp[128];
@@ -225,20 +225,24 @@ Test(report, text_is_clipped_or_hidden, .init = setup, .fini = teardown) {
     free(html);
 }
 
-Test(report, markdown_has_one_row_per_run, .init = setup, .fini = teardown) {
+/* the summary has a column per run (it stays narrow), each goldfish run judged against the
+ * baseline in the headline */
+Test(report, summary_has_one_column_per_run, .init = setup, .fini = teardown) {
     two_runs();
     probe("third", "static:k=4", 2);
     ax_report_input in[] = {
         {"baseline", "base", 0}, {"goldfish", "gold", 0}, {"third", "third", 0}};
     cr_assert_eq(build(in, 3, 0, 80), AX_OK, "%s", ax_error_msg());
     char *md = slurp("out/report.md");
-    const char *t = strstr(md, "| run |");
-    cr_assert_not_null(t);
-    t = strchr(strchr(t, '\n') + 1, '\n') + 1; /* past the header and |---| lines */
-    int rows = 0;
-    while (*t == '|') rows++, t = strchr(t, '\n') + 1;
-    cr_assert_eq(rows, 3);
-    cr_assert(strstr(md, "| third | static:k=4 | 300 | 2/4 = 50.0%"), "%s", md);
+    cr_assert(strstr(md, "|  | baseline | goldfish | third |\n|---|---|---|---|\n"), "%s", md);
+    cr_assert(strstr(md, "| goldfish | none | hash:k=4,h=13 | static:k=4 |"), "%s", md);
+    cr_assert(strstr(md, "| exact match (95% CI) | 4/4 = 100.0% (50.0-100.0%) | 0/4 = 0.0% "
+                         "(0.0-0.0%) | 2/4 = 50.0% (25.0-50.0%) |"),
+              "%s", md);
+    cr_assert(strstr(md, "**goldfish stopped verbatim copying (100% -> 0% exact) compared with "
+                         "baseline. third did not measurably reduce verbatim copying (100% -> "
+                         "50% exact) compared with baseline.**"),
+              "%s", md);
     free(md);
 }
 
@@ -249,7 +253,7 @@ Test(report, single_scan_files_merge_by_label, .init = setup, .fini = teardown) 
     cr_assert_eq(build(in, 2, 0, 80), AX_OK, "%s", ax_error_msg());
     char *md = slurp("out/report.md");
     cr_assert(strstr(md, "m: 4/4 probed documents reproduced verbatim"), "%s", md);
-    cr_assert(strstr(md, "5/8 (62%)"), "%s", md);
+    cr_assert(strstr(md, "5/8 = 62%"), "%s", md);
     free(md);
 }
 

@@ -65,20 +65,21 @@ Test(report_curves, good_curves_render_rows_charts_and_json, .init = setup, .fin
     cr_assert(strstr(html, "<h2 id=\"over-training\">Memorization over training</h2>"));
     /* one row per step; step 6 (50%) rose above step 4's upper bound (30%), step 4 (10%) did
      * not rise above step 2's (20%) */
-    cr_assert(strstr(html, "<tr class=\"rising\"><td>a</td><td>memscan probe --all-steps</td><td "
-                           "class=\"num\">6</td><td class=\"num\">50.0%</td><td "
-                           "class=\"num\">30.0-70.0%</td><td class=\"num\">80.0%</td><td>ROSE "
-                           "above the previous upper bound</td></tr>"),
+    cr_assert(strstr(html, "<tr class=\"flag\"><td>a</td><td>memscan probe --all-steps</td><td "
+                           "class=\"num\"><span class=\"n\">6</span></td><td "
+                           "class=\"num\"><span class=\"n\">50.0% (30.0-70.0%)</span></td><td "
+                           "class=\"num\"><span class=\"n\">80.0%</span></td><td>ROSE above "
+                           "the previous upper bound</td></tr>"),
               "step 6 row");
-    cr_assert(strstr(html,
-                     "<tr><td>a</td><td>memscan probe --all-steps</td><td class=\"num\">4</td>"
-                     "<td class=\"num\">10.0%</td><td class=\"num\">1.0-30.0%</td><td "
-                     "class=\"num\">50.0%</td><td></td></tr>"),
+    cr_assert(strstr(html, "<tr><td>a</td><td>memscan probe --all-steps</td><td "
+                           "class=\"num\"><span class=\"n\">4</span></td><td "
+                           "class=\"num\"><span class=\"n\">10.0% (1.0-30.0%)</span></td><td "
+                           "class=\"num\"><span class=\"n\">50.0%</span></td><td></td></tr>"),
               "step 4 row");
-    cr_assert_eq(count(html, "<tr class=\"rising\">"), 1);
-    cr_assert(strstr(md, "| a | memscan probe --all-steps | 6 | 50.0% | 30.0-70.0% | 80.0% | ROSE "
+    cr_assert_eq(count(html, "<tr class=\"flag\">"), 1);
+    cr_assert(strstr(md, "| a | memscan probe --all-steps | 6 | 50.0% (30.0-70.0%) | 80.0% | ROSE "
                          "above the previous upper bound |"));
-    cr_assert(strstr(md, "| a | memscan probe --all-steps | 2 | 0.0% | 0.0-20.0% | 30.0% |  |"));
+    cr_assert(strstr(md, "| a | memscan probe --all-steps | 2 | 0.0% (0.0-20.0%) | 30.0% |  |"));
     /* charts: extraction with its band (the probe and the mia curves have intervals), AUC with
      * the chance line, mean exposure; three points as markers on each */
     cr_assert(
@@ -90,26 +91,28 @@ Test(report_curves, good_curves_render_rows_charts_and_json, .init = setup, .fin
     cr_assert(strstr(html, "<title>a: 6, 0.81</title></circle>"));
     cr_assert(strstr(html, "<title>a: 6, 7.5</title></circle>"));
     cr_assert(strstr(html, "1 checkpoint(s) could not be opened"), "the skipped step");
-    cr_assert(strstr(md, "a: membership-inference AUC (loss score) by step: step 2: 0.500 "
-                         "(0.400-0.600); step 6: 0.810 (0.700-0.900)"));
-    cr_assert(strstr(md, "a: mean canary exposure (bits) by step: step 2: 1.250; step 6: 7.500"));
-    /* report.json: the curves per run, flag included */
+    cr_assert(strstr(md, "| a | loss | 2 | 0.500 (0.400-0.600) |"), "%s", md);
+    cr_assert(strstr(md, "| a | loss | 6 | 0.810 (0.700-0.900) |"), "%s", md);
+    cr_assert(strstr(md, "| a | 6 | 7.500 |"), "%s", md);
+    /* the exposure axis ends at log2 |R|, which the curve records */
+    cr_assert(strstr(html, "log2|R| = 9.97 bits"));
+    /* report.json: the tables and charts, flag included */
     ax_json *v = NULL;
     cr_assert_eq(ax_json_parse(js, strlen(js), "report.json", &v), AX_OK, "%s", ax_error_msg());
-    const ax_json *run = ax_json_get(v, "runs")->items[0], *ot = ax_json_get(run, "over_training");
-    cr_assert(ot && ot->type == AX_JSON_OBJ);
-    const ax_json *pts = ax_json_get(ax_json_get(ot, "probe"), "points");
+    const ax_json *pts = ax_json_get(rt_block(v, "curve-extraction"), "rows");
     cr_assert_eq(pts->n, 3);
-    cr_assert_eq(ax_json_get(pts->items[2], "step")->num, 6);
-    cr_assert_eq(ax_json_get(pts->items[2], "value")->num, 0.5);
-    cr_assert(ax_json_get(pts->items[2], "extraction_rising")->num != 0);
-    cr_assert(ax_json_get(pts->items[1], "extraction_rising")->num == 0);
-    cr_assert_eq(ax_json_get(ax_json_get(ot, "probe"), "skipped")->num, 1);
-    cr_assert_str_eq(ax_json_get(ax_json_get(ot, "mia"), "score")->str, "loss");
-    cr_assert_eq(
-        ax_json_get(ax_json_get(ax_json_get(ot, "exposure"), "points")->items[1], "value")->num,
-        7.5);
-    cr_assert_null(ax_json_get(ot, "train_scans"));
+    cr_assert_eq(rt_num(ax_json_get(pts->items[2], "step")), 6);
+    cr_assert_eq(rt_num(ax_json_get(pts->items[2], "exact_match")), 0.5);
+    cr_assert_not_null(ax_json_get(pts->items[2], "flagged"));
+    cr_assert_null(ax_json_get(pts->items[1], "flagged"));
+    cr_assert(strstr(js, "1 checkpoint(s) could not be opened"));
+    cr_assert_str_eq(ax_json_get(ax_json_get(rt_row(v, "curve-mia", 0), "score"), "id")->str,
+                     "loss");
+    cr_assert_eq(rt_num(ax_json_get(rt_row(v, "curve-exposure", 1), "exposure_mean")), 7.5);
+    const ax_json *ys = ax_json_get(rt_block(v, "chart-curve-exposure"), "y_axis");
+    cr_assert_eq(ax_json_get(ys, "range")->items[1]->num, 9.97);
+    for (size_t k = 0; k < pts->n; k++) /* no train --scan-every records in this run */
+        cr_assert_str_eq(ax_json_get(pts->items[k], "source")->str, "memscan probe --all-steps");
     ax_json_free(v);
     free(html), free(md), free(js);
 }
@@ -118,7 +121,7 @@ Test(report_curves, a_curve_file_given_with_scan, .init = setup, .fini = teardow
     put("s/any-name.json", "%s", good_probe);
     cr_assert_eq(build("b", "s/any-name.json", 1), AX_OK, "%s", ax_error_msg());
     char *md = slurp("out/report.md");
-    cr_assert(strstr(md, "| b | memscan probe --all-steps | 4 | 10.0% |"));
+    cr_assert(strstr(md, "| b | memscan probe --all-steps | 4 | 10.0% (1.0-30.0%) |"), "%s", md);
     free(md);
 }
 
@@ -135,17 +138,16 @@ Test(report_curves, scan_records_in_metrics_jsonl, .init = setup, .fini = teardo
         "\"file\":\"/x\"}\n");
     cr_assert_eq(build("t", "r", 0), AX_OK, "%s", ax_error_msg());
     char *md = slurp("out/report.md"), *js = slurp("out/report.json");
-    cr_assert(strstr(md, "| t | train --scan-every | 2 | 0.0% | 0.0-25.0% | 20.0% |  |"));
-    cr_assert(strstr(md, "| t | train --scan-every | 4 | 75.0% | 50.0-90.0% | 90.0% | ROSE above "
+    cr_assert(strstr(md, "| t | train --scan-every | 2 | 0.0% (0.0-25.0%) | 20.0% |  |"), "%s", md);
+    cr_assert(strstr(md, "| t | train --scan-every | 4 | 75.0% (50.0-90.0%) | 90.0% | ROSE above "
                          "the previous upper bound |"));
     ax_json *v = NULL;
     cr_assert_eq(ax_json_parse(js, strlen(js), "report.json", &v), AX_OK);
-    const ax_json *run = ax_json_get(v, "runs")->items[0];
     /* losses still read, scan records not mistaken for them */
-    cr_assert_eq(ax_json_get(ax_json_get(run, "training"), "steps_logged")->num, 3);
-    const ax_json *ts = ax_json_get(ax_json_get(run, "over_training"), "train_scans");
-    cr_assert_not_null(ts);
-    cr_assert_eq(ax_json_get(ts, "points")->n, 2);
+    cr_assert_eq(rt_num(ax_json_get(rt_row(v, "training", 0), "steps")), 3);
+    cr_assert_eq(ax_json_get(rt_block(v, "curve-extraction"), "rows")->n, 2);
+    cr_assert_str_eq(ax_json_get(rt_row(v, "curve-extraction", 1), "source")->str,
+                     "train --scan-every");
     ax_json_free(v);
     free(md), free(js);
 }
@@ -237,6 +239,7 @@ Test(report_curves, a_training_run_with_scan_records_alone, .init = setup, .fini
         "\"exact_match_lo\":0.1,\"exact_match_hi\":0.5,\"token_accuracy\":0.5}\n");
     cr_assert_eq(build("t", "r", 0), AX_OK, "%s", ax_error_msg());
     char *md = slurp("out/report.md");
-    cr_assert(strstr(md, "| t | train --scan-every | 2 | 25.0% | 10.0-50.0% | 50.0% |  |"));
+    cr_assert(strstr(md, "| t | train --scan-every | 2 | 25.0% (10.0-50.0%) | 50.0% |  |"), "%s",
+              md);
     free(md);
 }

@@ -207,11 +207,14 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
     /* the membership-inference table: one row per score, AUC with its interval, TPRs (n/a: 4
      * non-members resolve neither rate), counts; then the model-free rows */
     cr_assert(strstr(html, "<h2 id=\"mia\">Membership inference</h2>"));
-    cr_assert(strstr(html, "<td>base</td><td>loss</td><td class=\"num\">0.750 (0.500-0.950)</td>"
-                           "<td class=\"num\">n/a</td><td class=\"num\">n/a</td><td "
-                           "class=\"num\">4</td><td class=\"num\">4</td>"),
+    cr_assert(strstr(html, "<td>base</td><td>loss</td><td class=\"num\"><span class=\"n\">0.750 "
+                           "(0.500-0.950)</span></td><td class=\"num\"><span "
+                           "class=\"n\">n/a</span></td><td class=\"num\"><span "
+                           "class=\"n\">n/a</span></td><td class=\"num\"><span "
+                           "class=\"n\">4</span></td>"),
               "mia row");
-    cr_assert(strstr(html, "<td>min-k%++</td><td class=\"num\">0.625 (0.375-0.875)</td>"));
+    cr_assert(strstr(html, "<td>min-k%++</td><td class=\"num\"><span class=\"n\">0.625 "
+                           "(0.375-0.875)</span></td>"));
     cr_assert(strstr(md, "| base | loss | 0.750 (0.500-0.950) | n/a | n/a | 4 | 4 |"));
     cr_assert(strstr(md, "| base | min-k%++ | 0.625 (0.375-0.875) | n/a | n/a | 4 | 4 |"));
     cr_assert(strstr(md, "| base | zlib bits per byte of the text (model-free) | 0.500 "
@@ -219,10 +222,14 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
     cr_assert(strstr(md, "| base | length in tokens (model-free) | 0.125 (0.000-0.375) | n/a | "
                          "n/a | 4 | 4 |"));
     cr_assert(strstr(html, "<td>base</td><td>length in tokens (model-free)</td><td "
-                           "class=\"num\">0.125 (0.000-0.375)</td>"));
+                           "class=\"num\"><span class=\"n\">0.125 (0.000-0.375)</span></td>"));
+    /* readers see score names, never the scans' ids */
+    cr_assert_null(strstr(html, "min_k_pp"));
+    cr_assert_null(strstr(md, "min_k_pp"));
+    cr_assert_null(strstr(html, "zlib_bpb"));
     /* the model-free length is far from chance: a warning in both, beside the headline too;
      * why the TPRs are n/a */
-    const char *warn = "base: the model-free score length in tokens (model-free) has AUC 0.125 "
+    const char *warn = "base: the model-free score length in tokens has AUC 0.125 "
                        "(95% CI 0.000-0.375), its interval excluding 0.5: members and "
                        "non-members differ in distribution without the model, so part of the "
                        "model scores";
@@ -234,8 +241,8 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
                          "(a threshold's false positive rate moves in steps of 1/non-members); "
                          "the scan has 4: n/a."),
               "%s", md);
-    cr_assert(strstr(html, "base: a score that reads no model separates members from "
-                           "non-members (length AUC 0.12, 95% CI 0.00-0.38), so part of its "
+    cr_assert(strstr(html, "base: a score that reads no model, length in tokens, separates "
+                           "members from non-members (AUC 0.12, 95% CI 0.00-0.38), so part of the "
                            "membership AUC may be distribution shift."),
               "note beside the headline");
     cr_assert(strstr(md, "zlib level 6"));
@@ -243,24 +250,38 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
     cr_assert(strstr(html, "ROC of the membership attack: base (log-log)"));
     cr_assert_eq(count(html, "class=\"chance\""), 1);
     cr_assert(strstr(html, "<title>loss AUC 0.75</title></polyline>"));
-    cr_assert(strstr(html, "<title>min_k_pp AUC 0.62</title></polyline>"));
+    cr_assert(strstr(html, "<title>min-k%++ AUC 0.62</title></polyline>"));
+    cr_assert(strstr(html, "<title>length in tokens (model-free) AUC 0.12</title></polyline>"));
+    cr_assert(strstr(html, "<li><i style=\"background:#D55E00\"></i>min-k%++ AUC 0.62</li>"),
+              "the legend is HTML text");
     cr_assert(strstr(html, ">0.1%</text>") && strstr(html, ">100%</text>"), "log FPR ticks");
     /* exposure: table by repeat count, then the run's overall row; chart with the maximum */
     cr_assert(strstr(html, "<h2 id=\"exposure\">Canary exposure</h2>"));
-    cr_assert(strstr(md, "| base | 1 | 2 | 1.50 | 1.50 | 0/2 (0%) | 9.97 |"));
-    cr_assert(strstr(md, "| base | 4 | 2 | 8.75 | 8.75 | 1/2 (50%) | 9.97 |"));
-    cr_assert(strstr(md, "| base | all | 4 | 5.12 | 5.25 | 1/4 (25%) | 9.97 |"));
-    cr_assert(strstr(html, "<td>base</td><td>4</td><td class=\"num\">2</td><td "
-                           "class=\"num\">8.75</td>"));
+    cr_assert(strstr(md, "| base | 1 | 2 | 1.50 | 1.50 | 0/2 = 0% | 9.97 |"));
+    cr_assert(strstr(md, "| base | 4 | 2 | 8.75 | 8.75 | 1/2 = 50% | 9.97 |"));
+    cr_assert(strstr(md, "| base | all | 4 | 5.12 | 5.25 | 1/4 = 25% | 9.97 |"));
+    cr_assert(strstr(html, "<td>base</td><td class=\"num\"><span class=\"n\">4</span></td><td "
+                           "class=\"num\"><span class=\"n\">2</span></td><td "
+                           "class=\"num\"><span class=\"n\">8.75</span></td>"));
     cr_assert(strstr(html, "Canary exposure by repeat count"));
     cr_assert(strstr(html, "maximum possible exposure log2|R| = 9.97 bits"));
     cr_assert_eq(count(html, "class=\"maxline\""), 1);
     cr_assert(strstr(html, "log2 scale"));
     cr_assert(strstr(html, ">16</text>") == NULL, "x ticks stop near the largest repeat count");
+    /* the y axis ends at the natural bound log2 |R| = 9.97, not a rounded 15 */
+    cr_assert(strstr(html, "class=\"yl\">8</text>") && !strstr(html, "class=\"yl\">10</text>"));
     cr_assert(strstr(html, ">4</text>") && strstr(html, ">2</text>"), "powers of 2 on x");
     cr_assert_eq(count(html, "<circle"), 4, "one marker per canary");
     /* the summary table's columns for them */
-    cr_assert(strstr(md, "| 0.750 (loss) | 8.75 of 9.97 bits (x4) |"), "%s", md);
+    cr_assert(
+        strstr(md, "| membership AUC, strongest score (95% CI) | 0.750 (0.500-0.950), loss |"),
+        "%s", md);
+    cr_assert(strstr(md, "| model-free baseline AUC, farthest from 0.5 (95% CI) | 0.125 "
+                         "(0.000-0.375), length in tokens |"),
+              "%s", md);
+    cr_assert(strstr(md, "| canary exposure at the most repeats (bits) | 8.75 of 9.97 at 4 "
+                         "repeats |"),
+              "%s", md);
     /* the headline names both */
     cr_assert(strstr(html, "Membership inference AUC (0.5 = chance, strongest score): base 0.75 "
                            "(loss)."),
@@ -270,32 +291,30 @@ Test(report_privacy, good_files_render_tables_and_charts, .init = setup, .fini =
     /* report.json: the same numbers, no secrets */
     ax_json *v = NULL;
     cr_assert_eq(ax_json_parse(js, strlen(js), "report.json", &v), AX_OK, "%s", ax_error_msg());
-    const ax_json *run = ax_json_get(v, "runs")->items[0];
-    const ax_json *m = ax_json_get(run, "membership_inference");
-    cr_assert_not_null(m);
-    const ax_json *loss = ax_json_get(ax_json_get(m, "scores"), "loss");
-    cr_assert_eq(ax_json_get(loss, "auc")->num, 0.75);
-    cr_assert_eq(ax_json_get(loss, "roc")->n, 5);
+    const ax_json *loss = rt_row(v, "mia", 0), *len = rt_row(v, "mia", 3);
+    cr_assert_str_eq(ax_json_get(ax_json_get(loss, "score"), "id")->str, "loss");
+    cr_assert_eq(rt_num(ax_json_get(loss, "auc")), 0.75);
+    cr_assert_eq(ax_json_get(ax_json_get(loss, "auc"), "ci95")->items[1]->num, 0.95);
     cr_assert_eq(ax_json_get(loss, "tpr_at_fpr_0.001")->type, AX_JSON_NULL);
     cr_assert_eq(ax_json_get(loss, "tpr_at_fpr_0.01")->type, AX_JSON_NULL);
-    const ax_json *tn = ax_json_get(m, "tpr_note");
-    cr_assert(tn && tn->type == AX_JSON_STR && strstr(tn->str, "needs >= 1000 non-members"));
-    const ax_json *len = ax_json_get(ax_json_get(m, "model_free"), "length");
-    cr_assert_eq(ax_json_get(len, "auc")->num, 0.125);
-    cr_assert_eq(ax_json_get(len, "far_from_chance")->num, 2);
-    cr_assert_eq(
-        ax_json_get(ax_json_get(ax_json_get(m, "model_free"), "zlib_bpb"), "far_from_chance")->num,
-        0);
-    const ax_json *warns = ax_json_get(m, "warnings");
-    cr_assert(warns && warns->n == 1 && strstr(warns->items[0]->str, warn));
-    cr_assert_eq(ax_json_get(m, "zlib_level")->num, 6);
-    const ax_json *e = ax_json_get(run, "canary_exposure");
-    cr_assert_eq(ax_json_get(e, "by_repeats")->n, 2);
-    cr_assert_eq(ax_json_get(e, "canaries")->n, 4);
-    cr_assert_null(ax_json_get(ax_json_get(e, "canaries")->items[3], "secret"));
+    cr_assert_str_eq(ax_json_get(ax_json_get(len, "score"), "id")->str, "length");
+    cr_assert_eq(rt_num(ax_json_get(len, "auc")), 0.125);
+    const ax_json *roc = ax_json_get(rt_block(v, "chart-roc-base"), "series");
+    cr_assert_eq(roc->n, 4, "two scores and two model-free baselines");
+    cr_assert_eq(ax_json_get(roc->items[0], "x")->n, 5);
+    cr_assert(strstr(js, "needs >= 1000 non-members"));
+    cr_assert(strstr(js, warn));
+    cr_assert(strstr(js, "\"style\":\"warning\""));
+    cr_assert_str_eq(rt_fact(v, "mia-base", "setup")->str,
+                     "4 members, 4 non-members, first 32 tokens of each; 2 scores, 2 model-free; "
+                     "zlib level 6");
+    cr_assert_eq(ax_json_get(rt_block(v, "exposure"), "rows")->n, 3);
+    const ax_json *cans = ax_json_get(rt_block(v, "canaries-base"), "rows");
+    cr_assert_eq(cans->n, 4);
+    cr_assert_null(ax_json_get(cans->items[3], "secret"));
     cr_assert_eq(ax_json_get(v, "show_text")->type, AX_JSON_BOOL);
     cr_assert_eq(ax_json_get(v, "show_text")->num, 0);
-    cr_assert_eq(ax_json_get(run, "probe")->type, AX_JSON_NULL);
+    cr_assert_null(rt_block(v, "probe-base"), "no probe, no probe section");
     ax_json_free(v);
     cr_assert_eq(mode_of("out/report.html"), 0600);
     cr_assert_eq(mode_of("out/report.md"), 0600);
@@ -318,10 +337,11 @@ Test(report_privacy, older_scan_unresolved_tpr_and_no_baseline, .init = setup, .
     cr_assert_null(strstr(md, "(model-free)"));
     ax_json *v = NULL;
     cr_assert_eq(ax_json_parse(js, strlen(js), "report.json", &v), AX_OK, "%s", ax_error_msg());
-    const ax_json *m = ax_json_get(ax_json_get(v, "runs")->items[0], "membership_inference");
-    cr_assert_eq(ax_json_get(m, "model_free")->type, AX_JSON_NULL);
-    const ax_json *loss = ax_json_get(ax_json_get(m, "scores"), "loss");
-    cr_assert_eq(ax_json_get(loss, "tpr_at_fpr_0.001")->type, AX_JSON_NULL);
+    const ax_json *rows = ax_json_get(rt_block(v, "mia"), "rows");
+    for (size_t k = 0; k < rows->n; k++)
+        cr_assert_null(
+            strstr(ax_json_get(ax_json_get(rows->items[k], "score"), "text")->str, "model-free"));
+    cr_assert_eq(ax_json_get(rows->items[0], "tpr_at_fpr_0.001")->type, AX_JSON_NULL);
     ax_json_free(v);
     free(html), free(md), free(js);
 }
@@ -346,14 +366,9 @@ Test(report_privacy, runs_side_by_side, .init = setup, .fini = teardown) {
     ax_report_input in[] = {{"baseline", "a", 0}, {"goldfish", "b", 0}};
     cr_assert_eq(build(in, 2, 0, 0), AX_OK, "%s", ax_error_msg());
     char *html = slurp("out/report.html"), *md = slurp("out/report.md");
-    /* one ROC chart per run in one flex row; one exposure chart with both runs */
-    char *row = strstr(html, "<div class=\"row\">");
-    cr_assert_not_null(row);
-    char *end = strstr(row, "</div>");
-    *end = 0;
-    cr_assert_eq(count(row, "class=\"chance\""), 2);
-    cr_assert(strstr(row, "baseline (log-log)") && strstr(row, "goldfish (log-log)"));
-    *end = '<';
+    /* one ROC chart per run, each full width (legible); one exposure chart with both runs */
+    cr_assert_eq(count(html, "class=\"chance\""), 2);
+    cr_assert(strstr(html, "baseline (log-log)") && strstr(html, "goldfish (log-log)"));
     cr_assert_eq(count(html, "class=\"maxline\""), 1);
     cr_assert_eq(count(html, "<circle"), 8);
     cr_assert_eq(count(md, "| loss | 0.750"), 2);
@@ -558,4 +573,31 @@ Test(report_privacy, duplication_buckets_use_a_log_axis_when_counts_span_decades
     cr_assert(strstr(c, ">1000</text>") && strstr(c, ">1</text>"), "decade ticks");
     cr_assert(strstr(c, "d exact matches 1: 89</title>"), "990 x 0.09 = 89 exact");
     free(html);
+}
+
+/* the headline's conclusion: each goldfish run against the baseline, an effect only where the
+ * two intervals are apart */
+Test(report_privacy, the_headline_concludes_goldfish_against_the_baseline, .init = setup,
+     .fini = teardown) {
+    mia("a"), mia("b");
+    edit("b/mia.json", "\"goldfish\":\"none\"", "\"goldfish\":\"hash:k=4,h=13\"");
+    ax_report_input in[] = {{"baseline", "a", 0}, {"goldfish", "b", 0}};
+    cr_assert_eq(build(in, 2, 0, 0), AX_OK, "%s", ax_error_msg());
+    char *md = slurp("out/report.md");
+    cr_assert(strstr(md, "**goldfish did not measurably reduce membership inference (AUC 0.75 -> "
+                         "0.75) compared with baseline.**"),
+              "%s", md);
+    free(md);
+    /* the goldfish run's scores near chance, their intervals below the baseline's */
+    edit("b/mia.json", "\"auc\":0.75,\"auc_ci95\":[0.5,0.95]",
+         "\"auc\":0.45,\"auc_ci95\":[0.3,0.49]");
+    edit("b/mia.json", "\"auc\":0.625,\"auc_ci95\":[0.375,0.875]",
+         "\"auc\":0.4,\"auc_ci95\":[0.2,0.45]");
+    ax_report_input in2[] = {{"baseline", "a", 0}, {"goldfish", "b", 0}};
+    cr_assert_eq(build(in2, 2, 0, 0), AX_OK, "%s", ax_error_msg());
+    md = slurp("out/report.md");
+    cr_assert(strstr(md, "**goldfish brought membership inference to chance (AUC 0.75 -> 0.45) "
+                         "compared with baseline.**"),
+              "%s", md);
+    free(md);
 }
