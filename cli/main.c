@@ -40,10 +40,7 @@ static void usage(FILE *f) {
                "  AXMEM_STALL_TIMEOUT=SECONDS (fail a multi-rank job whose ranks wait longer\n"
                "  than this in one collective; default 600, 0 = off)\n"
                "GPU runs (--device cuda): AXMEM_CUDA_PLUGIN=PATH (libaxmem_cuda.so),\n"
-               "  AXMEM_CUDA_ATTENTION=flash (fused bf16 kernels; default: blocks on cuBLAS),\n"
-               "  AXMEM_CUDA_BF16_CACHE=MB (bf16 weight copies; 0 = off),\n"
-               "  AXMEM_CUDA_BF16_CHECK=1 (verify every cached copy), AXMEM_CUDA_PROFILE=1\n"
-               "  (per-op device times at exit)\n"
+               "  AXMEM_CUDA_PROFILE=1 (per-op device times at exit)\n"
                "\nCtrl-C (SIGINT), SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 stop at the next safe\n"
                "point (train: after the current step, with a checkpoint); a second one exits\n"
                "at once.\n");

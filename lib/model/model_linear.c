@@ -19,7 +19,10 @@ void tp_gather_begin(ax_model_t *m, int t) {
 }
 
 void tp_gather_end(ax_model_t *m, int t) {
+    tp_tensor *p = &m->tp[t];
     tp_note(m, ax_overlap_wait(m->ov, ov_gather(t)));
+    if (dimz(m) > 1 && p->full16) /* the GEMMs' bf16 copy of the block that landed */
+        ax_to_bf16(m->ctx, p->full16, p->full, (long)(p->shard_n * dimz(m)));
 }
 
 /* normal and vocabulary layers reduce their output over X, transposed ones over Y; the input
@@ -44,9 +47,9 @@ static long in_ld(int in16, long cols) {
  * ranks */
 static void linear_forward(ax_model_t *m, int t, float *out, const void *in, int in16, int N) {
     tp_tensor *p = &m->tp[t];
-    if (in16)
-        ax_gemm_mixed(m->ctx, 'N', 'T', N, p->rows_l, p->cols_l, 1.0f, in, 1, in_ld(1, p->cols_l),
-                      p->full, 0, p->cols_l, 0.0f, out, p->rows_l);
+    if (p->full16) /* a bf16 model: the weight's bf16 copy */
+        ax_gemm_mixed(m->ctx, 'N', 'T', N, p->rows_l, p->cols_l, 1.0f, in, in16,
+                      in_ld(in16, p->cols_l), p->full16, 1, p->cols_l, 0.0f, out, p->rows_l);
     else
         ax_matmul_forward(m->ctx, out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
     allreduce_sum(m, out_axis(p), out, (long)N * p->rows_l);
@@ -106,9 +109,9 @@ static void linear_backward(ax_model_t *m, int t, float *din, const void *dout, 
                             const void *in, int in16, int N) {
     tp_tensor *p = &m->tp[t];
     int n = (int)p->rows_l, k = (int)p->cols_l;
-    if (dout16)
-        ax_gemm_mixed(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, 1, in_ld(1, n), p->full, 0, k, 0.0f,
-                      din, k);
+    if (p->full16)
+        ax_gemm_mixed(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, dout16, in_ld(dout16, n), p->full16, 1,
+                      k, 0.0f, din, k);
     else /* the dX half of matmul_backward, writing instead of accumulating */
         ax_gemm(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, n, p->full, k, 0.0f, din, k);
     tp_note(
