@@ -132,11 +132,9 @@ int main(int argc, char **argv) {
     double f_bound = f_bw > f_flop ? f_bw : f_flop;
     printf("bench_decode: gpt2-124m-shaped, vocabulary %d, batch %d, %d positions, %d threads\n", V,
            B, P, omp_get_max_threads());
-    const char *pk = getenv("AXMEM_DECODE_PACK");
     printf("  %.1f ms per step, %.0f tokens/s (weights %s)\n", 1e3 * per_step, B / per_step,
-           ax_matmul_packs(ax_model_ctx(m)) && !(pk && !strcmp(pk, "0"))
-               ? "packed for decoding"
-               : "unpacked: AXMEM_DECODE_PACK=0 or a backend without packing");
+           ax_matmul_packs(ax_model_ctx(m)) ? "packed for decoding"
+                                            : "unpacked: a backend without packing");
     printf("  bound %.1f ms (weights %.0f MB + KV cache %.0f MB read at %.1f GB/s: %.1f ms; "
            "%.1f GFLOP at %.0f GFLOP/s: %.1f ms; copy rate %.1f GB/s)\n",
            1e3 * bound, params * 4 / 1e6, kv / 1e6, bw / 1e9, 1e3 * t_bw, 2 * params * B / 1e9,

@@ -2,12 +2,12 @@
  * {qkv 768 -> 2304, out 768 -> 768, SwiGLU up 768 -> 4096, down 2048 -> 768} and the LM head
  * 768 -> 50257, every weight distinct (streamed from memory, as in decoding), times N rows.
  * Times the packed kernel (gemv_packed.c, what decoding uses) and the row-major one (gemv.c,
- * AXMEM_DECODE_PACK=0) alternately, medians of `reps` steps each, and prints each as GFLOP/s and
- * as a ratio to the 2048^3 sgemm rate measured before and after (the higher). bench_decode
- * times the whole step; this isolates the part that is ~80% of it at N = 32. At small N the
- * step is bound by the weights' read, not the FLOPs: compare its GB/s of weights with the read
- * ceiling bench_decode prints.
- * Usage: bench_decode_matmuls [N=32] [reps=9]   (threads from OMP_NUM_THREADS) */
+ * what matmul_forward runs on unpacked weights) alternately, medians of `reps` steps each, and
+ * prints each as GFLOP/s and as a ratio to the 2048^3 sgemm rate measured before and after (the
+ * higher). bench_decode times the whole step; this isolates the part that is ~80% of it at N = 32.
+ * At small N the step is bound by the weights' read, not the FLOPs: compare its GB/s of weights
+ * with the read ceiling bench_decode prints. Usage: bench_decode_matmuls [N=32] [reps=9]   (threads
+ * from OMP_NUM_THREADS) */
 #include "lib/backend/cpu/cpu.h"
 #include "lib/backend/cpu/perf.h"
 #include "lib/core/timer.h"
@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
         C[i] = s[0], OC[i] = s[1];
         size_t n = (size_t)C[i] * OC[i];
         w[i] = huge_alloc(n * sizeof(float));
-        pk[i] = huge_alloc(ax_cpu_matmul_pack_bytes(C[i], OC[i]));
+        pk[i] = huge_alloc(ax_cpu_matmul_pack_bytes(NULL, C[i], OC[i]));
         if (!w[i] || !pk[i]) {
             fprintf(stderr, "bench_decode_matmuls: out of memory\n");
             return 1;

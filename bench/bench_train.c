@@ -2,13 +2,16 @@
  * vocab 50257, B=4) at T = 64, 256 and 1024 (the blocked attention keeps memory linear in T) as a
  * fraction of the GEMM rate measured in the same run.
  * Achieved FLOP/s counts 6 * matmul params * tokens + attention (ax_model_flops_per_token).
- * Usage: bench_train [--recompute] [steps=6] [B=4] [T]   (no T: 64, 256 and 1024; threads from
- * OMP_NUM_THREADS). --recompute: activation recomputation (train --recompute); the FLOP/s still
- * count the model's FLOPs only, so the ratio shows what the extra forward costs.
+ * Usage: bench_train [--recompute] [--primitive 0|1] [steps=6] [B=4] [T]   (no T: 64, 256 and
+ * 1024; threads from OMP_NUM_THREADS). --recompute: activation recomputation (train
+ * --recompute); the FLOP/s still count the model's FLOPs only, so the ratio shows what the extra
+ * forward costs. --primitive: the forward's oneDNN matmul primitive on or off (default: on in
+ * AVX-512 builds; lib/backend/cpu/gemm_primitive.c), to compare the two.
  */
 #include "lib/dist/grid.h"
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
+#include "lib/backend/cpu/cpu.h"
 #include "lib/backend/cpu/perf.h"
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
@@ -136,10 +139,15 @@ static int run(int steps, int B, int T, int recompute) {
 int main(int argc, char **argv) {
     int recompute = argc > 1 && !strcmp(argv[1], "--recompute");
     if (recompute) argc--, argv++;
+    if (argc > 2 && !strcmp(argv[1], "--primitive")) {
+        ax_sgemm_primitive_enable(atoi(argv[2]));
+        argc -= 2, argv += 2;
+    }
     int steps = argc > 1 ? atoi(argv[1]) : 6;
     int B = argc > 2 ? atoi(argv[2]) : 4, T = argc > 3 ? atoi(argv[3]) : 0;
     if (steps < 1 || B < 1 || (argc > 3 && T < 2)) {
-        fprintf(stderr, "usage: bench_train [--recompute] [steps>=1] [B>=1] [T>=2]\n");
+        fprintf(stderr,
+                "usage: bench_train [--recompute] [--primitive 0|1] [steps>=1] [B>=1] [T>=2]\n");
         return 2;
     }
     if (T > 0) return run(steps, B, T, recompute);

@@ -8,7 +8,8 @@
 #                            the base system's, libstdc++ and the like, go in lib-fallback/),
 #                            plus OpenMPI's tree (mpirun, plugins, help files) under usr/
 # and the device command carries build/bin, build/lib/libaxmem_cuda.so,
-# build/tests/cuda_ops_check and .devbundle, then sources bench/device_env.sh.
+# build/tests/cuda_ops_check, build/bench/bench_attention and .devbundle, then sources
+# bench/device_env.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=.devbundle
@@ -27,7 +28,8 @@ mkdir -p "$S/usr/share" && cp -a /usr/share/openmpi "$S/usr/share/"
 # the closure: every non-system library the binaries and plugins load
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libcuda\.so|libcudart|libcublas|libnccl)'
 base='^(libstdc\+\+|libgcc_s|libz\.so|libudev|libuuid|libatomic|libgomp|libnuma)'
-objs=(build/bin/axmem build/lib/libaxmem_cuda.so build/tests/cuda_ops_check /usr/bin/orterun
+objs=(build/bin/axmem build/lib/libaxmem_cuda.so build/tests/cuda_ops_check build/bench/bench_attention
+      /usr/bin/orterun
       $(find "$ompi" -name '*.so*' -type f))
 for o in "${objs[@]}"; do
   ldd "$o" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'

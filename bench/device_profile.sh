@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (after `source bench/device_env.sh`): the CUDA op check, then the
-# ~1B model of bench/device_check.sh in bf16 under GEMM variants (tokens/s, MFU against the
-# 989 TFLOP/s dense bf16 peak; median of the steps after the first two), then one run with
-# AXMEM_CUDA_PROFILE=1 (per-op device time). Logs under ${OUT:-/tmp/device_profile}.
-#   bash bench/device_profile.sh [NAME="VAR=VALUE ..." ...]   default: blocked vs flash attention
-# (AXMEM_CUDA_ATTENTION=gemm|flash), flash with the bf16 weight cache off
-# (AXMEM_CUDA_BF16_CACHE=0: every GEMM converts its weight again, as before the cache), and
-# flash with the norm and MLP outputs in fp32 (AXMEM_CUDA_BF16_ACTS=0: staged per GEMM, as
-# before they were stored in bf16); the profiled run uses $DP_PROFILE_ENV (default: flash).
-# DC_BIG overrides the shape, DP_DEVICE the device flags (to try the script on a CPU).
+# ~1B model of bench/device_check.sh in bf16 (tokens/s, MFU against the 989 TFLOP/s dense bf16
+# peak; median of the steps after the first two) under each variant's environment, its
+# attention alone (build/bench/bench_attention: blocks on cuBLAS vs the flash kernels), then
+# one run with AXMEM_CUDA_PROFILE=1 (per-op device time). Logs under ${OUT:-/tmp/device_profile}.
+#   bash bench/device_profile.sh [NAME="VAR=VALUE ..." ...]   default: the product as it is
+# (NAME=); the profiled run adds $DP_PROFILE_ENV. DC_BIG overrides the shape, DP_DEVICE the
+# device flags (to try the script on a CPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 O=${OUT:-/tmp/device_profile}
@@ -22,9 +20,7 @@ head -n 2000 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
   "$AX" data encode --tokenizer "$T/tok" --input "$T/kjv.jsonl" --out "$T/kjv.axd" 2>/dev/null
 read -r -a BIG <<<"${DC_BIG:---layers 24 --dim 2048 --heads 16 --ffn 5632 --seq-len 2048 --batch 4 --vocab 32768}"
 variants=("$@")
-[ ${#variants[@]} -eq 0 ] && variants=(blocked=AXMEM_CUDA_ATTENTION=gemm flash=AXMEM_CUDA_ATTENTION=flash
-  flash-nocache="AXMEM_CUDA_ATTENTION=flash AXMEM_CUDA_BF16_CACHE=0"
-  flash-acts32="AXMEM_CUDA_ATTENTION=flash AXMEM_CUDA_BF16_ACTS=0")
+[ ${#variants[@]} -eq 0 ] && variants=(product=)
 for v in "${variants[@]}"; do
   name=${v%%=*}
   # 6 steps, then SIGKILL: the final checkpoint (~16 GB with the AdamW moments) is not timed
@@ -47,7 +43,9 @@ fps = statistics.median(x["flops_per_s"] for x in r)
 print(f"  {len(r)} steps: {tps:,.0f} tokens/s, {fps / 1e12:.1f} TFLOP/s, MFU {100 * fps / 989e12:.1f}%")
 PY
 done
-env AXMEM_CUDA_PROFILE=1 "${DP_PROFILE_ENV:-AXMEM_CUDA_ATTENTION=flash}" timeout 150 "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --steps 3 --warmup 1 \
+echo "== attention alone: $(timeout 120 build/bench/bench_attention 5 >"$O/attention.txt" 2>&1; echo exit $?)"
+cat "$O/attention.txt"
+env AXMEM_CUDA_PROFILE=1 ${DP_PROFILE_ENV:-} timeout 150 "$AX" train --data "$T/kjv.axd" "${BIG[@]}" --steps 3 --warmup 1 \
   ${DP_DEVICE:---device cuda --precision bf16} --out "$T/prof" >/dev/null 2>"$O/profile.txt"
 echo "== profile (3 steps, every op waited for): exit $?"
 grep -A40 "cuda profile" "$O/profile.txt"

@@ -80,10 +80,11 @@ static ax_status stream_rate(long n, double *out) {
     }
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i++) p[i] = 0.01f * (float)(i % 7), gr[i] = 1e-3f, mo[i] = v[i] = 0;
-    ax_cpu_adamw_update(NULL, p, gr, mo, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1);
+    ax_cpu_adamw_update(NULL, p, NULL, gr, mo, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1);
     for (int r = 0; r < 5; r++) {
         double t0 = ax_now();
-        ax_cpu_adamw_update(NULL, p, gr, mo, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, r + 2);
+        ax_cpu_adamw_update(NULL, p, NULL, gr, mo, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f,
+                            r + 2);
         t[r] = ax_now() - t0;
     }
     *out = 28.0 * (double)n / best(t, 5);

@@ -28,18 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The CUDA backend's bf16 weight cache (lib/backend/cuda/wcache.c, in this plugin too): a
- * receive buffer may be a parameter range (the Z-gathered weight blocks), whose bf16 copies go
- * stale when NCCL writes it. Declared here, not included: lib/dist does not see lib/backend. */
-void ax_cuda_bf16_invalidate(const void *p, size_t bytes);
-
-/* after a receive into buf[0, bytes) is enqueued (a conversion enqueued before it keeps the
- * old stamp, so it is never taken for the new contents) */
-static ncclResult_t received(ncclResult_t r, void *buf, size_t bytes) {
-    ax_cuda_bf16_invalidate(buf, bytes);
-    return r;
-}
-
 typedef struct {
     ncclComm_t comm[AX_AXIS_COUNT];
     cudaStream_t stream[AX_AXIS_COUNT];
@@ -189,10 +177,8 @@ static ax_status n_allreduce(ax_grid_t *g, ax_axis axis, const char *name, void 
                              ax_dtype t, ax_redop op) {
     op_ctx o;
     AX_CHECK(begin_op(g, axis, name, &o));
-    return end_op(
-        axis, name, &o,
-        received(ncclAllReduce(buf, buf, (size_t)n, nccl_type(t), nccl_op(op), o.comm, o.s), buf,
-                 (size_t)n * ELEM(t)));
+    return end_op(axis, name, &o,
+                  ncclAllReduce(buf, buf, (size_t)n, nccl_type(t), nccl_op(op), o.comm, o.s));
 }
 
 static ax_status n_allgather(ax_grid_t *g, ax_axis axis, const char *name, const void *send,
@@ -200,18 +186,15 @@ static ax_status n_allgather(ax_grid_t *g, ax_axis axis, const char *name, const
     op_ctx o;
     AX_CHECK(begin_op(g, axis, name, &o));
     return end_op(axis, name, &o,
-                  received(ncclAllGather(send, recv, (size_t)n_per_rank, nccl_type(t), o.comm, o.s),
-                           recv, (size_t)n_per_rank * ELEM(t) * (size_t)ax_grid_dim(g, axis)));
+                  ncclAllGather(send, recv, (size_t)n_per_rank, nccl_type(t), o.comm, o.s));
 }
 
 static ax_status n_bcast(ax_grid_t *g, ax_axis axis, const char *name, void *buf, long n,
                          ax_dtype t, int root_coord) {
     op_ctx o;
     AX_CHECK(begin_op(g, axis, name, &o));
-    return end_op(
-        axis, name, &o,
-        received(ncclBroadcast(buf, buf, (size_t)n, nccl_type(t), root_coord, o.comm, o.s), buf,
-                 (size_t)n * ELEM(t)));
+    return end_op(axis, name, &o,
+                  ncclBroadcast(buf, buf, (size_t)n, nccl_type(t), root_coord, o.comm, o.s));
 }
 
 /* grouped sends and receives: to coordinate r, scounts[r] elements from send + sdispls[r];
@@ -231,9 +214,7 @@ static ax_status exchange(ax_grid_t *g, ax_axis axis, const char *name, const vo
         size_t rc = rcounts ? (size_t)rcounts[i] : (size_t)n_per_rank;
         size_t ro = rdispls ? (size_t)rdispls[i] : (size_t)i * (size_t)n_per_rank;
         if (sc) r = ncclSend((const char *)send + so * e, sc, nt, i, o.comm, o.s);
-        if (r == ncclSuccess && rc)
-            r = received(ncclRecv((char *)recv + ro * e, rc, nt, i, o.comm, o.s),
-                         (char *)recv + ro * e, rc * e);
+        if (r == ncclSuccess && rc) r = ncclRecv((char *)recv + ro * e, rc, nt, i, o.comm, o.s);
     }
     ncclResult_t r2 = ncclGroupEnd();
     return end_op(axis, name, &o, r != ncclSuccess ? r : r2);
@@ -263,9 +244,7 @@ static ax_status n_recv(ax_grid_t *g, ax_axis axis, const char *name, void *buf,
     (void)tag;
     op_ctx o;
     AX_CHECK(begin_op(g, axis, name, &o));
-    return end_op(axis, name, &o,
-                  received(ncclRecv(buf, (size_t)n, nccl_type(t), peer, o.comm, o.s), buf,
-                           (size_t)n * ELEM(t)));
+    return end_op(axis, name, &o, ncclRecv(buf, (size_t)n, nccl_type(t), peer, o.comm, o.s));
 }
 
 /* a barrier carries no device data: the MPI one */
@@ -293,9 +272,8 @@ static ax_status n_iallreduce(ax_req *req, const char *name, void *buf, long n) 
     op_ctx o;
     AX_CHECK(begin_op(req->g, (ax_axis)req->axis, name, &o));
     return issued(req, name, &o,
-                  received(ncclAllReduce(buf, buf, (size_t)n, nccl_type((ax_dtype)req->dtype),
-                                         nccl_op((ax_redop)req->op), o.comm, o.s),
-                           buf, (size_t)n * ELEM((ax_dtype)req->dtype)));
+                  ncclAllReduce(buf, buf, (size_t)n, nccl_type((ax_dtype)req->dtype),
+                                nccl_op((ax_redop)req->op), o.comm, o.s));
 }
 
 static ax_status n_iallgather(ax_req *req, const char *name, const void *send, long n_per_rank,
@@ -303,22 +281,17 @@ static ax_status n_iallgather(ax_req *req, const char *name, const void *send, l
     op_ctx o;
     AX_CHECK(begin_op(req->g, (ax_axis)req->axis, name, &o));
     return issued(req, name, &o,
-                  received(ncclAllGather(send, recv, (size_t)n_per_rank,
-                                         nccl_type((ax_dtype)req->dtype), o.comm, o.s),
-                           recv,
-                           (size_t)n_per_rank * ELEM((ax_dtype)req->dtype) *
-                               (size_t)ax_grid_dim(req->g, (ax_axis)req->axis)));
+                  ncclAllGather(send, recv, (size_t)n_per_rank, nccl_type((ax_dtype)req->dtype),
+                                o.comm, o.s));
 }
 
 static ax_status n_ireduce_scatter(ax_req *req, const char *name, const void *send, void *recv,
                                    long n_per_rank) {
     op_ctx o;
     AX_CHECK(begin_op(req->g, (ax_axis)req->axis, name, &o));
-    return issued(
-        req, name, &o,
-        received(ncclReduceScatter(send, recv, (size_t)n_per_rank, nccl_type((ax_dtype)req->dtype),
-                                   nccl_op((ax_redop)req->op), o.comm, o.s),
-                 recv, (size_t)n_per_rank * ELEM((ax_dtype)req->dtype)));
+    return issued(req, name, &o,
+                  ncclReduceScatter(send, recv, (size_t)n_per_rank, nccl_type((ax_dtype)req->dtype),
+                                    nccl_op((ax_redop)req->op), o.comm, o.s));
 }
 
 /* the request is done: the compute stream waits for its event (later kernels read the result) */

@@ -345,25 +345,6 @@ static void mem_host_free(void *u, void *p) {
     ax_host_free(u, p);
 }
 
-/* A backend may lack the ops of the architectures beyond Llama (a NULL table entry). */
-static ax_status check_backend_ops(const ax_backend *be, const ax_model_config *c) {
-    const char *missing = NULL;
-    if (c->norm == AX_NORM_LAYER &&
-        (!be->layernorm_rowsum || !be->layernorm_sqdev || !be->layernorm_apply ||
-         !be->layernorm_backward_dot || !be->layernorm_backward_apply))
-        missing = "LayerNorm";
-    else if (c->mlp != AX_MLP_SWIGLU && (!be->gelu_forward || !be->gelu_backward))
-        missing = "the GELU MLP";
-    else if ((c->bias || c->pos == AX_POS_LEARNED) && (!be->bias_add || !be->bias_backward))
-        missing = "biases and learned positions";
-    if (missing)
-        return ax_errorf(AX_ERR_ARG,
-                         "the %s backend does not implement %s yet; use --device cpu for this "
-                         "architecture",
-                         ax_backend_name(be), missing);
-    return AX_OK;
-}
-
 ax_status ax_model_create_dev(ax_grid_t *g, const ax_model_config *c, int B, int T, int overlap,
                               const char *device, ax_model_t **out) {
     ax_model_opts o = {.overlap = overlap, .device = device};
@@ -395,11 +376,6 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     ax_ctx *ctx = NULL;
     AX_CHECK(ax_ctx_open(device, 0, &ctx)); /* "cuda:bf16": --device and --precision */
     const ax_backend *be = ctx->be;
-    ax_status ops_st = check_backend_ops(be, c);
-    if (ops_st != AX_OK) {
-        ax_ctx_free(ctx);
-        return ops_st;
-    }
     ax_model_t *m = ax_host_alloc(ctx, sizeof *m);
     if (!m) {
         ax_ctx_free(ctx);
@@ -439,11 +415,21 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
     m->lt = ax_host_alloc(ctx, (size_t)L * L_SLOTS * sizeof *m->lt);
     if (!m->info || !m->tp || !m->acts || !m->lt) goto oom;
     build_tensors(m);
+    for (int l = 0; l < L; l++) { /* the GEMMs' weights */
+        static const int gemm_slots[] = {L_WQKV, L_WO, L_WUP, L_WDOWN};
+        for (int s = 0; s < 4; s++)
+            if (LT(m, l, gemm_slots[s]) >= 0) m->tp[LT(m, l, gemm_slots[s])].gemm = 1;
+    }
+    m->tp[m->t_head].gemm = 1;
 
     m->params = falloc(m, m->n_local);
     m->grads = m->inference ? NULL : falloc(m, m->n_local);
     if (!m->params || (!m->inference && !m->grads)) goto oom;
     int gz = dims[AX_AXIS_Z];
+    /* bf16 contexts on CUDA: the GEMMs read bf16 copies of the weights (tp_tensor.full16) and
+     * the norms' and MLP outputs are stored in bf16 */
+    m->gin16 = ax_bf16_acts(ctx);
+    if (m->gin16 && gz == 1 && !(m->params16 = ax_dev_alloc(ctx, (size_t)m->n_local * 2))) goto oom;
     m->stream = opts->stream_z && gz > 1;
     if (m->stream && stream_alloc(m) != AX_OK) goto oom; /* the layers' blocks: two slots */
     for (int i = 0; i < m->n_tensors; i++) {
@@ -452,28 +438,19 @@ ax_status ax_model_create_ex(ax_grid_t *g, const ax_model_config *c, int B, int 
         if (gz == 1) {           /* the block is the shard: compute straight on the slabs */
             p->full = m->params + p->shard_off;
             p->gfull = m->inference ? NULL : m->grads + p->shard_off;
+            if (m->params16 && p->gemm) p->full16 = m->params16 + p->shard_off;
         } else if (!(p->full = falloc(m, p->shard_n * gz)) ||
-                   (!m->inference && !(p->gfull = falloc(m, p->shard_n * gz)))) {
+                   (!m->inference && !(p->gfull = falloc(m, p->shard_n * gz))) ||
+                   (m->gin16 && p->gemm &&
+                    !(p->full16 = ax_dev_alloc(ctx, (size_t)(p->shard_n * gz) * 2)))) {
             goto oom;
         }
-        /* (the slots are not registered: a bf16 context converts what a gather brought there
-         * afresh, since one slot holds another layer's weights every other layer) */
-        if (gz > 1) ax_params_range(ctx, p->full, (size_t)(p->shard_n * gz) * sizeof(float));
     }
     m->gc16 = opts->grad_comm_bf16 && !m->inference;
     if (m->gc16 && gradcomm_alloc(m) != AX_OK) goto oom;
-    /* lazy zeroing (ax_model_zero_grad): the tensors whose gradient a dW GEMM writes first */
-    for (int l = 0; l < L; l++) {
-        static const int dw_slots[] = {L_WQKV, L_WO, L_WUP, L_WDOWN};
-        for (int s = 0; s < 4; s++) {
-            int t = LT(m, l, dw_slots[s]);
-            if (t >= 0 && !m->tp[t].rs_tmp) m->tp[t].dw_first = 1;
-        }
-    }
-    if (!m->tp[m->t_head].rs_tmp) m->tp[m->t_head].dw_first = 1; /* tied: before the scatter */
-    /* the GEMMs' weights: a bf16 context may keep bf16 copies of them until they are written */
-    ax_params_range(ctx, m->params, (size_t)m->n_local * sizeof(float));
-    m->gin16 = ax_bf16_acts(ctx); /* bf16 contexts on CUDA: the norms' and MLP outputs in bf16 */
+    /* lazy zeroing (ax_model_zero_grad): the tensors whose gradient a dW GEMM writes first
+     * (a tied LM head's: before the embedding's scatter) */
+    for (int i = 0; i < m->n_tensors; i++) m->tp[i].dw_first = m->tp[i].gemm && !m->tp[i].rs_tmp;
     m->dh16 = m->gin16 && c->mlp == AX_MLP_SWIGLU && !c->bias; /* dh read by GEMMs only */
     if (!alloc_acts(m) || ax_ctx_reserve(ctx, scratch_bytes(m)) != AX_OK) goto oom;
     if (ax_overlap_create(g, overlap, ov_slots(m->n_tensors), &m->ov) != AX_OK) goto oom;
@@ -509,15 +486,14 @@ void ax_model_free(ax_model_t *m) {
     if (m->tp && m->dims[AX_AXIS_Z] > 1)
         for (int i = 0; i < m->n_tensors; i++) {
             if (m->tp[i].rs_tmp) continue; /* a slot's, freed below */
-            ax_params_range(ctx, m->tp[i].full, 0);
             ax_dev_free(ctx, m->tp[i].full), ax_dev_free(ctx, m->tp[i].gfull);
+            ax_dev_free(ctx, m->tp[i].full16);
         }
-    ax_params_range(ctx, m->params, 0);
     stream_free(m);
     gradcomm_free(m);
     ax_dev_free(ctx, m->act_arena), ax_dev_free(ctx, m->dec_arena);
     ax_dev_free(ctx, m->dec_pack_arena), ax_host_free(ctx, m->dec_pack);
-    ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads);
+    ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads), ax_dev_free(ctx, m->params16);
     ax_host_free(ctx, m->acts), ax_host_free(ctx, m->info), ax_host_free(ctx, m->tp);
     ax_host_free(ctx, m->lt);
     ax_host_free(ctx, m->kcache), ax_host_free(ctx, m->vcache), ax_host_free(ctx, m->dec_best);
@@ -596,10 +572,16 @@ ax_status ax_model_read_grads(const ax_model_t *m, float *host, int64_t off, int
     ax_copy(m->ctx, host, m->grads + off, (size_t)n * sizeof(float), AX_COPY_D2H);
     return ax_ctx_status(m->ctx);
 }
+/* [off, off + n) of the slab was written other than by AdamW: its bf16 copy follows, and the
+ * blocks gathered over Z hold the old values */
+static void params_written(ax_model_t *m, int64_t off, int64_t n) {
+    if (m->params16) ax_to_bf16(m->ctx, m->params16 + off, m->params + off, (long)n);
+    model_weights_changed(m);
+}
 ax_status ax_model_write_params(ax_model_t *m, const float *host, int64_t off, int64_t n) {
     AX_CHECK(slab_range(m, "ax_model_write_params", off, n));
     ax_copy(m->ctx, m->params + off, host, (size_t)n * sizeof(float), AX_COPY_H2D);
-    model_weights_changed(m); /* the blocks gathered over Z hold the old values */
+    params_written(m, off, n);
     return ax_ctx_status(m->ctx);
 }
 int ax_model_n_tensors(const ax_model_t *m) {
@@ -736,7 +718,7 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
         }
         ax_unmap(m->ctx, m->params + p->shard_off, dst, bytes, AX_MAP_WRITE);
     }
-    model_weights_changed(m);
+    params_written(m, 0, m->n_local);
 }
 
 ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *slab, float *global_out) {
@@ -799,5 +781,8 @@ void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, ax_slab 
         dst[e] = gi < 0 ? 0.0f : global[gi];
     }
     ax_unmap(m->ctx, local + p->shard_off, dst, bytes, AX_MAP_WRITE);
-    model_weights_changed(m);
+    if (local == m->params)
+        params_written(m, p->shard_off, p->shard_n);
+    else
+        model_weights_changed(m);
 }

@@ -22,14 +22,13 @@ static int packed_tensors(const ax_model_t *m, int *t) {
 }
 
 /* Decoding's packed weights (model_internal.h): one block sized for every multiplied tensor,
- * once per model. Where it cannot be had (a backend without packing, AXMEM_DECODE_PACK=0, out
- * of memory) decoding multiplies the gathered blocks as they are: the same results to rounding,
+ * once per model. Where it cannot be had (a backend without packing, a bf16 model, out of
+ * memory) decoding multiplies the gathered blocks as they are: the same results to rounding,
  * not the same bits. */
 static void pack_alloc(ax_model_t *m) {
     if (m->dec_pack_tried) return;
     m->dec_pack_tried = 1;
-    const char *e = getenv("AXMEM_DECODE_PACK");
-    if (!ax_matmul_packs(m->ctx) || m->gin16 || (e && !strcmp(e, "0"))) return;
+    if (!ax_matmul_packs(m->ctx) || m->gin16) return;
     int *t = ax_host_alloc(m->ctx, sizeof(int) * (size_t)(4 * m->cfg.n_layers + 1));
     m->dec_pack = ax_host_alloc(m->ctx, sizeof(void *) * (size_t)m->n_tensors);
     if (!t || !m->dec_pack) goto fail;

@@ -31,7 +31,12 @@ typedef struct {
     int64_t shard_n;        /* ceil(block_n / Gz): this rank's ZeRO shard */
     int64_t shard_off;      /* offset of the shard in the local slabs */
     float *full;            /* gathered block [rows_l, cols_l] (= the slab when Gz == 1) */
-    float *gfull;           /* gradient block, reduce-scattered into the slab (Gz > 1) */
+    /* bf16 models (gin16): the bf16 copy of `full` the GEMMs read, for the GEMMs' weights
+     * (gemm): within params16 when Gz == 1 (AdamW writes it with the masters), else its own
+     * block, converted as each gather lands (tp_gather_end); NULL otherwise */
+    uint16_t *full16;
+    int gemm;      /* a weight the GEMMs read: the layers' four matrices and the LM head */
+    float *gfull;  /* gradient block, reduce-scattered into the slab (Gz > 1) */
     float *rs_tmp; /* streamed layer tensors only (below): where a micro-batch after the first
                     * reduce-scatters its gradient before adding it into the slab */
     /* --grad-comm bf16 (model_gradcomm.c): the block rounded to bf16 [shard_n * Gz], then the
@@ -140,6 +145,7 @@ struct ax_model {
     tp_tensor *tp;
     int64_t n_params, n_local;
     float *params, *grads;
+    uint16_t *params16; /* bf16 models with Gz == 1: params rounded to bf16 (tp_tensor.full16) */
     int t_wte, t_normf, t_head;
     int t_wpe, t_normfb; /* -1 when the configuration has none */
     int *lt;             /* [L * L_SLOTS]: tensor of layer l's slot, or -1 */
@@ -150,6 +156,7 @@ struct ax_model {
      * (rstmp: the landing place after the first). The global tensors keep their own blocks. */
     int stream;
     float *wslot[2], *gslot[2], *rstmp[2];
+    uint16_t *wslot16[2]; /* bf16 models: the slots' GEMM weights in bf16 (tp_tensor.full16) */
     int64_t slot_block, slot_shard; /* floats of one layer's blocks and of its shards */
     int slot_layer[2];              /* whose current weights slot s holds (-1: none) */
     int slot_pending[2];            /* a gather into slot s issued, not yet waited for */
@@ -195,10 +202,10 @@ struct ax_model {
     float *dec_logits;        /* [dec_B, Vl] */
     float *dec_all;           /* [Gy, dec_B, Vl] logits all-gathered over Y */
     double *dec_best;         /* host [3 dec_B]: argmax (value, -id) pairs and a column */
-    /* decoding's packed weights (backends with ax_matmul_packs, unless AXMEM_DECODE_PACK=0):
-     * one device block, tensor t's copy at dec_pack[t] (NULL: multiplied as it is). They are
-     * made from the gathered blocks at the first step after a weight write: wgen counts the
-     * writes (model_weights_changed), pack_gen is the count the copies were made at. */
+    /* decoding's packed weights (backends with ax_matmul_packs, fp32 models): one device block,
+     * tensor t's copy at dec_pack[t] (NULL: multiplied as it is). They are made from the gathered
+     * blocks at the first step after a weight write: wgen counts the writes
+     * (model_weights_changed), pack_gen is the count the copies were made at. */
     void *dec_pack_arena;
     void **dec_pack;
     unsigned long wgen, pack_gen;
@@ -206,7 +213,9 @@ struct ax_model {
     int decoding;       /* in a decoding step: the linears multiply the packed copies */
 };
 
-/* the parameters were written: gathered blocks (and decoding's packed copies) are stale */
+/* the parameters were written: gathered blocks (and decoding's packed copies) are stale (their
+ * bf16 copies follow: AdamW writes params16 with the masters, model.c refreshes it after
+ * any other write (params_written), and a gather converts the block it lands) */
 static inline void model_weights_changed(ax_model_t *m) {
     m->stale = 1;
     m->wgen++;

@@ -85,7 +85,9 @@ ax_status stream_alloc(ax_model_t *m) {
         m->wslot[s] = ax_dev_alloc(m->ctx, fb);
         m->gslot[s] = ax_dev_alloc(m->ctx, fb);
         m->rstmp[s] = ax_dev_alloc(m->ctx, sb);
-        if (!m->wslot[s] || !m->gslot[s] || !m->rstmp[s]) return AX_ERR_NOMEM;
+        if (m->gin16) m->wslot16[s] = ax_dev_alloc(m->ctx, fb / 2);
+        if (!m->wslot[s] || !m->gslot[s] || !m->rstmp[s] || (m->gin16 && !m->wslot16[s]))
+            return AX_ERR_NOMEM;
         m->slot_layer[s] = m->slot_rs_layer[s] = -1;
         m->slot_pending[s] = 0;
     }
@@ -98,6 +100,7 @@ ax_status stream_alloc(ax_model_t *m) {
             p->full = m->wslot[l % 2] + fo;
             p->gfull = m->gslot[l % 2] + fo;
             p->rs_tmp = m->rstmp[l % 2] + so;
+            if (m->gin16 && p->gemm) p->full16 = m->wslot16[l % 2] + fo;
             fo += p->shard_n * gz, so += p->shard_n;
         }
     }
@@ -107,7 +110,8 @@ ax_status stream_alloc(ax_model_t *m) {
 void stream_free(ax_model_t *m) {
     for (int s = 0; s < 2; s++) {
         ax_dev_free(m->ctx, m->wslot[s]), ax_dev_free(m->ctx, m->gslot[s]);
-        ax_dev_free(m->ctx, m->rstmp[s]);
+        ax_dev_free(m->ctx, m->rstmp[s]), ax_dev_free(m->ctx, m->wslot16[s]);
         m->wslot[s] = m->gslot[s] = m->rstmp[s] = NULL;
+        m->wslot16[s] = NULL;
     }
 }

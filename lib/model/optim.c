@@ -80,6 +80,7 @@ void ax_optim_set_t_steps(ax_optim_t *o, long t) {
 
 ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gnorm) {
     float *p = model->params, *g = model->grads; /* the slabs, on the optimizer's backend */
+    uint16_t *p16 = model->params16;
     double sumsq = 0;
     AX_CHECK(ax_model_grad_sumsq(model, &sumsq)); /* before any update: ranks stay equal */
     double norm = sqrt(sumsq);
@@ -93,8 +94,10 @@ ax_status ax_optim_step(ax_optim_t *o, ax_model_t *model, double lr, double *gno
         int64_t off, n;
         ax_model_local_range(model, i, &off, &n);
         float wd = ax_model_tensor_decays(model, i) ? o->cfg.weight_decay : 0.0f;
-        ax_adamw_update(o->ctx, p + off, g + off, o->m + off, o->v + off, (long)n, (float)lr,
-                        o->cfg.beta1, o->cfg.beta2, o->cfg.eps, wd, scale, o->t);
+        /* the masters and, on a bf16 model with Z = 1, their bf16 copy the GEMMs read */
+        ax_adamw_update(o->ctx, p + off, p16 ? p16 + off : NULL, g + off, o->m + off, o->v + off,
+                        (long)n, (float)lr, o->cfg.beta1, o->cfg.beta2, o->cfg.eps, wd, scale,
+                        o->t);
     }
     model_weights_changed(model); /* the blocks gathered over Z hold the old values */
     return AX_OK;

@@ -16,9 +16,9 @@ static void linear_forward(ax_model_t *m, int t, float *out, const void *in, int
     const void *pack = m->decoding && m->dec_pack && !in16 ? m->dec_pack[t] : NULL;
     if (pack)
         ax_matmul_forward_packed(m->ctx, out, in, pack, N, (int)p->cols_l, (int)p->rows_l);
-    else if (in16)
-        ax_gemm_mixed(m->ctx, 'N', 'T', N, p->rows_l, p->cols_l, 1.0f, in, 1, in_ld(1, p->cols_l),
-                      p->full, 0, p->cols_l, 0.0f, out, p->rows_l);
+    else if (p->full16) /* a bf16 model: the weight's bf16 copy */
+        ax_gemm_mixed(m->ctx, 'N', 'T', N, p->rows_l, p->cols_l, 1.0f, in, in16,
+                      in_ld(in16, p->cols_l), p->full16, 1, p->cols_l, 0.0f, out, p->rows_l);
     else
         ax_matmul_forward(m->ctx, out, in, p->full, N, (int)p->cols_l, (int)p->rows_l);
     tp_allreduce_sum(m, axis, out, (long)N * p->rows_l);
@@ -67,9 +67,9 @@ static void linear_backward(ax_model_t *m, int t, float *din, const void *dout, 
                             const void *in, int in16, int N, ax_axis axis) {
     tp_tensor *p = &m->tp[t];
     int n = (int)p->rows_l, k = (int)p->cols_l;
-    if (dout16)
-        ax_gemm_mixed(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, 1, in_ld(1, n), p->full, 0, k, 0.0f,
-                      din, k);
+    if (p->full16)
+        ax_gemm_mixed(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, dout16, in_ld(dout16, n), p->full16, 1,
+                      k, 0.0f, din, k);
     else /* the dX half of matmul_backward, writing instead of accumulating */
         ax_gemm(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, n, p->full, k, 0.0f, din, k);
     tp_note(m, ax_overlap_allreduce(m->ov, OV_OAR, axis, din, (long)N * k, AX_DT_F32, AX_OP_SUM));
@@ -102,7 +102,10 @@ void tp_gather_begin(ax_model_t *m, int t) {
 }
 
 void tp_gather_end(ax_model_t *m, int t) {
+    tp_tensor *p = &m->tp[t];
     tp_note(m, ax_overlap_wait(m->ov, ov_gather(t)));
+    if (m->dims[AX_AXIS_Z] > 1 && p->full16) /* the GEMMs' bf16 copy of the block that landed */
+        ax_to_bf16(m->ctx, p->full16, p->full, (long)(p->shard_n * m->dims[AX_AXIS_Z]));
 }
 
 void tp_grad_sync_begin(ax_model_t *m, int t) {

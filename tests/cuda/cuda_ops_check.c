@@ -1,21 +1,18 @@
-/* CUDA vs CPU: runs every op of lib/backend/ops.h on both backends with the same random
+/* CUDA vs CPU: runs every op of lib/backend/ops.def on both backends with the same random
  * inputs (odd sizes, sharded variants, accumulating outputs pre-filled) and prints, per op
  * output, the relative error max|cpu - gpu| / max|cpu| and PASS/FAIL against the tolerance
  * (fp32: 1e-5; the CPU backend is the specification). Then the GEMM-using ops once more on a
  * --precision bf16 context: against the CPU in fp32 (< 2e-2, the issue's bound) and against
  * the CPU given the same operands rounded to bf16 (< 1e-5: the rounding is round-to-nearest-
- * even of exactly the operands, accumulation is fp32), plus the reuse of staged operands and
- * ops that must stay fp32 on a bf16 context.
+ * even of exactly the operands, accumulation is fp32), plus the reuse of staged operands, the
+ * bf16 storage ops and ops that must stay fp32 on a bf16 context. Both contexts run on copies
+ * of their backends' tables whose ops note that they ran: an op of ops.def the CUDA backend has
+ * and this check never compared is a failure (a new op needs its comparison here).
  *
  * Exit: 0 every comparison passed; 1 a comparison failed; 77 with one line
  * "SKIP: no CUDA device: <reason>" when there is no GPU (a skip, never a pass).
- * The bf16 section also checks the weight cache (hits, misses after writes into a parameter
- * range, blocks, eviction: its counters and the bf16 reference); run it with
- * AXMEM_CUDA_BF16_CHECK=1 and every hit is compared with a fresh conversion as well.
  * Usage: cuda_ops_check [--quick]   (--quick: skips the largest shapes, for the emulator of
- *                                    tests/cuda/emu/, where a launch costs OS threads)
- *        cuda_ops_check --stale     check mode must catch a cached weight copy made stale on
- *                                    purpose (a test-only hook skips the invalidation) */
+ *                                    tests/cuda/emu/, where a launch costs OS threads) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -280,13 +277,6 @@ static void *dev16(long rows, long cols) {
 }
 static void t_bf16_acts(int N, int C, int F) {
     char name[96];
-    if (!ax_bf16_acts(G_)) {
-        n_fail++;
-        printf("FAIL: the bf16 context stores no activation in bf16 (ax_bf16_acts is 0; "
-               "AXMEM_CUDA_BF16_ACTS=%s)\n",
-               getenv("AXMEM_CUDA_BF16_ACTS") ? getenv("AXMEM_CUDA_BF16_ACTS") : "unset");
-        return;
-    }
     both inp = put_rand((size_t)N * C, 2), w = put_rand((size_t)C, 1), b = put_rand((size_t)C, 1);
     both o32 = put(NULL, sizeof(float) * N * C), r32 = put(NULL, sizeof(float) * N);
     both ss = put(NULL, sizeof(float) * N * 2), mean = put(NULL, sizeof(float) * N);
@@ -313,6 +303,13 @@ static void t_bf16_acts(int N, int C, int F) {
     ax_copy(G_, y32.c, y32.g, sizeof(float) * N * F, AX_COPY_D2H);
     ax_sync(G_);
     both yy = {y32.c, y16.g, y16.bytes};
+    check(name, "C", &yy, (size_t)N * F, TOL);
+    /* ... and with the weight in bf16 as well (a bf16 model's forward: the weight's to_bf16
+     * copy, rows C apart, unpadded) */
+    uint16_t *wt16 = ax_dev_alloc(G_, sizeof(uint16_t) * (size_t)F * C);
+    ax_to_bf16(G_, wt16, wt.g, (long)F * C);
+    snprintf(name, sizeof name, "gemm_mixed NT %dx%dx%d A, B bf16", N, F, C);
+    ax_gemm_mixed(G_, 'N', 'T', N, F, C, 1.0f, o16, 1, ax_bf16_ld(C), wt16, 1, C, 0.0f, y16.g, F);
     check(name, "C", &yy, (size_t)N * F, TOL);
     both d = put_rand((size_t)N * F, 1), g32 = put_rand((size_t)F * C, 1);
     both g16 = put(NULL, sizeof(float) * F * C);
@@ -366,251 +363,83 @@ static void t_bf16_acts(int N, int C, int F) {
         check_bf16_store(name, a16, a32.g, N, F);
     }
     ax_dev_free(G_, o16), ax_dev_free(G_, a16), ax_dev_free(G_, rstd16), ax_dev_free(G_, mean16);
+    ax_dev_free(G_, wt16);
     drop(&inp), drop(&w), drop(&b), drop(&o32), drop(&r32), drop(&ss), drop(&mean), drop(&wt);
     drop(&y32), drop(&y16), drop(&d), drop(&g32), drop(&g16), drop(&h), drop(&a32);
 }
 
-/* ---- the bf16 weight cache (lib/backend/cuda/wcache.c) ----
- * Test-only entry points of the backend: its counters, and a switch that makes it ignore
- * writes (so a cached copy goes stale on purpose). Linked in on the emulator; in a CUDA build
- * they are in the plugin, which the backend has already loaded. */
-typedef void (*stats_fn)(ax_ctx *ctx, long out[7]);
-typedef void (*skip_fn)(int on);
-typedef void (*accumulate_fn)(ax_ctx *ctx, float *dst, const float *src, long n);
-static stats_fn wc_stats_;
-static skip_fn wc_skip_;
-static accumulate_fn raw_accumulate_; /* the kernel's entry point itself, not the table's op */
+/* ---- the attention's alternatives (lib/backend/cuda/cuda.h ax_cuda_attention_set): linked
+ * in on the emulator; in a CUDA build in the plugin, which the backend has already loaded ---- */
+typedef void (*attention_set_fn)(int flash, int block_rows);
+static attention_set_fn attention_set_;
+static const char *attention_mode_ = "blocks";
 #ifdef AX_HAVE_CUDA
-void ax_cuda_bf16_cache_stats(ax_ctx *ctx, long out[7]);
-void ax_cuda_bf16_test_skip(int on);
-void ax_cuda_accumulate(ax_ctx *ctx, float *dst, const float *src, long n);
-static int wc_hooks(void) {
-    wc_stats_ = ax_cuda_bf16_cache_stats, wc_skip_ = ax_cuda_bf16_test_skip;
-    raw_accumulate_ = ax_cuda_accumulate;
+void ax_cuda_attention_set(int flash, int block_rows);
+static int hooks(void) {
+    attention_set_ = ax_cuda_attention_set;
     return 1;
 }
 #else
-static int wc_hooks(void) {
-    void *a = NULL, *b = NULL, *c = NULL;
-    if (ax_cuda_plugin_sym("cuda_ops_check", "--device cpu", "ax_cuda_bf16_cache_stats", &a) !=
-            AX_OK ||
-        ax_cuda_plugin_sym("cuda_ops_check", "--device cpu", "ax_cuda_bf16_test_skip", &b) !=
-            AX_OK ||
-        ax_cuda_plugin_sym("cuda_ops_check", "--device cpu", "ax_cuda_accumulate", &c) != AX_OK)
+static int hooks(void) {
+    void *a = NULL;
+    if (ax_cuda_plugin_sym("cuda_ops_check", "--device cpu", "ax_cuda_attention_set", &a) != AX_OK)
         return 0;
-    wc_stats_ = (stats_fn)a, wc_skip_ = (skip_fn)b, raw_accumulate_ = (accumulate_fn)c;
+    attention_set_ = (attention_set_fn)a;
     return 1;
 }
 #endif
-enum { WC_HITS, WC_MISSES, WC_REFILLS, WC_EVICTIONS, WC_OVER, WC_ENTRIES, WC_BYTES };
-
-/* one counter of G_'s cache against its value in `before` plus `want` */
-static void check_count(const char *op, const char *what, const long *before, int i, long want) {
-    long now[7];
-    wc_stats_(G_, now);
-    long got = now[i] - (before ? before[i] : 0);
-    int ok = got == want;
-    ok ? n_pass++ : n_fail++;
-    printf("%-34s %-10s %ld (want %ld)  %s\n", op, what, got, want, ok ? "PASS" : "FAIL");
-}
-/* the CPU side of b <- the GPU side (after a write whose fp32 arithmetic may differ in the last
- * bit: the bf16 reference then starts from the same weights) */
-static void pull(both *b) {
-    ax_copy(G_, b->c, b->g, b->bytes, AX_COPY_D2H);
-    ax_sync(G_);
-}
-/* y[N, OC] = x[N, C] W^T, W = slab + off: the GPU against the CPU on bf16-rounded operands */
-static void wc_matmul(const char *name, const char *what, const both *slab, long off, both *x,
-                      both *y, int N, int C, int OC) {
-    ax_matmul_forward(G_, y->g, x->g, (const float *)slab->g + off, N, C, OC);
-    float *rx = cpu_copy(x->c, (size_t)N * C, 1);
-    float *rw = cpu_copy((const float *)slab->c + off, (size_t)OC * C, 1);
-    float *ry = malloc(sizeof(float) * (size_t)N * OC);
-    ax_matmul_forward(C_, ry, rx, rw, N, C, OC);
-    check_ref(name, what, ry, y, (size_t)N * OC);
-    free(rx), free(rw), free(ry);
+static void attention_mode(const char *label, int flash, int block_rows) {
+    attention_set_(flash, block_rows);
+    attention_mode_ = label;
 }
 
-/* G_'s cache (the default budget): a slab of three weights [OC, C] declared as parameters.
- * Every GEMM is checked against the CPU on bf16-rounded operands (a stale copy fails that),
- * and the counters say whether it was served from the cache (hit) or converted (miss). */
-static void t_wcache(int N, int C, int OC) {
-    long w = (long)OC * C, b0[7];
-    both slab = put_rand((size_t)(3 * w), 0.5f), x = put_rand((size_t)N * C, 1);
-    both y = put(NULL, sizeof(float) * N * OC), z = put(NULL, sizeof(float) * OC * OC);
-    both g = put_rand((size_t)(3 * w), 1), m = put_rand((size_t)(3 * w), 0.1f);
-    both v = put(NULL, sizeof(float) * 3 * w);
-    const char *nm = "bf16 weight cache";
-    ax_params_range(G_, slab.g, slab.bytes);
-    wc_stats_(G_, b0);
-    wc_matmul(nm, "first use", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "misses", b0, WC_MISSES, 1);
-    ax_accumulate(C_, x.c, x.c, (long)N * C); /* an unrelated kernel (writes the input) */
-    ax_accumulate(G_, x.g, x.g, (long)N * C);
-    wc_matmul(nm, "after kernel", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "hits", b0, WC_HITS, 1);
-    wc_matmul(nm, "row block", &slab, 5L * C, &x, &y, N, C, OC - 7); /* rows 5.. of W0 */
-    {                                                                /* columns 8..23 */
-        ax_gemm(G_, 'N', 'T', N, OC, 16, 1.0f, x.g, C, (float *)slab.g + 8, C, 0.0f, y.g, OC);
-        float *ry = malloc(sizeof(float) * (size_t)N * OC);
-        ref_gemm('N', 'T', N, OC, 16, 1.0f, x.c, C, (float *)slab.c + 8, C, 0.0f, ry, OC);
-        check_ref(nm, "col block", ry, &y, (size_t)N * OC);
-        free(ry);
+/* ---- coverage: the contexts' tables with every op noting, per backend, that it ran ---- */
+enum {
+#define AX_OP(ret, name, params, args, group) OP_##name,
+#include "lib/backend/ops.def"
+    OP_COUNT
+};
+static const char *const op_name_[OP_COUNT] = {
+#define AX_OP(ret, name, params, args, group) #name,
+#include "lib/backend/ops.def"
+};
+static ax_backend real_[2], spy_[2]; /* [0] the CPU's, [1] the CUDA backend's */
+static int seen_[2][OP_COUNT];
+#define AX_OP(ret, name, params, args, group)                                                      \
+    static ret spy_##name params {                                                                 \
+        int be_ = ctx->be == &spy_[1];                                                             \
+        seen_[be_][OP_##name] = 1;                                                                 \
+        AX_RET_##ret real_[be_].name args;                                                         \
     }
-    check_count(nm, "hits", b0, WC_HITS, 3);
-    check_count(nm, "misses", b0, WC_MISSES, 1);
-    ax_adamw_update(G_, slab.g, g.g, m.g, v.g, 3 * w, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1);
-    pull(&slab);
-    wc_matmul(nm, "after adamw", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "refills", b0, WC_REFILLS, 1);
-    float *h = host_rand((size_t)w, 1);
-    memcpy(slab.c, h, sizeof(float) * (size_t)w / 2); /* a copy into W0's first half */
-    ax_copy(G_, slab.g, h, sizeof(float) * (size_t)w / 2, AX_COPY_H2D);
-    wc_matmul(nm, "after copy", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "refills", b0, WC_REFILLS, 2);
-    memset((float *)slab.c + 3 * C, 0, sizeof(float) * 2 * C); /* zero W0's rows 3 and 4 */
-    ax_zero(G_, (float *)slab.g + 3 * C, sizeof(float) * 2 * C);
-    wc_matmul(nm, "after zero", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "refills", b0, WC_REFILLS, 3);
-    /* a GEMM's output: W0[:, :OC] = y^T y (C >= OC) */
-    ax_gemm(G_, 'T', 'N', OC, OC, N, 0.01f, y.g, OC, y.g, OC, 0.0f, slab.g, C);
-    pull(&slab);
-    wc_matmul(nm, "after gemm C", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "refills", b0, WC_REFILLS, 4);
-    ax_add_forward(G_, (float *)slab.g + w, slab.g, (float *)slab.g + w, w); /* op into W1 */
-    pull(&slab);
-    wc_matmul(nm, "W1", &slab, w, &x, &y, N, C, OC);            /* a new entry */
-    ax_add_forward(G_, slab.g, slab.g, (float *)slab.g + w, w); /* an op's output: W0 */
-    pull(&slab);
-    wc_matmul(nm, "after op", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "refills", b0, WC_REFILLS, 5);
-    check_count(nm, "misses", b0, WC_MISSES, 7);
-    /* both operands weights: z = W0 W2^T, twice (the second from the cache) */
-    for (int rep = 0; rep < 2; rep++) {
-        ax_gemm(G_, 'N', 'T', OC, OC, C, 1.0f, slab.g, C, (float *)slab.g + 2 * w, C, 0.0f, z.g,
-                OC);
-        float *rz = malloc(sizeof(float) * (size_t)OC * OC);
-        ref_gemm('N', 'T', OC, OC, C, 1.0f, slab.c, C, (float *)slab.c + 2 * w, C, 0.0f, rz, OC);
-        check_ref(nm, rep ? "W W^T again" : "W W^T", rz, &z, (size_t)OC * OC);
-        free(rz);
-    }
-    check_count(nm, "misses", b0, WC_MISSES, 8);
-    check_count(nm, "hits", b0, WC_HITS, 6); /* W0 was cached already */
-    /* a kernel launched outside a table op (a new op without its wrapper in ops_table.c): its
-     * outputs are unknown, so every cached copy goes, although this one writes only x */
-    ax_accumulate(C_, x.c, x.c, (long)N * C);
-    raw_accumulate_(G_, x.g, x.g, (long)N * C);
-    wc_matmul(nm, "unwrapped op", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "refills", b0, WC_REFILLS, 6);
-    ax_params_range(G_, slab.g, 0); /* withdrawn: staged again, the cache not asked */
-    wc_stats_(G_, b0);
-    wc_matmul(nm, "withdrawn", &slab, 0, &x, &y, N, C, OC);
-    check_count(nm, "hits+miss", b0, WC_HITS, 0);
-    check_count(nm, "misses", b0, WC_MISSES, 0);
-    free(h);
-    drop(&slab), drop(&x), drop(&y), drop(&z), drop(&g), drop(&m), drop(&v);
+#include "lib/backend/ops.def"
+static const ax_backend *spy(int b, const ax_backend *real) {
+    real_[b] = spy_[b] = *real;
+#define AX_OP(ret, name, params, args, group) spy_[b].name = real->name ? spy_##name : NULL;
+#include "lib/backend/ops.def"
+    return &spy_[b];
 }
-
-/* A context whose budget holds two of three weights: LRU eviction, an operand over the budget
- * (staged instead), and AXMEM_CUDA_BF16_CACHE=0 (off: the cache is never asked) and a bad
- * value (refused, naming the variable). */
-static void t_wcache_budget(const ax_backend *gpu, int N, int C, int OC) {
-    ax_ctx *keep = G_, *ctx = NULL;
-    long w = (long)OC * C, b0[7];
-    const char *nm = "bf16 weight cache budget";
-    char mb[32];
-    /* two entries of OC x C bf16 (rows padded to 8) and a half */
-    snprintf(mb, sizeof mb, "%.6f", 2.5 * OC * ((C + 7) / 8 * 8) * 2 / 1048576.0);
-    setenv("AXMEM_CUDA_BF16_CACHE", mb, 1);
-    if (ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &ctx) != AX_OK) {
-        printf("FAIL: bf16 context with AXMEM_CUDA_BF16_CACHE=%s: %s\n", mb, ax_error_msg());
-        n_fail++;
-        unsetenv("AXMEM_CUDA_BF16_CACHE");
-        return;
+static int has_op(const ax_backend *be, int op) {
+    switch (op) {
+#define AX_OP(ret, name, params, args, group)                                                      \
+    case OP_##name:                                                                                \
+        return be->name != NULL;
+#include "lib/backend/ops.def"
     }
-    G_ = ctx;
-    both slab = put_rand((size_t)(3 * w), 0.5f), x = put_rand((size_t)N * C, 1);
-    both y = put(NULL, sizeof(float) * N * 3 * OC);
-    ax_params_range(G_, slab.g, slab.bytes);
-    wc_stats_(G_, b0);
-    wc_matmul(nm, "W0", &slab, 0, &x, &y, N, C, OC);
-    wc_matmul(nm, "W1", &slab, w, &x, &y, N, C, OC);
-    wc_matmul(nm, "W2 evicts W0", &slab, 2 * w, &x, &y, N, C, OC);
-    wc_matmul(nm, "W0 evicts W1", &slab, 0, &x, &y, N, C, OC);
-    wc_matmul(nm, "W2 kept", &slab, 2 * w, &x, &y, N, C, OC);
-    check_count(nm, "misses", b0, WC_MISSES, 4);
-    check_count(nm, "hits", b0, WC_HITS, 1);
-    check_count(nm, "evictions", b0, WC_EVICTIONS, 2);
-    check_count(nm, "entries", NULL, WC_ENTRIES, 2);
-    wc_matmul(nm, "over budget", &slab, 0, &x, &y, N, C, 3 * OC); /* all three at once */
-    check_count(nm, "over", b0, WC_OVER, 1);
-    ax_params_range(G_, slab.g, 0);
-    drop(&slab), drop(&x), drop(&y);
-    ax_ctx_free(ctx);
-    G_ = keep;
-
-    setenv("AXMEM_CUDA_BF16_CACHE", "0", 1);
-    ctx = NULL;
-    if (ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &ctx) == AX_OK) {
-        G_ = ctx;
-        slab = put_rand((size_t)w, 0.5f), x = put_rand((size_t)N * C, 1);
-        y = put(NULL, sizeof(float) * N * OC);
-        ax_params_range(G_, slab.g, slab.bytes);
-        wc_matmul(nm, "off", &slab, 0, &x, &y, N, C, OC);
-        wc_matmul(nm, "off again", &slab, 0, &x, &y, N, C, OC);
-        check_count(nm, "off: hits", NULL, WC_HITS, 0);
-        check_count(nm, "off: misses", NULL, WC_MISSES, 0);
-        ax_params_range(G_, slab.g, 0);
-        drop(&slab), drop(&x), drop(&y);
-        ax_ctx_free(ctx);
-        G_ = keep;
-    } else {
-        printf("FAIL: bf16 context with AXMEM_CUDA_BF16_CACHE=0: %s\n", ax_error_msg());
-        n_fail++;
-    }
-    setenv("AXMEM_CUDA_BF16_CACHE", "12MB", 1);
-    ctx = NULL;
-    int refused = ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &ctx) != AX_OK &&
-                  strstr(ax_error_msg(), "AXMEM_CUDA_BF16_CACHE=12MB");
-    refused ? n_pass++ : n_fail++;
-    printf("%-34s %-10s %s\n", nm, "bad value", refused ? "refused  PASS" : "accepted  FAIL");
-    if (ctx) ax_ctx_free(ctx);
-    unsetenv("AXMEM_CUDA_BF16_CACHE");
+    return 0;
 }
-
-/* --stale: check mode must catch a cached weight copy gone stale. A write into a cached weight
- * with invalidation switched off (the test-only hook), then a GEMM that reads it: the backend
- * must fail with "stale bf16 weight copy". Its own process: the failure is sticky. */
-static int stale_run(const ax_backend *gpu) {
-    setenv("AXMEM_CUDA_BF16_CHECK", "1", 1);
-    if (ax_ctx_create_prec(gpu, AX_PREC_BF16, 1 << 20, &G_) != AX_OK) {
-        printf("FAIL: cannot create a bf16 context: %s\n", ax_error_msg());
-        return 1;
-    }
-    const int N = 5, C = 24, OC = 16;
-    both slab = put_rand((size_t)OC * C, 0.5f), x = put_rand((size_t)N * C, 1);
-    both y = put(NULL, sizeof(float) * N * OC);
-    ax_params_range(G_, slab.g, slab.bytes);
-    wc_matmul("stale check", "first use", &slab, 0, &x, &y, N, C, OC);
-    wc_matmul("stale check", "hit, fresh", &slab, 0, &x, &y, N, C, OC);
-    check_count("stale check", "hits", NULL, WC_HITS, 1);
-    int clean = ax_ctx_status(G_) == AX_OK;
-    clean ? n_pass++ : n_fail++;
-    printf("%-34s %-10s %s\n", "stale check", "clean hit", clean ? "no failure  PASS" : "FAIL");
-    float *h = host_rand((size_t)OC * C, 1);
-    wc_skip_(1);
-    ax_copy(G_, slab.g, h, slab.bytes, AX_COPY_H2D); /* not seen by the cache */
-    wc_skip_(0);
-    ax_matmul_forward(G_, y.g, x.g, slab.g, N, C, OC);
-    ax_sync(G_);
-    int caught = ax_ctx_status(G_) != AX_OK && strstr(ax_error_msg(), "stale bf16 weight copy");
-    caught ? n_pass++ : n_fail++;
-    printf("%-34s %-10s %s\n", "stale check", "stale hit",
-           caught ? "caught  PASS" : "NOT caught  FAIL");
-    if (caught) printf("  (%s)\n", ax_error_msg());
-    free(h);
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+/* every op the CUDA backend has ran on it, and on the CPU too where the CPU has it */
+static void check_coverage(void) {
+    int missing = 0;
+    for (int op = 0; op < OP_COUNT; op++)
+        if (has_op(&real_[1], op) && (!seen_[1][op] || (has_op(&real_[0], op) && !seen_[0][op]))) {
+            printf("FAIL: op %s (lib/backend/ops.def) was never compared: add its comparison "
+                   "to tests/cuda/cuda_ops_check.c\n",
+                   op_name_[op]);
+            missing++;
+        }
+    missing ? n_fail++ : n_pass++;
+    printf("%-34s %-10s %d ops of ops.def, %d never compared  %s\n", "coverage", "ops", OP_COUNT,
+           missing, missing ? "FAIL" : "PASS");
 }
 
 static both put_tokens(int N, int V) {
@@ -727,9 +556,8 @@ static void t_attention_gqa(int B, int T, int C, int H, int Hkv) {
     both a = put(NULL, sizeof(float) * att), scratch = put(NULL, sizeof(float) * att);
     both dout = put_rand((size_t)B * T * C, 1), dqkv = put_rand((size_t)n3, 1);
     char name[96];
-    const char *mode = getenv("AXMEM_CUDA_ATTENTION");
-    snprintf(name, sizeof name, "attention %s B=%d T=%d C=%d H=%d Hkv=%d", mode ? mode : "gemm", B,
-             T, C, H, Hkv);
+    snprintf(name, sizeof name, "attention %s B=%d T=%d C=%d H=%d Hkv=%d", attention_mode_, B, T, C,
+             H, Hkv);
     ax_attention_forward_gqa(C_, out.c, a.c, qkv.c, B, T, C, H, Hkv);
     ax_attention_forward_gqa(G_, out.g, a.g, qkv.g, B, T, C, H, Hkv);
     check(name, "out", &out, (size_t)B * T * C, bf16_ ? TOL_BF16 : TOL);
@@ -743,17 +571,16 @@ static void t_attention_gqa(int B, int T, int C, int H, int Hkv) {
 static void t_attention(int B, int T, int C, int H) {
     t_attention_gqa(B, T, C, H, H);
 }
-/* the attention shapes, on the path AXMEM_CUDA_ATTENTION picks (lib/backend/cuda/
- * ops_attention.cu): query blocks on cuBLAS by default, "gemm:16" for several blocks per
- * sequence, "fused" for the warp-per-row kernels (head dim <= 128) */
-static void t_attention_shapes(int fused) {
-    t_attention(2, 37, 48, 3);              /* D = 16 */
-    t_attention(1, 70, 128, 2);             /* D = 64 */
-    t_attention(2, 33, 45, 3);              /* D = 15: odd */
-    t_attention(1, 65, 96, 1);              /* D = 96 */
-    t_attention(1, 40, 256, 2);             /* D = 128: the largest the fused kernel takes */
-    if (!fused) t_attention(1, 20, 512, 2); /* D = 256 */
-    t_attention(3, 1, 32, 2);               /* T = 1 */
+/* the attention shapes, on the path attention_mode picked (lib/backend/cuda/ops_attention.cu):
+ * query blocks on cuBLAS as many rows as fit, or 16 rows (several blocks per sequence) */
+static void t_attention_shapes(void) {
+    t_attention(2, 37, 48, 3);  /* D = 16 */
+    t_attention(1, 70, 128, 2); /* D = 64 */
+    t_attention(2, 33, 45, 3);  /* D = 15: odd */
+    t_attention(1, 65, 96, 1);  /* D = 96 */
+    t_attention(1, 40, 256, 2); /* D = 128 */
+    t_attention(1, 20, 512, 2); /* D = 256 */
+    t_attention(3, 1, 32, 2);   /* T = 1 */
     /* grouped-query attention: groups of 2 and 3, multi-query (one K/V head) */
     t_attention_gqa(2, 37, 64, 4, 2);
     t_attention_gqa(1, 45, 96, 6, 2);
@@ -849,30 +676,36 @@ static void t_ce_shard(int N, int V, int Vl, int valid, int v0) {
     drop(&logits), drop(&tok), drop(&mask), drop(&rowmax), drop(&stats), drop(&losses), drop(&dl);
 }
 
-static void t_adamw(long n) {
+/* with_bf16: the update also writes the parameters' bf16 copy (a bf16 model's AdamW), which
+ * must be the rounding of the GPU's own new parameters, bit for bit */
+static void t_adamw(long n, int with_bf16) {
     both p = put_rand((size_t)n, 1), g = put_rand((size_t)n, 1), m = put_rand((size_t)n, 0.1f);
+    both p16 = put(NULL, sizeof(uint16_t) * n);
+    uint16_t *pc16 = with_bf16 ? p16.c : NULL, *pg16 = with_bf16 ? p16.g : NULL;
     float *hv = host_rand((size_t)n, 0.01f);
     for (long i = 0; i < n; i++) hv[i] = fabsf(hv[i]); /* a second moment is >= 0 */
     both v = put(hv, sizeof(float) * n);
     free(hv);
     char name[64];
-    snprintf(name, sizeof name, "adamw n=%ld", n);
+    snprintf(name, sizeof name, "adamw n=%ld%s", n, with_bf16 ? " + bf16 copy" : "");
     for (long t = 1; t <= 3; t++) {
-        ax_adamw_update(C_, p.c, g.c, m.c, v.c, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t);
-        ax_adamw_update(G_, p.g, g.g, m.g, v.g, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t);
+        ax_adamw_update(C_, p.c, pc16, g.c, m.c, v.c, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t);
+        ax_adamw_update(G_, p.g, pg16, g.g, m.g, v.g, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t);
     }
+    if (with_bf16) check_bf16_store(name, p16.g, p.g, 1, n);
     /* a slab part that does not start 16-byte aligned (the one-float-at-a-time kernel alone) */
     float *pc = p.c, *gc = g.c, *mc = m.c, *vc = v.c, *pg = p.g, *gg = g.g, *mg = m.g, *vg = v.g;
-    ax_adamw_update(C_, pc + 1, gc + 1, mc + 1, vc + 1, n - 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                    0.7f, 4);
-    ax_adamw_update(G_, pg + 1, gg + 1, mg + 1, vg + 1, n - 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                    0.7f, 4);
+    ax_adamw_update(C_, pc + 1, pc16 ? pc16 + 1 : NULL, gc + 1, mc + 1, vc + 1, n - 1, 1e-3f, 0.9f,
+                    0.95f, 1e-8f, 0.1f, 0.7f, 4);
+    ax_adamw_update(G_, pg + 1, pg16 ? pg16 + 1 : NULL, gg + 1, mg + 1, vg + 1, n - 1, 1e-3f, 0.9f,
+                    0.95f, 1e-8f, 0.1f, 0.7f, 4);
+    if (with_bf16) check_bf16_store(name, p16.g, p.g, 1, n);
     check(name, "param", &p, (size_t)n, TOL);
     check(name, "m", &m, (size_t)n, TOL);
     check(name, "v", &v, (size_t)n, TOL);
     snprintf(name, sizeof name, "sum_squares n=%ld", n);
     check_scalar(name, ax_sum_squares(C_, p.c, n), ax_sum_squares(G_, p.g, n), TOL);
-    drop(&p), drop(&g), drop(&m), drop(&v);
+    drop(&p), drop(&p16), drop(&g), drop(&m), drop(&v);
 }
 
 /* the wire conversions of --grad-comm bf16, bit for bit: random values plus the cases rounding
@@ -1036,7 +869,6 @@ static void t_bias(int N, int OC) {
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
-    int stale = argc > 1 && !strcmp(argv[1], "--stale");
     const ax_backend *gpu = NULL;
     if (ax_backend_select("cuda", &gpu) != AX_OK) {
         /* a CUDA build whose plugin does not load is broken, not a machine without a GPU */
@@ -1047,16 +879,12 @@ int main(int argc, char **argv) {
         printf("SKIP: no CUDA device: %s\n", ax_error_msg());
         return 77;
     }
-    if (!wc_hooks()) {
+    if (!hooks()) {
         printf("FAIL: the CUDA backend's test hooks: %s\n", ax_error_msg());
         return 1;
     }
-    if (stale) {
-        if (ax_ctx_create(ax_backend_cpu(), 1 << 20, &C_) != AX_OK) return 1;
-        bf16_ = 1;
-        return stale_run(gpu);
-    }
-    if (ax_ctx_create(ax_backend_cpu(), 1 << 20, &C_) != AX_OK ||
+    gpu = spy(1, gpu);
+    if (ax_ctx_create(spy(0, ax_backend_cpu()), 1 << 20, &C_) != AX_OK ||
         ax_ctx_create(gpu, 1 << 20, &G_) != AX_OK) {
         printf("SKIP: no CUDA device: cannot create a context: %s\n", ax_error_msg());
         return 77;
@@ -1078,12 +906,10 @@ int main(int argc, char **argv) {
     t_rmsnorm(600, 96); /* dweight in three row chunks, the last one partial */
     t_rope(2, 37, 3, 16);
     t_rope(1, 9, 2, 64);
-    t_attention_shapes(0);
-    setenv("AXMEM_CUDA_ATTENTION", "gemm:16", 1);
-    t_attention_shapes(0);
-    setenv("AXMEM_CUDA_ATTENTION", "fused", 1);
-    t_attention_shapes(1);
-    unsetenv("AXMEM_CUDA_ATTENTION");
+    t_attention_shapes();
+    attention_mode("blocks of 16", 0, 16);
+    t_attention_shapes();
+    attention_mode("blocks", 0, 0);
     t_swiglu(13, 67);
     if (!quick) t_swiglu(64, 1024);
     t_add(10007);
@@ -1094,8 +920,8 @@ int main(int argc, char **argv) {
     t_ce_shard(29, 2000, 1000, 1000, 1000);
     t_ce_shard(29, 1999, 1000, 999, 1000); /* the last shard: one padding column */
     t_ce_shard(17, 3000, 1000, 1000, 0);
-    t_adamw(10007);
-    if (!quick) t_adamw(3000001);
+    t_adamw(10007, 1);
+    if (!quick) t_adamw(3000001, 1);
     t_wire_bf16(1001);
     if (!quick) t_wire_bf16(2000003);
     t_decode(2, 3, 16, 37, 50);
@@ -1143,28 +969,27 @@ int main(int argc, char **argv) {
     t_bf16_reuse(29);
     t_bf16_acts(19, 77, 45); /* rows padded: 77 -> 80, 45 -> 48 bf16 columns */
     t_bf16_acts(64, 128, 96);
-    t_wcache(9, 40, 24);
-    t_wcache_budget(gpu, 9, 40, 24);
     t_add(10007);              /* elementwise: fp32 on a bf16 context, 1e-5 */
-    t_adamw(10007);            /* fp32 master weights and moments */
+    t_adamw(10007, 0);         /* fp32 master weights and moments */
     t_attention(2, 37, 48, 3); /* bf16 products on the tensor cores: 2e-2 */
     t_attention_gqa(2, 33, 48, 3, 1);
-    setenv("AXMEM_CUDA_ATTENTION", "gemm:16", 1);
+    attention_mode("blocks of 16", 0, 16);
     t_attention(1, 70, 128, 2);
     /* the fused bf16 tensor-core kernels (ops_flash.cu): head dims 16, 32, 64, 128, several
      * 64-row tiles with a partial last one, grouped-query, T = 1 */
-    setenv("AXMEM_CUDA_ATTENTION", "flash", 1);
+    attention_mode("flash", 1, 0);
     t_attention(2, 37, 64, 4);         /* D = 16 */
     t_attention(1, 70, 128, 2);        /* D = 64 */
     t_attention(1, 130, 256, 2);       /* D = 128, three tiles */
     t_attention_gqa(2, 67, 128, 4, 2); /* D = 32, groups of 2 */
     t_attention(3, 1, 32, 2);          /* T = 1 */
-    unsetenv("AXMEM_CUDA_ATTENTION");
+    attention_mode("blocks", 0, 0);
     ax_sync(G_);
     if (ax_ctx_status(G_) != AX_OK) {
         printf("FAIL: the CUDA backend reported an error: %s\n", ax_error_msg());
         n_fail++;
     }
+    check_coverage();
     printf("%d passed, %d failed\n", n_pass, n_fail);
     ax_ctx_free(C_);
     ax_ctx_free(G_);

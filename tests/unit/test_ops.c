@@ -977,7 +977,7 @@ Test(ops, adamw_matches_scalar_reference) {
     float lr = 1e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.5f;
     for (long t = 1; t <= 4; t++) {
         float *g = frand(n, t == 3 ? 1e-6 : 1.0); /* tiny grads: eps regime */
-        ax_adamw_update(CTX, p, g, m, v, n, lr, b1, b2, eps, wd, gs, t);
+        ax_adamw_update(CTX, p, NULL, g, m, v, n, lr, b1, b2, eps, wd, gs, t);
         double bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
         for (long i = 0; i < n; i++) {
             double gi = (double)g[i] * gs;
@@ -994,18 +994,22 @@ Test(ops, adamw_matches_scalar_reference) {
 }
 
 Test(ops, adamw_small_uses_same_math) {
-    /* n < 16 goes through the scalar code only; must agree bitwise with the vector path */
+    /* n < 16 goes through the scalar code only; must agree bitwise with the vector path. The
+     * bf16 copy written with the update is the to_bf16 rounding of the new parameters. */
     seed(19);
     long n = 37;
     float *p = frand(n, 1), *g = frand(n, 1), *m = frand(n, 0.1), *v = frand(n, 0.1);
     for (long i = 0; i < n; i++) v[i] = fabsf(v[i]);
     float *p2 = fcopy(p, n), *m2 = fcopy(m, n), *v2 = fcopy(v, n);
-    ax_adamw_update(CTX, p, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 7);
+    uint16_t p16[37], want16[37];
+    ax_adamw_update(CTX, p, p16, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 7);
     for (long i = 0; i < n; i++) /* element by element: every call has n = 1 (scalar tail) */
-        ax_adamw_update(CTX, p2 + i, g + i, m2 + i, v2 + i, 1, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f,
-                        1.0f, 7);
+        ax_adamw_update(CTX, p2 + i, NULL, g + i, m2 + i, v2 + i, 1, 1e-2f, 0.9f, 0.999f, 1e-8f,
+                        0.01f, 1.0f, 7);
     cr_expect(memcmp(p, p2, sizeof(float) * n) == 0);
     cr_expect(memcmp(m, m2, sizeof(float) * n) == 0 && memcmp(v, v2, sizeof(float) * n) == 0);
+    ax_to_bf16(CTX, want16, p, n);
+    cr_expect(memcmp(p16, want16, sizeof p16) == 0, "the bf16 copy is the rounded update");
     free(p), free(g), free(m), free(v), free(p2), free(m2), free(v2);
 }
 

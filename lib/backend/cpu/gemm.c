@@ -11,14 +11,6 @@
 
 #include "lib/core/log.h"
 
-/* matmul_forward's rows up to which gemv.c runs; AX_GEMV_MAX_N=0 in the environment turns it
- * off (to compare with dnnl_sgemm in a benchmark) */
-static int g_gemv_max_n = AX_CPU_GEMV_MAX_N;
-__attribute__((constructor)) static void gemv_env(void) {
-    const char *e = getenv("AX_GEMV_MAX_N");
-    if (e && *e) g_gemv_max_n = atoi(e);
-}
-
 /* the first failure, process-wide (GEMMs run on OpenMP threads that hold no context) */
 static int g_failed;
 static char g_why[256];
@@ -187,7 +179,7 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
 void ax_cpu_matmul_forward(ax_ctx *ctx, float *out, const float *inp, const float *w, int N, int C,
                            int OC) {
     (void)ctx;
-    if (N <= AX_CPU_GEMV_MAX_N && g_gemv_max_n >= N) {
+    if (N <= AX_CPU_GEMV_MAX_N) {
         ax_cpu_gemv_forward(out, inp, w, N, C, OC);
         return;
     }

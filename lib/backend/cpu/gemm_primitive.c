@@ -10,18 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* AX_GEMM_PRIMITIVE=0 in the environment sends every shape to dnnl_sgemm (for benchmarks).
- * Measured only on AVX-512 (below), so AVX2 builds keep dnnl_sgemm with gemm.c's column
- * chunks, which were tuned there; AX_GEMM_PRIMITIVE=1 turns the primitive on to try it. */
+/* Measured only on AVX-512 (below), so AVX2 builds keep dnnl_sgemm with gemm.c's column
+ * chunks, which were tuned there (ax_sgemm_primitive_enable switches it for tests and bench
+ * programs). */
 #ifdef __AVX512F__
 static int g_enabled = 1;
 #else
 static int g_enabled = 0;
 #endif
-__attribute__((constructor)) static void primitive_env(void) {
-    const char *e = getenv("AX_GEMM_PRIMITIVE");
-    if (e && *e) g_enabled = atoi(e) != 0;
-}
 
 int ax_sgemm_primitive_enable(int on) {
     int was = g_enabled;
@@ -115,7 +111,7 @@ static int execute(slot *s, const float *A, const float *B, float *C) {
  * and training at T = 256 (m = 1024) had a 2-3% slower forward: hence m <= 384. The backward's
  * shapes were all slower on the primitive: dinp = dout W (NN) 0.77-0.95x, dW = dout^T in (TN)
  * 0.72-0.87x; a 2048^3 square equal (1.00-1.01x). In training (bench_train 10 4 64, 5 runs
- * alternated with AX_GEMM_PRIMITIVE=0) the forward phase took 160-178 ms against 177-196. */
+ * alternated with the primitive off) the forward phase took 160-178 ms against 177-196. */
 int ax_sgemm_primitive_nt(long m, long n, long k, const float *A, long lda, const float *B,
                           long ldb, float beta, float *C, long ldc) {
     if (!g_enabled || (beta != 0.0f && beta != 1.0f)) return -1;

@@ -90,7 +90,8 @@ static int kblock(void) {
     return KB_BYTES / (GW * (int)sizeof(float));
 }
 
-size_t ax_cpu_matmul_pack_bytes(int C, int OC) {
+size_t ax_cpu_matmul_pack_bytes(ax_ctx *ctx, int C, int OC) {
+    (void)ctx;
     return C > 0 && OC > 0 ? sizeof(float) * (size_t)groups(OC) * (size_t)C * GW : 0;
 }
 

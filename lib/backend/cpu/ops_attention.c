@@ -94,8 +94,8 @@ static void fwd_tile(float *out, float *lse, const float *qkv, int T, const qkv_
 }
 
 /* out[B,T,C], att: lse[B,H,T] in its first B*H*T floats, qkv[B,T,C + 2 Hkv D] = [q | k | v] */
-void ax_cpu_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv, int B, int T,
-                              int C, int H, int Hkv) {
+void ax_cpu_attention_forward_gqa(ax_ctx *ctx, float *out, float *att, const float *qkv, int B,
+                                  int T, int C, int H, int Hkv) {
     int D = C / H, nq = (T + BQ - 1) / BQ, nt = omp_get_max_threads(), G = H / Hkv;
     qkv_layout lay = {C, Hkv * D, D, (long)C + 2L * Hkv * D};
     float scale = 1.0f / sqrtf((float)D);
@@ -157,9 +157,9 @@ static void bwd_head(float *dqkv, const float *dout, const float *qkv, const flo
  * backend keeps D_i there); the per-thread tiles come from the context's arena. One task per
  * (b, K/V head) runs the group's query heads in order, so dK and dV sum over the group in a fixed
  * order (no atomics). */
-void ax_cpu_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
-                               const float *qkv, const float *att, const float *out, int B, int T,
-                               int C, int H, int Hkv) {
+void ax_cpu_attention_backward_gqa(ax_ctx *ctx, float *dqkv, float *scratch, const float *dout,
+                                   const float *qkv, const float *att, const float *out, int B,
+                                   int T, int C, int H, int Hkv) {
     (void)scratch, (void)out;
     int D = C / H, nt = omp_get_max_threads(), G = H / Hkv;
     qkv_layout lay = {C, Hkv * D, D, (long)C + 2L * Hkv * D};

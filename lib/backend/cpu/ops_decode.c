@@ -124,8 +124,8 @@ static void pair_any(float *o, float *p, const float *qv, const float *k, const 
     }
 }
 
-void ax_cpu_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
-                             const float *vc, int B, int H, int Hkv, int D, int len, int Tmax) {
+void ax_cpu_attention_decode_gqa(ax_ctx *ctx, float *out, const float *q, const float *kc,
+                                 const float *vc, int B, int H, int Hkv, int D, int len, int Tmax) {
     int G = H / Hkv;
     float scale = 1.0f / sqrtf((float)D);
     /* one row of len scores per thread, from the context's scratch */

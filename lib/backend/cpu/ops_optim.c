@@ -20,11 +20,11 @@ static inline void adamw_one(float *p, float g, float *m, float *v, float lr, fl
     *p -= lr * upd;
 }
 
-/* param/grad/m/v[n]; t is the 1-based step (bias correction 1 - beta^t) */
-void ax_cpu_adamw_update(ax_ctx *ctx, float *param, const float *grad, float *m, float *v, long n,
-                         float lr, float beta1, float beta2, float eps, float wd, float grad_scale,
-                         long t) {
-    (void)ctx;
+/* param/grad/m/v[n]; t is the 1-based step (bias correction 1 - beta^t); param16: the bf16
+ * copy (the CUDA kernel's reference; the model on this backend keeps none) */
+void ax_cpu_adamw_update(ax_ctx *ctx, float *param, uint16_t *param16, const float *grad, float *m,
+                         float *v, long n, float lr, float beta1, float beta2, float eps, float wd,
+                         float grad_scale, long t) {
     float ibc1 = (float)(1.0 / (1.0 - pow(beta1, (double)t)));
     float ibc2 = (float)(1.0 / (1.0 - pow(beta2, (double)t)));
 #ifdef __AVX512F__
@@ -60,6 +60,7 @@ void ax_cpu_adamw_update(ax_ctx *ctx, float *param, const float *grad, float *m,
         adamw_one(param + i, grad[i], m + i, v + i, lr, beta1, beta2, eps, wd, grad_scale, ibc1,
                   ibc2);
 #endif
+    if (param16) ax_cpu_to_bf16(ctx, param16, param, n);
 }
 
 /* sum of x[n]^2 in double. Fixed chunks, each summed in double and then added serially in chunk

@@ -3,7 +3,6 @@
  * are the kernels of this folder (*.cu) and cuBLAS (gemm.c). */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,19 +105,9 @@ void ax_cuda_prof_mark(const char *op) {
     g_prof_tab[i].n++;
 }
 
-/* inside a table op (ops_table.c), whose wrapper renews the ranges of its outputs */
-static _Thread_local int t_op_scope;
-
-int ax_cuda_op_scope(int on) {
-    int was = t_op_scope;
-    t_op_scope = on;
-    return was;
-}
-
 void ax_cuda_launched(const char *op) {
     ax_cuda_prof_mark(op);
     ax_cuda_advance();
-    if (!t_op_scope) ax_cuda_bf16_invalidate_all(); /* outputs unknown: every weight copy */
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) ax_cuda_fail("kernel launch of %s: %s", op, cudaGetErrorString(e));
 }
@@ -167,7 +156,6 @@ static void *cu_dev_alloc(size_t bytes) {
 
 static void cu_dev_free(void *p) {
     if (!p) return;
-    ax_cuda_params_freed(p); /* a parameter range there is gone (lib/model withdraws first) */
     check(cudaFree(p), "cudaFree");
 }
 
@@ -190,7 +178,6 @@ static void cu_copy(ax_ctx *ctx, void *dst, const void *src, size_t bytes, ax_co
                                                   : cudaMemcpyDeviceToDevice;
     cudaStream_t s = (cudaStream_t)ctx->stream;
     check(cudaMemcpyAsync(dst, src, bytes, k, s), "cudaMemcpyAsync");
-    if (kind != AX_COPY_D2H) ax_cuda_bf16_invalidate(dst, bytes); /* after the enqueue */
     /* D2H into pageable memory has completed on return, but a host source of H2D may be
      * reused by the caller at once: also complete for pageable memory (staged by the driver) */
 }
@@ -209,7 +196,6 @@ static void cu_zero(ax_ctx *ctx, void *p, size_t bytes) {
     if (!bytes) return;
     ax_cuda_advance();
     check(cudaMemsetAsync(p, 0, bytes, (cudaStream_t)ctx->stream), "cudaMemsetAsync");
-    ax_cuda_bf16_invalidate(p, bytes);
 }
 
 static void cu_sync(ax_ctx *ctx) {
@@ -246,7 +232,6 @@ static void cu_unmap(ax_ctx *ctx, void *dev, void *host, size_t bytes, int flags
         cudaStream_t s = (cudaStream_t)ctx->stream;
         if (check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s), "ax_unmap copy"))
             check(cudaStreamSynchronize(s), "ax_unmap wait"); /* before the staging is freed */
-        ax_cuda_bf16_invalidate(dev, bytes);
     }
     free(host);
 }
@@ -257,11 +242,6 @@ static ax_status cu_ctx_init(ax_ctx *ctx) {
     if (!c) return ax_errorf(AX_ERR_NOMEM, "out of memory creating a CUDA context");
     c->device = g_device < 0 ? 0 : g_device;
     c->bf16 = ctx->precision == AX_PREC_BF16;
-    ax_status wst = ax_cuda_wcache_init(&c->wc);
-    if (wst != AX_OK) {
-        free(c);
-        return wst;
-    }
     cudaError_t e = cudaSetDevice(c->device);
     cudaStream_t s = NULL;
     /* a blocking stream: it waits for the legacy default stream (cudaMemset of allocations) */
@@ -300,16 +280,13 @@ static void cu_ctx_fini(ax_ctx *ctx) {
     if (c && c->blas) cublasDestroy((cublasHandle_t)c->blas);
     for (int i = 0; c && i < 2; i++)
         if (c->slot[i].buf) check(cudaFree(c->slot[i].buf), "cudaFree of bf16 staging");
-    if (c) ax_cuda_wcache_fini(ctx, &c->wc);
     if (ctx->stream) cudaStreamDestroy((cudaStream_t)ctx->stream);
     free(c);
     ctx->impl = NULL;
     ctx->stream = NULL;
 }
 
-/* the memory functions and context hooks; the ops are filled in by ax_cuda_table_ops
- * (ops_table.c: each wrapped to renew the parameter ranges of its outputs) at the first open */
-static ax_backend cuda_backend = {
+static const ax_backend cuda_backend = {
     .name = "cuda",
     .dev_alloc = cu_dev_alloc,
     .dev_free = cu_dev_free,
@@ -325,14 +302,13 @@ static ax_backend cuda_backend = {
     .ctx_init = cu_ctx_init,
     .ctx_fini = cu_ctx_fini,
     .attention_scratch = ax_cuda_attention_scratch,
-    .params_range = ax_cuda_params_range,
     .bf16 = 1,
+#define AX_CUDA_ALL(name) .name = ax_cuda_##name,
+#define AX_CUDA_BF16(name) .name = ax_cuda_##name,
+#define AX_CUDA_PACK(name) /* decoding multiplies the weights as they are */
+#define AX_OP(ret, name, params, args, group) AX_CUDA_##group(name)
+#include "lib/backend/ops.def"
 };
-static pthread_once_t g_table_once = PTHREAD_ONCE_INIT;
-
-static void table_fill(void) {
-    ax_cuda_table_ops(&cuda_backend);
-}
 
 ax_status ax_backend_cuda_open(const ax_backend **out) {
     *out = NULL;
@@ -360,7 +336,6 @@ ax_status ax_backend_cuda_open(const ax_backend **out) {
             AX_DEBUG("cuda: device %d of %d: %s, sm_%d%d, %.1f GiB", dev, n, prop.name, prop.major,
                      prop.minor, (double)prop.totalGlobalMem / (1 << 30));
     }
-    pthread_once(&g_table_once, table_fill);
     *out = &cuda_backend;
     return AX_OK;
 }

@@ -1,7 +1,8 @@
 /* GEMM on cuBLAS, and the linear layer built on it. fp32 contexts: cublasSgemm in pedantic
- * math (no TF32). bf16 contexts (--precision bf16): both operands are rounded to bf16 into the
- * context's staging slots and multiplied by cublasGemmEx with fp32 accumulation and fp32 C
- * (CUBLAS_COMPUTE_32F), so everything around the GEMMs stays fp32.
+ * math (no TF32). bf16 contexts (--precision bf16): cublasGemmEx on bf16 operands with fp32
+ * accumulation and fp32 C (CUBLAS_COMPUTE_32F), so everything around the GEMMs stays fp32. An
+ * operand already in bf16 (gemm_mixed: the model's bf16 weights and GEMM-only activations) is
+ * used as it is; an fp32 one is rounded into the context's staging slots.
  *
  * cuBLAS is column-major. A row-major matrix X[r,c] with leading dimension ld is, read
  * column-major, X^T[c,r] with the same ld. So the row-major C = op(A) op(B) is the
@@ -11,8 +12,6 @@
 #include <cuda_runtime_api.h>
 #include <limits.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "lib/backend/cuda/cuda.h"
 
@@ -31,7 +30,7 @@ static int slot_find(const ax_cuda_ctx *c, const float *src, long rows, long col
         if (!s->src || s->gen != gen || s->ld != ld || src < s->src) continue;
         long off = (long)(src - s->src), r = off / ld, col = off % ld;
         if (r + rows > s->rows || col + cols > s->cols) continue;
-        *pld = ax_cuda_bf16_ld(s->cols);
+        *pld = ax_bf16_ld(s->cols);
         *p = (const uint16_t *)s->buf + r * *pld + col;
         return i;
     }
@@ -42,18 +41,13 @@ static int slot_find(const ax_cuda_ctx *c, const float *src, long rows, long col
 static int slot_fill(ax_ctx *ctx, ax_cuda_ctx *c, int v, const float *src, long rows, long cols,
                      long ld, unsigned long gen) {
     ax_cuda_bf16_slot *s = &c->slot[v];
-    size_t need = (size_t)rows * (size_t)ax_cuda_bf16_ld(cols);
+    size_t need = (size_t)rows * (size_t)ax_bf16_ld(cols);
     s->src = NULL;
     if (need > s->cap) {
         /* once per larger shape, not per step: cudaFree waits for the GEMMs reading it */
         if (s->buf) cudaFree(s->buf);
         s->buf = NULL, s->cap = 0;
-        cudaError_t e = cudaMalloc(&s->buf, need * 2);
-        if (e != cudaSuccess && ax_cuda_wcache_release(&c->wc)) { /* weights give way */
-            cudaGetLastError();
-            e = cudaMalloc(&s->buf, need * 2);
-        }
-        if (e != cudaSuccess) {
+        if (cudaMalloc(&s->buf, need * 2) != cudaSuccess) {
             cudaGetLastError();
             s->buf = NULL;
             ax_cuda_fail("out of device memory for %zu bytes of bf16 GEMM staging", need * 2);
@@ -61,15 +55,14 @@ static int slot_fill(ax_ctx *ctx, ax_cuda_ctx *c, int v, const float *src, long 
         }
         s->cap = need;
     }
-    ax_cuda_to_bf16(ctx, s->buf, ax_cuda_bf16_ld(cols), src, rows, cols, ld);
+    ax_cuda_stage_bf16(ctx, s->buf, ax_bf16_ld(cols), src, rows, cols, ld);
     s->src = src, s->rows = rows, s->cols = cols, s->ld = ld, s->gen = gen;
     return 1;
 }
 
 /* bf16 operands, fp32 accumulation and output; C's writes end the slots' reuse. An operand
- * already in bf16 storage (A16 / B16 non-NULL: the model's bf16 activations, lda / ldb in
- * elements) is used as it is; operands in a declared parameter range come from the weight cache
- * (wcache.c), the rest from the slots. */
+ * already in bf16 storage (A16 / B16 non-NULL, lda / ldb in elements) is used as it is, the
+ * rest come from the slots. */
 static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, long m, long n, long k,
                       float alpha, const float *A, const void *A16, long lda, const float *B,
                       const void *B16, long ldb, float beta, float *C, long ldc) {
@@ -79,28 +72,23 @@ static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, lon
     unsigned long gen = ax_cuda_generation();
     const void *a = A16, *b = B16;
     long la = lda, lb = ldb;
-    c->wc.tick++; /* this GEMM's entries stay while its other operand is looked up */
-    /* 1: no conversion here (cached, or stored in bf16 by the op that wrote it) */
-    int ca = A16 || ax_cuda_wcache_get(ctx, &c->wc, A, ar, ac, lda, "gemm operand A", &a, &la);
-    int cb = B16 || ax_cuda_wcache_get(ctx, &c->wc, B, br, bc, ldb, "gemm operand B", &b, &lb);
-    if ((ca && !A16) || (cb && !B16)) ax_cuda_prof_mark("gemm (bf16): weight conversion (cached)");
-    /* -2: served by the cache; -1: not in a slot */
-    int ha = ca ? -2 : slot_find(c, A, ar, ac, lda, gen, &a, &la);
-    int hb = cb ? -2 : slot_find(c, B, br, bc, ldb, gen, &b, &lb);
-    if (ha == -1) { /* not into the slot B hits (the older one when B is cached) */
+    /* -2: in bf16 already; -1: not in a slot */
+    int ha = A16 ? -2 : slot_find(c, A, ar, ac, lda, gen, &a, &la);
+    int hb = B16 ? -2 : slot_find(c, B, br, bc, ldb, gen, &b, &lb);
+    if (ha == -1) { /* not into the slot B hits (the older one when B is in bf16) */
         ha = hb == 0 ? 1 : hb == -2 ? 1 - c->slot_last : 0;
         if (!slot_fill(ctx, c, ha, A, ar, ac, lda, gen)) return;
-        a = c->slot[ha].buf, la = ax_cuda_bf16_ld(ac);
-        if (!cb) hb = slot_find(c, B, br, bc, ldb, gen, &b, &lb); /* B may be A, or a block */
+        a = c->slot[ha].buf, la = ax_bf16_ld(ac);
+        if (!B16) hb = slot_find(c, B, br, bc, ldb, gen, &b, &lb); /* B may be A, or a block */
     }
     if (hb == -1) {
         hb = ha >= 0 ? 1 - ha : 1 - c->slot_last;
         if (!slot_fill(ctx, c, hb, B, br, bc, ldb, gen)) return;
-        b = c->slot[hb].buf, lb = ax_cuda_bf16_ld(bc);
+        b = c->slot[hb].buf, lb = ax_bf16_ld(bc);
     }
     if (ha >= 0) c->slot_last = ha;
     if (hb >= 0) c->slot_last = hb;
-    if (!ca || !cb) ax_cuda_prof_mark("gemm (bf16): operand conversion");
+    if (!A16 || !B16) ax_cuda_prof_mark("gemm (bf16): operand conversion");
     if (la > INT_MAX || lb > INT_MAX) {
         ax_cuda_fail("gemm(%c,%c,m=%ld,n=%ld,k=%ld): a dimension exceeds cuBLAS's int range",
                      transa, transb, m, n, k);
@@ -125,23 +113,6 @@ static void gemm_bf16(ax_ctx *ctx, ax_cuda_ctx *c, char transa, char transb, lon
     }
 }
 
-/* C[m, n] (leading dimension ldc) is being written: cached weight copies of it are stale */
-static void wrote_c(const float *C, long m, long n, long ldc) {
-    ax_cuda_bf16_invalidate(C, (size_t)((m - 1) * ldc + n) * sizeof(float));
-}
-
-/* AXMEM_CUDA_BF16_GEMM=fast: bf16 GEMMs take the fp32 operands as they are and let cuBLAS
- * round them (CUBLAS_COMPUTE_32F_FAST_16BF) instead of staging bf16 copies (the default,
- * "staged", whose rounding the ops check reproduces exactly) */
-static int bf16_in_kernel(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("AXMEM_CUDA_BF16_GEMM");
-        on = e && !strcmp(e, "fast");
-    }
-    return on;
-}
-
 /* The shapes no cuBLAS call serves, handled here (1): nothing to write, an empty product
  * (C = beta C, as the CPU backend does), a dimension past cuBLAS's int range (recorded). */
 static int gemm_degenerate(ax_ctx *ctx, char transa, char transb, long m, long n, long k, long lda,
@@ -149,7 +120,6 @@ static int gemm_degenerate(ax_ctx *ctx, char transa, char transb, long m, long n
     if (m <= 0 || n <= 0) return 1;
     if (k <= 0) {
         ax_cuda_scale_matrix(ctx, C, ldc, m, n, beta);
-        wrote_c(C, m, n, ldc);
         return 1;
     }
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
@@ -167,16 +137,8 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
                   long ldc) {
     if (gemm_degenerate(ctx, transa, transb, m, n, k, lda, ldb, beta, C, ldc)) return;
     ax_cuda_ctx *c = ctx->impl;
-    if (c->bf16 && bf16_in_kernel()) { /* fp32 in memory, rounded to bf16 by cuBLAS */
-        ax_cuda_gemm_strided(ctx, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C,
-                             ldc, 0, 1);
-        ax_cuda_prof_mark("gemm (bf16 in cuBLAS)");
-        wrote_c(C, m, n, ldc);
-        return;
-    }
     if (c->bf16) {
         gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
-        wrote_c(C, m, n, ldc);
         return;
     }
     cublasStatus_t s =
@@ -186,7 +148,6 @@ void ax_cuda_gemm(ax_ctx *ctx, char transa, char transb, long m, long n, long k,
         ax_cuda_fail("cublasSgemm(%c,%c,m=%ld,n=%ld,k=%ld,lda=%ld,ldb=%ld,ldc=%ld): %s", transa,
                      transb, m, n, k, lda, ldb, ldc, cublasGetStatusString(s));
     ax_cuda_prof_mark("gemm (fp32)");
-    wrote_c(C, m, n, ldc);
 }
 
 /* ax_cuda_gemm with either operand in bf16 storage (a_bf16 / b_bf16; bf16 contexts only: the
@@ -207,7 +168,6 @@ void ax_cuda_gemm_mixed(ax_ctx *ctx, char transa, char transb, long m, long n, l
     if (gemm_degenerate(ctx, transa, transb, m, n, k, lda, ldb, beta, C, ldc)) return;
     gemm_bf16(ctx, c, transa, transb, m, n, k, alpha, a_bf16 ? NULL : A, a_bf16 ? A : NULL, lda,
               b_bf16 ? NULL : B, b_bf16 ? B : NULL, ldb, beta, C, ldc);
-    wrote_c(C, m, n, ldc);
 }
 
 /* out[N,OC] = inp[N,C] w[OC,C]^T */
@@ -247,5 +207,4 @@ void ax_cuda_gemm_strided(ax_ctx *ctx, char transa, char transb, long m, long n,
         ax_cuda_fail("cublasGemmStridedBatchedEx(%c,%c,m=%ld,n=%ld,k=%ld,batch=%ld): %s", transa,
                      transb, m, n, k, batch, cublasGetStatusString(s));
     ax_cuda_advance(); /* C written: no staged bf16 operand of it may be reused */
-    ax_cuda_bf16_invalidate(C, (size_t)((batch - 1) * sc + (m - 1) * ldc + n) * sizeof(float));
 }

@@ -22,6 +22,15 @@ __device__ __forceinline__ void ax_store(__nv_bfloat16 *p, float v) {
     *p = __float2bfloat16_rn(v);
 }
 
+// The bits of f rounded to bf16 as the CPU's to_bf16 and lib/dist round (nearest even; a NaN
+// made the quiet NaN (u >> 16) | 0x40, not the device's canonical one): the to_bf16 op and the
+// bf16 copy AdamW writes
+__device__ __forceinline__ uint16_t ax_bf16_bits(float f) {
+    unsigned u = __float_as_uint(f);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)
+                                           : __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
 __device__ __forceinline__ float ax_warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;

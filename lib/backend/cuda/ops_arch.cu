@@ -139,7 +139,7 @@ extern "C" void ax_cuda_layernorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *
                                              int N, int C, int C_total, float eps) {
     if (N <= 0) return;
     auto k = ln_apply_kernel<__nv_bfloat16>;
-    k<<<N, threads_for(C), 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_cuda_bf16_ld(C), mean,
+    k<<<N, threads_for(C), 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_bf16_ld(C), mean,
                                                 rstd, inp, weight, bias, sum, sq, C, C_total, eps);
     ax_cuda_launched("layernorm_apply_bf16");
 }
@@ -215,7 +215,7 @@ extern "C" void ax_cuda_gelu_forward_bf16(ax_ctx *ctx, uint16_t *out, const floa
     if (N <= 0 || F <= 0) return;
     long x = (F + NT - 1) / NT;
     dim3 grid((unsigned)(x < 1024 ? x : 1024), (unsigned)(N < 65535 ? N : 65535));
-    gelu_bf16_kernel<<<grid, NT, 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_cuda_bf16_ld(F), h,
+    gelu_bf16_kernel<<<grid, NT, 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_bf16_ld(F), h,
                                                       N, F, tanh_approx);
     ax_cuda_launched("gelu_forward_bf16");
 }

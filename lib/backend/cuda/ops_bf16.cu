@@ -1,6 +1,7 @@
 // fp32 -> bf16 staging of GEMM operands for --precision bf16 (gemm.c): round to nearest even
 // (__float2bfloat16_rn: one cvt.rn.bf16.f32 on sm_80+), NaN stays NaN, overflow goes to inf.
-// And the bf16 wire format of reduced gradients (--grad-comm bf16): flat conversions both ways.
+// And the to_bf16 / from_bf16 ops (the wire format of --grad-comm bf16, the bf16 copy of a bf16
+// model's weights): flat conversions both ways.
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -34,8 +35,8 @@ __global__ void to_bf16_kernel(__nv_bfloat16 *dst, long ldd, const float *src, l
     }
 }
 
-extern "C" void ax_cuda_to_bf16(ax_ctx *ctx, void *dst, long ldd, const float *src, long rows,
-                                long cols, long ld) {
+extern "C" void ax_cuda_stage_bf16(ax_ctx *ctx, void *dst, long ldd, const float *src, long rows,
+                                   long cols, long ld) {
     if (rows <= 0 || cols <= 0) return;
     int vec = (uintptr_t)src % 16 == 0 && ld % 4 == 0 && (uintptr_t)dst % 8 == 0 && ldd % 4 == 0;
     long xb = (cols + 4L * TPB - 1) / (4L * TPB);
@@ -47,29 +48,23 @@ extern "C" void ax_cuda_to_bf16(ax_ctx *ctx, void *dst, long ldd, const float *s
     if (e != cudaSuccess) ax_cuda_fail("kernel launch of to_bf16: %s", cudaGetErrorString(e));
 }
 
-// ---- the wire format of reduced gradients (the table's to_bf16 / from_bf16) ----
-// NaN is made the quiet NaN (u >> 16) | 0x40 the CPU and lib/dist write, not the device's
-// canonical one, so the bits match the CPU backend's everywhere.
+// ---- the to_bf16 / from_bf16 ops (ax_bf16_bits: kernels.cuh) ----
 __global__ void wire_to_bf16_kernel(uint16_t *dst, const float *src, long n) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
-         i += (long)gridDim.x * blockDim.x) {
-        float f = src[i];
-        unsigned u = __float_as_uint(f);
-        dst[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)
-                                                 : __bfloat16_as_ushort(__float2bfloat16_rn(f));
-    }
+         i += (long)gridDim.x * blockDim.x)
+        dst[i] = ax_bf16_bits(src[i]);
 }
 __global__ void wire_from_bf16_kernel(float *dst, const uint16_t *src, long n) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x)
         dst[i] = __uint_as_float((unsigned)src[i] << 16);
 }
-extern "C" void ax_cuda_wire_to_bf16(ax_ctx *ctx, uint16_t *dst, const float *src, long n) {
+extern "C" void ax_cuda_to_bf16(ax_ctx *ctx, uint16_t *dst, const float *src, long n) {
     if (n <= 0) return;
     wire_to_bf16_kernel<<<ax_blocks(n, TPB), TPB, 0, AX_STREAM(ctx)>>>(dst, src, n);
     ax_cuda_launched("to_bf16");
 }
-extern "C" void ax_cuda_wire_from_bf16(ax_ctx *ctx, float *dst, const uint16_t *src, long n) {
+extern "C" void ax_cuda_from_bf16(ax_ctx *ctx, float *dst, const uint16_t *src, long n) {
     if (n <= 0) return;
     wire_from_bf16_kernel<<<ax_blocks(n, TPB), TPB, 0, AX_STREAM(ctx)>>>(dst, src, n);
     ax_cuda_launched("from_bf16");

@@ -134,7 +134,7 @@ extern "C" void ax_cuda_swiglu_forward_bf16(ax_ctx *ctx, uint16_t *out, const fl
                                             int F) {
     if (N <= 0 || F <= 0) return;
     auto k = swiglu_fwd_kernel<__nv_bfloat16>;
-    k<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_cuda_bf16_ld(F), h, N,
+    k<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_bf16_ld(F), h, N,
                                                   F);
     ax_cuda_launched("swiglu_forward_bf16");
 }
@@ -148,7 +148,7 @@ extern "C" void ax_cuda_swiglu_backward_bf16(ax_ctx *ctx, uint16_t *dh, const fl
                                              const float *h, int N, int F) {
     if (N <= 0 || F <= 0) return;
     swiglu_bwd_bf16_kernel<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>(
-        (__nv_bfloat16 *)dh, ax_cuda_bf16_ld(2L * F), dout, h, N, F);
+        (__nv_bfloat16 *)dh, ax_bf16_ld(2L * F), dout, h, N, F);
     ax_cuda_launched("swiglu_backward_bf16");
 }
 
@@ -243,18 +243,21 @@ __device__ __forceinline__ void adamw_one(float &p, float g, float &m, float &v,
     v = vi;
     p = p - lr * upd;
 }
-__global__ void adamw_kernel(float *param, const float *grad, float *m, float *v, long n, float lr,
-                             float b1, float b2, float eps, float wd, float gs, float ibc1,
-                             float ibc2) {
+// p16 (NULL: none): the new parameter's bf16 copy, written in the same pass (llm.c's AdamW)
+__global__ void adamw_kernel(float *param, uint16_t *p16, const float *grad, float *m, float *v,
+                             long n, float lr, float b1, float b2, float eps, float wd, float gs,
+                             float ibc1, float ibc2) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
-         i += (long)gridDim.x * blockDim.x)
+         i += (long)gridDim.x * blockDim.x) {
         adamw_one(param[i], grad[i], m[i], v[i], lr, b1, b2, eps, wd, gs, ibc1, ibc2);
+        if (p16) p16[i] = ax_bf16_bits(param[i]);
+    }
 }
-// the same four floats at a time (16-byte loads and stores: more bytes in flight per thread on a
-// pass that moves 28 bytes per parameter; it ran at about half the H200's bandwidth), for n4
-// groups of 4 of 16-byte aligned arrays; the caller does the tail
-__global__ void adamw4_kernel(float4 *param, const float4 *grad, float4 *m, float4 *v, long n4,
-                              float lr, float b1, float b2, float eps, float wd, float gs,
+// the same four floats at a time (16-byte loads and stores, 8-byte bf16 stores: more bytes in
+// flight per thread on a pass that moves 28-30 bytes per parameter; it ran at about half the
+// H200's bandwidth), for n4 groups of 4 of aligned arrays; the caller does the tail
+__global__ void adamw4_kernel(float4 *param, uint2 *p16, const float4 *grad, float4 *m, float4 *v,
+                              long n4, float lr, float b1, float b2, float eps, float wd, float gs,
                               float ibc1, float ibc2) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n4;
          i += (long)gridDim.x * blockDim.x) {
@@ -264,27 +267,35 @@ __global__ void adamw4_kernel(float4 *param, const float4 *grad, float4 *m, floa
         adamw_one(p.z, g.z, mi.z, vi.z, lr, b1, b2, eps, wd, gs, ibc1, ibc2);
         adamw_one(p.w, g.w, mi.w, vi.w, lr, b1, b2, eps, wd, gs, ibc1, ibc2);
         param[i] = p, m[i] = mi, v[i] = vi;
+        if (p16) {
+            uint2 o;
+            o.x = (unsigned)ax_bf16_bits(p.x) | (unsigned)ax_bf16_bits(p.y) << 16;
+            o.y = (unsigned)ax_bf16_bits(p.z) | (unsigned)ax_bf16_bits(p.w) << 16;
+            p16[i] = o;
+        }
     }
 }
-extern "C" void ax_cuda_adamw_update(ax_ctx *ctx, float *param, const float *grad, float *m,
-                                     float *v, long n, float lr, float beta1, float beta2,
-                                     float eps, float wd, float grad_scale, long t) {
+extern "C" void ax_cuda_adamw_update(ax_ctx *ctx, float *param, uint16_t *param16,
+                                     const float *grad, float *m, float *v, long n, float lr,
+                                     float beta1, float beta2, float eps, float wd,
+                                     float grad_scale, long t) {
     if (n <= 0) return;
     float ibc1 = (float)(1.0 / (1.0 - pow(beta1, (double)t)));
     float ibc2 = (float)(1.0 / (1.0 - pow(beta2, (double)t)));
     long n4 = 0;
-    if ((((uintptr_t)param | (uintptr_t)grad | (uintptr_t)m | (uintptr_t)v) & 15) == 0) {
+    if ((((uintptr_t)param | (uintptr_t)grad | (uintptr_t)m | (uintptr_t)v) & 15) == 0 &&
+        ((uintptr_t)param16 & 7) == 0) {
         n4 = n / 4;
         if (n4)
             adamw4_kernel<<<ax_blocks(n4, TPB), TPB, 0, AX_STREAM(ctx)>>>(
-                (float4 *)param, (const float4 *)grad, (float4 *)m, (float4 *)v, n4, lr, beta1,
-                beta2, eps, wd, grad_scale, ibc1, ibc2);
+                (float4 *)param, (uint2 *)param16, (const float4 *)grad, (float4 *)m, (float4 *)v,
+                n4, lr, beta1, beta2, eps, wd, grad_scale, ibc1, ibc2);
     }
     long done = 4 * n4;
     if (done < n)
         adamw_kernel<<<ax_blocks(n - done, TPB), TPB, 0, AX_STREAM(ctx)>>>(
-            param + done, grad + done, m + done, v + done, n - done, lr, beta1, beta2, eps, wd,
-            grad_scale, ibc1, ibc2);
+            param + done, param16 ? param16 + done : NULL, grad + done, m + done, v + done,
+            n - done, lr, beta1, beta2, eps, wd, grad_scale, ibc1, ibc2);
     ax_cuda_launched("adamw_update");
 }
 

@@ -152,7 +152,7 @@ extern "C" void ax_cuda_rmsnorm_apply(ax_ctx *ctx, float *out, float *rstd, cons
 extern "C" void ax_cuda_rmsnorm_apply_bf16(ax_ctx *ctx, uint16_t *out, float *rstd,
                                            const float *inp, const float *weight, const float *ss,
                                            int N, int C, int C_total, float eps) {
-    apply(ctx, (__nv_bfloat16 *)out, ax_cuda_bf16_ld(C), rstd, inp, weight, ss, N, C, C_total, eps,
+    apply(ctx, (__nv_bfloat16 *)out, ax_bf16_ld(C), rstd, inp, weight, ss, N, C, C_total, eps,
           "rmsnorm_apply_bf16");
 }
 extern "C" void ax_cuda_rmsnorm_backward_dot(ax_ctx *ctx, float *dot, const float *dout,

@@ -6,13 +6,10 @@
 # run (< 2e-2 relative per step), a checkpoint that the CPU loads (fp32 master weights, the
 # CPU checkpoint's layout), and probe and generate that run. Device memory is guarded
 # (AX_EMU_GUARD=1): host code that touches it directly faults, and the backtrace names the line
-# (gdb, if installed). bf16 runs have the weight cache's check mode on (AXMEM_CUDA_BF16_CHECK=1:
-# every cached bf16 weight copy that a GEMM takes is compared with a fresh conversion of its
-# source, so a copy that outlived a write into the parameters fails the run), and their debug
-# log must show that the cache served hits; the bf16 run with the cache off
-# (AXMEM_CUDA_BF16_CACHE=0), and with the GEMM-only activations in fp32 instead of bf16
-# (AXMEM_CUDA_BF16_ACTS=0: train and probe), must give the same bits. Slow (fibers): a tiny
-# model, ~4 minutes.
+# (gdb, if installed). The bf16 run stopped after 3 steps and resumed (its checkpoint loaded:
+# the weights' bf16 copy made again from the masters) must give the uninterrupted run's bits,
+# and its activation memory must be smaller than an fp32 run's by what axmem plan predicts.
+# Slow (fibers): a tiny model, ~4 minutes.
 #
 #   bash tests/cuda/emu/e2e.sh [BUILD=build]     exit 0 when every comparison passed
 set -uo pipefail
@@ -23,7 +20,7 @@ E=$B/cuda-emu/axmem
 [ -x "$E" ] || { echo "e2e: $E missing: run tests/cuda/emu/run.sh $B first"; exit 2; }
 T=$(mktemp -d /tmp/axmem-emu-e2e.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-export OMP_NUM_THREADS=1 AXMEM_CUDA_BF16_CHECK=1
+export OMP_NUM_THREADS=1
 fails=0
 emu() { # runs the emulated CLI with guarded device memory; a crash reruns it under gdb (if
   # installed) for the backtrace that names the line (gdb's own exit code is not the child's
@@ -42,11 +39,6 @@ emu_log() { # LOG ARGS...: emu with the debug log (to LOG, and its last lines on
   AXMEM_LOG=debug emu "$@" 2>"$log" || { tail -5 "$log"; return 1; }
 }
 check() { if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi; }
-cache_hits() { # LOG: the bf16 weight cache's debug line (at context free) shows hits, checked
-  local l
-  l=$(grep -E "bf16 weight cache: .* [1-9][0-9]* hits.*every hit checked" "$1" | tail -1)
-  [ -n "$l" ] && echo "     ${l#*cuda: }"
-}
 
 head -n 200 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
 "$A" data tokenizer-train --input "$T/kjv.jsonl" --vocab-size 300 --out "$T/tok" 2>/dev/null
@@ -89,31 +81,30 @@ S6=(--data "$T/kjv.axd" --layers 1 --dim 32 --heads 2 --ffn 64 --seq-len 8 --bat
 "$A" train "${S6[@]}" --device cpu --out "$T/cpu6" 2>/dev/null
 name="train --device cuda (bf16 by default, emulated) runs 6 steps"
 check emu_log "$T/bf16.log" train "${S6[@]}" --device cuda --out "$T/bf16"
-name="bf16 train: weights served from the bf16 cache (hits after the forward), none stale"
-check cache_hits "$T/bf16.log"
-same_bits() { # VAR=VALUE RUN: the same bf16 run with VAR set: losses, gradient norms and the
-  # checkpoint's tensors bit for bit. The weight cache off changes where a weight's bf16 copy
-  # comes from, never the copy; AXMEM_CUDA_BF16_ACTS=0 keeps the activations only GEMMs read in
-  # fp32, staged per GEMM, instead of stored in bf16 by the ops that write them (the same bf16
-  # values either way)
-  env "$1" AX_EMU_GUARD=1 "$E" train "${S6[@]}" --device cuda --out "$T/$2" >/dev/null \
-    2>"$T/$2.log" || return 1
-  python3 - "$T/bf16" "$T/$2" <<'PY'
+same_bits() { # RUN: the bf16 run again, stopped after 3 steps (a checkpoint) and resumed:
+  # losses, gradient norms and the final checkpoint's tensors bit for bit
+  AX_EMU_GUARD=1 "$E" train "${S6[@]}" --device cuda --exit-after-steps 3 --out "$T/$1" \
+    >/dev/null 2>"$T/$1.log"
+  [ $? -eq 75 ] || return 1
+  AX_EMU_GUARD=1 "$E" train --out "$T/$1" --resume --device cuda >/dev/null 2>>"$T/$1.log" ||
+    return 1
+  python3 - "$T/bf16" "$T/$1" <<'PY'
 import glob, json, os, sys
 runs = sys.argv[1:]
 def steps(r):
     return [(m["loss"], m["grad_norm"]) for m in map(json.loads, open(r + "/metrics.jsonl"))]
 a, b = steps(runs[0]), steps(runs[1])
-shards = [sorted(glob.glob(r + "/ckpt/step-*/*.zst")) for r in runs]
+shards = [sorted(glob.glob(r + "/ckpt/step-000006/*.zst")) for r in runs]
 same = [open(x, "rb").read() == open(y, "rb").read() for x, y in zip(*shards)]
 print(f"     {len(a)} steps, losses and norms equal: {a == b}; {sum(same)} of {len(same)} shards equal")
 sys.exit(0 if a and a == b and same and all(same) and len(shards[0]) == len(shards[1]) else 1)
 PY
 }
-name="bf16 with the weight cache off (AXMEM_CUDA_BF16_CACHE=0): same losses and weights, bit for bit"
-check same_bits AXMEM_CUDA_BF16_CACHE=0 bf16off
-name="bf16 with fp32 activations (AXMEM_CUDA_BF16_ACTS=0): same losses and weights, bit for bit"
-check same_bits AXMEM_CUDA_BF16_ACTS=0 bf16acts32
+name="bf16 train stopped after 3 steps and resumed: the same losses and weights, bit for bit"
+check same_bits bf16resumed
+name="train --device cuda --precision fp32 (emulated) runs a step of the same model"
+check emu_log "$T/fp32acts.log" train "${S6[@]}" --steps 1 --device cuda --precision fp32 \
+  --out "$T/fp32acts"
 less_acts() { # the start log's activation memory: bf16 storage of the norms' and MLP outputs
   # saves 2 of their 4 bytes (rows padded to 8 columns), exactly what axmem plan's CUDA engine
   # model (--engine axmem on a GPU profile) takes off the fp32 engine's (a host profile)
@@ -121,7 +112,7 @@ less_acts() { # the start log's activation memory: bf16 storage of the norms' an
                --vocab 300 --json --top 1 --recompute off)
   "$A" plan "${shape[@]}" --machine h100 >"$T/plan16.json" &&
     "$A" plan "${shape[@]}" --machine plan/machines/this-cpu.json >"$T/plan32.json" || return 1
-  python3 - "$T/bf16.log" "$T/bf16acts32.log" "$T/plan16.json" "$T/plan32.json" <<'PY'
+  python3 - "$T/bf16.log" "$T/fp32acts.log" "$T/plan16.json" "$T/plan32.json" <<'PY'
 import json, re, sys
 logs = [open(f).read() for f in sys.argv[1:3]]
 b = [int(re.search(r"activations: [0-9.]+ MiB \(([0-9]+) bytes\)", l).group(1)) for l in logs]
@@ -170,17 +161,9 @@ name="probe --device cuda --precision bf16 (emulated) runs, every sample scored"
 check bash -c 'AX_EMU_GUARD=1 AXMEM_LOG=debug "$0" memscan probe "${@:2}" --device cuda --precision bf16 \
   --out "$1/pb.json" >/dev/null 2>"$1/pb.log" && [ "$(wc -l <"$1/pb.samples.jsonl")" = "$(wc -l <"$1/pc.samples.jsonl")" ]' \
   "$E" "$T" "${P[@]}"
-name="bf16 probe: every decoding step's weights from the bf16 cache, none stale"
-check cache_hits "$T/pb.log"
-name="bf16 probe with fp32 activations (AXMEM_CUDA_BF16_ACTS=0): the same samples, bit for bit"
-check bash -c 'AX_EMU_GUARD=1 AXMEM_CUDA_BF16_ACTS=0 "$0" memscan probe "${@:2}" --device cuda \
-  --precision bf16 --out "$1/pb32.json" >/dev/null 2>&1 && cmp -s "$1/pb.samples.jsonl" "$1/pb32.samples.jsonl"' \
-  "$E" "$T" "${P[@]}"
 name="generate --device cuda --precision bf16 (emulated) runs"
 check bash -c 'AX_EMU_GUARD=1 AXMEM_LOG=debug "$0" memscan generate "${@:2}" --device cuda --precision bf16 \
   --out "$1/gb.json" --samples-out "$1/gb.jsonl" >/dev/null 2>"$1/gb.log" && [ -s "$1/gb.jsonl" ]' \
   "$E" "$T" "${G[@]}"
-name="bf16 generate: weights from the bf16 cache, none stale"
-check cache_hits "$T/gb.log"
 echo "emu e2e: $fails failed"
 [ "$fails" -eq 0 ]
