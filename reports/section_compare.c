@@ -135,8 +135,8 @@ void ax_rep_section_compare(ax_doc *d, const ax_report *r) {
                    ? ax_doc_text(d, "goldfish %s", ax_rep_run_ident(run)->goldfish)
                    : (ax_doc_cell){0};
         if (s)
-            c[2] = ax_note(ax_num((double)s->train_docs, 0),
-                           ax_doc_printf(d, "documents, %lld tokens", (long long)s->train_tokens));
+            c[2] = ax_doc_text(d, "%lld docs, %lld tokens", (long long)s->train_docs,
+                               (long long)s->train_tokens);
         if (m) c[3] = ax_num((double)m->members, 0), c[4] = ax_num((double)m->nonmembers, 0);
         if (e) c[5] = ax_num((double)e->overall.canaries, 0);
         if (p)
