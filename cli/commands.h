@@ -15,5 +15,6 @@ int ax_cmd_memscan_lookup(int argc, char **argv); /* index/cmd_lookup.c */
 int ax_cmd_report(int argc, char **argv);         /* reports/cmd_report.c */
 int ax_cmd_model(int argc, char **argv);          /* interop/cmd_model.c */
 int ax_cmd_plan(int argc, char **argv);           /* plan/cmd_plan.c */
+int ax_cmd_study(int argc, char **argv);          /* study/cmd_study.c */
 int ax_cmd_demo(int argc, char **argv);           /* cli/demo.c */
 int ax_cmd_version(int argc, char **argv);        /* cli/version.c */

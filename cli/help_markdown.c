@@ -36,6 +36,7 @@ static const char *const pages[] = {
     "report",
     "dp",
     "plan",
+    "study",
     "demo",
     "version",
 };

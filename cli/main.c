@@ -25,6 +25,8 @@ static const command commands[] = {
      "Hugging Face Llama-family models: import to / export from checkpoints"},
     {"report", ax_cmd_report, "scan results -> self-contained HTML (inline SVG), Markdown, JSON"},
     {"plan", ax_cmd_plan, "rank 4D grids by predicted step time, compute/comm/memory breakdown"},
+    {"study", ax_cmd_study,
+     "compare mitigations (none, goldfish, dedup, dp) on one split: train, scan, one report"},
     {"demo", ax_cmd_demo,
      "the whole job on the bundled corpus: baseline vs goldfish, scans, report"},
     {"version", ax_cmd_version,

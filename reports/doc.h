@@ -60,13 +60,14 @@ typedef struct {
     int show_rows;      /* > 0: HTML and Markdown show the first show_rows rows, JSON all */
 } ax_doc_table;
 
-/* A chart's series: a line through (x, y) with optional markers (px, py); lo / hi: a band
- * under the line. In a bar chart y holds one bar per category (x unused) and lo / hi are
- * whiskers. */
+/* A chart's series: a line through (x, y) with optional markers (px, py) and their whiskers
+ * (plo, phi); lo / hi: a band under the line. In a bar chart y holds one bar per category (x
+ * unused) and lo / hi are whiskers. */
 typedef struct {
     const char *name;
     int n, n_pts;
     double *x, *y, *lo, *hi, *px, *py;
+    double *plo, *phi; /* [n_pts] or NULL: each marker's 95% interval in y, drawn as a whisker */
 } ax_doc_series;
 
 typedef struct {

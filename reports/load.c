@@ -262,6 +262,13 @@ static ax_status metrics_line(const ax_json *row, const char *what, void *ctx) {
     AX_CHECK(ax_rep_get_in(row, "", "step", 0, (double)AX_REP_MAX_COUNT, what, &step));
     AX_CHECK(ax_rep_get_in(row, "", "loss", -DBL_MAX, DBL_MAX, what, &loss));
     AX_CHECK(push2(a, &t->step, &t->loss, &t->n, &t->cap, step, loss));
+    const ax_json *eps = ax_json_get(row, "epsilon"), *delta = ax_json_get(row, "delta");
+    if (!eps) eps = ax_json_get(row, "dp_epsilon"), delta = ax_json_get(row, "dp_delta");
+    if (eps && eps->type == AX_JSON_NUM && delta && delta->type == AX_JSON_NUM) {
+        AX_CHECK(ax_rep_check_num(eps->num, 0, DBL_MAX, what, "epsilon"));
+        AX_CHECK(ax_rep_check_num(delta->num, 0, 1, what, "delta"));
+        t->has_dp = 1, t->epsilon = eps->num, t->delta = delta->num, t->eps_step = step;
+    }
     const ax_json *vl = ax_json_get(row, "val_loss");
     if (vl && vl->type == AX_JSON_NUM) {
         AX_CHECK(ax_rep_check_num(vl->num, -DBL_MAX, DBL_MAX, what, "val_loss"));
@@ -440,11 +447,24 @@ static ax_status load_dir(ax_arena *a, ax_rep_run *run, const char *dir, int kee
                          "run '%s': %s does not exist; pass a directory written by "
                          "axmem memscan probe/generate/mia/exposure",
                          run->label, dir);
-    enum { PROBE, REGURG, MIA, EXPOSURE, LEGACY, C_PROBE, C_MIA, C_EXP, SAMPLES, METRICS, N_NAMES };
+    enum {
+        PROBE,
+        REGURG,
+        MIA,
+        EXPOSURE,
+        LEGACY,
+        C_PROBE,
+        C_MIA,
+        C_EXP,
+        SAMPLES,
+        METRICS,
+        STUDY,
+        N_NAMES
+    };
     static const char *names[N_NAMES] = {
         "probe.json",    "regurgitation.json", "mia.json",       "exposure.json",
         "scan.json",     "probe.curve.json",   "mia.curve.json", "exposure.curve.json",
-        "samples.jsonl", "metrics.jsonl"};
+        "samples.jsonl", "metrics.jsonl",      "study.json"};
     static const char *kinds[C_EXP + 1] = {"extraction-probe",
                                            "regurgitation-scan",
                                            "membership-inference",
@@ -468,6 +488,14 @@ static ax_status load_dir(ax_arena *a, ax_rep_run *run, const char *dir, int kee
         if (!(run->train = ax_arena_alloc(a, sizeof *run->train))) return ax_rep_nomem();
         run->train->file = p[METRICS];
         AX_CHECK(ax_rep_each_jsonl(p[METRICS], metrics_line, &(metrics_ctx){a, run}));
+    }
+    if (ax_path_exists(p[STUDY])) { /* axmem study's record of the mitigation */
+        ax_json *v = NULL;
+        if (!(run->study = ax_arena_alloc(a, sizeof *run->study))) return ax_rep_nomem();
+        AX_CHECK(ax_rep_read_json(p[STUDY], &v));
+        ax_status st = ax_rep_parse_study(a, v, p[STUDY], run->study);
+        ax_json_free(v);
+        AX_CHECK(st);
     }
     /* a training run alone reports when it logged scans (train --scan-every) */
     if (any || run->curve[AX_REP_CURVE_TRAIN]) return AX_OK;

@@ -135,7 +135,18 @@ typedef struct {
     double *step, *loss;
     int64_t n_val;
     double *val_step, *val_loss;
+    /* DP-SGD runs: the privacy spent by the last row that records it ("epsilon" and "delta",
+     * or "dp_epsilon" and "dp_delta"); has_dp 0: no row does */
+    int has_dp;
+    double epsilon, delta, eps_step;
 } ax_rep_train;
+
+/* RUN/study.json, which `axmem study` writes beside each mitigation's scans */
+typedef struct {
+    char *file, *mitigation, *kind; /* kind: none, goldfish, dedup, dp */
+    int64_t train_docs, train_tokens, members, nonmembers, canaries, dedup_n;
+    double eps_target, noise, delta, clip; /* dp: 0 where not given */
+} ax_rep_study;
 
 /* Memorization over training: one headline metric versus step (load_curves.c), from a curve
  * file of `memscan probe|mia|exposure --all-steps` (axmem-curve v1) or the scan records
@@ -164,6 +175,7 @@ typedef struct {
     ax_rep_mia *mia;                     /* NULL without a membership-inference scan */
     ax_rep_exposure *exposure;           /* NULL without a canary-exposure scan */
     ax_rep_train *train;                 /* NULL without metrics.jsonl */
+    ax_rep_study *study;                 /* NULL without study.json */
     ax_rep_curve *curve[AX_REP_NCURVES]; /* NULL: the run has no such curve */
     char *warning;                       /* e.g. the two scans name different checkpoints */
 } ax_rep_run;
@@ -209,6 +221,11 @@ ax_status ax_rep_scan_record(ax_arena *a, const ax_json *row, const char *what, 
                              ax_rep_run *run);
 /* 1 if exact match at point i rose above the previous point's upper bound */
 int ax_rep_curve_rising(const ax_rep_curve *c, int64_t i);
+/* load_study.c: RUN/study.json */
+ax_status ax_rep_parse_study(ax_arena *a, const ax_json *v, const char *path, ax_rep_study *s);
+/* a run trained without a mitigation: its study record says none, or (none) its goldfish is
+ * none */
+int ax_rep_is_baseline(const ax_rep_run *run);
 /* jsonget.c: getters shared by the loaders; failures name path and field */
 ax_status ax_rep_nomem(void);
 /* "the file was edited or damaged" with what is wrong (printf) and the command to rerun */

@@ -100,6 +100,8 @@ static void chart(ax_jw *w, const ax_doc_chart *c) {
         nums(w, c->bars ? "ci95_hi" : "band_hi", s->hi, n);
         nums(w, "points_x", s->px, s->n_pts);
         nums(w, "points_y", s->py, s->n_pts);
+        nums(w, "points_ci95_lo", s->plo, s->n_pts);
+        nums(w, "points_ci95_hi", s->phi, s->n_pts);
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);

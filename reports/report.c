@@ -38,6 +38,7 @@ static void build(const ax_report *r, const ax_report_opts *o, ax_doc *d) {
     ax_rep_buf_free(&t);
     d->show_quotes = r->show_text, d->quote_chars = r->text_chars, d->redacted = !r->text_chars;
     ax_rep_section_summary(d, r, o->intro);
+    ax_rep_section_compare(d, r);
     ax_rep_section_probe(d, r);
     ax_rep_section_privacy(d, r);
     ax_rep_section_training(d, r);

@@ -145,8 +145,9 @@ static void notes(ax_doc *d, const ax_report *r) {
     }
 }
 
-enum { N_METRICS = 15 };
+enum { N_METRICS = 17 };
 static const char *const metric_names[N_METRICS] = {
+    "mitigation",
     "goldfish",
     "checkpoint step",
     "exact match (95% CI)",
@@ -161,7 +162,8 @@ static const char *const metric_names[N_METRICS] = {
     "canary exposure at the most repeats (bits)",
     "canaries extracted by greedy decoding",
     "final training loss",
-    "final held-out loss"};
+    "final held-out loss",
+    "privacy guarantee: epsilon (DP-SGD)"};
 
 /* metric k of a run; NONE where the run has no such number */
 static ax_doc_cell metric(ax_doc *d, int k, const ax_rep_run *run) {
@@ -174,6 +176,13 @@ static ax_doc_cell metric(ax_doc *d, int k, const ax_rep_run *run) {
     const ax_rep_mia_score *s = m ? ax_rep_strongest(m) : NULL;
     int64_t hit = 0, total = 0;
     if (g) ax_rep_regurg_counts(g, &hit, &total);
+    if (k == 0) /* the mitigation `axmem study` trained with */
+        return run->study ? ax_doc_text(d, "%s", run->study->mitigation) : (ax_doc_cell){0};
+    if (k == 16) /* the accountant's epsilon as training last recorded it */
+        return t && t->has_dp
+                   ? ax_note(ax_num(t->epsilon, -3), ax_doc_printf(d, "at delta %g", t->delta))
+                   : (ax_doc_cell){0};
+    k--;
     if (k == 10 && m) { /* the model-free score farthest from chance */
         s = m->n_free ? &m->free[0] : NULL;
         for (int j = 1; j < m->n_free; j++)
@@ -234,12 +243,10 @@ static ax_doc_cell metric(ax_doc *d, int k, const ax_rep_run *run) {
 
 void ax_rep_section_summary(ax_doc *d, const ax_report *r, const char *intro) {
     ax_rep_buf b = {0};
-    for (int i = 0; i < r->n_runs; i++) { /* each goldfish run against the first baseline */
-        const ax_rep_ident *id = ax_rep_run_ident(&r->runs[i]);
-        if (!id || !strcmp(id->goldfish, "none")) continue;
+    for (int i = 0; i < r->n_runs; i++) { /* each mitigated run against the first baseline */
+        if (!ax_rep_run_ident(&r->runs[i]) || ax_rep_is_baseline(&r->runs[i])) continue;
         for (int j = 0; j < r->n_runs; j++) {
-            const ax_rep_ident *jd = ax_rep_run_ident(&r->runs[j]);
-            if (jd && !strcmp(jd->goldfish, "none")) {
+            if (ax_rep_run_ident(&r->runs[j]) && ax_rep_is_baseline(&r->runs[j])) {
                 conclusion(&b, &r->runs[j], &r->runs[i]);
                 break;
             }
@@ -270,6 +277,8 @@ void ax_rep_section_summary(ax_doc *d, const ax_report *r, const char *intro) {
         int any = 0;
         c[0] = (ax_doc_cell){.kind = AX_CELL_TEXT, .text = metric_names[k]};
         for (int i = 0; i < r->n_runs; i++) any |= (c[i + 1] = metric(d, k, &r->runs[i])).kind;
-        t->n_rows -= !any && t->n_rows; /* no run has it */
+        for (int i = 0; i < r->n_runs && any && k == N_METRICS - 1; i++)
+            if (!c[i + 1].kind) c[i + 1] = ax_doc_text(d, "none"); /* no guarantee */
+        t->n_rows -= !any && t->n_rows;                            /* no run has it */
     }
 }

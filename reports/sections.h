@@ -8,6 +8,9 @@
  * qualify it, intro (NULL: none) and the key numbers with a column per run. The demo's
  * summary.md is this section alone. */
 void ax_rep_section_summary(ax_doc *d, const ax_report *r, const char *intro);
+/* mitigations compared (runs of `axmem study`, with study.json; none: no section): leakage
+ * against held-out loss per mitigation, the privacy guarantee, trade-off charts */
+void ax_rep_section_compare(ax_doc *d, const ax_report *r);
 /* extraction (exact match, by duplication, matched prefix, most memorized samples), the
  * goldfish audit, regurgitation */
 void ax_rep_section_probe(ax_doc *d, const ax_report *r);

@@ -181,6 +181,13 @@ static void lines(ax_rep_buf *b, const ax_doc_chart *c) {
             ax_rep_puts(b, "</title></polyline>");
         }
         for (int i = 0; i < s->n_pts; i++) {
+            if (s->plo && s->phi) { /* the marker's interval */
+                double xm = PX(s->px[i] * nudge), ylo = PY(s->plo[i]), yhi = PY(s->phi[i]);
+                ax_rep_printf(b,
+                              "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" "
+                              "stroke=\"%s\" stroke-width=\"1.5\" fill=\"none\"/>",
+                              xm, ylo, yhi, xm - 5, ylo, xm + 5, xm - 5, yhi, xm + 5, col);
+            }
             ax_rep_printf(b,
                           "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"white\" stroke=\"%s\" "
                           "stroke-width=\"1.4\"><title>",

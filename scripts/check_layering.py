@@ -35,6 +35,9 @@ ALLOWED = {
     # memscan: the probe that `train --scan-every` runs (train/train_scan.c)
     'train': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish', 'memscan'],
     'reports': ['lib/core'],
+    # axmem study: one split, a model per mitigation, the scans, one report; the demo runs it
+    'study': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model', 'data', 'goldfish', 'index',
+              'memscan', 'train', 'reports'],
     # Hugging Face model import/export: the model's tensor table and config, checkpoints;
     # lib/dist for the bf16 conversion it shares with the collectives
     'interop': ['lib/core', 'lib/dist', 'lib/ckpt', 'lib/model'],
@@ -44,7 +47,7 @@ ALLOWED = {
     'plan': ['lib/core', 'lib/dist', 'lib/backend', 'lib/backend/cpu', 'lib/ckpt', 'lib/model'],
     # the dispatcher, the demo and `axmem version`: every layer's public headers
     'cli': ['lib/core', 'lib/dist', 'lib/backend', 'lib/ckpt', 'lib/model', 'data', 'goldfish',
-            'index', 'memscan', 'train', 'reports', 'interop', 'plan'],
+            'index', 'memscan', 'train', 'reports', 'interop', 'plan', 'study'],
 }
 # every command folder declares its entry point in the dispatcher's list
 ALWAYS = {'cli/commands.h'}

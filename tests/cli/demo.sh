@@ -68,10 +68,35 @@ for col, run in enumerate(["baseline", "goldfish"]):
     if run == "goldfish":  # the audit: where greedy output first diverged vs dropped positions
         a = m["goldfish_divergence"]
         assert "%d/%d" % (a["on_dropped"], a["diverged"]) in rows["first divergences on a dropped position (goldfish audit)"][1]
-assert summary.startswith("# axmem demo: goldfish loss against verbatim memorization\n\n**goldfish ")
+assert summary.startswith("# axmem demo: goldfish loss, deduplication and DP-SGD against memorization\n\n**goldfish ")
 assert " compared with baseline.**" in summary, "the headline states the conclusion"
 PY
   bad "demo: summary rows match probe.json and regurgitation.json"
+# the mitigations: every one this build trains has its run folder, its row in the summary and
+# in the report's comparison (the same members, non-members and canaries for each); one it
+# cannot train (dedup, dp on a build without them) is skipped with a warning naming it
+python3 - "$D" "$T/err" "$("$AX" train --help | grep -c -- '--dp-epsilon')" <<'PY' &&
+import json, os, sys
+d, err, has_dp = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3] != "0"
+doc = json.load(open(f"{d}/report/report.json"))
+sec = [s for s in doc["sections"] if s["id"] == "compare"]
+assert sec, "the report has the comparison section"
+rows = [b for b in sec[0]["blocks"] if b.get("id") == "compare"][0]["rows"]
+runs = [r["run"] for r in rows]
+split = json.load(open(f"{d}/split.json"))
+assert all((r["members"], r["nonmembers"], r["canaries"]) ==
+           (split["members"], split["nonmembers"], 6) for r in rows), rows
+want = ["baseline", "goldfish"] + (["dp"] if has_dp else [])
+for run in want:
+    assert run in runs, (run, runs)
+    s = json.load(open(f"{d}/{run}/study.json"))
+    assert (s["members"], s["nonmembers"], s["canaries"]) == (4, split["nonmembers"], 6), s
+if not has_dp:
+    assert "'dp:eps=8' skipped" in err, "the skipped mitigation is named"
+    assert not os.path.exists(f"{d}/dp"), "no dp run without DP-SGD"
+PY
+  ok "demo: a run, a summary column and a comparison row per mitigation this build trains" ||
+  bad "demo: a run, a summary column and a comparison row per mitigation this build trains"
 # the privacy scans: ranges, the summary's rows (model-free baselines with their warnings),
 # exposure rising with repeats, no secret shown
 python3 - "$D" <<'PY' && ok "demo: mia and exposure in range, in the summary and the report, no secret shown" ||
