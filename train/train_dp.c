@@ -94,7 +94,12 @@ ax_status ax_train_dp_resume(ax_train_dp *d, const ax_json *state, long step, co
         d->sigma = sigma;
     }
     ax_dp_acct_free(&d->acct);
-    AX_CHECK(ax_dp_acct_read_json(&d->acct, acct, path));
+    if (ax_dp_acct_read_json(&d->acct, acct, path) != AX_OK) {
+        char msg[768];
+        snprintf(msg, sizeof msg, "is inconsistent (%s)", ax_error_msg());
+        ax_error_clear(); /* the first message wins: replace it with the fuller one */
+        return corrupt(path, msg);
+    }
     if (d->acct.steps != step) {
         char msg[160];
         snprintf(msg, sizeof msg, "has accounted %" PRId64 " steps, not the checkpoint's %ld",
