@@ -7,18 +7,22 @@
  * index): the same small counters). */
 #define DP_SAMPLE_KEY 0x44502d53414d504cULL /* "DP-SAMPL" */
 
+/* the draw of (step, example) under the sampler's key: the top 53 bits as a uniform double in
+ * [0, 1), so a fraction q of them (to 2^-53) falls below q */
+static int drawn(uint64_t key, int64_t step, uint64_t example, double q) {
+    return (double)(ax_rng_u64(key, (uint64_t)step, example) >> 11) * 0x1p-53 < q;
+}
+
 int ax_dp_sampled(uint64_t seed, int64_t step, uint64_t example, double q) {
-    uint64_t key = ax_rng_u64(seed, DP_SAMPLE_KEY, 0);
-    /* the top 53 bits as a uniform double in [0, 1): exactly q of them fall below q (to 2^-53) */
-    double u = (double)(ax_rng_u64(key, (uint64_t)step, example) >> 11) * 0x1p-53;
-    return u < q;
+    return drawn(ax_rng_u64(seed, DP_SAMPLE_KEY, 0), step, example, q);
 }
 
 ax_status ax_dp_sample_step(uint64_t seed, int64_t step, uint64_t n_examples, double q,
                             int64_t **list, int64_t *cap, int64_t *n) {
+    uint64_t key = ax_rng_u64(seed, DP_SAMPLE_KEY, 0);
     *n = 0;
     for (uint64_t e = 0; e < n_examples; e++) {
-        if (!ax_dp_sampled(seed, step, e, q)) continue;
+        if (!drawn(key, step, e, q)) continue;
         if (*n == *cap) {
             int64_t c = *cap ? 2 * *cap : 64;
             int64_t *p = realloc(*list, (size_t)c * sizeof *p);

@@ -167,7 +167,9 @@ const ax_cfg_table ax_train_table = {
                "One run at a time holds OUT (OUT/.lock: a second is refused naming the first;\n"
                "a lock left by a dead run on this host is taken over). A step whose loss or\n"
                "gradient norm is NaN or infinite stops the run (exit 1) naming the step; no\n"
-               "checkpoint is ever written holding a NaN or an infinity.",
+               "checkpoint is ever written holding a NaN or an infinity. --dp-clip trains with\n"
+               "DP-SGD: Poisson-sampled examples, each gradient clipped, Gaussian noise, and\n"
+               "epsilon after every step in metrics.jsonl and the manifest (docs/privacy.md).",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };

@@ -878,10 +878,10 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
         st = ax_train_dp_resume(&r.dp, ax_ckpt_state(ck), res->first_step, ax_ckpt_path(ck));
     if (st == AX_OK && ck)
         st = load_checkpoint(&r, ck);
-    else if (r.init_ck) /* fine-tuning: the weights only; AdamW moments start at zero */
+    else if (st == AX_OK && r.init_ck) /* fine-tuning: the weights only; fresh AdamW moments */
         st = ax_model_load_blob(r.model, r.init_ck, "params",
                                 ax_model_slab(r.model, AX_SLAB_PARAMS));
-    else
+    else if (st == AX_OK)
         ax_model_init(r.model, (uint64_t)cfg->seed);
     if (st == AX_OK) st = start_files(&r, ck, res->first_step);
     AX_CHECK_GOTO(agree(r.grid, st), out);

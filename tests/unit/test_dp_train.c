@@ -450,3 +450,125 @@ Test(dp_train, resume_refuses_an_edited_accountant) {
     cr_assert(strstr(ax_error_msg(), "step-000002") && strstr(ax_error_msg(), "DP-SGD"), "%s",
               ax_error_msg());
 }
+
+/* ---- the model's two DP calls, as training uses them (the contract, on 1x1x1x1) ----
+ * Against per-example gradients from the ordinary forward and backward of each row alone
+ * (dscale 1 / its targets: the gradient of the row's mean loss). */
+
+typedef struct {
+    ax_model_t *m;
+    int64_t n;
+    int T;
+    int32_t in[3 * 8], tg[3 * 8];
+    uint8_t mask[3 * 8];
+    float *g[2]; /* rows 0 and 1 */
+    double norm[2], loss[2];
+} dp_fixture;
+
+static void dp_fixture_init(dp_fixture *f) {
+    ax_model_config c = {.n_layers = 2,
+                         .dim = 16,
+                         .n_heads = 2,
+                         .ffn = 24,
+                         .vocab = 260,
+                         .tie_embeddings = 1,
+                         .rope_theta = 10000.0f,
+                         .norm_eps = 1e-5f};
+    f->T = 8;
+    cr_assert_eq(ax_model_create(&c, 3, f->T, &f->m), AX_OK, "%s", ax_error_msg());
+    ax_model_init(f->m, 11);
+    f->n = ax_model_n_local(f->m);
+    for (int i = 0; i < 3 * 8; i++) {
+        f->in[i] = (i * 37 + 3) % 260, f->tg[i] = (i * 53 + 1) % 260;
+        f->mask[i] = i < 16 && i % 8 != 2; /* rows 0, 1: 7 targets each; row 2: padding */
+    }
+    for (int r = 0; r < 2; r++) {
+        f->g[r] = malloc((size_t)f->n * sizeof(float));
+        ax_model_zero_grad(f->m);
+        f->loss[r] =
+            ax_model_forward(f->m, f->in + r * 8, f->tg + r * 8, f->mask + r * 8, 1, 1.0f / 7, 1);
+        ax_model_backward(f->m);
+        cr_assert_eq(ax_model_read_grads(f->m, f->g[r], 0, f->n), AX_OK);
+        double s = 0;
+        for (int64_t e = 0; e < f->n; e++) s += (double)f->g[r][e] * f->g[r][e];
+        f->norm[r] = sqrt(s);
+    }
+}
+
+static void dp_fixture_free(dp_fixture *f) {
+    free(f->g[0]), free(f->g[1]);
+    ax_model_free(f->m);
+}
+
+/* the model's gradient against w0 g0 + w1 g1, relative to the largest element */
+static void expect_grads(dp_fixture *f, double w0, double w1) {
+    float *got = malloc((size_t)f->n * sizeof(float));
+    cr_assert_eq(ax_model_read_grads(f->m, got, 0, f->n), AX_OK);
+    double worst = 0, top = 0;
+    for (int64_t e = 0; e < f->n; e++) {
+        double want = w0 * f->g[0][e] + w1 * f->g[1][e];
+        top = fmax(top, fabs(want));
+        worst = fmax(worst, fabs(got[e] - want));
+    }
+    cr_assert(top > 0 && worst <= 1e-5 * top, "gradient off by %g (largest %g)", worst, top);
+    free(got);
+}
+
+Test(dp_contract, unclipped_clipped_and_accumulated_sums) {
+    dp_fixture f;
+    dp_fixture_init(&f);
+    float norms[3] = {-1, -1, -1};
+    /* a clip above both norms: scale x the plain sum; the norms and the loss of the rows */
+    ax_model_zero_grad(f.m);
+    double loss = ax_model_dp_micro(f.m, f.in, f.tg, f.mask, 3, 1e6f, 0.5f, 1, norms);
+    expect_grads(&f, 0.5, 0.5);
+    for (int r = 0; r < 2; r++)
+        cr_assert(fabs(norms[r] - f.norm[r]) <= 1e-5 * f.norm[r], "row %d: norm %g, direct %g", r,
+                  norms[r], f.norm[r]);
+    cr_assert_eq(norms[2], 0, "a padding row has norm 0");
+    cr_assert(fabs(loss - (f.loss[0] + f.loss[1])) <= 1e-5 * loss, "loss %g", loss);
+    /* a clip below both: each row contributes C g / ||g|| */
+    double C = 0.5 * fmin(f.norm[0], f.norm[1]);
+    ax_model_zero_grad(f.m);
+    ax_model_dp_micro(f.m, f.in, f.tg, f.mask, 3, (float)C, 2.0f, 1, NULL);
+    expect_grads(&f, 2 * C / f.norm[0], 2 * C / f.norm[1]);
+    /* two micro-batches of one row each accumulate into the same sum */
+    uint8_t only0[24], only1[24];
+    for (int i = 0; i < 24; i++) only0[i] = i < 8 && f.mask[i], only1[i] = i >= 8 && f.mask[i];
+    ax_model_zero_grad(f.m);
+    ax_model_dp_micro(f.m, f.in, f.tg, only0, 3, (float)C, 1.0f, 0, NULL);
+    ax_model_dp_micro(f.m, f.in, f.tg, only1, 3, (float)C, 1.0f, 1, NULL);
+    expect_grads(&f, C / f.norm[0], C / f.norm[1]);
+    dp_fixture_free(&f);
+}
+
+Test(dp_contract, noise_has_its_standard_deviation_and_is_keyed) {
+    dp_fixture f;
+    dp_fixture_init(&f);
+    int64_t n = f.n;
+    float *a = malloc((size_t)n * sizeof(float)), *b = malloc((size_t)n * sizeof(float));
+    ax_model_zero_grad(f.m);
+    cr_assert_eq(ax_model_dp_noise(f.m, 0.25, 9, 4), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_model_read_grads(f.m, a, 0, n), AX_OK);
+    double s1 = 0, s2 = 0;
+    for (int64_t e = 0; e < n; e++) s1 += a[e], s2 += (double)a[e] * a[e];
+    double mean = s1 / n, var = s2 / n - mean * mean, sd = 0.25;
+    /* standard errors: sd / sqrt(n) for the mean, sd^2 sqrt(2 / n) for the variance */
+    cr_assert(fabs(mean) < 5 * sd / sqrt((double)n), "mean %g over %lld draws", mean, (long long)n);
+    cr_assert(fabs(var - sd * sd) < 5 * sd * sd * sqrt(2.0 / n), "variance %g, expected %g", var,
+              sd * sd);
+    /* the same key draws the same noise; another step another */
+    ax_model_zero_grad(f.m);
+    cr_assert_eq(ax_model_dp_noise(f.m, 0.25, 9, 4), AX_OK);
+    cr_assert_eq(ax_model_read_grads(f.m, b, 0, n), AX_OK);
+    cr_assert(!memcmp(a, b, (size_t)n * sizeof(float)), "(seed, step) draws the same noise");
+    ax_model_zero_grad(f.m);
+    cr_assert_eq(ax_model_dp_noise(f.m, 0.25, 9, 5), AX_OK);
+    cr_assert_eq(ax_model_read_grads(f.m, b, 0, n), AX_OK);
+    int64_t same = 0;
+    for (int64_t e = 0; e < n; e++) same += a[e] == b[e];
+    cr_assert(same < n / 100, "step 5 repeats step 4's noise at %lld of %lld", (long long)same,
+              (long long)n);
+    free(a), free(b);
+    dp_fixture_free(&f);
+}
