@@ -2,7 +2,9 @@
  * checkpoints, on a DxXxYxZ grid of MPI ranks (1x1x1x1 without MPI). Deterministic: the
  * batch for step s is samples [s*batch, (s+1)*batch) of the seeded loader, split over the
  * Gdata x Gz batch ranks, so the data order depends on the seed only and a resumed run
- * replays exactly what an uninterrupted one would. Rank 0 writes every file. */
+ * replays exactly what an uninterrupted one would. With DP-SGD (--dp-clip) a step's batch is
+ * instead a Poisson sample keyed by (seed, step, example) (train/train_dp.h). Rank 0 writes
+ * every file. */
 #include "train/train_run.h"
 #include "train/dp_sample.h"
 #include "train/run_lock.h"
