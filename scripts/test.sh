@@ -73,6 +73,7 @@ step device-check-self-test bash bench/device_check.sh --self-test
 step mpi bash tests/mpi/run.sh
 step mpi-memscan bash tests/mpi/memscan.sh build
 step mpi-train bash tests/mpi/train.sh build/bin/axmem
+step mpi-dp-train bash tests/mpi/dp_train.sh build/bin/axmem
 step cli bash tests/cli/run.sh build/bin/axmem
 step demo bash tests/cli/demo.sh build/bin/axmem
 step study bash tests/cli/study.sh build/bin/axmem
@@ -84,6 +85,7 @@ step privacy bash tests/cli/privacy.sh build/bin/axmem
 step over-steps bash tests/cli/over_steps.sh build/bin/axmem
 step signals bash tests/cli/signals.sh build/bin/axmem
 step train-state bash tests/cli/train_state.sh build/bin/axmem
+step dp-train bash tests/cli/dp_train.sh build/bin/axmem
 step plan bash tests/cli/plan.sh build/bin/axmem
 step arch bash tests/cli/arch.sh build/bin/axmem
 step hf-arch bash tests/cli/hf_arch.sh build/bin/axmem

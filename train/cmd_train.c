@@ -106,6 +106,10 @@ int ax_cmd_train(int argc, char **argv) {
         AX_INFO("done: step %ld, loss %.4f; metrics in %s/metrics.jsonl", res.last_step,
                 res.final_loss, cfg.out);
     }
+    if (ax_mpi_world_rank() == 0 && res.dp)
+        AX_INFO("DP-SGD: (epsilon %.4g, delta %g)-DP after %ld steps; the unit of privacy is %s "
+                "(Poisson sampling; RDP accountant, docs/privacy.md)",
+                res.dp_epsilon, res.dp_delta, res.last_step, res.dp_unit);
 done:
     free(was_set);
     return rc;

@@ -65,6 +65,24 @@ static const ax_cfg_entry entries[] = {
     {"eps", AX_CFG_FLOAT, F(eps), "1e-8", 0, 1, "AdamW epsilon"},
     {"grad-clip", AX_CFG_FLOAT, F(grad_clip), "1.0", 0, 1e9,
      "clip the global gradient norm to this (0 = off)"},
+    {"dp-clip", AX_CFG_FLOAT, F(dp_clip), "0", 0, 1e9,
+     "DP-SGD (docs/privacy.md): clip each example's gradient over all parameters to this L2 "
+     "norm, add Gaussian noise once to their sum, draw examples by Poisson sampling; needs "
+     "--dp-noise or --dp-epsilon, and --dp-delta (0 = off)"},
+    {"dp-noise", AX_CFG_FLOAT, F(dp_noise), "0", 0, 1e6,
+     "DP-SGD noise multiplier sigma: the noise on the sum of clipped gradients is N(0, sigma^2 "
+     "x dp-clip^2) per parameter (or give --dp-epsilon)"},
+    {"dp-epsilon", AX_CFG_FLOAT, F(dp_epsilon), "0", 0, 1e6,
+     "DP-SGD target epsilon: the noise multiplier is the least that keeps the whole run "
+     "(--steps at the sampling rate) within (epsilon, --dp-delta) (Renyi DP accountant, as "
+     "`axmem dp`)"},
+    {"dp-delta", AX_CFG_FLOAT, F(dp_delta), "0", 0, 1,
+     "DP-SGD delta of the (epsilon, delta) guarantee: below 1 / the examples in --data (one "
+     "window of --seq-len tokens each, or one document with --packing doc)"},
+    {"dp-sample-rate", AX_CFG_FLOAT, F(dp_sample_rate), "0", 0, 1,
+     "DP-SGD Poisson sampling rate q: each example joins a step independently with this "
+     "probability, so batches vary in size (0 = --batch / examples: an expected batch of "
+     "--batch)"},
     AX_CFG_SEED_ENTRY(F, "1234",
                       "seed for initialisation and data order (the only source of randomness)"),
     {"ckpt-every", AX_CFG_INT, F(ckpt_every), "0", 0, 1e12,
@@ -149,7 +167,9 @@ const ax_cfg_table ax_train_table = {
                "One run at a time holds OUT (OUT/.lock: a second is refused naming the first;\n"
                "a lock left by a dead run on this host is taken over). A step whose loss or\n"
                "gradient norm is NaN or infinite stops the run (exit 1) naming the step; no\n"
-               "checkpoint is ever written holding a NaN or an infinity.",
+               "checkpoint is ever written holding a NaN or an infinity. --dp-clip trains with\n"
+               "DP-SGD: Poisson-sampled examples, each gradient clipped, Gaussian noise, and\n"
+               "epsilon after every step in metrics.jsonl and the manifest (docs/privacy.md).",
     .entries = entries,
     .n = (int)(sizeof entries / sizeof entries[0]),
 };
@@ -257,6 +277,56 @@ ax_status ax_train_config_check(const ax_train_config *c) {
     if (c->warmup > c->steps)
         return ax_errorf(AX_ERR_ARG, "--warmup %lld exceeds --steps %lld", (long long)c->warmup,
                          (long long)c->steps);
+    return AX_OK;
+}
+
+int ax_train_dp_on(const ax_train_config *c) {
+    return c->dp_clip > 0;
+}
+
+ax_status ax_train_dp_check(const ax_train_config *c, const uint8_t *was_set) {
+    static const char *const needs_clip[] = {"dp-noise", "dp-epsilon", "dp-delta",
+                                             "dp-sample-rate"};
+    if (set(was_set, "dp-clip") && !(c->dp_clip > 0))
+        return ax_errorf(AX_ERR_ARG, "--dp-clip must be above 0: it is the L2 norm each "
+                                     "example's gradient is clipped to (drop it to train "
+                                     "without DP-SGD)");
+    if (!ax_train_dp_on(c)) {
+        for (size_t i = 0; i < sizeof needs_clip / sizeof needs_clip[0]; i++)
+            if (set(was_set, needs_clip[i]))
+                return ax_errorf(AX_ERR_ARG,
+                                 "--%s is a DP-SGD setting: give --dp-clip C (the per-example "
+                                 "clipping norm) to train with DP-SGD, or drop --%s",
+                                 needs_clip[i], needs_clip[i]);
+        return AX_OK;
+    }
+    int noise = c->dp_noise > 0 || set(was_set, "dp-noise");
+    int eps = c->dp_epsilon > 0 || set(was_set, "dp-epsilon");
+    if (noise && eps)
+        return ax_errorf(AX_ERR_ARG,
+                         "--dp-noise and --dp-epsilon both given: give the noise multiplier, or "
+                         "the target epsilon it is solved for, not both");
+    if (!noise && !eps)
+        return ax_errorf(AX_ERR_ARG,
+                         "--dp-clip needs the noise: --dp-noise SIGMA, or --dp-epsilon EPS "
+                         "--dp-delta DELTA to solve for it");
+    if (noise && !(c->dp_noise > 0))
+        return ax_errorf(AX_ERR_ARG,
+                         "--dp-noise must be above 0: without noise there is no guarantee");
+    if (eps && !(c->dp_epsilon > 0)) return ax_errorf(AX_ERR_ARG, "--dp-epsilon must be above 0");
+    if (!(c->dp_delta > 0 && c->dp_delta < 1))
+        return ax_errorf(AX_ERR_ARG,
+                         "--dp-delta is missing: DP-SGD needs the delta of its (epsilon, delta) "
+                         "guarantee, well below 1 / the number of examples (e.g. 1e-5 for "
+                         "10000 examples)");
+    if (set(was_set, "dp-sample-rate") && !(c->dp_sample_rate > 0))
+        return ax_errorf(AX_ERR_ARG, "--dp-sample-rate must be above 0 (or drop it: --batch / "
+                                     "examples)");
+    if (set(was_set, "grad-clip"))
+        return ax_errorf(AX_ERR_ARG,
+                         "--grad-clip with --dp-clip: DP-SGD clips each example's gradient to "
+                         "--dp-clip and the noised sum must not be clipped again; drop "
+                         "--grad-clip");
     return AX_OK;
 }
 

@@ -27,6 +27,9 @@ typedef struct {
     double lr, min_lr_frac;
     int64_t warmup;
     double weight_decay, beta1, beta2, eps, grad_clip;
+    /* DP-SGD (train/train_dp.h; all 0: off): per-example clip norm, noise multiplier or the
+     * target epsilon it is solved for, delta, Poisson sampling rate (0: --batch / examples) */
+    double dp_clip, dp_noise, dp_epsilon, dp_delta, dp_sample_rate;
     int64_t seed;
     int64_t ckpt_every, log_every, threads;
     int resume;
@@ -66,6 +69,14 @@ ax_status ax_train_apply_preset(ax_train_config *c, const uint8_t *was_set);
 ax_model_config ax_train_model_config(const ax_train_config *c);
 /* Cross-field checks: batch divisible by micro-batch, ranges that depend on each other. */
 ax_status ax_train_config_check(const ax_train_config *c);
+/* 1 when the settings ask for DP-SGD (--dp-clip above 0) */
+int ax_train_dp_on(const ax_train_config *c);
+/* The DP-SGD flags together (was_set: the flags the user gave, may be NULL): --dp-clip above 0
+ * with exactly one of --dp-noise (above 0) and --dp-epsilon (above 0, with --dp-delta); no other
+ * --dp-* flag without --dp-clip, and no --grad-clip beside it (each example is clipped
+ * instead). The checks that need the dataset's size are ax_train_dp_resolve's
+ * (train/train_dp.h). */
+ax_status ax_train_dp_check(const ax_train_config *c, const uint8_t *was_set);
 /* On --resume: every setting comes from the checkpoint's manifest, so `--out DIR --resume`
  * alone continues the run exactly. Flags the user set (was_set) override only where safe:
  * threads, grid, overlap, device, log-every, ckpt-every, tokenizer; --data/--val-data may name a

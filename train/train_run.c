@@ -2,9 +2,13 @@
  * checkpoints, on a DxXxYxZ grid of MPI ranks (1x1x1x1 without MPI). Deterministic: the
  * batch for step s is samples [s*batch, (s+1)*batch) of the seeded loader, split over the
  * Gdata x Gz batch ranks, so the data order depends on the seed only and a resumed run
- * replays exactly what an uninterrupted one would. Rank 0 writes every file. */
+ * replays exactly what an uninterrupted one would. With DP-SGD (--dp-clip) a step's batch is
+ * instead a Poisson sample keyed by (seed, step, example) (train/train_dp.h). Rank 0 writes
+ * every file. */
 #include "train/train_run.h"
+#include "train/dp_sample.h"
 #include "train/run_lock.h"
+#include "train/train_dp.h"
 #include "train/train_state.h"
 #include "data/axd.h"
 #include "data/loader.h"
@@ -64,6 +68,10 @@ typedef struct {
     int init_max_pos;                    /* its position limit, which exports keep */
     ax_overlap_trial trial;              /* timing both schedules on one-host axes (AUTO) */
     long saved; /* the step of the newest checkpoint on disk (-1: none of this run's yet) */
+    int dp_on;  /* DP-SGD (--dp-clip): Poisson-sampled steps of clipped, noised gradients */
+    ax_train_dp dp;
+    float *norms;      /* [mb_local]: the micro-batch's per-example gradient norms */
+    double dp_clipped; /* the last step: the fraction of its examples whose norm exceeded C */
 } run_state;
 
 static void run_free(run_state *r) {
@@ -75,6 +83,8 @@ static void run_free(run_state *r) {
     ax_loader_free(r->val_loader);
     ax_axd_free(r->val_ds);
     ax_grid_free(r->grid);
+    ax_train_dp_free(&r->dp);
+    free(r->norms);
     free(r->sample), free(r->doc_pos), free(r->inputs), free(r->targets), free(r->mask);
 }
 
@@ -113,6 +123,7 @@ static ax_status write_manifest_and_blobs(run_state *r, long step, float *const 
         if (r->init_max_pos)
             ax_jw_key(&state, "init_max_positions"), ax_jw_int(&state, r->init_max_pos);
     }
+    if (r->dp_on) ax_train_dp_write_state(&r->dp, &state); /* resumed runs continue epsilon */
     ax_jw_obj_end(&state);
     ax_status st;
     if (!ax_jw_text(&cfg) || !ax_jw_text(&state)) {
@@ -421,36 +432,48 @@ static ax_status build(run_state *r) {
     r->inputs = malloc(n * sizeof(int32_t));
     r->targets = malloc(n * sizeof(int32_t));
     r->mask = malloc(n);
-    if (!r->sample || !r->doc_pos || !r->inputs || !r->targets || !r->mask)
+    r->norms = calloc((size_t)r->mb_local, sizeof(float));
+    if (!r->sample || !r->doc_pos || !r->inputs || !r->targets || !r->mask || !r->norms)
         return ax_errorf(AX_ERR_NOMEM, "out of memory for the batch buffers");
     return AX_OK;
+}
+
+/* Fills row j of the micro-batch buffers with the loader's sample g; returns its supervised
+ * targets and adds its real (non-padding) targets to *real. */
+static long fill_row(run_state *r, uint64_t g, int j, double *real) {
+    int T = (int)r->cfg->seq_len, ctx = r->ctx;
+    int32_t *win = r->sample + ctx;
+    int n = ax_loader_sample_len(r->loader, g, win, r->doc_pos + ctx);
+    if (ctx) { /* the hash mask reads the h tokens before each target, across the window */
+        uint64_t start = ax_loader_start(r->loader, g);
+        uint64_t have = start < (uint64_t)ctx ? start : (uint64_t)ctx;
+        ax_axd_tokens(r->ds, start - have, have, win - have);
+    }
+    uint8_t *keep = r->mask + (size_t)j * T;
+    memcpy(r->inputs + (size_t)j * T, win, (size_t)T * sizeof(int32_t));
+    memcpy(r->targets + (size_t)j * T, win + 1, (size_t)T * sizeof(int32_t));
+    /* targets are win[1..T]; a mask depends on the token ids (and position) only */
+    ax_goldfish_mask(&r->goldfish, win + 1, r->doc_pos + ctx + 1, T, keep);
+    if (n - 1 < T) memset(keep + n - 1, 0, (size_t)(T - (n - 1))); /* padding */
+    *real += n - 1;
+    return T - ax_goldfish_count_dropped(keep, T);
+}
+
+/* Row j as padding: no supervised target, so it adds nothing to a step */
+static void pad_row(run_state *r, int j) {
+    size_t T = (size_t)r->cfg->seq_len;
+    memset(r->inputs + (size_t)j * T, 0, T * sizeof(int32_t));
+    memset(r->targets + (size_t)j * T, 0, T * sizeof(int32_t));
+    memset(r->mask + (size_t)j * T, 0, T);
 }
 
 /* Fills this rank's part of micro-batch `mb` of `step`; returns its supervised targets and
  * adds its real (non-padding) targets to *real. */
 static long fill_micro_batch(run_state *r, long step, int mb, double *real) {
-    int T = (int)r->cfg->seq_len, ctx = r->ctx;
     uint64_t first = (uint64_t)step * (uint64_t)r->cfg->batch + (uint64_t)mb * r->mb_global +
                      (uint64_t)ax_grid_coord(r->grid, AX_AXIS_BATCH) * r->mb_local;
-    int32_t *win = r->sample + ctx;
     long supervised = 0;
-    for (int j = 0; j < r->mb_local; j++) {
-        uint64_t g = first + (uint64_t)j;
-        int n = ax_loader_sample_len(r->loader, g, win, r->doc_pos + ctx);
-        if (ctx) { /* the hash mask reads the h tokens before each target, across the window */
-            uint64_t start = ax_loader_start(r->loader, g);
-            uint64_t have = start < (uint64_t)ctx ? start : (uint64_t)ctx;
-            ax_axd_tokens(r->ds, start - have, have, win - have);
-        }
-        uint8_t *keep = r->mask + (size_t)j * T;
-        memcpy(r->inputs + (size_t)j * T, win, (size_t)T * sizeof(int32_t));
-        memcpy(r->targets + (size_t)j * T, win + 1, (size_t)T * sizeof(int32_t));
-        /* targets are win[1..T]; a mask depends on the token ids (and position) only */
-        ax_goldfish_mask(&r->goldfish, win + 1, r->doc_pos + ctx + 1, T, keep);
-        if (n - 1 < T) memset(keep + n - 1, 0, (size_t)(T - (n - 1))); /* padding */
-        supervised += T - ax_goldfish_count_dropped(keep, T);
-        *real += n - 1;
-    }
+    for (int j = 0; j < r->mb_local; j++) supervised += fill_row(r, first + (uint64_t)j, j, real);
     return supervised;
 }
 
@@ -494,6 +517,11 @@ static ax_status append_metrics(run_state *r, long step, double loss, double lr,
     ax_jw_key(&w, "grad_norm"), ax_jw_num(&w, gnorm);
     ax_jw_key(&w, "dropped_frac"), ax_jw_num(&w, dropped_frac);
     if (val_loss >= 0) ax_jw_key(&w, "val_loss"), ax_jw_num(&w, val_loss);
+    if (r->dp_on) { /* epsilon after this step, for the run's delta */
+        ax_jw_key(&w, "dp_epsilon"), ax_jw_num(&w, r->dp.epsilon);
+        ax_jw_key(&w, "dp_examples"), ax_jw_int(&w, r->dp.n);
+        ax_jw_key(&w, "dp_clipped_frac"), ax_jw_num(&w, r->dp_clipped);
+    }
     ax_jw_key(&w, "tokens"), ax_jw_int(&w, tokens);
     ax_jw_key(&w, "step_time_s"), ax_jw_num(&w, dt);
     ax_jw_key(&w, "tokens_per_s"), ax_jw_num(&w, (double)tokens / dt);
@@ -580,9 +608,51 @@ static ax_status restore_scans(run_state *r, long first, int *missing) {
     return AX_OK;
 }
 
+/* One DP-SGD step (train/train_dp.h): the step's Poisson sample, example e being the loader's
+ * sample e (epoch 0 of its seeded order: window or document e up to a permutation), laid out
+ * over micro-batches and batch ranks (train/dp_sample.h); per-example clipped gradients summed
+ * and scaled by 1 / (q N), the noise once, AdamW without the global clip. Returns the mean loss
+ * over the sampled examples' supervised targets (all ranks). */
+static ax_status dp_train_step(run_state *r, long step, double lr, double *loss, double *gnorm,
+                               double *supervised, double *real) {
+    ax_train_dp *d = &r->dp;
+    int B = r->mb_local, P = ax_grid_dim(r->grid, AX_AXIS_BATCH);
+    int part = ax_grid_coord(r->grid, AX_AXIS_BATCH);
+    AX_CHECK(ax_dp_sample_step(d->sample_seed, step, (uint64_t)d->examples, d->q, &d->sample,
+                               &d->cap, &d->n));
+    int64_t n_micro = ax_dp_micro_count(d->n, B, P);
+    double scale = 1.0 / (d->q * (double)d->examples);
+    double sums[4] = {0, 0, 0, 0}; /* supervised, loss sum, real targets, clipped examples */
+    ax_model_zero_grad(r->model);
+    for (int64_t mb = 0; mb < n_micro; mb++) {
+        for (int j = 0; j < B; j++) {
+            int64_t k = ax_dp_row_position(d->n, B, P, mb, part, j);
+            if (k < 0)
+                pad_row(r, j);
+            else
+                sums[0] += (double)fill_row(r, (uint64_t)d->sample[k], j, &sums[2]);
+        }
+        sums[1] += ax_model_dp_micro(r->model, r->inputs, r->targets, r->mask, B, (float)d->clip,
+                                     (float)scale, mb == n_micro - 1, r->norms);
+        for (int j = 0; j < B; j++)
+            sums[3] += ax_dp_row_position(d->n, B, P, mb, part, j) >= 0 && r->norms[j] > d->clip;
+    }
+    AX_CHECK(ax_model_status(r->model));
+    AX_CHECK(ax_coll_allreduce(r->grid, AX_AXIS_BATCH, sums, 4, AX_DT_F64, AX_OP_SUM));
+    AX_CHECK(ax_model_dp_noise(r->model, d->sigma * d->clip * scale, d->noise_seed, step));
+    AX_CHECK(ax_optim_step(r->optim, r->model, lr, gnorm));
+    AX_CHECK(ax_model_status(r->model));
+    *loss = sums[0] > 0 ? sums[1] / sums[0] : 0.0;
+    *supervised = sums[0];
+    *real = sums[2];
+    r->dp_clipped = d->n > 0 ? sums[3] / (double)d->n : 0.0;
+    return AX_OK;
+}
+
 /* One optimizer step over all micro-batches. Returns the global mean loss and grad norm. */
 static ax_status train_step(run_state *r, long step, double lr, double *loss, double *gnorm,
                             double *supervised, double *real) {
+    if (r->dp_on) return dp_train_step(r, step, lr, loss, gnorm, supervised, real);
     int n_micro = (int)(r->cfg->batch / r->mb_global);
     ax_model_zero_grad(r->model);
     /* the loss is the mean over all supervised targets of the step, on every rank: count
@@ -671,6 +741,21 @@ static ax_status resumed_settings_hint(const ax_ckpt_t *ck, ax_status st) {
                      msg, ax_ckpt_path(ck));
 }
 
+/* The DP-SGD run in one line (rank 0), with the unit its guarantee covers. */
+static void dp_summary(const run_state *r) {
+    const ax_train_dp *d = &r->dp;
+    char noise[96];
+    if (d->target_epsilon > 0)
+        snprintf(noise, sizeof noise, "%.6g (the least for epsilon %g over %lld steps)", d->sigma,
+                 d->target_epsilon, (long long)r->cfg->steps);
+    else
+        snprintf(noise, sizeof noise, "%.6g", d->sigma);
+    AX_INFO("DP-SGD: per-example clip %g, noise multiplier %s; Poisson sampling at rate %.6g of "
+            "%lld examples (expected batch %.1f); the (epsilon, delta = %g) guarantee covers %s",
+            d->clip, noise, d->q, (long long)d->examples, d->q * (double)d->examples, d->delta,
+            d->unit);
+}
+
 /* Settings, resume merge and the grid: everything before any model memory exists. */
 static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, long *first) {
     ax_train_config *cfg = r->cfg;
@@ -700,6 +785,9 @@ static ax_status prepare(run_state *r, ax_ckpt_t **ck, const uint8_t *was_set, l
         ax_error_clear(); /* find_latest's "no checkpoint" message is expected here */
     }
     AX_CHECK(resumed_settings_hint(*ck, ax_train_config_check(cfg)));
+    AX_CHECK(resumed_settings_hint(*ck, ax_train_dp_check(cfg, was_set)));
+    r->dp_on = ax_train_dp_on(cfg);
+    if (r->dp_on && !*ck) cfg->grad_clip = 0; /* each example is clipped instead (manifest too) */
     /* on resume the mask spec is the manifest's (a FIXED setting) */
     ax_status gst = ax_goldfish_parse(cfg->goldfish, &r->goldfish);
     AX_CHECK(*ck ? ax_train_manifest_setting(gst, ax_ckpt_path(*ck)) : gst);
@@ -785,19 +873,23 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
     r.hook = cfg->scan_every > 0 ? hook : NULL;
     if (st == AX_OK && r.hook) st = r.hook->prepare(r.hook->ctx, cfg); /* before any model */
     if (st == AX_OK) st = open_inputs(&r);
+    if (st == AX_OK && r.dp_on) st = ax_train_dp_resolve(&r.dp, cfg, ax_loader_n_windows(r.loader));
     if (st == AX_OK) st = build(&r);
     AX_CHECK_GOTO(agree(r.grid, st), out);
-    if (ck)
+    if (ck && r.dp_on) /* the accountant goes on from the checkpoint's */
+        st = ax_train_dp_resume(&r.dp, ax_ckpt_state(ck), res->first_step, ax_ckpt_path(ck));
+    if (st == AX_OK && ck)
         st = load_checkpoint(&r, ck);
-    else if (r.init_ck) /* fine-tuning: the weights only; AdamW moments start at zero */
+    else if (st == AX_OK && r.init_ck) /* fine-tuning: the weights only; fresh AdamW moments */
         st = ax_model_load_blob(r.model, r.init_ck, "params",
                                 ax_model_slab(r.model, AX_SLAB_PARAMS));
-    else
+    else if (st == AX_OK)
         ax_model_init(r.model, (uint64_t)cfg->seed);
     if (st == AX_OK) st = start_files(&r, ck, res->first_step);
     AX_CHECK_GOTO(agree(r.grid, st), out);
     if (ck && r.rank0) AX_INFO("resumed from %s at step %ld", ax_ckpt_path(ck), res->first_step);
     if (r.init_ck && r.rank0) AX_INFO("fine-tuning from the weights of %s", r.init_step);
+    if (r.dp_on && r.rank0) dp_summary(&r);
     if (ck && r.hook) { /* the previous scan, and the one a crash may have lost */
         double missing = 0;
         int m = 0;
@@ -831,8 +923,9 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
         double t0 = ax_now(), lr = ax_lr_at(&r.sched, step), loss, gnorm, supervised, real;
         AX_CHECK_GOTO(ax_overlap_trial_before(&r.trial), out);
         AX_CHECK_GOTO(train_step(&r, step, lr, &loss, &gnorm, &supervised, &real), out);
+        if (r.dp_on) AX_CHECK_GOTO(ax_train_dp_account(&r.dp), out); /* every rank alike */
         double dt = ax_now() - t0;
-        long tokens = (long)(cfg->batch * cfg->seq_len);
+        long tokens = (long)((r.dp_on ? r.dp.n : cfg->batch) * cfg->seq_len);
         double dropped = real > 0 ? 1.0 - supervised / real : 0.0; /* padding is not dropped */
         double val = -1;
         int last = step + 1 == cfg->steps;
@@ -851,6 +944,11 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
         AX_CHECK_GOTO(ax_overlap_trial_after(&r.trial, dt, &settled), out);
         if (settled >= 0 && r.rank0) overlap_log(&r, (ax_axis)settled, "");
         res->final_loss = loss;
+        if (r.rank0 && r.dp_on) {
+            char note[48];
+            snprintf(note, sizeof note, "eps %.3g", r.dp.epsilon);
+            ax_progress_note(&prog, note);
+        }
         if (r.rank0)
             ax_progress_update(&prog, step + 1, loss, (double)tokens / dt,
                                step + 1 == cfg->steps || (step + 1) % cfg->log_every == 0);
@@ -864,6 +962,11 @@ ax_status ax_train_run_scan(ax_train_config *cfg, const uint8_t *was_set,
     }
     if (r.rank0) ax_progress_end(&prog);
     res->last_step = step;
+    if (r.dp_on) {
+        res->dp = 1;
+        res->dp_epsilon = r.dp.epsilon, res->dp_delta = r.dp.delta;
+        snprintf(res->dp_unit, sizeof res->dp_unit, "%s", r.dp.unit);
+    }
     res->interrupted = step < cfg->steps;
     /* a new run stopped before its first step still leaves step 0, so --resume works */
     int write = r.saved != step && (step > res->first_step || res->interrupted);

@@ -21,6 +21,9 @@ typedef struct {
     ax_train_stop stop; /* why it stopped; the same on every rank */
     int stop_signal;    /* AX_TRAIN_STOP_SIGNAL: the signal (0 if requested in code); the
                          * highest one any rank received, so every rank reports the same */
+    int dp;             /* DP-SGD: epsilon after last_step for delta, and the privacy unit */
+    double dp_epsilon, dp_delta;
+    char dp_unit[96];
 } ax_train_result;
 
 /* Runs (or resumes) training as configured. was_set marks flags given by the user (for

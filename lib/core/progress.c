@@ -39,9 +39,10 @@ void ax_progress_update(ax_progress *p, long done, double loss, double tokens_pe
     char eta[32], lossbuf[32] = "";
     fmt_eta(eta, sizeof eta, per * (double)(p->total - done));
     if (loss >= 0) snprintf(lossbuf, sizeof lossbuf, " loss %.4f", loss);
-    fprintf(stderr, "%s%s %ld/%ld (%.0f%%)%s %.0f tok/s ETA %s%s", p->tty ? "\r\033[K" : "",
+    fprintf(stderr, "%s%s %ld/%ld (%.0f%%)%s%s%s %.0f tok/s ETA %s%s", p->tty ? "\r\033[K" : "",
             p->label, done, p->total, 100.0 * (double)done / (double)(p->total ? p->total : 1),
-            lossbuf, tokens_per_s, eta, p->tty && !force_line ? "" : "\n");
+            lossbuf, p->note[0] ? " " : "", p->note, tokens_per_s, eta,
+            p->tty && !force_line ? "" : "\n");
     p->drawn = p->tty && !force_line;
 }
 
@@ -50,6 +51,10 @@ void ax_progress_tick(ax_progress *p, long done) {
     /* off a terminal last_draw moves only when a line is printed */
     int line = !p->tty && now - p->last_draw >= 5.0;
     ax_progress_update(p, done, -1, (double)done / (now - p->t0 + 1e-9), line);
+}
+
+void ax_progress_note(ax_progress *p, const char *note) {
+    snprintf(p->note, sizeof p->note, "%s", note);
 }
 
 void ax_progress_end(ax_progress *p) {

@@ -11,7 +11,8 @@ typedef struct {
     uint64_t bytes_all; /* bytes expected, 0 if unknown */
     double t0, last_draw;
     int tty;
-    int drawn; /* a line is on screen */
+    int drawn;     /* a line is on screen */
+    char note[48]; /* shown after the loss (ax_progress_note) */
 } ax_progress;
 
 void ax_progress_begin(ax_progress *p, const char *label, long start, long total);
@@ -21,6 +22,8 @@ void ax_progress_update(ax_progress *p, long done, double loss, double tokens_pe
                         int force_line);
 /* The same with no loss and the rate since begin, a plain line every 5 s off a terminal. */
 void ax_progress_tick(ax_progress *p, long done);
+/* A short text shown after the loss from the next update on (e.g. "eps 1.23"); "" for none. */
+void ax_progress_note(ax_progress *p, const char *note);
 void ax_progress_end(ax_progress *p);
 
 /* bytes processed so far; `extra` (may be NULL) is appended, e.g. "1234 docs" */
