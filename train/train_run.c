@@ -519,6 +519,7 @@ static ax_status append_metrics(run_state *r, long step, double loss, double lr,
     if (val_loss >= 0) ax_jw_key(&w, "val_loss"), ax_jw_num(&w, val_loss);
     if (r->dp_on) { /* epsilon after this step, for the run's delta */
         ax_jw_key(&w, "dp_epsilon"), ax_jw_num(&w, r->dp.epsilon);
+        ax_jw_key(&w, "dp_delta"), ax_jw_num(&w, r->dp.delta);
         ax_jw_key(&w, "dp_examples"), ax_jw_int(&w, r->dp.n);
         ax_jw_key(&w, "dp_clipped_frac"), ax_jw_num(&w, r->dp_clipped);
     }
