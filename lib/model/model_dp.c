@@ -22,7 +22,6 @@
 #include "lib/backend/ops.h"
 
 #include <math.h>
-#include <string.h>
 
 /* floats of one materialised chunk of a per-example gradient (rows of W at a time) */
 #define DP_CHUNK (1L << 18)
@@ -226,7 +225,7 @@ static void embedding_norms(ax_model_t *m, const float *dres, int B) {
 static void norm_pass(ax_model_t *m) {
     int B = m->cur_B, N = B * m->T, L = m->cfg.n_layers;
     float *dres = m->dres, *dacc = m->cfg.parallel_residual ? m->dres2 : m->dres;
-    memset(m->dp_sq, 0, sizeof(double) * (size_t)B);
+    for (int b = 0; b < B; b++) m->dp_sq[b] = 0.0;
     m->dp_pass = 1;
     tp_col_backward(m, m->t_head, m->dln, m->logits, 0, m->lnf, m->gin16, N); /* over Y */
     ax_zero(m->ctx, dres, (size_t)N * m->Cx * sizeof(float));
