@@ -7,6 +7,9 @@
  * --recompute); the FLOP/s still count the model's FLOPs only, so the ratio shows what the extra
  * forward costs. --primitive: the forward's oneDNN matmul primitive on or off (default: on in
  * AVX-512 builds; lib/backend/cpu/gemm_primitive.c), to compare the two.
+ * bench_train --dp [reps=3] [B=4] [T=64]: a DP-SGD step (ax_model_dp_micro with clipping, then
+ * ax_model_dp_noise, then AdamW) against the non-private step, alternated in the same run,
+ * each the median of reps, and their ratio.
  */
 #include "lib/dist/grid.h"
 #include "lib/model/model.h"
@@ -136,7 +139,89 @@ static int run(int steps, int B, int T, int recompute) {
     return 0;
 }
 
+/* one non-private or DP step; returns its seconds and, for DP, its micro-batch and noise parts */
+static double timed_step(ax_model_t *m, ax_optim_t *o, const int32_t *in, const int32_t *tg,
+                         const uint8_t *mask, int B, int N, int dp, long step, double *part) {
+    double t0 = ax_now(), gn;
+    ax_model_zero_grad(m);
+    if (dp) {
+        float clip = 1.0f, scale = 1.0f / (float)B;
+        ax_model_dp_micro(m, in, tg, mask, B, clip, scale, 1, NULL);
+        part[0] = ax_now() - t0;
+        ax_model_dp_noise(m, 1.0 * clip * scale, 7, step);
+        part[1] = ax_now() - t0 - part[0];
+    } else {
+        ax_model_forward(m, in, tg, mask, B, 1.0f / (float)N, 1);
+        ax_model_backward(m);
+    }
+    if (ax_optim_step(o, m, 1e-4, &gn) != AX_OK || ax_model_status(m) != AX_OK) return -1;
+    return ax_now() - t0;
+}
+
+static int run_dp(int reps, int B, int T) {
+    ax_model_config c = {.n_layers = 12,
+                         .dim = 768,
+                         .n_heads = 12,
+                         .ffn = 2048,
+                         .vocab = 50257,
+                         .tie_embeddings = 1,
+                         .rope_theta = 10000.0f,
+                         .norm_eps = 1e-5f};
+    ax_model_t *m = NULL;
+    ax_optim_t *o = NULL;
+    ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 0.0f};
+    if (ax_model_create(&c, B, T, &m) != AX_OK || ax_optim_create(m, &oc, &o) != AX_OK) {
+        fprintf(stderr, "bench_train --dp: %s\n", ax_error_msg());
+        return 1;
+    }
+    ax_model_init(m, 1);
+    int N = B * T;
+    int32_t *in = malloc((size_t)N * sizeof *in), *tg = malloc((size_t)N * sizeof *tg);
+    uint8_t *mask = malloc((size_t)N);
+    double *t = malloc(sizeof(double) * 4 * (size_t)(reps + 1)), part[2] = {0, 0};
+    if (!in || !tg || !mask || !t) return 1;
+    for (int i = 0; i < N; i++) {
+        in[i] = (int32_t)ax_rng_below(7, 0, (uint64_t)i, (uint64_t)c.vocab);
+        tg[i] = (int32_t)ax_rng_below(7, 1, (uint64_t)i, (uint64_t)c.vocab);
+        mask[i] = (uint8_t)(i % 13 != 0); /* a few dropped targets, as goldfish drops them */
+    }
+    /* [0] non-private, [1] DP, [2] DP's micro-batch, [3] DP's noise; rep -1 warms both */
+    for (int r = -1; r < reps; r++) {
+        double plain = timed_step(m, o, in, tg, mask, B, N, 0, 0, part);
+        double dp = timed_step(m, o, in, tg, mask, B, N, 1, r + 1, part);
+        if (plain < 0 || dp < 0) {
+            fprintf(stderr, "bench_train --dp: %s\n", ax_error_msg());
+            return 1;
+        }
+        if (r < 0) continue;
+        t[r] = plain, t[reps + r] = dp, t[2 * reps + r] = part[0], t[3 * reps + r] = part[1];
+    }
+    double med[4];
+    for (int k = 0; k < 4; k++) {
+        qsort(t + k * reps, (size_t)reps, sizeof *t, cmp_double);
+        med[k] = t[k * reps + reps / 2];
+    }
+    printf("bench_train --dp: gpt2-124m-shaped (%.1fM params) B=%d T=%d threads=%d, median of %d\n",
+           (double)ax_model_n_params(m) / 1e6, B, T, omp_get_max_threads(), reps);
+    printf("  non-private step %.3f s; DP step %.3f s (micro-batch %.3f s, noise %.3f s)\n", med[0],
+           med[1], med[2], med[3]);
+    printf("  ratio DP / non-private = %.2f (target <= 2.0)\n", med[1] / med[0]);
+    free(in), free(tg), free(mask), free(t);
+    ax_optim_free(o);
+    ax_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--dp")) {
+        int reps = argc > 2 ? atoi(argv[2]) : 3, B = argc > 3 ? atoi(argv[3]) : 4;
+        int T = argc > 4 ? atoi(argv[4]) : 64;
+        if (reps < 1 || B < 1 || T < 2) {
+            fprintf(stderr, "usage: bench_train --dp [reps>=1] [B>=1] [T>=2]\n");
+            return 2;
+        }
+        return run_dp(reps, B, T);
+    }
     int recompute = argc > 1 && !strcmp(argv[1], "--recompute");
     if (recompute) argc--, argv++;
     if (argc > 2 && !strcmp(argv[1], "--primitive")) {

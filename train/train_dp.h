@@ -16,22 +16,6 @@
 #include "train/dp_accountant.h"
 #include "train/train_config.h"
 
-/* ---- the model's DP functions (lib/model: the contract between the model and training) ----
- * One micro-batch of a DP step, rows are examples: grads += scale * sum_i min(1, clip/||g_i||)
- * g_i over this rank's rows, g_i the gradient of row i's mean supervised loss over every
- * parameter (rows without a supervised target contribute nothing); with last_micro the
- * gradients are then reduced over the ranks that split the batch, ready for the noise and the
- * optimizer. norms[B] (may be NULL) receives ||g_i|| for this rank's rows (0 for padding).
- * Returns the sum of per-target losses over this rank's supervised targets. Collective; call
- * ax_model_zero_grad first in a step. */
-double ax_model_dp_micro(ax_model_t *m, const int32_t *inputs, const int32_t *targets,
-                         const uint8_t *mask, int B, float clip, float scale, int last_micro,
-                         float *norms);
-/* The reduced gradients += N(0, std^2) per parameter element, element j of global tensor i
- * drawn from a counter-based Gaussian keyed by (seed, step, i, j): the same noised gradient on
- * every grid, added once per parameter. */
-ax_status ax_model_dp_noise(ax_model_t *m, double std, uint64_t seed, int64_t step);
-
 typedef struct {
     double clip;  /* C */
     double sigma; /* noise multiplier */

@@ -120,6 +120,10 @@ void tp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dou
     int Cx = m->Cx, C = m->cfg.dim;
     float *dots = m->rowstat; /* LayerNorm's two row sums go in one all-reduce */
     const float *w = m->tp[t].full;
+    if (m->dp_pass) { /* DP-SGD's norm pass: per-example weight (and bias) gradients */
+        dp_norm_backward(m, t, tb, din, dout, in, mean, rstd, N);
+        return;
+    }
     if (m->cfg.norm == AX_NORM_RMS) {
         ax_rmsnorm_backward_dot(m->ctx, dots, dout, in, w, N, Cx);
         tp_allreduce_sum(m, AX_AXIS_X, dots, N);
@@ -165,5 +169,9 @@ void tp_bias_forward(ax_model_t *m, int tb, float *out, int N) {
 
 void tp_bias_backward(ax_model_t *m, int tb, const float *dout, int N) {
     if (tb < 0) return;
+    if (m->dp_pass) {
+        dp_bias_norms(m, tb, dout, N);
+        return;
+    }
     ax_bias_backward(m->ctx, m->tp[tb].gfull, dout, N, (int)m->tp[tb].cols_l);
 }

@@ -166,7 +166,7 @@ static int64_t group_global(const ax_model_t *m, const tp_tensor *p, int64_t r) 
 }
 
 /* Global row-major index of element b of this rank's block, or -1 for vocabulary padding. */
-static int64_t global_index(const ax_model_t *m, const tp_tensor *p, int64_t b) {
+int64_t model_global_index(const ax_model_t *m, const tp_tensor *p, int64_t b) {
     int64_t r = b / p->cols_l, c = b % p->cols_l, gr, gc;
     switch (p->kind) {
     case TP_NORMAL:
@@ -491,6 +491,7 @@ void ax_model_free(ax_model_t *m) {
         }
     stream_free(m);
     gradcomm_free(m);
+    dp_free(m);
     ax_dev_free(ctx, m->act_arena), ax_dev_free(ctx, m->dec_arena);
     ax_dev_free(ctx, m->dec_pack_arena), ax_host_free(ctx, m->dec_pack);
     ax_dev_free(ctx, m->params), ax_dev_free(ctx, m->grads), ax_dev_free(ctx, m->params16);
@@ -670,7 +671,7 @@ void model_grads_settle(const ax_model_t *cm) {
 
 /* Norm weights, row-parallel biases and learned positions are replicated over Y, column-parallel
  * biases over X, and everything over data: count each value once. */
-static int owns_replica(const ax_model_t *m, int i) {
+int model_owns_xy(const ax_model_t *m, int i) {
     tp_kind k = m->tp[i].kind;
     if (k == TP_VEC || k == TP_ROWS) return m->y == 0;
     if (k == TP_YVEC) return m->x == 0;
@@ -683,7 +684,7 @@ ax_status ax_model_grad_sumsq(ax_model_t *m, double *out) {
     model_grads_settle(m);
     if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0)
         for (int i = 0; i < m->n_tensors; i++)
-            if (owns_replica(m, i))
+            if (model_owns_xy(m, i))
                 s += m->tp[i].gss_ok ? m->tp[i].gss
                                      : ax_sum_squares(m->ctx, m->grads + m->tp[i].shard_off,
                                                       (long)m->tp[i].shard_n);
@@ -711,7 +712,7 @@ void ax_model_init(ax_model_t *m, uint64_t seed) {
         int64_t b0 = (int64_t)m->z * p->shard_n;
 #pragma omp parallel for schedule(static)
         for (int64_t e = 0; e < p->shard_n; e++) {
-            int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
+            int64_t b = b0 + e, gi = b < p->block_n ? model_global_index(m, p, b) : -1;
             dst[e] = gi < 0    ? 0.0f
                      : !random ? constant
                                : s * ax_rng_normal(seed, (uint64_t)i, (uint64_t)gi);
@@ -741,14 +742,14 @@ ax_status ax_model_gather_tensor(ax_model_t *m, int i, const ax_slab *slab, floa
                                         AX_DT_F32),
                       done);
     /* exactly one rank writes each global element; the rest add zeros, so the sum is exact */
-    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && owns_replica(m, i)) {
+    if (ax_grid_coord(m->grid, AX_AXIS_DATA) == 0 && m->z == 0 && model_owns_xy(m, i)) {
         size_t bb = (size_t)(p->shard_n * gz) * sizeof(float), gb = (size_t)numel * sizeof(float);
         const float *hb = ax_map(m->ctx, block, bb, AX_MAP_READ);
         float *hg = ax_map(m->ctx, global, gb, AX_MAP_WRITE);
         if (!hb || !hg)
             st = ax_errorf(AX_ERR_NOMEM, "out of memory gathering tensor %s", m->info[i].name);
         for (int64_t b = 0; st == AX_OK && b < p->block_n; b++) {
-            int64_t gi = global_index(m, p, b);
+            int64_t gi = model_global_index(m, p, b);
             if (gi >= 0) hg[gi] = hb[b];
         }
         if (hb) ax_unmap(m->ctx, block, (void *)hb, bb, AX_MAP_READ);
@@ -777,7 +778,7 @@ void ax_model_scatter_tensor(ax_model_t *m, int i, const float *global, ax_slab 
     }
 #pragma omp parallel for schedule(static)
     for (int64_t e = 0; e < p->shard_n; e++) {
-        int64_t b = b0 + e, gi = b < p->block_n ? global_index(m, p, b) : -1;
+        int64_t b = b0 + e, gi = b < p->block_n ? model_global_index(m, p, b) : -1;
         dst[e] = gi < 0 ? 0.0f : global[gi];
     }
     ax_unmap(m->ctx, local + p->shard_off, dst, bytes, AX_MAP_WRITE);

@@ -179,6 +179,28 @@ double ax_model_forward(ax_model_t *m, const int32_t *inputs, const int32_t *tar
  * optimizer. ax_model_backward(m) == ax_model_backward_ex(m, 1). Collective. */
 void ax_model_backward(ax_model_t *m);
 void ax_model_backward_ex(ax_model_t *m, int last_micro);
+/* ---- DP-SGD (lib/model/model_dp.c; docs/privacy.md "DP-SGD") ----
+ * One micro-batch of a DP step: rows are examples, g_i the gradient of row i's mean loss over
+ * its supervised targets (over ALL parameters). grads += scale * sum_i min(1, clip / ||g_i||) g_i
+ * over this rank's rows (rows with no supervised target contribute nothing); with last_micro the
+ * gradients are then reduced as ax_model_backward_ex does (summed over the ranks that split the
+ * batch), ready for the noise and the optimizer. norms[B] (may be NULL) receives ||g_i||, the
+ * global norm over every parameter, for this rank's rows (0 for padding rows). The norms come
+ * from one backward that computes no gradients (ghost norms: docs/privacy.md), then the normal
+ * backward runs on the rescaled loss gradients. Returns the sum of per-target losses over this
+ * rank's supervised targets, as ax_model_forward (NAN when the model cannot: ax_model_status
+ * says why). Collective over the grid. Call ax_model_zero_grad first in a step. */
+double ax_model_dp_micro(ax_model_t *m, const int32_t *inputs, const int32_t *targets,
+                         const uint8_t *mask, int B, float clip, float scale, int last_micro,
+                         float *norms);
+/* The reduced gradients (as the optimizer reads them) += N(0, std^2) per parameter element,
+ * element j (row-major global index) of global tensor i drawn from a counter-based Gaussian
+ * keyed by (seed, step, i, j): the noised gradient is identical on every grid, and added once
+ * per parameter (replicas add the same value to the same reduced gradient). */
+ax_status ax_model_dp_noise(ax_model_t *m, double std, uint64_t seed, int64_t step);
+/* The Gaussian ax_model_dp_noise adds to element j of global tensor i (before the std). */
+double ax_model_dp_noise_value(uint64_t seed, int64_t step, int i, int64_t j);
+
 /* First communication or op failure seen (collectives and ops inside forward/backward cannot
  * return one; see ax_ctx_status); AX_OK if none. */
 ax_status ax_model_status(const ax_model_t *m);

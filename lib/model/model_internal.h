@@ -209,8 +209,20 @@ struct ax_model {
     void *dec_pack_arena;
     void **dec_pack;
     unsigned long wgen, pack_gen;
-    int dec_pack_tried; /* the block was sized (and allocated if it could be) */
-    int decoding;       /* in a decoding step: the linears multiply the packed copies */
+    /* DP-SGD (model_dp.c): in dp_pass the backward computes each example's squared gradient
+     * norm, partial to this rank, into dp_sq (host [B]) instead of gradients. Scratch (device),
+     * allocated at the first ax_model_dp_micro: dp_s1 [dp_s1_n], dp_s2, dp_s3 [T * T] (the ghost
+     * norms' Gram matrices), dp_vec [2 B vec_n] (per-example norm and bias gradients), dp_w [N]
+     * (row factors), dp_cid, dp_uid [N] (each example's embedding rows, compacted) */
+    int dp_pass;
+    double *dp_sq;
+    float *dp_s1, *dp_s2, *dp_s3, *dp_vec, *dp_w;
+    int64_t dp_s1_n, dp_vec_n;
+    int32_t *dp_cid, *dp_uid;
+    int32_t *dp_hcid, *dp_huid; /* host [N] copies of dp_cid and dp_uid */
+    int *dp_nuniq;              /* host [B]: each example's distinct owned tokens */
+    int dec_pack_tried;         /* the block was sized (and allocated if it could be) */
+    int decoding;               /* in a decoding step: the linears multiply the packed copies */
 };
 
 /* the parameters were written: gathered blocks (and decoding's packed copies) are stale (their
@@ -283,6 +295,23 @@ void tp_bias_backward(ax_model_t *m, int tb, const float *dout, int N);
 void model_grads_settle(const ax_model_t *m);
 /* AX_OK, or AX_ERR_ARG naming fn on an inference model (no gradients) */
 ax_status model_needs_grads(const ax_model_t *m, const char *fn);
+
+/* lib/model/model_dp.c: the per-example squared norms of the DP pass (m->dp_pass), replacing
+ * what the backward would add to the gradients: a linear's (ghost norm or materialised in
+ * chunks, whichever is cheaper), a norm's (din still accumulated) and a bias's */
+void dp_linear_norms(ax_model_t *m, int t, const void *dout, int dout16, const void *in, int in16,
+                     int N);
+void dp_norm_backward(ax_model_t *m, int t, int tb, float *din, const float *dout, const float *in,
+                      const float *mean, const float *rstd, int N);
+void dp_bias_norms(ax_model_t *m, int tb, const float *dout, int N);
+void dp_free(ax_model_t *m);
+/* Global row-major index of element b of tensor p's block on this rank, or -1 for vocabulary
+ * padding (model.c). */
+int64_t model_global_index(const ax_model_t *m, const tp_tensor *p, int64_t b);
+/* 1 when this rank counts tensor i among the replicas that hold the same values over X or Y
+ * (ignoring the data axis): norm weights, row-parallel biases and learned positions at y = 0,
+ * column-parallel biases at x = 0, the rest everywhere (model.c) */
+int model_owns_xy(const ax_model_t *m, int i);
 
 /* lib/model/model_stream.c: layer weights streamed over Z (m->stream). Each call is a no-op
  * when the model does not stream. */

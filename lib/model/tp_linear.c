@@ -73,6 +73,11 @@ static void linear_backward(ax_model_t *m, int t, float *din, const void *dout, 
     else /* the dX half of matmul_backward, writing instead of accumulating */
         ax_gemm(m->ctx, 'N', 'N', N, k, n, 1.0f, dout, n, p->full, k, 0.0f, din, k);
     tp_note(m, ax_overlap_allreduce(m->ov, OV_OAR, axis, din, (long)N * k, AX_DT_F32, AX_OP_SUM));
+    if (m->dp_pass) { /* DP-SGD's norm pass: the per-example norms instead of dW */
+        dp_linear_norms(m, t, dout, dout16, in, in16, N);
+        tp_note(m, ax_overlap_wait(m->ov, OV_OAR));
+        return;
+    }
     dw_job job = {m, p, dout, in, dout16, in16, N};
     ax_overlap_compute(m->ov, n, DW_CHUNK_ROWS, dw_rows, &job);
     p->g_stale = 0; /* every row written */

@@ -867,6 +867,24 @@ static void t_bias(int N, int OC) {
     drop(&out), drop(&bias), drop(&dout), drop(&db);
 }
 
+/* the per-example gradient norms' ops: a dot in double, rows scaled, columns gathered */
+static void t_dp(int R, int cols, int n) {
+    both a = put_rand((size_t)R * cols, 1), b = put_rand((size_t)R * cols, 1);
+    both w = put_rand((size_t)R, 1), out = put_rand((size_t)R * n, 1);
+    both idx = put_tokens(n, cols);
+    char name[64];
+    snprintf(name, sizeof name, "dp R=%d cols=%d n=%d", R, cols, n);
+    check_scalar(name, ax_dot(C_, a.c, b.c, (long)R * cols), ax_dot(G_, a.g, b.g, (long)R * cols),
+                 TOL);
+    ax_scale_rows(C_, a.c, w.c, R, cols);
+    ax_scale_rows(G_, a.g, w.g, R, cols);
+    check(name, "scale_rows", &a, (size_t)R * cols, TOL);
+    ax_gather_cols(C_, out.c, b.c, cols, idx.c, R, n);
+    ax_gather_cols(G_, out.g, b.g, cols, idx.g, R, n);
+    check(name, "gather_cols", &out, (size_t)R * n, TOL);
+    drop(&a), drop(&b), drop(&w), drop(&out), drop(&idx);
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     const ax_backend *gpu = NULL;
@@ -940,6 +958,8 @@ int main(int argc, char **argv) {
     t_gelu(13, 67, 1);
     t_bias(7, 131);
     t_bias(300, 40);
+    t_dp(64, 97, 64);
+    if (!quick) t_dp(300, 50257, 37);
 
     ax_sync(G_);
     if (ax_ctx_status(G_) != AX_OK) {

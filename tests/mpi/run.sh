@@ -18,11 +18,13 @@ grids="1x1x1x1 2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2 2x2x2x1 1x2x2x2 2x1x2x2"
 comm_grids="3x1x1x1 4x1x1x1 1x2x1x2"
 # imported Hugging Face fixtures: tensor-parallel X and Y, ZeRO Z, and 4 batch parts
 hf_grids="1x2x1x1 1x1x2x1 2x1x2x2"
+# DP-SGD: each axis alone, two 4-rank mixtures (tensor-parallel X and Y; data and Z) and one of 8
+dp_grids="1x1x1x1 2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2 1x2x2x1 2x1x1x2 2x1x2x2"
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   # the grid drivers; memscan's driver takes ranks, not grids (tests/mpi/memscan.sh runs it)
-  names=(mpi_comm mpi_stage mpi_model mpi_plan mpi_hf)
+  names=(mpi_comm mpi_stage mpi_model mpi_plan mpi_hf mpi_dp)
 fi
 drivers=()
 for name in "${names[@]}"; do
@@ -42,6 +44,7 @@ for exe in "${drivers[@]}"; do
   # device-memory staging (a guarded fake device): the axis shapes that differ
   [ "$(basename "$exe")" = mpi_stage ] && g="1x1x1x1 2x1x1x1 1x2x1x2 2x1x2x2 3x1x1x1"
   [ "$(basename "$exe")" = mpi_hf ] && g=$hf_grids
+  [ "$(basename "$exe")" = mpi_dp ] && g=$dp_grids
   for grid in $g; do
     np=$(( ${grid//x/*} ))
     log=$(mktemp)

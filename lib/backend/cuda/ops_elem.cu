@@ -338,3 +338,29 @@ extern "C" void ax_cuda_copy_rows(ax_ctx *ctx, float *dst, long ld_dst, const fl
         ax_cuda_fail("copy_rows (cudaMemcpy2DAsync, %ld x %ld): %s", rows, cols,
                      cudaGetErrorString(e));
 }
+
+// ---- per-example gradient norms: rows scaled by w[N]; columns idx[n] of x gathered ----
+__global__ void scale_rows_kernel(float *x, const float *w, long N, long cols) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * cols;
+         i += (long)gridDim.x * blockDim.x)
+        x[i] *= w[i / cols];
+}
+extern "C" void ax_cuda_scale_rows(ax_ctx *ctx, float *x, const float *w, int N, long cols) {
+    if (N <= 0 || cols <= 0) return;
+    scale_rows_kernel<<<ax_blocks((long)N * cols, TPB), TPB, 0, AX_STREAM(ctx)>>>(x, w, N, cols);
+    ax_cuda_launched("scale_rows");
+}
+
+__global__ void gather_cols_kernel(float *out, const float *x, long ldx, const int32_t *idx,
+                                   long R, int n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < R * n;
+         i += (long)gridDim.x * blockDim.x)
+        out[i] = x[(i / n) * ldx + idx[i % n]];
+}
+extern "C" void ax_cuda_gather_cols(ax_ctx *ctx, float *out, const float *x, long ldx,
+                                    const int32_t *idx, int R, int n) {
+    if (R <= 0 || n <= 0) return;
+    gather_cols_kernel<<<ax_blocks((long)R * n, TPB), TPB, 0, AX_STREAM(ctx)>>>(out, x, ldx, idx,
+                                                                               R, n);
+    ax_cuda_launched("gather_cols");
+}

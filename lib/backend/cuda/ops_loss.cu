@@ -176,6 +176,26 @@ extern "C" double ax_cuda_sum_squares(ax_ctx *ctx, const float *x, long n) {
     return sum_to_host(ctx, part, SS_BLOCKS, "sum_squares (sum)");
 }
 
+// ---- dot product in double (per-example gradient norms): the same fixed grid ----
+__global__ void dot_kernel(double *part, const float *a, const float *b, long n) {
+    __shared__ double sh[32];
+    double s = 0.0;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
+        s += (double)a[i] * (double)b[i];
+    s = ax_block_sum_d(s, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = s;
+}
+
+extern "C" double ax_cuda_dot(ax_ctx *ctx, const float *a, const float *b, long n) {
+    if (n <= 0) return 0.0;
+    double *part = (double *)ax_ctx_scratch(ctx, sizeof(double) * (SS_BLOCKS + 1));
+    if (!part) return NAN;
+    dot_kernel<<<SS_BLOCKS, NT, 0, AX_STREAM(ctx)>>>(part, a, b, n);
+    ax_cuda_launched("dot");
+    return sum_to_host(ctx, part, SS_BLOCKS, "dot (sum)");
+}
+
 // ---- greedy choice over a vocabulary slice: largest value, ties to the lowest id ----
 __global__ void argmax_kernel(double *best, const float *x, int Vl, int valid, int v0) {
     __shared__ float sv[NT];
