@@ -75,6 +75,7 @@ step mpi-memscan bash tests/mpi/memscan.sh build
 step mpi-dedup bash tests/mpi/dedup.sh build
 step mpi-train bash tests/mpi/train.sh build/bin/axmem
 step cli bash tests/cli/run.sh build/bin/axmem
+step dedup bash tests/cli/dedup.sh build/bin/axmem
 step demo bash tests/cli/demo.sh build/bin/axmem
 # the report in headless Chromium at 1280 and 800 px (layout measured from the DOM); skipped
 # (77) only without chromium, which scripts/setup.sh installs
