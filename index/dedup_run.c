@@ -58,7 +58,9 @@ typedef struct {
     int32_t *doc;                /* its kept tokens */
     size_t len, cap, kept_text;
     int32_t *tok; /* read buffer */
-    int run;      /* a run of first occurrences of equally repeated windows */
+    volatile int *stop;
+    ax_progress *prog; /* NULL: no progress lines */
+    int run;           /* a run of first occurrences of equally repeated windows */
     uint64_t run_first, run_last, run_count;
 } walker;
 
@@ -149,6 +151,9 @@ static ax_status walk_chunk(walker *k, uint64_t lo, uint64_t hi, const int32_t *
             continue;
         }
         while (t < e && st == AX_OK) {
+            if (k->stop && *k->stop)
+                return ax_errorf(AX_ERR_INTERRUPTED, "data dedup: stopped; nothing written");
+            if (k->prog) ax_progress_tick(k->prog, (long)t);
             size_t b = e - t < WALK_BLOCK ? (size_t)(e - t) : WALK_BLOCK;
             ax_axd_tokens(k->ds, t, b, k->tok);
             for (size_t i = 0; i < b && st == AX_OK; i++, t++) {
@@ -348,7 +353,8 @@ ax_status ax_dedup_run(const ax_dedup_opts *o, ax_dedup_result *r) {
                      .dup = dup,
                      .w = w,
                      .top = o->top,
-                     .r = r};
+                     .r = r,
+                     .stop = o->stop};
         k.tok = malloc(sizeof *k.tok * WALK_BLOCK);
         if (!k.tok && st == AX_OK) st = ax_errorf(AX_ERR_NOMEM, "data dedup: out of memory");
         start_doc(&k);
@@ -356,7 +362,10 @@ ax_status ax_dedup_run(const ax_dedup_opts *o, ax_dedup_result *r) {
     st = ax_coll_agree(g, AX_AXIS_WORLD, st, "data dedup");
     ax_progress prog;
     int show = o->progress && rank == 0;
-    if (show) ax_progress_begin(&prog, "data dedup: tokens", 0, (long)N);
+    if (show) {
+        ax_progress_begin(&prog, "data dedup: tokens", 0, (long)N);
+        k.prog = &prog;
+    }
     for (uint64_t lo = 0; st == AX_OK && lo < N; lo += C) {
         uint64_t hi = N - lo < C ? N : lo + C;
         if (marks) {
@@ -378,6 +387,8 @@ ax_status ax_dedup_run(const ax_dedup_opts *o, ax_dedup_result *r) {
     if (show) ax_progress_end(&prog);
     if (st == AX_OK && rank == 0) /* documents after the last token: none in a valid dataset */
         while (st == AX_OK && k.d < k.D) st = finish_doc(&k);
+    if (st == AX_OK && o->stop && *o->stop)
+        st = ax_errorf(AX_ERR_INTERRUPTED, "data dedup: stopped; nothing written");
     st = ax_coll_agree(g, AX_AXIS_WORLD, st, "data dedup");
     if (rank == 0 && w) {
         if (st == AX_OK)
