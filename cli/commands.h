@@ -3,11 +3,15 @@
  * printed), 2 bad usage. */
 #pragma once
 
-int ax_cmd_data(int argc, char **argv);     /* data/cmd_data.c */
-int ax_cmd_train(int argc, char **argv);    /* train/cmd_train.c */
-int ax_cmd_goldfish(int argc, char **argv); /* goldfish/cmd_goldfish.c */
-int ax_cmd_dp(int argc, char **argv);       /* train/cmd_dp.c */
-int ax_cmd_memscan(int argc, char **argv);  /* memscan/cmd_memscan.c: the scans */
+int ax_cmd_data(int argc, char **argv); /* data/cmd_data.c */
+/* `data dedup` stands on the corpus index, above data: the dispatcher hands its entry point to
+ * `axmem data` before running a command */
+int ax_cmd_data_dedup(int argc, char **argv);                    /* index/cmd_dedup.c */
+void ax_cmd_data_set_dedup(int (*entry)(int argc, char **argv)); /* data/cmd_data.c */
+int ax_cmd_train(int argc, char **argv);                         /* train/cmd_train.c */
+int ax_cmd_goldfish(int argc, char **argv);                      /* goldfish/cmd_goldfish.c */
+int ax_cmd_dp(int argc, char **argv);                            /* train/cmd_dp.c */
+int ax_cmd_memscan(int argc, char **argv); /* memscan/cmd_memscan.c: the scans */
 /* memscan's corpus-index subcommands */
 int ax_cmd_memscan_index(int argc, char **argv);  /* index/cmd_index.c */
 int ax_cmd_memscan_info(int argc, char **argv);   /* index/cmd_index.c */

@@ -30,9 +30,7 @@ static const ax_cfg_entry entries[] = {
     {"corpus", AX_CFG_STR, F(corpus), "data/corpus/kjv.jsonl", 1, 0,
      "JSONL corpus (one document per line, \"text\" field)"},
     {"mitigations", AX_CFG_STR, F(mitigations), "none,goldfish:hash:k=4,h=13,dedup:50,dp:eps=8", 1,
-     0,
-     "the models to train and compare, as `axmem study --mitigations` (one this build cannot "
-     "train is skipped with a warning)"},
+     0, "the models to train and compare, as `axmem study --mitigations`"},
     {"steps", AX_CFG_INT, F(steps_n), "300", 1, 1e7, "training steps per model"},
     {"docs", AX_CFG_INT, F(docs_n), "32", 1, 500,
      "documents in the memorization set (and as many drawn as held-out)"},
@@ -105,7 +103,7 @@ int ax_cmd_demo(int argc, char **argv) {
     c.title = "axmem demo: goldfish loss, deduplication and DP-SGD against memorization";
     c.who = "demo";
     ax_study_result r;
-    ax_status st = ax_study_check(&c, 1, &r); /* flags checked before any work */
+    ax_status st = ax_study_check(&c, &r); /* flags checked before any work */
     if (st == AX_OK) st = ax_study_run(&c, &r);
     if (st != AX_OK) return ax_cli_fail("demo", st);
     char *summary = NULL;

@@ -20,6 +20,7 @@ static const char *const pages[] = {
     "data info",
     "data split",
     "data canaries",
+    "data dedup",
     "train",
     "goldfish",
     "goldfish show",

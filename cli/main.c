@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     ax_log_init();
+    ax_cmd_data_set_dedup(ax_cmd_data_dedup);
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -1,6 +1,6 @@
-/* `axmem data`: tokenizer-train, encode, import-megatron, decode, info, split, canaries. Each
- * subcommand's flags are a config table (lib/core/config.h); usage errors exit 2, runtime failures
- * 1, each with one line on stderr.
+/* `axmem data`: tokenizer-train, encode, import-megatron, decode, info, split, canaries, dedup.
+ * Each subcommand's flags are a config table (lib/core/config.h); usage errors exit 2, runtime
+ * failures 1, each with one line on stderr.
  */
 #include "lib/core/cliargs.h"
 #include "lib/core/config.h"
@@ -34,7 +34,8 @@ static const char *TOP_HELP =
     "  decode           print the text of a dataset's documents or of token ids\n"
     "  info             describe a .axd dataset (docs, tokens, vocab, checksum)\n"
     "  split            member / held-out split with an n-gram overlap rule (privacy attacks)\n"
-    "  canaries         plant random secrets at chosen repeat counts (privacy attacks)\n\n"
+    "  canaries         plant random secrets at chosen repeat counts (privacy attacks)\n"
+    "  dedup            remove later copies of repeated spans, duplicate documents\n\n"
     "Inputs: a *.jsonl file holds one JSON object per line and each \"text\" field is a\n"
     "document; any other file is one document (or one per non-empty line with --split-lines).\n"
     "A .zst or .gz suffix (the Pile's *.jsonl.zst) is decompressed as it is read.\n"
@@ -541,6 +542,17 @@ static int cmd_canaries(int argc, char **argv) {
     return 0;
 }
 
+/* `data dedup` (index/cmd_dedup.c) is a layer above this one: the dispatcher sets its entry */
+static int (*dedup_entry)(int, char **);
+void ax_cmd_data_set_dedup(int (*entry)(int, char **)) {
+    dedup_entry = entry;
+}
+static int cmd_dedup(int argc, char **argv) {
+    if (dedup_entry) return dedup_entry(argc, argv);
+    fprintf(stderr, "axmem data dedup: not linked into this program\n");
+    return 1;
+}
+
 int ax_cmd_data(int argc, char **argv) {
     static const ax_cli_sub subs[] = {{"tokenizer-train", cmd_train},
                                       {"encode", cmd_encode},
@@ -548,6 +560,7 @@ int ax_cmd_data(int argc, char **argv) {
                                       {"decode", cmd_decode},
                                       {"info", cmd_info},
                                       {"split", cmd_split},
-                                      {"canaries", cmd_canaries}};
+                                      {"canaries", cmd_canaries},
+                                      {"dedup", cmd_dedup}};
     return ax_cli_dispatch("data", TOP_HELP, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }

@@ -83,6 +83,18 @@ uint64_t ax_memscan_index_occurrences(const ax_memscan_index_t *idx, uint64_t fi
     return ax_ms_index_occ(idx, first, count, list);
 }
 
+uint64_t ax_memscan_index_groups(const ax_memscan_index_t *idx) {
+    return idx->map ? ax_ms_map_groups(idx->map) : idx->occ.n_groups;
+}
+
+uint64_t ax_memscan_index_group(const ax_memscan_index_t *idx, uint64_t g, const uint64_t **list) {
+    if (idx->map) return ax_ms_map_group(idx->map, idx->info.n, g, list);
+    *list = NULL;
+    if (g >= idx->occ.n_groups) return 0;
+    *list = idx->occ.pos + idx->occ.off[g];
+    return idx->occ.off[g + 1] - idx->occ.off[g];
+}
+
 int ax_memscan_index_owner(const ax_memscan_index_t *idx, const int32_t *window) {
     if (idx->shard_size <= 1) return 0;
     uint64_t h = ax_ms_hash(window, (int)idx->info.n, idx->info.seed, (int)idx->info.hash_bits);

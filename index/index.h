@@ -214,6 +214,13 @@ void ax_memscan_index_lookup_all(const ax_memscan_index_t *idx, const int32_t *t
  * occurs once (at first). For this handle's windows only, after a distributed build. */
 uint64_t ax_memscan_index_occurrences(const ax_memscan_index_t *idx, uint64_t first, uint32_t count,
                                       const uint64_t **list);
+/* The occurrence lists as groups, one per window occurring more than once, in ascending order
+ * of first occurrence: those this handle holds (after a build on several ranks, the windows this
+ * rank owns; everything for a serial build or an opened file). Group g's positions are
+ * ascending, the first being the window's first occurrence; returns how many (>= 2), or 0 when
+ * the pages holding it are damaged (ax_memscan_index_check then says so). */
+uint64_t ax_memscan_index_groups(const ax_memscan_index_t *idx);
+uint64_t ax_memscan_index_group(const ax_memscan_index_t *idx, uint64_t g, const uint64_t **list);
 
 /* Serving one saved index from R ranks (index/index_route.c): the rank of R that answers
  * this window (its tag's share of the hash range, a run of whole version-3 partitions). */

@@ -265,6 +265,20 @@ uint64_t ax_ms_map_occ(const ax_ms_map *m, const ax_axd_t *ds, uint32_t n, uint6
     return b - a;
 }
 
+uint64_t ax_ms_map_groups(const ax_ms_map *m) {
+    return m->l.n_groups;
+}
+
+uint64_t ax_ms_map_group(const ax_ms_map *m, uint32_t n, uint64_t g, const uint64_t **list) {
+    *list = NULL;
+    uint64_t a, b;
+    if (g >= m->l.n_groups || !ensure(m, AT(off_firsts, g, 8), 8) ||
+        !list_ok(m, g, n, m->firsts[g], &a, &b))
+        return 0;
+    *list = m->pos + a;
+    return b - a;
+}
+
 uint64_t ax_ms_map_damage_met(const ax_ms_map *m) {
     return __atomic_load_n(&m->st->met, __ATOMIC_RELAXED);
 }

@@ -63,3 +63,7 @@ void ax_ms_map_prefetch(const ax_ms_map *m, uint64_t h);
 /* The occurrence list of the window first seen at `first` (ascending, checked); 0 if none. */
 uint64_t ax_ms_map_occ(const ax_ms_map *m, const ax_axd_t *ds, uint32_t n, uint64_t first,
                        const uint64_t **list);
+/* Lists by their rank in ascending order of first occurrence: how many, and list g (checked as
+ * ax_ms_map_occ checks; 0 if damaged). */
+uint64_t ax_ms_map_groups(const ax_ms_map *m);
+uint64_t ax_ms_map_group(const ax_ms_map *m, uint32_t n, uint64_t g, const uint64_t **list);

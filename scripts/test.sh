@@ -72,9 +72,11 @@ step cuda-emu-e2e-mpi bash tests/cuda/emu/e2e_mpi.sh build
 step device-check-self-test bash bench/device_check.sh --self-test
 step mpi bash tests/mpi/run.sh
 step mpi-memscan bash tests/mpi/memscan.sh build
+step mpi-dedup bash tests/mpi/dedup.sh build
 step mpi-train bash tests/mpi/train.sh build/bin/axmem
 step mpi-dp-train bash tests/mpi/dp_train.sh build/bin/axmem
 step cli bash tests/cli/run.sh build/bin/axmem
+step dedup bash tests/cli/dedup.sh build/bin/axmem
 step demo bash tests/cli/demo.sh build/bin/axmem
 step study bash tests/cli/study.sh build/bin/axmem
 # the report in headless Chromium at 1280 and 800 px (layout measured from the DOM); skipped

@@ -13,7 +13,7 @@ int ax_cmd_study(int argc, char **argv) {
     if (rc >= 0) return rc;
     c.first_doc = 0, c.title = NULL, c.who = "study";
     ax_study_result r;
-    ax_status st = ax_study_check(&c, 0, &r); /* every mitigation asked for, or an error */
+    ax_status st = ax_study_check(&c, &r);
     if (st == AX_OK) st = ax_study_run(&c, &r);
     if (st != AX_OK) return ax_cli_fail("study", st);
     char *text = NULL;

@@ -94,7 +94,7 @@ int ax_study_parse_repeats(const char *s, int *out, int *n) {
     }
 }
 
-ax_status ax_study_check(const ax_study_config *c, int skip_missing, ax_study_result *r) {
+ax_status ax_study_check(const ax_study_config *c, ax_study_result *r) {
     memset(r, 0, sizeof *r);
     int split = c->members[0] || c->nonmembers[0];
     if (!c->corpus[0] && !split)
@@ -119,19 +119,5 @@ ax_status ax_study_check(const ax_study_config *c, int skip_missing, ax_study_re
         ax_error_clear();
         return ax_errorf(AX_ERR_ARG, "--canary-format: %s", why);
     }
-    AX_CHECK(ax_study_parse_mitigations(c->mitigations, r->mit, &r->n));
-    int any = 0;
-    for (int i = 0; i < r->n; i++) {
-        char why[160];
-        if (ax_study_available(&r->mit[i], why, sizeof why)) {
-            any = 1;
-            continue;
-        }
-        if (!skip_missing)
-            return ax_errorf(AX_ERR_UNSUPPORTED, "--mitigations: '%s': %s", r->mit[i].spec, why);
-        r->skipped[i] = 1;
-        AX_WARN("%s: '%s' skipped: %s", c->who ? c->who : "study", r->mit[i].spec, why);
-    }
-    if (!any) return ax_errorf(AX_ERR_UNSUPPORTED, "--mitigations: none can be trained here");
-    return AX_OK;
+    return ax_study_parse_mitigations(c->mitigations, r->mit, &r->n);
 }

@@ -1,6 +1,7 @@
 /* One mitigation's model: its training run (the same settings for every mitigation but the
  * mitigation itself) and the four scans, each with the commands' defaults and the settings
  * below, writing into the run folder as the commands would. */
+#include "data/axd.h"
 #include "lib/core/log.h"
 #include "memscan/exposure_run.h"
 #include "memscan/generate_run.h"
@@ -32,7 +33,13 @@ ax_status ax_study_train(const ax_study_config *c, const ax_mitigation *m, const
     t.val_batches = 2;
     t.log_every = 50;
     t.resume = resume;
-    if (m->kind == AX_MIT_DP) AX_CHECK(ax_study_dp_config(&t, m));
+    if (m->kind == AX_MIT_DP) {
+        ax_axd_t *d;
+        AX_CHECK(ax_axd_open(data, AX_AXD_VERIFY, &d));
+        uint64_t n = ax_axd_n_docs(d);
+        ax_axd_free(d);
+        AX_CHECK(ax_study_dp_config(&t, m, n));
+    }
     ax_train_result r;
     AX_CHECK(ax_train_run(&t, NULL, &r));
     if (r.interrupted)
@@ -46,7 +53,8 @@ ax_status ax_study_train(const ax_study_config *c, const ax_mitigation *m, const
 }
 
 /* a 32-token prefix of each training document, its greedy 32-token continuation */
-ax_status ax_study_probe(const char *run, const char *data, const char *tok, int64_t samples) {
+ax_status ax_study_probe(const char *run, const char *data, const char *tok, int64_t samples,
+                         int deduped) {
     ax_ms_probe_opts o;
     AX_CHECK(ax_cfg_set_defaults(&ax_ms_probe_table, &o));
     char out[1100];
@@ -55,6 +63,7 @@ ax_status ax_study_probe(const char *run, const char *data, const char *tok, int
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         AX_CHECK(ax_cfg_set(&ax_ms_probe_table, &o, text[i][0], text[i][1], NULL));
     o.samples = samples;
+    o.not_training_data = deduped;
     o.prefix = 32;
     o.suffix = 32;
     ax_ms_probe_summary sum;
@@ -64,7 +73,7 @@ ax_status ax_study_probe(const char *run, const char *data, const char *tok, int
 }
 
 /* 32 generations of 96 tokens at temperature 0.7, slid over the index */
-ax_status ax_study_generate(const char *run, const char *index, const char *tok) {
+ax_status ax_study_generate(const char *run, const char *index, const char *tok, int deduped) {
     ax_ms_generate_opts o;
     AX_CHECK(ax_cfg_set_defaults(&ax_ms_generate_table, &o));
     char out[1100];
@@ -73,6 +82,7 @@ ax_status ax_study_generate(const char *run, const char *index, const char *tok)
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         AX_CHECK(ax_cfg_set(&ax_ms_generate_table, &o, text[i][0], text[i][1], NULL));
     o.samples = 32;
+    o.not_training_data = deduped;
     o.length = 96;
     o.temperature = 0.7;
     ax_ms_generate_summary sum;

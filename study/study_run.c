@@ -124,14 +124,12 @@ static ax_status run_record(const ax_study_config *c, const ax_study_result *r,
 /* the report's paragraph on what ran */
 static void intro(const ax_study_config *c, const ax_study_result *r, char *t, size_t n) {
     int dedup = 0;
-    for (int i = 0; i < r->n; i++) dedup |= !r->skipped[i] && r->mit[i].kind == AX_MIT_DEDUP;
+    for (int i = 0; i < r->n; i++) dedup |= r->mit[i].kind == AX_MIT_DEDUP;
     size_t k = (size_t)snprintf(
         t, n, "What ran: %" PRId64 " member documents%s%s, one model per mitigation (", r->members,
         c->corpus[0] ? " of " : "", c->corpus[0] ? c->corpus : "");
     for (int i = 0, first = 1; i < r->n && k < n; i++)
-        if (!r->skipped[i])
-            k += (size_t)snprintf(t + k, n - k, "%s%s", first ? "" : ", ", r->mit[i].spec),
-                first = 0;
+        k += (size_t)snprintf(t + k, n - k, "%s%s", first ? "" : ", ", r->mit[i].spec), first = 0;
     if (k < n)
         k += (size_t)snprintf(
             t + k, n - k,
@@ -169,7 +167,7 @@ static int64_t docs_of(const char *axd) {
 }
 
 ax_status ax_study_run(const ax_study_config *c, ax_study_result *r) {
-    AX_CHECK(ax_study_check(c, 1, r));
+    AX_CHECK(ax_study_check(c, r));
     AX_CHECK(ax_mkdir_p(c->out));
     ax_stop_catch();
     char tok[P], pool[P], pool_axd[P], members[P], held[P], split_json[P], train[P], secrets[P],
@@ -192,9 +190,8 @@ ax_status ax_study_run(const ax_study_config *c, ax_study_result *r) {
     snprintf(index_json, sizeof index_json, "%s.json", index);
 
     runner s = {.c = c, .r = r};
-    int models = 0, dedups = 0;
-    for (int i = 0; i < r->n; i++)
-        models += !r->skipped[i], dedups += !r->skipped[i] && r->mit[i].kind == AX_MIT_DEDUP;
+    int models = r->n, dedups = 0;
+    for (int i = 0; i < r->n; i++) dedups += r->mit[i].kind == AX_MIT_DEDUP;
     s.total = (c->corpus[0] ? 2 + !c->tokenizer[0] : 0) + c->privacy + 1 + dedups +
               models * (3 + 2 * c->privacy);
     if (c->corpus[0]) {
@@ -227,17 +224,16 @@ ax_status ax_study_run(const ax_study_config *c, ax_study_result *r) {
 
     ax_report_input inputs[AX_STUDY_MAX_MITIGATIONS];
     char runs[AX_STUDY_MAX_MITIGATIONS][P];
-    int n_in = 0;
     for (int i = 0; i < r->n; i++) {
         const ax_mitigation *m = &r->mit[i];
-        if (r->skipped[i]) continue;
-        char *run = runs[n_in], data[P], ckpt[P], metrics[P], started[P], name[96], what[256];
+        char run[P - 32], data[P], ckpt[P], metrics[P], started[P], name[96], what[256];
         char f[8][P];
-        snprintf(run, P, "%s/%s", c->out, m->label);
+        snprintf(run, sizeof run, "%s/%s", c->out, m->label); /* room for the file names */
+        memcpy(runs[i], run, sizeof run);                     /* the report reads them after */
         snprintf(ckpt, P, "%s/ckpt", run);
         snprintf(metrics, P, "%s/metrics.jsonl", run);
         snprintf(data, P, "%s", train);
-        inputs[n_in++] = (ax_report_input){m->label, run, 0};
+        inputs[i] = (ax_report_input){m->label, runs[i], 0};
         if (m->kind == AX_MIT_DEDUP) {
             char dedup_json[P];
             snprintf(data, P, "%s/%s.train.axd", c->out, m->label);
@@ -288,12 +284,12 @@ ax_status ax_study_run(const ax_study_config *c, ax_study_result *r) {
         snprintf(name, sizeof name, "probe-%s", m->label);
         snprintf(what, sizeof what, "probe %s", m->label);
         STAGE(&s, name, what, ((const char *[]){ckpt, train, tok, f[0], f[1], NULL}),
-              ax_study_probe(run, train, tok, samples), "samples %lld prefix 32 suffix 32",
-              (long long)samples);
+              ax_study_probe(run, train, tok, samples, m->kind == AX_MIT_DEDUP),
+              "samples %lld prefix 32 suffix 32", (long long)samples);
         snprintf(name, sizeof name, "generate-%s", m->label);
         snprintf(what, sizeof what, "regurgitation scan of %s", m->label);
         STAGE(&s, name, what, ((const char *[]){ckpt, index, tok, f[2], f[3], NULL}),
-              ax_study_generate(run, index, tok), "32 x 96 t 0.7");
+              ax_study_generate(run, index, tok, m->kind == AX_MIT_DEDUP), "32 x 96 t 0.7");
         if (!c->privacy) continue;
         /* members: the split's documents, before the canaries went in (the model trained on
          * them with a canary segment between two sentences): scored as drawn, like the
@@ -314,7 +310,7 @@ ax_status ax_study_run(const ax_study_config *c, ax_study_result *r) {
     snprintf(r->summary, sizeof r->summary, "%s/summary.md", c->out);
     const ax_report_opts ro = {
         .inputs = inputs,
-        .n_inputs = n_in,
+        .n_inputs = r->n,
         .index = index_json,
         .out = r->report_dir,
         /* no training text in any output, report.json included, unless --show-text: the

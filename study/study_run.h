@@ -39,16 +39,14 @@ extern const ax_cfg_table ax_study_table;
 typedef struct {
     int n; /* mitigations */
     ax_mitigation mit[AX_STUDY_MAX_MITIGATIONS];
-    int skipped[AX_STUDY_MAX_MITIGATIONS]; /* not in this build (ax_study_available) */
     int64_t members, nonmembers, dropped, canaries;
     int stages_run, stages_skipped; /* skipped: done by an earlier run */
     char summary[AX_CFG_STR_MAX + 32], report_dir[AX_CFG_STR_MAX + 32];
 } ax_study_result;
 
 /* Checks c (flags that depend on each other, the mitigation list, the canary format) before any
- * work; fills r->mit. skip_missing: a mitigation this build cannot train is marked skipped with
- * a warning instead of failing (the demo's list names every mitigation). */
-ax_status ax_study_check(const ax_study_config *c, int skip_missing, ax_study_result *r);
+ * work; fills r->mit. */
+ax_status ax_study_check(const ax_study_config *c, ax_study_result *r);
 /* Runs every stage not done yet; ax_study_check first. An interrupted training (a stop signal)
  * returns AX_ERR_INTERRUPTED; rerunning continues from its checkpoint. */
 ax_status ax_study_run(const ax_study_config *c, ax_study_result *r);
@@ -73,8 +71,12 @@ ax_status ax_study_index(const char *axd, const char *index);
 /* one model: train (resume: continue RUN's checkpoint), then the scans into RUN */
 ax_status ax_study_train(const ax_study_config *c, const ax_mitigation *m, const char *data,
                          const char *val, const char *tok, const char *run, int resume);
-ax_status ax_study_probe(const char *run, const char *data, const char *tok, int64_t samples);
-ax_status ax_study_generate(const char *run, const char *index, const char *tok);
+/* probe and generate read the members as planted (data, index) for every model: for a model
+ * trained on a deduplicated copy (deduped) that is knowingly not its training data, so each
+ * mitigation is measured on the same text */
+ax_status ax_study_probe(const char *run, const char *data, const char *tok, int64_t samples,
+                         int deduped);
+ax_status ax_study_generate(const char *run, const char *index, const char *tok, int deduped);
 ax_status ax_study_mia(const char *run, const char *members, const char *nonmembers,
                        const char *tok);
 ax_status ax_study_exposure(const char *run, const char *secrets, const char *tok);
