@@ -212,8 +212,7 @@ static int pmap_grow(state *s) {
     }
     for (uint64_t i = 0; i <= s->pmask; i++) {
         if (!s->pkeys[i]) continue;
-        uint64_t j = ax_tok_pair_hash(s->pkeys[i]) & (cap - 1);
-        while (nk[j]) j = (j + 1) & (cap - 1);
+        uint64_t j = ax_tok_pair_slot(nk, cap - 1, s->pkeys[i]);
         nk[j] = s->pkeys[i];
         nv[j] = s->pvals[i];
     }
@@ -228,9 +227,8 @@ static int pmap_grow(state *s) {
 /* pair id for (a, b), created with count 0 if new */
 static uint32_t pair_id(state *s, uint32_t a, uint32_t b) {
     uint64_t key = ax_tok_pair_key(a, b);
-    uint64_t j = ax_tok_pair_hash(key) & s->pmask;
-    for (; s->pkeys[j]; j = (j + 1) & s->pmask)
-        if (s->pkeys[j] == key) return s->pvals[j];
+    uint64_t j = ax_tok_pair_slot(s->pkeys, s->pmask, key);
+    if (s->pkeys[j]) return s->pvals[j];
     size_t id = s->n_pairs;
     size_t c1 = s->pcap, c2 = s->pcap, c3 = s->pcap, c4 = s->pcap, c5 = s->pcap;
     if (!grow((void **)&s->pa, &c1, id + 1, sizeof *s->pa) ||

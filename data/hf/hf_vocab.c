@@ -222,9 +222,8 @@ ax_status ax_hf_read_merges(ax_hf *h, const ax_json *merges, size_t total, const
                            path, i, (int)al, a, (int)bl, b);
             break;
         }
-        uint64_t key = ax_hf_pair_key(ia, ib);
-        uint64_t j = ax_hf_pair_hash(key) & h->mmask;
-        while (h->mkeys[j] && h->mkeys[j] != key) j = (j + 1) & h->mmask;
+        uint64_t key = ax_tok_pair_key((uint32_t)ia, (uint32_t)ib);
+        uint64_t j = ax_tok_pair_slot(h->mkeys, h->mmask, key);
         if (h->mkeys[j]) continue; /* a repeated pair keeps its first (best) rank */
         h->mkeys[j] = key;
         h->mrank[j] = (uint32_t)i;
