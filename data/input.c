@@ -3,6 +3,7 @@
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
 #include "lib/core/status.h"
+#include "lib/core/utf8.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -316,23 +317,10 @@ static void utf8_scan(text_check *t, const uint8_t *p, size_t n) {
             t->need = 0; /* the sequence broke off: its lead is bad, c is judged afresh */
             if (!t->bad++) t->first_bad = t->seen + i;
         }
-        if (c < 0x80) continue;
-        t->lo = 0x80, t->hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf)
-            t->need = 1;
-        else if (c == 0xe0)
-            t->need = 2, t->lo = 0xa0;
-        else if (c == 0xed)
-            t->need = 2, t->hi = 0x9f;
-        else if (c >= 0xe1 && c <= 0xef)
-            t->need = 2;
-        else if (c == 0xf0)
-            t->need = 3, t->lo = 0x90;
-        else if (c == 0xf4)
-            t->need = 3, t->hi = 0x8f;
-        else if (c >= 0xf1 && c <= 0xf3)
-            t->need = 3;
-        else if (!t->bad++)
+        int need = ax_utf8_lead(c, &t->lo, &t->hi);
+        if (need > 0)
+            t->need = (uint8_t)need;
+        else if (need < 0 && !t->bad++)
             t->first_bad = t->seen + i;
     }
     t->seen += n;

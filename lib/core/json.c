@@ -80,45 +80,6 @@ void ax_jw_arr_end(ax_jw *w) {
     jw_close(w, ']');
 }
 
-int ax_utf8_next(const char *s, size_t n, size_t *len) {
-    const unsigned char *u = (const unsigned char *)s;
-    unsigned char c = u[0], lo = 0x80, hi = 0xBF;
-    size_t need;
-    if (c < 0x80) {
-        *len = 1;
-        return 1;
-    }
-    /* Unicode Table 3-7: the second byte's range excludes overlongs (E0, F0), surrogates
-     * (ED) and code points past U+10FFFF (F4); C0, C1 and F5..FF never start a character */
-    if (c >= 0xC2 && c <= 0xDF)
-        need = 1;
-    else if (c == 0xE0)
-        need = 2, lo = 0xA0;
-    else if (c == 0xED)
-        need = 2, hi = 0x9F;
-    else if (c >= 0xE1 && c <= 0xEF)
-        need = 2;
-    else if (c == 0xF0)
-        need = 3, lo = 0x90;
-    else if (c == 0xF4)
-        need = 3, hi = 0x8F;
-    else if (c >= 0xF1 && c <= 0xF3)
-        need = 3;
-    else {
-        *len = 1;
-        return 0;
-    }
-    for (size_t i = 1; i <= need; i++) {
-        if (i >= n || u[i] < lo || u[i] > hi) { /* s[0..i) is the maximal subpart */
-            *len = i;
-            return 0;
-        }
-        lo = 0x80, hi = 0xBF;
-    }
-    *len = need + 1;
-    return 1;
-}
-
 size_t ax_utf8_clip(const char *s, size_t n, size_t *off) {
     const unsigned char *u = (const unsigned char *)s;
     size_t a = 0;
@@ -313,29 +274,6 @@ static long jp_hex4(const jp *p, size_t i) {
     return v;
 }
 
-static size_t utf8_put(char *o, unsigned long cp) {
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* p->i is at the opening quote. Pass 1 finds the end and validates; pass 2 decodes escapes
  * (skipped when there are none). Decoded text is never longer than the raw text. */
 static ax_status jp_string(jp *p, char **out, size_t *out_len) {
@@ -417,7 +355,7 @@ static ax_status jp_string(jp *p, char **out, size_t *out_len) {
                     cp = 0xFFFD; /* lone low surrogate */
                 }
                 /* at most 4 output bytes for 6 or 12 input bytes: stays within raw */
-                n += utf8_put(o + n, (unsigned long)cp);
+                n += ax_utf8_put((uint8_t *)o + n, (uint32_t)cp);
                 break;
             }
             default:
