@@ -6,6 +6,7 @@
 #include "data/verify_cache.h"
 #include "lib/core/bytes.h"
 #include "lib/core/fsutil.h"
+#include "lib/core/grow.h"
 #include "lib/core/log.h"
 #include "lib/core/status.h"
 
@@ -383,12 +384,8 @@ ax_status ax_axd_writer_set_eot(ax_axd_writer_t *w, uint32_t eot) {
 ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_t n) {
     int add_eot = n == 0 || tokens[n - 1] != (int32_t)w->eot;
     size_t total = n + (size_t)add_eot;
-    if (w->n_docs + 2 > w->cap) {
-        uint64_t *no = realloc(w->offsets, 2 * w->cap * sizeof *no);
-        if (!no) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory for document offsets", w->path);
-        w->offsets = no;
-        w->cap *= 2;
-    }
+    if (!ax_grow(&w->offsets, &w->cap, w->n_docs + 2, sizeof *w->offsets, 0))
+        return ax_errorf(AX_ERR_NOMEM, "%s: out of memory for document offsets", w->path);
     if (w->conv_cap < total * w->width) {
         size_t nc = total * w->width + 4096;
         uint8_t *nb = realloc(w->conv, nc);

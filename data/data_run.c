@@ -4,6 +4,7 @@
 #include "data/axd.h"
 #include "data/input.h"
 #include "lib/core/progress.h"
+#include "lib/core/grow.h"
 #include "data/tokenizer.h"
 #include "lib/core/stop.h"
 #include "lib/core/timer.h"
@@ -85,21 +86,9 @@ typedef struct {
 } batch;
 
 static ax_status batch_add(batch *b, const uint8_t *p, size_t n, int doc_end) {
-    if (b->len + n > b->cap) {
-        size_t nc = b->cap ? b->cap : BATCH_BYTES + (1u << 20);
-        while (nc < b->len + n) nc *= 2;
-        uint8_t *nt = realloc(b->text, nc);
-        if (!nt) return ax_errorf(AX_ERR_NOMEM, "out of memory buffering input text");
-        b->text = nt;
-        b->cap = nc;
-    }
-    if (b->n == b->scap) {
-        size_t nc = b->scap ? 2 * b->scap : 1024;
-        seg *ns = realloc(b->segs, nc * sizeof *ns);
-        if (!ns) return ax_errorf(AX_ERR_NOMEM, "out of memory buffering input text");
-        b->segs = ns;
-        b->scap = nc;
-    }
+    if (!ax_grow(&b->text, &b->cap, b->len + n, 1, BATCH_BYTES + (1u << 20)) ||
+        !ax_grow(&b->segs, &b->scap, b->n + 1, sizeof *b->segs, 1024))
+        return ax_errorf(AX_ERR_NOMEM, "out of memory buffering input text");
     if (n) memcpy(b->text + b->len, p, n);
     b->segs[b->n++] = (seg){b->len, n, doc_end};
     b->len += n;
@@ -127,16 +116,9 @@ static ax_status batch_flush(batch *b, ax_tok_encoder_t *enc, ax_axd_writer_t *w
         const int32_t *toks = outs[i];
         size_t nt = nouts[i];
         if (b->doc_len || !b->segs[i].doc_end) { /* a document in several pieces */
-            if (b->doc_len + nt > b->doc_cap) {
-                size_t nc = b->doc_cap ? b->doc_cap : 1u << 16;
-                while (nc < b->doc_len + nt) nc *= 2;
-                int32_t *nd = realloc(b->doc, nc * sizeof *nd);
-                if (!nd) {
-                    st = ax_errorf(AX_ERR_NOMEM, "out of memory holding a document's tokens");
-                    goto done;
-                }
-                b->doc = nd;
-                b->doc_cap = nc;
+            if (!ax_grow(&b->doc, &b->doc_cap, b->doc_len + nt, sizeof *b->doc, 1u << 16)) {
+                st = ax_errorf(AX_ERR_NOMEM, "out of memory holding a document's tokens");
+                goto done;
             }
             if (nt) memcpy(b->doc + b->doc_len, toks, nt * sizeof *toks);
             b->doc_len += nt;

@@ -1,6 +1,7 @@
 #include "data/input.h"
 #include "data/pretok.h"
 #include "lib/core/fsutil.h"
+#include "lib/core/grow.h"
 #include "lib/core/json.h"
 #include "lib/core/status.h"
 #include "lib/core/utf8.h"
@@ -421,13 +422,8 @@ static ax_status next_line(ax_input_t *in, const char **line, size_t *len, int *
             in->llen = avail;
             in->lstart = 0;
         }
-        if (in->llen == in->lcap) {
-            size_t nc = 2 * in->lcap;
-            uint8_t *nb = realloc(in->lb, nc);
-            if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
-            in->lb = nb;
-            in->lcap = nc;
-        }
+        if (!ax_grow(&in->lb, &in->lcap, in->llen + 1, 1, LINE0))
+            return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
         size_t got;
         AX_CHECK(src_read(in, in->lb + in->llen, in->lcap - in->llen, &got));
         if (!got) in->src_eof = 1;
@@ -468,13 +464,8 @@ static ax_status next_block(ax_input_t *in, const uint8_t **p, size_t *n, int *d
             break;
         }
         /* no safe cut in the whole buffer (one giant chunk): read on */
-        if (in->len >= in->cap - BLOCK / 2) {
-            size_t nc = in->cap * 2;
-            uint8_t *nb = realloc(in->buf, nc);
-            if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
-            in->buf = nb;
-            in->cap = nc;
-        }
+        if (in->len >= in->cap - BLOCK / 2 && !ax_grow(&in->buf, &in->cap, in->cap + 1, 1, 0))
+            return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
         size_t got;
         AX_CHECK(src_read_full(in, in->buf + in->len, in->cap - in->len, &got, &in->file_eof));
         in->len += got;

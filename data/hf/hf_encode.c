@@ -5,6 +5,7 @@
 #include "data/hf/hf_tok.h"
 #include "data/merge_heap.h"
 #include "data/tok_internal.h"
+#include "lib/core/grow.h"
 #include "lib/core/status.h"
 
 #include <stdlib.h>
@@ -52,16 +53,8 @@ void ax_hf_cache_free(ax_hf_cache *c) {
     free(c);
 }
 
-/* room for `need` elements of `size` bytes; 0 on allocation failure */
 static int vec_fit(vec *v, size_t need, size_t size) {
-    if (need <= v->cap) return 1;
-    size_t cap = v->cap ? v->cap : 64;
-    while (cap < need) cap *= 2;
-    void *p = realloc(v->p, cap * size);
-    if (!p) return 0;
-    v->p = p;
-    v->cap = cap;
-    return 1;
+    return ax_grow(&v->p, &v->cap, need, size, 64);
 }
 
 static int push_ids(vec *out, const int32_t *ids, size_t n) {
