@@ -97,6 +97,9 @@ size_t ax_utf8_clip(const char *s, size_t n, size_t *off) {
     return b - a;
 }
 
+/* the characters JSON escapes with a letter, and the letters (others below 0x20: \u00XX) */
+static const char ESC_RAW[] = "\"\\\n\r\t\b\f", ESC_CODE[] = "\"\\nrtbf";
+
 static void jw_escaped(ax_jw *w, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     jw_putc(w, '"');
@@ -118,37 +121,9 @@ static void jw_escaped(ax_jw *w, const char *s, size_t n) {
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         jw_put(w, s + run, i - run);
         run = i + 1;
-        char e[6] = {'\\', 0};
-        switch (c) {
-        case '"':
-            e[1] = '"';
-            break;
-        case '\\':
-            e[1] = '\\';
-            break;
-        case '\n':
-            e[1] = 'n';
-            break;
-        case '\r':
-            e[1] = 'r';
-            break;
-        case '\t':
-            e[1] = 't';
-            break;
-        case '\b':
-            e[1] = 'b';
-            break;
-        case '\f':
-            e[1] = 'f';
-            break;
-        default:
-            memcpy(e + 1, "u00", 3);
-            e[4] = hex[c >> 4];
-            e[5] = hex[c & 15];
-            jw_put(w, e, 6);
-            continue;
-        }
-        jw_put(w, e, 2);
+        const char *k = memchr(ESC_RAW, c, sizeof ESC_RAW - 1);
+        char e[6] = {'\\', k ? ESC_CODE[k - ESC_RAW] : 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        jw_put(w, e, k ? 2 : 6);
     }
     jw_put(w, s + run, n - run);
     jw_putc(w, '"');
@@ -274,6 +249,9 @@ static long jp_hex4(const jp *p, size_t i) {
     return v;
 }
 
+/* the escapes with a letter (or the character itself) and what they stand for */
+static const char UNESC_CODE[] = "\"\\/bfnrt", UNESC_RAW[] = "\"\\/\b\f\n\r\t";
+
 /* p->i is at the opening quote. Pass 1 finds the end and validates; pass 2 decodes escapes
  * (skipped when there are none). Decoded text is never longer than the raw text. */
 static ax_status jp_string(jp *p, char **out, size_t *out_len) {
@@ -308,60 +286,36 @@ static ax_status jp_string(jp *p, char **out, size_t *out_len) {
                 continue;
             }
             char e = p->s[k + 1];
+            const char *simple = e ? strchr(UNESC_CODE, e) : NULL;
             k += 2;
-            switch (e) {
-            case '"':
-                o[n++] = '"';
-                break;
-            case '\\':
-                o[n++] = '\\';
-                break;
-            case '/':
-                o[n++] = '/';
-                break;
-            case 'b':
-                o[n++] = '\b';
-                break;
-            case 'f':
-                o[n++] = '\f';
-                break;
-            case 'n':
-                o[n++] = '\n';
-                break;
-            case 'r':
-                o[n++] = '\r';
-                break;
-            case 't':
-                o[n++] = '\t';
-                break;
-            case 'u': {
-                long cp = k + 4 <= i ? jp_hex4(p, k) : -1;
-                if (cp < 0) {
-                    free(o);
-                    return jp_err(p, k - 2, "bad \\u escape (needs 4 hex digits)");
-                }
-                k += 4;
-                if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    long lo = (k + 6 <= i && p->s[k] == '\\' && p->s[k + 1] == 'u')
-                                  ? jp_hex4(p, k + 2)
-                                  : -1;
-                    if (lo >= 0xDC00 && lo <= 0xDFFF) {
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                        k += 6;
-                    } else {
-                        cp = 0xFFFD; /* lone high surrogate: real corpora have them */
-                    }
-                } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                    cp = 0xFFFD; /* lone low surrogate */
-                }
-                /* at most 4 output bytes for 6 or 12 input bytes: stays within raw */
-                n += ax_utf8_put((uint8_t *)o + n, (uint32_t)cp);
-                break;
+            if (simple) {
+                o[n++] = UNESC_RAW[simple - UNESC_CODE];
+                continue;
             }
-            default:
+            if (e != 'u') {
                 free(o);
                 return jp_err(p, k - 2, "unknown escape in string");
             }
+            long cp = k + 4 <= i ? jp_hex4(p, k) : -1;
+            if (cp < 0) {
+                free(o);
+                return jp_err(p, k - 2, "bad \\u escape (needs 4 hex digits)");
+            }
+            k += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                long lo =
+                    (k + 6 <= i && p->s[k] == '\\' && p->s[k + 1] == 'u') ? jp_hex4(p, k + 2) : -1;
+                if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    k += 6;
+                } else {
+                    cp = 0xFFFD; /* lone high surrogate: real corpora have them */
+                }
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                cp = 0xFFFD; /* lone low surrogate */
+            }
+            /* at most 4 output bytes for 6 or 12 input bytes: stays within raw */
+            n += ax_utf8_put((uint8_t *)o + n, (uint32_t)cp);
         }
     }
     o[n] = 0;
@@ -598,21 +552,9 @@ const ax_json *ax_json_get(const ax_json *obj, const char *key) {
 }
 
 const char *ax_json_type_name(ax_json_type t) {
-    switch (t) {
-    case AX_JSON_NULL:
-        return "null";
-    case AX_JSON_BOOL:
-        return "a boolean";
-    case AX_JSON_NUM:
-        return "a number";
-    case AX_JSON_STR:
-        return "a string";
-    case AX_JSON_ARR:
-        return "an array";
-    case AX_JSON_OBJ:
-        return "an object";
-    }
-    return "?";
+    static const char *const names[] = {"null",     "a boolean", "a number",
+                                        "a string", "an array",  "an object"};
+    return t <= AX_JSON_OBJ ? names[t] : "?";
 }
 
 static ax_status get_typed(const ax_json *obj, const char *key, const char *what, ax_json_type t,
