@@ -188,33 +188,24 @@ static ax_status check_args(const char *dir, long step, const ax_ckpt_write_args
 static void write_manifest_json(ax_jw *w, long step, const ax_ckpt_write_args *a,
                                 const shard_rec *sh, int nsh) {
     ax_jw_obj_begin(w);
-    ax_jw_key(w, "format");
-    ax_jw_str(w, CKPT_FORMAT);
-    ax_jw_key(w, "version");
-    ax_jw_int(w, CKPT_VERSION);
-    ax_jw_key(w, "step");
-    ax_jw_int(w, step);
-    ax_jw_key(w, "grid");
-    ax_jw_str(w, a->grid ? a->grid : "1x1x1x1");
-    ax_jw_key(w, "config");
-    ax_jw_raw(w, a->config_json ? a->config_json : "{}");
-    ax_jw_key(w, "state");
-    ax_jw_raw(w, a->state_json ? a->state_json : "{}");
+    ax_jw_key(w, "format"), ax_jw_str(w, CKPT_FORMAT);
+    ax_jw_key(w, "version"), ax_jw_int(w, CKPT_VERSION);
+    ax_jw_key(w, "step"), ax_jw_int(w, step);
+    ax_jw_key(w, "grid"), ax_jw_str(w, a->grid ? a->grid : "1x1x1x1");
+    ax_jw_key(w, "config"), ax_jw_raw(w, a->config_json ? a->config_json : "{}");
+    ax_jw_key(w, "state"), ax_jw_raw(w, a->state_json ? a->state_json : "{}");
     ax_jw_key(w, "tensors");
     ax_jw_arr_begin(w);
     for (int i = 0; i < a->n_tensors; i++) {
         const ax_tensor_info *t = &a->tensors[i];
         ax_jw_obj_begin(w);
-        ax_jw_key(w, "name");
-        ax_jw_str(w, t->name);
+        ax_jw_key(w, "name"), ax_jw_str(w, t->name);
         ax_jw_key(w, "shape");
         ax_jw_arr_begin(w);
         for (int d = 0; d < t->ndim; d++) ax_jw_int(w, t->shape[d]);
         ax_jw_arr_end(w);
-        ax_jw_key(w, "offset");
-        ax_jw_int(w, t->offset);
-        ax_jw_key(w, "numel");
-        ax_jw_int(w, t->numel);
+        ax_jw_key(w, "offset"), ax_jw_int(w, t->offset);
+        ax_jw_key(w, "numel"), ax_jw_int(w, t->numel);
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);
@@ -224,20 +215,13 @@ static void write_manifest_json(ax_jw *w, long step, const ax_ckpt_write_args *a
         char hex[24];
         snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)sh[i].xxh);
         ax_jw_obj_begin(w);
-        ax_jw_key(w, "blob");
-        ax_jw_str(w, a->blobs[sh[i].blob].name);
-        ax_jw_key(w, "file");
-        ax_jw_str(w, sh[i].file);
-        ax_jw_key(w, "offset");
-        ax_jw_int(w, sh[i].offset);
-        ax_jw_key(w, "count");
-        ax_jw_int(w, sh[i].count);
-        ax_jw_key(w, "bytes");
-        ax_jw_int(w, sh[i].count * (int64_t)sizeof(float));
-        ax_jw_key(w, "zbytes");
-        ax_jw_uint(w, sh[i].zbytes);
-        ax_jw_key(w, "xxh3");
-        ax_jw_str(w, hex);
+        ax_jw_key(w, "blob"), ax_jw_str(w, a->blobs[sh[i].blob].name);
+        ax_jw_key(w, "file"), ax_jw_str(w, sh[i].file);
+        ax_jw_key(w, "offset"), ax_jw_int(w, sh[i].offset);
+        ax_jw_key(w, "count"), ax_jw_int(w, sh[i].count);
+        ax_jw_key(w, "bytes"), ax_jw_int(w, sh[i].count * (int64_t)sizeof(float));
+        ax_jw_key(w, "zbytes"), ax_jw_uint(w, sh[i].zbytes);
+        ax_jw_key(w, "xxh3"), ax_jw_str(w, hex);
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);
