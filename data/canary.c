@@ -15,6 +15,7 @@
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
+#include "lib/core/keyset.h"
 #include "lib/core/rng.h"
 
 /* ---------------------------------------------------------------- the format */
@@ -162,31 +163,10 @@ void ax_canary_secret_nth(const ax_canary_format *f, uint64_t i, char *out) {
 
 /* ---------------------------------------------------------------- a set of strings */
 
-typedef struct {
-    uint64_t *slot, mask;
-} sset;
-
+/* strings in a set by their 64-bit hash: a collision only skips a fresh string */
 static uint64_t skey(const char *s) {
     uint64_t h = XXH3_64bits(s, strlen(s));
     return h ? h : 1;
-}
-
-/* 1 if added, 0 if already there (by 64-bit hash: a collision only skips a fresh string) */
-static int sset_add(sset *s, const char *str) {
-    uint64_t k = skey(str), i = k & s->mask;
-    while (s->slot[i]) {
-        if (s->slot[i] == k) return 0;
-        i = (i + 1) & s->mask;
-    }
-    s->slot[i] = k;
-    return 1;
-}
-
-static int sset_has(const sset *s, const char *str) {
-    uint64_t k = skey(str);
-    for (uint64_t i = k & s->mask; s->slot[i]; i = (i + 1) & s->mask)
-        if (s->slot[i] == k) return 1;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- planting */
@@ -574,7 +554,7 @@ out:
 
 /* the canaries' secrets (distinct), texts and tokens; the references */
 static ax_status draw_secrets(planter *pl, const ax_canary_format *f, const char *prefix, long nc,
-                              sset *set, char **refs, long want_refs, int complete, long *nr) {
+                              ax_keyset *set, char **refs, long want_refs, int complete, long *nr) {
     const ax_canary_config *c = pl->c;
     char s[AX_CANARY_MAX_TEXT], text[3 * AX_CANARY_MAX_TEXT];
     uint64_t draws = 0;
@@ -586,7 +566,7 @@ static ax_status draw_secrets(planter *pl, const ax_canary_format *f, const char
                                  "the placeholders",
                                  c->format, nc);
             ax_canary_secret_random(f, c->seed, 1, draws++, s);
-        } while (!sset_add(set, s));
+        } while (!ax_keyset_add(set, skey(s)));
         canary *cn = &pl->cs[i];
         cn->repeats = c->repeats[i / c->per_repeat];
         if (!(cn->secret = strdup(s))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
@@ -599,13 +579,13 @@ static ax_status draw_secrets(planter *pl, const ax_canary_format *f, const char
     if (complete) {
         for (uint64_t i = 0; i < (uint64_t)f->space; i++) {
             ax_canary_secret_nth(f, i, s);
-            if (sset_has(set, s)) continue;
+            if (ax_keyset_has(set, skey(s))) continue;
             if (!(refs[(*nr)++] = strdup(s))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
         }
     } else {
         for (draws = 0; *nr < want_refs; draws++) {
             ax_canary_secret_random(f, c->seed, 2, draws, s);
-            if (!sset_add(set, s)) continue;
+            if (!ax_keyset_add(set, skey(s))) continue;
             if (!(refs[(*nr)++] = strdup(s))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
         }
     }
@@ -623,7 +603,7 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
     ax_axd_writer_t *w = NULL;
     char **refs = NULL;
     long nc = (long)c->n_repeats * c->per_repeat, nr = 0, n_ins = 0;
-    sset set = {0};
+    ax_keyset set = {0};
     planter pl = {.c = c, .lead = c->as_documents ? "" : " "};
     ax_jw jw;
     ax_jw_init(&jw);
@@ -653,10 +633,7 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
         st = ax_errorf(AX_ERR_ARG, "%s has no documents to plant canaries in", c->input);
         goto fail;
     }
-    uint64_t slots = 16;
-    while (slots < 2 * (uint64_t)(nc + want_refs)) slots *= 2;
-    set.slot = calloc((size_t)slots, sizeof *set.slot);
-    set.mask = slots - 1;
+    ax_keyset_init(&set, ax_keyset_slots((uint64_t)(nc + want_refs)));
     pl.cs = calloc((size_t)nc, sizeof *pl.cs);
     refs = calloc((size_t)(want_refs ? want_refs : 1), sizeof *refs);
     if (!set.slot || !pl.cs || !refs) goto oom;
