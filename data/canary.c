@@ -633,7 +633,7 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
         st = ax_errorf(AX_ERR_ARG, "%s has no documents to plant canaries in", c->input);
         goto fail;
     }
-    ax_keyset_init(&set, ax_keyset_slots((uint64_t)(nc + want_refs)));
+    ax_keyset_init(&set, ax_hash_slots((uint64_t)(nc + want_refs)));
     pl.cs = calloc((size_t)nc, sizeof *pl.cs);
     refs = calloc((size_t)(want_refs ? want_refs : 1), sizeof *refs);
     if (!set.slot || !pl.cs || !refs) goto oom;

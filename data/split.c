@@ -104,7 +104,7 @@ ax_status ax_data_split(const char *input, const char *out_train, const char *ou
     for (uint64_t d = 0; d < nd; d++)
         if (!held[d] && content_len(off, d) >= (uint64_t)c->ngram)
             r->train_windows += content_len(off, d) - (uint64_t)c->ngram + 1;
-    uint64_t slots = ax_keyset_slots(r->train_windows);
+    uint64_t slots = ax_hash_slots(r->train_windows);
     r->table_bytes = slots * sizeof(uint64_t);
     if (c->max_memory && r->table_bytes > c->max_memory) {
         st = ax_errorf(AX_ERR_ARG,

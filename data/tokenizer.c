@@ -3,6 +3,7 @@
 #include "data/hf/hf_tok.h"
 #include "data/merge_heap.h"
 #include "data/tok_internal.h"
+#include "lib/core/keyset.h"
 #include "lib/core/status.h"
 
 #include <stdlib.h>
@@ -20,8 +21,7 @@ ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *w
     t->vocab_size = V;
     t->eot = AX_TOK_EOT;
     t->n_merges = n_merges;
-    uint64_t cap = 16;
-    while (cap < 2 * (uint64_t)n_merges + 2) cap <<= 1;
+    uint64_t cap = ax_hash_slots((uint64_t)n_merges + 1);
     t->pair_mask = cap - 1;
     t->merges = malloc(sizeof(uint32_t) * 2 * (size_t)(n_merges ? n_merges : 1));
     t->pair_keys = calloc(cap, sizeof *t->pair_keys);

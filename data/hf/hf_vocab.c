@@ -3,6 +3,7 @@
 #include "data/hf/hf_tok.h"
 #include "data/tok_internal.h"
 #include "lib/core/json.h"
+#include "lib/core/keyset.h"
 #include "lib/core/status.h"
 
 #include <stdio.h>
@@ -57,8 +58,7 @@ static int byte_token(const uint8_t *s, size_t l) {
 
 /* ---- string map ---- */
 int ax_hf_strmap_init(ax_hf_strmap *m, size_t n) {
-    uint64_t cap = 16;
-    while (cap < 2 * (uint64_t)n + 2) cap <<= 1;
+    uint64_t cap = ax_hash_slots((uint64_t)n + 1);
     m->mask = cap - 1;
     m->hash = calloc(cap, sizeof *m->hash);
     m->id = malloc(cap * sizeof *m->id);
@@ -185,8 +185,7 @@ static int merge_sides(const ax_json *m, const char **a, size_t *al, const char 
 ax_status ax_hf_read_merges(ax_hf *h, const ax_json *merges, size_t total, const ax_hf_strings *s,
                             const char *path) {
     size_t nm = merges->n;
-    uint64_t cap = 16;
-    while (cap < 2 * (uint64_t)nm + 2) cap <<= 1;
+    uint64_t cap = ax_hash_slots((uint64_t)nm + 1);
     h->mmask = cap - 1;
     h->mkeys = calloc(cap, sizeof *h->mkeys);
     h->mrank = malloc(cap * sizeof *h->mrank);

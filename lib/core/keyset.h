@@ -1,5 +1,5 @@
 /* A set of nonzero 64-bit keys (hashes): open addressing, linear probing, 0 = an empty slot.
- * Sized once by the caller (ax_keyset_slots) and never grown. */
+ * Sized once by the caller (ax_hash_slots) and never grown. */
 #pragma once
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,8 +9,9 @@ typedef struct {
     uint64_t mask;
 } ax_keyset;
 
-/* The slot count for up to n keys at load <= 1/2: the smallest power of two >= max(16, 2n). */
-static inline uint64_t ax_keyset_slots(uint64_t n) {
+/* The slots of an open-addressing table (this set, the tokenizers' pair and string maps) for up
+ * to n keys at load <= 1/2: the smallest power of two >= max(16, 2n). */
+static inline uint64_t ax_hash_slots(uint64_t n) {
     uint64_t slots = 16;
     while (slots < 2 * n) slots *= 2;
     return slots;
