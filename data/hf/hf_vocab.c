@@ -72,12 +72,17 @@ void ax_hf_strmap_free(ax_hf_strmap *m) {
     free(m->key);
     free(m->key_len);
 }
+/* the slot of key s[0..n) (hash h): where it is, or the empty slot it would take */
+static uint64_t strmap_slot(const ax_hf_strmap *m, const uint8_t *s, size_t n, uint64_t h) {
+    uint64_t i = h & m->mask;
+    while (m->hash[i] && !(m->hash[i] == h && m->key_len[i] == n && !memcmp(m->key[i], s, n)))
+        i = (i + 1) & m->mask;
+    return i;
+}
 /* 0 if the key is already present */
 int ax_hf_strmap_put(ax_hf_strmap *m, const uint8_t *s, size_t n, int32_t id) {
-    uint64_t h = XXH3_64bits(s, n) | 1;
-    uint64_t i = h & m->mask;
-    for (; m->hash[i]; i = (i + 1) & m->mask)
-        if (m->hash[i] == h && m->key_len[i] == n && !memcmp(m->key[i], s, n)) return 0;
+    uint64_t h = XXH3_64bits(s, n) | 1, i = strmap_slot(m, s, n, h);
+    if (m->hash[i]) return 0;
     m->hash[i] = h;
     m->id[i] = id;
     m->key[i] = s;
@@ -85,10 +90,8 @@ int ax_hf_strmap_put(ax_hf_strmap *m, const uint8_t *s, size_t n, int32_t id) {
     return 1;
 }
 int32_t ax_hf_strmap_get(const ax_hf_strmap *m, const uint8_t *s, size_t n) {
-    uint64_t h = XXH3_64bits(s, n) | 1;
-    for (uint64_t i = h & m->mask; m->hash[i]; i = (i + 1) & m->mask)
-        if (m->hash[i] == h && m->key_len[i] == n && !memcmp(m->key[i], s, n)) return m->id[i];
-    return -1;
+    uint64_t i = strmap_slot(m, s, n, XXH3_64bits(s, n) | 1);
+    return m->hash[i] ? m->id[i] : -1;
 }
 
 void ax_hf_free(ax_hf *h) {
