@@ -17,6 +17,13 @@
 
 #define BATCH_BYTES (32u << 20) /* text encoded per parallel batch */
 
+/* tokenizer-train's progress: what was counted so far, into extra[96] */
+static const char *counted(char *extra, uint64_t docs, const ax_bpe_trainer_t *tr) {
+    snprintf(extra, 96, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
+             ax_bpe_trainer_n_chunks(tr));
+    return extra;
+}
+
 ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int split_lines,
                                   uint64_t vocab, uint64_t max_bytes, const char *out_path,
                                   ax_data_tokenizer_result *res) {
@@ -34,6 +41,7 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
     ax_progress_bytes_begin(&pr, "tokenizer-train: counting",
                             max_bytes && max_bytes < total ? max_bytes : total);
     uint64_t used = 0, docs = 0;
+    char extra[96];
     for (;;) {
         const uint8_t *p;
         size_t n;
@@ -48,18 +56,10 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
             st = ax_errorf(AX_ERR_INTERRUPTED, "interrupted; nothing was written");
             goto out;
         }
-        char extra[96];
-        snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
-                 ax_bpe_trainer_n_chunks(tr));
-        ax_progress_bytes(&pr, used, extra);
+        ax_progress_bytes(&pr, used, counted(extra, docs, tr));
         if (max_bytes && used >= max_bytes) break;
     }
-    {
-        char extra[96];
-        snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
-                 ax_bpe_trainer_n_chunks(tr));
-        ax_progress_bytes_done(&pr, used, extra);
-    }
+    ax_progress_bytes_done(&pr, used, counted(extra, docs, tr));
     AX_CHECK_GOTO(ax_bpe_trainer_train(tr, (int)vocab, stop, &tok), out);
     AX_CHECK_GOTO(ax_tokenizer_save(tok, out_path), out);
     *res = (ax_data_tokenizer_result){ax_tokenizer_vocab_size(tok), ax_tokenizer_n_merges(tok),
