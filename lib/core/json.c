@@ -147,16 +147,14 @@ void ax_jw_strn(ax_jw *w, const char *s, size_t n) {
 
 void ax_jw_int(ax_jw *w, long long v) {
     char b[32];
-    int n = snprintf(b, sizeof b, "%lld", v);
-    jw_pre(w);
-    jw_put(w, b, (size_t)n);
+    snprintf(b, sizeof b, "%lld", v);
+    ax_jw_raw(w, b);
 }
 
 void ax_jw_uint(ax_jw *w, unsigned long long v) {
     char b[32];
-    int n = snprintf(b, sizeof b, "%llu", v);
-    jw_pre(w);
-    jw_put(w, b, (size_t)n);
+    snprintf(b, sizeof b, "%llu", v);
+    ax_jw_raw(w, b);
 }
 
 void ax_jw_num(ax_jw *w, double v) {
@@ -166,26 +164,19 @@ void ax_jw_num(ax_jw *w, double v) {
     }
     /* shortest of %.15g/%.16g/%.17g that reads back exactly: 0.1 stays "0.1" */
     char b[40];
-    int n = 0;
     for (int prec = 15; prec <= 17; prec++) {
-        n = snprintf(b, sizeof b, "%.*g", prec, v);
+        snprintf(b, sizeof b, "%.*g", prec, v);
         if (strtod(b, NULL) == v) break;
     }
-    jw_pre(w);
-    jw_put(w, b, (size_t)n);
+    ax_jw_raw(w, b);
 }
 
 void ax_jw_bool(ax_jw *w, int v) {
-    jw_pre(w);
-    if (v)
-        jw_put(w, "true", 4);
-    else
-        jw_put(w, "false", 5);
+    ax_jw_raw(w, v ? "true" : "false");
 }
 
 void ax_jw_null(ax_jw *w) {
-    jw_pre(w);
-    jw_put(w, "null", 4);
+    ax_jw_raw(w, "null");
 }
 
 void ax_jw_raw(ax_jw *w, const char *json) {
