@@ -365,18 +365,14 @@ static ax_status round_trips(const planter *pl, const doc_state *d, size_t g, lo
     return st;
 }
 
-/* 1 (in *ok) if decoding d's text (end-of-text excluded) and encoding it gives its tokens: a
- * document that does not (another tokenizer's output, a cut chunk) cannot take a copy at any
- * boundary, so it is skipped without trying each of them */
-static ax_status doc_reencodes(const planter *pl, const doc_state *d, int *ok) {
+/* 1 (in *ok) if decoding t[0..n) and encoding the text gives t[0..n) back */
+static ax_status reencodes(const planter *pl, const int32_t *t, size_t n, int *ok) {
     uint8_t *text = NULL;
     int32_t *got = NULL;
     size_t n_text, n_got;
-    *ok = 0;
-    if (d->n == 0) return AX_OK;
-    ax_status st = ax_tokenizer_decode(pl->tok, d->t, d->n - 1, &text, &n_text);
+    ax_status st = ax_tokenizer_decode(pl->tok, t, n, &text, &n_text);
     if (st == AX_OK) st = ax_tok_encoder_encode(pl->enc, text, n_text, &got, &n_got);
-    *ok = st == AX_OK && n_got == d->n - 1 && !memcmp(got, d->t, sizeof *got * n_got);
+    *ok = st == AX_OK && n_got == n && !memcmp(got, t, sizeof *got * n);
     free(text), free(got);
     return st;
 }
@@ -393,8 +389,9 @@ static ax_status doc_of(planter *pl, uint64_t i, doc_state **out) {
         d->n = off[i + 1] - off[i];
         ax_axd_tokens(pl->ds, off[i], d->n, d->t);
         pl->docs[i] = d;
-        ax_status st = doc_reencodes(pl, d, &d->reencodes);
-        if (st != AX_OK) return st;
+        /* a document whose text does not re-encode to its tokens (another tokenizer's output,
+         * a cut chunk; end-of-text excluded) takes no copy at any boundary: skipped at once */
+        if (d->n) AX_CHECK(reencodes(pl, d->t, d->n - 1, &d->reencodes));
     }
     *out = pl->docs[i];
     return AX_OK;
@@ -471,17 +468,13 @@ out:
 /* Copy x as a document of its own: its text must decode and re-encode to its tokens. */
 static ax_status plant_as_document(planter *pl, long x) {
     const canary *cn = &pl->cs[pl->ins[x].canary];
-    uint8_t *b = NULL;
-    int32_t *t = NULL;
-    size_t nb, nt;
-    ax_status st = ax_tokenizer_decode(pl->tok, cn->tokens, cn->n_tokens, &b, &nb);
-    if (st == AX_OK) st = ax_tok_encoder_encode(pl->enc, b, nb, &t, &nt);
-    if (st == AX_OK && (nt != cn->n_tokens || memcmp(t, cn->tokens, sizeof *t * nt)))
+    int ok;
+    ax_status st = reencodes(pl, cn->tokens, cn->n_tokens, &ok);
+    if (st == AX_OK && !ok)
         st = ax_errorf(AX_ERR_ARG,
                        "canary %ld's text does not decode and re-encode to its tokens with %s; "
                        "change --format",
                        pl->ins[x].canary, pl->c->tokenizer);
-    free(b), free(t);
     pl->ins[x].doc = ax_rng_below(pl->c->seed, 3, (uint64_t)x, ax_axd_n_docs(pl->ds) + 1);
     pl->ins[x].pos = 0;
     return st;
