@@ -18,6 +18,10 @@ static inline int ax_utf8_lead(uint8_t c, uint8_t *lo, uint8_t *hi) {
  * *len = the bytes of the maximal ill-formed subpart (>= 1) that one U+FFFD replaces. n >= 1. */
 static inline int ax_utf8_next(const char *s, size_t n, size_t *len) {
     const uint8_t *u = (const uint8_t *)s;
+    if (u[0] < 0x80) { /* ASCII: the common case, kept off the table */
+        *len = 1;
+        return 1;
+    }
     uint8_t lo, hi;
     int need = ax_utf8_lead(u[0], &lo, &hi);
     if (need < 0) {
@@ -38,9 +42,13 @@ static inline int ax_utf8_next(const char *s, size_t n, size_t *len) {
 /* The length of the well-formed character at s[0..n) (n >= 1) and its code point in *cp; 0
  * when it is ill-formed. */
 static inline size_t ax_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp) {
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
     size_t len;
     if (!ax_utf8_next((const char *)s, n, &len)) return 0;
-    uint32_t v = len == 1 ? s[0] : s[0] & (0x7Fu >> len); /* the lead byte's payload bits */
+    uint32_t v = s[0] & (0x7Fu >> len); /* the lead byte's payload bits */
     for (size_t k = 1; k < len; k++) v = v << 6 | (s[k] & 0x3Fu);
     *cp = v;
     return len;
