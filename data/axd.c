@@ -4,7 +4,9 @@
 #include "data/axd.h"
 #include "data/tokenizer.h"
 #include "data/verify_cache.h"
+#include "lib/core/bytes.h"
 #include "lib/core/fsutil.h"
+#include "lib/core/grow.h"
 #include "lib/core/log.h"
 #include "lib/core/status.h"
 
@@ -23,23 +25,6 @@
 #define AXD_HEADER_V1 56
 #define AXD_HEADER 64
 #define REBUILD "re-run `axmem data encode` to rebuild it"
-
-static void put32(uint8_t *p, uint32_t v) {
-    memcpy(p, &v, 4);
-}
-static void put64(uint8_t *p, uint64_t v) {
-    memcpy(p, &v, 8);
-}
-static uint32_t get32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static uint64_t get64(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
 
 /* ---------------------------------------------------------------- reader */
 
@@ -67,13 +52,12 @@ static uint32_t max_token(const uint8_t *p, size_t n, uint32_t w) {
     uint32_t max = 0;
     if (w == 2) {
         for (size_t i = 0; i < n; i++) {
-            uint16_t v;
-            memcpy(&v, p + 2 * i, 2);
+            uint16_t v = ax_get16(p + 2 * i);
             max = v > max ? v : max;
         }
     } else {
         for (size_t i = 0; i < n; i++) {
-            uint32_t v = get32(p + 4 * i);
+            uint32_t v = ax_get32(p + 4 * i);
             max = v > max ? v : max;
         }
     }
@@ -113,8 +97,8 @@ static ax_status verify_payload_bytes(const ax_axd_t *d) {
     return AX_OK;
 }
 
-/* header, sizes and offsets: everything but the payload pass */
-static ax_status validate(ax_axd_t *d, int verify_payload) {
+/* header, sizes and offsets: everything but the payload pass (ax_axd_open makes that) */
+static ax_status validate(ax_axd_t *d) {
     const char *path = d->path;
     const uint8_t *m = d->map;
     size_t size = d->size;
@@ -128,7 +112,7 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
                          "%s: truncated dataset (%zu bytes, the header alone "
                          "is %d); " REBUILD,
                          path, size, AXD_HEADER_V1);
-    uint32_t version = get32(m + 8);
+    uint32_t version = ax_get32(m + 8);
     if (version < 1 || version > AXD_VERSION)
         return ax_errorf(AX_ERR_MISMATCH,
                          "%s: dataset format version %u, this build reads versions 1-%u; " REBUILD,
@@ -138,19 +122,19 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
         return ax_errorf(AX_ERR_CORRUPT, "%s: truncated dataset header (%zu bytes); " REBUILD, path,
                          size);
     size_t hsum = d->header - 8; /* the header checksum covers every byte before it */
-    if (get64(m + hsum) != XXH3_64bits(m, hsum))
+    if (ax_get64(m + hsum) != XXH3_64bits(m, hsum))
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: header checksum mismatch: the header is corrupt; " REBUILD, path);
-    d->tok_checksum = version == 1 ? 0 : get64(m + 48);
-    d->vocab = get32(m + 12);
-    d->width = get32(m + 16);
-    d->n_docs = get64(m + 24);
-    d->n_tokens = get64(m + 32);
-    d->checksum = get64(m + 40);
+    d->tok_checksum = version == 1 ? 0 : ax_get64(m + 48);
+    d->vocab = ax_get32(m + 12);
+    d->width = ax_get32(m + 16);
+    d->n_docs = ax_get64(m + 24);
+    d->n_tokens = ax_get64(m + 32);
+    d->checksum = ax_get64(m + 40);
     uint32_t want_width = d->vocab <= 65536 ? 2 : 4;
-    d->eot = version == 3 ? get32(m + 20) : AX_TOK_EOT;
+    d->eot = version == 3 ? ax_get32(m + 20) : AX_TOK_EOT;
     if (d->vocab < AX_TOK_FIRST_MERGE || d->width != want_width ||
-        (version < 3 && get32(m + 20) != 0) || d->eot >= d->vocab)
+        (version < 3 && ax_get32(m + 20) != 0) || d->eot >= d->vocab)
         return ax_errorf(
             AX_ERR_CORRUPT,
             "%s: inconsistent header (vocab %u, token width %u, end-of-text %u); " REBUILD, path,
@@ -183,7 +167,6 @@ static ax_status validate(ax_axd_t *d, int verify_payload) {
         if (d->offsets[i + 1] < d->offsets[i])
             return ax_errorf(AX_ERR_CORRUPT, "%s: document offsets decrease at doc %llu; " REBUILD,
                              path, (unsigned long long)i);
-    (void)verify_payload; /* the payload is checked by the caller, ax_axd_open */
     return AX_OK;
 }
 
@@ -233,7 +216,7 @@ ax_status ax_axd_open(const char *path, int verify_payload, ax_axd_t **out) {
         st = ax_errorf(AX_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
         goto fail;
     }
-    AX_CHECK_GOTO(validate(d, verify_payload), fail);
+    AX_CHECK_GOTO(validate(d), fail);
     if (verify_payload != AX_AXD_HEADER_ONLY)
         AX_CHECK_GOTO(verify_cached(d, fd, &sb, verify_payload == AX_AXD_VERIFY_REHASH), fail);
     close(fd);
@@ -293,21 +276,15 @@ const uint64_t *ax_axd_doc_offsets(const ax_axd_t *d) {
 
 uint32_t ax_axd_token(const ax_axd_t *d, uint64_t i) {
     if (d->width == 2) {
-        uint16_t v;
-        memcpy(&v, d->tokens + 2 * i, 2);
-        return v;
+        return ax_get16(d->tokens + 2 * i);
     }
-    return get32(d->tokens + 4 * i);
+    return ax_get32(d->tokens + 4 * i);
 }
 
 void ax_axd_tokens(const ax_axd_t *d, uint64_t start, uint64_t n, int32_t *out) {
     if (d->width == 2) {
         const uint8_t *p = d->tokens + 2 * start;
-        for (uint64_t i = 0; i < n; i++) {
-            uint16_t v;
-            memcpy(&v, p + 2 * i, 2);
-            out[i] = v;
-        }
+        for (uint64_t i = 0; i < n; i++) out[i] = ax_get16(p + 2 * i);
     } else {
         memcpy(out, d->tokens + 4 * start, 4 * n);
     }
@@ -407,12 +384,8 @@ ax_status ax_axd_writer_set_eot(ax_axd_writer_t *w, uint32_t eot) {
 ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_t n) {
     int add_eot = n == 0 || tokens[n - 1] != (int32_t)w->eot;
     size_t total = n + (size_t)add_eot;
-    if (w->n_docs + 2 > w->cap) {
-        uint64_t *no = realloc(w->offsets, 2 * w->cap * sizeof *no);
-        if (!no) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory for document offsets", w->path);
-        w->offsets = no;
-        w->cap *= 2;
-    }
+    if (!ax_grow(&w->offsets, &w->cap, w->n_docs + 2, sizeof *w->offsets, 0))
+        return ax_errorf(AX_ERR_NOMEM, "%s: out of memory for document offsets", w->path);
     if (w->conv_cap < total * w->width) {
         size_t nc = total * w->width + 4096;
         uint8_t *nb = realloc(w->conv, nc);
@@ -431,7 +404,7 @@ ax_status ax_axd_writer_add_doc(ax_axd_writer_t *w, const int32_t *tokens, size_
             uint16_t v = (uint16_t)t;
             memcpy(w->conv + 2 * i, &v, 2);
         } else {
-            put32(w->conv + 4 * i, (uint32_t)t);
+            ax_put32(w->conv + 4 * i, (uint32_t)t);
         }
     }
     if (fwrite(w->conv, w->width, total, w->tok) != total)
@@ -493,15 +466,15 @@ ax_status ax_axd_writer_close(ax_axd_writer_t *w) {
     memcpy(hdr, AXD_MAGIC, 8);
     /* version 2 unless the end-of-text differs, so axmem-encoded files stay readable by
      * builds that predate version 3 */
-    put32(hdr + 8, w->eot == AX_TOK_EOT ? 2u : AXD_VERSION);
-    put32(hdr + 12, w->vocab);
-    put32(hdr + 16, w->width);
-    put32(hdr + 20, w->eot == AX_TOK_EOT ? 0u : w->eot);
-    put64(hdr + 24, w->n_docs);
-    put64(hdr + 32, w->n_tokens);
-    put64(hdr + 40, XXH3_64bits_digest(hs));
-    put64(hdr + 48, w->tok_checksum);
-    put64(hdr + 56, XXH3_64bits(hdr, 56));
+    ax_put32(hdr + 8, w->eot == AX_TOK_EOT ? 2u : AXD_VERSION);
+    ax_put32(hdr + 12, w->vocab);
+    ax_put32(hdr + 16, w->width);
+    ax_put32(hdr + 20, w->eot == AX_TOK_EOT ? 0u : w->eot);
+    ax_put64(hdr + 24, w->n_docs);
+    ax_put64(hdr + 32, w->n_tokens);
+    ax_put64(hdr + 40, XXH3_64bits_digest(hs));
+    ax_put64(hdr + 48, w->tok_checksum);
+    ax_put64(hdr + 56, XXH3_64bits(hdr, 56));
     if (pwrite(fd, hdr, AXD_HEADER, 0) != AXD_HEADER || fsync(fd) != 0) {
         st = ax_errorf(AX_ERR_IO, "%s: write failed: %s; check free disk space", w->partial,
                        strerror(errno));

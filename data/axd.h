@@ -35,11 +35,9 @@ typedef struct ax_axd ax_axd_t;
  *   AX_AXD_VERIFY_REHASH: hash even when cached (`axmem data info`, the check for bit rot).
  *   AX_AXD_HEADER_ONLY: skip the payload (`data info --no-verify`: instant inspection only;
  *     nothing computed from the tokens may rely on such an open).
- * Why cache rather than always hash: the pass (XXH3 plus the range check) measured 0.08-0.12 s
- * for a 1 GB dataset in the page cache and 0.55 s read cold from this machine's disk (slower
- * disks: seconds per GB). A `memscan lookup` of one passage takes milliseconds, so rehashing a
- * 100 GB corpus per lookup would be minutes; `train`, `index` and `probe` read every token
- * anyway. Files under 64 MiB (< 10 ms) are never cached: they are simply hashed.
+ * Why cache rather than always hash: a `memscan lookup` of one passage takes milliseconds, while
+ * hashing a large corpus takes about a second per GB; `train`, `index` and `probe` read every
+ * token anyway. Files under 64 MiB are never cached: they are simply hashed.
  * Errors name the path and say what to do (usually: re-run `axmem data encode`). */
 #define AX_AXD_VERIFY 1
 #define AX_AXD_VERIFY_REHASH 2

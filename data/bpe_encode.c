@@ -5,6 +5,7 @@
 #include "data/hf/hf_tok.h"
 #include "data/pretok.h"
 #include "data/tok_internal.h"
+#include "lib/core/grow.h"
 #include "lib/core/status.h"
 
 #include <omp.h>
@@ -85,17 +86,6 @@ static int cache_grow(cache *c) {
     return 1;
 }
 
-static int arena_fit(void **buf, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 1;
-    size_t nc = *cap * 2;
-    while (nc < need) nc *= 2;
-    void *nb = realloc(*buf, nc * elem);
-    if (!nb) return 0;
-    *buf = nb;
-    *cap = nc;
-    return 1;
-}
-
 /* ---- one block ---- */
 
 /* Encodes p[0..n) appending to out (capacity >= n + *len guaranteed by the caller).
@@ -135,8 +125,8 @@ static int encode_block(const ax_tokenizer_t *t, cache *c, const uint8_t *p, siz
                 k = (uint32_t)h & c->mask;
                 while (c->slots[k].h) k = (k + 1) & c->mask;
             }
-            if (!arena_fit((void **)&c->keys, &c->keys_cap, c->keys_len + cl, 1) ||
-                !arena_fit((void **)&c->toks, &c->toks_cap, c->toks_len + m, sizeof(int32_t)))
+            if (!ax_grow(&c->keys, &c->keys_cap, c->keys_len + cl, 1, 0) ||
+                !ax_grow(&c->toks, &c->toks_cap, c->toks_len + m, sizeof(int32_t), 0))
                 return 0;
             c->slots[k] =
                 (slot){h, (uint32_t)c->keys_len, (uint32_t)c->toks_len, (uint8_t)cl, (uint8_t)m};
@@ -245,14 +235,9 @@ ax_status ax_tok_encoder_encode_many(ax_tok_encoder_t *e, size_t n_segs, const u
             size_t end = lens[s];
             if (end - start > e->block)
                 end = ax_pretok_find_split(segs[s], lens[s], start + e->block);
-            if (n_items == cap) {
-                item *ni = realloc(items, 2 * cap * sizeof *items);
-                if (!ni) {
-                    free(items);
-                    return ax_errorf(AX_ERR_NOMEM, "out of memory encoding");
-                }
-                items = ni;
-                cap *= 2;
+            if (!ax_grow(&items, &cap, n_items + 1, sizeof *items, 0)) {
+                free(items);
+                return ax_errorf(AX_ERR_NOMEM, "out of memory encoding");
             }
             items[n_items++] = (item){s, start, end, NULL, 0};
             start = end;

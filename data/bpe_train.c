@@ -4,6 +4,7 @@
  * the words that contain the merged pair, never the whole corpus. */
 #include "data/pretok.h"
 #include "data/tok_internal.h"
+#include "lib/core/grow.h"
 #include "lib/core/log.h"
 #include "lib/core/status.h"
 #include "lib/core/timer.h"
@@ -60,17 +61,6 @@ uint64_t ax_bpe_trainer_n_chunks(const ax_bpe_trainer_t *tr) {
     return tr->n;
 }
 
-static int grow(void **buf, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 1;
-    size_t nc = *cap ? *cap : 16;
-    while (nc < need) nc *= 2;
-    void *nb = realloc(*buf, nc * elem);
-    if (!nb) return 0;
-    *buf = nb;
-    *cap = nc;
-    return 1;
-}
-
 static int table_grow(ax_bpe_trainer_t *tr) {
     uint64_t cap = (tr->tmask + 1) * 2;
     uint32_t *nt = calloc(cap, sizeof *nt);
@@ -106,8 +96,8 @@ ax_status ax_bpe_trainer_add(ax_bpe_trainer_t *tr, const uint8_t *p, size_t n) {
             }
         }
         if (tr->n >= UINT32_MAX - 1 ||
-            !grow((void **)&tr->chunks, &tr->cap, tr->n + 1, sizeof(chunk)) ||
-            !grow((void **)&tr->keys, &tr->keys_cap, tr->keys_len + len, 1))
+            !ax_grow(&tr->chunks, &tr->cap, tr->n + 1, sizeof(chunk), 16) ||
+            !ax_grow(&tr->keys, &tr->keys_cap, tr->keys_len + len, 1, 16))
             return ax_errorf(AX_ERR_NOMEM,
                              "out of memory counting %zu distinct chunks; "
                              "train on less text (--max-bytes)",
@@ -167,7 +157,7 @@ typedef struct {
 } state;
 
 static void hpush(state *s, hent e) {
-    if (!grow((void **)&s->heap, &s->hcap, s->hn + 1, sizeof(hent))) {
+    if (!ax_grow(&s->heap, &s->hcap, s->hn + 1, sizeof(hent), 16)) {
         s->oom = 1;
         return;
     }
@@ -212,8 +202,7 @@ static int pmap_grow(state *s) {
     }
     for (uint64_t i = 0; i <= s->pmask; i++) {
         if (!s->pkeys[i]) continue;
-        uint64_t j = ax_tok_pair_hash(s->pkeys[i]) & (cap - 1);
-        while (nk[j]) j = (j + 1) & (cap - 1);
+        uint64_t j = ax_tok_pair_slot(nk, cap - 1, s->pkeys[i]);
         nk[j] = s->pkeys[i];
         nv[j] = s->pvals[i];
     }
@@ -228,16 +217,15 @@ static int pmap_grow(state *s) {
 /* pair id for (a, b), created with count 0 if new */
 static uint32_t pair_id(state *s, uint32_t a, uint32_t b) {
     uint64_t key = ax_tok_pair_key(a, b);
-    uint64_t j = ax_tok_pair_hash(key) & s->pmask;
-    for (; s->pkeys[j]; j = (j + 1) & s->pmask)
-        if (s->pkeys[j] == key) return s->pvals[j];
+    uint64_t j = ax_tok_pair_slot(s->pkeys, s->pmask, key);
+    if (s->pkeys[j]) return s->pvals[j];
     size_t id = s->n_pairs;
     size_t c1 = s->pcap, c2 = s->pcap, c3 = s->pcap, c4 = s->pcap, c5 = s->pcap;
-    if (!grow((void **)&s->pa, &c1, id + 1, sizeof *s->pa) ||
-        !grow((void **)&s->pb, &c2, id + 1, sizeof *s->pb) ||
-        !grow((void **)&s->pcount, &c3, id + 1, sizeof *s->pcount) ||
-        !grow((void **)&s->phead, &c4, id + 1, sizeof *s->phead) ||
-        !grow((void **)&s->pdirty, &c5, id + 1, sizeof *s->pdirty)) {
+    if (!ax_grow(&s->pa, &c1, id + 1, sizeof *s->pa, 16) ||
+        !ax_grow(&s->pb, &c2, id + 1, sizeof *s->pb, 16) ||
+        !ax_grow(&s->pcount, &c3, id + 1, sizeof *s->pcount, 16) ||
+        !ax_grow(&s->phead, &c4, id + 1, sizeof *s->phead, 16) ||
+        !ax_grow(&s->pdirty, &c5, id + 1, sizeof *s->pdirty, 16)) {
         s->oom = 1;
         return NONE;
     }
@@ -260,7 +248,7 @@ static void pair_add(state *s, uint32_t a, uint32_t b, int64_t delta, uint32_t w
     if (p == NONE) return;
     s->pcount[p] += delta;
     if (!s->pdirty[p]) {
-        if (!grow((void **)&s->dirty, &s->dcap, s->n_dirty + 1, sizeof *s->dirty)) {
+        if (!ax_grow(&s->dirty, &s->dcap, s->n_dirty + 1, sizeof *s->dirty, 16)) {
             s->oom = 1;
             return;
         }
@@ -270,8 +258,8 @@ static void pair_add(state *s, uint32_t a, uint32_t b, int64_t delta, uint32_t w
     if (delta > 0 && (s->phead[p] == NONE || s->node_w[s->phead[p]] != w)) {
         size_t c1 = s->ncap, c2 = s->ncap;
         if (s->n_nodes >= NONE - 1 ||
-            !grow((void **)&s->node_w, &c1, s->n_nodes + 1, sizeof *s->node_w) ||
-            !grow((void **)&s->node_next, &c2, s->n_nodes + 1, sizeof *s->node_next)) {
+            !ax_grow(&s->node_w, &c1, s->n_nodes + 1, sizeof *s->node_w, 16) ||
+            !ax_grow(&s->node_next, &c2, s->n_nodes + 1, sizeof *s->node_next, 16)) {
             s->oom = 1;
             return;
         }
@@ -387,7 +375,7 @@ ax_status ax_bpe_trainer_train(ax_bpe_trainer_t *tr, int vocab_size, volatile in
     /* heapify everything at once instead of n pushes */
     for (size_t i = 0; i < s.n_dirty; i++) s.pdirty[s.dirty[i]] = 0;
     s.n_dirty = 0;
-    if (!grow((void **)&s.heap, &s.hcap, s.n_pairs + 1, sizeof(hent))) goto nomem;
+    if (!ax_grow(&s.heap, &s.hcap, s.n_pairs + 1, sizeof(hent), 16)) goto nomem;
     for (size_t p = 0; p < s.n_pairs; p++)
         if (s.pcount[p] > 0) s.heap[s.hn++] = (hent){s.pcount[p], s.pa[p], s.pb[p], (uint32_t)p};
     for (size_t i = s.hn / 2; i-- > 0;) sift_down(s.heap, s.hn, i);

@@ -15,6 +15,7 @@
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/json.h"
+#include "lib/core/keyset.h"
 #include "lib/core/rng.h"
 
 /* ---------------------------------------------------------------- the format */
@@ -162,31 +163,10 @@ void ax_canary_secret_nth(const ax_canary_format *f, uint64_t i, char *out) {
 
 /* ---------------------------------------------------------------- a set of strings */
 
-typedef struct {
-    uint64_t *slot, mask;
-} sset;
-
+/* strings in a set by their 64-bit hash: a collision only skips a fresh string */
 static uint64_t skey(const char *s) {
     uint64_t h = XXH3_64bits(s, strlen(s));
     return h ? h : 1;
-}
-
-/* 1 if added, 0 if already there (by 64-bit hash: a collision only skips a fresh string) */
-static int sset_add(sset *s, const char *str) {
-    uint64_t k = skey(str), i = k & s->mask;
-    while (s->slot[i]) {
-        if (s->slot[i] == k) return 0;
-        i = (i + 1) & s->mask;
-    }
-    s->slot[i] = k;
-    return 1;
-}
-
-static int sset_has(const sset *s, const char *str) {
-    uint64_t k = skey(str);
-    for (uint64_t i = k & s->mask; s->slot[i]; i = (i + 1) & s->mask)
-        if (s->slot[i] == k) return 1;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- planting */
@@ -385,18 +365,14 @@ static ax_status round_trips(const planter *pl, const doc_state *d, size_t g, lo
     return st;
 }
 
-/* 1 (in *ok) if decoding d's text (end-of-text excluded) and encoding it gives its tokens: a
- * document that does not (another tokenizer's output, a cut chunk) cannot take a copy at any
- * boundary, so it is skipped without trying each of them */
-static ax_status doc_reencodes(const planter *pl, const doc_state *d, int *ok) {
+/* 1 (in *ok) if decoding t[0..n) and encoding the text gives t[0..n) back */
+static ax_status reencodes(const planter *pl, const int32_t *t, size_t n, int *ok) {
     uint8_t *text = NULL;
     int32_t *got = NULL;
     size_t n_text, n_got;
-    *ok = 0;
-    if (d->n == 0) return AX_OK;
-    ax_status st = ax_tokenizer_decode(pl->tok, d->t, d->n - 1, &text, &n_text);
+    ax_status st = ax_tokenizer_decode(pl->tok, t, n, &text, &n_text);
     if (st == AX_OK) st = ax_tok_encoder_encode(pl->enc, text, n_text, &got, &n_got);
-    *ok = st == AX_OK && n_got == d->n - 1 && !memcmp(got, d->t, sizeof *got * n_got);
+    *ok = st == AX_OK && n_got == n && !memcmp(got, t, sizeof *got * n);
     free(text), free(got);
     return st;
 }
@@ -413,8 +389,9 @@ static ax_status doc_of(planter *pl, uint64_t i, doc_state **out) {
         d->n = off[i + 1] - off[i];
         ax_axd_tokens(pl->ds, off[i], d->n, d->t);
         pl->docs[i] = d;
-        ax_status st = doc_reencodes(pl, d, &d->reencodes);
-        if (st != AX_OK) return st;
+        /* a document whose text does not re-encode to its tokens (another tokenizer's output,
+         * a cut chunk; end-of-text excluded) takes no copy at any boundary: skipped at once */
+        if (d->n) AX_CHECK(reencodes(pl, d->t, d->n - 1, &d->reencodes));
     }
     *out = pl->docs[i];
     return AX_OK;
@@ -491,17 +468,13 @@ out:
 /* Copy x as a document of its own: its text must decode and re-encode to its tokens. */
 static ax_status plant_as_document(planter *pl, long x) {
     const canary *cn = &pl->cs[pl->ins[x].canary];
-    uint8_t *b = NULL;
-    int32_t *t = NULL;
-    size_t nb, nt;
-    ax_status st = ax_tokenizer_decode(pl->tok, cn->tokens, cn->n_tokens, &b, &nb);
-    if (st == AX_OK) st = ax_tok_encoder_encode(pl->enc, b, nb, &t, &nt);
-    if (st == AX_OK && (nt != cn->n_tokens || memcmp(t, cn->tokens, sizeof *t * nt)))
+    int ok;
+    ax_status st = reencodes(pl, cn->tokens, cn->n_tokens, &ok);
+    if (st == AX_OK && !ok)
         st = ax_errorf(AX_ERR_ARG,
                        "canary %ld's text does not decode and re-encode to its tokens with %s; "
                        "change --format",
                        pl->ins[x].canary, pl->c->tokenizer);
-    free(b), free(t);
     pl->ins[x].doc = ax_rng_below(pl->c->seed, 3, (uint64_t)x, ax_axd_n_docs(pl->ds) + 1);
     pl->ins[x].pos = 0;
     return st;
@@ -574,7 +547,7 @@ out:
 
 /* the canaries' secrets (distinct), texts and tokens; the references */
 static ax_status draw_secrets(planter *pl, const ax_canary_format *f, const char *prefix, long nc,
-                              sset *set, char **refs, long want_refs, int complete, long *nr) {
+                              ax_keyset *set, char **refs, long want_refs, int complete, long *nr) {
     const ax_canary_config *c = pl->c;
     char s[AX_CANARY_MAX_TEXT], text[3 * AX_CANARY_MAX_TEXT];
     uint64_t draws = 0;
@@ -586,7 +559,7 @@ static ax_status draw_secrets(planter *pl, const ax_canary_format *f, const char
                                  "the placeholders",
                                  c->format, nc);
             ax_canary_secret_random(f, c->seed, 1, draws++, s);
-        } while (!sset_add(set, s));
+        } while (!ax_keyset_add(set, skey(s)));
         canary *cn = &pl->cs[i];
         cn->repeats = c->repeats[i / c->per_repeat];
         if (!(cn->secret = strdup(s))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
@@ -599,13 +572,13 @@ static ax_status draw_secrets(planter *pl, const ax_canary_format *f, const char
     if (complete) {
         for (uint64_t i = 0; i < (uint64_t)f->space; i++) {
             ax_canary_secret_nth(f, i, s);
-            if (sset_has(set, s)) continue;
+            if (ax_keyset_has(set, skey(s))) continue;
             if (!(refs[(*nr)++] = strdup(s))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
         }
     } else {
         for (draws = 0; *nr < want_refs; draws++) {
             ax_canary_secret_random(f, c->seed, 2, draws, s);
-            if (!sset_add(set, s)) continue;
+            if (!ax_keyset_add(set, skey(s))) continue;
             if (!(refs[(*nr)++] = strdup(s))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
         }
     }
@@ -623,7 +596,7 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
     ax_axd_writer_t *w = NULL;
     char **refs = NULL;
     long nc = (long)c->n_repeats * c->per_repeat, nr = 0, n_ins = 0;
-    sset set = {0};
+    ax_keyset set = {0};
     planter pl = {.c = c, .lead = c->as_documents ? "" : " "};
     ax_jw jw;
     ax_jw_init(&jw);
@@ -653,10 +626,7 @@ ax_status ax_data_canaries(const ax_canary_config *c, ax_canary_result *r) {
         st = ax_errorf(AX_ERR_ARG, "%s has no documents to plant canaries in", c->input);
         goto fail;
     }
-    uint64_t slots = 16;
-    while (slots < 2 * (uint64_t)(nc + want_refs)) slots *= 2;
-    set.slot = calloc((size_t)slots, sizeof *set.slot);
-    set.mask = slots - 1;
+    ax_keyset_init(&set, ax_hash_slots((uint64_t)(nc + want_refs)));
     pl.cs = calloc((size_t)nc, sizeof *pl.cs);
     refs = calloc((size_t)(want_refs ? want_refs : 1), sizeof *refs);
     if (!set.slot || !pl.cs || !refs) goto oom;

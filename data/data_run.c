@@ -4,6 +4,7 @@
 #include "data/axd.h"
 #include "data/input.h"
 #include "lib/core/progress.h"
+#include "lib/core/grow.h"
 #include "data/tokenizer.h"
 #include "lib/core/stop.h"
 #include "lib/core/timer.h"
@@ -15,6 +16,13 @@
 #include <string.h>
 
 #define BATCH_BYTES (32u << 20) /* text encoded per parallel batch */
+
+/* tokenizer-train's progress: what was counted so far, into extra[96] */
+static const char *counted(char *extra, uint64_t docs, const ax_bpe_trainer_t *tr) {
+    snprintf(extra, 96, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
+             ax_bpe_trainer_n_chunks(tr));
+    return extra;
+}
 
 ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int split_lines,
                                   uint64_t vocab, uint64_t max_bytes, const char *out_path,
@@ -33,6 +41,7 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
     ax_progress_bytes_begin(&pr, "tokenizer-train: counting",
                             max_bytes && max_bytes < total ? max_bytes : total);
     uint64_t used = 0, docs = 0;
+    char extra[96];
     for (;;) {
         const uint8_t *p;
         size_t n;
@@ -47,18 +56,10 @@ ax_status ax_data_tokenizer_train(const char *const *inputs, int n_inputs, int s
             st = ax_errorf(AX_ERR_INTERRUPTED, "interrupted; nothing was written");
             goto out;
         }
-        char extra[96];
-        snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
-                 ax_bpe_trainer_n_chunks(tr));
-        ax_progress_bytes(&pr, used, extra);
+        ax_progress_bytes(&pr, used, counted(extra, docs, tr));
         if (max_bytes && used >= max_bytes) break;
     }
-    {
-        char extra[96];
-        snprintf(extra, sizeof extra, "%" PRIu64 " docs, %" PRIu64 " distinct chunks", docs,
-                 ax_bpe_trainer_n_chunks(tr));
-        ax_progress_bytes_done(&pr, used, extra);
-    }
+    ax_progress_bytes_done(&pr, used, counted(extra, docs, tr));
     AX_CHECK_GOTO(ax_bpe_trainer_train(tr, (int)vocab, stop, &tok), out);
     AX_CHECK_GOTO(ax_tokenizer_save(tok, out_path), out);
     *res = (ax_data_tokenizer_result){ax_tokenizer_vocab_size(tok), ax_tokenizer_n_merges(tok),
@@ -85,21 +86,9 @@ typedef struct {
 } batch;
 
 static ax_status batch_add(batch *b, const uint8_t *p, size_t n, int doc_end) {
-    if (b->len + n > b->cap) {
-        size_t nc = b->cap ? b->cap : BATCH_BYTES + (1u << 20);
-        while (nc < b->len + n) nc *= 2;
-        uint8_t *nt = realloc(b->text, nc);
-        if (!nt) return ax_errorf(AX_ERR_NOMEM, "out of memory buffering input text");
-        b->text = nt;
-        b->cap = nc;
-    }
-    if (b->n == b->scap) {
-        size_t nc = b->scap ? 2 * b->scap : 1024;
-        seg *ns = realloc(b->segs, nc * sizeof *ns);
-        if (!ns) return ax_errorf(AX_ERR_NOMEM, "out of memory buffering input text");
-        b->segs = ns;
-        b->scap = nc;
-    }
+    if (!ax_grow(&b->text, &b->cap, b->len + n, 1, BATCH_BYTES + (1u << 20)) ||
+        !ax_grow(&b->segs, &b->scap, b->n + 1, sizeof *b->segs, 1024))
+        return ax_errorf(AX_ERR_NOMEM, "out of memory buffering input text");
     if (n) memcpy(b->text + b->len, p, n);
     b->segs[b->n++] = (seg){b->len, n, doc_end};
     b->len += n;
@@ -127,16 +116,9 @@ static ax_status batch_flush(batch *b, ax_tok_encoder_t *enc, ax_axd_writer_t *w
         const int32_t *toks = outs[i];
         size_t nt = nouts[i];
         if (b->doc_len || !b->segs[i].doc_end) { /* a document in several pieces */
-            if (b->doc_len + nt > b->doc_cap) {
-                size_t nc = b->doc_cap ? b->doc_cap : 1u << 16;
-                while (nc < b->doc_len + nt) nc *= 2;
-                int32_t *nd = realloc(b->doc, nc * sizeof *nd);
-                if (!nd) {
-                    st = ax_errorf(AX_ERR_NOMEM, "out of memory holding a document's tokens");
-                    goto done;
-                }
-                b->doc = nd;
-                b->doc_cap = nc;
+            if (!ax_grow(&b->doc, &b->doc_cap, b->doc_len + nt, sizeof *b->doc, 1u << 16)) {
+                st = ax_errorf(AX_ERR_NOMEM, "out of memory holding a document's tokens");
+                goto done;
             }
             if (nt) memcpy(b->doc + b->doc_len, toks, nt * sizeof *toks);
             b->doc_len += nt;

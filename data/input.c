@@ -1,8 +1,10 @@
 #include "data/input.h"
 #include "data/pretok.h"
 #include "lib/core/fsutil.h"
+#include "lib/core/grow.h"
 #include "lib/core/json.h"
 #include "lib/core/status.h"
+#include "lib/core/utf8.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -316,23 +318,10 @@ static void utf8_scan(text_check *t, const uint8_t *p, size_t n) {
             t->need = 0; /* the sequence broke off: its lead is bad, c is judged afresh */
             if (!t->bad++) t->first_bad = t->seen + i;
         }
-        if (c < 0x80) continue;
-        t->lo = 0x80, t->hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf)
-            t->need = 1;
-        else if (c == 0xe0)
-            t->need = 2, t->lo = 0xa0;
-        else if (c == 0xed)
-            t->need = 2, t->hi = 0x9f;
-        else if (c >= 0xe1 && c <= 0xef)
-            t->need = 2;
-        else if (c == 0xf0)
-            t->need = 3, t->lo = 0x90;
-        else if (c == 0xf4)
-            t->need = 3, t->hi = 0x8f;
-        else if (c >= 0xf1 && c <= 0xf3)
-            t->need = 3;
-        else if (!t->bad++)
+        int need = ax_utf8_lead(c, &t->lo, &t->hi);
+        if (need > 0)
+            t->need = (uint8_t)need;
+        else if (need < 0 && !t->bad++)
             t->first_bad = t->seen + i;
     }
     t->seen += n;
@@ -433,13 +422,8 @@ static ax_status next_line(ax_input_t *in, const char **line, size_t *len, int *
             in->llen = avail;
             in->lstart = 0;
         }
-        if (in->llen == in->lcap) {
-            size_t nc = 2 * in->lcap;
-            uint8_t *nb = realloc(in->lb, nc);
-            if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
-            in->lb = nb;
-            in->lcap = nc;
-        }
+        if (!ax_grow(&in->lb, &in->lcap, in->llen + 1, 1, LINE0))
+            return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
         size_t got;
         AX_CHECK(src_read(in, in->lb + in->llen, in->lcap - in->llen, &got));
         if (!got) in->src_eof = 1;
@@ -480,13 +464,8 @@ static ax_status next_block(ax_input_t *in, const uint8_t **p, size_t *n, int *d
             break;
         }
         /* no safe cut in the whole buffer (one giant chunk): read on */
-        if (in->len >= in->cap - BLOCK / 2) {
-            size_t nc = in->cap * 2;
-            uint8_t *nb = realloc(in->buf, nc);
-            if (!nb) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
-            in->buf = nb;
-            in->cap = nc;
-        }
+        if (in->len >= in->cap - BLOCK / 2 && !ax_grow(&in->buf, &in->cap, in->cap + 1, 1, 0))
+            return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", in->paths[in->cur]);
         size_t got;
         AX_CHECK(src_read_full(in, in->buf + in->len, in->cap - in->len, &got, &in->file_eof));
         in->len += got;

@@ -20,6 +20,23 @@ struct ax_loader {
     uint64_t half_mask;
 };
 
+/* a loader over n_windows samples (windows, or documents when docs) */
+static ax_status make(const ax_axd_t *ds, int seq_len, uint64_t seed, int docs, uint64_t n_windows,
+                      ax_loader_t **out) {
+    ax_loader_t *l = calloc(1, sizeof *l);
+    if (!l) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the loader");
+    *l = (ax_loader_t){.ds = ds,
+                       .seq_len = seq_len,
+                       .seed = seed,
+                       .docs = docs,
+                       .n_windows = n_windows,
+                       .half_bits = 1};
+    while (l->half_bits < 32 && (n_windows - 1) >> (2 * l->half_bits)) l->half_bits++;
+    l->half_mask = ((uint64_t)1 << l->half_bits) - 1;
+    *out = l;
+    return AX_OK;
+}
+
 ax_status ax_loader_create(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_loader_t **out) {
     *out = NULL;
     if (seq_len < 1) return ax_errorf(AX_ERR_ARG, "sequence length %d must be at least 1", seq_len);
@@ -29,18 +46,8 @@ ax_status ax_loader_create(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_lo
                          "%s: the dataset has %llu tokens, fewer than one window of seq_len + 1 "
                          "= %d; use a shorter sequence length or a bigger dataset",
                          ax_axd_path(ds), (unsigned long long)nt, seq_len + 1);
-    ax_loader_t *l = calloc(1, sizeof *l);
-    if (!l) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the loader");
-    l->ds = ds;
-    l->seq_len = seq_len;
-    l->seed = seed;
-    l->n_windows = (nt - 1) / (uint64_t)seq_len; /* window w reads [w T, w T + T] */
-    unsigned h = 1;
-    while (h < 32 && (l->n_windows - 1) >> (2 * h)) h++;
-    l->half_bits = h;
-    l->half_mask = ((uint64_t)1 << h) - 1;
-    *out = l;
-    return AX_OK;
+    /* window w reads [w T, w T + T] */
+    return make(ds, seq_len, seed, 0, (nt - 1) / (uint64_t)seq_len, out);
 }
 
 ax_status ax_loader_create_docs(const ax_axd_t *ds, int seq_len, uint64_t seed, ax_loader_t **out) {
@@ -48,19 +55,7 @@ ax_status ax_loader_create_docs(const ax_axd_t *ds, int seq_len, uint64_t seed, 
     if (seq_len < 1) return ax_errorf(AX_ERR_ARG, "sequence length %d must be at least 1", seq_len);
     if (ax_axd_n_docs(ds) < 1)
         return ax_errorf(AX_ERR_ARG, "%s holds no documents", ax_axd_path(ds));
-    ax_loader_t *l = calloc(1, sizeof *l);
-    if (!l) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the loader");
-    l->ds = ds;
-    l->seq_len = seq_len;
-    l->seed = seed;
-    l->docs = 1;
-    l->n_windows = ax_axd_n_docs(ds);
-    unsigned h = 1;
-    while (h < 32 && (l->n_windows - 1) >> (2 * h)) h++;
-    l->half_bits = h;
-    l->half_mask = ((uint64_t)1 << h) - 1;
-    *out = l;
-    return AX_OK;
+    return make(ds, seq_len, seed, 1, ax_axd_n_docs(ds), out);
 }
 
 void ax_loader_free(ax_loader_t *l) {

@@ -3,6 +3,7 @@
  * then documents stream from the mapped .bin to the .axd writer in order. */
 #include "data/megatron.h"
 #include "data/axd.h"
+#include "lib/core/bytes.h"
 #include "lib/core/progress.h"
 #include "data/tokenizer.h"
 #include "lib/core/fsutil.h"
@@ -24,22 +25,14 @@
 #define REMAKE "re-create the pair with the tool that wrote it, or download it again"
 #define MAX_ID ((int64_t)INT32_MAX - 1) /* ids must fit the int32 token arrays */
 
-static uint64_t get64(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
 uint32_t ax_megatron_idx_size(const ax_megatron_idx *x, uint64_t seq) {
-    int32_t v;
-    memcpy(&v, x->sizes + 4 * seq, 4);
-    return (uint32_t)v; /* checked >= 0 by the parser */
+    return ax_get32(x->sizes + 4 * seq); /* an int32, checked >= 0 by the parser */
 }
 uint64_t ax_megatron_idx_ptr(const ax_megatron_idx *x, uint64_t seq) {
-    return get64(x->ptrs + 8 * seq);
+    return ax_get64(x->ptrs + 8 * seq);
 }
 uint64_t ax_megatron_idx_doc(const ax_megatron_idx *x, uint64_t d) {
-    return get64(x->docs + 8 * d);
+    return ax_get64(x->docs + 8 * d);
 }
 
 /* bytes per element of a dtype code; 0 for unknown codes, -1 for the float ones */
@@ -60,7 +53,7 @@ ax_status ax_megatron_idx_parse(const uint8_t *p, size_t n, uint64_t bin_size, c
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: truncated index (%zu bytes, the header is %d); " REMAKE, path, n,
                          IDX_HEADER);
-    uint64_t version = get64(p + 9);
+    uint64_t version = ax_get64(p + 9);
     if (version != 1)
         return ax_errorf(AX_ERR_MISMATCH, "%s: index version %" PRIu64 ", only version 1 is known",
                          path, version);
@@ -76,7 +69,7 @@ ax_status ax_megatron_idx_parse(const uint8_t *p, size_t n, uint64_t bin_size, c
                          "%s: dtype code %u is floating point: the dataset does not hold token "
                          "ids, so it cannot become a .axd",
                          path, code);
-    uint64_t n_seq = get64(p + 18), n_di = get64(p + 26);
+    uint64_t n_seq = ax_get64(p + 18), n_di = ax_get64(p + 26);
     uint64_t room = (uint64_t)(n - IDX_HEADER);
     /* expected length 34 + 12 n_seq + 8 n_di, computed without overflow */
     if (n_di == 0 || n_seq > room / 12 || n_di > (room - 12 * n_seq) / 8 ||
@@ -187,26 +180,14 @@ static int64_t tok_at(const uint8_t *p, uint8_t code) {
         return *p;
     case 2:
         return (int8_t)*p;
-    case 3: {
-        int16_t v;
-        memcpy(&v, p, 2);
-        return v;
-    }
-    case 4: {
-        int32_t v;
-        memcpy(&v, p, 4);
-        return v;
-    }
-    case 5: {
-        int64_t v;
-        memcpy(&v, p, 8);
-        return v;
-    }
-    default: {
-        uint16_t v;
-        memcpy(&v, p, 2);
-        return v;
-    }
+    case 3:
+        return (int16_t)ax_get16(p);
+    case 4:
+        return (int32_t)ax_get32(p);
+    case 5:
+        return (int64_t)ax_get64(p);
+    default:
+        return ax_get16(p);
     }
 }
 

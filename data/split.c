@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "data/axd.h"
+#include "lib/core/keyset.h"
 #include "lib/core/rng.h"
 
 int ax_data_same_file(const char *a, const char *b) {
@@ -19,29 +20,10 @@ int ax_data_same_file(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
-/* ---- a set of 64-bit window hashes: open addressing, linear probing, 0 = empty ---- */
-
-typedef struct {
-    uint64_t *slot;
-    uint64_t mask;
-} hset;
-
 static uint64_t key_of(const int32_t *t, int n) {
     /* ids as little-endian int32, as goldfish hashes them (this host is little-endian) */
     uint64_t h = XXH3_64bits(t, (size_t)n * sizeof *t);
     return h ? h : 1; /* 0 marks an empty slot */
-}
-
-static void hset_add(hset *s, uint64_t k) {
-    uint64_t i = k & s->mask;
-    while (s->slot[i] && s->slot[i] != k) i = (i + 1) & s->mask;
-    s->slot[i] = k;
-}
-
-static int hset_has(const hset *s, uint64_t k) {
-    for (uint64_t i = k & s->mask; s->slot[i]; i = (i + 1) & s->mask)
-        if (s->slot[i] == k) return 1;
-    return 0;
 }
 
 /* document d's tokens without its end-of-text: [off[d], off[d+1] - 1) */
@@ -90,7 +72,7 @@ ax_status ax_data_split(const char *input, const char *out_train, const char *ou
     uint64_t *perm = NULL, cap = 0;
     uint8_t *held = NULL;
     int32_t *buf = NULL;
-    hset set = {0};
+    ax_keyset set = {0};
     AX_CHECK_GOTO(ax_axd_open(input, AX_AXD_VERIFY, &ds), fail);
     const uint64_t nd = ax_axd_n_docs(ds), *off = ax_axd_doc_offsets(ds);
     r->docs = nd;
@@ -122,8 +104,7 @@ ax_status ax_data_split(const char *input, const char *out_train, const char *ou
     for (uint64_t d = 0; d < nd; d++)
         if (!held[d] && content_len(off, d) >= (uint64_t)c->ngram)
             r->train_windows += content_len(off, d) - (uint64_t)c->ngram + 1;
-    uint64_t slots = 16;
-    while (slots < 2 * r->train_windows) slots *= 2;
+    uint64_t slots = ax_hash_slots(r->train_windows);
     r->table_bytes = slots * sizeof(uint64_t);
     if (c->max_memory && r->table_bytes > c->max_memory) {
         st = ax_errorf(AX_ERR_ARG,
@@ -133,9 +114,7 @@ ax_status ax_data_split(const char *input, const char *out_train, const char *ou
                        (double)c->max_memory / (1 << 30));
         goto fail;
     }
-    set.slot = calloc((size_t)slots, sizeof *set.slot);
-    set.mask = slots - 1;
-    if (!set.slot) {
+    if (!ax_keyset_init(&set, slots)) {
         st = ax_errorf(AX_ERR_NOMEM, "out of memory for the %d-gram set (%.2f GiB)", c->ngram,
                        (double)r->table_bytes / (1 << 30));
         goto fail;
@@ -152,7 +131,7 @@ ax_status ax_data_split(const char *input, const char *out_train, const char *ou
         AX_CHECK_GOTO(read_doc(ds, d, &buf, &cap), fail);
         uint64_t n = content_len(off, d);
         for (uint64_t i = 0; i + (uint64_t)c->ngram <= n; i++)
-            hset_add(&set, key_of(buf + i, c->ngram));
+            ax_keyset_add(&set, key_of(buf + i, c->ngram));
         AX_CHECK_GOTO(ax_axd_writer_add_doc(wt, buf, (size_t)(off[d + 1] - off[d])), fail);
         r->train_docs++;
         r->train_tokens += off[d + 1] - off[d];
@@ -163,7 +142,7 @@ ax_status ax_data_split(const char *input, const char *out_train, const char *ou
         AX_CHECK_GOTO(read_doc(ds, d, &buf, &cap), fail);
         uint64_t n = content_len(off, d), hit = UINT64_MAX;
         for (uint64_t i = 0; i + (uint64_t)c->ngram <= n && hit == UINT64_MAX; i++)
-            if (hset_has(&set, key_of(buf + i, c->ngram))) hit = i;
+            if (ax_keyset_has(&set, key_of(buf + i, c->ngram))) hit = i;
         if (hit != UINT64_MAX) {
             if (r->n_listed < AX_SPLIT_LISTED) {
                 r->listed_doc[r->n_listed] = d;

@@ -35,19 +35,19 @@ struct ax_tokenizer {
 static inline uint64_t ax_tok_pair_key(uint32_t a, uint32_t b) {
     return (((uint64_t)a << 32) | b) + 1; /* +1 keeps 0 free as the empty marker */
 }
-static inline uint64_t ax_tok_pair_hash(uint64_t k) {
-    k ^= k >> 29;
+/* Where pair key `key` sits in an open-addressing table keys[mask + 1] (0 = empty slot): its
+ * slot, or the empty slot it would take. Shared by every pair table of the tokenizers. */
+static inline uint64_t ax_tok_pair_slot(const uint64_t *keys, uint64_t mask, uint64_t key) {
+    uint64_t k = key ^ (key >> 29);
     k *= 0xbf58476d1ce4e5b9ULL;
-    return k ^ (k >> 32);
+    uint64_t j = (k ^ (k >> 32)) & mask;
+    while (keys[j] && keys[j] != key) j = (j + 1) & mask;
+    return j;
 }
 /* merged id for (a,b), or -1 when the pair is not a merge */
 static inline int32_t ax_tok_pair_lookup(const struct ax_tokenizer *t, uint32_t a, uint32_t b) {
-    uint64_t key = ax_tok_pair_key(a, b);
-    for (uint64_t i = ax_tok_pair_hash(key) & t->pair_mask;; i = (i + 1) & t->pair_mask) {
-        uint64_t k = t->pair_keys[i];
-        if (k == key) return t->pair_vals[i];
-        if (k == 0) return -1;
-    }
+    uint64_t key = ax_tok_pair_key(a, b), j = ax_tok_pair_slot(t->pair_keys, t->pair_mask, key);
+    return t->pair_keys[j] ? t->pair_vals[j] : -1;
 }
 
 /* Builds a tokenizer from a merge list (validated: each side an earlier id, no EOT, no

@@ -3,6 +3,7 @@
 #include "data/hf/hf_tok.h"
 #include "data/merge_heap.h"
 #include "data/tok_internal.h"
+#include "lib/core/keyset.h"
 #include "lib/core/status.h"
 
 #include <stdlib.h>
@@ -20,8 +21,7 @@ ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *w
     t->vocab_size = V;
     t->eot = AX_TOK_EOT;
     t->n_merges = n_merges;
-    uint64_t cap = 16;
-    while (cap < 2 * (uint64_t)n_merges + 2) cap <<= 1;
+    uint64_t cap = ax_hash_slots((uint64_t)n_merges + 1);
     t->pair_mask = cap - 1;
     t->merges = malloc(sizeof(uint32_t) * 2 * (size_t)(n_merges ? n_merges : 1));
     t->pair_keys = calloc(cap, sizeof *t->pair_keys);
@@ -63,8 +63,7 @@ ax_status ax_tok_from_merges(const uint32_t *merges, int n_merges, const char *w
                              what, n_merges, (unsigned long long)budget);
         }
         uint64_t key = ax_tok_pair_key(a, b);
-        uint64_t j = ax_tok_pair_hash(key) & t->pair_mask;
-        while (t->pair_keys[j] && t->pair_keys[j] != key) j = (j + 1) & t->pair_mask;
+        uint64_t j = ax_tok_pair_slot(t->pair_keys, t->pair_mask, key);
         if (t->pair_keys[j] == key) {
             ax_tokenizer_free(t);
             return ax_errorf(AX_ERR_CORRUPT,
@@ -172,15 +171,17 @@ ax_status ax_tokenizer_decode(const ax_tokenizer_t *t, const int32_t *ids, size_
 
 /* Short chunks: rank per adjacent pair, repeatedly merge the lowest (leftmost on ties).
  * Merged id order equals rank order, so ids are compared directly. */
+static int32_t scan_rank(const ax_tokenizer_t *t, int32_t a, int32_t b) {
+    int32_t r = ax_tok_pair_lookup(t, (uint32_t)a, (uint32_t)b);
+    return r < 0 ? INT32_MAX : r;
+}
+
 static size_t apply_scan(const ax_tokenizer_t *t, int32_t *sym, size_t n) {
     if (n < 2) return n;
     int32_t stack_rank[128];
     int32_t *rank = n <= 128 ? stack_rank : malloc(n * sizeof *rank);
     if (!rank) return n; /* only reachable from tests forcing the scan on huge input */
-    for (size_t i = 0; i + 1 < n; i++) {
-        int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[i], (uint32_t)sym[i + 1]);
-        rank[i] = r < 0 ? INT32_MAX : r;
-    }
+    for (size_t i = 0; i + 1 < n; i++) rank[i] = scan_rank(t, sym[i], sym[i + 1]);
     while (n > 1) {
         size_t best = 0;
         for (size_t i = 1; i + 1 < n; i++)
@@ -190,65 +191,26 @@ static size_t apply_scan(const ax_tokenizer_t *t, int32_t *sym, size_t n) {
         memmove(sym + best + 1, sym + best + 2, (n - best - 2) * sizeof *sym);
         memmove(rank + best + 1, rank + best + 2, (n - best - 2) * sizeof *rank);
         n--;
-        if (best > 0) {
-            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[best - 1], (uint32_t)sym[best]);
-            rank[best - 1] = r < 0 ? INT32_MAX : r;
-        }
-        if (best + 1 < n) {
-            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[best], (uint32_t)sym[best + 1]);
-            rank[best] = r < 0 ? INT32_MAX : r;
-        }
+        if (best > 0) rank[best - 1] = scan_rank(t, sym[best - 1], sym[best]);
+        if (best + 1 < n) rank[best] = scan_rank(t, sym[best], sym[best + 1]);
     }
     if (rank != stack_rank) free(rank);
     return n;
 }
 
-/* Long chunks: doubly linked symbols + a min-heap of (rank, position) with lazy deletion
- * (data/merge_heap.h; the ranks pushed are >= 0, so their unsigned order is theirs). Positions
- * only grow left to right, so (rank, pos) order reproduces the scan's leftmost-lowest-rank
- * choice exactly. */
+/* A merged id is its merge's rank. */
+static inline uint32_t merge_rank(const void *t, int32_t a, int32_t b, int32_t *merged) {
+    *merged = ax_tok_pair_lookup(t, (uint32_t)a, (uint32_t)b);
+    return *merged < 0 ? UINT32_MAX : (uint32_t)*merged;
+}
 
+/* Long chunks: the linked list and heap of data/merge_heap.h, O(n log n). */
 static size_t apply_heap(const ax_tokenizer_t *t, int32_t *sym, size_t n) {
     if (n < 2) return n;
-    /* one allocation: next[n], prev[n], heap[up to 3n]: n - 1 initial pairs + 2 per merge */
-    uint32_t *next = malloc(n * (2 * sizeof(uint32_t) + 3 * sizeof(ax_merge_ent)));
-    if (!next) return apply_scan(t, sym, n); /* slow but correct */
-    uint32_t *prev = next + n;
-    ax_merge_ent *heap = (ax_merge_ent *)(prev + n);
-    size_t hn = 0;
-    const uint32_t NONE = UINT32_MAX;
-    for (size_t i = 0; i < n; i++) {
-        next[i] = i + 1 < n ? (uint32_t)(i + 1) : NONE;
-        prev[i] = i ? (uint32_t)(i - 1) : NONE;
-        if (i + 1 < n) {
-            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[i], (uint32_t)sym[i + 1]);
-            if (r >= 0) ax_merge_push(heap, &hn, (ax_merge_ent){(uint32_t)r, (uint32_t)i});
-        }
-    }
-    /* dead symbols get sym = -1 */
-    while (hn) {
-        ax_merge_ent e = ax_merge_pop(heap, &hn);
-        uint32_t p = e.pos, q = next[p];
-        if (sym[p] < 0 || q == NONE) continue;
-        if (ax_tok_pair_lookup(t, (uint32_t)sym[p], (uint32_t)sym[q]) != (int32_t)e.rank) continue;
-        sym[p] = (int32_t)e.rank;
-        sym[q] = -1;
-        next[p] = next[q];
-        if (next[q] != NONE) prev[next[q]] = p;
-        /* each merge adds at most two entries, and there are at most n - 1 merges */
-        if (prev[p] != NONE) {
-            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[prev[p]], (uint32_t)sym[p]);
-            if (r >= 0) ax_merge_push(heap, &hn, (ax_merge_ent){(uint32_t)r, prev[p]});
-        }
-        if (next[p] != NONE) {
-            int32_t r = ax_tok_pair_lookup(t, (uint32_t)sym[p], (uint32_t)sym[next[p]]);
-            if (r >= 0) ax_merge_push(heap, &hn, (ax_merge_ent){(uint32_t)r, p});
-        }
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (sym[i] >= 0) sym[m++] = sym[i];
-    free(next);
+    uint32_t *links = malloc(n * (2 * sizeof(uint32_t) + 3 * sizeof(ax_merge_ent)));
+    if (!links) return apply_scan(t, sym, n); /* slow but correct */
+    size_t m = ax_merge_apply(sym, n, links, (ax_merge_ent *)(links + 2 * n), merge_rank, t);
+    free(links);
     return m;
 }
 

@@ -8,6 +8,7 @@
  *  ..  u64     XXH3_64 of all preceding bytes: the tokenizer's identity */
 #include "data/hf/hf_tok.h"
 #include "data/tok_internal.h"
+#include "lib/core/bytes.h"
 #include "lib/core/fsutil.h"
 #include "lib/core/status.h"
 
@@ -24,26 +25,18 @@
 #define TOK_VERSION 1u
 #define TOK_HEADER 24
 
-static void put32(uint8_t *p, uint32_t v) {
-    memcpy(p, &v, 4);
-}
-static uint32_t get32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 /* serialise everything but the trailing checksum */
 static uint8_t *serialise(const ax_tokenizer_t *t, size_t *len) {
     size_t n = TOK_HEADER + 8 * (size_t)t->n_merges;
     uint8_t *b = malloc(n + 8);
     if (!b) return NULL;
     memcpy(b, TOK_MAGIC, 8);
-    put32(b + 8, TOK_VERSION);
-    put32(b + 12, (uint32_t)t->vocab_size);
-    put32(b + 16, (uint32_t)t->n_merges);
-    put32(b + 20, 0);
-    for (int i = 0; i < 2 * t->n_merges; i++) put32(b + TOK_HEADER + 4 * (size_t)i, t->merges[i]);
+    ax_put32(b + 8, TOK_VERSION);
+    ax_put32(b + 12, (uint32_t)t->vocab_size);
+    ax_put32(b + 16, (uint32_t)t->n_merges);
+    ax_put32(b + 20, 0);
+    for (int i = 0; i < 2 * t->n_merges; i++)
+        ax_put32(b + TOK_HEADER + 4 * (size_t)i, t->merges[i]);
     *len = n;
     return b;
 }
@@ -147,14 +140,14 @@ ax_status ax_tok_load_bytes(const uint8_t *b, size_t size, const char *path, ax_
     if (size < TOK_HEADER + 8)
         return ax_errorf(AX_ERR_CORRUPT, "%s: truncated tokenizer file (%zu bytes); " RETRAIN, path,
                          size);
-    uint32_t version = get32(b + 8), vocab = get32(b + 12), n_merges = get32(b + 16);
+    uint32_t version = ax_get32(b + 8), vocab = ax_get32(b + 12), n_merges = ax_get32(b + 16);
     if (version != TOK_VERSION)
         return ax_errorf(AX_ERR_MISMATCH,
                          "%s: tokenizer file version %u, this build reads version %u; " RETRAIN,
                          path, version, TOK_VERSION);
     /* vocab = 257 + n_merges, and the merges fill the file exactly */
     if (n_merges > AX_TOK_MAX_VOCAB - AX_TOK_FIRST_MERGE ||
-        vocab != AX_TOK_FIRST_MERGE + n_merges || get32(b + 20) != 0)
+        vocab != AX_TOK_FIRST_MERGE + n_merges || ax_get32(b + 20) != 0)
         return ax_errorf(AX_ERR_CORRUPT,
                          "%s: corrupt tokenizer header (vocab %u, %u merges); " RETRAIN, path,
                          vocab, n_merges);
@@ -172,7 +165,7 @@ ax_status ax_tok_load_bytes(const uint8_t *b, size_t size, const char *path, ax_
                          path, (unsigned long long)stored, (unsigned long long)h);
     uint32_t *merges = malloc(8 * (size_t)(n_merges ? n_merges : 1));
     if (!merges) return ax_errorf(AX_ERR_NOMEM, "%s: out of memory", path);
-    for (size_t i = 0; i < 2 * (size_t)n_merges; i++) merges[i] = get32(b + TOK_HEADER + 4 * i);
+    for (size_t i = 0; i < 2 * (size_t)n_merges; i++) merges[i] = ax_get32(b + TOK_HEADER + 4 * i);
     /* checks each merge joins earlier ids and bounds the bytes the tokens spell */
     st = ax_tok_from_merges(merges, (int)n_merges, path, out);
     free(merges);

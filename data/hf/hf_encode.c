@@ -5,6 +5,7 @@
 #include "data/hf/hf_tok.h"
 #include "data/merge_heap.h"
 #include "data/tok_internal.h"
+#include "lib/core/grow.h"
 #include "lib/core/status.h"
 
 #include <stdlib.h>
@@ -52,16 +53,8 @@ void ax_hf_cache_free(ax_hf_cache *c) {
     free(c);
 }
 
-/* room for `need` elements of `size` bytes; 0 on allocation failure */
 static int vec_fit(vec *v, size_t need, size_t size) {
-    if (need <= v->cap) return 1;
-    size_t cap = v->cap ? v->cap : 64;
-    while (cap < need) cap *= 2;
-    void *p = realloc(v->p, cap * size);
-    if (!p) return 0;
-    v->p = p;
-    v->cap = cap;
-    return 1;
+    return ax_grow(&v->p, &v->cap, need, size, 64);
 }
 
 static int push_ids(vec *out, const int32_t *ids, size_t n) {
@@ -73,45 +66,18 @@ static int push_ids(vec *out, const int32_t *ids, size_t n) {
 
 /* ---- BPE on one piece (the heap: data/merge_heap.h) ---- */
 
+static inline uint32_t merge_rank(const void *h, int32_t a, int32_t b, int32_t *merged) {
+    return ax_hf_merge_lookup(h, a, b, merged);
+}
+
 /* Merges sym[0..n) by rank, leftmost first on ties (what the library's priority queue does);
- * returns the new length. Returns SIZE_MAX on allocation failure. */
+ * returns the new length, or SIZE_MAX on allocation failure. */
 static size_t merge_all(const ax_hf *h, ax_hf_cache *c, int32_t *sym, size_t n) {
     if (n < 2) return n;
     if (!vec_fit(&c->links, 2 * n, sizeof(uint32_t)) ||
         !vec_fit(&c->heap, 3 * n, sizeof(ax_merge_ent)))
         return SIZE_MAX;
-    uint32_t *next = c->links.p, *prev = next + n;
-    ax_merge_ent *heap = c->heap.p;
-    size_t hn = 0;
-    const uint32_t NONE = UINT32_MAX;
-    int32_t nw;
-    for (size_t i = 0; i < n; i++) {
-        next[i] = i + 1 < n ? (uint32_t)(i + 1) : NONE;
-        prev[i] = i ? (uint32_t)(i - 1) : NONE;
-        if (i + 1 < n) {
-            uint32_t r = ax_hf_merge_lookup(h, sym[i], sym[i + 1], &nw);
-            if (r != UINT32_MAX) ax_merge_push(heap, &hn, (ax_merge_ent){r, (uint32_t)i});
-        }
-    }
-    while (hn) {
-        ax_merge_ent e = ax_merge_pop(heap, &hn);
-        uint32_t p = e.pos, q = next[p];
-        if (sym[p] < 0 || q == NONE) continue;
-        if (ax_hf_merge_lookup(h, sym[p], sym[q], &nw) != e.rank) continue; /* stale */
-        sym[p] = nw;
-        sym[q] = -1;
-        next[p] = next[q];
-        if (next[q] != NONE) prev[next[q]] = p;
-        uint32_t r;
-        if (prev[p] != NONE && (r = ax_hf_merge_lookup(h, sym[prev[p]], sym[p], &nw)) != UINT32_MAX)
-            ax_merge_push(heap, &hn, (ax_merge_ent){r, prev[p]});
-        if (next[p] != NONE && (r = ax_hf_merge_lookup(h, sym[p], sym[next[p]], &nw)) != UINT32_MAX)
-            ax_merge_push(heap, &hn, (ax_merge_ent){r, p});
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (sym[i] >= 0) sym[m++] = sym[i];
-    return m;
+    return ax_merge_apply(sym, n, c->links.p, c->heap.p, merge_rank, h);
 }
 
 /* length of the UTF-8 character at s[0] (1 for an ill-formed byte) */

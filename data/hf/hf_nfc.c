@@ -1,6 +1,7 @@
 /* NFC over UTF-8 (see hf_nfc.h): decode, decompose fully (tables + Hangul arithmetic), sort
  * marks by combining class, compose (primary composites + Hangul), encode. */
 #include "data/hf/hf_nfc.h"
+#include "lib/core/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -92,62 +93,6 @@ static size_t decompose(uint32_t cp, uint32_t *out, size_t o) {
     return o;
 }
 
-static size_t utf8_decode(const uint8_t *s, size_t n, size_t i, uint32_t *cp) {
-    uint8_t b = s[i];
-    size_t len;
-    uint32_t v, min;
-    if (b < 0x80) {
-        *cp = b;
-        return 1;
-    }
-    if (b >= 0xC2 && b <= 0xDF)
-        len = 2, v = b & 0x1F, min = 0x80;
-    else if (b >= 0xE0 && b <= 0xEF)
-        len = 3, v = b & 0x0F, min = 0x800;
-    else if (b >= 0xF0 && b <= 0xF4)
-        len = 4, v = b & 0x07, min = 0x10000;
-    else
-        goto raw;
-    if (i + len > n) goto raw;
-    for (size_t k = 1; k < len; k++) {
-        if ((s[i + k] & 0xC0) != 0x80) goto raw;
-        v = (v << 6) | (s[i + k] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) goto raw;
-    *cp = v;
-    return len;
-raw:
-    *cp = RAW | b;
-    return 1;
-}
-
-static size_t utf8_encode(uint32_t cp, uint8_t *o) {
-    if (cp & RAW) {
-        o[0] = (uint8_t)cp;
-        return 1;
-    }
-    if (cp < 0x80) {
-        o[0] = (uint8_t)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (uint8_t)(0xC0 | (cp >> 6));
-        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (uint8_t)(0xE0 | (cp >> 12));
-        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (uint8_t)(0xF0 | (cp >> 18));
-    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 int ax_hf_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *n_out) {
     *out = NULL;
     *n_out = 0;
@@ -158,8 +103,13 @@ int ax_hf_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *n_out) {
     size_t m = 0;
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        i += utf8_decode(s, n, i, &c);
+        size_t len = ax_utf8_decode(s + i, n - i, &c);
+        if (!len) { /* an ill-formed byte passes through as it is */
+            c = RAW | s[i];
+            len = 1;
+        }
         m = decompose(c, cp, m);
+        i += len;
     }
     /* canonical ordering: a stable insertion sort of each run of marks by class */
     for (size_t i = 1; i < m; i++) {
@@ -203,7 +153,11 @@ int ax_hf_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *n_out) {
         return 0;
     }
     size_t bl = 0;
-    for (size_t i = 0; i < o; i++) bl += utf8_encode(cp[i], b + bl);
+    for (size_t i = 0; i < o; i++)
+        if (cp[i] & RAW)
+            b[bl++] = (uint8_t)cp[i];
+        else
+            bl += ax_utf8_put(b + bl, cp[i]);
     free(cp);
     *out = b;
     *n_out = bl;

@@ -1,5 +1,6 @@
 /* Hand-compiled GPT-2 and Llama-3 pre-tokenizer regexes over UTF-8 (see hf_pretok.h). */
 #include "data/hf/hf_pretok.h"
+#include "lib/core/utf8.h"
 
 const char ax_hf_re_gpt2[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -40,37 +41,14 @@ enum { C_OTHER, C_LETTER, C_NUMBER, C_SPACE };
 /* Decodes the character at p[i] (i < n): its byte length, class and code point (cp is
  * UINT32_MAX for an ill-formed byte, which is one character of class other). */
 static size_t chr_at(const uint8_t *p, size_t n, size_t i, int *cls, uint32_t *cpo) {
-    uint8_t b = p[i];
-    uint32_t cp;
-    size_t len;
-    if (b < 0x80) {
-        cp = b;
-        len = 1;
-    } else {
-        uint32_t min;
-        if (b >= 0xC2 && b <= 0xDF) {
-            len = 2, cp = b & 0x1F, min = 0x80;
-        } else if (b >= 0xE0 && b <= 0xEF) {
-            len = 3, cp = b & 0x0F, min = 0x800;
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            len = 4, cp = b & 0x07, min = 0x10000;
-        } else {
-            goto bad;
-        }
-        if (i + len > n) goto bad;
-        for (size_t k = 1; k < len; k++) {
-            if ((p[i + k] & 0xC0) != 0x80) goto bad;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) goto bad;
+    size_t len = ax_utf8_decode(p + i, n - i, cpo);
+    if (!len) {
+        *cpo = UINT32_MAX;
+        *cls = C_OTHER;
+        return 1;
     }
-    *cpo = cp;
-    *cls = ax_hf_uspace(cp) ? C_SPACE : ax_hf_ucls(cp);
+    *cls = ax_hf_uspace(*cpo) ? C_SPACE : ax_hf_ucls(*cpo);
     return len;
-bad:
-    *cpo = UINT32_MAX;
-    *cls = C_OTHER;
-    return 1;
 }
 
 static inline int cls_at(const uint8_t *p, size_t n, size_t i, size_t *len) {

@@ -16,6 +16,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "data/tok_internal.h"
 #include "data/tokenizer.h"
 
 enum { AX_HF_META_NEVER = 0, AX_HF_META_ALWAYS = 1, AX_HF_META_FIRST = 2 };
@@ -107,14 +108,6 @@ void ax_hf_cache_free(ax_hf_cache *c);
 ax_status ax_hf_encode(const ax_tokenizer_t *t, ax_hf_cache *c, const uint8_t *p, size_t n,
                        int32_t **out, size_t *n_out);
 
-static inline uint64_t ax_hf_pair_key(int32_t a, int32_t b) {
-    return (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
-}
-static inline uint64_t ax_hf_pair_hash(uint64_t key) {
-    uint64_t x = key ^ (key >> 29);
-    x *= 0xbf58476d1ce4e5b9ULL;
-    return x ^ (x >> 32);
-}
 int32_t ax_hf_strmap_get(const ax_hf_strmap *m, const uint8_t *s, size_t n);
 /* room for n keys (0 on allocation failure); put keeps a pointer to the key, and returns 0
  * when the key is already there */
@@ -123,12 +116,8 @@ int ax_hf_strmap_put(ax_hf_strmap *m, const uint8_t *s, size_t n, int32_t id);
 void ax_hf_strmap_free(ax_hf_strmap *m);
 /* rank of merging (a, b) (UINT32_MAX if none) and the merged id */
 static inline uint32_t ax_hf_merge_lookup(const ax_hf *h, int32_t a, int32_t b, int32_t *nw) {
-    uint64_t key = ax_hf_pair_key(a, b);
-    for (uint64_t i = ax_hf_pair_hash(key) & h->mmask;; i = (i + 1) & h->mmask) {
-        if (h->mkeys[i] == key) {
-            *nw = h->mnew[i];
-            return h->mrank[i];
-        }
-        if (!h->mkeys[i]) return UINT32_MAX;
-    }
+    uint64_t j = ax_tok_pair_slot(h->mkeys, h->mmask, ax_tok_pair_key((uint32_t)a, (uint32_t)b));
+    if (!h->mkeys[j]) return UINT32_MAX;
+    *nw = h->mnew[j];
+    return h->mrank[j];
 }

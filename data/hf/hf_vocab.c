@@ -3,6 +3,7 @@
 #include "data/hf/hf_tok.h"
 #include "data/tok_internal.h"
 #include "lib/core/json.h"
+#include "lib/core/keyset.h"
 #include "lib/core/status.h"
 
 #include <stdio.h>
@@ -57,8 +58,7 @@ static int byte_token(const uint8_t *s, size_t l) {
 
 /* ---- string map ---- */
 int ax_hf_strmap_init(ax_hf_strmap *m, size_t n) {
-    uint64_t cap = 16;
-    while (cap < 2 * (uint64_t)n + 2) cap <<= 1;
+    uint64_t cap = ax_hash_slots((uint64_t)n + 1);
     m->mask = cap - 1;
     m->hash = calloc(cap, sizeof *m->hash);
     m->id = malloc(cap * sizeof *m->id);
@@ -72,12 +72,17 @@ void ax_hf_strmap_free(ax_hf_strmap *m) {
     free(m->key);
     free(m->key_len);
 }
+/* the slot of key s[0..n) (hash h): where it is, or the empty slot it would take */
+static uint64_t strmap_slot(const ax_hf_strmap *m, const uint8_t *s, size_t n, uint64_t h) {
+    uint64_t i = h & m->mask;
+    while (m->hash[i] && !(m->hash[i] == h && m->key_len[i] == n && !memcmp(m->key[i], s, n)))
+        i = (i + 1) & m->mask;
+    return i;
+}
 /* 0 if the key is already present */
 int ax_hf_strmap_put(ax_hf_strmap *m, const uint8_t *s, size_t n, int32_t id) {
-    uint64_t h = XXH3_64bits(s, n) | 1;
-    uint64_t i = h & m->mask;
-    for (; m->hash[i]; i = (i + 1) & m->mask)
-        if (m->hash[i] == h && m->key_len[i] == n && !memcmp(m->key[i], s, n)) return 0;
+    uint64_t h = XXH3_64bits(s, n) | 1, i = strmap_slot(m, s, n, h);
+    if (m->hash[i]) return 0;
     m->hash[i] = h;
     m->id[i] = id;
     m->key[i] = s;
@@ -85,10 +90,8 @@ int ax_hf_strmap_put(ax_hf_strmap *m, const uint8_t *s, size_t n, int32_t id) {
     return 1;
 }
 int32_t ax_hf_strmap_get(const ax_hf_strmap *m, const uint8_t *s, size_t n) {
-    uint64_t h = XXH3_64bits(s, n) | 1;
-    for (uint64_t i = h & m->mask; m->hash[i]; i = (i + 1) & m->mask)
-        if (m->hash[i] == h && m->key_len[i] == n && !memcmp(m->key[i], s, n)) return m->id[i];
-    return -1;
+    uint64_t i = strmap_slot(m, s, n, XXH3_64bits(s, n) | 1);
+    return m->hash[i] ? m->id[i] : -1;
 }
 
 void ax_hf_free(ax_hf *h) {
@@ -185,8 +188,7 @@ static int merge_sides(const ax_json *m, const char **a, size_t *al, const char 
 ax_status ax_hf_read_merges(ax_hf *h, const ax_json *merges, size_t total, const ax_hf_strings *s,
                             const char *path) {
     size_t nm = merges->n;
-    uint64_t cap = 16;
-    while (cap < 2 * (uint64_t)nm + 2) cap <<= 1;
+    uint64_t cap = ax_hash_slots((uint64_t)nm + 1);
     h->mmask = cap - 1;
     h->mkeys = calloc(cap, sizeof *h->mkeys);
     h->mrank = malloc(cap * sizeof *h->mrank);
@@ -222,9 +224,8 @@ ax_status ax_hf_read_merges(ax_hf *h, const ax_json *merges, size_t total, const
                            path, i, (int)al, a, (int)bl, b);
             break;
         }
-        uint64_t key = ax_hf_pair_key(ia, ib);
-        uint64_t j = ax_hf_pair_hash(key) & h->mmask;
-        while (h->mkeys[j] && h->mkeys[j] != key) j = (j + 1) & h->mmask;
+        uint64_t key = ax_tok_pair_key((uint32_t)ia, (uint32_t)ib);
+        uint64_t j = ax_tok_pair_slot(h->mkeys, h->mmask, key);
         if (h->mkeys[j]) continue; /* a repeated pair keeps its first (best) rank */
         h->mkeys[j] = key;
         h->mrank[j] = (uint32_t)i;

@@ -188,33 +188,24 @@ static ax_status check_args(const char *dir, long step, const ax_ckpt_write_args
 static void write_manifest_json(ax_jw *w, long step, const ax_ckpt_write_args *a,
                                 const shard_rec *sh, int nsh) {
     ax_jw_obj_begin(w);
-    ax_jw_key(w, "format");
-    ax_jw_str(w, CKPT_FORMAT);
-    ax_jw_key(w, "version");
-    ax_jw_int(w, CKPT_VERSION);
-    ax_jw_key(w, "step");
-    ax_jw_int(w, step);
-    ax_jw_key(w, "grid");
-    ax_jw_str(w, a->grid ? a->grid : "1x1x1x1");
-    ax_jw_key(w, "config");
-    ax_jw_raw(w, a->config_json ? a->config_json : "{}");
-    ax_jw_key(w, "state");
-    ax_jw_raw(w, a->state_json ? a->state_json : "{}");
+    ax_jw_key(w, "format"), ax_jw_str(w, CKPT_FORMAT);
+    ax_jw_key(w, "version"), ax_jw_int(w, CKPT_VERSION);
+    ax_jw_key(w, "step"), ax_jw_int(w, step);
+    ax_jw_key(w, "grid"), ax_jw_str(w, a->grid ? a->grid : "1x1x1x1");
+    ax_jw_key(w, "config"), ax_jw_raw(w, a->config_json ? a->config_json : "{}");
+    ax_jw_key(w, "state"), ax_jw_raw(w, a->state_json ? a->state_json : "{}");
     ax_jw_key(w, "tensors");
     ax_jw_arr_begin(w);
     for (int i = 0; i < a->n_tensors; i++) {
         const ax_tensor_info *t = &a->tensors[i];
         ax_jw_obj_begin(w);
-        ax_jw_key(w, "name");
-        ax_jw_str(w, t->name);
+        ax_jw_key(w, "name"), ax_jw_str(w, t->name);
         ax_jw_key(w, "shape");
         ax_jw_arr_begin(w);
         for (int d = 0; d < t->ndim; d++) ax_jw_int(w, t->shape[d]);
         ax_jw_arr_end(w);
-        ax_jw_key(w, "offset");
-        ax_jw_int(w, t->offset);
-        ax_jw_key(w, "numel");
-        ax_jw_int(w, t->numel);
+        ax_jw_key(w, "offset"), ax_jw_int(w, t->offset);
+        ax_jw_key(w, "numel"), ax_jw_int(w, t->numel);
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);
@@ -224,20 +215,13 @@ static void write_manifest_json(ax_jw *w, long step, const ax_ckpt_write_args *a
         char hex[24];
         snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)sh[i].xxh);
         ax_jw_obj_begin(w);
-        ax_jw_key(w, "blob");
-        ax_jw_str(w, a->blobs[sh[i].blob].name);
-        ax_jw_key(w, "file");
-        ax_jw_str(w, sh[i].file);
-        ax_jw_key(w, "offset");
-        ax_jw_int(w, sh[i].offset);
-        ax_jw_key(w, "count");
-        ax_jw_int(w, sh[i].count);
-        ax_jw_key(w, "bytes");
-        ax_jw_int(w, sh[i].count * (int64_t)sizeof(float));
-        ax_jw_key(w, "zbytes");
-        ax_jw_uint(w, sh[i].zbytes);
-        ax_jw_key(w, "xxh3");
-        ax_jw_str(w, hex);
+        ax_jw_key(w, "blob"), ax_jw_str(w, a->blobs[sh[i].blob].name);
+        ax_jw_key(w, "file"), ax_jw_str(w, sh[i].file);
+        ax_jw_key(w, "offset"), ax_jw_int(w, sh[i].offset);
+        ax_jw_key(w, "count"), ax_jw_int(w, sh[i].count);
+        ax_jw_key(w, "bytes"), ax_jw_int(w, sh[i].count * (int64_t)sizeof(float));
+        ax_jw_key(w, "zbytes"), ax_jw_uint(w, sh[i].zbytes);
+        ax_jw_key(w, "xxh3"), ax_jw_str(w, hex);
         ax_jw_obj_end(w);
     }
     ax_jw_arr_end(w);
@@ -502,20 +486,31 @@ static int64_t mget_int(const ax_json *o, const char *key, const char *mpath, ax
     return x;
 }
 
-static ax_status parse_tensors(ax_ckpt_t *c, const ax_json *arr, const char *mp) {
+/* A zeroed record of `size` bytes for each of at most CKPT_MAX_ENTRIES entries of arr, which
+ * the manifest calls `what` ("tensors") */
+static ax_status alloc_entries(const ax_json *arr, const char *what, size_t size, const char *mp,
+                               void **out) {
     if (arr->n > CKPT_MAX_ENTRIES)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: %zu tensors is more than %d; %s", mp, arr->n,
+        return ax_errorf(AX_ERR_CORRUPT, "%s: %zu %s is more than %d; %s", mp, arr->n, what,
                          CKPT_MAX_ENTRIES, DAMAGED);
+    *out = calloc(arr->n ? arr->n : 1, size);
+    return *out ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", mp);
+}
+
+/* entry i of arr when it is an object; else AX_ERR_CORRUPT naming it */
+static ax_status entry_object(const ax_json *arr, const char *what, size_t i, const char *mp) {
+    if (arr->items[i]->type == AX_JSON_OBJ) return AX_OK;
+    return ax_errorf(AX_ERR_CORRUPT, "%s: %s[%zu] is not an object; %s", mp, what, i, DAMAGED);
+}
+
+static ax_status parse_tensors(ax_ckpt_t *c, const ax_json *arr, const char *mp) {
+    AX_CHECK(alloc_entries(arr, "tensors", sizeof *c->tensors, mp, (void **)&c->tensors));
     c->n_tensors = (int)arr->n;
-    c->tensors = calloc(arr->n ? arr->n : 1, sizeof *c->tensors);
-    if (!c->tensors) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", mp);
     ax_status st = AX_OK;
     for (size_t i = 0; i < arr->n && st == AX_OK; i++) {
         const ax_json *o = arr->items[i];
         ax_tensor_info *t = &c->tensors[i];
-        if (o->type != AX_JSON_OBJ)
-            return ax_errorf(AX_ERR_CORRUPT, "%s: tensors[%zu] is not an object; %s", mp, i,
-                             DAMAGED);
+        AX_CHECK(entry_object(arr, "tensors", i, mp));
         const ax_json *name = mget(o, "name", AX_JSON_STR, mp, &st);
         const ax_json *shape = mget(o, "shape", AX_JSON_ARR, mp, &st);
         t->offset = mget_int(o, "offset", mp, &st);
@@ -553,18 +548,12 @@ static int plain_file_name(const char *s) {
 }
 
 static ax_status parse_shards(ax_ckpt_t *c, const ax_json *arr, const char *mp) {
-    if (arr->n > CKPT_MAX_ENTRIES)
-        return ax_errorf(AX_ERR_CORRUPT, "%s: %zu shards is more than %d; %s", mp, arr->n,
-                         CKPT_MAX_ENTRIES, DAMAGED);
-    c->shards = calloc(arr->n ? arr->n : 1, sizeof *c->shards);
-    if (!c->shards) return ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", mp);
+    AX_CHECK(alloc_entries(arr, "shards", sizeof *c->shards, mp, (void **)&c->shards));
     for (size_t i = 0; i < arr->n; i++) {
         const ax_json *o = arr->items[i];
         shard_info *s = &c->shards[i];
         ax_status st = AX_OK;
-        if (o->type != AX_JSON_OBJ)
-            return ax_errorf(AX_ERR_CORRUPT, "%s: shards[%zu] is not an object; %s", mp, i,
-                             DAMAGED);
+        AX_CHECK(entry_object(arr, "shards", i, mp));
         const ax_json *blob = mget(o, "blob", AX_JSON_STR, mp, &st);
         const ax_json *file = mget(o, "file", AX_JSON_STR, mp, &st);
         s->offset = mget_int(o, "offset", mp, &st);

@@ -166,27 +166,9 @@ int ax_parse_size(const char *s, uint64_t *out) {
     errno = 0;
     unsigned long long v = strtoull(s, NULL, 10);
     if (errno == ERANGE) return -1;
-    int shift = 0;
-    switch (s[i]) {
-    case 'k':
-    case 'K':
-        shift = 10;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        break;
-    case 't':
-    case 'T':
-        shift = 40;
-        break;
-    default:
-        break;
-    }
+    static const char units[] = "kKmMgGtT"; /* either case: 2^10, 2^20, 2^30, 2^40 */
+    const char *unit = s[i] ? strchr(units, s[i]) : NULL;
+    int shift = unit ? 10 * (1 + (int)(unit - units) / 2) : 0;
     if (shift) {
         i++;
         if (s[i] == 'i' && s[i + 1] == 'B')

@@ -84,21 +84,8 @@ static ax_status unknown_name(const ax_cfg_table *t, const char *name, const cha
 }
 
 static const char *type_word(ax_cfg_type t) {
-    switch (t) {
-    case AX_CFG_INT:
-        return "int";
-    case AX_CFG_FLOAT:
-        return "float";
-    case AX_CFG_STR:
-        return "string";
-    case AX_CFG_BOOL:
-        return "bool";
-    case AX_CFG_STRLIST:
-        return "string";
-    case AX_CFG_CHOICE:
-        return "word";
-    }
-    return "?";
+    static const char *const words[] = {"int", "float", "string", "bool", "string", "word"};
+    return t <= AX_CFG_CHOICE ? words[t] : "?";
 }
 
 static ax_status range_error(const ax_cfg_entry *e, const char *value, const char *where,
@@ -375,10 +362,6 @@ ax_status ax_cfg_load_file(const ax_cfg_table *t, void *obj, const char *path, u
     return st;
 }
 
-static int is_help(const char *a) {
-    return !strcmp(a, "-h") || !strcmp(a, "--help");
-}
-
 static int is_flag(const char *a) {
     return a[0] == '-' && a[1] == '-';
 }
@@ -484,7 +467,7 @@ ax_status ax_cfg_parse_argv(const ax_cfg_table *t, void *obj, int argc, char **a
     cmd_name(t, cmd, sizeof cmd);
     if (help) *help = 0;
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (is_help(argv[i])) {
+        if (ax_cli_is_help(argv[i])) {
             if (help) *help = 1;
             return AX_OK;
         }

@@ -80,45 +80,6 @@ void ax_jw_arr_end(ax_jw *w) {
     jw_close(w, ']');
 }
 
-int ax_utf8_next(const char *s, size_t n, size_t *len) {
-    const unsigned char *u = (const unsigned char *)s;
-    unsigned char c = u[0], lo = 0x80, hi = 0xBF;
-    size_t need;
-    if (c < 0x80) {
-        *len = 1;
-        return 1;
-    }
-    /* Unicode Table 3-7: the second byte's range excludes overlongs (E0, F0), surrogates
-     * (ED) and code points past U+10FFFF (F4); C0, C1 and F5..FF never start a character */
-    if (c >= 0xC2 && c <= 0xDF)
-        need = 1;
-    else if (c == 0xE0)
-        need = 2, lo = 0xA0;
-    else if (c == 0xED)
-        need = 2, hi = 0x9F;
-    else if (c >= 0xE1 && c <= 0xEF)
-        need = 2;
-    else if (c == 0xF0)
-        need = 3, lo = 0x90;
-    else if (c == 0xF4)
-        need = 3, hi = 0x8F;
-    else if (c >= 0xF1 && c <= 0xF3)
-        need = 3;
-    else {
-        *len = 1;
-        return 0;
-    }
-    for (size_t i = 1; i <= need; i++) {
-        if (i >= n || u[i] < lo || u[i] > hi) { /* s[0..i) is the maximal subpart */
-            *len = i;
-            return 0;
-        }
-        lo = 0x80, hi = 0xBF;
-    }
-    *len = need + 1;
-    return 1;
-}
-
 size_t ax_utf8_clip(const char *s, size_t n, size_t *off) {
     const unsigned char *u = (const unsigned char *)s;
     size_t a = 0;
@@ -135,6 +96,9 @@ size_t ax_utf8_clip(const char *s, size_t n, size_t *off) {
     *off = a;
     return b - a;
 }
+
+/* the characters JSON escapes with a letter, and the letters (others below 0x20: \u00XX) */
+static const char ESC_RAW[] = "\"\\\n\r\t\b\f", ESC_CODE[] = "\"\\nrtbf";
 
 static void jw_escaped(ax_jw *w, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
@@ -157,37 +121,9 @@ static void jw_escaped(ax_jw *w, const char *s, size_t n) {
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         jw_put(w, s + run, i - run);
         run = i + 1;
-        char e[6] = {'\\', 0};
-        switch (c) {
-        case '"':
-            e[1] = '"';
-            break;
-        case '\\':
-            e[1] = '\\';
-            break;
-        case '\n':
-            e[1] = 'n';
-            break;
-        case '\r':
-            e[1] = 'r';
-            break;
-        case '\t':
-            e[1] = 't';
-            break;
-        case '\b':
-            e[1] = 'b';
-            break;
-        case '\f':
-            e[1] = 'f';
-            break;
-        default:
-            memcpy(e + 1, "u00", 3);
-            e[4] = hex[c >> 4];
-            e[5] = hex[c & 15];
-            jw_put(w, e, 6);
-            continue;
-        }
-        jw_put(w, e, 2);
+        const char *k = memchr(ESC_RAW, c, sizeof ESC_RAW - 1);
+        char e[6] = {'\\', k ? ESC_CODE[k - ESC_RAW] : 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        jw_put(w, e, k ? 2 : 6);
     }
     jw_put(w, s + run, n - run);
     jw_putc(w, '"');
@@ -211,16 +147,14 @@ void ax_jw_strn(ax_jw *w, const char *s, size_t n) {
 
 void ax_jw_int(ax_jw *w, long long v) {
     char b[32];
-    int n = snprintf(b, sizeof b, "%lld", v);
-    jw_pre(w);
-    jw_put(w, b, (size_t)n);
+    snprintf(b, sizeof b, "%lld", v);
+    ax_jw_raw(w, b);
 }
 
 void ax_jw_uint(ax_jw *w, unsigned long long v) {
     char b[32];
-    int n = snprintf(b, sizeof b, "%llu", v);
-    jw_pre(w);
-    jw_put(w, b, (size_t)n);
+    snprintf(b, sizeof b, "%llu", v);
+    ax_jw_raw(w, b);
 }
 
 void ax_jw_num(ax_jw *w, double v) {
@@ -230,26 +164,19 @@ void ax_jw_num(ax_jw *w, double v) {
     }
     /* shortest of %.15g/%.16g/%.17g that reads back exactly: 0.1 stays "0.1" */
     char b[40];
-    int n = 0;
     for (int prec = 15; prec <= 17; prec++) {
-        n = snprintf(b, sizeof b, "%.*g", prec, v);
+        snprintf(b, sizeof b, "%.*g", prec, v);
         if (strtod(b, NULL) == v) break;
     }
-    jw_pre(w);
-    jw_put(w, b, (size_t)n);
+    ax_jw_raw(w, b);
 }
 
 void ax_jw_bool(ax_jw *w, int v) {
-    jw_pre(w);
-    if (v)
-        jw_put(w, "true", 4);
-    else
-        jw_put(w, "false", 5);
+    ax_jw_raw(w, v ? "true" : "false");
 }
 
 void ax_jw_null(ax_jw *w) {
-    jw_pre(w);
-    jw_put(w, "null", 4);
+    ax_jw_raw(w, "null");
 }
 
 void ax_jw_raw(ax_jw *w, const char *json) {
@@ -313,28 +240,8 @@ static long jp_hex4(const jp *p, size_t i) {
     return v;
 }
 
-static size_t utf8_put(char *o, unsigned long cp) {
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
+/* the escapes with a letter (or the character itself) and what they stand for */
+static const char UNESC_CODE[] = "\"\\/bfnrt", UNESC_RAW[] = "\"\\/\b\f\n\r\t";
 
 /* p->i is at the opening quote. Pass 1 finds the end and validates; pass 2 decodes escapes
  * (skipped when there are none). Decoded text is never longer than the raw text. */
@@ -370,60 +277,36 @@ static ax_status jp_string(jp *p, char **out, size_t *out_len) {
                 continue;
             }
             char e = p->s[k + 1];
+            const char *simple = e ? strchr(UNESC_CODE, e) : NULL;
             k += 2;
-            switch (e) {
-            case '"':
-                o[n++] = '"';
-                break;
-            case '\\':
-                o[n++] = '\\';
-                break;
-            case '/':
-                o[n++] = '/';
-                break;
-            case 'b':
-                o[n++] = '\b';
-                break;
-            case 'f':
-                o[n++] = '\f';
-                break;
-            case 'n':
-                o[n++] = '\n';
-                break;
-            case 'r':
-                o[n++] = '\r';
-                break;
-            case 't':
-                o[n++] = '\t';
-                break;
-            case 'u': {
-                long cp = k + 4 <= i ? jp_hex4(p, k) : -1;
-                if (cp < 0) {
-                    free(o);
-                    return jp_err(p, k - 2, "bad \\u escape (needs 4 hex digits)");
-                }
-                k += 4;
-                if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    long lo = (k + 6 <= i && p->s[k] == '\\' && p->s[k + 1] == 'u')
-                                  ? jp_hex4(p, k + 2)
-                                  : -1;
-                    if (lo >= 0xDC00 && lo <= 0xDFFF) {
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                        k += 6;
-                    } else {
-                        cp = 0xFFFD; /* lone high surrogate: real corpora have them */
-                    }
-                } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                    cp = 0xFFFD; /* lone low surrogate */
-                }
-                /* at most 4 output bytes for 6 or 12 input bytes: stays within raw */
-                n += utf8_put(o + n, (unsigned long)cp);
-                break;
+            if (simple) {
+                o[n++] = UNESC_RAW[simple - UNESC_CODE];
+                continue;
             }
-            default:
+            if (e != 'u') {
                 free(o);
                 return jp_err(p, k - 2, "unknown escape in string");
             }
+            long cp = k + 4 <= i ? jp_hex4(p, k) : -1;
+            if (cp < 0) {
+                free(o);
+                return jp_err(p, k - 2, "bad \\u escape (needs 4 hex digits)");
+            }
+            k += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                long lo =
+                    (k + 6 <= i && p->s[k] == '\\' && p->s[k + 1] == 'u') ? jp_hex4(p, k + 2) : -1;
+                if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    k += 6;
+                } else {
+                    cp = 0xFFFD; /* lone high surrogate: real corpora have them */
+                }
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                cp = 0xFFFD; /* lone low surrogate */
+            }
+            /* at most 4 output bytes for 6 or 12 input bytes: stays within raw */
+            n += ax_utf8_put((uint8_t *)o + n, (uint32_t)cp);
         }
     }
     o[n] = 0;
@@ -660,21 +543,9 @@ const ax_json *ax_json_get(const ax_json *obj, const char *key) {
 }
 
 const char *ax_json_type_name(ax_json_type t) {
-    switch (t) {
-    case AX_JSON_NULL:
-        return "null";
-    case AX_JSON_BOOL:
-        return "a boolean";
-    case AX_JSON_NUM:
-        return "a number";
-    case AX_JSON_STR:
-        return "a string";
-    case AX_JSON_ARR:
-        return "an array";
-    case AX_JSON_OBJ:
-        return "an object";
-    }
-    return "?";
+    static const char *const names[] = {"null",     "a boolean", "a number",
+                                        "a string", "an array",  "an object"};
+    return t <= AX_JSON_OBJ ? names[t] : "?";
 }
 
 static ax_status get_typed(const ax_json *obj, const char *key, const char *what, ax_json_type t,

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/core/status.h"
+#include "lib/core/utf8.h"
 
 /* ---- writer ----
  * Commas and nesting are tracked for you: ax_jw_key("x"); ax_jw_int(3); ... */
@@ -39,10 +40,7 @@ void ax_jw_raw(ax_jw *w, const char *json); /* a pre-serialised value */
 /* the text so far (NUL-terminated); NULL if an allocation failed */
 const char *ax_jw_text(const ax_jw *w);
 
-/* ---- UTF-8 ----
- * 1 if s[0..n) starts with a well-formed UTF-8 character, its byte length in *len; else 0 and
- * *len = the bytes of the maximal ill-formed subpart (>= 1) that one U+FFFD replaces. n >= 1. */
-int ax_utf8_next(const char *s, size_t n, size_t *len);
+/* ---- UTF-8 (lib/core/utf8.h: ax_utf8_next, ax_utf8_decode, ax_utf8_put) ---- */
 /* The part of s[0..n) between character boundaries: skips continuation bytes at the start
  * (a character cut at its beginning) and drops an incomplete sequence at the end (cut at its
  * end). Sets *off and returns the length kept; bytes inside are not checked. */

@@ -32,6 +32,12 @@ static void write_dataset(const char *path, uint32_t vocab, int n_docs) {
     cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
 }
 
+/* The bytes (*n of them) of a fresh 20-document dataset of vocabulary 4096 written at path */
+static uint8_t *dataset_bytes(const char *path, size_t *n) {
+    write_dataset(path, 4096, 20);
+    return td_read(path, n);
+}
+
 static void check_dataset(const char *path, uint32_t vocab, int n_docs) {
     ax_axd_t *d;
     cr_assert_eq(ax_axd_open(path, 1, &d), AX_OK, "%s", ax_error_msg());
@@ -171,9 +177,8 @@ Test(axd, rejects_damaged_files) {
     char good[256], bad[256];
     td_tmp(good, sizeof good, "good.axd");
     td_tmp(bad, sizeof bad, "bad.axd");
-    write_dataset(good, 4096, 20);
     size_t n;
-    uint8_t *b = td_read(good, &n);
+    uint8_t *b = dataset_bytes(good, &n);
     uint8_t *c = malloc(n + 16);
 
     expect_reject(bad, b, n - 3, "truncated"); /* truncated payload */
@@ -234,9 +239,8 @@ Test(axd, rejects_token_outside_vocab) {
     char good[256], bad[256];
     td_tmp(good, sizeof good, "good.axd");
     td_tmp(bad, sizeof bad, "bad.axd");
-    write_dataset(good, 4096, 20);
     size_t n;
-    uint8_t *c = td_read(good, &n);
+    uint8_t *c = dataset_bytes(good, &n);
     uint16_t big = 5000; /* vocab 4096, 2-byte tokens: the last token */
     memcpy(c + n - 2, &big, 2);
     uint64_t h = XXH3_64bits(c + 64, n - 64);
@@ -254,9 +258,8 @@ Test(axd, reads_version_1) {
     char v2[256], v1[256];
     td_tmp(v2, sizeof v2, "v2.axd");
     td_tmp(v1, sizeof v1, "v1.axd");
-    write_dataset(v2, 4096, 20);
     size_t n;
-    uint8_t *c = td_read(v2, &n);
+    uint8_t *c = dataset_bytes(v2, &n);
     uint8_t *o = malloc(n);
     memcpy(o, c, 48);
     uint32_t one = 1;
@@ -421,9 +424,8 @@ Test(axd, inputs_big_file_pieces_encode_like_whole) {
 
 /* good.axd with one payload byte flipped: valid header, wrong payload checksum */
 static void write_flipped(const char *good, const char *bad) {
-    write_dataset(good, 4096, 20);
     size_t n;
-    uint8_t *c = td_read(good, &n);
+    uint8_t *c = dataset_bytes(good, &n);
     c[n - 7] ^= 0x01;
     cr_assert(td_write(bad, c, n));
     free(c);

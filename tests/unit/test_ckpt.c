@@ -51,10 +51,15 @@ static ax_status write_step(long step) {
 }
 
 static void step_path(char *out, size_t size, long step, const char *file) {
-    if (file)
-        snprintf(out, size, "%s/step-%06ld/%s", g_dir, step, file);
-    else
-        snprintf(out, size, "%s/step-%06ld", g_dir, step);
+    snprintf(out, size, "%s/step-%06ld%s%s", g_dir, step, file ? "/" : "", file ? file : "");
+}
+
+/* the text of step's manifest (its path into p[256]) */
+static char *read_manifest(long step, char *p, size_t *len) {
+    char *text;
+    step_path(p, 256, step, "manifest.json");
+    cr_assert_eq(ax_read_file(p, &text, len), AX_OK);
+    return text;
 }
 
 static ax_ckpt_t *open_ok(long step) {
@@ -68,11 +73,8 @@ static ax_ckpt_t *open_ok(long step) {
 /* replaces the first `from` in step's manifest with `to` */
 static void edit_manifest(long step, const char *from, const char *to) {
     char p[256];
-    step_path(p, sizeof p, step, "manifest.json");
-    char *text;
     size_t len;
-    cr_assert_eq(ax_read_file(p, &text, &len), AX_OK);
-    char *at = strstr(text, from);
+    char *text = read_manifest(step, p, &len), *at = strstr(text, from);
     cr_assert_not_null(at, "%s not in manifest", from);
     char *out = malloc(len + strlen(to) + 1);
     size_t pre = (size_t)(at - text);
@@ -159,10 +161,9 @@ Test(ckpt, round_trip_and_ranges) {
 
 Test(ckpt, manifest_fields) {
     cr_assert_eq(write_step(1), AX_OK, "%s", ax_error_msg());
-    char p[256], *text;
+    char p[256];
     size_t len;
-    step_path(p, sizeof p, 1, "manifest.json");
-    cr_assert_eq(ax_read_file(p, &text, &len), AX_OK);
+    char *text = read_manifest(1, p, &len);
     ax_json *m;
     cr_assert_eq(ax_json_parse(text, len, p, &m), AX_OK);
     const char *fmt;
@@ -311,10 +312,9 @@ Test(ckpt, rejects_flipped_byte) {
 Test(ckpt, rejects_checksum_mismatch) {
     cr_assert_eq(write_step(3), AX_OK, "%s", ax_error_msg());
     /* data intact, recorded hash wrong: only our XXH3 can notice */
-    char p[256], *text;
+    char p[256];
     size_t len;
-    step_path(p, sizeof p, 3, "manifest.json");
-    cr_assert_eq(ax_read_file(p, &text, &len), AX_OK);
+    char *text = read_manifest(3, p, &len);
     char *x = strstr(text, "\"xxh3\":\"0x") + 10;
     x[0] = x[0] == 'a' ? 'b' : 'a';
     cr_assert_eq(ax_write_file(p, text, len), AX_OK);

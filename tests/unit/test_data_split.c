@@ -68,14 +68,25 @@ static void mk_paths(paths *p, const char *tag) {
     td_tmp(p->ho, sizeof p->ho, b);
 }
 
+/* the paths of `tag` and its input: NDOCS random documents drawn with seed */
+static void setup(paths *p, const char *tag, int32_t docs[NDOCS][DOCLEN], uint64_t seed) {
+    random_docs(docs, seed);
+    mk_paths(p, tag);
+    write_axd(p->in, docs);
+}
+
+static void rm_paths(const paths *p) {
+    remove(p->in);
+    remove(p->tr);
+    remove(p->ho);
+}
+
 static const ax_split_config CFG = {.holdout = 0.25, .seed = 7, .ngram = 13, .max_memory = 0};
 
 Test(data_split, fraction_partition_and_mode) {
     static int32_t docs[NDOCS][DOCLEN];
-    random_docs(docs, 1);
     paths p;
-    mk_paths(&p, "part");
-    write_axd(p.in, docs);
+    setup(&p, "part", docs, 1);
     ax_split_result r;
     cr_assert_eq(ax_data_split(p.in, p.tr, p.ho, &CFG, &r), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(r.drawn_docs, 10); /* round(0.25 * 40) */
@@ -115,18 +126,14 @@ Test(data_split, fraction_partition_and_mode) {
     cr_assert_eq(ax_json_get(ax_json_get(j, "dropped"), "docs")->num, 0);
     ax_json_free(j);
     ax_jw_free(&w);
-    remove(p.in);
-    remove(p.tr);
-    remove(p.ho);
+    rm_paths(&p);
 }
 
 Test(data_split, same_seed_same_split_other_seed_other_split) {
     static int32_t docs[NDOCS][DOCLEN];
-    random_docs(docs, 2);
     paths p, q;
-    mk_paths(&p, "seedA");
+    setup(&p, "seedA", docs, 2);
     mk_paths(&q, "seedB");
-    write_axd(p.in, docs);
     ax_split_result r;
     cr_assert_eq(ax_data_split(p.in, p.tr, p.ho, &CFG, &r), AX_OK);
     cr_assert_eq(ax_data_split(p.in, q.tr, q.ho, &CFG, &r), AX_OK);
@@ -148,19 +155,15 @@ Test(data_split, same_seed_same_split_other_seed_other_split) {
     match_docs(q.ho, docs, w2, &n_2);
     cr_assert_eq(n_1, n_2);
     cr_assert(memcmp(w1, w2, sizeof(int) * (size_t)n_1) != 0, "seed 8 drew seed 7's documents");
-    remove(p.in);
-    remove(p.tr);
-    remove(p.ho);
+    rm_paths(&p);
     remove(q.tr);
     remove(q.ho);
 }
 
 Test(data_split, planted_overlap_is_dropped_and_disjoint_kept) {
     static int32_t docs[NDOCS][DOCLEN];
-    random_docs(docs, 3);
     paths p;
-    mk_paths(&p, "plant");
-    write_axd(p.in, docs);
+    setup(&p, "plant", docs, 3);
     ax_split_result r;
     /* first learn which documents the seed holds out (the draw depends on the seed and the
      * document count only), then plant copies into them */
@@ -208,17 +211,13 @@ Test(data_split, planted_overlap_is_dropped_and_disjoint_kept) {
     c12.ngram = 12;
     cr_assert_eq(ax_data_split(p.in, p.tr, p.ho, &c12, &r), AX_OK);
     cr_assert_eq(r.dropped_docs, 3);
-    remove(p.in);
-    remove(p.tr);
-    remove(p.ho);
+    rm_paths(&p);
 }
 
 Test(data_split, bad_requests_write_nothing) {
     static int32_t docs[NDOCS][DOCLEN];
-    random_docs(docs, 4);
     paths p;
-    mk_paths(&p, "bad");
-    write_axd(p.in, docs);
+    setup(&p, "bad", docs, 4);
     ax_split_result r;
     ax_split_config c = CFG;
     c.holdout = 0;
