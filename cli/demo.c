@@ -29,7 +29,7 @@ static const ax_cfg_entry entries[] = {
     AX_CFG_OUT_ENTRY(F, "runs/demo", "output folder (a rerun resumes where the last one stopped)"),
     {"corpus", AX_CFG_STR, F(corpus), "data/corpus/kjv.jsonl", 1, 0,
      "JSONL corpus (one document per line, \"text\" field)"},
-    {"mitigations", AX_CFG_STR, F(mitigations), "none,goldfish:hash:k=4,h=13,dedup:50,dp:eps=8", 1,
+    {"mitigations", AX_CFG_STR, F(mitigations), "none,goldfish:hash:k=4,h=13,dedup:8,dp:eps=8", 1,
      0, "the models to train and compare, as `axmem study --mitigations`"},
     {"steps", AX_CFG_INT, F(steps_n), "300", 1, 1e7, "training steps per model"},
     {"docs", AX_CFG_INT, F(docs_n), "32", 1, 500,
@@ -62,7 +62,7 @@ static const ax_cfg_table table = {
         "     DIR/secrets.json, mode 0600);\n"
         "  4. trains a model per mitigation for many epochs on the members (one document per\n"
         "     sequence, the same seed, steps and shape), validating on the held-out set: a\n"
-        "     baseline, goldfish loss (hash:k=4,h=13), the members deduplicated (dedup:50)\n"
+        "     baseline, goldfish loss (hash:k=4,h=13), the members deduplicated (dedup:8)\n"
         "     and DP-SGD (dp:eps=8, delta 1e-5);\n"
         "  5. indexes the training set (memscan index) and probes every model: 32-token\n"
         "     prefix -> greedy 32-token suffix, exact match (memscan probe), and free\n"
