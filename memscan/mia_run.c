@@ -127,19 +127,12 @@ static void tpr_json(ax_jw *w, const char *key, double fpr, double tpr, long nn)
 static void metric_json(ax_jw *w, const ax_mia_metrics *m) {
     ax_jw_obj_begin(w);
     ax_jw_key(w, "auc"), ax_jw_num(w, m->auc);
-    ax_jw_key(w, "auc_ci95");
-    ax_jw_arr_begin(w);
-    ax_jw_num(w, m->auc_lo), ax_jw_num(w, m->auc_hi);
-    ax_jw_arr_end(w);
+    ax_ms_json_pair(w, "auc_ci95", m->auc_lo, m->auc_hi);
     tpr_json(w, "tpr_at_fpr_0.001", 0.001, m->tpr_at_0_1, m->nn);
     tpr_json(w, "tpr_at_fpr_0.01", 0.01, m->tpr_at_1, m->nn);
     ax_jw_key(w, "roc"); /* [fpr, tpr] pairs from (0,0) to (1,1) */
     ax_jw_arr_begin(w);
-    for (long i = 0; i < m->n_roc; i++) {
-        ax_jw_arr_begin(w);
-        ax_jw_num(w, m->roc[i].fpr), ax_jw_num(w, m->roc[i].tpr);
-        ax_jw_arr_end(w);
-    }
+    for (long i = 0; i < m->n_roc; i++) ax_ms_json_pair(w, NULL, m->roc[i].fpr, m->roc[i].tpr);
     ax_jw_arr_end(w);
 }
 
@@ -189,12 +182,8 @@ static void model_free_json(ax_jw *w, const ax_mia_result *r, const ax_ms_mia_su
 static ax_status write_outputs(const ax_ms_mia_opts *fl, const ax_ms_model *mm,
                                const ax_ms_model *ref, const ax_axd_t *mem, const ax_axd_t *non,
                                const ax_mia_result *r, ax_ms_mia_summary *sum) {
-    char scan[AX_MS_PATH_MAX], samples[AX_MS_PATH_MAX];
-    AX_CHECK(ax_mkdir_p(fl->out));
-    snprintf(scan, sizeof scan, "%s/mia.json", fl->out);
-    snprintf(samples, sizeof samples, "%s/mia.samples.jsonl", fl->out);
     ax_ms_scan_out so;
-    ax_status st = ax_ms_scan_out_open(&so, scan, samples);
+    ax_status st = ax_ms_scan_out_open_in(&so, fl->out, "mia");
     if (st == AX_OK) st = write_samples(r, &so);
     ax_jw w;
     ax_jw_init(&w);
@@ -239,17 +228,7 @@ static ax_status write_outputs(const ax_ms_mia_opts *fl, const ax_ms_model *mm,
     ax_jw_obj_end(&w);
     metrics_json(&w, r);
     model_free_json(&w, r, sum);
-    if (st == AX_OK) ax_ms_scan_out_record(&so, &w);
-    ax_jw_obj_end(&w);
-    if (st == AX_OK) st = ax_ms_scan_out_commit(&so, &w);
-    ax_ms_scan_out_close(&so);
-    ax_jw_free(&w);
-    if (st == AX_OK) {
-        sum->written = 1;
-        snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
-        snprintf(sum->samples_path, sizeof sum->samples_path, "%s", so.samples);
-    }
-    return st;
+    return ax_ms_scan_out_finish(&so, &w, st, &sum->written, sum->scan, sum->samples_path);
 }
 
 static ax_status check_vocab(const char *flag, const char *path, const ax_axd_t *ds,
