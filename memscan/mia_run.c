@@ -77,6 +77,33 @@ static void ds_block(ax_jw *w, const char *key, const char *path, const ax_axd_t
     ax_jw_obj_end(w);
 }
 
+/* "needs >= 1000 non-members to resolve 0.1% FPR; have 38" into buf for a rate the
+ * non-members cannot resolve; 0 (buf empty) when they can */
+static int tpr_note(double fpr, long nonmembers, char *buf, size_t n) {
+    long need = ax_fpr_min_nonmembers(fpr);
+    buf[0] = '\0';
+    if (nonmembers >= need) return 0;
+    snprintf(buf, n, "needs >= %ld non-members to resolve %g%% FPR; have %ld", need, fpr * 100,
+             nonmembers);
+    return 1;
+}
+
+/* the warning for model-free score k (s->free_far[k] > 0): what its AUC says about the two
+ * sets and the model's AUCs */
+static void shift_warning(const ax_ms_mia_summary *s, int k, char *buf, size_t n) {
+    const ax_ms_ci *a = &s->free_auc[k];
+    snprintf(buf, n,
+             "model-free score %s (it reads no model) has AUC %.3f (95%% CI %.3f-%.3f)%s: "
+             "members and non-members %s in distribution, so part of the model scores' AUCs may "
+             "be that shift, not membership; compare them with it, and draw the non-members at "
+             "random from the members' distribution (a held-out set filtered by n-gram overlap "
+             "is not such a sample)",
+             ax_mia_free_names[k], a->mean, a->lo, a->hi,
+             s->free_far[k] == 2 ? ", its interval excluding 0.5"
+                                 : ", |AUC - 0.5| >= 0.1 though its interval holds 0.5",
+             s->free_far[k] == 2 ? "differ" : "may differ");
+}
+
 static ax_status write_samples(const ax_mia_result *r, ax_ms_scan_out *so) {
     ax_status st = AX_OK;
     for (int i = 0; st == AX_OK && i < r->n; i++) {
@@ -117,7 +144,7 @@ static ax_status write_samples(const ax_mia_result *r, ax_ms_scan_out *so) {
 static void tpr_json(ax_jw *w, const char *key, double fpr, double tpr, long nn) {
     char note[160], nkey[64];
     ax_jw_key(w, key), ax_jw_num(w, tpr);
-    if (ax_ms_mia_tpr_note(fpr, nn, note, sizeof note)) {
+    if (tpr_note(fpr, nn, note, sizeof note)) {
         snprintf(nkey, sizeof nkey, "%s_note", key);
         ax_jw_key(w, nkey), ax_jw_str(w, note);
     }
@@ -173,7 +200,7 @@ static void model_free_json(ax_jw *w, const ax_mia_result *r, const ax_ms_mia_su
     for (int k = 0; k < AX_MIA_FREE_N; k++) {
         char msg[1024];
         if (!sum->has_free[k] || !sum->free_far[k]) continue;
-        ax_ms_mia_shift_warning(sum, k, msg, sizeof msg);
+        shift_warning(sum, k, msg, sizeof msg);
         ax_jw_str(w, msg);
     }
     ax_jw_arr_end(w);
@@ -335,29 +362,6 @@ out:
     return st;
 }
 
-int ax_ms_mia_tpr_note(double fpr, long nonmembers, char *buf, size_t n) {
-    long need = ax_fpr_min_nonmembers(fpr);
-    buf[0] = '\0';
-    if (nonmembers >= need) return 0;
-    snprintf(buf, n, "needs >= %ld non-members to resolve %g%% FPR; have %ld", need, fpr * 100,
-             nonmembers);
-    return 1;
-}
-
-void ax_ms_mia_shift_warning(const ax_ms_mia_summary *s, int k, char *buf, size_t n) {
-    const ax_ms_ci *a = &s->free_auc[k];
-    snprintf(buf, n,
-             "model-free score %s (it reads no model) has AUC %.3f (95%% CI %.3f-%.3f)%s: "
-             "members and non-members %s in distribution, so part of the model scores' AUCs may "
-             "be that shift, not membership; compare them with it, and draw the non-members at "
-             "random from the members' distribution (a held-out set filtered by n-gram overlap "
-             "is not such a sample)",
-             ax_mia_free_names[k], a->mean, a->lo, a->hi,
-             s->free_far[k] == 2 ? ", its interval excluding 0.5"
-                                 : ", |AUC - 0.5| >= 0.1 though its interval holds 0.5",
-             s->free_far[k] == 2 ? "differ" : "may differ");
-}
-
 /* "0.123" or "n/a" (a rate the non-members cannot resolve) */
 static const char *tpr_text(double v, char *buf, size_t n) {
     if (isnan(v))
@@ -378,7 +382,7 @@ void ax_ms_mia_print(const ax_ms_mia_opts *o, const ax_ms_mia_summary *s, FILE *
                     ax_mia_names[k], s->auc[k].mean, s->auc[k].lo, s->auc[k].hi,
                     tpr_text(s->tpr_at_0_1[k], a, sizeof a), tpr_text(s->tpr_at_1[k], b, sizeof b));
     for (int j = 0; j < 2; j++)
-        if (ax_ms_mia_tpr_note(j ? 0.01 : 0.001, s->nonmembers, note, sizeof note))
+        if (tpr_note(j ? 0.01 : 0.001, s->nonmembers, note, sizeof note))
             fprintf(f, "  TPR@%s%%FPR n/a: %s\n", j ? "1" : "0.1", note);
     fprintf(f, "model-free baselines (read no model; AUC far from 0.5 = the sets differ):\n");
     for (int k = 0; k < AX_MIA_FREE_N; k++)
@@ -390,7 +394,7 @@ void ax_ms_mia_print(const ax_ms_mia_opts *o, const ax_ms_mia_summary *s, FILE *
     for (int k = 0; k < AX_MIA_FREE_N; k++) {
         char msg[1024];
         if (!s->has_free[k] || !s->free_far[k]) continue;
-        ax_ms_mia_shift_warning(s, k, msg, sizeof msg);
+        shift_warning(s, k, msg, sizeof msg);
         fprintf(stderr, "warning: memscan mia: %s\n", msg);
     }
     fprintf(f, "wrote %s and %s\n", s->scan, s->samples_path);
