@@ -150,7 +150,7 @@ static void check_fixture(const char *name) {
     cr_assert(mkdtemp(tmp));
     snprintf(ck, sizeof ck, "%s/ck", tmp);
     ax_error_clear();
-    cr_assert_eq(ax_hf_import(src, ck, step, sizeof step), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_hf_import(src, ck, 0, step, sizeof step), AX_OK, "%s", ax_error_msg());
     int32_t *ids = slurp(src, "ids.i32", sizeof(int32_t) * FB * FT);
     int V;
     float *got = run_ckpt(step, ids, &V);
@@ -179,7 +179,7 @@ static void check_fixture(const char *name) {
     same_tensors(src, out, &hc);
     /* export -> re-import: the same parameters, so identical logits */
     snprintf(ck2, sizeof ck2, "%s/ck2", tmp);
-    cr_assert_eq(ax_hf_import(out, ck2, step2, sizeof step2), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_hf_import(out, ck2, 0, step2, sizeof step2), AX_OK, "%s", ax_error_msg());
     float *again = run_ckpt(step2, ids, &V);
     cr_assert_eq(memcmp(again, got, sizeof(float) * FB * FT * V), 0, "%s: re-import differs", name);
     free(again), free(got), free(ref), free(ids);
@@ -278,7 +278,7 @@ static void with_edits(const char *name, const char *file, const char *const *ed
     edited_copy(name, file, edits, tmp);
     snprintf(ck, sizeof ck, "%s/ck", tmp);
     ax_error_clear();
-    cr_assert_neq(ax_hf_import(tmp, ck, NULL, 0), AX_OK, "accepted %s", edits[1]);
+    cr_assert_neq(ax_hf_import(tmp, ck, 0, NULL, 0), AX_OK, "accepted %s", edits[1]);
     cr_assert(strstr(ax_error_msg(), fault), "want '%s' in: %s", fault, ax_error_msg());
     cr_assert(!ax_path_exists(ck), "a refused import left %s", ck);
     ax_rm_rf(tmp);
@@ -308,7 +308,7 @@ static void imports_as_source(const char *name, const char *const *edits) {
     cr_assert_eq(he.arch, hc.arch, "%s: read as another architecture", name);
     same_cfg(&he.cfg, &hc.cfg, name);
     snprintf(ck, sizeof ck, "%s/ck", tmp);
-    cr_assert_eq(ax_hf_import(tmp, ck, step, sizeof step), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_hf_import(tmp, ck, 0, step, sizeof step), AX_OK, "%s", ax_error_msg());
     int32_t *ids = slurp(src, "ids.i32", sizeof(int32_t) * FB * FT);
     int V;
     float *got = run_ckpt(step, ids, &V);
@@ -380,7 +380,7 @@ Test(hf_import, kv_heads_copied_for_wider_grids) {
     float *ref = NULL;
     for (int kv = 2; kv <= 4; kv += 2) {
         snprintf(ck, sizeof ck, "%s/ck%d", tmp, kv);
-        cr_assert_eq(ax_hf_import_kv(src, ck, kv, step, sizeof step), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ax_hf_import(src, ck, kv, step, sizeof step), AX_OK, "%s", ax_error_msg());
         ax_ckpt_t *c;
         ax_model_config mc;
         cr_assert_eq(ax_ckpt_open(step, &c), AX_OK, "%s", ax_error_msg());
@@ -396,11 +396,11 @@ Test(hf_import, kv_heads_copied_for_wider_grids) {
     }
     /* not a multiple of the source's count dividing the heads, or a model without GQA */
     snprintf(ck, sizeof ck, "%s/bad", tmp);
-    cr_assert_neq(ax_hf_import_kv(src, ck, 3, NULL, 0), AX_OK);
+    cr_assert_neq(ax_hf_import(src, ck, 3, NULL, 0), AX_OK);
     cr_assert(strstr(ax_error_msg(), "--kv-heads 3"), "%s", ax_error_msg());
-    cr_assert_neq(ax_hf_import_kv(src, ck, 8, NULL, 0), AX_OK);
+    cr_assert_neq(ax_hf_import(src, ck, 8, NULL, 0), AX_OK);
     snprintf(src, sizeof src, "%s/neox_parallel", fixture_root());
-    cr_assert_neq(ax_hf_import_kv(src, ck, 1, NULL, 0), AX_OK);
+    cr_assert_neq(ax_hf_import(src, ck, 1, NULL, 0), AX_OK);
     cr_assert(strstr(ax_error_msg(), "--kv-heads"), "%s", ax_error_msg());
     ax_error_clear();
     free(ref), free(ids);
@@ -610,7 +610,7 @@ Test(hf_import, refuses_unknown_tensor) {
     free(cfg);
     snprintf(ck, sizeof ck, "%s/ck", tmp);
     ax_error_clear();
-    cr_assert_neq(ax_hf_import(tmp, ck, NULL, 0), AX_OK);
+    cr_assert_neq(ax_hf_import(tmp, ck, 0, NULL, 0), AX_OK);
     cr_assert(strstr(ax_error_msg(), "q_proj.bias") && strstr(ax_error_msg(), "model.safetensors"),
               "%s", ax_error_msg());
     ax_rm_rf(tmp);
