@@ -288,14 +288,14 @@ int ax_cmd_plan(int argc, char **argv) {
         st == AX_OK && !strcmp(a.engine, "axmem") && pm.m.transport == AX_TRANSPORT_NCCL;
     pm.m.grad_bf16 = st == AX_OK && !strcmp(a.grad_comm, "bf16");
     if (st == AX_OK)
-        st = ax_plan_rank_ex(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode,
-                             !strcmp(a.recompute, "on")    ? AX_PLAN_RECOMPUTE_ON
-                             : !strcmp(a.recompute, "off") ? AX_PLAN_RECOMPUTE_OFF
-                                                           : AX_PLAN_RECOMPUTE_AUTO,
-                             !strcmp(a.z_gather, "layer")  ? AX_PLAN_RECOMPUTE_ON
-                             : !strcmp(a.z_gather, "step") ? AX_PLAN_RECOMPUTE_OFF
-                                                           : AX_PLAN_RECOMPUTE_AUTO,
-                             &r);
+        st = ax_plan_rank(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode,
+                          !strcmp(a.recompute, "on")    ? AX_PLAN_RECOMPUTE_ON
+                          : !strcmp(a.recompute, "off") ? AX_PLAN_RECOMPUTE_OFF
+                                                        : AX_PLAN_RECOMPUTE_AUTO,
+                          !strcmp(a.z_gather, "layer")  ? AX_PLAN_RECOMPUTE_ON
+                          : !strcmp(a.z_gather, "step") ? AX_PLAN_RECOMPUTE_OFF
+                                                        : AX_PLAN_RECOMPUTE_AUTO,
+                          &r);
     if (st != AX_OK) return ax_cli_fail("plan", st);
     if (a.json) {
         ax_jw w;

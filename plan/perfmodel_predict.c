@@ -222,14 +222,8 @@ static double recompute_flops_per_token(const ax_model_config *c, int T) {
 }
 
 ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
-                               int global_batch, int T, int n_micro, int overlap,
+                               int global_batch, int T, int n_micro, int overlap, int flags,
                                ax_plan_pred *out) {
-    return ax_perfmodel_predict_ex(c, mach, dims, global_batch, T, n_micro, overlap, 0, out);
-}
-
-ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *mach,
-                                  const int dims[4], int global_batch, int T, int n_micro,
-                                  int overlap, int flags, ax_plan_pred *out) {
     *out = (ax_plan_pred){0};
     if (mach->grad_bf16 && comm_bytes(mach) == 4) flags |= AX_PERF_GRAD_BF16;
     int recompute = (flags & AX_PERF_RECOMPUTE) != 0;
@@ -283,8 +277,8 @@ ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *ma
 
     /* communication per axis and phase */
     ax_step_volume ph[3];
-    ax_perfmodel_step_phases_ex(c, dims, B, T, n_micro, flags, ph);
-    ax_perfmodel_step_volume_ex(c, dims, B, T, n_micro, flags, &out->vol);
+    ax_perfmodel_step_phases(c, dims, B, T, n_micro, flags, ph);
+    ax_perfmodel_step_volume(c, dims, B, T, n_micro, flags, &out->vol);
     double t[3][AX_AXIS_COUNT];
     for (int a = 0; a < AX_AXIS_COUNT; a++) {
         out->hosts[a] = ax_perfmodel_axis_hosts(dims, (ax_axis)a, mach->devices_per_node);
