@@ -270,27 +270,29 @@ static ax_status check_vocab(const char *flag, const char *path, const ax_axd_t 
 /* --members and --nonmembers must be two document sets: the same file (by path or inode) or
  * the same payload would score every document as both a member and a non-member, an AUC of
  * 0.5 that says nothing about the model. The file check runs before the datasets are read. */
+static ax_status same_sets(const ax_ms_mia_opts *fl, const char *how) {
+    return ax_errorf(AX_ERR_ARG,
+                     "--members %s and --nonmembers %s %s: every document would be both a member "
+                     "and a non-member; pass documents the model was not trained on as "
+                     "--nonmembers (e.g. the --out-holdout set of axmem data split)",
+                     fl->members, fl->nonmembers, how);
+}
+
 static ax_status check_same_file(const ax_ms_mia_opts *fl) {
     struct stat a, b;
     if (strcmp(fl->members, fl->nonmembers) && (stat(fl->members, &a) || stat(fl->nonmembers, &b) ||
                                                 a.st_dev != b.st_dev || a.st_ino != b.st_ino))
         return AX_OK; /* a file that cannot be read is reported when it is opened */
-    return ax_errorf(AX_ERR_ARG,
-                     "--members %s and --nonmembers %s are the same file: every document would be "
-                     "both a member and a non-member; pass documents the model was not trained on "
-                     "as --nonmembers (e.g. the --out-holdout set of axmem data split)",
-                     fl->members, fl->nonmembers);
+    return same_sets(fl, "are the same file");
 }
 
 static ax_status check_same_documents(const ax_ms_mia_opts *fl, const ax_axd_t *mem,
                                       const ax_axd_t *non) {
+    char how[96];
     if (ax_axd_checksum(mem) != ax_axd_checksum(non)) return AX_OK;
-    return ax_errorf(AX_ERR_ARG,
-                     "--members %s and --nonmembers %s hold the same documents (payload checksum "
-                     "0x%016llx): every document would be both a member and a non-member; pass "
-                     "documents the model was not trained on as --nonmembers (e.g. the "
-                     "--out-holdout set of axmem data split)",
-                     fl->members, fl->nonmembers, (unsigned long long)ax_axd_checksum(mem));
+    snprintf(how, sizeof how, "hold the same documents (payload checksum 0x%016llx)",
+             (unsigned long long)ax_axd_checksum(mem));
+    return same_sets(fl, how);
 }
 
 ax_status ax_ms_mia_run(const ax_ms_mia_opts *fl, ax_ms_mia_summary *sum) {
