@@ -5,6 +5,7 @@
 #pragma once
 #include <stddef.h>
 #include "interop/safetensors.h"
+#include "lib/core/json.h"
 #include "lib/model/model.h"
 
 typedef enum { AX_HF_LLAMA = 0, AX_HF_NEOX = 1, AX_HF_GPT2 = 2 } ax_hf_arch;
@@ -27,6 +28,9 @@ typedef struct {
  * transformers chooses; the two must agree when both are given. Anything else is refused
  * naming the file and the key. */
 ax_status ax_hf_config_load(const char *dir, ax_hf_config *out);
+
+/* The JSON file at path (at most max_bytes) parsed into *out (free with ax_json_free). */
+ax_status ax_hf_read_json(const char *path, size_t max_bytes, ax_json **out);
 
 /* The tensors of a model directory, single file or sharded. */
 typedef struct ax_hf_weights ax_hf_weights;
