@@ -536,17 +536,22 @@ static void export_refused(const ax_model_config *c, const char *config_json, co
     ax_rm_rf(tmp);
 }
 
+/* one layer with LayerNorm: the tests below set what makes it unexportable */
+static ax_model_config layer_norm_model(void) {
+    return (ax_model_config){.n_layers = 1,
+                             .dim = 32,
+                             .n_heads = 2,
+                             .ffn = 48,
+                             .vocab = 300,
+                             .rope_theta = 1e4f,
+                             .norm_eps = 1e-5f,
+                             .norm = AX_NORM_LAYER};
+}
+
 /* a checkpoint whose architecture keys match no exported architecture is refused, named */
 Test(hf_import, export_refuses_unknown_mix) {
-    ax_model_config c = {.n_layers = 1,
-                         .dim = 32,
-                         .n_heads = 2,
-                         .ffn = 48,
-                         .vocab = 300,
-                         .rope_theta = 1e4f,
-                         .norm_eps = 1e-5f,
-                         .norm = AX_NORM_LAYER,
-                         .mlp = AX_MLP_SWIGLU};
+    ax_model_config c = layer_norm_model();
+    c.mlp = AX_MLP_SWIGLU;
     export_refused(&c,
                    "{\"layers\":1,\"dim\":32,\"heads\":2,\"ffn\":48,\"vocab\":300,\"tie-"
                    "embeddings\":false,\"rope-theta\":10000,\"norm-eps\":1e-5,\"norm\":"
@@ -557,17 +562,8 @@ Test(hf_import, export_refuses_unknown_mix) {
 /* grouped-query attention exists only in the Llama format: a GPT-NeoX-shaped checkpoint with
  * kv-heads is refused, naming it */
 Test(hf_import, export_refuses_gqa_outside_llama) {
-    ax_model_config c = {.n_layers = 1,
-                         .dim = 32,
-                         .n_heads = 2,
-                         .ffn = 48,
-                         .vocab = 300,
-                         .rope_theta = 1e4f,
-                         .norm_eps = 1e-5f,
-                         .norm = AX_NORM_LAYER,
-                         .mlp = AX_MLP_GELU,
-                         .bias = 1,
-                         .n_kv_heads = 1};
+    ax_model_config c = layer_norm_model();
+    c.mlp = AX_MLP_GELU, c.bias = 1, c.n_kv_heads = 1;
     export_refused(&c,
                    "{\"layers\":1,\"dim\":32,\"heads\":2,\"ffn\":48,\"vocab\":300,\"tie-"
                    "embeddings\":false,\"rope-theta\":10000,\"norm-eps\":1e-5,\"norm\":"
