@@ -117,28 +117,19 @@ static int fail(const char *cmd, ax_status st) {
 /* one token's text for JSON: the bytes when valid UTF-8, else U+FFFD for each bad byte
  * (and *lossy = 1, so the caller adds the exact bytes as hex) */
 static void json_token_text(ax_jw *w, const uint8_t *b, size_t n, int *lossy) {
-    size_t i = 0;
-    *lossy = 0;
-    for (size_t l; i < n && !*lossy; i += l) *lossy = !ax_utf8_next((const char *)b + i, n - i, &l);
-    if (!*lossy) {
-        ax_jw_strn(w, (const char *)b, n);
-        return;
-    }
     char *tmp = malloc(3 * n + 1), *o = tmp;
+    *lossy = 0;
     if (!tmp) {
         ax_jw_str(w, "");
         return;
     }
-    for (i = 0; i < n;) {
-        size_t l;
+    for (size_t i = 0, l; i < n;) {
         if (ax_utf8_next((const char *)b + i, n - i, &l)) {
             memcpy(o, b + i, l);
-            o += l;
-            i += l;
+            o += l, i += l;
         } else {
             memcpy(o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
+            o += 3, i++, *lossy = 1;
         }
     }
     ax_jw_strn(w, tmp, (size_t)(o - tmp));

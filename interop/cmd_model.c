@@ -73,7 +73,7 @@ static int cmd_import(int argc, char **argv) {
         }
     }
     char step[4200];
-    if (ax_hf_import_kv(hf, out, (int)kv_heads, step, sizeof step) != AX_OK) {
+    if (ax_hf_import(hf, out, (int)kv_heads, step, sizeof step) != AX_OK) {
         fprintf(stderr, "axmem model import: %s\n", ax_error_msg());
         return 1;
     }

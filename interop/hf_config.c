@@ -110,6 +110,16 @@ static ax_status check_vocab(const ax_model_config *m, const char *path) {
     return AX_OK;
 }
 
+/* the Llama and GPT-NeoX keys of the model's shape, and what the engine needs of it */
+static ax_status get_shape(const ax_json *c, const char *path, ax_model_config *m) {
+    AX_CHECK(get_int(c, "num_hidden_layers", path, 1, 1024, &m->n_layers));
+    AX_CHECK(get_int(c, "hidden_size", path, 2, 65536, &m->dim));
+    AX_CHECK(get_int(c, "num_attention_heads", path, 1, 1024, &m->n_heads));
+    AX_CHECK(get_int(c, "intermediate_size", path, 1, 262144, &m->ffn));
+    AX_CHECK(get_int(c, "vocab_size", path, 1, 1 << 24, &m->vocab));
+    return check_vocab(m, path);
+}
+
 /* MistralConfig's and LlamaConfig's defaults for the keys a config.json may leave out */
 #define MISTRAL_WINDOW_DEFAULT 4096
 #define MISTRAL_MAX_POS_DEFAULT 131072
@@ -148,12 +158,7 @@ static ax_status parse_llama(const ax_json *c, const char *path, int mistral, ax
     /* LlamaConfig's defaults: theta 10000, eps 1e-6, untied (MistralConfig too) */
     ax_model_config m = {.rope_theta = 10000.0f, .norm_eps = 1e-6f};
     int kv = 0, maxp = 0;
-    AX_CHECK(get_int(c, "num_hidden_layers", path, 1, 1024, &m.n_layers));
-    AX_CHECK(get_int(c, "hidden_size", path, 2, 65536, &m.dim));
-    AX_CHECK(get_int(c, "num_attention_heads", path, 1, 1024, &m.n_heads));
-    AX_CHECK(get_int(c, "intermediate_size", path, 1, 262144, &m.ffn));
-    AX_CHECK(get_int(c, "vocab_size", path, 1, 1 << 24, &m.vocab));
-    AX_CHECK(check_vocab(&m, path));
+    AX_CHECK(get_shape(c, path, &m));
     kv = m.n_heads;
     if (ax_json_get(c, "num_key_value_heads"))
         AX_CHECK(get_int(c, "num_key_value_heads", path, 1, m.n_heads, &kv));
@@ -205,12 +210,7 @@ static ax_status parse_neox(const ax_json *c, const char *path, ax_hf_config *ou
                          .pos = AX_POS_ROPE};
     int maxp = 0, attn_bias = 1;
     AX_CHECK(gelu_kind(c, "hidden_act", "gelu", path, &m.mlp));
-    AX_CHECK(get_int(c, "num_hidden_layers", path, 1, 1024, &m.n_layers));
-    AX_CHECK(get_int(c, "hidden_size", path, 2, 65536, &m.dim));
-    AX_CHECK(get_int(c, "num_attention_heads", path, 1, 1024, &m.n_heads));
-    AX_CHECK(get_int(c, "intermediate_size", path, 1, 262144, &m.ffn));
-    AX_CHECK(get_int(c, "vocab_size", path, 1, 1 << 24, &m.vocab));
-    AX_CHECK(check_vocab(&m, path));
+    AX_CHECK(get_shape(c, path, &m));
     AX_CHECK(opt_int(c, "max_position_embeddings", path, 1, 1 << 30, &maxp));
     AX_CHECK(opt_eps(c, "layer_norm_eps", path, &m.norm_eps));
     AX_CHECK(opt_bool(c, "use_parallel_residual", path, &m.parallel_residual));
@@ -352,16 +352,22 @@ static ax_status parse(const ax_json *c, const char *path, ax_hf_config *out) {
     return AX_OK;
 }
 
+ax_status ax_hf_read_json(const char *path, size_t max_bytes, ax_json **out) {
+    char *text = NULL;
+    size_t len = 0;
+    *out = NULL;
+    AX_CHECK(ax_read_file_max(path, max_bytes, &text, &len));
+    ax_status st = ax_json_parse(text, len, path, out);
+    free(text);
+    return st;
+}
+
 ax_status ax_hf_config_load(const char *dir, ax_hf_config *out) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    char *text = NULL;
-    size_t len = 0;
-    AX_CHECK(ax_read_file_max(path, 16u << 20, &text, &len));
     ax_json *c = NULL;
-    ax_status st = ax_json_parse(text, len, path, &c);
-    free(text);
-    if (st != AX_OK) return st;
+    AX_CHECK(ax_hf_read_json(path, 16u << 20, &c));
+    ax_status st;
     if (c->type != AX_JSON_OBJ)
         st = ax_errorf(AX_ERR_CORRUPT, "%s: not a JSON object", path);
     else

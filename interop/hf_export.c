@@ -166,63 +166,52 @@ static void tensors_llama(outs *u, const ax_model_config *c, int attn_bias, int 
         add(u, NM("mlp.gate_proj.bias"), t, F, 0);
         add(u, NM("mlp.up_proj.bias"), t ? t + F : NULL, F, 0);
         if (mlp_bias) add(u, NM("mlp.down_proj.bias"), tensor(u, AN("b_down"), C), C, 0);
+#undef NM
+#undef AN
     }
     add(u, "model.norm.weight", tensor(u, "final_norm", C), C, 0);
     /* tied: transformers ties lm_head to the embedding itself */
     if (!c->tie_embeddings) add(u, "lm_head.weight", tensor(u, "lm_head", V * C), V, C);
 }
 
-static void tensors_neox(outs *u, const ax_model_config *c, int attn_bias) {
-    int64_t C = c->dim, F = c->ffn, V = c->vocab, H = c->n_heads;
+/* GPT-NeoX and GPT-2: layer l's tensors by the architecture's table (interop/hf_layout.c),
+ * named `layers` + "N." + its name */
+static void layer_by_table(outs *u, const ax_model_config *c, const ax_hf_layer_tensor *tab,
+                           const char *layers, int l, int attn_bias) {
+    int64_t C = c->dim, dims[3] = {C, c->ffn, 3 * C};
     char nm[NAME_LEN], an[64];
-    add(u, "gpt_neox.embed_in.weight", tensor(u, "wte", V * C), V, C);
-    for (int l = 0; u->st == AX_OK && l < c->n_layers; l++) {
-#undef NM
-#define NM(S) (snprintf(nm, sizeof nm, "gpt_neox.layers.%d." S, l), nm)
-        add(u, NM("input_layernorm.weight"), tensor(u, AN("attn_norm"), C), C, 0);
-        add(u, NM("input_layernorm.bias"), tensor(u, AN("attn_norm_bias"), C), C, 0);
-        add_neox_qkv(u, NM("attention.query_key_value.weight"), tensor(u, AN("wqkv"), 3 * C * C), C,
-                     H, C);
-        if (attn_bias)
-            add_neox_qkv(u, NM("attention.query_key_value.bias"), tensor(u, AN("bqkv"), 3 * C), C,
-                         H, 0);
-        add(u, NM("attention.dense.weight"), tensor(u, AN("wo"), C * C), C, C);
-        if (attn_bias) add(u, NM("attention.dense.bias"), tensor(u, AN("bo"), C), C, 0);
-        add(u, NM("post_attention_layernorm.weight"), tensor(u, AN("mlp_norm"), C), C, 0);
-        add(u, NM("post_attention_layernorm.bias"), tensor(u, AN("mlp_norm_bias"), C), C, 0);
-        add(u, NM("mlp.dense_h_to_4h.weight"), tensor(u, AN("w_up"), F * C), F, C);
-        add(u, NM("mlp.dense_h_to_4h.bias"), tensor(u, AN("b_up"), F), F, 0);
-        add(u, NM("mlp.dense_4h_to_h.weight"), tensor(u, AN("w_down"), C * F), C, F);
-        add(u, NM("mlp.dense_4h_to_h.bias"), tensor(u, AN("b_down"), C), C, 0);
+    for (int i = 0; i < 12; i++) {
+        const ax_hf_layer_tensor *e = &tab[i];
+        int64_t r = dims[e->rows], cols = e->cols == AX_HF_VEC ? 0 : dims[e->cols];
+        if (e->attn_bias && !attn_bias) continue;
+        snprintf(nm, sizeof nm, "%s%d.%s", layers, l, e->hf);
+        snprintf(an, sizeof an, "layers.%d.%s", l, e->ax);
+        const float *t = tensor(u, an, r * (cols ? cols : 1));
+        if (e->layout == AX_HF_CONV1D)
+            add_t(u, nm, t, r, cols);
+        else if (e->layout == AX_HF_NEOX_QKV)
+            add_neox_qkv(u, nm, t, C, c->n_heads, cols);
+        else
+            add(u, nm, t, r, cols);
     }
+}
+
+static void tensors_neox(outs *u, const ax_model_config *c, int attn_bias) {
+    int64_t C = c->dim, V = c->vocab;
+    add(u, "gpt_neox.embed_in.weight", tensor(u, "wte", V * C), V, C);
+    for (int l = 0; u->st == AX_OK && l < c->n_layers; l++)
+        layer_by_table(u, c, ax_hf_neox_layer, "gpt_neox.layers.", l, attn_bias);
     add(u, "gpt_neox.final_layer_norm.weight", tensor(u, "final_norm", C), C, 0);
     add(u, "gpt_neox.final_layer_norm.bias", tensor(u, "final_norm_bias", C), C, 0);
     if (!c->tie_embeddings) add(u, "embed_out.weight", tensor(u, "lm_head", V * C), V, C);
 }
 
 static void tensors_gpt2(outs *u, const ax_model_config *c) {
-    int64_t C = c->dim, F = c->ffn, V = c->vocab;
-    char nm[NAME_LEN], an[64];
+    int64_t C = c->dim, V = c->vocab;
     add(u, "transformer.wte.weight", tensor(u, "wte", V * C), V, C);
     add(u, "transformer.wpe.weight", tensor(u, "wpe", (int64_t)c->max_pos * C), c->max_pos, C);
-    for (int l = 0; u->st == AX_OK && l < c->n_layers; l++) {
-#undef NM
-#define NM(S) (snprintf(nm, sizeof nm, "transformer.h.%d." S, l), nm)
-        add(u, NM("ln_1.weight"), tensor(u, AN("attn_norm"), C), C, 0);
-        add(u, NM("ln_1.bias"), tensor(u, AN("attn_norm_bias"), C), C, 0);
-        add_t(u, NM("attn.c_attn.weight"), tensor(u, AN("wqkv"), 3 * C * C), 3 * C, C);
-        add(u, NM("attn.c_attn.bias"), tensor(u, AN("bqkv"), 3 * C), 3 * C, 0);
-        add_t(u, NM("attn.c_proj.weight"), tensor(u, AN("wo"), C * C), C, C);
-        add(u, NM("attn.c_proj.bias"), tensor(u, AN("bo"), C), C, 0);
-        add(u, NM("ln_2.weight"), tensor(u, AN("mlp_norm"), C), C, 0);
-        add(u, NM("ln_2.bias"), tensor(u, AN("mlp_norm_bias"), C), C, 0);
-        add_t(u, NM("mlp.c_fc.weight"), tensor(u, AN("w_up"), F * C), F, C);
-        add(u, NM("mlp.c_fc.bias"), tensor(u, AN("b_up"), F), F, 0);
-        add_t(u, NM("mlp.c_proj.weight"), tensor(u, AN("w_down"), C * F), C, F);
-        add(u, NM("mlp.c_proj.bias"), tensor(u, AN("b_down"), C), C, 0);
-#undef NM
-#undef AN
-    }
+    for (int l = 0; u->st == AX_OK && l < c->n_layers; l++)
+        layer_by_table(u, c, ax_hf_gpt2_layer, "transformer.h.", l, 1);
     add(u, "transformer.ln_f.weight", tensor(u, "final_norm", C), C, 0);
     add(u, "transformer.ln_f.bias", tensor(u, "final_norm_bias", C), C, 0);
     if (!c->tie_embeddings) add(u, "lm_head.weight", tensor(u, "lm_head", V * C), V, C);

@@ -132,11 +132,30 @@ static ax_status map_llama(const src_t *s, const char *what, int l, float *dst) 
     return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", what);
 }
 
+/* GPT-NeoX and GPT-2: tensor `what` of layer l by the architecture's table
+ * (interop/hf_layout.c), named `layers` + "N." + its name */
+static ax_status map_layer(const src_t *s, const ax_hf_layer_tensor *tab, const char *layers,
+                           const char *what, int l, float *dst) {
+    const ax_model_config *c = &s->hc->cfg;
+    int64_t dims[3] = {c->dim, c->ffn, 3 * (int64_t)c->dim};
+    char name[160];
+    for (int i = 0; i < 12; i++) {
+        const ax_hf_layer_tensor *e = &tab[i];
+        if (strcmp(what, e->ax)) continue;
+        int64_t r = dims[e->rows], cols = e->cols == AX_HF_VEC ? 0 : dims[e->cols];
+        if (e->attn_bias && !s->hc->attn_bias) /* no attention biases: zeros compute the same */
+            return memset(dst, 0, (size_t)(r * (cols ? cols : 1)) * sizeof *dst), AX_OK;
+        snprintf(name, sizeof name, "%s%d.%s", layers, l, e->hf);
+        return e->layout == AX_HF_CONV1D     ? fetch_t(s, name, r, cols, dst)
+               : e->layout == AX_HF_NEOX_QKV ? fetch_neox_qkv(s, name, dst, cols)
+                                             : fetch(s, name, r, cols, dst);
+    }
+    return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", what);
+}
+
 /* GPT-NeoX / Pythia */
 static ax_status map_neox(const src_t *s, const char *what, int l, float *dst) {
-    const ax_model_config *c = &s->hc->cfg;
-    int64_t C = c->dim, F = c->ffn, V = c->vocab;
-    char name[160];
+    int64_t C = s->hc->cfg.dim, V = s->hc->cfg.vocab;
     if (l < 0) {
         if (!strcmp(what, "wte")) return fetch(s, "gpt_neox.embed_in.weight", V, C, dst);
         if (!strcmp(what, "final_norm"))
@@ -145,48 +164,13 @@ static ax_status map_neox(const src_t *s, const char *what, int l, float *dst) {
             return fetch(s, "gpt_neox.final_layer_norm.bias", C, 0, dst);
         if (!strcmp(what, "lm_head")) return fetch(s, "embed_out.weight", V, C, dst);
     }
-    static const struct {
-        const char *what, *hf;
-        int rows, cols; /* 0 C, 1 F, 2 3C; cols -1: a vector */
-    } plain[] = {{"attn_norm", "input_layernorm.weight", 0, -1},
-                 {"attn_norm_bias", "input_layernorm.bias", 0, -1},
-                 {"wo", "attention.dense.weight", 0, 0},
-                 {"mlp_norm", "post_attention_layernorm.weight", 0, -1},
-                 {"mlp_norm_bias", "post_attention_layernorm.bias", 0, -1},
-                 {"w_up", "mlp.dense_h_to_4h.weight", 1, 0},
-                 {"b_up", "mlp.dense_h_to_4h.bias", 1, -1},
-                 {"w_down", "mlp.dense_4h_to_h.weight", 0, 1},
-                 {"b_down", "mlp.dense_4h_to_h.bias", 0, -1}};
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
-        if (!strcmp(what, plain[i].what)) {
-            int64_t dims[2] = {C, F};
-            snprintf(name, sizeof name, "gpt_neox.layers.%d.%s", l, plain[i].hf);
-            return fetch(s, name, dims[plain[i].rows], plain[i].cols < 0 ? 0 : dims[plain[i].cols],
-                         dst);
-        }
-    if (!strcmp(what, "wqkv")) {
-        snprintf(name, sizeof name, "gpt_neox.layers.%d.attention.query_key_value.weight", l);
-        return fetch_neox_qkv(s, name, dst, C);
-    }
-    /* attention_bias false: no q/k/v/out biases, which zero biases compute exactly */
-    if (!strcmp(what, "bqkv") || !strcmp(what, "bo")) {
-        int qkv = !strcmp(what, "bqkv");
-        if (!s->hc->attn_bias) {
-            memset(dst, 0, (size_t)((qkv ? 3 : 1) * C) * sizeof *dst);
-            return AX_OK;
-        }
-        snprintf(name, sizeof name, "gpt_neox.layers.%d.attention.%s.bias", l,
-                 qkv ? "query_key_value" : "dense");
-        return qkv ? fetch_neox_qkv(s, name, dst, 0) : fetch(s, name, C, 0, dst);
-    }
-    return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", what);
+    return map_layer(s, ax_hf_neox_layer, "gpt_neox.layers.", what, l, dst);
 }
 
-/* GPT-2: Conv1D weights transposed; c_attn's columns are [q | k | v], head h at h*D of each
- * part, the engine's row order already */
+/* GPT-2 (Conv1D weights transposed) */
 static ax_status map_gpt2(const src_t *s, const char *what, int l, float *dst) {
     const ax_model_config *c = &s->hc->cfg;
-    int64_t C = c->dim, F = c->ffn, V = c->vocab;
+    int64_t C = c->dim, V = c->vocab;
     const char *p = s->gpt2;
     char name[160];
     if (l < 0) {
@@ -201,23 +185,8 @@ static ax_status map_gpt2(const src_t *s, const char *what, int l, float *dst) {
             return snprintf(name, sizeof name, "%sln_f.bias", p), fetch(s, name, C, 0, dst);
         if (!strcmp(what, "lm_head")) return fetch(s, "lm_head.weight", V, C, dst);
     }
-    static const struct {
-        const char *what, *hf;
-        int rows, cols, conv; /* 0 C, 1 F, 2 3C; cols -1: a vector; conv: stored [in, out] */
-    } map[] = {{"attn_norm", "ln_1.weight", 0, -1, 0},   {"attn_norm_bias", "ln_1.bias", 0, -1, 0},
-               {"wqkv", "attn.c_attn.weight", 2, 0, 1},  {"bqkv", "attn.c_attn.bias", 2, -1, 0},
-               {"wo", "attn.c_proj.weight", 0, 0, 1},    {"bo", "attn.c_proj.bias", 0, -1, 0},
-               {"mlp_norm", "ln_2.weight", 0, -1, 0},    {"mlp_norm_bias", "ln_2.bias", 0, -1, 0},
-               {"w_up", "mlp.c_fc.weight", 1, 0, 1},     {"b_up", "mlp.c_fc.bias", 1, -1, 0},
-               {"w_down", "mlp.c_proj.weight", 0, 1, 1}, {"b_down", "mlp.c_proj.bias", 0, -1, 0}};
-    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
-        if (!strcmp(what, map[i].what)) {
-            int64_t dims[3] = {C, F, 3 * C}, r = dims[map[i].rows],
-                    cc = map[i].cols < 0 ? 0 : dims[map[i].cols];
-            snprintf(name, sizeof name, "%sh.%d.%s", p, l, map[i].hf);
-            return map[i].conv ? fetch_t(s, name, r, cc, dst) : fetch(s, name, r, cc, dst);
-        }
-    return ax_errorf(AX_ERR_INTERNAL, "unexpected model tensor %s", what);
+    snprintf(name, sizeof name, "%sh.", p);
+    return map_layer(s, ax_hf_gpt2_layer, name, what, l, dst);
 }
 
 /* Tensors the import uses or may ignore; anything else (biases the config rules out, another
@@ -236,29 +205,14 @@ static int known_name(const src_t *s, const char *n) {
         "self_attn.k_proj.bias",   "self_attn.v_proj.bias",
         "self_attn.o_proj.bias",   "mlp.gate_proj.bias", /* mlp_bias */
         "mlp.up_proj.bias",        "mlp.down_proj.bias"};
-    static const char *const neox[] = {"input_layernorm.weight",
-                                       "input_layernorm.bias",
-                                       "post_attention_layernorm.weight",
-                                       "post_attention_layernorm.bias",
-                                       "attention.query_key_value.weight",
-                                       "attention.dense.weight",
-                                       "mlp.dense_h_to_4h.weight",
-                                       "mlp.dense_h_to_4h.bias",
-                                       "mlp.dense_4h_to_h.weight",
-                                       "mlp.dense_4h_to_h.bias",
-                                       "attention.bias",
-                                       "attention.masked_bias",
-                                       "attention.rotary_emb.inv_freq",
-                                       "attention.query_key_value.bias", /* attention_bias */
-                                       "attention.dense.bias"};
-    static const char *const gpt2[] = {
-        "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
-        "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
-        "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias",
-        "attn.bias",          "attn.masked_bias"};
+    /* besides their tables' (interop/hf_layout.c): the buffers some saves carry */
+    static const char *const neox[] = {"attention.bias", "attention.masked_bias",
+                                       "attention.rotary_emb.inv_freq"};
+    static const char *const gpt2[] = {"attn.bias", "attn.masked_bias"};
     int L = s->hc->cfg.n_layers, l, off = 0;
     const char *const *per = llama;
     size_t n_per = sizeof llama / sizeof *llama;
+    const ax_hf_layer_tensor *tab = NULL;
     /* lm_head / embed_out when tied: a copy of the embedding, ignored */
     if (s->hc->arch == AX_HF_LLAMA) {
         if (!strcmp(n, "model.embed_tokens.weight") || !strcmp(n, "model.norm.weight") ||
@@ -271,7 +225,7 @@ static int known_name(const src_t *s, const char *n) {
             !strcmp(n, "gpt_neox.final_layer_norm.bias"))
             return 1;
         if (sscanf(n, "gpt_neox.layers.%d.%n", &l, &off) != 1) return 0;
-        per = neox, n_per = sizeof neox / sizeof *neox - (s->hc->attn_bias ? 0 : 2);
+        per = neox, n_per = sizeof neox / sizeof *neox, tab = ax_hf_neox_layer;
     } else {
         size_t pl = strlen(s->gpt2);
         if (!strcmp(n, "lm_head.weight")) return 1;
@@ -281,9 +235,11 @@ static int known_name(const src_t *s, const char *n) {
             !strcmp(n, "ln_f.bias"))
             return 1;
         if (sscanf(n, "h.%d.%n", &l, &off) != 1) return 0;
-        per = gpt2, n_per = sizeof gpt2 / sizeof *gpt2;
+        per = gpt2, n_per = sizeof gpt2 / sizeof *gpt2, tab = ax_hf_gpt2_layer;
     }
     if (off == 0 || l < 0 || l >= L) return 0;
+    for (int i = 0; tab && i < 12; i++) /* attention biases only when the config has them */
+        if (!strcmp(n + off, tab[i].hf)) return !tab[i].attn_bias || s->hc->attn_bias;
     for (size_t i = 0; i < n_per; i++)
         if (!strcmp(n + off, per[i])) /* Llama's biases only when the config asks for them */
             return per != llama || i < LLAMA_ATTN_BIAS ||
@@ -370,12 +326,8 @@ static ax_status write_ckpt(const ax_tensor_info *ts, int n_t, int64_t n, const 
     return st;
 }
 
-ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, char *step_out, size_t len) {
-    return ax_hf_import_kv(hf_dir, ckpt_dir, 0, step_out, len);
-}
-
-ax_status ax_hf_import_kv(const char *hf_dir, const char *ckpt_dir, int kv_heads, char *step_out,
-                          size_t len) {
+ax_status ax_hf_import(const char *hf_dir, const char *ckpt_dir, int kv_heads, char *step_out,
+                       size_t len) {
     ax_hf_config hc;
     AX_CHECK(ax_hf_config_load(hf_dir, &hc));
     int H = hc.cfg.n_heads, rep = 1;

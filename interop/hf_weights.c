@@ -41,13 +41,9 @@ static ax_status add_file(ax_hf_weights *w, const char *name) {
 }
 
 static ax_status open_index(ax_hf_weights *w, const char *path) {
-    char *text = NULL;
-    size_t len = 0;
-    AX_CHECK(ax_read_file_max(path, 64u << 20, &text, &len));
     ax_json *j = NULL;
-    ax_status st = ax_json_parse(text, len, path, &j);
-    free(text);
-    if (st != AX_OK) return st;
+    AX_CHECK(ax_hf_read_json(path, 64u << 20, &j));
+    ax_status st = AX_OK;
     const ax_json *map = ax_json_get(j, "weight_map");
     if (!map || map->type != AX_JSON_OBJ)
         st = ax_errorf(AX_ERR_CORRUPT, "%s has no object \"weight_map\"", path);

@@ -29,9 +29,6 @@ static const char *const dtype_names[] = {"F32", "F16", "BF16", "BOOL"};
 size_t ax_st_dtype_size(ax_st_dtype d) {
     return d == AX_ST_F32 ? 4 : d == AX_ST_BOOL ? 1 : 2;
 }
-const char *ax_st_dtype_name(ax_st_dtype d) {
-    return dtype_names[d];
-}
 
 float ax_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;

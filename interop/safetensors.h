@@ -38,9 +38,8 @@ const ax_st_tensor *ax_st_tensor_at(const ax_st_file *f, int i);
 const ax_st_tensor *ax_st_find(const ax_st_file *f, const char *name); /* NULL if absent */
 /* dst[t->numel] <- tensor t of f as fp32. */
 void ax_st_read_f32(const ax_st_file *f, const ax_st_tensor *t, float *dst);
-/* Element size in bytes of a dtype, and its name as the header spells it. */
+/* Element size in bytes of a dtype. */
 size_t ax_st_dtype_size(ax_st_dtype d);
-const char *ax_st_dtype_name(ax_st_dtype d);
 
 /* IEEE half bit pattern -> float (exact; bf16 is lib/dist/comm.h's ax_bf16_to_f32). */
 float ax_f16_to_f32(uint16_t h);

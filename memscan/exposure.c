@@ -12,11 +12,12 @@
 
 /* ---- the secrets file ---- */
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
+/* a copy of string `key` of o into *out: "" when o has none and `optional` */
+static ax_status get_str(const ax_json *o, const char *key, const char *what, int optional,
+                         char **out) {
+    const char *s = "";
+    if (!optional || ax_json_get(o, key)) AX_CHECK(ax_json_get_str(o, key, what, &s));
+    return (*out = strdup(s)) ? AX_OK : ax_errorf(AX_ERR_NOMEM, "out of memory reading %s", what);
 }
 
 static ax_status get_int(const ax_json *o, const char *key, const char *what, int lo, int hi,
@@ -53,14 +54,11 @@ static ax_status load_sites(const ax_json *o, const char *what, ax_canary *c) {
 }
 
 static ax_status load_canary(const ax_json *o, const char *what, ax_canary *c) {
-    const char *s;
     AX_CHECK(get_int(o, "id", what, 0, 1 << 30, &c->id));
     AX_CHECK(get_int(o, "repeats", what, 0, 1 << 30, &c->repeats));
     AX_CHECK(get_int(o, "prefix_tokens", what, 0, 1 << 20, &c->prefix_tokens));
-    AX_CHECK(ax_json_get_str(o, "prefix", what, &s));
-    if (!(c->prefix = dup_str(s))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
-    AX_CHECK(ax_json_get_str(o, "secret", what, &s));
-    if (!(c->secret = dup_str(s))) return ax_errorf(AX_ERR_NOMEM, "out of memory");
+    AX_CHECK(get_str(o, "prefix", what, 0, &c->prefix));
+    AX_CHECK(get_str(o, "secret", what, 0, &c->secret));
     const ax_json *t = ax_json_get(o, "tokens");
     if (!t || t->type != AX_JSON_ARR || t->n < 1 || t->n > (1 << 20))
         return ax_errorf(AX_ERR_CORRUPT, "%s: \"tokens\" must be a non-empty array of token ids",
@@ -87,7 +85,6 @@ ax_status ax_canary_set_load(const char *path, ax_canary_set *out) {
     size_t len = 0;
     ax_json *j = NULL;
     ax_status st;
-    const char *s;
     AX_CHECK_GOTO(ax_read_file_max(path, (size_t)1 << 30, &text, &len), fail);
     AX_CHECK_GOTO(ax_json_parse_advice(text, len, path,
                                        "pass the secrets file `axmem data canaries` wrote", &j),
@@ -96,18 +93,12 @@ ax_status ax_canary_set_load(const char *path, ax_canary_set *out) {
         st = ax_errorf(AX_ERR_CORRUPT, "%s is not a canary secrets file (a JSON object)", path);
         goto fail;
     }
-    AX_CHECK_GOTO(ax_json_get_str(j, "format", path, &s), fail);
-    if (!(out->format = dup_str(s))) goto nomem;
+    AX_CHECK_GOTO(get_str(j, "format", path, 0, &out->format), fail);
     AX_CHECK_GOTO(ax_json_get_num(j, "space", path, &out->space), fail);
-    s = "";
-    if (ax_json_get(j, "tokenizer")) AX_CHECK_GOTO(ax_json_get_str(j, "tokenizer", path, &s), fail);
-    if (!(out->tokenizer = dup_str(s))) goto nomem;
-    s = "";
-    if (ax_json_get(j, "dataset")) AX_CHECK_GOTO(ax_json_get_str(j, "dataset", path, &s), fail);
-    if (!(out->dataset = dup_str(s))) goto nomem;
-    s = ""; /* version 1: the canaries were planted without a lead */
-    if (ax_json_get(j, "lead")) AX_CHECK_GOTO(ax_json_get_str(j, "lead", path, &s), fail);
-    if (!(out->lead = dup_str(s))) goto nomem;
+    AX_CHECK_GOTO(get_str(j, "tokenizer", path, 1, &out->tokenizer), fail);
+    AX_CHECK_GOTO(get_str(j, "dataset", path, 1, &out->dataset), fail);
+    /* version 1: the canaries were planted without a lead */
+    AX_CHECK_GOTO(get_str(j, "lead", path, 1, &out->lead), fail);
     if (ax_json_get(j, "dataset_xxh3")) { /* version 2: the canaried dataset's identity */
         int64_t docs, toks;
         AX_CHECK_GOTO(ax_json_get_hex64(j, "dataset_xxh3", path, &out->dataset_xxh3), fail);
@@ -135,7 +126,7 @@ ax_status ax_canary_set_load(const char *path, ax_canary_set *out) {
                 st = ax_errorf(AX_ERR_CORRUPT, "%s: references[%zu] is not a string", path, i);
                 goto fail;
             }
-            if (!(out->refs[out->n_refs++] = dup_str(rs->items[i]->str))) goto nomem;
+            if (!(out->refs[out->n_refs++] = strdup(rs->items[i]->str))) goto nomem;
         }
     }
     ax_json_free(j);

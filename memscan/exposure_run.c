@@ -87,10 +87,7 @@ static ax_status write_samples(const ax_canary_set *s, const ax_exposure_result 
             ax_jw_null(&w);
         ax_jw_key(&w, "exposure"), ax_jw_num(&w, e->exposure);
         ax_jw_key(&w, "extracted"), ax_jw_bool(&w, e->extracted);
-        ax_jw_key(&w, "generated");
-        ax_jw_arr_begin(&w);
-        for (int t = 0; t < e->n_generated; t++) ax_jw_int(&w, e->generated[t]);
-        ax_jw_arr_end(&w);
+        ax_ms_json_ids(&w, "generated", e->generated, (size_t)e->n_generated);
         ax_ms_text_field(&w, "generated_text", tok, e->generated, (size_t)e->n_generated);
         ax_jw_obj_end(&w);
         st = ax_ms_scan_out_line(so, &w);
@@ -227,11 +224,8 @@ static ax_status write_outputs(const ax_ms_exposure_opts *fl, const ax_ms_model 
                                const ax_canary_set *s, const ax_exposure_plan *p,
                                const ax_exposure_result *r, const ax_tokenizer_t *tok,
                                ax_ms_exposure_summary *sum) {
-    char scan[AX_MS_PATH_MAX], samples[AX_MS_PATH_MAX], ds_path[AX_DS_PATH_MAX],
-        note[3 * AX_DS_PATH_MAX];
+    char ds_path[AX_DS_PATH_MAX], note[3 * AX_DS_PATH_MAX];
     AX_CHECK(ax_mkdir_p(fl->out));
-    snprintf(scan, sizeof scan, "%s/exposure.json", fl->out);
-    snprintf(samples, sizeof samples, "%s/exposure.samples.jsonl", fl->out);
     /* the dataset block: the canaried dataset's identity, from the file or the secrets */
     ax_axd_t *ds = NULL;
     find_dataset(fl->canaries, s, &ds, ds_path, sizeof ds_path, note, sizeof note);
@@ -262,7 +256,7 @@ static ax_status write_outputs(const ax_ms_exposure_opts *fl, const ax_ms_model 
         reps[at] = v, nr++;
     }
     ax_ms_scan_out so;
-    ax_status st = ax_ms_scan_out_open(&so, scan, samples);
+    ax_status st = ax_ms_scan_out_open_in(&so, fl->out, "exposure");
     if (st == AX_OK) st = write_samples(s, r, &rd, tok, &so);
     ax_jw w;
     ax_jw_init(&w);
@@ -309,16 +303,7 @@ static ax_status write_outputs(const ax_ms_exposure_opts *fl, const ax_ms_model 
         if (i < AX_MS_EXPOSURE_ROWS) sum->by_repeats[sum->n_rows++] = row;
     }
     ax_jw_arr_end(&w);
-    if (st == AX_OK) ax_ms_scan_out_record(&so, &w);
-    ax_jw_obj_end(&w);
-    if (st == AX_OK) st = ax_ms_scan_out_commit(&so, &w);
-    if (st == AX_OK) {
-        sum->written = 1;
-        snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
-        snprintf(sum->samples_path, sizeof sum->samples_path, "%s", so.samples);
-    }
-    ax_ms_scan_out_close(&so);
-    ax_jw_free(&w);
+    st = ax_ms_scan_out_finish(&so, &w, st, &sum->written, sum->scan, sum->samples_path);
     free(reps), free(buf);
     ax_axd_free(ds);
     ax_exposure_reads_free(&rd);

@@ -158,10 +158,7 @@ static ax_status scan_all(const ax_ms_generate_opts *fl, long L, const ax_memsca
             ax_jw_obj_end(&w);
         }
         ax_jw_arr_end(&w);
-        ax_jw_key(&w, "tokens");
-        ax_jw_arr_begin(&w);
-        for (long k = 0; k < L; k++) ax_jw_int(&w, g[k]);
-        ax_jw_arr_end(&w);
+        ax_ms_json_ids(&w, "tokens", g, (size_t)L);
         ax_ms_text_field(&w, "text", tok, g, (size_t)L);
         ax_jw_obj_end(&w);
         st = ax_ms_scan_out_line(so, &w);
@@ -175,8 +172,7 @@ done:
 
 static ax_status write_scan(const ax_ms_generate_opts *fl, long length, const ax_ms_model *mm,
                             const ax_memscan_index_t *idx, const data_check *dc, ax_ms_scan_out *so,
-                            long with_span, double mean_longest, long max_longest,
-                            const long *hist) {
+                            ax_ms_generate_summary *sum) {
     const ax_memscan_info *in = ax_memscan_index_info(idx);
     ax_jw w;
     ax_jw_init(&w);
@@ -199,23 +195,19 @@ static ax_status write_scan(const ax_ms_generate_opts *fl, long length, const ax
     ax_jw_key(&w, "metrics");
     ax_jw_obj_begin(&w);
     ax_jw_key(&w, "frac_with_verbatim_span"),
-        ax_jw_num(&w, (double)with_span / (double)fl->samples);
-    ax_jw_key(&w, "mean_longest_span"), ax_jw_num(&w, mean_longest);
-    ax_jw_key(&w, "max_longest_span"), ax_jw_int(&w, max_longest);
+        ax_jw_num(&w, (double)sum->with_span / (double)fl->samples);
+    ax_jw_key(&w, "mean_longest_span"), ax_jw_num(&w, sum->mean_longest_span);
+    ax_jw_key(&w, "max_longest_span"), ax_jw_int(&w, sum->max_longest_span);
     ax_jw_obj_end(&w);
     ax_jw_key(&w, "tables");
     ax_jw_obj_begin(&w);
     ax_jw_key(&w, "longest_span_hist");
     ax_jw_obj_begin(&w);
     static const char *labels[4] = {"none", "n..2n-1", "2n..4n-1", ">=4n"};
-    for (int k = 0; k < 4; k++) ax_jw_key(&w, labels[k]), ax_jw_int(&w, hist[k]);
+    for (int k = 0; k < 4; k++) ax_jw_key(&w, labels[k]), ax_jw_int(&w, sum->longest_span_hist[k]);
     ax_jw_obj_end(&w);
     ax_jw_obj_end(&w);
-    ax_ms_scan_out_record(so, &w);
-    ax_jw_obj_end(&w);
-    ax_status st = ax_ms_scan_out_commit(so, &w);
-    ax_jw_free(&w);
-    return st;
+    return ax_ms_scan_out_finish(so, &w, AX_OK, &sum->written, sum->scan, sum->samples_path);
 }
 
 ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summary *sum) {
@@ -278,16 +270,10 @@ ax_status ax_ms_generate_run(const ax_ms_generate_opts *fl, ax_ms_generate_summa
                                sum->longest_span_hist),
                       out);
         AX_CHECK_GOTO(ax_memscan_index_check(idx), out);
-        AX_CHECK_GOTO(write_scan(fl, length, &mm, idx, &dc, &so, sum->with_span,
-                                 sum->mean_longest_span, sum->max_longest_span,
-                                 sum->longest_span_hist),
-                      out);
-        sum->written = 1;
+        AX_CHECK_GOTO(write_scan(fl, length, &mm, idx, &dc, &so, sum), out);
         sum->data_is_training = dc.verdict;
         sum->samples = (long)fl->samples, sum->length = length;
         sum->n = ax_memscan_index_info(idx)->n;
-        snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
-        snprintf(sum->samples_path, sizeof sum->samples_path, "%s", so.samples);
     }
 out:
     ax_ms_scan_out_close(&so);

@@ -77,6 +77,33 @@ static void ds_block(ax_jw *w, const char *key, const char *path, const ax_axd_t
     ax_jw_obj_end(w);
 }
 
+/* "needs >= 1000 non-members to resolve 0.1% FPR; have 38" into buf for a rate the
+ * non-members cannot resolve; 0 (buf empty) when they can */
+static int tpr_note(double fpr, long nonmembers, char *buf, size_t n) {
+    long need = ax_fpr_min_nonmembers(fpr);
+    buf[0] = '\0';
+    if (nonmembers >= need) return 0;
+    snprintf(buf, n, "needs >= %ld non-members to resolve %g%% FPR; have %ld", need, fpr * 100,
+             nonmembers);
+    return 1;
+}
+
+/* the warning for model-free score k (s->free_far[k] > 0): what its AUC says about the two
+ * sets and the model's AUCs */
+static void shift_warning(const ax_ms_mia_summary *s, int k, char *buf, size_t n) {
+    const ax_ms_ci *a = &s->free_auc[k];
+    snprintf(buf, n,
+             "model-free score %s (it reads no model) has AUC %.3f (95%% CI %.3f-%.3f)%s: "
+             "members and non-members %s in distribution, so part of the model scores' AUCs may "
+             "be that shift, not membership; compare them with it, and draw the non-members at "
+             "random from the members' distribution (a held-out set filtered by n-gram overlap "
+             "is not such a sample)",
+             ax_mia_free_names[k], a->mean, a->lo, a->hi,
+             s->free_far[k] == 2 ? ", its interval excluding 0.5"
+                                 : ", |AUC - 0.5| >= 0.1 though its interval holds 0.5",
+             s->free_far[k] == 2 ? "differ" : "may differ");
+}
+
 static ax_status write_samples(const ax_mia_result *r, ax_ms_scan_out *so) {
     ax_status st = AX_OK;
     for (int i = 0; st == AX_OK && i < r->n; i++) {
@@ -117,7 +144,7 @@ static ax_status write_samples(const ax_mia_result *r, ax_ms_scan_out *so) {
 static void tpr_json(ax_jw *w, const char *key, double fpr, double tpr, long nn) {
     char note[160], nkey[64];
     ax_jw_key(w, key), ax_jw_num(w, tpr);
-    if (ax_ms_mia_tpr_note(fpr, nn, note, sizeof note)) {
+    if (tpr_note(fpr, nn, note, sizeof note)) {
         snprintf(nkey, sizeof nkey, "%s_note", key);
         ax_jw_key(w, nkey), ax_jw_str(w, note);
     }
@@ -127,19 +154,12 @@ static void tpr_json(ax_jw *w, const char *key, double fpr, double tpr, long nn)
 static void metric_json(ax_jw *w, const ax_mia_metrics *m) {
     ax_jw_obj_begin(w);
     ax_jw_key(w, "auc"), ax_jw_num(w, m->auc);
-    ax_jw_key(w, "auc_ci95");
-    ax_jw_arr_begin(w);
-    ax_jw_num(w, m->auc_lo), ax_jw_num(w, m->auc_hi);
-    ax_jw_arr_end(w);
+    ax_ms_json_pair(w, "auc_ci95", m->auc_lo, m->auc_hi);
     tpr_json(w, "tpr_at_fpr_0.001", 0.001, m->tpr_at_0_1, m->nn);
     tpr_json(w, "tpr_at_fpr_0.01", 0.01, m->tpr_at_1, m->nn);
     ax_jw_key(w, "roc"); /* [fpr, tpr] pairs from (0,0) to (1,1) */
     ax_jw_arr_begin(w);
-    for (long i = 0; i < m->n_roc; i++) {
-        ax_jw_arr_begin(w);
-        ax_jw_num(w, m->roc[i].fpr), ax_jw_num(w, m->roc[i].tpr);
-        ax_jw_arr_end(w);
-    }
+    for (long i = 0; i < m->n_roc; i++) ax_ms_json_pair(w, NULL, m->roc[i].fpr, m->roc[i].tpr);
     ax_jw_arr_end(w);
 }
 
@@ -180,7 +200,7 @@ static void model_free_json(ax_jw *w, const ax_mia_result *r, const ax_ms_mia_su
     for (int k = 0; k < AX_MIA_FREE_N; k++) {
         char msg[1024];
         if (!sum->has_free[k] || !sum->free_far[k]) continue;
-        ax_ms_mia_shift_warning(sum, k, msg, sizeof msg);
+        shift_warning(sum, k, msg, sizeof msg);
         ax_jw_str(w, msg);
     }
     ax_jw_arr_end(w);
@@ -189,12 +209,8 @@ static void model_free_json(ax_jw *w, const ax_mia_result *r, const ax_ms_mia_su
 static ax_status write_outputs(const ax_ms_mia_opts *fl, const ax_ms_model *mm,
                                const ax_ms_model *ref, const ax_axd_t *mem, const ax_axd_t *non,
                                const ax_mia_result *r, ax_ms_mia_summary *sum) {
-    char scan[AX_MS_PATH_MAX], samples[AX_MS_PATH_MAX];
-    AX_CHECK(ax_mkdir_p(fl->out));
-    snprintf(scan, sizeof scan, "%s/mia.json", fl->out);
-    snprintf(samples, sizeof samples, "%s/mia.samples.jsonl", fl->out);
     ax_ms_scan_out so;
-    ax_status st = ax_ms_scan_out_open(&so, scan, samples);
+    ax_status st = ax_ms_scan_out_open_in(&so, fl->out, "mia");
     if (st == AX_OK) st = write_samples(r, &so);
     ax_jw w;
     ax_jw_init(&w);
@@ -239,17 +255,7 @@ static ax_status write_outputs(const ax_ms_mia_opts *fl, const ax_ms_model *mm,
     ax_jw_obj_end(&w);
     metrics_json(&w, r);
     model_free_json(&w, r, sum);
-    if (st == AX_OK) ax_ms_scan_out_record(&so, &w);
-    ax_jw_obj_end(&w);
-    if (st == AX_OK) st = ax_ms_scan_out_commit(&so, &w);
-    ax_ms_scan_out_close(&so);
-    ax_jw_free(&w);
-    if (st == AX_OK) {
-        sum->written = 1;
-        snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
-        snprintf(sum->samples_path, sizeof sum->samples_path, "%s", so.samples);
-    }
-    return st;
+    return ax_ms_scan_out_finish(&so, &w, st, &sum->written, sum->scan, sum->samples_path);
 }
 
 static ax_status check_vocab(const char *flag, const char *path, const ax_axd_t *ds,
@@ -264,27 +270,29 @@ static ax_status check_vocab(const char *flag, const char *path, const ax_axd_t 
 /* --members and --nonmembers must be two document sets: the same file (by path or inode) or
  * the same payload would score every document as both a member and a non-member, an AUC of
  * 0.5 that says nothing about the model. The file check runs before the datasets are read. */
+static ax_status same_sets(const ax_ms_mia_opts *fl, const char *how) {
+    return ax_errorf(AX_ERR_ARG,
+                     "--members %s and --nonmembers %s %s: every document would be both a member "
+                     "and a non-member; pass documents the model was not trained on as "
+                     "--nonmembers (e.g. the --out-holdout set of axmem data split)",
+                     fl->members, fl->nonmembers, how);
+}
+
 static ax_status check_same_file(const ax_ms_mia_opts *fl) {
     struct stat a, b;
     if (strcmp(fl->members, fl->nonmembers) && (stat(fl->members, &a) || stat(fl->nonmembers, &b) ||
                                                 a.st_dev != b.st_dev || a.st_ino != b.st_ino))
         return AX_OK; /* a file that cannot be read is reported when it is opened */
-    return ax_errorf(AX_ERR_ARG,
-                     "--members %s and --nonmembers %s are the same file: every document would be "
-                     "both a member and a non-member; pass documents the model was not trained on "
-                     "as --nonmembers (e.g. the --out-holdout set of axmem data split)",
-                     fl->members, fl->nonmembers);
+    return same_sets(fl, "are the same file");
 }
 
 static ax_status check_same_documents(const ax_ms_mia_opts *fl, const ax_axd_t *mem,
                                       const ax_axd_t *non) {
+    char how[96];
     if (ax_axd_checksum(mem) != ax_axd_checksum(non)) return AX_OK;
-    return ax_errorf(AX_ERR_ARG,
-                     "--members %s and --nonmembers %s hold the same documents (payload checksum "
-                     "0x%016llx): every document would be both a member and a non-member; pass "
-                     "documents the model was not trained on as --nonmembers (e.g. the "
-                     "--out-holdout set of axmem data split)",
-                     fl->members, fl->nonmembers, (unsigned long long)ax_axd_checksum(mem));
+    snprintf(how, sizeof how, "hold the same documents (payload checksum 0x%016llx)",
+             (unsigned long long)ax_axd_checksum(mem));
+    return same_sets(fl, how);
 }
 
 ax_status ax_ms_mia_run(const ax_ms_mia_opts *fl, ax_ms_mia_summary *sum) {
@@ -356,29 +364,6 @@ out:
     return st;
 }
 
-int ax_ms_mia_tpr_note(double fpr, long nonmembers, char *buf, size_t n) {
-    long need = ax_fpr_min_nonmembers(fpr);
-    buf[0] = '\0';
-    if (nonmembers >= need) return 0;
-    snprintf(buf, n, "needs >= %ld non-members to resolve %g%% FPR; have %ld", need, fpr * 100,
-             nonmembers);
-    return 1;
-}
-
-void ax_ms_mia_shift_warning(const ax_ms_mia_summary *s, int k, char *buf, size_t n) {
-    const ax_ms_ci *a = &s->free_auc[k];
-    snprintf(buf, n,
-             "model-free score %s (it reads no model) has AUC %.3f (95%% CI %.3f-%.3f)%s: "
-             "members and non-members %s in distribution, so part of the model scores' AUCs may "
-             "be that shift, not membership; compare them with it, and draw the non-members at "
-             "random from the members' distribution (a held-out set filtered by n-gram overlap "
-             "is not such a sample)",
-             ax_mia_free_names[k], a->mean, a->lo, a->hi,
-             s->free_far[k] == 2 ? ", its interval excluding 0.5"
-                                 : ", |AUC - 0.5| >= 0.1 though its interval holds 0.5",
-             s->free_far[k] == 2 ? "differ" : "may differ");
-}
-
 /* "0.123" or "n/a" (a rate the non-members cannot resolve) */
 static const char *tpr_text(double v, char *buf, size_t n) {
     if (isnan(v))
@@ -399,7 +384,7 @@ void ax_ms_mia_print(const ax_ms_mia_opts *o, const ax_ms_mia_summary *s, FILE *
                     ax_mia_names[k], s->auc[k].mean, s->auc[k].lo, s->auc[k].hi,
                     tpr_text(s->tpr_at_0_1[k], a, sizeof a), tpr_text(s->tpr_at_1[k], b, sizeof b));
     for (int j = 0; j < 2; j++)
-        if (ax_ms_mia_tpr_note(j ? 0.01 : 0.001, s->nonmembers, note, sizeof note))
+        if (tpr_note(j ? 0.01 : 0.001, s->nonmembers, note, sizeof note))
             fprintf(f, "  TPR@%s%%FPR n/a: %s\n", j ? "1" : "0.1", note);
     fprintf(f, "model-free baselines (read no model; AUC far from 0.5 = the sets differ):\n");
     for (int k = 0; k < AX_MIA_FREE_N; k++)
@@ -411,7 +396,7 @@ void ax_ms_mia_print(const ax_ms_mia_opts *o, const ax_ms_mia_summary *s, FILE *
     for (int k = 0; k < AX_MIA_FREE_N; k++) {
         char msg[1024];
         if (!s->has_free[k] || !s->free_far[k]) continue;
-        ax_ms_mia_shift_warning(s, k, msg, sizeof msg);
+        shift_warning(s, k, msg, sizeof msg);
         fprintf(stderr, "warning: memscan mia: %s\n", msg);
     }
     fprintf(f, "wrote %s and %s\n", s->scan, s->samples_path);

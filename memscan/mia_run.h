@@ -53,9 +53,3 @@ ax_status ax_ms_mia_run(const ax_ms_mia_opts *o, ax_ms_mia_summary *out);
  * each model-free score far from chance on stderr too. Nothing where the summary was not
  * written. */
 void ax_ms_mia_print(const ax_ms_mia_opts *o, const ax_ms_mia_summary *s, FILE *f);
-/* The warning for model-free score k of s (s->free_far[k] > 0) in buf: what its AUC says about
- * the two sets and the model's AUCs. */
-void ax_ms_mia_shift_warning(const ax_ms_mia_summary *s, int k, char *buf, size_t n);
-/* "needs >= 1000 non-members to resolve 0.1% FPR; have 38" into buf for a rate the
- * non-members cannot resolve; 0 (buf empty) when they can */
-int ax_ms_mia_tpr_note(double fpr, long nonmembers, char *buf, size_t n);

@@ -222,7 +222,7 @@ static int split_args(const char *sub, int argc, char **argv, steps_args *a) {
     a->argv = calloc((size_t)argc + 1, sizeof(char *));
     if (!a->argv) return 1;
     a->argv[a->argc++] = argv[0];
-    int rest = 0;
+    int rest = 0, got;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (rest || !strcmp(s, "--")) {
@@ -232,18 +232,12 @@ static int split_args(const char *sub, int argc, char **argv, steps_args *a) {
             a->all = 1;
         } else if (!strcmp(s, "--no-all-steps") || !strcmp(s, "--all-steps=false")) {
             a->all = 0;
-        } else if (!strncmp(s, "--steps=", 8)) {
-            a->list = s + 8;
-        } else if (!strcmp(s, "--steps")) {
-            if (i + 1 >= argc) {
-                if (ax_mpi_world_rank() == 0)
-                    fprintf(stderr, "axmem memscan %s: --steps needs a value (e.g. 100,200)\n",
-                            sub);
-                return 2;
-            }
-            a->list = argv[++i];
-        } else {
-            if (!strcmp(s, "--help") || !strcmp(s, "-h")) a->help = 1;
+        } else if ((got = ax_cli_flag(argc, argv, &i, "--steps", &a->list)) < 0) {
+            if (ax_mpi_world_rank() == 0)
+                fprintf(stderr, "axmem memscan %s: --steps needs a value (e.g. 100,200)\n", sub);
+            return 2;
+        } else if (!got) {
+            a->help |= ax_cli_is_help(s);
             a->argv[a->argc++] = argv[i];
         }
     }

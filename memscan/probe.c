@@ -54,17 +54,23 @@ static double binom_cdf(long k, long n, double p) {
     return s < 1.0 ? s : 1.0;
 }
 
-/* the p in (0, 1) where f(p) = cdf(k, n, p) crosses `target`; the cdf falls as p grows */
-static double binom_solve(long k, long n, double target) {
-    double a = 0.0, b = 1.0;
+/* the x in (0, 1) where cdf(a, b, x) crosses target, by bisection; `falling`: the cdf falls
+ * as x grows (a binomial's in p), else it rises (a beta's in x) */
+static double bisect(double (*cdf)(double, double, double), double a, double b, double target,
+                     int falling) {
+    double lo = 0.0, hi = 1.0;
     for (int it = 0; it < 100; it++) {
-        double m = 0.5 * (a + b);
-        if (binom_cdf(k, n, m) > target)
-            a = m;
+        double m = 0.5 * (lo + hi), v = cdf(a, b, m);
+        if (falling ? v > target : v < target)
+            lo = m;
         else
-            b = m;
+            hi = m;
     }
-    return 0.5 * (a + b);
+    return 0.5 * (lo + hi);
+}
+
+static double binom_cdf_of(double k, double n, double p) {
+    return binom_cdf((long)k, (long)n, p);
 }
 
 void ax_clopper_pearson(long k, long n, double *lo, double *hi) {
@@ -73,8 +79,8 @@ void ax_clopper_pearson(long k, long n, double *lo, double *hi) {
         return;
     }
     /* lo: P(X >= k) = 0.025, i.e. P(X <= k - 1) = 0.975; hi: P(X <= k) = 0.025 */
-    *lo = k <= 0 ? 0.0 : binom_solve(k - 1, n, 0.975);
-    *hi = k >= n ? 1.0 : binom_solve(k, n, 0.025);
+    *lo = k <= 0 ? 0.0 : bisect(binom_cdf_of, (double)(k - 1), (double)n, 0.975, 1);
+    *hi = k >= n ? 1.0 : bisect(binom_cdf_of, (double)k, (double)n, 0.025, 1);
 }
 
 void ax_bootstrap_ci(const double *x, int n, int resamples, uint64_t seed, double *mean, double *lo,
@@ -193,27 +199,14 @@ static double beta_cdf(double a, double b, double x) {
     return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
 }
 
-/* the q-quantile of Beta(a, b), by bisection (the cdf rises with x) */
-static double beta_quantile(double q, double a, double b) {
-    double lo = 0.0, hi = 1.0;
-    for (int it = 0; it < 100; it++) {
-        double m = 0.5 * (lo + hi);
-        if (beta_cdf(a, b, m) < q)
-            lo = m;
-        else
-            hi = m;
-    }
-    return 0.5 * (lo + hi);
-}
-
 void ax_clopper_pearson_real(double k, double n, double *lo, double *hi) {
     if (n <= 0) {
         *lo = 0.0, *hi = 1.0;
         return;
     }
     /* P(X >= k | p) = I_p(k, n - k + 1): the lower end is where that is 2.5% */
-    *lo = k <= 0 ? 0.0 : beta_quantile(0.025, k, n - k + 1.0);
-    *hi = k >= n ? 1.0 : beta_quantile(0.975, k + 1.0, n - k);
+    *lo = k <= 0 ? 0.0 : bisect(beta_cdf, k, n - k + 1.0, 0.025, 0);
+    *hi = k >= n ? 1.0 : bisect(beta_cdf, k + 1.0, n - k, 0.975, 0);
 }
 
 typedef struct {

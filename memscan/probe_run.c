@@ -102,10 +102,7 @@ static void ci_json(ax_jw *w, const char *key, double mean, double lo, double hi
     ax_jw_key(w, key);
     ax_jw_obj_begin(w);
     ax_jw_key(w, "mean"), ax_jw_num(w, mean);
-    ax_jw_key(w, "ci95");
-    ax_jw_arr_begin(w);
-    ax_jw_num(w, lo), ax_jw_num(w, hi);
-    ax_jw_arr_end(w);
+    ax_ms_json_pair(w, "ci95", lo, hi);
     ax_jw_obj_end(w);
 }
 
@@ -200,14 +197,8 @@ static ax_status write_samples(const ax_ms_probe_opts *fl, const probe_set *ps,
             ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, s->token_accuracy);
             ax_jw_key(&w, "rouge_l"), ax_jw_num(&w, s->rouge_l);
             if (fl->index[0]) ax_jw_key(&w, "duplicates"), ax_jw_uint(&w, s->duplicates);
-            ax_jw_key(&w, "truth");
-            ax_jw_arr_begin(&w);
-            for (int k = 0; k < S; k++) ax_jw_int(&w, s->truth[k]);
-            ax_jw_arr_end(&w);
-            ax_jw_key(&w, "generated");
-            ax_jw_arr_begin(&w);
-            for (int k = 0; k < S; k++) ax_jw_int(&w, s->generated[k]);
-            ax_jw_arr_end(&w);
+            ax_ms_json_ids(&w, "truth", s->truth, (size_t)S);
+            ax_ms_json_ids(&w, "generated", s->generated, (size_t)S);
             ax_ms_text_field(&w, "truth_text", tok, s->truth, (size_t)S);
             ax_ms_text_field(&w, "generated_text", tok, s->generated, (size_t)S);
             if (fl->prefix_lengths[0]) ax_jw_key(&w, "prefix"), ax_jw_int(&w, ps->lens[l]);
@@ -434,10 +425,7 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
             sum->lengths[l] = ps->lens[l];
             sum->exact_by_length[l] = q->n ? (double)k / q->n : 0.0;
             sum->n_lengths = l + 1;
-            ax_jw_key(&w, "exact_match_ci95");
-            ax_jw_arr_begin(&w);
-            ax_jw_num(&w, lo), ax_jw_num(&w, hi);
-            ax_jw_arr_end(&w);
+            ax_ms_json_pair(&w, "exact_match_ci95", lo, hi);
             ax_jw_key(&w, "token_accuracy"), ax_jw_num(&w, q->n ? ta / q->n : 0.0);
             ax_jw_key(&w, "matched_prefix_mean"), ax_jw_num(&w, q->n ? mpl / q->n : 0.0);
             if (D > 0) {
@@ -453,16 +441,7 @@ static ax_status write_outputs(const ax_ms_probe_opts *fl, const ax_ckpt_t *ck, 
         ax_jw_arr_end(&w);
     }
     ax_jw_obj_end(&w);
-    if (st == AX_OK) ax_ms_scan_out_record(&so, &w);
-    ax_jw_obj_end(&w);
-    if (st == AX_OK) st = ax_ms_scan_out_commit(&so, &w);
-    ax_ms_scan_out_close(&so);
-    ax_jw_free(&w);
-    if (st == AX_OK) {
-        sum->written = 1;
-        snprintf(sum->scan, sizeof sum->scan, "%s", so.scan);
-        snprintf(sum->samples_path, sizeof sum->samples_path, "%s", so.samples);
-    }
+    st = ax_ms_scan_out_finish(&so, &w, st, &sum->written, sum->scan, sum->samples_path);
     free(ex), free(hist), free(docs);
     return st;
 }

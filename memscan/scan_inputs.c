@@ -31,31 +31,28 @@ static ax_status train_data_of(const ax_ckpt_t *ck, ax_ms_train_data *td) {
     return AX_OK;
 }
 
-static void warn0(const char *msg) {
-    if (ax_mpi_world_rank() == 0) AX_WARN("%s", msg);
-}
+/* a warning from rank 0 only: every rank makes the same checks */
+#define WARN0(...)                                                                                 \
+    do {                                                                                           \
+        if (ax_mpi_world_rank() == 0) AX_WARN(__VA_ARGS__);                                        \
+    } while (0)
 
 ax_status ax_ms_check_scan_data(const ax_ckpt_t *ck, const ax_ms_scan_data *sd,
                                 ax_ms_train_data *td, int *verdict) {
-    char msg[20000];
     *verdict = -1;
     AX_CHECK(train_data_of(ck, td));
     if (!td->known) {
-        snprintf(msg, sizeof msg,
-                 "memscan %s: checkpoint %s records no training dataset (an imported model), so "
-                 "%s cannot be checked against it; the scan records data_is_training_data: null",
-                 sd->cmd, ax_ckpt_path(ck), sd->what);
-        warn0(msg);
+        WARN0("memscan %s: checkpoint %s records no training dataset (an imported model), so "
+              "%s cannot be checked against it; the scan records data_is_training_data: null",
+              sd->cmd, ax_ckpt_path(ck), sd->what);
         return AX_OK;
     }
     if (sd->xxh3 == td->xxh3) {
         *verdict = 1;
         if (sd->not_training_data) {
-            snprintf(msg, sizeof msg,
-                     "memscan %s: --not-training-data, but %s is the training data of %s "
-                     "(checksum 0x%016" PRIx64 "); the scan records it as such",
-                     sd->cmd, sd->what, ax_ckpt_path(ck), td->xxh3);
-            warn0(msg);
+            WARN0("memscan %s: --not-training-data, but %s is the training data of %s "
+                  "(checksum 0x%016" PRIx64 "); the scan records it as such",
+                  sd->cmd, sd->what, ax_ckpt_path(ck), td->xxh3);
         }
         return AX_OK;
     }
@@ -69,11 +66,9 @@ ax_status ax_ms_check_scan_data(const ax_ckpt_t *ck, const ax_ms_scan_data *sd,
                              "meaningless; encode the data with the training tokenizer (or pass "
                              "--allow-other-tokenizer if this is really meant)",
                              sd->what, sd->tokenizer, ax_ckpt_path(ck), td->path, td->tokenizer);
-        snprintf(msg, sizeof msg,
-                 "memscan %s: --allow-other-tokenizer: %s was encoded by tokenizer %016" PRIx64
-                 ", not the training data's %016" PRIx64 " (%s); the scan records it",
-                 sd->cmd, sd->what, sd->tokenizer, td->tokenizer, td->path);
-        warn0(msg);
+        WARN0("memscan %s: --allow-other-tokenizer: %s was encoded by tokenizer %016" PRIx64
+              ", not the training data's %016" PRIx64 " (%s); the scan records it",
+              sd->cmd, sd->what, sd->tokenizer, td->tokenizer, td->path);
     }
     char tok_note[4400] = "";
     if (!td->tokenizer || !sd->tokenizer)
@@ -92,15 +87,13 @@ ax_status ax_ms_check_scan_data(const ax_ckpt_t *ck, const ax_ms_scan_data *sd,
                          sd->what, ax_ckpt_path(ck), sd->xxh3, td->xxh3, td->path[0] ? ", " : "",
                          td->path, tok_note);
     if (!sd->not_training_data) {
-        snprintf(msg, sizeof msg,
-                 "memscan %s: %s is not the training data of %s (checksum 0x%016" PRIx64
-                 ", the training data's 0x%016" PRIx64 "%s%s)%s: the numbers measure the model on "
-                 "other data, not memorization of its training data; the scan records "
-                 "data_is_training_data: false (pass --not-training-data when this is meant, "
-                 "e.g. held-out data)",
-                 sd->cmd, sd->what, ax_ckpt_path(ck), sd->xxh3, td->xxh3, td->path[0] ? ", " : "",
-                 td->path, tok_note);
-        warn0(msg);
+        WARN0("memscan %s: %s is not the training data of %s (checksum 0x%016" PRIx64
+              ", the training data's 0x%016" PRIx64 "%s%s)%s: the numbers measure the model on "
+              "other data, not memorization of its training data; the scan records "
+              "data_is_training_data: false (pass --not-training-data when this is meant, "
+              "e.g. held-out data)",
+              sd->cmd, sd->what, ax_ckpt_path(ck), sd->xxh3, td->xxh3, td->path[0] ? ", " : "",
+              td->path, tok_note);
     }
     return AX_OK;
 }

@@ -43,6 +43,20 @@ void ax_ms_text_field(ax_jw *w, const char *key, const ax_tokenizer_t *tok, cons
     free(bytes);
 }
 
+void ax_ms_json_ids(ax_jw *w, const char *key, const int32_t *ids, size_t n) {
+    ax_jw_key(w, key);
+    ax_jw_arr_begin(w);
+    for (size_t i = 0; i < n; i++) ax_jw_int(w, ids[i]);
+    ax_jw_arr_end(w);
+}
+
+void ax_ms_json_pair(ax_jw *w, const char *key, double a, double b) {
+    if (key) ax_jw_key(w, key);
+    ax_jw_arr_begin(w);
+    ax_jw_num(w, a), ax_jw_num(w, b);
+    ax_jw_arr_end(w);
+}
+
 void ax_ms_samples_path(const char *explicit_path, const char *out, char *dst, size_t n) {
     if (explicit_path[0]) {
         snprintf(dst, n, "%s", explicit_path);
@@ -178,6 +192,30 @@ ax_status ax_ms_scan_out_commit(ax_ms_scan_out *so, const ax_jw *scan) {
     AX_CHECK(ax_rename_durable(so->scan_tmp, so->scan));
     so->scan_tmp[0] = 0;
     return AX_OK;
+}
+
+ax_status ax_ms_scan_out_open_in(ax_ms_scan_out *so, const char *dir, const char *name) {
+    char scan[AX_MS_PATH_MAX], samples[AX_MS_PATH_MAX];
+    memset(so, 0, sizeof *so);
+    AX_CHECK(ax_mkdir_p(dir));
+    snprintf(scan, sizeof scan, "%s/%s.json", dir, name);
+    snprintf(samples, sizeof samples, "%s/%s.samples.jsonl", dir, name);
+    return ax_ms_scan_out_open(so, scan, samples);
+}
+
+ax_status ax_ms_scan_out_finish(ax_ms_scan_out *so, ax_jw *w, ax_status st, int *written,
+                                char *scan, char *samples) {
+    if (st == AX_OK) ax_ms_scan_out_record(so, w);
+    ax_jw_obj_end(w);
+    if (st == AX_OK) st = ax_ms_scan_out_commit(so, w);
+    if (st == AX_OK) {
+        *written = 1;
+        snprintf(scan, AX_MS_PATH_MAX, "%s", so->scan);
+        snprintf(samples, AX_MS_PATH_MAX, "%s", so->samples);
+    }
+    ax_ms_scan_out_close(so);
+    ax_jw_free(w);
+    return st;
 }
 
 void ax_ms_scan_out_close(ax_ms_scan_out *so) {

@@ -48,6 +48,13 @@ ax_status ax_ms_scan_out_line(ax_ms_scan_out *so, const ax_jw *row);
 void ax_ms_scan_out_record(const ax_ms_scan_out *so, ax_jw *w);
 /* Publishes the samples and the scan JSON (the writer's text) as described above. */
 ax_status ax_ms_scan_out_commit(ax_ms_scan_out *so, const ax_jw *scan);
+/* Opens the writer for DIR/NAME.json and DIR/NAME.samples.jsonl, creating DIR. */
+ax_status ax_ms_scan_out_open_in(ax_ms_scan_out *so, const char *dir, const char *name);
+/* Ends a scan whose writing so far returned st: the "samples" record, the top-level object
+ * closed, the commit (when st is AX_OK), then the writer closed and w freed. On success
+ * *written = 1 and the files' names go to scan and samples (each [AX_MS_PATH_MAX]). */
+ax_status ax_ms_scan_out_finish(ax_ms_scan_out *so, ax_jw *w, ax_status st, int *written,
+                                char *scan, char *samples);
 /* Removes whatever temporaries remain and frees the writer (safe after commit or failure). */
 void ax_ms_scan_out_close(ax_ms_scan_out *so);
 
@@ -55,6 +62,10 @@ void ax_ms_scan_out_close(ax_ms_scan_out *so);
  * (path, step, goldfish spec) and dataset block (path, checksum, docs, tokens). */
 void ax_ms_scan_header(ax_jw *w, const char *kind, const ax_ckpt_t *ck, const char *ds_path,
                        uint64_t ds_checksum, uint64_t docs, uint64_t tokens);
+/* key: [ids[0], ..., ids[n - 1]] */
+void ax_ms_json_ids(ax_jw *w, const char *key, const int32_t *ids, size_t n);
+/* key (NULL: a value in an array): [a, b], an interval or a point */
+void ax_ms_json_pair(ax_jw *w, const char *key, double a, double b);
 /* key: decoded text of ids[n], when a tokenizer is given (nothing otherwise). Token spans can
  * cut a character: the text is cut at character boundaries (ax_utf8_clip). */
 void ax_ms_text_field(ax_jw *w, const char *key, const ax_tokenizer_t *tok, const int32_t *ids,

@@ -97,9 +97,7 @@ static const char *mode_name[3] = {"off", "force", "auto"};
 
 /* --overlap auto|force|off, or train's --no-overlap / --force-overlap */
 static ax_status overlap_mode(const plan_args *a, const uint8_t *set, int *mode) {
-    int named = 0; /* --overlap given on the command line */
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-        if (!strcmp(entries[i].name, "overlap")) named = set[i];
+    int named = set[ax_cfg_find(&table, "overlap") - entries]; /* given on the command line */
     if (!strcmp(a->overlap, "off"))
         *mode = AX_OVERLAP_OFF;
     else if (!strcmp(a->overlap, "force"))
@@ -279,7 +277,7 @@ int ax_cmd_plan(int argc, char **argv) {
                          .norm_eps = 1e-5f};
     ax_plan_machine pm;
     ax_plan_result r = {0};
-    int heads_set = set[2];
+    int heads_set = set[ax_cfg_find(&table, "heads") - entries];
     if (a.ckpt[0]) st = ax_plan_shape_from_ckpt(a.ckpt, heads_set, &c);
     if (st == AX_OK) st = ax_plan_machine_load(a.machine, &pm);
     /* --engine axmem on a GPU (NCCL) profile: the CUDA engine's bf16 run as it allocates and
@@ -288,14 +286,14 @@ int ax_cmd_plan(int argc, char **argv) {
         st == AX_OK && !strcmp(a.engine, "axmem") && pm.m.transport == AX_TRANSPORT_NCCL;
     pm.m.grad_bf16 = st == AX_OK && !strcmp(a.grad_comm, "bf16");
     if (st == AX_OK)
-        st = ax_plan_rank_ex(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode,
-                             !strcmp(a.recompute, "on")    ? AX_PLAN_RECOMPUTE_ON
-                             : !strcmp(a.recompute, "off") ? AX_PLAN_RECOMPUTE_OFF
-                                                           : AX_PLAN_RECOMPUTE_AUTO,
-                             !strcmp(a.z_gather, "layer")  ? AX_PLAN_RECOMPUTE_ON
-                             : !strcmp(a.z_gather, "step") ? AX_PLAN_RECOMPUTE_OFF
-                                                           : AX_PLAN_RECOMPUTE_AUTO,
-                             &r);
+        st = ax_plan_rank(&c, &pm, (int)a.devices, (int)a.global_batch, (int)a.seq_len, mode,
+                          !strcmp(a.recompute, "on")    ? AX_PLAN_RECOMPUTE_ON
+                          : !strcmp(a.recompute, "off") ? AX_PLAN_RECOMPUTE_OFF
+                                                        : AX_PLAN_RECOMPUTE_AUTO,
+                          !strcmp(a.z_gather, "layer")  ? AX_PLAN_RECOMPUTE_ON
+                          : !strcmp(a.z_gather, "step") ? AX_PLAN_RECOMPUTE_OFF
+                                                        : AX_PLAN_RECOMPUTE_AUTO,
+                          &r);
     if (st != AX_OK) return ax_cli_fail("plan", st);
     if (a.json) {
         ax_jw w;

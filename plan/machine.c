@@ -122,9 +122,7 @@ ax_status ax_plan_machine_from_json(const ax_json *o, const char *what, ax_plan_
     AX_CHECK(num(o, "net_lat_us", what, 0, 1e6, &v[8]));
     AX_CHECK(num(o, "elem_bytes", what, 1, 8, &v[9]));
     AX_CHECK(num(o, "overlap", what, 0, 1, &v[10]));
-    /* optional (profiles written before the per-axis overlap rule lack them): the transport,
-     * "nccl" by default, which overlaps every axis as the plan did then; cores 0 (not known);
-     * one thread a device */
+    /* optional: the transport ("nccl" by default), cores (0: not known), threads a device (1) */
     double cores = 0, threads = 1;
     int transport = AX_TRANSPORT_NCCL;
     if (ax_json_get(o, "transport")) {
@@ -140,8 +138,7 @@ ax_status ax_plan_machine_from_json(const ax_json *o, const char *what, ax_plan_
     if (ax_json_get(o, "cores_per_node")) AX_CHECK(num(o, "cores_per_node", what, 0, 1e6, &cores));
     if (ax_json_get(o, "threads_per_device"))
         AX_CHECK(num(o, "threads_per_device", what, 1, 1e6, &threads));
-    /* optional too (profiles before 2026-12-02 lack it): 0 leaves the memory-bound passes
-     * unpriced, as the plan did then */
+    /* optional too: 0 leaves the memory-bound passes unpriced */
     double mem_bw = 0;
     if (ax_json_get(o, "mem_bw_gbs")) AX_CHECK(num(o, "mem_bw_gbs", what, 0, 1e6, &mem_bw));
     builtin b = {m->name,   out->source, v[0],       v[1],         v[2],        v[3],

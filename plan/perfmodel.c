@@ -76,12 +76,7 @@ static void norm_bwd(acc *a, const ax_model_config *c, long N) {
 }
 
 void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
-                              int n_micro, ax_step_volume phase[3]) {
-    ax_perfmodel_step_phases_ex(c, dims, B, T, n_micro, 0, phase);
-}
-
-void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], int B, int T,
-                                 int n_micro, int flags, ax_step_volume phase[3]) {
+                              int n_micro, int flags, ax_step_volume phase[3]) {
     int recompute = flags & AX_PERF_RECOMPUTE, stream = (flags & AX_PERF_STREAM_Z) != 0;
     int ge = (flags & AX_PERF_GRAD_BF16) ? 2 : 4; /* the gradient reductions' element bytes */
     for (int i = 0; i < 3; i++) phase[i] = (ax_step_volume){0};
@@ -161,14 +156,9 @@ void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], in
 }
 
 void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B, int T,
-                              int n_micro, ax_step_volume *out) {
-    ax_perfmodel_step_volume_ex(c, dims, B, T, n_micro, 0, out);
-}
-
-void ax_perfmodel_step_volume_ex(const ax_model_config *c, const int dims[4], int B, int T,
-                                 int n_micro, int flags, ax_step_volume *out) {
+                              int n_micro, int flags, ax_step_volume *out) {
     ax_step_volume ph[3];
-    ax_perfmodel_step_phases_ex(c, dims, B, T, n_micro, flags, ph);
+    ax_perfmodel_step_phases(c, dims, B, T, n_micro, flags, ph);
     *out = (ax_step_volume){0};
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < AX_COMM_KINDS; k++)

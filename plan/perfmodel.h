@@ -19,28 +19,23 @@ typedef struct {
     long calls[AX_COMM_KINDS][AX_AXIS_COUNT];
 } ax_step_volume;
 
-/* dims = {D, X, Y, Z}; the shape must fit the grid (ax_model_config_check_grid). */
+/* dims = {D, X, Y, Z}; the shape must fit the grid (ax_model_config_check_grid). flags: how
+ * the model runs (ax_model_opts), 0 or a sum of: AX_PERF_RECOMPUTE, activation recomputation
+ * (the backward repeats every layer's forward all-reduces but the down projection's, not the
+ * top layer's; blocking, so they count in phase[0]); AX_PERF_STREAM_Z, layer weights streamed
+ * over Z (each layer gathered before its forward and its backward unless its slot still holds
+ * it, its gradients reduce-scattered every micro-batch; phase[2]); AX_PERF_GRAD_BF16,
+ * gradients reduced in bf16 (the Z reduce-scatters and the data all-reduce at 2 bytes an
+ * element). */
+enum { AX_PERF_RECOMPUTE = 1, AX_PERF_STREAM_Z = 2, AX_PERF_GRAD_BF16 = 4 };
 void ax_perfmodel_step_volume(const ax_model_config *c, const int dims[4], int B, int T,
-                              int n_micro, ax_step_volume *out);
-
+                              int n_micro, int flags, ax_step_volume *out);
 /* The same volumes split by when they happen in the step (the overlap model needs it):
  * phase[0] forward all-reduces (blocking), phase[1] backward all-reduces (every micro-batch),
  * phase[2] the rest (Z all-gathers, Z reduce-scatters, data and gradient-norm all-reduces). The
  * three sum to ax_perfmodel_step_volume's output. */
 void ax_perfmodel_step_phases(const ax_model_config *c, const int dims[4], int B, int T,
-                              int n_micro, ax_step_volume phase[3]);
-/* How the model runs (ax_model_opts), as flags for the _ex calls: AX_PERF_RECOMPUTE, activation
- * recomputation (the backward repeats every layer's forward all-reduces but the down
- * projection's, not the top layer's; blocking, so they count in phase[0]); AX_PERF_STREAM_Z,
- * layer weights streamed over Z (each layer gathered before its forward and its backward unless
- * its slot still holds it, its gradients reduce-scattered every micro-batch; phase[2]);
- * AX_PERF_GRAD_BF16, gradients reduced in bf16 (the Z reduce-scatters and the data all-reduce
- * at 2 bytes an element). 0 is the calls above. */
-enum { AX_PERF_RECOMPUTE = 1, AX_PERF_STREAM_Z = 2, AX_PERF_GRAD_BF16 = 4 };
-void ax_perfmodel_step_phases_ex(const ax_model_config *c, const int dims[4], int B, int T,
-                                 int n_micro, int flags, ax_step_volume phase[3]);
-void ax_perfmodel_step_volume_ex(const ax_model_config *c, const int dims[4], int B, int T,
-                                 int n_micro, int flags, ax_step_volume *out);
+                              int n_micro, int flags, ax_step_volume phase[3]);
 
 /* ---- step-time prediction (axmem plan; docs/plan.md) ----
  * A machine profile: what one device computes and holds, and the two network levels. */
@@ -106,22 +101,18 @@ typedef struct {
     char overlap_why[AX_AXIS_COUNT][256]; /* and its reason */
 } ax_plan_pred;
 
-/* Predicts one grid (dims {D, X, Y, Z}) with n_micro micro-batches per step; overlap is
- * lib/dist/overlap.h's mode: AX_OVERLAP_OFF (0), AX_OVERLAP_FORCE (1: every axis) or
- * AX_OVERLAP_AUTO (2: per axis, the runtime's rule on the profile's placement and
- * transport; ax_perfmodel_overlap_axis). AX_ERR_ARG with a message when the shape does not split
- * over the grid or the batch does not divide into D x Z x n_micro; a grid that does not fit memory
- * is a prediction with fits = 0. */
+/* Predicts one grid (dims {D, X, Y, Z}) with n_micro micro-batches per step for a model run
+ * with flags (AX_PERF_*: recomputation adds the extra forward, recompute_s, not hidden, its
+ * all-reduces and saves activation memory, one working set plus every layer's input; streaming
+ * over Z keeps two layers' blocks instead of all and moves the gathers and reduce-scatters of
+ * ax_perfmodel_step_volume); overlap is lib/dist/overlap.h's mode: AX_OVERLAP_OFF (0),
+ * AX_OVERLAP_FORCE (1: every axis) or AX_OVERLAP_AUTO (2: per axis, the runtime's rule on the
+ * profile's placement and transport; ax_perfmodel_overlap_axis). AX_ERR_ARG with a message
+ * when the shape does not split over the grid or the batch does not divide into D x Z x
+ * n_micro; a grid that does not fit memory is a prediction with fits = 0. */
 ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
-                               int global_batch, int T, int n_micro, int overlap,
+                               int global_batch, int T, int n_micro, int overlap, int flags,
                                ax_plan_pred *out);
-/* The same for a model run with flags (AX_PERF_*): recomputation adds the extra forward
- * (recompute_s, not hidden), its all-reduces and saves activation memory (one working set plus
- * every layer's input); streaming over Z keeps two layers' blocks instead of all and moves the
- * gathers and reduce-scatters counted above. */
-ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *mach,
-                                  const int dims[4], int global_batch, int T, int n_micro,
-                                  int overlap, int flags, ax_plan_pred *out);
 /* AX_LEVEL_NODE when every group of `axis` lies within one node under the rank layout of
  * lib/dist/grid.h (X innermost), else AX_LEVEL_NET. */
 int ax_perfmodel_axis_level(const int dims[4], ax_axis axis, int devices_per_node);

@@ -69,12 +69,12 @@ static double ring_steps(int kind, int p) {
     return kind == AX_COMM_ALLREDUCE ? 2.0 * (p - 1) : (double)(p - 1);
 }
 
-/* seconds of one phase's communication on one axis */
 /* bytes per communicated (and gathered) element: axmem's CUDA engine moves fp32 */
 static int comm_bytes(const ax_machine *mach) {
     return mach->axmem_cuda ? 4 : mach->elem_bytes;
 }
 
+/* seconds of one phase's communication on one axis */
 static double phase_time(const ax_step_volume *v, const int dims[4], ax_axis axis,
                          const ax_machine *mach, int level) {
     int p = axis_size(dims, axis);
@@ -112,9 +112,6 @@ static void sum_block(void *u, int layer, int64_t block) {
     if (layer == 0) b->layer_full += (double)(shard * gz), b->layer_shard += shard;
 }
 
-static double min_d(double a, double b) {
-    return a < b ? a : b;
-}
 static double ceil8(double cols) { /* a bf16 row's elements (ax_bf16_ld) */
     return (double)(((long)cols + 7) & ~7L);
 }
@@ -161,13 +158,13 @@ static void memory(const ax_model_config *c, const ax_machine *mach, const int d
          * which are not declared), within its budget of 5/8 of the declared fp32 bytes + 16 MiB */
         double gemm_w = gz == 1 ? local : o->stream_z ? bs.global_full : full;
         double declared = 4 * (local + (gz == 1 ? 0 : o->stream_z ? bs.global_full : full));
-        o->mem_device += min_d(2 * gemm_w, declared * 5 / 8 + 16 * 1048576.0);
+        o->mem_device += min2(2 * gemm_w, declared * 5 / 8 + 16 * 1048576.0);
         /* two staging slots, grown to the largest operands staged (dlogits [N, Vl]; dh, the
          * qkv gradient or the attention output); the blocked attention's S and dP blocks
          * (together at most 2 x 256 MiB: ops_attention.cu) */
         double big = 2 * Fy > Q3 ? 2 * Fy : Q3;
         o->mem_device += 2 * N * (ceil8(Vl) + ceil8(big));
-        o->mem_device += 2 * min_d(4 * att * T, 256 * 1048576.0);
+        o->mem_device += 2 * min2(4 * att * T, 256 * 1048576.0);
     }
     if (flags & AX_PERF_GRAD_BF16) { /* model_gradcomm.c's staging: 2 bytes an element */
         if (dims[AX_AXIS_DATA] > 1) o->mem_device += 2 * local;
@@ -222,14 +219,8 @@ static double recompute_flops_per_token(const ax_model_config *c, int T) {
 }
 
 ax_status ax_perfmodel_predict(const ax_model_config *c, const ax_machine *mach, const int dims[4],
-                               int global_batch, int T, int n_micro, int overlap,
+                               int global_batch, int T, int n_micro, int overlap, int flags,
                                ax_plan_pred *out) {
-    return ax_perfmodel_predict_ex(c, mach, dims, global_batch, T, n_micro, overlap, 0, out);
-}
-
-ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *mach,
-                                  const int dims[4], int global_batch, int T, int n_micro,
-                                  int overlap, int flags, ax_plan_pred *out) {
     *out = (ax_plan_pred){0};
     if (mach->grad_bf16 && comm_bytes(mach) == 4) flags |= AX_PERF_GRAD_BF16;
     int recompute = (flags & AX_PERF_RECOMPUTE) != 0;
@@ -283,8 +274,8 @@ ax_status ax_perfmodel_predict_ex(const ax_model_config *c, const ax_machine *ma
 
     /* communication per axis and phase */
     ax_step_volume ph[3];
-    ax_perfmodel_step_phases_ex(c, dims, B, T, n_micro, flags, ph);
-    ax_perfmodel_step_volume_ex(c, dims, B, T, n_micro, flags, &out->vol);
+    ax_perfmodel_step_phases(c, dims, B, T, n_micro, flags, ph);
+    ax_perfmodel_step_volume(c, dims, B, T, n_micro, flags, &out->vol);
     double t[3][AX_AXIS_COUNT];
     for (int a = 0; a < AX_AXIS_COUNT; a++) {
         out->hosts[a] = ax_perfmodel_axis_hosts(dims, (ax_axis)a, mach->devices_per_node);

@@ -56,7 +56,7 @@ static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const
         if ((st && no_z) || !allows(recompute, rc) || (!no_z && !allows(z_gather, st))) continue;
         for (int nm = 1; nm <= per_rank; nm++) {
             if (per_rank % nm) continue;
-            if (ax_perfmodel_predict_ex(c, &pm->m, dims, global_batch, T, nm, overlap, flags, &p) !=
+            if (ax_perfmodel_predict(c, &pm->m, dims, global_batch, T, nm, overlap, flags, &p) !=
                 AX_OK) {
                 snprintf(why, sizeof why, "%s", ax_error_msg());
                 ax_error_clear();
@@ -86,15 +86,22 @@ static void plan_grid(const ax_model_config *c, const ax_plan_machine *pm, const
     reject(r, dims, why);
 }
 
-ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
-                       int global_batch, int T, int overlap, ax_plan_result *out) {
-    return ax_plan_rank_ex(c, pm, devices, global_batch, T, overlap, AX_PLAN_RECOMPUTE_OFF,
-                           AX_PLAN_RECOMPUTE_OFF, out);
+/* every grid D x X x Y x Z = devices, D slowest and Y fastest, into dims (NULL: counted only) */
+static int grids(int devices, int (*dims)[4]) {
+    int n = 0;
+    for (int d = 1; d <= devices; d++)
+        for (int x = 1; devices % d == 0 && x <= devices / d; x++)
+            for (int y = 1; (devices / d) % x == 0 && y <= devices / d / x; y++)
+                if ((devices / d / x) % y == 0) {
+                    if (dims) memcpy(dims[n], (int[4]){d, x, y, devices / d / x / y}, sizeof *dims);
+                    n++;
+                }
+    return n;
 }
 
-ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, int devices,
-                          int global_batch, int T, int overlap, int recompute, int z_gather,
-                          ax_plan_result *out) {
+ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
+                       int global_batch, int T, int overlap, int recompute, int z_gather,
+                       ax_plan_result *out) {
     *out = (ax_plan_result){0};
     if (recompute < AX_PLAN_RECOMPUTE_OFF || recompute > AX_PLAN_RECOMPUTE_AUTO ||
         z_gather < AX_PLAN_RECOMPUTE_OFF || z_gather > AX_PLAN_RECOMPUTE_AUTO)
@@ -106,31 +113,19 @@ ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, i
                          "--devices %d, --global-batch %d and --seq-len %d must be >= 1", devices,
                          global_batch, T);
     AX_CHECK(ax_model_config_check(c));
-    int n = 0;
-    for (int d = 1; d <= devices; d++) /* count the factorisations first */
-        if (devices % d == 0)
-            for (int x = 1; x <= devices / d; x++)
-                if ((devices / d) % x == 0)
-                    for (int y = 1; y <= devices / d / x; y++)
-                        if ((devices / d / x) % y == 0) n++;
+    int n = grids(devices, NULL);
+    int(*dims)[4] = malloc(sizeof *dims * (size_t)n);
     out->best = calloc((size_t)n, sizeof *out->best);
     out->rejected = calloc((size_t)n, sizeof *out->rejected);
-    if (!out->best || !out->rejected) {
+    if (!dims || !out->best || !out->rejected) {
+        free(dims);
         ax_plan_result_free(out);
         return ax_errorf(AX_ERR_NOMEM, "out of memory planning %d grids", n);
     }
-    out->n_grids = n;
-    for (int d = 1; d <= devices; d++) {
-        if (devices % d) continue;
-        for (int x = 1; x <= devices / d; x++) {
-            if ((devices / d) % x) continue;
-            for (int y = 1; y <= devices / d / x; y++) {
-                if ((devices / d / x) % y) continue;
-                int dims[4] = {d, x, y, devices / d / x / y};
-                plan_grid(c, pm, dims, global_batch, T, overlap, recompute, z_gather, out);
-            }
-        }
-    }
+    out->n_grids = grids(devices, dims);
+    for (int i = 0; i < n; i++)
+        plan_grid(c, pm, dims[i], global_batch, T, overlap, recompute, z_gather, out);
+    free(dims);
     qsort(out->best, (size_t)out->n_best, sizeof *out->best, cmp_pred);
     return AX_OK;
 }

@@ -43,18 +43,15 @@ typedef struct {
 
 /* Every grid D x X x Y x Z = devices; for each, the fewest micro-batches (dividing the
  * per-rank batch) that fit memory. overlap: AX_OVERLAP_OFF / FORCE / AUTO (lib/dist/overlap.h),
- * as --overlap off|force|auto. */
-ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
-                       int global_batch, int T, int overlap, ax_plan_result *out);
-/* The same, also weighing how the model runs: recompute, activation recomputation (train
- * --recompute); z_gather, layer weights streamed over Z (train --z-gather layer). Each is OFF
- * (never: what ax_plan_rank does), ON (always; z_gather on a grid without Z has nothing to
- * stream) or AUTO (per grid, whichever fits and is fastest: recomputation and streaming fit
- * where the default does not, and cost compute or gathers where both fit). */
+ * as --overlap off|force|auto. recompute: activation recomputation (train --recompute);
+ * z_gather: layer weights streamed over Z (train --z-gather layer). Each is OFF (never), ON
+ * (always; z_gather on a grid without Z has nothing to stream) or AUTO (per grid, whichever
+ * fits and is fastest: recomputation and streaming fit where the default does not, and cost
+ * compute or gathers where both fit). */
 enum { AX_PLAN_RECOMPUTE_OFF = 0, AX_PLAN_RECOMPUTE_ON = 1, AX_PLAN_RECOMPUTE_AUTO = 2 };
-ax_status ax_plan_rank_ex(const ax_model_config *c, const ax_plan_machine *pm, int devices,
-                          int global_batch, int T, int overlap, int recompute, int z_gather,
-                          ax_plan_result *out);
+ax_status ax_plan_rank(const ax_model_config *c, const ax_plan_machine *pm, int devices,
+                       int global_batch, int T, int overlap, int recompute, int z_gather,
+                       ax_plan_result *out);
 void ax_plan_result_free(ax_plan_result *r);
 /* The model shape of checkpoint `dir` (a step, or a run's newest): its whole configuration
  * when axmem wrote or imported it, else from its tensor table with heads from its config or,

@@ -8,20 +8,8 @@
 set -uo pipefail
 AX=$(realpath "$1")
 cd "$(dirname "$0")/../.."
-T=$(mktemp -d /tmp/axmem-steps.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
-run() { local name=$1; shift; "$@" >"$T/out" 2>"$T/err" && ok "$name" || bad "$name"; }
-expect_fail() { # NAME EXIT_CODE PATTERN CMD...
-  local name=$1 code=$2 pat=$3; shift 3
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
-    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
-}
+source tests/cli/lib.sh steps
 
 head -n 48 data/corpus/kjv.jsonl | python3 -c '
 import json, sys
@@ -236,5 +224,4 @@ expect_fail "report: a curve whose steps do not ascend is refused, naming the fi
   "bad.curve.json: points\[1\]\.step = 1 does not ascend" \
   "$AX" report --scan x="$T/bad.curve.json" --out "$T/rx"
 
-echo "over-steps: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish over-steps

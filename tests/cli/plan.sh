@@ -4,19 +4,8 @@
 set -uo pipefail
 AX=$(realpath "$1")
 cd "$(dirname "$0")/../.."
-T=$(mktemp -d /tmp/axmem-plan.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
-expect_fail() {
-  local name=$1 code=$2 pat=$3; shift 3
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
-    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
-}
+source tests/cli/lib.sh plan
 
 "$AX" plan --devices 8 --machine h100 --top 3 >"$T/out" 2>"$T/err" &&
   grep -q "^1 " "$T/out" && grep -q "^3 " "$T/out" && ! grep -q "^4 " "$T/out" &&
@@ -139,5 +128,4 @@ PY
   ok "the table names the engine priced" || bad "the table names the engine priced"
 expect_fail "bad --engine" 2 "--engine" "$AX" plan --engine fp8
 
-echo "plan: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish plan

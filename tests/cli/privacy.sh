@@ -15,24 +15,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 AX=$(realpath "${1:-build/bin/axmem}")
-T=$(mktemp -d /tmp/axmem-privacy.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -s "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
-run() { # run NAME CMD...: must succeed
-  local name=$1; shift
-  if "$@" >"$T/out" 2>"$T/err"; then ok "$name"; else bad "$name"; fi
-}
-expect_fail() { # NAME EXIT_CODE PATTERN CMD...
-  local name=$1 code=$2 pat=$3; shift 3
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
-    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
-}
+source tests/cli/lib.sh privacy
 
 python3 - "$T" <<'PY'
 import json, sys
@@ -407,5 +392,4 @@ json.dump(j, open(f"{t}/miabad/mia.json", "w"))
 PY
 expect_fail "report: an edited AUC is refused, naming file and field" 1 \
   "miabad/mia.json: metrics.loss.auc = 1.5 is outside" "$AX" report --run "x=$T/miabad" --out "$T/rep-bad"
-echo "privacy: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish privacy

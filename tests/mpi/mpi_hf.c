@@ -47,7 +47,7 @@ static void check(ax_grid_t *g, const char *name, const char *work, int kv_heads
     snprintf(src, sizeof src, "tests/fixtures/hf/%s", name);
     snprintf(ck, sizeof ck, "%s/%s-kv%d", work, name, kv_heads);
     snprintf(step, sizeof step, "%s/step-000000", ck);
-    ax_status st = ax_grid_rank(g) == 0 ? ax_hf_import_kv(src, ck, kv_heads, NULL, 0) : AX_OK;
+    ax_status st = ax_grid_rank(g) == 0 ? ax_hf_import(src, ck, kv_heads, NULL, 0) : AX_OK;
     EXPECT(ax_coll_agree(g, AX_AXIS_WORLD, st, "import") == AX_OK, "%s: import: %s", name,
            ax_error_msg());
     if (failures) return;

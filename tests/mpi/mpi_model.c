@@ -97,7 +97,7 @@ static void check_volume(ax_grid_t *g, const ax_model_config *c, int bl, int fla
     int dims[4];
     for (int a = 0; a < 4; a++) dims[a] = ax_grid_dim(g, (ax_axis)a);
     ax_step_volume want;
-    ax_perfmodel_step_volume_ex(c, dims, bl, T, 1, flags, &want);
+    ax_perfmodel_step_volume(c, dims, bl, T, 1, flags, &want);
     int batch_ranks = dims[AX_AXIS_DATA] * dims[AX_AXIS_Z]; /* + this driver's loss all-reduce */
     want.bytes[AX_COMM_ALLREDUCE][AX_AXIS_BATCH] +=
         ax_comm_volume(AX_COMM_ALLREDUCE, batch_ranks, 1, 8);
@@ -347,7 +347,7 @@ static void stream_vs_kept(ax_grid_t *g, int n_micro, int recompute) {
         EXPECT(ax_model_status(m) == AX_OK, "stream %d: %s", k, ax_error_msg());
         int flags = (k ? AX_PERF_STREAM_Z : 0) | (recompute ? AX_PERF_RECOMPUTE : 0);
         ax_step_volume want;
-        ax_perfmodel_step_volume_ex(&c, dims, bm, T, n_micro, flags, &want);
+        ax_perfmodel_step_volume(&c, dims, bm, T, n_micro, flags, &want);
         ax_comm_stats got;
         ax_comm_stats_get(g, &got);
         for (int a = 0; a < AX_AXIS_COUNT; a++)
@@ -409,9 +409,9 @@ static void grad_comm_vs_fp32(ax_grid_t *g, int n_micro, int stream) {
                            .lat = {1e-6, 1e-6}};
         ax_plan_pred p32, p16;
         int pf = stream ? AX_PERF_STREAM_Z : 0;
-        ax_perfmodel_predict_ex(&c, &mach, dims, B, T, n_micro, AX_OVERLAP_OFF, pf, &p32);
+        ax_perfmodel_predict(&c, &mach, dims, B, T, n_micro, AX_OVERLAP_OFF, pf, &p32);
         mach.grad_bf16 = 1;
-        ax_perfmodel_predict_ex(&c, &mach, dims, B, T, n_micro, AX_OVERLAP_OFF, pf, &p16);
+        ax_perfmodel_predict(&c, &mach, dims, B, T, n_micro, AX_OVERLAP_OFF, pf, &p16);
         double staged = (double)ax_model_grad_comm_bytes(m);
         EXPECT(staged == (k && reduces ? p16.mem_device - p32.mem_device : 0),
                "grad-comm %d, stream %d: %.0f bytes of bf16 staging allocated, the plan %.0f", k,
@@ -431,7 +431,7 @@ static void grad_comm_vs_fp32(ax_grid_t *g, int n_micro, int stream) {
         EXPECT(ax_model_status(m) == AX_OK, "grad-comm %d: %s", k, ax_error_msg());
         int flags = (stream ? AX_PERF_STREAM_Z : 0) | (k ? AX_PERF_GRAD_BF16 : 0);
         ax_step_volume want;
-        ax_perfmodel_step_volume_ex(&c, dims, bm, T, n_micro, flags, &want);
+        ax_perfmodel_step_volume(&c, dims, bm, T, n_micro, flags, &want);
         ax_comm_stats got;
         ax_comm_stats_get(g, &got);
         for (int a = 0; a < AX_AXIS_COUNT; a++)

@@ -97,8 +97,8 @@ static void run(ax_grid_t *g, int tie) {
             int64_t n_local = 0;
             step(g, &c, n_micro, ov, rc, &got, &n_local);
             ax_plan_pred p;
-            EXPECT(ax_perfmodel_predict_ex(&c, &pm.m, dims, BL * parts * n_micro, T, n_micro, ov,
-                                           rc, &p) == AX_OK,
+            EXPECT(ax_perfmodel_predict(&c, &pm.m, dims, BL * parts * n_micro, T, n_micro, ov, rc,
+                                        &p) == AX_OK,
                    "predict: %s", ax_error_msg());
             char what[96];
             snprintf(what, sizeof what, "grid %s tie %d n_micro %d overlap %d recompute %d",
@@ -110,8 +110,9 @@ static void run(ax_grid_t *g, int tie) {
             if (n_micro > 1 || rc) continue;
             /* the planner's entry for this grid carries the same bytes */
             ax_plan_result r;
-            EXPECT(ax_plan_rank(&c, &pm, world, BL * parts, T, overlap, &r) == AX_OK, "rank: %s",
-                   ax_error_msg());
+            EXPECT(ax_plan_rank(&c, &pm, world, BL * parts, T, overlap, AX_PLAN_RECOMPUTE_OFF,
+                                AX_PLAN_RECOMPUTE_OFF, &r) == AX_OK,
+                   "rank: %s", ax_error_msg());
             int found = 0;
             for (int i = 0; i < r.n_best; i++)
                 if (!memcmp(r.best[i].dims, dims, sizeof dims)) {

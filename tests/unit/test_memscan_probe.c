@@ -260,6 +260,36 @@ static void make_run_gf(const char *data, const char *run, const char *goldfish)
     cr_assert_eq(ax_train_run(&c, NULL, &r), AX_OK, "%s", ax_error_msg());
 }
 
+/* an index of data's n-token windows saved at idx (and, when idx2 is given, as version 2) */
+static void save_index(const char *data, int n, const char *idx, const char *idx2) {
+    ax_axd_t *ds = NULL;
+    ax_memscan_index_t *ix = NULL;
+    ax_memscan_build_opts bo;
+    ax_memscan_build_opts_default(&bo);
+    bo.n = n;
+    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_build(ds, &bo, &ix), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(ax_memscan_index_save(ix, idx, NULL), AX_OK, "%s", ax_error_msg());
+    if (idx2) cr_assert_eq(ax_memscan_index_save_v2(ix, idx2, NULL), AX_OK, "%s", ax_error_msg());
+    ax_memscan_index_free(ix);
+    ax_axd_free(ds);
+}
+
+/* the scans' defaults with their inputs and --out set */
+static void probe_opts(ax_ms_probe_opts *po, const char *ckpt, const char *data, const char *out) {
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_probe_table, po), AX_OK);
+    snprintf(po->ckpt, sizeof po->ckpt, "%s", ckpt);
+    snprintf(po->data, sizeof po->data, "%s", data);
+    snprintf(po->out, sizeof po->out, "%.159s", out);
+}
+static void generate_opts(ax_ms_generate_opts *go, const char *ckpt, const char *index,
+                          const char *out) {
+    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_generate_table, go), AX_OK);
+    snprintf(go->ckpt, sizeof go->ckpt, "%s", ckpt);
+    snprintf(go->index, sizeof go->index, "%s", index);
+    snprintf(go->out, sizeof go->out, "%.159s", out);
+}
+
 Test(memscan_probe, library_calls_return_what_they_write) {
     char data[128], run[128], scan[160], idx[128], gscan[160];
     int pid = (int)getpid();
@@ -301,22 +331,11 @@ Test(memscan_probe, library_calls_return_what_they_write) {
     cr_assert(ps.exact_match.lo <= ps.exact_match.mean && ps.exact_match.mean <= ps.exact_match.hi);
     cr_assert(ps.exact_match.hi > 0.3, "6 samples leave a wide interval: %g", ps.exact_match.hi);
 
-    ax_axd_t *ds = NULL;
-    ax_memscan_index_t *ix = NULL;
-    ax_memscan_build_opts bo;
-    ax_memscan_build_opts_default(&bo);
-    bo.n = 1; /* one-token windows: generations hold spans, so the numbers are not all zero */
-    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
-    cr_assert_eq(ax_memscan_index_build(ds, &bo, &ix), AX_OK, "%s", ax_error_msg());
-    cr_assert_eq(ax_memscan_index_save(ix, idx, NULL), AX_OK, "%s", ax_error_msg());
-    ax_memscan_index_free(ix);
-    ax_axd_free(ds);
+    /* one-token windows: generations hold spans, so the numbers are not all zero */
+    save_index(data, 1, idx, NULL);
     ax_ms_generate_opts go;
     ax_ms_generate_summary gs;
-    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_generate_table, &go), AX_OK);
-    snprintf(go.ckpt, sizeof go.ckpt, "%s", run);
-    snprintf(go.index, sizeof go.index, "%s", idx);
-    snprintf(go.out, sizeof go.out, "%s", gscan);
+    generate_opts(&go, run, idx, gscan);
     go.samples = 6, go.length = 16, go.batch = 4;
     cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_OK, "%s", ax_error_msg());
     cr_assert(gs.written);
@@ -364,17 +383,8 @@ Test(memscan_probe, scans_read_the_index_in_place) {
         snprintf(samp[k], sizeof samp[k], "/tmp/axmem_test_%d_inpl_%d.samples.jsonl", pid, k);
     }
     make_run(data, run);
-    ax_axd_t *ds = NULL;
-    ax_memscan_index_t *ix = NULL;
-    ax_memscan_build_opts bo;
-    ax_memscan_build_opts_default(&bo);
-    bo.n = 2; /* short windows: probed windows and generations repeat training text */
-    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
-    cr_assert_eq(ax_memscan_index_build(ds, &bo, &ix), AX_OK, "%s", ax_error_msg());
-    cr_assert_eq(ax_memscan_index_save(ix, idx3, NULL), AX_OK, "%s", ax_error_msg());
-    cr_assert_eq(ax_memscan_index_save_v2(ix, idx2, NULL), AX_OK, "%s", ax_error_msg());
-    ax_memscan_index_free(ix);
-    ax_axd_free(ds);
+    /* short windows: probed windows and generations repeat training text */
+    save_index(data, 2, idx3, idx2);
 
     for (int v = 0; v < 2; v++) { /* v = 0: version 3 (in place), 1: version 2 (in memory) */
         const char *index = v == 0 ? idx3 : idx2;
@@ -393,10 +403,7 @@ Test(memscan_probe, scans_read_the_index_in_place) {
         ax_memscan_open_counts_get(&c1);
         ax_ms_generate_opts go;
         ax_ms_generate_summary gs;
-        cr_assert_eq(ax_cfg_set_defaults(&ax_ms_generate_table, &go), AX_OK);
-        snprintf(go.ckpt, sizeof go.ckpt, "%s", run);
-        snprintf(go.index, sizeof go.index, "%s", index);
-        snprintf(go.out, sizeof go.out, "%.159s", out[2 * v + 1]);
+        generate_opts(&go, run, index, out[2 * v + 1]);
         go.samples = 6, go.length = 16, go.batch = 4;
         cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_OK, "%s", ax_error_msg());
         ax_memscan_open_counts_get(&c2);
@@ -732,10 +739,7 @@ Test(memscan_probe, goldfish_audit_and_prefix_lengths) {
     make_run_gf(data, run, "hash:k=3,h=2,seed=5");
     ax_ms_probe_opts po;
     ax_ms_probe_summary ps, p1;
-    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_probe_table, &po), AX_OK);
-    snprintf(po.ckpt, sizeof po.ckpt, "%s", run);
-    snprintf(po.data, sizeof po.data, "%s", data);
-    snprintf(po.out, sizeof po.out, "%s", scan);
+    probe_opts(&po, run, data, scan);
     snprintf(po.offset, sizeof po.offset, "random");
     snprintf(po.prefix_lengths, sizeof po.prefix_lengths, "4,8");
     po.samples = 10, po.suffix = 12, po.batch = 4, po.samples_per_prefix = 3, po.top_k = 5;
@@ -840,10 +844,7 @@ Test(memscan_probe, goldfish_audit_static_matches_training_windows) {
     make_run_gf(data, run, "static:k=3");
     ax_ms_probe_opts po;
     ax_ms_probe_summary ps;
-    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_probe_table, &po), AX_OK);
-    snprintf(po.ckpt, sizeof po.ckpt, "%s", run);
-    snprintf(po.data, sizeof po.data, "%s", data);
-    snprintf(po.out, sizeof po.out, "%s", scan);
+    probe_opts(&po, run, data, scan);
     snprintf(po.offset, sizeof po.offset, "random");
     po.samples = 12, po.prefix = 5, po.suffix = 10, po.batch = 4;
     cr_assert_eq(ax_ms_probe_run(&po, &ps), AX_OK, "%s", ax_error_msg());
@@ -1021,22 +1022,10 @@ Test(memscan_probe, generate_length_bounded_by_the_context) {
         ax_ckpt_free(ck);
     }
     /* through the scan: 33 tokens refused naming the 32, 32 run */
-    ax_axd_t *ds = NULL;
-    ax_memscan_index_t *ix = NULL;
-    ax_memscan_build_opts bo;
-    ax_memscan_build_opts_default(&bo);
-    bo.n = 4;
-    cr_assert_eq(ax_axd_open(data, 1, &ds), AX_OK, "%s", ax_error_msg());
-    cr_assert_eq(ax_memscan_index_build(ds, &bo, &ix), AX_OK, "%s", ax_error_msg());
-    cr_assert_eq(ax_memscan_index_save(ix, idx, NULL), AX_OK, "%s", ax_error_msg());
-    ax_memscan_index_free(ix);
-    ax_axd_free(ds);
+    save_index(data, 4, idx, NULL);
     ax_ms_generate_opts go;
     ax_ms_generate_summary gs;
-    cr_assert_eq(ax_cfg_set_defaults(&ax_ms_generate_table, &go), AX_OK);
-    snprintf(go.ckpt, sizeof go.ckpt, "%s", ft);
-    snprintf(go.index, sizeof go.index, "%s", idx);
-    snprintf(go.out, sizeof go.out, "%s", out);
+    generate_opts(&go, ft, idx, out);
     go.samples = 2, go.length = 33, go.batch = 2;
     cr_assert_eq(ax_ms_generate_run(&go, &gs), AX_ERR_ARG);
     cr_assert(strstr(ax_error_msg(), "--length 33 exceeds the model's context") &&

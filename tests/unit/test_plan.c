@@ -39,7 +39,9 @@ Test(plan, enumerates_every_grid) {
     /* ordered 4-tuples with product 8: C(6, 3) = 20; 16 = 2^4: C(7, 3) = 35; 12 = 2^2 3: 10 x 4 */
     int dev[3] = {8, 16, 12}, want[3] = {20, 35, 40};
     for (int i = 0; i < 3; i++) {
-        cr_assert_eq(ax_plan_rank(&c, &pm, dev[i], 48, 128, 1, &r), AX_OK, "%s", ax_error_msg());
+        cr_assert_eq(ax_plan_rank(&c, &pm, dev[i], 48, 128, 1, AX_PLAN_RECOMPUTE_OFF,
+                                  AX_PLAN_RECOMPUTE_OFF, &r),
+                     AX_OK, "%s", ax_error_msg());
         cr_assert_eq(r.n_grids, want[i], "%d devices: %d grids", dev[i], r.n_grids);
         cr_assert_eq(r.n_best + r.n_rejected, r.n_grids);
         for (int k = 1; k < r.n_best; k++) cr_assert(r.best[k - 1].step_s <= r.best[k].step_s);
@@ -52,7 +54,9 @@ Test(plan, rejects_shapes_that_do_not_split) {
     c.n_heads = 6, c.dim = 384; /* heads split over 1, 2, 3, 6, not 4 */
     ax_plan_machine pm = machine("h100");
     ax_plan_result r;
-    cr_assert_eq(ax_plan_rank(&c, &pm, 4, 8, 64, 1, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(
+        ax_plan_rank(&c, &pm, 4, 8, 64, 1, AX_PLAN_RECOMPUTE_OFF, AX_PLAN_RECOMPUTE_OFF, &r), AX_OK,
+        "%s", ax_error_msg());
     int seen = 0;
     for (int i = 0; i < r.n_rejected; i++)
         if (r.rejected[i].dims[2] == 4) {
@@ -234,19 +238,19 @@ Test(plan, state_memory_matches_the_model) {
     ax_plan_machine pm = machine("h100");
     ax_plan_pred p;
     int dims[4] = {1, 1, 1, 1};
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 1, 8, 1, 1, &p), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 1, 8, 1, 1, 0, &p), AX_OK);
     cr_assert_eq(p.mem_state, 16.0 * (double)ax_model_n_local(m), "%.0f vs 16 x %lld", p.mem_state,
                  (long long)ax_model_n_local(m));
     ax_model_free(m);
     /* ZeRO over Z shards it: 4 ranks hold about a quarter each */
     int z4[4] = {1, 1, 1, 4};
     ax_plan_pred q;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, z4, 4, 8, 1, 1, &q), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, z4, 4, 8, 1, 1, 0, &q), AX_OK);
     cr_assert(q.mem_state < p.mem_state / 3.9 && q.mem_state >= p.mem_state / 4);
     cr_assert(q.mem_gathered > 0 && p.mem_gathered == 0);
     /* and is exactly the shard the data all-reduce sends: 2 (p-1)/p x n_local x 4 bytes */
     int dz[4] = {2, 2, 1, 2};
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dz, 8, 8, 1, 1, &q), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dz, 8, 8, 1, 1, 0, &q), AX_OK);
     cr_assert_eq(q.mem_state, 4.0 * q.vol.bytes[AX_COMM_ALLREDUCE][AX_AXIS_DATA], "%.0f vs %.0f",
                  q.mem_state, q.vol.bytes[AX_COMM_ALLREDUCE][AX_AXIS_DATA]);
 }
@@ -266,7 +270,7 @@ Test(plan, state_memory_matches_other_architectures) {
         cr_assert_eq(ax_model_create(&cs[k], 1, 8, &m), AX_OK, "%s", ax_error_msg());
         ax_plan_pred p;
         int dims[4] = {1, 1, 1, 1};
-        cr_assert_eq(ax_perfmodel_predict(&cs[k], &pm.m, dims, 1, 8, 1, 1, &p), AX_OK);
+        cr_assert_eq(ax_perfmodel_predict(&cs[k], &pm.m, dims, 1, 8, 1, 1, 0, &p), AX_OK);
         cr_assert_eq(p.mem_state, 16.0 * (double)ax_model_n_local(m),
                      "config %d: %.0f vs 16 x %lld", k, p.mem_state,
                      (long long)ax_model_n_local(m));
@@ -277,8 +281,8 @@ Test(plan, state_memory_matches_other_architectures) {
     gqa.n_kv_heads = 2;
     int x2[4] = {1, 2, 1, 1};
     ax_step_volume vm, vg;
-    ax_perfmodel_step_volume(&mha, x2, 1, 8, 1, &vm);
-    ax_perfmodel_step_volume(&gqa, x2, 1, 8, 1, &vg);
+    ax_perfmodel_step_volume(&mha, x2, 1, 8, 1, 0, &vm);
+    ax_perfmodel_step_volume(&gqa, x2, 1, 8, 1, 0, &vg);
     cr_assert_lt(vg.bytes[AX_COMM_ALLREDUCE][AX_AXIS_X], vm.bytes[AX_COMM_ALLREDUCE][AX_AXIS_X]);
     cr_assert_lt(ax_model_config_n_params(&gqa), ax_model_config_n_params(&mha));
 }
@@ -293,7 +297,9 @@ Test(plan, grids_that_do_not_fit_are_rejected_with_the_reason) {
     ax_model_config c = small(); /* ~29 M parameters: 0.44 GiB of state on one device */
     ax_plan_machine pm = tiny_memory(0.2);
     ax_plan_result r;
-    cr_assert_eq(ax_plan_rank(&c, &pm, 4, 8, 64, 1, &r), AX_OK, "%s", ax_error_msg());
+    cr_assert_eq(
+        ax_plan_rank(&c, &pm, 4, 8, 64, 1, AX_PLAN_RECOMPUTE_OFF, AX_PLAN_RECOMPUTE_OFF, &r), AX_OK,
+        "%s", ax_error_msg());
     cr_assert(r.n_best > 0, "sharded 4 ways it fits");
     for (int i = 0; i < r.n_best; i++) cr_assert(r.best[i].mem_total <= pm.m.mem_bytes);
     int single = 0;
@@ -306,7 +312,9 @@ Test(plan, grids_that_do_not_fit_are_rejected_with_the_reason) {
     cr_assert(single, "4x1x1x1 holds 0.44 GiB of state: must be rejected");
     ax_plan_result_free(&r);
     pm = tiny_memory(0.01); /* nothing fits */
-    cr_assert_eq(ax_plan_rank(&c, &pm, 4, 8, 64, 1, &r), AX_OK);
+    cr_assert_eq(
+        ax_plan_rank(&c, &pm, 4, 8, 64, 1, AX_PLAN_RECOMPUTE_OFF, AX_PLAN_RECOMPUTE_OFF, &r),
+        AX_OK);
     cr_assert_eq(r.n_best, 0);
     cr_assert_eq(r.n_rejected, r.n_grids);
     ax_plan_result_free(&r);
@@ -317,12 +325,14 @@ Test(plan, micro_batches_when_activations_do_not_fit) {
     ax_plan_machine pm = machine("a100");
     int dims[4] = {1, 1, 1, 1};
     ax_plan_pred one, four;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 64, 1024, 1, 1, &one), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 64, 1024, 4, 1, &four), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 64, 1024, 1, 1, 0, &one), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 64, 1024, 4, 1, 0, &four), AX_OK);
     cr_assert(four.mem_acts < one.mem_acts / 3.9, "activations scale with the micro-batch");
     pm.m.mem_bytes = (one.mem_total + four.mem_total) / 2;
     ax_plan_result r;
-    cr_assert_eq(ax_plan_rank(&c, &pm, 1, 64, 1024, 1, &r), AX_OK);
+    cr_assert_eq(
+        ax_plan_rank(&c, &pm, 1, 64, 1024, 1, AX_PLAN_RECOMPUTE_OFF, AX_PLAN_RECOMPUTE_OFF, &r),
+        AX_OK);
     cr_assert_eq(r.n_best, 1);
     cr_assert(r.best[0].n_micro > 1 && r.best[0].n_micro <= 4, "n_micro %d", r.best[0].n_micro);
     ax_plan_result_free(&r);
@@ -333,8 +343,8 @@ Test(plan, overlap_hides_communication_up_to_compute) {
     ax_plan_machine pm = machine("frontier");
     int dims[4] = {1, 2, 2, 2};
     ax_plan_pred on, off;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, 1, &on), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, 0, &off), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, 1, 0, &on), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, 0, 0, &off), AX_OK);
     cr_assert(on.hidden_s > 0 && off.hidden_s == 0);
     cr_assert(on.step_s < off.step_s);
     cr_assert(on.hidden_s <= on.compute_s, "hidden %g > compute %g", on.hidden_s, on.compute_s);
@@ -354,12 +364,12 @@ Test(plan, one_device_is_compute_only) {
     ax_plan_machine pm = machine("h100");
     int dims[4] = {1, 1, 1, 1};
     ax_plan_pred p;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 8, 256, 1, 1, &p), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 8, 256, 1, 1, 0, &p), AX_OK);
     cr_assert_eq(p.step_s, p.compute_s + p.memory_s); /* no communication */
     double want = ax_model_flops_per_token(&c, 256) * 8 * 256;
     cr_assert_float_eq(p.flops_device, want, 1e-9 * want);
     cr_assert(p.mfu > 0 && p.mfu <= 1, "mfu %g", p.mfu);
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 7, 256, 2, 1, &p), AX_ERR_ARG);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 7, 256, 2, 1, 0, &p), AX_ERR_ARG);
     cr_assert(strstr(ax_error_msg(), "--global-batch 7"), "%s", ax_error_msg());
 }
 
@@ -406,7 +416,7 @@ static void one_fraction_model(const ax_model_config *c, const ax_machine *m, co
                                double memory_s, double exposed[AX_AXIS_COUNT], double *hidden,
                                double *step) {
     ax_step_volume ph[3];
-    ax_perfmodel_step_phases(c, dims, B, T, n_micro, ph);
+    ax_perfmodel_step_phases(c, dims, B, T, n_micro, 0, ph);
     double t[3][AX_AXIS_COUNT];
     for (int a = 0; a < AX_AXIS_COUNT; a++) {
         int p = a == AX_AXIS_BATCH   ? dims[0] * dims[3]
@@ -470,8 +480,8 @@ Test(plan, off_and_force_are_the_one_fraction_model_bit_for_bit) {
                 if (B < 1) continue;
                 for (int mode = 0; mode <= 1; mode++) {
                     ax_plan_pred p;
-                    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 64, 256, 2, mode, &p), AX_OK,
-                                 "%s", ax_error_msg());
+                    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 64, 256, 2, mode, 0, &p),
+                                 AX_OK, "%s", ax_error_msg());
                     double ex[AX_AXIS_COUNT], hidden, step;
                     one_fraction_model(&c, &pm.m, dims, B, 256, 2, mode, p.compute_s, p.memory_s,
                                        ex, &hidden, &step);
@@ -494,15 +504,15 @@ Test(plan, auto_per_axis) {
     ax_plan_machine pm = machine("frontier");
     int dims[4] = {1, 2, 2, 2};
     ax_plan_pred a, f, o;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, &a), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_FORCE, &f), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, 0, &a), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_FORCE, 0, &f), AX_OK);
     cr_assert(a.step_s == f.step_s && a.hidden_s == f.hidden_s && a.hidden_s > 0);
     for (int x = 0; x < AX_AXIS_COUNT; x++) cr_assert(a.exposed_s[x] == f.exposed_s[x]);
 
     /* every rank on one host over MPI: auto is off */
     pm.m.transport = AX_TRANSPORT_HOST, pm.m.cores_per_node = 64;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, &a), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_OFF, &o), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, 0, &a), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_OFF, 0, &o), AX_OK);
     cr_assert(a.step_s == o.step_s && a.hidden_s == 0);
     for (int x = 1; x <= 3; x++)
         cr_assert(!a.overlap_on[x] && strstr(a.overlap_why[x], "share one host"), "%s",
@@ -510,9 +520,9 @@ Test(plan, auto_per_axis) {
 
     /* 2 ranks a node: X inside a node (blocking), Y and Z across nodes (overlapped) */
     pm.m.devices_per_node = 2;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, &a), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_FORCE, &f), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_OFF, &o), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_AUTO, 0, &a), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_FORCE, 0, &f), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, AX_OVERLAP_OFF, 0, &o), AX_OK);
     cr_assert(!a.overlap_on[AX_AXIS_X] && a.overlap_on[AX_AXIS_Y] && a.overlap_on[AX_AXIS_Z]);
     cr_assert(a.exposed_s[AX_AXIS_X] == a.comm_s[AX_AXIS_X], "X stays exposed");
     cr_assert(a.exposed_s[AX_AXIS_Y] < a.comm_s[AX_AXIS_Y], "Y hides behind the dW GEMMs");
@@ -520,7 +530,7 @@ Test(plan, auto_per_axis) {
     cr_assert(f.exposed_s[AX_AXIS_X] < f.comm_s[AX_AXIS_X], "forced hides X too");
     cr_assert(a.hidden_s > 0 && a.step_s < o.step_s, "auto %g, off %g", a.step_s, o.step_s);
     /* a bad mode is refused */
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, 3, &a), AX_ERR_ARG);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 16, 512, 1, 3, 0, &a), AX_ERR_ARG);
 }
 
 /* Activation recomputation (train --recompute): less activation memory, the extra forward in
@@ -532,8 +542,8 @@ Test(plan, recompute_trades_compute_for_activation_memory) {
     ax_plan_machine pm = machine("a100");
     int dims[4] = {1, 1, 1, 1};
     ax_plan_pred keep, rc;
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 1, 2048, 1, 1, 0, &keep), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 1, 2048, 1, 1, 1, &rc), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 1, 2048, 1, 1, 0, &keep), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 1, 2048, 1, 1, 1, &rc), AX_OK);
     cr_assert(!keep.recompute && rc.recompute);
     cr_assert_eq(keep.recompute_s, 0);
     cr_assert(rc.mem_acts < keep.mem_acts / 2, "activations %g with recompute, %g without",
@@ -545,25 +555,25 @@ Test(plan, recompute_trades_compute_for_activation_memory) {
     ax_plan_result r;
     /* room for the recomputing model only: off rejects, auto and on recompute */
     pm.m.mem_bytes = (rc.mem_total + keep.mem_total) / 2;
-    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_OFF, 0, &r), AX_OK);
+    cr_assert_eq(ax_plan_rank(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_OFF, 0, &r), AX_OK);
     cr_assert_eq(r.n_best, 0);
     cr_assert(strstr(r.rejected[0].reason, "memory:"), "%s", r.rejected[0].reason);
     ax_plan_result_free(&r);
     for (int mode = AX_PLAN_RECOMPUTE_ON; mode <= AX_PLAN_RECOMPUTE_AUTO; mode++) {
-        cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, mode, 0, &r), AX_OK);
+        cr_assert_eq(ax_plan_rank(&c, &pm, 1, 1, 2048, 1, mode, 0, &r), AX_OK);
         cr_assert_eq(r.n_best, 1);
         cr_assert(r.best[0].recompute, "mode %d", mode);
         ax_plan_result_free(&r);
     }
     /* room for both: auto keeps the activations (faster), on still recomputes */
     pm.m.mem_bytes = 2 * keep.mem_total;
-    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_AUTO, 0, &r), AX_OK);
+    cr_assert_eq(ax_plan_rank(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_AUTO, 0, &r), AX_OK);
     cr_assert(r.n_best == 1 && !r.best[0].recompute);
     ax_plan_result_free(&r);
-    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_ON, 0, &r), AX_OK);
+    cr_assert_eq(ax_plan_rank(&c, &pm, 1, 1, 2048, 1, AX_PLAN_RECOMPUTE_ON, 0, &r), AX_OK);
     cr_assert(r.n_best == 1 && r.best[0].recompute);
     ax_plan_result_free(&r);
-    cr_assert_eq(ax_plan_rank_ex(&c, &pm, 1, 1, 2048, 1, 3, 0, &r), AX_ERR_ARG);
+    cr_assert_eq(ax_plan_rank(&c, &pm, 1, 1, 2048, 1, 3, 0, &r), AX_ERR_ARG);
     ax_error_clear();
 }
 
@@ -580,11 +590,11 @@ Test(plan, axmem_cuda_engine_memory_and_communication) {
     int B = 2, T = 256, L = c.n_layers; /* per rank: the global batch 2 B over D x Z = 2 */
     ax_plan_pred bf16, fp32, cuda;
     cr_assert_eq(pm.m.elem_bytes, 2);
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &bf16), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &bf16), AX_OK);
     pm.m.elem_bytes = 4;
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &fp32), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &fp32), AX_OK);
     pm.m.elem_bytes = 2, pm.m.axmem_cuda = 1; /* the profile's 2 no longer applies */
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &cuda), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 2 * B, T, 1, 2, 0, &cuda), AX_OK);
     double N = (double)B * T, Cx = c.dim / 2.0, Fy = c.ffn / 2.0;
     /* ln1, ln2, hs per layer and lnf; the SwiGLU gradient dh [N, 2 Fy] (no biases) */
     double saved = L * N * (4 * (2 * Cx + Fy) - 2 * (2 * Cx + 688)) + N * (4 * Cx - 2 * Cx) +
@@ -616,13 +626,11 @@ Test(plan, axmem_cuda_engine_memory_and_communication) {
     cr_assert(cuda.step_s >= bf16.step_s);
     /* recomputation repeats L - 1 layers' attention forward: its 31.6 bytes an element */
     ax_plan_pred rc_cuda, rc_fp32;
-    cr_assert_eq(
-        ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, AX_PERF_RECOMPUTE, &rc_cuda),
-        AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 2 * B, T, 1, 2, AX_PERF_RECOMPUTE, &rc_cuda),
+                 AX_OK);
     pm.m.axmem_cuda = 0, pm.m.elem_bytes = 4;
-    cr_assert_eq(
-        ax_perfmodel_predict_ex(&c, &pm.m, dims, 2 * B, T, 1, 2, AX_PERF_RECOMPUTE, &rc_fp32),
-        AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 2 * B, T, 1, 2, AX_PERF_RECOMPUTE, &rc_fp32),
+                 AX_OK);
     double want = 31.6 * scores / pm.m.mem_bw * (L - 1) / L - fp32.attn_s / 3 * (L - 1) / L;
     cr_assert_float_eq(rc_cuda.recompute_s - rc_fp32.recompute_s, want, 1e-9 * rc_cuda.recompute_s,
                        "%.17g vs %.17g", rc_cuda.recompute_s - rc_fp32.recompute_s, want);
@@ -639,8 +647,8 @@ Test(plan, memory_bound_passes_counted_by_hand) {
     pm.m.axmem_cuda = 0, pm.m.elem_bytes = 4;
     int dims[4] = {1, 1, 1, 1}, B = 8, T = 256;
     ax_plan_pred one, two;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 1, 0, &one), AX_OK);
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 2, 0, &two), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 1, 0, 0, &one), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 2, 0, 0, &two), AX_OK);
     double C = c.dim, F = c.ffn, L = c.n_layers, N = (double)B * T;
     double params = (double)ax_model_config_n_params(&c);
     double per_tok_layer = 26 * C + (7.0 / 3 + 10.0 / 3) * 3 * C + 2 * C + 8 * F;
@@ -651,7 +659,7 @@ Test(plan, memory_bound_passes_counted_by_hand) {
     /* two micro-batches of B / 2: the same activations' bytes, the optimizer's once */
     cr_assert_float_eq(two.stream_bytes, want, 1e-9 * want);
     pm.m.mem_bw = 0;
-    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 1, 0, &one), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, B, T, 1, 0, 0, &one), AX_OK);
     cr_assert(one.memory_s == 0 && one.step_s == one.compute_s);
 }
 
@@ -666,9 +674,9 @@ Test(plan, grad_comm_bf16_halves_gradient_bytes) {
     pm.m.axmem_cuda = 1;
     int dims[4] = {2, 1, 1, 2};
     ax_plan_pred fp32, bf16, fp32_0, bf16_0;
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 8, 256, 1, 0, 0, &fp32), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 8, 256, 1, 0, 0, &fp32), AX_OK);
     pm.m.grad_bf16 = 1;
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 8, 256, 1, 0, 0, &bf16), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 8, 256, 1, 0, 0, &bf16), AX_OK);
     cr_assert_eq(bf16.comm_s[AX_AXIS_X], fp32.comm_s[AX_AXIS_X]);
     cr_assert_eq(bf16.comm_s[AX_AXIS_Y], fp32.comm_s[AX_AXIS_Y]);
     double d32 = fp32.comm_s[AX_AXIS_DATA], d16 = bf16.comm_s[AX_AXIS_DATA];
@@ -685,9 +693,9 @@ Test(plan, grad_comm_bf16_halves_gradient_bytes) {
     cr_assert(bf16.step_s <= fp32.step_s);
     /* the all-bf16 engine: nothing to halve */
     pm.m.axmem_cuda = 0, pm.m.grad_bf16 = 0;
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 8, 256, 1, 0, 0, &fp32_0), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 8, 256, 1, 0, 0, &fp32_0), AX_OK);
     pm.m.grad_bf16 = 1;
-    cr_assert_eq(ax_perfmodel_predict_ex(&c, &pm.m, dims, 8, 256, 1, 0, 0, &bf16_0), AX_OK);
+    cr_assert_eq(ax_perfmodel_predict(&c, &pm.m, dims, 8, 256, 1, 0, 0, &bf16_0), AX_OK);
     for (int a = 0; a < AX_AXIS_COUNT; a++) cr_assert_eq(bf16_0.comm_s[a], fp32_0.comm_s[a]);
     cr_assert_eq(bf16_0.mem_total, fp32_0.mem_total);
 }
