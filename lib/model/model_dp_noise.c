@@ -10,43 +10,24 @@
 
 #include <math.h>
 
-/* The Gaussian pair (z0, z1) of pair index q: Box-Muller on one counter draw, both outputs used
- * (element j is z0 of pair j / 2 when j is even, z1 when odd), so a draw costs one hash and one
- * log per two elements. The radius is computed in double from a 32-bit uniform in (0, 1] (the
- * tail reaches 6.7 sigma, as ax_rng_normal's). */
-static inline void normal_pair(uint64_t key, uint64_t stream, uint64_t q, float *z0, float *z1) {
-    uint64_t r = ax_rng_u64(key, stream, q);
-    double u1 = ((double)(r >> 32) + 1.0) * 0x1p-32;
-    float rad = (float)sqrt(-2.0 * log(u1)), s, c;
-    sincosf(6.28318530717958648f * (float)(r & 0xffffffffULL) * 0x1p-32f, &s, &c);
-    *z0 = rad * c, *z1 = rad * s;
-}
-
 static uint64_t step_key(uint64_t seed, int64_t step) {
     return ax_rng_u64(seed, 0x44502d534744ULL /* "DP-SGD" */, (uint64_t)step);
 }
 
-double ax_model_dp_noise_value(uint64_t seed, int64_t step, int i, int64_t j) {
-    float z0, z1;
-    normal_pair(step_key(seed, step), (uint64_t)i, (uint64_t)j >> 1, &z0, &z1);
-    return j & 1 ? z1 : z0;
+/* the standard-normal stream of tensor i at a step: element j is its draw j (the ziggurat,
+ * lib/core/rng.h: one hash per element) */
+static uint64_t tensor_key(uint64_t seed, int64_t step, int i) {
+    return ax_rng_key(step_key(seed, step), (uint64_t)i);
 }
 
-/* g[e] += s * noise of global element gi(e) for block elements [b0, b1) of tensor i, whose
- * global indices run on consecutively within a block row from base (the row's first) */
-static void add_row(float *g, int64_t e0, int64_t base, int64_t n, uint64_t key, int i, float s) {
-    for (int64_t k = 0; k < n;) {
-        int64_t gi = base + k;
-        float z0, z1;
-        normal_pair(key, (uint64_t)i, (uint64_t)gi >> 1, &z0, &z1);
-        if (!(gi & 1) && k + 1 < n) { /* both of the pair */
-            g[e0 + k] += s * z0, g[e0 + k + 1] += s * z1;
-            k += 2;
-        } else {
-            g[e0 + k] += s * (gi & 1 ? z1 : z0);
-            k++;
-        }
-    }
+double ax_model_dp_noise_value(uint64_t seed, int64_t step, int i, int64_t j) {
+    return ax_rng_gauss(ax_rng_ziggurat_tables(), tensor_key(seed, step, i), (uint64_t)j);
+}
+
+/* g[e0 + k] += s * noise of global element base + k, k in [0, n) */
+static void add_row(float *g, int64_t e0, int64_t base, int64_t n, const ax_rng_ziggurat *z,
+                    uint64_t key, float s) {
+    for (int64_t k = 0; k < n; k++) g[e0 + k] += s * ax_rng_gauss(z, key, (uint64_t)(base + k));
 }
 
 ax_status ax_model_dp_noise(ax_model_t *m, double std, uint64_t seed, int64_t step) {
@@ -55,10 +36,11 @@ ax_status ax_model_dp_noise(ax_model_t *m, double std, uint64_t seed, int64_t st
         return ax_errorf(AX_ERR_ARG, "ax_model_dp_noise: noise std %g is not a finite value >= 0",
                          std);
     model_grads_settle(m);
-    uint64_t key = step_key(seed, step);
+    const ax_rng_ziggurat *z = ax_rng_ziggurat_tables();
     float s = (float)std;
     for (int i = 0; i < m->n_tensors; i++) {
         tp_tensor *p = &m->tp[i];
+        uint64_t key = tensor_key(seed, step, i);
         size_t bytes = (size_t)p->shard_n * sizeof(float);
         float *g = ax_map(m->ctx, m->grads + p->shard_off, bytes, AX_MAP_READ | AX_MAP_WRITE);
         if (!g)
@@ -70,7 +52,7 @@ ax_status ax_model_dp_noise(ax_model_t *m, double std, uint64_t seed, int64_t st
 #pragma omp parallel for schedule(static) if (b1 - b0 >= 16384)
             for (int64_t b = b0; b < b1; b++) {
                 int64_t gi = model_global_index(m, p, b);
-                if (gi >= 0) add_row(g, b - b0, gi, 1, key, i, s);
+                if (gi >= 0) add_row(g, b - b0, gi, 1, z, key, s);
             }
         } else if (b1 > b0) { /* matrices: a block row's global indices are consecutive */
             int64_t r0 = b0 / cols, r1 = (b1 - 1) / cols + 1;
@@ -78,7 +60,7 @@ ax_status ax_model_dp_noise(ax_model_t *m, double std, uint64_t seed, int64_t st
             for (int64_t r = r0; r < r1; r++) {
                 int64_t c0 = r == r0 ? b0 - r * cols : 0, c1 = r == r1 - 1 ? b1 - r * cols : cols;
                 int64_t base = model_global_index(m, p, r * cols + c0);
-                if (base >= 0) add_row(g, r * cols + c0 - b0, base, c1 - c0, key, i, s);
+                if (base >= 0) add_row(g, r * cols + c0 - b0, base, c1 - c0, z, key, s);
             }
         }
         ax_unmap(m->ctx, m->grads + p->shard_off, g, bytes, AX_MAP_READ | AX_MAP_WRITE);
