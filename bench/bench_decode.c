@@ -9,6 +9,7 @@
  * Both ceilings are measured before and after the steps and the higher reading is used.
  * Reports bound / measured. Usage: bench_decode [B=32] [positions=64] [vocabulary=50257]
  * (threads from OMP_NUM_THREADS) */
+#include "bench/bench_model.h"
 #include "lib/model/model.h"
 #include "lib/backend/cpu/perf.h"
 #include "lib/backend/ops.h"
@@ -82,14 +83,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_decode [B>=1] [positions>=2] [vocabulary>=2]\n");
         return 2;
     }
-    ax_model_config c = {.n_layers = 12,
-                         .dim = 768,
-                         .n_heads = 12,
-                         .ffn = 2048,
-                         .vocab = V,
-                         .tie_embeddings = 1,
-                         .rope_theta = 10000.0f,
-                         .norm_eps = 1e-5f};
+    ax_model_config c = bench_gpt2_small(V);
     ax_model_t *m = NULL;
     if (ax_model_create(&c, (B + P - 1) / P, P, &m) != AX_OK ||
         ax_model_decode_begin(m, B) != AX_OK) {

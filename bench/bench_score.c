@@ -9,6 +9,7 @@
 #include "lib/backend/cpu/perf.h"
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
+#include "bench/bench_model.h"
 #include "lib/model/model.h"
 #include "memscan/score.h"
 
@@ -23,14 +24,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_score [B>=1] [T>=2] [reps>=1]\n");
         return 2;
     }
-    ax_model_config c = {.n_layers = 12,
-                         .dim = 768,
-                         .n_heads = 12,
-                         .ffn = 2048,
-                         .vocab = 50257,
-                         .tie_embeddings = 1,
-                         .rope_theta = 10000.0f,
-                         .norm_eps = 1e-5f};
+    ax_model_config c = bench_gpt2_small(50257);
     ax_model_t *m = NULL;
     if (ax_model_create(&c, B, T, &m) != AX_OK) {
         fprintf(stderr, "bench_score: %s\n", ax_error_msg());

@@ -12,6 +12,7 @@
  * each the median of reps, and their ratio.
  */
 #include "lib/dist/grid.h"
+#include "bench/bench_model.h"
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
 #include "lib/backend/cpu/cpu.h"
@@ -31,14 +32,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* one sequence length: the median step over `steps` and its ratio to the GEMM ceiling */
 static int run(int steps, int B, int T, int recompute) {
-    ax_model_config c = {.n_layers = 12,
-                         .dim = 768,
-                         .n_heads = 12,
-                         .ffn = 2048,
-                         .vocab = 50257,
-                         .tie_embeddings = 1,
-                         .rope_theta = 10000.0f,
-                         .norm_eps = 1e-5f};
+    ax_model_config c = bench_gpt2_small(50257);
     ax_model_t *m = NULL;
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
@@ -159,14 +153,7 @@ static double timed_step(ax_model_t *m, ax_optim_t *o, const int32_t *in, const 
 }
 
 static int run_dp(int reps, int B, int T) {
-    ax_model_config c = {.n_layers = 12,
-                         .dim = 768,
-                         .n_heads = 12,
-                         .ffn = 2048,
-                         .vocab = 50257,
-                         .tie_embeddings = 1,
-                         .rope_theta = 10000.0f,
-                         .norm_eps = 1e-5f};
+    ax_model_config c = bench_gpt2_small(50257);
     ax_model_t *m = NULL;
     ax_optim_t *o = NULL;
     ax_adamw_config oc = {0.9f, 0.95f, 1e-8f, 0.1f, 0.0f};

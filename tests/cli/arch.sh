@@ -10,24 +10,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 AX=$(realpath "${1:-build/bin/axmem}")
-T=$(mktemp -d /tmp/axmem-arch.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
-expect_fail() {
-  local name=$1 code=$2 pat=$3; shift 3
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
-    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
-}
-# losses FILE: "step loss grad_norm" per line of metrics.jsonl
-losses() { python3 -c '
-import json,sys
-for l in open(sys.argv[1]):
-    r=json.loads(l); print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))' "$1"; }
+source tests/cli/lib.sh arch
 
 head -n 120 data/corpus/kjv.jsonl >"$T/kjv.jsonl"
 "$AX" data tokenizer-train --input "$T/kjv.jsonl" --vocab-size 512 --out "$T/tok" 2>"$T/err" &&
@@ -146,5 +130,4 @@ else
   echo "skip grid checks: no mpirun (not counted as passed)"
 fi
 
-echo "arch: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish arch

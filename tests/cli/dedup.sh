@@ -8,20 +8,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 AX=$(realpath "${1:-build/bin/axmem}")
-T=$(mktemp -d /tmp/axmem-dedup.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -s "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
-expect_fail() { # NAME EXIT_CODE PATTERN CMD...
-  local name=$1 code=$2 pat=$3; shift 3
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
-    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
-}
+source tests/cli/lib.sh dedup
 
 # the bundled corpus, with verses copied into later documents and whole documents repeated
 python3 - "$T" <<'PY'
@@ -82,5 +70,4 @@ check "--summary names the file; ids without --tokenizer" \
 left=$(ls -a "$T" | grep -E 'partial|dedup-index|tmp' | head -3)
 check "no temporary files left" "[ -z '$left' ]"
 
-echo "dedup.sh: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish dedup.sh

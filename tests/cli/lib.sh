@@ -20,6 +20,14 @@ expect_fail() {
   if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
     echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
 }
+# check NAME EXPR: EXPR (a shell condition, evaluated) must hold
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+# losses FILE: "step loss grad_norm" per training line of metrics.jsonl (scan records skipped)
+losses() { python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if "scan" not in r: print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))' "$1"; }
 finish() {
   echo "$1: $pass passed, $fail failed"
   [ "$fail" -eq 0 ]

@@ -4,28 +4,8 @@
 set -uo pipefail
 AX=$(realpath "$1")
 cd "$(dirname "$0")/../.."
-T=$(mktemp -d /tmp/axmem-cli.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$T/err" ] && sed 's/^/     | /' "$T/err" | tail -5; }
-
-# expect_fail NAME EXIT_CODE PATTERN CMD...: must exit with EXIT_CODE, one stderr line matching
-expect_fail() {
-  local name=$1 code=$2 pat=$3; shift 3
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" "$T/err"; then ok "$name"; else
-    echo "     (exit $rc, wanted $code; wanted stderr ~ /$pat/)"; bad "$name"; fi
-}
-
-# losses FILE: "step loss grad_norm" per line of metrics.jsonl
-losses() { python3 -c '
-import json,sys
-for l in open(sys.argv[1]):
-    r=json.loads(l); print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))' "$1"; }
+source tests/cli/lib.sh cli
 
 # ---- usage and bad input: one clear line, non-zero exit, never a crash
 "$AX" --help >/dev/null 2>&1 && ok "axmem --help" || bad "axmem --help"
@@ -950,5 +930,4 @@ PY
     ok "--grad-comm bf16 on 1x1x1x2: logged, the losses within 1e-2 of fp32 reduction" || bad "--grad-comm bf16"
 fi
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli

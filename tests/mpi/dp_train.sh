@@ -8,32 +8,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 AX=$(realpath "${1:-build/bin/axmem}")
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-MPIRUN=(mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader
-        --mca btl_vader_single_copy_mechanism none)
-T=$(mktemp -d /tmp/axmem-mpidp.XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$T/err" ] && tail -5 "$T/err" | sed 's/^/     | /'; }
-
-head -n 40 data/corpus/kjv.jsonl >"$T/c.jsonl"
-"$AX" data tokenizer-train --input "$T/c.jsonl" --vocab-size 301 --out "$T/tok" 2>"$T/err" &&
-  "$AX" data encode --tokenizer "$T/tok" --input "$T/c.jsonl" --out "$T/c.axd" 2>"$T/err" ||
-  { bad "prepare data"; echo "mpi-dp-train: $pass passed, $fail failed"; exit 1; }
+source tests/mpi/lib.sh mpidp
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT # KEEP=1 keeps the runs
+corpus 40 mpi-dp-train
 # little noise, so the clipped sum shows in the gradient norm; an expected batch of 8 in
 # micro-batches of 4 (2 rows a rank on two ranks, 1 on four): steps take 6 to 14 examples, so
 # some micro-batches are partly padding
 ARGS=(--data "$T/c.axd" --layers 2 --dim 32 --heads 4 --ffn 48 --seq-len 32 --batch 8
       --micro-batch 4 --lr 1e-2 --warmup 2 --steps 6 --log-every 100 --dp-clip 0.5
       --dp-noise 0.05 --dp-delta 1e-5)
-
-run() { # run NAME GRID [flags...]
-  local name=$1 grid=$2; shift 2
-  local np=$(( ${grid//x/*} ))
-  if [ "$np" = 1 ]; then "$AX" train "${ARGS[@]}" --grid "$grid" --out "$T/$name" "$@" 2>"$T/err"
-  else timeout 300 "${MPIRUN[@]}" -np "$np" "$AX" train "${ARGS[@]}" --grid "$grid" --out "$T/$name" "$@" >/dev/null 2>"$T/err"; fi
-}
 
 compare() { # compare A B: losses and gradient norms within 1e-4, samples and epsilon equal
   python3 - "$T/$1/metrics.jsonl" "$T/$2/metrics.jsonl" <<'PY'
@@ -54,7 +37,7 @@ if len(a) != 6 or len(b) != 6 or bad:
 PY
 }
 
-run ref 1x1x1x1 && ok "DP reference run 1x1x1x1" || bad "DP reference run 1x1x1x1"
+train_on ref 1x1x1x1 && ok "DP reference run 1x1x1x1" || bad "DP reference run 1x1x1x1"
 python3 -c '
 import json, sys
 n = [json.loads(l)["dp_examples"] for l in open(sys.argv[1])]
@@ -62,8 +45,7 @@ sys.exit(0 if any(k % 4 for k in n) else 1)' "$T/ref/metrics.jsonl" &&
   ok "the sample sizes vary and leave padded micro-batches" ||
   bad "the sample sizes vary and leave padded micro-batches"
 for grid in 2x1x1x1 1x1x1x2 2x1x1x2; do
-  if run "g$grid" "$grid" && compare ref "g$grid"; then ok "DP-SGD on $grid = 1x1x1x1"
+  if train_on "g$grid" "$grid" && compare ref "g$grid"; then ok "DP-SGD on $grid = 1x1x1x1"
   else bad "DP-SGD on $grid = 1x1x1x1"; fi
 done
-echo "mpi-dp-train: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish mpi-dp-train

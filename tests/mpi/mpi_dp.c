@@ -13,6 +13,7 @@
 #include "lib/dist/mpienv.h"
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
+#include "tests/mpi/mpi_check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,18 +21,10 @@
 #include <string.h>
 
 enum { B = 8, T = 16, STEPS = 3 };
-static int failures;
 static const char *g_what = "";
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "[r%d %s] FAIL: ", ax_mpi_world_rank(), g_what);                       \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+static void what_context(FILE *f) {
+    fprintf(f, " %s", g_what);
+}
 
 /* 0 Llama (tied), 1 GPT-NeoX (untied), 2 GPT-2 (tied); vocab 301 pads the Y shards */
 static ax_model_config cfg(int arch) {
@@ -48,20 +41,6 @@ static ax_model_config cfg(int arch) {
         c.mlp = AX_MLP_GELU, c.parallel_residual = 1, c.rotary_dim = 2, c.tie_embeddings = 0;
     if (arch == 2) c.mlp = AX_MLP_GELU_TANH, c.pos = AX_POS_LEARNED, c.max_pos = T;
     return c;
-}
-
-/* every parameter off its initial constant, the same global values on both models */
-static void perturb(ax_model_t *m) {
-    const ax_tensor_info *ts = ax_model_tensors(m);
-    ax_slab *slab = ax_model_slab(m, AX_SLAB_PARAMS);
-    for (int i = 0; i < ax_model_n_tensors(m); i++) {
-        float *gl = malloc((size_t)ts[i].numel * sizeof(float));
-        EXPECT(!ax_model_gather_tensor(m, i, slab, gl), "gather: %s", ax_error_msg());
-        for (long k = 0; k < ts[i].numel; k++)
-            gl[k] += 0.05f * (float)ax_rng_normal(17, (uint64_t)i, (uint64_t)k);
-        ax_model_scatter_tensor(m, i, gl, slab);
-        free(gl);
-    }
 }
 
 /* goldfish-like masks (1 target in 5 dropped), row 5 all padding, row 2 repeating its tokens */
@@ -89,7 +68,7 @@ static void run(ax_grid_t *g, int arch, int recompute, int stream) {
     }
     ax_model_init(ref, 9);
     ax_model_init(par, 9);
-    perturb(ref), perturb(par);
+    mc_perturb(ref), mc_perturb(par);
     int32_t in[B * T], tg[B * T];
     uint8_t mask[B * T];
     const float clip = 0.5f, scale = 1.0f / B, sigma = 1.0f;
@@ -145,17 +124,10 @@ static void run(ax_grid_t *g, int arch, int recompute, int stream) {
 
 int main(int argc, char **argv) {
     ax_log_init();
-    if (ax_mpi_start(&argc, &argv) != AX_OK) {
-        fprintf(stderr, "mpi_dp: %s\n", ax_error_msg());
-        return 1;
-    }
-    const char *spec = argc == 3 && !strcmp(argv[1], "--grid") ? argv[2] : "1x1x1x1";
-    int dims[4];
-    ax_grid_t *g = NULL;
-    if (ax_grid_parse(spec, dims) || ax_grid_create(dims, &g)) {
-        fprintf(stderr, "mpi_dp: %s\n", ax_error_msg());
-        ax_mpi_abort(1);
-    }
+    mc_context = what_context;
+    const char *spec;
+    ax_grid_t *g = mc_start(&argc, &argv, "mpi_dp", &spec);
+    if (!g) return 1;
     static const char *names[] = {"llama", "neox", "gpt2"};
     int gz = ax_grid_dim(g, AX_AXIS_Z);
     for (int arch = 0; arch < 3; arch++)
@@ -168,10 +140,5 @@ int main(int argc, char **argv) {
             g_what = what;
             run(g, arch, mode == 1, mode == 2);
         }
-    double bad = failures;
-    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
-    if (ax_grid_rank(g) == 0) printf("mpi_dp %s: %s\n", spec, bad ? "FAILED" : "ok");
-    ax_grid_free(g);
-    ax_mpi_stop();
-    return bad ? 1 : 0;
+    return mc_finish(g, "mpi_dp", spec);
 }

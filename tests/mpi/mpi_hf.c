@@ -9,6 +9,7 @@
 #include "lib/dist/grid.h"
 #include "lib/dist/mpienv.h"
 #include "lib/model/model_io.h"
+#include "tests/mpi/mpi_check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,17 +18,6 @@
 #include <unistd.h>
 
 enum { FB = 2, FT = 12 };
-static int failures;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "[r%d] FAIL: ", ax_mpi_world_rank());                                  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 static void *slurp(const char *dir, const char *name, size_t want) {
     char path[512], *d = NULL;
@@ -105,17 +95,9 @@ out:
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
-    if (ax_mpi_start(&argc, &argv) != AX_OK) {
-        fprintf(stderr, "%s\n", ax_error_msg());
-        return 1;
-    }
-    const char *spec = argc == 3 && !strcmp(argv[1], "--grid") ? argv[2] : "1x1x1x1";
-    int dims[4];
-    ax_grid_t *g = NULL;
-    if (ax_grid_parse(spec, dims) || ax_grid_create(dims, &g)) {
-        fprintf(stderr, "bad grid %s: %s\n", spec, ax_error_msg());
-        ax_mpi_abort(1);
-    }
+    const char *spec;
+    ax_grid_t *g = mc_start(&argc, &argv, "mpi_hf", &spec);
+    if (!g) return 1;
     /* one scratch directory for all ranks: rank 0 makes it and sends its name */
     char work[128] = "/tmp/ax_mpi_hf_XXXXXX";
     if (ax_grid_rank(g) == 0 && !mkdtemp(work)) work[0] = 0;
@@ -131,10 +113,5 @@ int main(int argc, char **argv) {
         check(g, names[i], work, 0);
     ax_barrier(g, AX_AXIS_WORLD);
     if (ax_grid_rank(g) == 0 && work[0]) ax_rm_rf(work);
-    double bad = failures;
-    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
-    if (ax_grid_rank(g) == 0) printf("mpi_hf %s: %s\n", spec, bad ? "FAILED" : "ok");
-    ax_grid_free(g);
-    ax_mpi_stop();
-    return bad ? 1 : 0;
+    return mc_finish(g, "mpi_hf", spec);
 }

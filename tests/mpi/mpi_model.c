@@ -16,6 +16,7 @@
 #include "lib/model/optim.h"
 #include "plan/perfmodel.h"
 #include "lib/core/rng.h"
+#include "tests/mpi/mpi_check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -23,22 +24,14 @@
 #include <string.h>
 
 enum { B = 8, T = 16, STEPS = 10 };
-static int failures;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "[r%d arch %d] FAIL: ", ax_mpi_world_rank(), g_arch);                  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 /* the architecture under test: 0 Llama, 1 GPT-NeoX, 2 GPT-2; 3 and 4 are Llama and GPT-NeoX with
  * grouped-query attention (2 K/V heads for 4 query heads: on Y = 2 each rank holds one K/V
  * head and its two query heads) */
 static int g_arch;
+static void arch_context(FILE *f) {
+    fprintf(f, " arch %d", g_arch);
+}
 static int arch_kind(void) { /* the architecture without GQA */
     return g_arch >= 3 ? g_arch - 3 : g_arch;
 }
@@ -60,22 +53,6 @@ static ax_model_config cfg(void) {
     if (g_arch >= 3) c.n_kv_heads = 2;
     if (kind == 2) c.mlp = AX_MLP_GELU_TANH, c.pos = AX_POS_LEARNED, c.max_pos = T + 4;
     return c;
-}
-
-/* Biases start at 0 and norm weights at 1; perturbing every parameter (the same global values on
- * both models: the perturbation is a function of the global index) makes a bias or norm that is
- * sharded wrongly show in the losses and gradients. */
-static void perturb(ax_model_t *m) {
-    const ax_tensor_info *ts = ax_model_tensors(m);
-    ax_slab *slab = ax_model_slab(m, AX_SLAB_PARAMS);
-    for (int i = 0; i < ax_model_n_tensors(m); i++) {
-        float *gl = malloc((size_t)ts[i].numel * sizeof(float));
-        EXPECT(!ax_model_gather_tensor(m, i, slab, gl), "gather: %s", ax_error_msg());
-        for (long k = 0; k < ts[i].numel; k++)
-            gl[k] += 0.05f * (float)ax_rng_normal(17, (uint64_t)i, (uint64_t)k);
-        ax_model_scatter_tensor(m, i, gl, slab);
-        free(gl);
-    }
 }
 
 static void batch(int step, int32_t *in, int32_t *tg, uint8_t *mask) {
@@ -215,7 +192,7 @@ static void run(ax_grid_t *g, int overlap) {
     }
     ax_model_init(ref, 9);
     ax_model_init(par, 9);
-    if (g_arch) perturb(ref), perturb(par);
+    if (g_arch) mc_perturb(ref), mc_perturb(par);
     int biased = arch_kind() != 0;
     /* Decoding is compared on the initial weights for these: a key bias has an exactly zero
      * gradient (softmax ignores a constant added to every score), whose float noise AdamW turns
@@ -333,7 +310,7 @@ static void stream_vs_kept(ax_grid_t *g, int n_micro, int recompute) {
             return;
         }
         ax_model_init(m, 9);
-        perturb(m);
+        mc_perturb(m);
         int32_t in[B * T], tg[B * T];
         uint8_t mask[B * T];
         batch(3, in, tg, mask);
@@ -417,7 +394,7 @@ static void grad_comm_vs_fp32(ax_grid_t *g, int n_micro, int stream) {
                "grad-comm %d, stream %d: %.0f bytes of bf16 staging allocated, the plan %.0f", k,
                stream, staged, p16.mem_device - p32.mem_device);
         ax_model_init(m, 9);
-        perturb(m);
+        mc_perturb(m);
         int32_t in[B * T], tg[B * T];
         uint8_t mask[B * T];
         batch(5, in, tg, mask);
@@ -551,17 +528,10 @@ static void failing_steps(ax_grid_t *g) {
 
 int main(int argc, char **argv) {
     ax_log_init();
-    if (ax_mpi_start(&argc, &argv) != AX_OK) {
-        fprintf(stderr, "mpi_model: %s\n", ax_error_msg());
-        return 1;
-    }
-    const char *spec = argc == 3 && !strcmp(argv[1], "--grid") ? argv[2] : "1x1x1x1";
-    int dims[4];
-    ax_grid_t *g = NULL;
-    if (ax_grid_parse(spec, dims) || ax_grid_create(dims, &g)) {
-        fprintf(stderr, "mpi_model: %s\n", ax_error_msg());
-        ax_mpi_abort(1);
-    }
+    mc_context = arch_context;
+    const char *spec;
+    ax_grid_t *g = mc_start(&argc, &argv, "mpi_model", &spec);
+    if (!g) return 1;
     run(g, AX_OVERLAP_FORCE);
     run(g, AX_OVERLAP_OFF);
     /* the overlapped schedule changes when bytes move, not what is computed: forcing it gives
@@ -602,10 +572,5 @@ int main(int argc, char **argv) {
         run(g, 1);
         if (g_arch == 1 || g_arch == 3) g_recompute = 1, run(g, 1), g_recompute = 0;
     }
-    double bad = failures;
-    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
-    if (ax_grid_rank(g) == 0) printf("mpi_model %s: %s\n", spec, bad ? "FAILED" : "ok");
-    ax_grid_free(g);
-    ax_mpi_stop();
-    return bad ? 1 : 0;
+    return mc_finish(g, "mpi_model", spec);
 }

@@ -13,6 +13,7 @@
 #include "lib/model/optim.h"
 #include "plan/perfmodel.h"
 #include "plan/plan_run.h"
+#include "tests/mpi/mpi_check.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -20,17 +21,6 @@
 #include <string.h>
 
 enum { BL = 2, T = 16 };
-static int failures;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "[r%d] FAIL: ", ax_mpi_world_rank());                                  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 static void compare(const char *what, const ax_comm_stats *got, const ax_step_volume *want) {
     for (int k = 0; k < AX_COMM_KINDS; k++)
@@ -128,23 +118,10 @@ static void run(ax_grid_t *g, int tie) {
 
 int main(int argc, char **argv) {
     ax_log_init();
-    if (ax_mpi_start(&argc, &argv) != AX_OK) {
-        fprintf(stderr, "mpi_plan: %s\n", ax_error_msg());
-        return 1;
-    }
-    const char *spec = argc == 3 && !strcmp(argv[1], "--grid") ? argv[2] : "1x1x1x1";
-    int dims[4];
-    ax_grid_t *g = NULL;
-    if (ax_grid_parse(spec, dims) || ax_grid_create(dims, &g)) {
-        fprintf(stderr, "mpi_plan: %s\n", ax_error_msg());
-        ax_mpi_abort(1);
-    }
+    const char *spec;
+    ax_grid_t *g = mc_start(&argc, &argv, "mpi_plan", &spec);
+    if (!g) return 1;
     run(g, 1);
     run(g, 0);
-    double bad = failures;
-    ax_coll_allreduce(g, AX_AXIS_WORLD, &bad, 1, AX_DT_F64, AX_OP_SUM);
-    if (ax_grid_rank(g) == 0) printf("mpi_plan %s: %s\n", spec, bad ? "FAILED" : "ok");
-    ax_grid_free(g);
-    ax_mpi_stop();
-    return bad ? 1 : 0;
+    return mc_finish(g, "mpi_plan", spec);
 }

@@ -9,29 +9,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 AX=$(realpath "${1:-build/bin/axmem}")
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-MPIRUN=(mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader
-        --mca btl_vader_single_copy_mechanism none)
-T=$(mktemp -d /tmp/axmem-mpitrain.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$T/err" ] && tail -5 "$T/err" | sed 's/^/     | /'; }
-
-head -n 60 data/corpus/kjv.jsonl >"$T/c.jsonl"
-"$AX" data tokenizer-train --input "$T/c.jsonl" --vocab-size 301 --out "$T/tok" 2>"$T/err" &&
-  "$AX" data encode --tokenizer "$T/tok" --input "$T/c.jsonl" --out "$T/c.axd" 2>"$T/err" ||
-  { bad "prepare data"; echo "mpi-train: $pass passed, $((fail)) failed"; exit 1; }
-# vocab 301 is odd: the vocabulary shards over Y are padded
+source tests/mpi/lib.sh mpitrain
+corpus 60 mpi-train
 ARGS=(--data "$T/c.axd" --layers 2 --dim 32 --heads 4 --ffn 48 --seq-len 32 --batch 8 --lr 3e-3
       --warmup 2 --steps 8 --log-every 100)
-
-run() { # run NAME GRID [flags...]
-  local name=$1 grid=$2; shift 2
-  local np=$(( ${grid//x/*} ))
-  if [ "$np" = 1 ]; then "$AX" train "${ARGS[@]}" --grid "$grid" --out "$T/$name" "$@" 2>"$T/err"
-  else timeout 300 "${MPIRUN[@]}" -np "$np" "$AX" train "${ARGS[@]}" --grid "$grid" --out "$T/$name" "$@" >/dev/null 2>"$T/err"; fi
-}
 
 # compare A B [FROM]: losses of runs A and B agree from step FROM on (rel < 1e-4)
 compare() {
@@ -47,11 +28,11 @@ if not steps or bad:
 PY
 }
 
-run ref 1x1x1x1 && ok "reference run 1x1x1x1" || bad "reference run 1x1x1x1"
+train_on ref 1x1x1x1 && ok "reference run 1x1x1x1" || bad "reference run 1x1x1x1"
 for grid in 2x1x1x1 1x2x1x1 1x1x2x1 1x1x1x2 2x2x2x1 1x2x2x2 2x1x2x2; do
   for ov in --force-overlap --no-overlap; do
     name="g$grid$ov"
-    if run "$name" "$grid" "$ov" && compare ref "$name"; then ok "losses $grid $ov = 1x1x1x1"
+    if train_on "$name" "$grid" "$ov" && compare ref "$name"; then ok "losses $grid $ov = 1x1x1x1"
     else bad "losses $grid $ov = 1x1x1x1"; fi
   done
 done
@@ -59,7 +40,7 @@ done
 # the default overlap (auto) on 1x2x1x2: both axes' ranks share this host, so both fall back to
 # blocking collectives; the start summary and every metrics line say so per axis, and forced
 # overlap is reported as such. The losses equal the forced run's.
-if run auto 1x2x1x2 && compare ref auto && grep -q "overlap on axis x (2 ranks): off: its 2 ranks share one host" "$T/err" &&
+if train_on auto 1x2x1x2 && compare ref auto && grep -q "overlap on axis x (2 ranks): off: its 2 ranks share one host" "$T/err" &&
    grep -q "overlap on axis z (2 ranks): off: its 2 ranks share one host" "$T/err" &&
    python3 -c '
 import json, sys
@@ -74,7 +55,7 @@ else bad "overlap auto falls back per axis on one host, reported in the log and 
 # ... and, given enough steps, times both schedules on such an axis (a warm-up step, then twelve
 # in the order on off off on off on on off off on on off) and keeps the faster, saying what it measured; the
 # losses are those of --no-overlap bit for bit, as either schedule gives the same bits.
-if run trial_off 1x1x2x1 --steps 14 --no-overlap && run trial 1x1x2x1 --steps 14 &&
+if train_on trial_off 1x1x2x1 --steps 14 --no-overlap && train_on trial 1x1x2x1 --steps 14 &&
    grep -q "overlap on axis y (2 ranks): off: its 2 ranks share one host.*; the first steps time both schedules" "$T/err" &&
    grep -qE "overlap on axis y \(2 ranks\): (on|off): measured, overlapped steps [0-9.]+x the blocking ones" "$T/err" &&
    python3 -c '
@@ -91,19 +72,19 @@ if not ok: print("     ", why, [r["loss"] for r in t], [r["loss"] for r in o])
 sys.exit(0 if ok else 1)' "$T/trial/metrics.jsonl" "$T/trial_off/metrics.jsonl"
 then ok "overlap auto times both schedules on a one-host axis, same losses as --no-overlap"
 else bad "overlap auto times both schedules on a one-host axis, same losses as --no-overlap"; fi
-if run both 1x2x1x1 --force-overlap --no-overlap; then bad "--force-overlap with --no-overlap refused"
+if train_on both 1x2x1x1 --force-overlap --no-overlap; then bad "--force-overlap with --no-overlap refused"
 elif grep -q "contradicts --no-overlap" "$T/err"; then ok "--force-overlap with --no-overlap refused"
 else bad "--force-overlap with --no-overlap refused"; fi
 
 # gradient accumulation: micro-batches of 4 (1 per batch rank on 2x1x1x2) = the whole batch
-if run mb-ref 1x1x1x1 --micro-batch 4 && compare ref mb-ref; then ok "micro-batches 2x4 = batch 8"
+if train_on mb-ref 1x1x1x1 --micro-batch 4 && compare ref mb-ref; then ok "micro-batches 2x4 = batch 8"
 else bad "micro-batches 2x4 = batch 8"; fi
-if run mb-grid 2x1x1x2 --micro-batch 4 && compare ref mb-grid; then ok "micro-batches on 2x1x1x2 = batch 8 on 1 rank"
+if train_on mb-grid 2x1x1x2 --micro-batch 4 && compare ref mb-grid; then ok "micro-batches on 2x1x1x2 = batch 8 on 1 rank"
 else bad "micro-batches on 2x1x1x2 = batch 8 on 1 rank"; fi
 
 # goldfish on a grid: the same masks and the same normalisation as on one rank
-run gf-ref 1x1x1x1 --goldfish hash:k=3,h=4 && ok "goldfish reference run" || bad "goldfish reference run"
-if run gf-grid 2x2x2x1 --goldfish hash:k=3,h=4 && compare gf-ref gf-grid; then ok "goldfish losses 2x2x2x1 = 1x1x1x1"
+train_on gf-ref 1x1x1x1 --goldfish hash:k=3,h=4 && ok "goldfish reference run" || bad "goldfish reference run"
+if train_on gf-grid 2x2x2x1 --goldfish hash:k=3,h=4 && compare gf-ref gf-grid; then ok "goldfish losses 2x2x2x1 = 1x1x1x1"
 else bad "goldfish losses 2x2x2x1 = 1x1x1x1"; fi
 python3 -c '
 import json,sys
@@ -112,11 +93,11 @@ sys.exit(0 if all(0.2 < x < 0.45 for x in d) else 1)' "$T/gf-grid/metrics.jsonl"
   && ok "goldfish dropped_frac near 1/3 in metrics" || bad "goldfish dropped_frac near 1/3 in metrics"
 
 # checkpoints cross grids: written on 2x2x2x1, resumed elsewhere
-run src 2x2x2x1 --ckpt-every 4 && ok "train 2x2x2x1 with checkpoints" || bad "train 2x2x2x1 with checkpoints"
+train_on src 2x2x2x1 --ckpt-every 4 && ok "train 2x2x2x1 with checkpoints" || bad "train 2x2x2x1 with checkpoints"
 for grid in 1x1x1x1 1x2x1x2; do
   name="resume$grid"
   mkdir -p "$T/$name/ckpt" && cp -r "$T/src/ckpt/step-000004" "$T/$name/ckpt/"
-  if run "$name" "$grid" --resume && compare src "$name" 5; then ok "2x2x2x1 checkpoint resumes on $grid"
+  if train_on "$name" "$grid" --resume && compare src "$name" 5; then ok "2x2x2x1 checkpoint resumes on $grid"
   else bad "2x2x2x1 checkpoint resumes on $grid"; fi
 done
 # --resume needs nothing but --out (and the new grid): the rest comes from the manifest
@@ -133,7 +114,7 @@ if [ -s "$T/p1.jsonl" ] && cmp -s "$T/p1.jsonl" "$T/p8.jsonl"; then ok "probe on
 else bad "probe on 2x1x2x2 = 1x1x1x1"; fi
 
 # an impossible grid is refused with the numbers named
-if run badgrid 1x1x3x1 2>/dev/null; then bad "heads not divisible by Gy refused"
+if train_on badgrid 1x1x3x1 2>/dev/null; then bad "heads not divisible by Gy refused"
 elif grep -q "heads" "$T/err"; then ok "heads not divisible by Gy refused"; else bad "heads not divisible by Gy refused"; fi
 if "$AX" train "${ARGS[@]}" --grid 2x1x1x1 --out "$T/x" 2>"$T/err"; then bad "grid without mpirun refused"
 elif grep -q "mpirun" "$T/err"; then ok "grid without mpirun refused"; else bad "grid without mpirun refused"; fi
@@ -179,5 +160,4 @@ rc=$?
 if [ "$rc" = 75 ] && [ ! -e "$T/busy/.lock" ]; then ok "... and once it stopped, a 2-rank resume takes and releases the lock"
 else echo "     (exit $rc)"; bad "... and once it stopped, a 2-rank resume takes and releases the lock"; fi
 
-echo "mpi-train: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish mpi-train

@@ -18,6 +18,7 @@
 #include "train/dp_sample.h"
 #include "train/train_dp.h"
 #include "train/train_run.h"
+#include "tests/unit/test_train_util.h"
 
 /* ---- the sampler ---- */
 
@@ -102,11 +103,6 @@ Test(dp_sample, every_grid_processes_the_same_examples_once) {
 static void dp_defaults(ax_train_config *c) {
     cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, c), AX_OK);
 }
-static void mark(uint8_t *was_set, const char *name) {
-    const ax_cfg_entry *e = ax_cfg_find(&ax_train_table, name);
-    cr_assert_not_null(e, "no flag --%s", name);
-    was_set[e - ax_train_table.entries] = 1;
-}
 /* ax_train_dp_check on flags name=value..., NULL-terminated; returns the status */
 static ax_status check_flags(const char *first, ...) {
     ax_train_config c;
@@ -118,7 +114,7 @@ static ax_status check_flags(const char *first, ...) {
         const char *value = va_arg(ap, const char *);
         cr_assert_eq(ax_cfg_set(&ax_train_table, &c, name, value, was_set), AX_OK, "%s",
                      ax_error_msg());
-        mark(was_set, name);
+        tt_mark(was_set, name);
     }
     va_end(ap);
     ax_error_clear();
@@ -207,31 +203,6 @@ static void teardown_tmp(void) {
 }
 TestSuite(dp_train, .init = setup_tmp, .fini = teardown_tmp, .timeout = 120);
 
-/* bytes of the first n_docs chapters (vocab 257): no tokenizer needed */
-static void make_dataset(const char *path, int n_docs) {
-    FILE *f = fopen("data/corpus/kjv.jsonl", "r");
-    cr_assert_not_null(f, "run the tests from the repository root");
-    ax_axd_writer_t *w = NULL;
-    cr_assert_eq(ax_axd_writer_create(path, 257, &w), AX_OK, "%s", ax_error_msg());
-    char *line = NULL;
-    size_t cap = 0;
-    for (int d = 0; d < n_docs && getline(&line, &cap, f) > 0; d++) {
-        ax_json *j = NULL;
-        cr_assert_eq(ax_json_parse(line, strlen(line), "kjv.jsonl", &j), AX_OK);
-        const char *text = NULL;
-        cr_assert_eq(ax_json_get_str(j, "text", "kjv.jsonl", &text), AX_OK);
-        size_t n = strlen(text) < 600 ? strlen(text) : 600;
-        int32_t *toks = malloc(n * sizeof *toks);
-        for (size_t i = 0; i < n; i++) toks[i] = (uint8_t)text[i];
-        cr_assert_eq(ax_axd_writer_add_doc(w, toks, n), AX_OK);
-        free(toks);
-        ax_json_free(j);
-    }
-    free(line);
-    fclose(f);
-    cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
-}
-
 static void dp_config(ax_train_config *c, const char *data, const char *out) {
     dp_defaults(c);
     snprintf(c->data, sizeof c->data, "%s", data);
@@ -307,7 +278,7 @@ Test(dp_train, epsilon_in_metrics_and_manifest) {
     char data[300], out[300];
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
-    make_dataset(data, 8);
+    tt_byte_dataset(data, 8, 600);
     ax_train_config c;
     dp_config(&c, data, out);
     ax_train_result r;
@@ -371,7 +342,7 @@ Test(dp_train, resume_continues_epsilon_exactly) {
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(full, sizeof full, "%s/full", tmp);
     snprintf(part, sizeof part, "%s/part", tmp);
-    make_dataset(data, 8);
+    tt_byte_dataset(data, 8, 600);
     ax_train_config c;
     dp_config(&c, data, full);
     c.dp_epsilon = 0, c.dp_noise = 0.8; /* and a rate of its own */
@@ -389,7 +360,7 @@ Test(dp_train, resume_continues_epsilon_exactly) {
     cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &rc), AX_OK);
     snprintf(rc.out, sizeof rc.out, "%s", part);
     rc.resume = 1;
-    mark(was_set, "out"), mark(was_set, "resume");
+    tt_mark(was_set, "out"), tt_mark(was_set, "resume");
     cr_assert_eq(ax_train_run(&rc, was_set, &r), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(r.first_step, 3);
     metrics a, b;
@@ -419,7 +390,7 @@ Test(dp_train, resume_refuses_an_edited_accountant) {
     char data[300], out[300], path[700];
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
-    make_dataset(data, 8);
+    tt_byte_dataset(data, 8, 600);
     ax_train_config c;
     dp_config(&c, data, out);
     c.steps = 4, c.exit_after_steps = 2;
@@ -444,7 +415,7 @@ Test(dp_train, resume_refuses_an_edited_accountant) {
     cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, &rc), AX_OK);
     snprintf(rc.out, sizeof rc.out, "%s", out);
     rc.resume = 1;
-    mark(was_set, "out"), mark(was_set, "resume");
+    tt_mark(was_set, "out"), tt_mark(was_set, "resume");
     ax_error_clear();
     cr_assert_eq(ax_train_run(&rc, was_set, &r), AX_ERR_CORRUPT, "%s", ax_error_msg());
     cr_assert(strstr(ax_error_msg(), "step-000002") && strstr(ax_error_msg(), "DP-SGD"), "%s",

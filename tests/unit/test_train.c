@@ -17,32 +17,7 @@
 #include "lib/ckpt/ckpt.h"
 #include "lib/model/model_io.h"
 #include "train/train_run.h"
-
-/* Byte-level dataset (vocab 257: bytes + EOT) from the first documents of the corpus, so
- * the test needs no trained tokenizer. */
-static void make_dataset(const char *path, int n_docs) {
-    FILE *f = fopen("data/corpus/kjv.jsonl", "r");
-    cr_assert_not_null(f, "run the tests from the repository root");
-    ax_axd_writer_t *w = NULL;
-    cr_assert_eq(ax_axd_writer_create(path, 257, &w), AX_OK, "%s", ax_error_msg());
-    char *line = NULL;
-    size_t cap = 0;
-    for (int d = 0; d < n_docs && getline(&line, &cap, f) > 0; d++) {
-        ax_json *j = NULL;
-        cr_assert_eq(ax_json_parse(line, strlen(line), "kjv.jsonl", &j), AX_OK);
-        const char *text = NULL;
-        cr_assert_eq(ax_json_get_str(j, "text", "kjv.jsonl", &text), AX_OK);
-        size_t n = strlen(text);
-        int32_t *toks = malloc(n * sizeof *toks);
-        for (size_t i = 0; i < n; i++) toks[i] = (uint8_t)text[i];
-        cr_assert_eq(ax_axd_writer_add_doc(w, toks, n), AX_OK);
-        free(toks);
-        ax_json_free(j);
-    }
-    free(line);
-    fclose(f);
-    cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
-}
+#include "tests/unit/test_train_util.h"
 
 static void base_config(ax_train_config *c, const char *data, const char *out) {
     cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, c), AX_OK);
@@ -76,21 +51,14 @@ static int read_losses(const char *run, double *l, double *gn, int max) {
     return n;
 }
 
-/* was_set with the named flags marked, as the CLI parser would mark them */
-static void mark(uint8_t *was_set, const char *name) {
-    const ax_cfg_entry *e = ax_cfg_find(&ax_train_table, name);
-    cr_assert_not_null(e, "no flag --%s", name);
-    was_set[e - ax_train_table.entries] = 1;
-}
-
 /* What `axmem train --out OUT --resume` alone parses to. */
 static void resume_only(ax_train_config *c, uint8_t *was_set, const char *out) {
     cr_assert_eq(ax_cfg_set_defaults(&ax_train_table, c), AX_OK);
     memset(was_set, 0, (size_t)ax_train_table.n);
     snprintf(c->out, sizeof c->out, "%s", out);
     c->resume = 1;
-    mark(was_set, "out");
-    mark(was_set, "resume");
+    tt_mark(was_set, "out");
+    tt_mark(was_set, "resume");
 }
 
 /* every line of metrics.jsonl, for exact comparison of whole runs (timings cut off) */
@@ -127,7 +95,7 @@ Test(train, short_run_lowers_loss) {
     char data[300], out[300];
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
-    make_dataset(data, 40);
+    tt_byte_dataset(data, 40, 0);
     ax_train_config c;
     base_config(&c, data, out);
     c.steps = 60;
@@ -146,7 +114,7 @@ Test(train, resume_is_bit_exact) {
     char data[300], out[300], ck[400];
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
-    make_dataset(data, 10);
+    tt_byte_dataset(data, 10, 0);
     ax_train_config c;
     base_config(&c, data, out);
     c.steps = 10;
@@ -178,8 +146,8 @@ Test(train, resume_guards) {
     snprintf(other, sizeof other, "%s/o.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
     snprintf(empty, sizeof empty, "%s/none", tmp);
-    make_dataset(data, 6);
-    make_dataset(other, 7);
+    tt_byte_dataset(data, 6, 0);
+    tt_byte_dataset(other, 7, 0);
     ax_train_config c;
     base_config(&c, data, out);
     c.steps = 2;
@@ -192,7 +160,7 @@ Test(train, resume_guards) {
     base_config(&c, other, out);
     c.steps = 4;
     c.resume = 1;
-    mark(was_set, "data");
+    tt_mark(was_set, "data");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_ERR_MISMATCH);
     cr_assert(strstr(ax_error_msg(), "o.axd"), "message should name the dataset: %s",
               ax_error_msg());
@@ -218,8 +186,8 @@ Test(train, resume_alone_continues_exactly) {
     snprintf(val, sizeof val, "%s/v.axd", tmp);
     snprintf(full, sizeof full, "%s/full", tmp);
     snprintf(part, sizeof part, "%s/part", tmp);
-    make_dataset(data, 10);
-    make_dataset(val, 3);
+    tt_byte_dataset(data, 10, 0);
+    tt_byte_dataset(val, 3, 0);
     ax_train_config c;
     ax_train_result r;
     uint8_t was_set[128];
@@ -247,7 +215,7 @@ Test(train, resume_alone_continues_exactly) {
     /* 4 steps, then the rest: nothing but --out and --resume (and the chunk size) */
     resume_only(&c, was_set, part);
     c.exit_after_steps = 4;
-    mark(was_set, "exit-after-steps");
+    tt_mark(was_set, "exit-after-steps");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
     cr_assert(r.interrupted && r.stop == AX_TRAIN_STOP_STEPS, "stop %d", (int)r.stop);
     cr_assert_eq(r.last_step, 4);
@@ -259,7 +227,7 @@ Test(train, resume_alone_continues_exactly) {
     cr_assert_eq(rename(val, moved), 0);
     resume_only(&c, was_set, part);
     snprintf(c.val_data, sizeof c.val_data, "%s", moved);
-    mark(was_set, "val-data");
+    tt_mark(was_set, "val-data");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
     cr_assert(!r.interrupted);
     cr_assert_eq(r.first_step, 4);
@@ -278,7 +246,7 @@ Test(train, resume_overrides) {
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(moved, sizeof moved, "%s/moved.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
-    make_dataset(data, 6);
+    tt_byte_dataset(data, 6, 0);
     ax_train_config c;
     ax_train_result r;
     uint8_t was_set[128];
@@ -295,36 +263,36 @@ Test(train, resume_overrides) {
     ax_error_clear();
     resume_only(&c, was_set, out);
     snprintf(c.data, sizeof c.data, "%s", moved);
-    mark(was_set, "data");
+    tt_mark(was_set, "data");
     c.seq_len = 16;
-    mark(was_set, "seq-len");
+    tt_mark(was_set, "seq-len");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_ERR_MISMATCH);
     cr_assert(strstr(ax_error_msg(), "--seq-len"), "%s", ax_error_msg());
     /* a validation set the run never had */
     ax_error_clear();
     resume_only(&c, was_set, out);
     snprintf(c.data, sizeof c.data, "%s", moved);
-    mark(was_set, "data");
+    tt_mark(was_set, "data");
     snprintf(c.val_data, sizeof c.val_data, "%s", moved);
-    mark(was_set, "val-data");
+    tt_mark(was_set, "val-data");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_ERR_MISMATCH);
     cr_assert(strstr(ax_error_msg(), "no validation set"), "%s", ax_error_msg());
     /* moved data, more steps, other log cadence: fine */
     ax_error_clear();
     resume_only(&c, was_set, out);
     snprintf(c.data, sizeof c.data, "%s", moved);
-    mark(was_set, "data");
+    tt_mark(was_set, "data");
     c.steps = 5;
-    mark(was_set, "steps");
+    tt_mark(was_set, "steps");
     c.log_every = 1;
-    mark(was_set, "log-every");
+    tt_mark(was_set, "log-every");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(r.first_step, 3);
     cr_assert_eq(r.last_step, 5);
     /* and the new length stays: resuming again with nothing is already done */
     resume_only(&c, was_set, out);
     snprintf(c.data, sizeof c.data, "%s", moved);
-    mark(was_set, "data");
+    tt_mark(was_set, "data");
     cr_assert_eq(ax_train_run(&c, was_set, &r), AX_OK, "%s", ax_error_msg());
     cr_assert_eq(r.last_step, 5);
     cr_assert_eq(r.first_step, 5);
@@ -337,7 +305,7 @@ Test(train, norm_eps_is_stored_and_read_back) {
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
     snprintf(ckdir, sizeof ckdir, "%s/ckpt", out);
-    make_dataset(data, 6);
+    tt_byte_dataset(data, 6, 0);
     ax_train_config c;
     ax_train_result r;
     uint8_t was_set[128];
@@ -363,7 +331,7 @@ Test(train, norm_eps_is_stored_and_read_back) {
     ax_error_clear();
     resume_only(&c, was_set, out);
     c.norm_eps = 1e-6;
-    mark(was_set, "norm-eps");
+    tt_mark(was_set, "norm-eps");
     cr_assert_eq(ax_train_merge_resumed(&c, was_set, ax_ckpt_config(ck), step_dir, 2),
                  AX_ERR_MISMATCH);
     cr_assert(strstr(ax_error_msg(), "--norm-eps"), "%s", ax_error_msg());

@@ -20,6 +20,7 @@
 #include "test_ckpt_poison.h"
 #include "train/run_lock.h"
 #include "train/train_run.h"
+#include "tests/unit/test_train_util.h"
 
 static char tmp[256];
 
@@ -31,31 +32,6 @@ static void setup_tmp(void) {
 }
 static void teardown_tmp(void) {
     ax_rm_rf(tmp);
-}
-
-/* byte-level dataset (vocab 257) from the first documents of the bundled corpus */
-static void make_dataset(const char *path, int n_docs) {
-    FILE *f = fopen("data/corpus/kjv.jsonl", "r");
-    cr_assert_not_null(f, "run the tests from the repository root");
-    ax_axd_writer_t *w = NULL;
-    cr_assert_eq(ax_axd_writer_create(path, 257, &w), AX_OK, "%s", ax_error_msg());
-    char *line = NULL;
-    size_t cap = 0;
-    for (int d = 0; d < n_docs && getline(&line, &cap, f) > 0; d++) {
-        ax_json *j = NULL;
-        const char *text = NULL;
-        cr_assert_eq(ax_json_parse(line, strlen(line), "kjv.jsonl", &j), AX_OK);
-        cr_assert_eq(ax_json_get_str(j, "text", "kjv.jsonl", &text), AX_OK);
-        size_t n = strlen(text);
-        int32_t *toks = malloc(n * sizeof *toks);
-        for (size_t i = 0; i < n; i++) toks[i] = (uint8_t)text[i];
-        cr_assert_eq(ax_axd_writer_add_doc(w, toks, n), AX_OK);
-        free(toks);
-        ax_json_free(j);
-    }
-    free(line);
-    fclose(f);
-    cr_assert_eq(ax_axd_writer_close(w), AX_OK, "%s", ax_error_msg());
 }
 
 static void small_run(ax_train_config *c, const char *data, const char *out) {
@@ -121,7 +97,7 @@ Test(train_state, resume_refuses_impossible_state) {
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
     snprintf(mpath, sizeof mpath, "%s/ckpt/step-000004/manifest.json", out);
-    make_dataset(data, 6);
+    tt_byte_dataset(data, 6, 0);
     ax_train_config c;
     ax_train_result r;
     small_run(&c, data, out);
@@ -210,7 +186,7 @@ Test(train_state, diverged_run_stops_without_writing) {
     char data[300], out[300], path[400];
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
-    make_dataset(data, 6);
+    tt_byte_dataset(data, 6, 0);
     ax_train_config c;
     ax_train_result r;
     small_run(&c, data, out);
@@ -267,7 +243,7 @@ Test(train_state, non_finite_checkpoint_is_refused_everywhere) {
     snprintf(step_dir, sizeof step_dir, "%s/ckpt/step-000002", out);
     snprintf(keep, sizeof keep, "%s/keep", tmp);
     snprintf(hf, sizeof hf, "%s/hf", tmp);
-    make_dataset(data, 6);
+    tt_byte_dataset(data, 6, 0);
     ax_train_config c;
     ax_train_result r;
     small_run(&c, data, out);
@@ -368,7 +344,7 @@ Test(train_state, second_run_into_the_folder_is_refused) {
     snprintf(data, sizeof data, "%s/d.axd", tmp);
     snprintf(out, sizeof out, "%s/run", tmp);
     snprintf(lockf, sizeof lockf, "%s/.lock", out);
-    make_dataset(data, 6);
+    tt_byte_dataset(data, 6, 0);
     ax_run_lock *held = NULL;
     cr_assert_eq(ax_run_lock_take(out, 1, &held), AX_OK, "%s", ax_error_msg());
     cr_assert(ax_path_exists(lockf));
