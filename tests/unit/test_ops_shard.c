@@ -8,14 +8,7 @@
 
 #include "lib/backend/ops.h"
 #include "lib/core/rng.h"
-
-/* the CPU backend's context the kernels under test run on (scratch grows on demand) */
-static ax_ctx *cpu_ctx(void) {
-    static ax_ctx *ctx;
-    if (!ctx) cr_assert_eq(ax_ctx_create(ax_backend_cpu(), 1 << 20, &ctx), AX_OK);
-    return ctx;
-}
-#define CTX cpu_ctx()
+#include "tests/unit/test_ops_util.h"
 
 static float *randn(long n, uint64_t stream, float scale) {
     float *p = malloc((size_t)n * sizeof *p);
