@@ -70,7 +70,7 @@ float ax_bf16_to_f32(uint16_t b) {
 }
 
 /* out[i] = a[i] (op) b[i]; out may alias a or b. One plain loop per (type, op), so the f32
- * sum of the training path vectorises as before. */
+ * sum of the training path vectorises. */
 #define COMBINE(T, OP)                                                                             \
     do {                                                                                           \
         T *o = out;                                                                                \

@@ -14,7 +14,7 @@ __global__ void sum_doubles_kernel(double *out, const double *x, long n) {
     __shared__ double sh[32];
     double s = 0.0;
     for (long i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
-    s = ax_block_sum_d(s, sh);
+    s = ax_block_sum(s, sh);
     if (threadIdx.x == 0) *out = s;
 }
 
@@ -163,7 +163,7 @@ __global__ void sum_squares_kernel(double *part, const float *x, long n) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x)
         s += (double)x[i] * (double)x[i];
-    s = ax_block_sum_d(s, sh);
+    s = ax_block_sum(s, sh);
     if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 
