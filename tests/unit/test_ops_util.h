@@ -93,3 +93,32 @@ static inline double dot_fd(const double *G, const double *y, long n) {
     for (long i = 0; i < n; i++) s += G[i] * y[i];
     return s;
 }
+
+/* The sharded ops over one shard (the whole hidden dimension or vocabulary): what one rank runs,
+ * the reductions between the passes having nothing to add. */
+static inline void rmsnorm_forward1(ax_ctx *ctx, float *out, float *rstd, const float *inp,
+                                    const float *w, int N, int C, float eps) {
+    float *ss = fzeros(N);
+    ax_rmsnorm_sumsq(ctx, ss, inp, N, C);
+    ax_rmsnorm_apply(ctx, out, rstd, inp, w, ss, N, C, C, eps);
+    free(ss);
+}
+static inline void rmsnorm_backward1(ax_ctx *ctx, float *dinp, float *dw, const float *dout,
+                                     const float *inp, const float *w, const float *rstd, int N,
+                                     int C) {
+    float *dot = fzeros(N);
+    ax_rmsnorm_backward_dot(ctx, dot, dout, inp, w, N, C);
+    ax_rmsnorm_backward_apply(ctx, dinp, dw, dout, inp, w, rstd, dot, N, C, C);
+    free(dot);
+}
+static inline double crossentropy1(ax_ctx *ctx, float *losses, float *dlogits, const float *logits,
+                                   const int32_t *targets, const uint8_t *mask, float dscale, int N,
+                                   int V) {
+    float *rowmax = fzeros(N), *stats = fzeros(2L * N);
+    ax_ce_rowmax(ctx, rowmax, logits, N, V, V);
+    ax_ce_partial(ctx, stats, logits, rowmax, targets, mask, N, V, V, 0);
+    double total = ax_ce_finish(ctx, losses, dlogits, logits, rowmax, stats, targets, mask, dscale,
+                                N, V, V, 0);
+    free(rowmax), free(stats);
+    return total;
+}
