@@ -163,21 +163,21 @@ static void group(float *out, const float *inp, const float *pg, const float *en
             const char *pf = next + 64 * l0;
             long pfn = l1 - l0;
             /* each case a constant row count */
-#define TILE_CASE(nb)                                                                              \
-    case nb:                                                                                       \
-        tile(nb, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);                                        \
-        break;
+#define TILE_CASE(label, nb)                                                                       \
+    label:                                                                                         \
+    tile(nb, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);                                            \
+    break;
             switch (N - n < RB ? N - n : RB) {
 #if RB > 4
-                TILE_CASE(8)
-                TILE_CASE(7)
-                TILE_CASE(6)
-                TILE_CASE(5)
+                TILE_CASE(case 8, 8)
+                TILE_CASE(case 7, 7)
+                TILE_CASE(case 6, 6)
+                TILE_CASE(case 5, 5)
 #endif
-                TILE_CASE(4)
-                TILE_CASE(3)
-                TILE_CASE(2)
-                TILE_CASE(1)
+                TILE_CASE(case 4, 4)
+                TILE_CASE(case 3, 3)
+                TILE_CASE(case 2, 2)
+                TILE_CASE(default, 1)
 #undef TILE_CASE
             }
         }
