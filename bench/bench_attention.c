@@ -108,10 +108,10 @@ int main(int argc, char **argv) {
             ax_zero(ctx, dqkv[f], sizeof(float) * n3);
             ax_sync(ctx);
             double t0 = ax_now();
-            ax_attention_forward(ctx, out[f], att, qkv, B, T, C, H);
+            ax_attention_forward_gqa(ctx, out[f], att, qkv, B, T, C, H, H);
             ax_sync(ctx);
             double t1 = ax_now();
-            ax_attention_backward(ctx, dqkv[f], scratch, dout, qkv, att, out[f], B, T, C, H);
+            ax_attention_backward_gqa(ctx, dqkv[f], scratch, dout, qkv, att, out[f], B, T, C, H, H);
             ax_sync(ctx);
             if (r >= 0) tf[r] = t1 - t0, tb[r] = ax_now() - t1;
         }

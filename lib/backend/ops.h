@@ -1,19 +1,12 @@
 /* The ops: every kernel the model runs, each taking the execution context first and dispatched
  * through its backend's table (lib/backend/backend.h). Each op is declared once, with its
- * shapes and semantics, in lib/backend/ops.def; ax_NAME below calls the table's NAME. The CPU
- * kernels (lib/backend/cpu/) are the specification every other backend is tested against.
- *
- * Conventions
- * - Row-major. N = B*T token rows, C = model dim, V = vocab, H = heads, D = C/H head dim.
- * - Every *_backward ACCUMULATES (+=) into all of its gradient outputs (llm.c style): the
- *   caller zeroes gradient buffers once per step (or, where a GEMM writes a buffer first,
- *   runs that GEMM with beta = 0: ax_model_zero_grad). This makes residual branches and tied
- *   weights free of special cases.
- * - Pointers are the context's device memory unless a comment says host.
- * - Kernels never allocate: workspace comes from the context's scratch arena.
- * - Kernels are deterministic for a fixed thread count (no atomics on floats; reductions go
- *   through partials summed in a fixed order).
- */
+ * shapes, semantics and conventions, in lib/backend/ops.def; ax_NAME below calls the table's
+ * NAME. The CPU kernels (lib/backend/cpu/) are the specification every other backend is tested
+ * against. Every *_backward ACCUMULATES (+=) into its gradient outputs (llm.c style): the caller
+ * zeroes gradient buffers once per step (or runs the GEMM that writes one first with beta = 0),
+ * so residual branches and tied weights need no special cases. Kernels never allocate
+ * (workspace comes from the context's scratch arena) and are deterministic for a fixed thread
+ * count (no atomics on floats; reductions sum partials in a fixed order). */
 #pragma once
 #include <math.h>
 #include <stdint.h>
@@ -32,20 +25,6 @@
     }
 #include "lib/backend/ops.def"
 
-/* multi-head attention: the grouped-query ops with Hkv = H */
-static inline void ax_attention_forward(ax_ctx *ctx, float *out, float *att, const float *qkv,
-                                        int B, int T, int C, int H) {
-    ax_attention_forward_gqa(ctx, out, att, qkv, B, T, C, H, H);
-}
-static inline void ax_attention_backward(ax_ctx *ctx, float *dqkv, float *scratch,
-                                         const float *dout, const float *qkv, const float *att,
-                                         const float *out, int B, int T, int C, int H) {
-    ax_attention_backward_gqa(ctx, dqkv, scratch, dout, qkv, att, out, B, T, C, H, H);
-}
-static inline void ax_attention_decode(ax_ctx *ctx, float *out, const float *q, const float *kc,
-                                       const float *vc, int B, int H, int D, int len, int Tmax) {
-    ax_attention_decode_gqa(ctx, out, q, kc, vc, B, H, H, D, len, Tmax);
-}
 /* The CPU attention's tiles: queries per tile and keys per forward tile (BK a multiple of BQ). */
 #define AX_ATT_BQ 64
 #define AX_ATT_BK 256

@@ -70,7 +70,7 @@ float ax_bf16_to_f32(uint16_t b) {
 }
 
 /* out[i] = a[i] (op) b[i]; out may alias a or b. One plain loop per (type, op), so the f32
- * sum of the training path vectorises as before. */
+ * sum of the training path vectorises. */
 #define COMBINE(T, OP)                                                                             \
     do {                                                                                           \
         T *o = out;                                                                                \
@@ -345,15 +345,22 @@ typedef struct {
     int n;
 } stager;
 
+/* a staging buffer of `bytes` from the grid's pool; NULL (the error recorded) when out of memory */
+static void *stage_acquire(ax_grid_t *g, const char *name, ax_axis axis, size_t bytes) {
+    void *h = ax_grid_stage_acquire_(g, bytes ? bytes : 1);
+    if (!h)
+        ax_errorf(AX_ERR_NOMEM,
+                  "%s over %s: out of host memory for a %zu-byte staging buffer (device memory "
+                  "goes through the host with --comm mpi)",
+                  name, ax_axis_name(axis), bytes);
+    return h;
+}
+
 /* *host = a staging buffer of `bytes` (with dev's contents when copy_in) */
 static ax_status stage(stager *s, const char *name, ax_axis axis, const void *dev, size_t bytes,
                        int copy_in, void **host) {
-    void *h = ax_grid_stage_acquire_(s->g, bytes ? bytes : 1);
-    if (!h)
-        return ax_errorf(AX_ERR_NOMEM,
-                         "%s over %s: out of host memory for a %zu-byte staging buffer (device "
-                         "memory goes through the host with --comm mpi)",
-                         name, ax_axis_name(axis), bytes);
+    void *h = stage_acquire(s->g, name, axis, bytes);
+    if (!h) return AX_ERR_NOMEM;
     s->buf[s->n++] = h;
     *host = h;
     return copy_in ? s->m->to_host(s->m->user, h, dev, bytes) : AX_OK;
@@ -378,15 +385,18 @@ static void req_unstage(ax_req *req) {
     req->stage = req->stage_host = req->stage_out = NULL;
 }
 
-/* req->stage = a staging buffer of `bytes` (released by req_unstage) */
-static ax_status req_stage(ax_req *req, const char *name, size_t bytes, void **host) {
-    void *h = ax_grid_stage_acquire_(req->g, bytes ? bytes : 1);
-    if (!h)
-        return ax_errorf(AX_ERR_NOMEM,
-                         "%s over %s: out of host memory for a %zu-byte staging buffer (device "
-                         "memory goes through the host with --comm mpi)",
-                         name, ax_axis_name((ax_axis)req->axis), bytes);
+/* req->stage = a staging buffer of `bytes` (released by req_unstage); when out is not NULL,
+ * its out_bytes at offset `at` go back to device memory out once the request completes */
+static ax_status req_stage(ax_req *req, const char *name, size_t bytes, void *out, size_t at,
+                           size_t out_bytes, void **host) {
+    void *h = stage_acquire(req->g, name, (ax_axis)req->axis, bytes);
+    if (!h) return AX_ERR_NOMEM;
     req->stage = *host = h;
+    if (out) {
+        req->stage_host = (char *)h + at;
+        req->stage_out = out;
+        req->stage_bytes = (long)out_bytes;
+    }
     return AX_OK;
 }
 
@@ -441,31 +451,98 @@ static const char *name_of(int what, ax_redop op, ax_dtype t) {
 
 /* ---- blocking ---- */
 
+/* One blocking call's arguments, so that routing, staging and timing are written once. */
+typedef struct {
+    int what;         /* N_ALLREDUCE .. N_RECV */
+    const void *send; /* allgather, alltoall(v), send */
+    void *buf;        /* allreduce, bcast, recv: in place; allgather, alltoall(v): recv */
+    long n;           /* elements; per rank for allgather and alltoall */
+    ax_dtype t;
+    ax_redop op;
+    int peer, tag;                /* bcast: peer is the root coordinate */
+    const int *sc, *sd, *rc, *rd; /* alltoallv's counts and displacements */
+} call_t;
+
+/* c on transport T, the wait marked for the watchdog and timed */
+static ax_status invoke(const ax_transport *T, ax_grid_t *g, ax_axis axis, const char *name,
+                        const call_t *c) {
+    double t0 = wait_begin(name, axis);
+    ax_status st = AX_ERR_INTERNAL;
+    switch (c->what) {
+    case N_ALLREDUCE:
+        st = T->allreduce(g, axis, name, c->buf, c->n, c->t, c->op);
+        break;
+    case N_ALLGATHER:
+        st = T->allgather(g, axis, name, c->send, c->n, c->buf, c->t);
+        break;
+    case N_BCAST:
+        st = T->bcast(g, axis, name, c->buf, c->n, c->t, c->peer);
+        break;
+    case N_ALLTOALL:
+        st = T->alltoall(g, axis, name, c->send, c->n, c->buf, c->t);
+        break;
+    case N_ALLTOALLV:
+        st = T->alltoallv(g, axis, name, c->send, c->sc, c->sd, c->buf, c->rc, c->rd, c->t);
+        break;
+    case N_SEND:
+        st = T->send(g, axis, name, c->send, c->n, c->t, c->peer, c->tag);
+        break;
+    case N_RECV:
+        st = T->recv(g, axis, name, c->buf, c->n, c->t, c->peer, c->tag);
+        break;
+    }
+    return waited(g, axis, t0, st);
+}
+
+/* Runs c on the device transport (NCCL) when all its buffers are device memory and one is
+ * chosen, else on the grid's transport with device buffers staged through host ones: send's
+ * first sbytes copied in, buf's first bbytes copied in when buf_in and back when buf_out
+ * (alltoallv: only the received ranges, so gaps keep their device contents). An allgather's
+ * send goes into its own block of the (staged) receive buffer: gathered in place. */
+static ax_status run(ax_grid_t *g, ax_axis axis, const char *name, call_t c, size_t sbytes,
+                     size_t bbytes, int buf_in, int buf_out) {
+    const ax_comm_memory *m = ax_grid_memory(g);
+    int has_send =
+        c.what == N_ALLGATHER || c.what == N_ALLTOALL || c.what == N_ALLTOALLV || c.what == N_SEND;
+    int sd = has_send && on_dev(m, c.send), rd = c.what != N_SEND && on_dev(m, c.buf);
+    const ax_transport *T;
+    if ((sd || !has_send) && (rd || c.what == N_SEND) && (T = dev_tr_axis(g, axis)))
+        return invoke(T, g, axis, name, &c);
+    if (!sd && !rd) return invoke(tr(g), g, axis, name, &c);
+    stager s = {g, m, {0}, 0};
+    void *dev = c.buf, *hs = (void *)c.send;
+    ax_status st =
+        sd && c.what != N_ALLGATHER ? stage(&s, name, axis, c.send, sbytes, 1, &hs) : AX_OK;
+    if (st == AX_OK && rd) st = stage(&s, name, axis, dev, bbytes, buf_in, &c.buf);
+    if (st == AX_OK && c.what == N_ALLGATHER) {
+        size_t blk = (size_t)c.n * (size_t)ax_dtype_size(c.t);
+        hs = (char *)c.buf + (size_t)ax_grid_coord(g, axis) * blk;
+        st = mem_copy(m, hs, c.send, blk);
+    }
+    c.send = hs;
+    if (st == AX_OK) st = invoke(tr(g), g, axis, name, &c);
+    if (st == AX_OK && rd && buf_out && c.what != N_ALLTOALLV)
+        st = m->from_host(m->user, dev, c.buf, bbytes);
+    size_t e = (size_t)ax_dtype_size(c.t);
+    for (int r = 0; c.what == N_ALLTOALLV && st == AX_OK && rd && r < ax_grid_dim(g, axis); r++)
+        if (c.rc[r])
+            st = m->from_host(m->user, (char *)dev + (size_t)c.rd[r] * e,
+                              (char *)c.buf + (size_t)c.rd[r] * e, (size_t)c.rc[r] * e);
+    return unstage(&s, st);
+}
+
+static size_t nbytes(long n, ax_dtype t) {
+    return (size_t)n * (size_t)ax_dtype_size(t);
+}
+
 ax_status ax_coll_allreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t,
                             ax_redop op) {
     const char *name = name_of(N_ALLREDUCE, op, t);
     int p = 1;
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, t, op, &p));
     if (p == 1 || n == 0) return AX_OK;
-    const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
-        double t0 = wait_begin(name, axis);
-        return waited(g, axis, t0, dev_tr_axis(g, axis)->allreduce(g, axis, name, buf, n, t, op));
-    }
-    if (on_dev(m, buf)) { /* device -> host -> transport -> device */
-        stager s = {g, m, {0}, 0};
-        size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
-        void *h = NULL;
-        ax_status st = stage(&s, name, axis, buf, bytes, 1, &h);
-        if (st == AX_OK) {
-            double t0 = wait_begin(name, axis);
-            st = waited(g, axis, t0, tr(g)->allreduce(g, axis, name, h, n, t, op));
-        }
-        if (st == AX_OK) st = m->from_host(m->user, buf, h, bytes);
-        return unstage(&s, st);
-    }
-    double t0 = wait_begin(name, axis);
-    return waited(g, axis, t0, tr(g)->allreduce(g, axis, name, buf, n, t, op));
+    call_t c = {.what = N_ALLREDUCE, .buf = buf, .n = n, .t = t, .op = op};
+    return run(g, axis, name, c, 0, nbytes(n, t), 1, 1);
 }
 
 ax_status ax_coll_allgather(ax_grid_t *g, ax_axis axis, const void *send, long n_per_rank,
@@ -474,30 +551,8 @@ ax_status ax_coll_allgather(ax_grid_t *g, ax_axis axis, const void *send, long n
     int p = 1;
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLGATHER, n_per_rank, t, AX_OP_SUM, &p));
     if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
-    const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
-        double t0 = wait_begin(name, axis);
-        return waited(g, axis, t0,
-                      dev_tr_axis(g, axis)->allgather(g, axis, name, send, n_per_rank, recv, t));
-    }
-    if (on_dev(m, send) || on_dev(m, recv)) {
-        /* gathered in place in a host buffer (or the host recv): own block first */
-        stager s = {g, m, {0}, 0};
-        size_t blk = (size_t)n_per_rank * (size_t)ax_dtype_size(t), all = blk * (size_t)p;
-        int rd = on_dev(m, recv);
-        void *hr = recv;
-        ax_status st = rd ? stage(&s, name, axis, recv, all, 0, &hr) : AX_OK;
-        char *hs = (char *)hr + (size_t)ax_grid_coord(g, axis) * blk;
-        if (st == AX_OK) st = mem_copy(m, hs, send, blk);
-        if (st == AX_OK) {
-            double t0 = wait_begin(name, axis);
-            st = waited(g, axis, t0, tr(g)->allgather(g, axis, name, hs, n_per_rank, hr, t));
-        }
-        if (st == AX_OK && rd) st = m->from_host(m->user, recv, hr, all);
-        return unstage(&s, st);
-    }
-    double t0 = wait_begin(name, axis);
-    return waited(g, axis, t0, tr(g)->allgather(g, axis, name, send, n_per_rank, recv, t));
+    call_t c = {.what = N_ALLGATHER, .send = send, .buf = recv, .n = n_per_rank, .t = t};
+    return run(g, axis, name, c, 0, nbytes(n_per_rank, t) * (size_t)p, 0, 1);
 }
 
 ax_status ax_coll_reduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, void *recv,
@@ -515,27 +570,9 @@ ax_status ax_coll_bcast(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype 
         return ax_errorf(AX_ERR_ARG, "%s over %s: root coordinate %d is outside 0..%d", name,
                          ax_axis_name(axis), root_coord, p - 1);
     if (p == 1 || n == 0) return AX_OK;
-    const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
-        double t0 = wait_begin(name, axis);
-        return waited(g, axis, t0,
-                      dev_tr_axis(g, axis)->bcast(g, axis, name, buf, n, t, root_coord));
-    }
-    if (on_dev(m, buf)) {
-        stager s = {g, m, {0}, 0};
-        size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
-        int root = ax_grid_coord(g, axis) == root_coord;
-        void *h = NULL;
-        ax_status st = stage(&s, name, axis, buf, bytes, root, &h);
-        if (st == AX_OK) {
-            double t0 = wait_begin(name, axis);
-            st = waited(g, axis, t0, tr(g)->bcast(g, axis, name, h, n, t, root_coord));
-        }
-        if (st == AX_OK && !root) st = m->from_host(m->user, buf, h, bytes);
-        return unstage(&s, st);
-    }
-    double t0 = wait_begin(name, axis);
-    return waited(g, axis, t0, tr(g)->bcast(g, axis, name, buf, n, t, root_coord));
+    call_t c = {.what = N_BCAST, .buf = buf, .n = n, .t = t, .peer = root_coord};
+    int root = ax_grid_coord(g, axis) == root_coord;
+    return run(g, axis, name, c, 0, nbytes(n, t), root, !root);
 }
 
 ax_status ax_coll_alltoall(ax_grid_t *g, ax_axis axis, const void *send, long n_per_rank,
@@ -544,28 +581,9 @@ ax_status ax_coll_alltoall(ax_grid_t *g, ax_axis axis, const void *send, long n_
     int p = 1;
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLTOALL, n_per_rank, t, AX_OP_SUM, &p));
     if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
-    const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
-        double t0 = wait_begin(name, axis);
-        return waited(g, axis, t0,
-                      dev_tr_axis(g, axis)->alltoall(g, axis, name, send, n_per_rank, recv, t));
-    }
-    if (on_dev(m, send) || on_dev(m, recv)) {
-        stager s = {g, m, {0}, 0};
-        size_t all = (size_t)n_per_rank * (size_t)ax_dtype_size(t) * (size_t)p;
-        int rd = on_dev(m, recv);
-        void *hs = (void *)send, *hr = recv;
-        ax_status st = on_dev(m, send) ? stage(&s, name, axis, send, all, 1, &hs) : AX_OK;
-        if (st == AX_OK && rd) st = stage(&s, name, axis, recv, all, 0, &hr);
-        if (st == AX_OK) {
-            double t0 = wait_begin(name, axis);
-            st = waited(g, axis, t0, tr(g)->alltoall(g, axis, name, hs, n_per_rank, hr, t));
-        }
-        if (st == AX_OK && rd) st = m->from_host(m->user, recv, hr, all);
-        return unstage(&s, st);
-    }
-    double t0 = wait_begin(name, axis);
-    return waited(g, axis, t0, tr(g)->alltoall(g, axis, name, send, n_per_rank, recv, t));
+    call_t c = {.what = N_ALLTOALL, .send = send, .buf = recv, .n = n_per_rank, .t = t};
+    size_t all = nbytes(n_per_rank, t) * (size_t)p;
+    return run(g, axis, name, c, all, all, 0, 1);
 }
 
 ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const int *scounts,
@@ -576,11 +594,16 @@ ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const 
     AX_CHECK(check(g, axis, name, AX_COMM_ALLTOALL, 0, t, AX_OP_SUM, &p));
     int me = ax_grid_coord(g, axis), e = ax_dtype_size(t);
     double sent = 0;
+    size_t sext = 0, rext = 0; /* each side's extent in bytes */
     for (int r = 0; r < p; r++) {
         if (scounts[r] < 0 || rcounts[r] < 0)
             return ax_errorf(AX_ERR_ARG, "%s over %s: negative count for coordinate %d", name,
                              ax_axis_name(axis), r);
         if (r != me) sent += (double)scounts[r] * e;
+        size_t se = nbytes((long)sdispls[r] + scounts[r], t);
+        size_t re = nbytes((long)rdispls[r] + rcounts[r], t);
+        if (scounts[r] && se > sext) sext = se;
+        if (rcounts[r] && re > rext) rext = re;
     }
     count(g, axis, AX_COMM_ALLTOALL, sent);
     if (p == 1) {
@@ -590,45 +613,9 @@ ax_status ax_coll_alltoallv(ax_grid_t *g, ax_axis axis, const void *send, const 
         return copy_local(g, (char *)recv + (long)rdispls[0] * e,
                           (const char *)send + (long)sdispls[0] * e, scounts[0], t);
     }
-    const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
-        double t0 = wait_begin(name, axis);
-        return waited(g, axis, t0,
-                      dev_tr_axis(g, axis)->alltoallv(g, axis, name, send, scounts, sdispls, recv,
-                                                      rcounts, rdispls, t));
-    }
-    if (on_dev(m, send) || on_dev(m, recv)) {
-        /* staged over each side's extent; only the received ranges go back (gaps keep their
-         * device contents) */
-        stager s = {g, m, {0}, 0};
-        size_t sext = 0, rext = 0;
-        for (int r = 0; r < p; r++) {
-            size_t se = ((size_t)sdispls[r] + (size_t)scounts[r]) * (size_t)e;
-            size_t re = ((size_t)rdispls[r] + (size_t)rcounts[r]) * (size_t)e;
-            if (scounts[r] && se > sext) sext = se;
-            if (rcounts[r] && re > rext) rext = re;
-        }
-        int rd = on_dev(m, recv);
-        void *hs = (void *)send, *hr = recv;
-        ax_status st = on_dev(m, send) ? stage(&s, name, axis, send, sext, 1, &hs) : AX_OK;
-        if (st == AX_OK && rd) st = stage(&s, name, axis, recv, rext, 0, &hr);
-        if (st == AX_OK) {
-            double t0 = wait_begin(name, axis);
-            st = waited(
-                g, axis, t0,
-                tr(g)->alltoallv(g, axis, name, hs, scounts, sdispls, hr, rcounts, rdispls, t));
-        }
-        for (int r = 0; r < p && st == AX_OK && rd; r++)
-            if (rcounts[r])
-                st = m->from_host(m->user, (char *)recv + (size_t)rdispls[r] * (size_t)e,
-                                  (char *)hr + (size_t)rdispls[r] * (size_t)e,
-                                  (size_t)rcounts[r] * (size_t)e);
-        return unstage(&s, st);
-    }
-    double t0 = wait_begin(name, axis);
-    return waited(
-        g, axis, t0,
-        tr(g)->alltoallv(g, axis, name, send, scounts, sdispls, recv, rcounts, rdispls, t));
+    call_t c = {.what = N_ALLTOALLV, .send = send, .buf = recv, .t = t};
+    c.sc = scounts, c.sd = sdispls, c.rc = rcounts, c.rd = rdispls;
+    return run(g, axis, name, c, sext, rext, 0, 1);
 }
 
 static ax_status p2p_check(ax_grid_t *g, ax_axis axis, const char *name, long n, ax_dtype t,
@@ -649,23 +636,8 @@ ax_status ax_coll_send(ax_grid_t *g, ax_axis axis, const void *buf, long n, ax_d
     int p = 1;
     AX_CHECK(p2p_check(g, axis, name, n, t, peer, tag, &p));
     count(g, axis, AX_COMM_SEND, ax_comm_volume(AX_COMM_SEND, p, n, ax_dtype_size(t)));
-    const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
-        double t0 = wait_begin(name, axis);
-        return waited(g, axis, t0, dev_tr_axis(g, axis)->send(g, axis, name, buf, n, t, peer, tag));
-    }
-    if (on_dev(m, buf)) {
-        stager s = {g, m, {0}, 0};
-        void *h = NULL;
-        ax_status st = stage(&s, name, axis, buf, (size_t)n * (size_t)ax_dtype_size(t), 1, &h);
-        if (st == AX_OK) {
-            double t0 = wait_begin(name, axis);
-            st = waited(g, axis, t0, tr(g)->send(g, axis, name, h, n, t, peer, tag));
-        }
-        return unstage(&s, st);
-    }
-    double t0 = wait_begin(name, axis);
-    return waited(g, axis, t0, tr(g)->send(g, axis, name, buf, n, t, peer, tag));
+    call_t c = {.what = N_SEND, .send = buf, .n = n, .t = t, .peer = peer, .tag = tag};
+    return run(g, axis, name, c, nbytes(n, t), 0, 0, 0);
 }
 
 ax_status ax_coll_recv(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, int peer,
@@ -673,25 +645,8 @@ ax_status ax_coll_recv(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t
     const char *name = name_of(N_RECV, AX_OP_SUM, t);
     int p = 1;
     AX_CHECK(p2p_check(g, axis, name, n, t, peer, tag, &p));
-    const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
-        double t0 = wait_begin(name, axis);
-        return waited(g, axis, t0, dev_tr_axis(g, axis)->recv(g, axis, name, buf, n, t, peer, tag));
-    }
-    if (on_dev(m, buf)) {
-        stager s = {g, m, {0}, 0};
-        size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
-        void *h = NULL;
-        ax_status st = stage(&s, name, axis, buf, bytes, 0, &h);
-        if (st == AX_OK) {
-            double t0 = wait_begin(name, axis);
-            st = waited(g, axis, t0, tr(g)->recv(g, axis, name, h, n, t, peer, tag));
-        }
-        if (st == AX_OK) st = m->from_host(m->user, buf, h, bytes);
-        return unstage(&s, st);
-    }
-    double t0 = wait_begin(name, axis);
-    return waited(g, axis, t0, tr(g)->recv(g, axis, name, buf, n, t, peer, tag));
+    call_t c = {.what = N_RECV, .buf = buf, .n = n, .t = t, .peer = peer, .tag = tag};
+    return run(g, axis, name, c, 0, nbytes(n, t), 0, 1);
 }
 
 ax_status ax_barrier(ax_grid_t *g, ax_axis axis) {
@@ -713,6 +668,14 @@ ax_status ax_coll_agree(ax_grid_t *g, ax_axis axis, ax_status st, const char *wh
 
 /* ---- non-blocking ---- */
 
+/* the device transport for a request whose buffers are all device memory (all_dev), if one is
+ * chosen; marks the request as issued there */
+static const ax_transport *req_dev_tr(ax_req *req, int all_dev) {
+    const ax_transport *T = all_dev ? dev_tr_axis(req->g, (ax_axis)req->axis) : NULL;
+    req->dev = T != NULL;
+    return T;
+}
+
 ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_dtype t, ax_redop op,
                              ax_req *req) {
     const char *name = name_of(N_IALLREDUCE, op, t);
@@ -721,19 +684,14 @@ ax_status ax_coll_iallreduce(ax_grid_t *g, ax_axis axis, void *buf, long n, ax_d
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLREDUCE, n, t, op, &p));
     if (p == 1 || n == 0) return AX_OK;
     const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, buf) && dev_tr_axis(g, axis)) {
-        req->dev = 1;
-        return dev_tr_axis(g, axis)->iallreduce(req, name, buf, n);
-    }
+    const ax_transport *T = req_dev_tr(req, on_dev(m, buf));
+    if (T) return T->iallreduce(req, name, buf, n);
     if (on_dev(m, buf)) { /* staged in now, out when the request completes */
-        size_t bytes = (size_t)n * (size_t)ax_dtype_size(t);
+        size_t bytes = nbytes(n, t);
         void *h = NULL;
-        AX_CHECK(req_stage(req, name, bytes, &h));
+        AX_CHECK(req_stage(req, name, bytes, buf, 0, bytes, &h));
         ax_status st = m->to_host(m->user, h, buf, bytes);
         if (st != AX_OK) return req_issued(req, st);
-        req->stage_host = h;
-        req->stage_out = buf;
-        req->stage_bytes = (long)bytes;
         return req_issued(req, tr(g)->iallreduce(req, name, h, n));
     }
     return tr(g)->iallreduce(req, name, buf, n);
@@ -747,19 +705,12 @@ ax_status ax_coll_iallgather(ax_grid_t *g, ax_axis axis, const void *send, long 
     AX_CHECK(begin(g, axis, name, AX_COMM_ALLGATHER, n_per_rank, t, AX_OP_SUM, &p));
     if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
     const ax_comm_memory *m = ax_grid_memory(g);
-    if (on_dev(m, send) && on_dev(m, recv) && dev_tr_axis(g, axis)) {
-        req->dev = 1;
-        return dev_tr_axis(g, axis)->iallgather(req, name, send, n_per_rank, recv);
-    }
+    const ax_transport *T = req_dev_tr(req, on_dev(m, send) && on_dev(m, recv));
+    if (T) return T->iallgather(req, name, send, n_per_rank, recv);
     if (on_dev(m, send) || on_dev(m, recv)) { /* as the blocking one, unstaged on completion */
-        size_t blk = (size_t)n_per_rank * (size_t)ax_dtype_size(t), all = blk * (size_t)p;
+        size_t blk = nbytes(n_per_rank, t), all = blk * (size_t)p;
         void *hr = recv;
-        if (on_dev(m, recv)) {
-            AX_CHECK(req_stage(req, name, all, &hr));
-            req->stage_host = hr;
-            req->stage_out = recv;
-            req->stage_bytes = (long)all;
-        }
+        if (on_dev(m, recv)) AX_CHECK(req_stage(req, name, all, recv, 0, all, &hr));
         char *hs = (char *)hr + (size_t)ax_grid_coord(g, axis) * blk;
         ax_status st = mem_copy(m, hs, send, blk);
         if (st != AX_OK) return req_issued(req, st);
@@ -770,33 +721,27 @@ ax_status ax_coll_iallgather(ax_grid_t *g, ax_axis axis, const void *send, long 
 
 ax_status ax_coll_ireduce_scatter(ax_grid_t *g, ax_axis axis, const void *send, void *recv,
                                   long n_per_rank, ax_dtype t, ax_redop op, ax_req *req) {
+    const char *name = "reduce-scatter";
     int p = 1;
     req_init(req, g, axis, AX_COMM_REDUCE_SCATTER, t, op);
-    AX_CHECK(begin(g, axis, "reduce-scatter", AX_COMM_REDUCE_SCATTER, n_per_rank, t, op, &p));
+    AX_CHECK(begin(g, axis, name, AX_COMM_REDUCE_SCATTER, n_per_rank, t, op, &p));
     if (p == 1 || n_per_rank == 0) return copy_local(g, recv, send, n_per_rank, t);
     const ax_comm_memory *m = ax_grid_memory(g);
     int sd = on_dev(m, send), rd = on_dev(m, recv);
-    if (sd && rd && dev_tr_axis(g, axis)) {
-        req->dev = 1;
-        return dev_tr_axis(g, axis)->ireduce_scatter(req, "reduce-scatter", send, recv, n_per_rank);
-    }
+    const ax_transport *T = req_dev_tr(req, sd && rd);
+    if (T) return T->ireduce_scatter(req, name, send, recv, n_per_rank);
     if (sd || rd) { /* one staging buffer: [send p blocks if on the device][recv block] */
-        size_t blk = (size_t)n_per_rank * (size_t)ax_dtype_size(t);
-        size_t sbytes = sd ? blk * (size_t)p : 0;
+        size_t blk = nbytes(n_per_rank, t), sbytes = sd ? blk * (size_t)p : 0;
         char *h = NULL;
-        AX_CHECK(req_stage(req, "reduce-scatter", sbytes + (rd ? blk : 0), (void **)&h));
+        AX_CHECK(req_stage(req, name, sbytes + (rd ? blk : 0), rd ? recv : NULL, sbytes, blk,
+                           (void **)&h));
         const void *hs = sd ? h : send;
         void *hr = rd ? h + sbytes : recv;
-        if (rd) {
-            req->stage_host = hr;
-            req->stage_out = recv;
-            req->stage_bytes = (long)blk;
-        }
         ax_status st = sd ? m->to_host(m->user, h, send, sbytes) : AX_OK;
         if (st != AX_OK) return req_issued(req, st);
-        return req_issued(req, tr(g)->ireduce_scatter(req, "reduce-scatter", hs, hr, n_per_rank));
+        return req_issued(req, tr(g)->ireduce_scatter(req, name, hs, hr, n_per_rank));
     }
-    return tr(g)->ireduce_scatter(req, "reduce-scatter", send, recv, n_per_rank);
+    return tr(g)->ireduce_scatter(req, name, send, recv, n_per_rank);
 }
 
 /* the transport a request was issued on */

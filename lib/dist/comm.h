@@ -16,9 +16,8 @@
  * p = ranks along the axis, e = element size in bytes. Ring algorithms:
  *   allreduce       n elements:            2 (p-1)/p * n * e   (reduce-scatter + all-gather)
  *   allgather       n_per_rank elements:   (p-1) * n_per_rank * e
- *   reduce-scatter  n_per_rank elements:   (p-1) * n_per_rank * e   (our own ring: Open MPI
- *                                                   4.1's reduce_scatter_block was ~5x slower
- *                                                   than a ring on 2 ranks, bench/bench_comm.c)
+ *   reduce-scatter  n_per_rank elements:   (p-1) * n_per_rank * e   (our own ring,
+ *                                                   lib/dist/comm_mpi.c)
  *   bcast           n elements:            (p-1)/p * n * e     (pipelined chain: p-1 of the p
  *                                                               ranks forward n elements)
  *   alltoall        n_per_rank elements:   (p-1) * n_per_rank * e

@@ -1,8 +1,8 @@
 /* The MPI transport of lib/dist/comm.h (table in lib/dist/comm_transport.h): blocking calls map
  * onto MPI collectives over the grid's axis communicators; the non-blocking all-reduce and
  * all-gather onto MPI_Iallreduce / MPI_Iallgather; the reduce-scatter is our own ring over
- * Irecv/Isend whose steps advance inside progress (Open MPI 4.1's reduce_scatter_block was ~5x
- * slower on 2 ranks, bench/bench_comm.c). Open MPI moves data only inside MPI calls, which is
+ * Irecv/Isend whose steps advance inside progress (much faster than Open MPI's
+ * reduce_scatter_block, bench/bench_comm.c). Open MPI moves data only inside MPI calls, which is
  * why a compute loop that wants overlap calls the progress step between chunks
  * (lib/dist/overlap.h). */
 #include "lib/dist/comm_transport.h"

@@ -215,19 +215,15 @@ ax_status ax_grid_create(const int dims[4], ax_grid_t **out) {
                          spec, prod, ax_mpi_world_size(), prod, ax_mpi_world_size());
     }
 
-    ax_grid_t *g = calloc(1, sizeof *g);
-    if (!g) return ax_errorf(AX_ERR_NOMEM, "out of memory creating the process grid");
+    AX_CHECK(ax_grid_create_serial(out));
+    ax_grid_t *g = *out;
+    if (!ax_mpi_active()) return AX_OK;
+    *out = NULL;
     memcpy(g->dims, dims, sizeof g->dims);
     memcpy(g->spec, spec, sizeof g->spec);
     g->rank = ax_mpi_world_rank();
     g->size = (int)prod;
     ax_grid_coords_of(dims, g->rank, g->coords);
-    for (int a = 0; a < AX_AXIS_COUNT; a++) g->comm[a] = MPI_COMM_NULL, g->hosts[a] = 1;
-    g->local_ranks = 1;
-    if (!ax_mpi_active()) {
-        *out = g;
-        return AX_OK;
-    }
 
     g->mpi = 1;
     const int *c = g->coords, *D = dims;

@@ -22,8 +22,7 @@
 
 typedef struct ax_overlap ax_overlap;
 
-/* The `overlap` argument of ax_overlap_create (and of the model's create calls). 1 keeps its old
- * meaning, "on": a caller that asks for overlap gets it on every axis. */
+/* The `overlap` argument of ax_overlap_create (and of the model's create calls). */
 enum {
     AX_OVERLAP_OFF = 0,   /* every collective blocking (--no-overlap) */
     AX_OVERLAP_FORCE = 1, /* overlap on every axis of > 1 rank, even where it cannot help */
@@ -38,8 +37,8 @@ enum {
  *   - the axis lies inside one host (or its placement is not known): its transport is shared
  *     memory, whose copies (and, in Open MPI, whose progress: only inside MPI calls) run on the
  *     ranks' own cores, so there is no idle engine to hide communication behind, and the
- *     overlapped schedule only adds chunked GEMMs and polling (measured: 5-12% slower on 3 of
- *     the 4 axes of bench/grid_scaling.sh, 2 ranks x 1 thread on one host);
+ *     overlapped schedule only adds chunked GEMMs and polling (slower on most axes of
+ *     bench/grid_scaling.sh on one host);
  *   - the host's ranks x threads exceed its cores: a rank waiting in a non-blocking
  *     collective's progress takes a core another rank needs.
  * Otherwise (the axis crosses hosts, cores to spare) it is on: a NIC moves the bytes while the
@@ -56,8 +55,8 @@ int ax_overlap_decide_axis(ax_grid_t *g, int mode, ax_axis axis, char *why, size
  * axis lies inside one host with cores to spare (the "off: ... share one host" branch above),
  * and it is a tensor axis (X, Y, Z: the data all-reduce ends the step, nothing runs behind it).
  * There the shared-memory copies run on the ranks' own cores, so whether the overlapped
- * schedule wins depends on the machine (measured: 5% slower on Y on an AVX-512 Xeon VM, 7%
- * faster on a Zen 5 EPYC VM); lib/dist/overlap_trial.h times both. Pure, like the rule. */
+ * schedule wins depends on the machine; lib/dist/overlap_trial.h times both. Pure, like the
+ * rule. */
 int ax_overlap_measurable(int mode, ax_axis axis, int ranks, int hosts, int local_ranks,
                           int threads, int cores, int device);
 int ax_overlap_measurable_axis(ax_grid_t *g, int mode, ax_axis axis);

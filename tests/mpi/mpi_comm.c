@@ -17,28 +17,10 @@
 #include "lib/dist/mpienv.h"
 #include "lib/dist/overlap.h"
 #include "lib/dist/shm.h"
+#include "tests/mpi/mpi_verdict.h"
 
-static int g_fail, g_rank;
 static double g_expect_bytes[AX_COMM_KINDS][AX_AXIS_COUNT];
 static long g_expect_calls[AX_COMM_KINDS][AX_AXIS_COUNT];
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            if (g_fail++ < 20) {                                                                   \
-                fprintf(stderr, "[r%d] FAIL %s:%d: ", g_rank, __FILE__, __LINE__);                 \
-                fprintf(stderr, __VA_ARGS__);                                                      \
-                fprintf(stderr, "\n");                                                             \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        ax_status s_ = (expr);                                                                     \
-        CHECK(s_ == AX_OK, "%s -> %s: %s", #expr, ax_status_str(s_), ax_error_msg());              \
-        ax_error_clear();                                                                          \
-    } while (0)
 
 /* The formulas, written out independently of lib/dist/comm.c (p = axis size, e = element bytes). */
 static void expect(ax_comm_kind k, ax_axis a, int p, long n, int e) {

@@ -24,22 +24,7 @@
 #include "lib/dist/comm.h"
 #include "lib/dist/grid.h"
 #include "lib/dist/mpienv.h"
-
-static int g_fail, g_rank;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond) && g_fail++ < 20) {                                                            \
-            fprintf(stderr, "[r%d] FAIL %s:%d: ", g_rank, __FILE__, __LINE__);                     \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-        }                                                                                          \
-    } while (0)
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        ax_status s_ = (expr);                                                                     \
-        CHECK(s_ == AX_OK, "%s -> %s: %s", #expr, ax_status_str(s_), ax_error_msg());              \
-        ax_error_clear();                                                                          \
-    } while (0)
+#include "tests/mpi/mpi_verdict.h"
 
 /* ---- the fake device: a guarded arena with a bump allocator ---- */
 enum { ARENA = 8 << 20 };

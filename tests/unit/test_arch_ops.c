@@ -9,71 +9,8 @@
 #include <string.h>
 
 #include "lib/backend/ops.h"
+#include "tests/unit/test_ops_util.h"
 
-static ax_ctx *cpu_ctx(void) {
-    static ax_ctx *ctx;
-    if (!ctx) cr_assert_eq(ax_ctx_create(ax_backend_cpu(), 1 << 20, &ctx), AX_OK);
-    return ctx;
-}
-#define CTX cpu_ctx()
-
-static uint64_t g_rng;
-static void seed(uint64_t s) {
-    g_rng = s * 0x9E3779B97F4A7C15ull + 1;
-}
-static double urand(void) { /* uniform [-1, 1) */
-    g_rng ^= g_rng >> 12;
-    g_rng ^= g_rng << 25;
-    g_rng ^= g_rng >> 27;
-    return (double)((g_rng * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-static float *frand(long n, double scale) {
-    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (long i = 0; i < n; i++) x[i] = (float)(scale * urand());
-    return x;
-}
-static float *fzeros(long n) {
-    return calloc((size_t)(n ? n : 1), sizeof(float));
-}
-static double *dzeros(long n) {
-    return calloc((size_t)(n ? n : 1), sizeof(double));
-}
-static double *todbl(const float *x, long n) {
-    double *y = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    for (long i = 0; i < n; i++) y[i] = x[i];
-    return y;
-}
-
-/* |got - want| <= tol (|want| + rms(want)) everywhere; names the worst element */
-static void expect_close(const char *what, const float *got, const double *want, long n,
-                         double tol) {
-    double rms = 0, worst = 0;
-    long wi = 0;
-    for (long i = 0; i < n; i++) rms += want[i] * want[i];
-    rms = sqrt(rms / (double)(n ? n : 1)) + 1e-30;
-    for (long i = 0; i < n; i++) {
-        double r = fabs((double)got[i] - want[i]) / (tol * (fabs(want[i]) + rms));
-        if (!(r <= worst)) worst = r, wi = i;
-    }
-    cr_expect(worst <= 1.0, "%s: element %ld got %.9g want %.9g (%.3g x the tolerance)", what, wi,
-              n ? got[wi] : 0.0, n ? want[wi] : 0.0, worst);
-}
-
-typedef double (*loss_fn)(void *ctx);
-static double *fd_grad(loss_fn f, void *ctx, double *x, long n) {
-    const double h = 1e-5;
-    double *g = dzeros(n);
-    for (long i = 0; i < n; i++) {
-        double x0 = x[i];
-        x[i] = x0 + h;
-        double lp = f(ctx);
-        x[i] = x0 - h;
-        double lm = f(ctx);
-        x[i] = x0;
-        g[i] = (lp - lm) / (2 * h);
-    }
-    return g;
-}
 static void twice(double *g, long n) {
     for (long i = 0; i < n; i++) g[i] *= 2;
 }

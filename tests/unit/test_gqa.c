@@ -126,13 +126,13 @@ static void check_vs_replicated(int B, int T, int H, int Hkv, int D) {
     float *s = calloc((size_t)B * H * T, 4);
     float *d1 = calloc((size_t)N * R, 4), *d2 = calloc((size_t)N * 3 * C, 4);
     ax_attention_forward_gqa(CTX, o1, a1, qkv, B, T, (int)C, H, Hkv);
-    ax_attention_forward(CTX, o2, a2, rep, B, T, (int)C, H);
+    ax_attention_forward_gqa(CTX, o2, a2, rep, B, T, (int)C, H, H);
     for (long i = 0; i < N * C; i++)
         cr_assert(fabsf(o1[i] - o2[i]) <= 1e-6f * (1 + fabsf(o2[i])), "T=%d out[%ld]: %g vs %g", T,
                   i, o1[i], o2[i]);
     for (long i = 0; i < (long)B * H * T; i++) cr_assert(fabsf(a1[i] - a2[i]) <= 1e-5f);
     ax_attention_backward_gqa(CTX, d1, s, G, qkv, a1, NULL, B, T, (int)C, H, Hkv);
-    ax_attention_backward(CTX, d2, s, G, rep, a2, NULL, B, T, (int)C, H);
+    ax_attention_backward_gqa(CTX, d2, s, G, rep, a2, NULL, B, T, (int)C, H, H);
     for (long n = 0; n < N; n++) {
         for (long i = 0; i < C; i++) /* dq */
             cr_assert(fabsf(d1[n * R + i] - d2[n * 3 * C + i]) <=
@@ -193,7 +193,7 @@ Test(gqa, decode_equals_replicated_caches) {
         }
     float o1[48], o2[48];
     ax_attention_decode_gqa(CTX, o1, q, kc, vc, B, H, Hkv, D, len, Tmax);
-    ax_attention_decode(CTX, o2, q, kr, vr, B, H, D, len, Tmax);
+    ax_attention_decode_gqa(CTX, o2, q, kr, vr, B, H, H, D, len, Tmax);
     for (int i = 0; i < B * H * D; i++) cr_assert_float_eq(o1[i], o2[i], 1e-6f);
     free(q), free(kc), free(vc), free(kr), free(vr);
 }

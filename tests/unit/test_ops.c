@@ -9,95 +9,8 @@
 #include <string.h>
 
 #include "lib/backend/ops.h"
+#include "tests/unit/test_ops_util.h"
 #include "lib/backend/cpu/cpu.h"
-
-/* the CPU backend's context the kernels under test run on (scratch grows on demand) */
-static ax_ctx *cpu_ctx(void) {
-    static ax_ctx *ctx;
-    if (!ctx) cr_assert_eq(ax_ctx_create(ax_backend_cpu(), 1 << 20, &ctx), AX_OK);
-    return ctx;
-}
-#define CTX cpu_ctx()
-
-/* ---------------------------------------------------------------- helpers */
-
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static void seed(uint64_t s) {
-    g_rng = s * 0x9E3779B97F4A7C15ull + 1;
-}
-static double urand(void) { /* uniform [-1, 1) */
-    g_rng ^= g_rng >> 12;
-    g_rng ^= g_rng << 25;
-    g_rng ^= g_rng >> 27;
-    return (double)((g_rng * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-static float *frand(long n, double scale) {
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    for (long i = 0; i < n; i++) x[i] = (float)(scale * urand());
-    return x;
-}
-static float *fzeros(long n) {
-    return calloc(n ? n : 1, sizeof(float));
-}
-static double *dzeros(long n) {
-    return calloc(n ? n : 1, sizeof(double));
-}
-static float *fcopy(const float *x, long n) {
-    float *y = malloc(sizeof(float) * (n ? n : 1));
-    memcpy(y, x, sizeof(float) * n);
-    return y;
-}
-static double *todbl(const float *x, long n) {
-    double *y = malloc(sizeof(double) * (n ? n : 1));
-    for (long i = 0; i < n; i++) y[i] = x[i];
-    return y;
-}
-
-/* |got - want| <= tol * (|want| + rms(want)) for every i: relative where values are large,
- * scaled by the typical magnitude where they are near 0. Reports the worst element. */
-static double g_worst_ratio; /* largest err / bound seen by the last call (for tuning) */
-static void expect_close(const char *what, const float *got, const double *want, long n,
-                         double tol) {
-    double rms = 0, worst = 0;
-    long wi = 0;
-    for (long i = 0; i < n; i++) rms += want[i] * want[i];
-    rms = sqrt(rms / (n ? n : 1)) + 1e-30;
-    for (long i = 0; i < n; i++) {
-        double r = fabs((double)got[i] - want[i]) / (tol * (fabs(want[i]) + rms));
-        if (!(r <= worst)) worst = r, wi = i; /* NaN counts as worst */
-    }
-    g_worst_ratio = worst;
-    cr_expect(worst <= 1.0, "%s: element %ld got %.9g want %.9g (%.3g x the tolerance)", what, wi,
-              n ? got[wi] : 0.0, n ? want[wi] : 0.0, worst);
-}
-static void expect_closef(const char *what, const float *got, const float *want, long n,
-                          double tol) {
-    double *w = todbl(want, n);
-    expect_close(what, got, w, n, tol);
-    free(w);
-}
-
-/* Central differences of a double loss in every coordinate of x[n] (x restored afterwards). */
-typedef double (*loss_fn)(void *ctx);
-static double *fd_grad(loss_fn f, void *ctx, double *x, long n) {
-    const double h = 1e-5;
-    double *g = dzeros(n);
-    for (long i = 0; i < n; i++) {
-        double x0 = x[i];
-        x[i] = x0 + h;
-        double lp = f(ctx);
-        x[i] = x0 - h;
-        double lm = f(ctx);
-        x[i] = x0;
-        g[i] = (lp - lm) / (2 * h);
-    }
-    return g;
-}
-static double dot_fd(const double *G, const double *y, long n) {
-    double s = 0;
-    for (long i = 0; i < n; i++) s += G[i] * y[i];
-    return s;
-}
 
 #define TOL_FWD 2e-6 /* float kernel vs float64 reference, relative to the largest value */
 #define TOL_GRAD 2e-6
@@ -438,7 +351,7 @@ Test(ops, embedding) {
     int V = 11, C = 70, N = 9;
     int32_t tokens[9] = {3, 7, 3, 0, 10, 3, 7, 5, 0}; /* repeats: scatter must add them */
     float *wte = frand(V * C, 1), *out = fzeros(N * C), *dout = frand(N * C, 1);
-    ax_embedding_forward(CTX, out, tokens, wte, N, C);
+    ax_embedding_shard_forward(CTX, out, tokens, wte, N, C, 0, V);
     for (int i = 0; i < N; i++)
         cr_expect(memcmp(out + i * C, wte + tokens[i] * C, sizeof(float) * C) == 0, "row %d", i);
 
@@ -446,7 +359,7 @@ Test(ops, embedding) {
     double *want = todbl(dwte, V * C);
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++) want[tokens[i] * C + c] += dout[i * C + c];
-    ax_embedding_backward(CTX, dwte, dout, tokens, N, C);
+    ax_embedding_shard_backward(CTX, dwte, dout, tokens, N, C, 0, V);
     expect_close("dwte", dwte, want, V * C, TOL_FWD);
     int used[11] = {0};
     for (int i = 0; i < N; i++) used[tokens[i]] = 1;
@@ -457,7 +370,7 @@ Test(ops, embedding) {
     /* accumulates */
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++) want[tokens[i] * C + c] += dout[i * C + c];
-    ax_embedding_backward(CTX, dwte, dout, tokens, N, C);
+    ax_embedding_shard_backward(CTX, dwte, dout, tokens, N, C, 0, V);
     expect_close("dwte x2", dwte, want, V * C, TOL_FWD);
     free(wte), free(out), free(dout), free(dwte), free(dwte0), free(want);
 }
@@ -491,18 +404,18 @@ Test(ops, rmsnorm) {
     float *inp = frand(N * C, 2), *w = frand(C, 1), *G = frand(N * C, 1);
     for (int j = 0; j < C; j++) inp[j] *= 0.01f; /* a small-norm row: eps matters */
     float *out = fzeros(N * C), *rstd = fzeros(N), *dinp = fzeros(N * C), *dw = fzeros(C);
-    ax_rmsnorm_forward(CTX, out, rstd, inp, w, N, C, eps);
+    rmsnorm_forward1(CTX, out, rstd, inp, w, N, C, eps);
     struct rms_ctx c = {todbl(inp, N * C), todbl(w, C), todbl(G, N * C), dzeros(N * C), N, C, eps};
     double *rref = dzeros(N);
     rms_ref(&c, rref);
     expect_close("rmsnorm out", out, c.out, N * C, TOL_FWD);
     expect_close("rmsnorm rstd", rstd, rref, N, TOL_FWD);
 
-    ax_rmsnorm_backward(CTX, dinp, dw, G, inp, w, rstd, N, C);
+    rmsnorm_backward1(CTX, dinp, dw, G, inp, w, rstd, N, C);
     double *gi = fd_grad(rms_loss, &c, c.inp, N * C), *gw = fd_grad(rms_loss, &c, c.w, C);
     expect_close("rmsnorm dinp", dinp, gi, N * C, TOL_GRAD);
     expect_close("rmsnorm dweight", dw, gw, C, TOL_GRAD);
-    ax_rmsnorm_backward(CTX, dinp, dw, G, inp, w, rstd, N, C);
+    rmsnorm_backward1(CTX, dinp, dw, G, inp, w, rstd, N, C);
     for (int i = 0; i < N * C; i++) gi[i] *= 2;
     for (int i = 0; i < C; i++) gw[i] *= 2;
     expect_close("rmsnorm dinp x2", dinp, gi, N * C, TOL_GRAD);
@@ -517,8 +430,8 @@ Test(ops, rmsnorm_dweight_many_rows) {
     int N = 300, C = 200;
     float *inp = frand(N * C, 1), *w = frand(C, 1), *G = frand(N * C, 1);
     float *out = fzeros(N * C), *rstd = fzeros(N), *dw = fzeros(C);
-    ax_rmsnorm_forward(CTX, out, rstd, inp, w, N, C, 1e-5f);
-    ax_rmsnorm_backward(CTX, NULL, dw, G, inp, w, rstd, N, C);
+    rmsnorm_forward1(CTX, out, rstd, inp, w, N, C, 1e-5f);
+    rmsnorm_backward1(CTX, NULL, dw, G, inp, w, rstd, N, C);
     double *want = dzeros(C);
     for (int i = 0; i < N; i++)
         for (int j = 0; j < C; j++) want[j] += (double)G[i * C + j] * inp[i * C + j] * rstd[i];
@@ -645,7 +558,7 @@ static double att_loss(void *p) {
 static void check_attention(int B, int T, int C, int H, int full) {
     long nq = (long)B * T * 3 * C, no = (long)B * T * C, na = (long)B * H * T;
     float *qkv = frand(nq, 1.5), *out = fzeros(no), *att = frand(na, 1), *G = frand(no, 1);
-    ax_attention_forward(CTX, out, att, qkv, B, T, C, H);
+    ax_attention_forward_gqa(CTX, out, att, qkv, B, T, C, H, H);
     struct att_ctx c = {todbl(qkv, nq), todbl(G, no), dzeros(no), B, T, C, H};
     double *aref = dzeros(na);
     att_ref(&c, aref);
@@ -653,7 +566,7 @@ static void check_attention(int B, int T, int C, int H, int full) {
     expect_close("attention lse", att, aref, na, TOL_FWD * 2);
 
     float *dqkv = fzeros(nq), *scratch = frand(na, 1);
-    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H);
+    ax_attention_backward_gqa(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H, H);
     if (full) {
         double *g = fd_grad(att_loss, &c, c.qkv, nq);
         expect_close("attention dqkv", dqkv, g, nq, TOL_GRAD);
@@ -672,7 +585,7 @@ static void check_attention(int B, int T, int C, int H, int full) {
     /* accumulates: a second call doubles dqkv (scratch contents are irrelevant) */
     float *d1 = fcopy(dqkv, nq);
     for (long i = 0; i < na; i++) scratch[i] = 1e30f;
-    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H);
+    ax_attention_backward_gqa(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H, H);
     for (long i = 0; i < nq; i++) d1[i] *= 2;
     expect_closef("attention dqkv x2", dqkv, d1, nq, 1e-6);
     free(qkv), free(out), free(att), free(G), free(aref), free(dqkv), free(scratch), free(d1);
@@ -766,11 +679,11 @@ Test(ops, attention_causal) {
     long nq = (long)B * T * 3 * C, no = (long)B * T * C;
     float *qkv = frand(nq, 1), *out1 = fzeros(no), *out2 = fzeros(no);
     float *att = fzeros((long)B * H * T);
-    ax_attention_forward(CTX, out1, att, qkv, B, T, C, H);
+    ax_attention_forward_gqa(CTX, out1, att, qkv, B, T, C, H, H);
     for (int b = 0; b < B; b++) /* change q, k and v of every token after t0 */
         for (int t = t0 + 1; t < T; t++)
             for (int j = 0; j < 3 * C; j++) qkv[((long)b * T + t) * 3 * C + j] += 3.0f;
-    ax_attention_forward(CTX, out2, att, qkv, B, T, C, H);
+    ax_attention_forward_gqa(CTX, out2, att, qkv, B, T, C, H, H);
     for (int b = 0; b < B; b++) {
         long o = (long)b * T * C;
         cr_expect(memcmp(out1 + o, out2 + o, sizeof(float) * (t0 + 1) * C) == 0,
@@ -781,7 +694,7 @@ Test(ops, attention_causal) {
     float *G = fzeros(no), *dqkv = fzeros(nq), *scratch = fzeros((long)B * H * T);
     for (int b = 0; b < B; b++)
         for (int j = 0; j < (t0 + 1) * C; j++) G[(long)b * T * C + j] = 1.0f;
-    ax_attention_backward(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H);
+    ax_attention_backward_gqa(CTX, dqkv, scratch, G, qkv, att, NULL, B, T, C, H, H);
     for (int b = 0; b < B; b++)
         for (long j = (t0 + 1) * 3L * C; j < T * 3L * C; j++)
             cr_expect(dqkv[(long)b * T * 3 * C + j] == 0.0f);
@@ -799,10 +712,10 @@ Test(ops, attention_deterministic) {
     for (int r = 0; r < 2; r++) {
         omp_set_num_threads(r == 0 ? 1 : 3);
         o[r] = fzeros(no), a[r] = fzeros(na), d[r] = fzeros(nq);
-        ax_attention_forward(CTX, o[r], a[r], qkv, B, T, C, H);
-        ax_attention_backward(CTX, d[r], scratch, G, qkv, a[r], NULL, B, T, C, H);
+        ax_attention_forward_gqa(CTX, o[r], a[r], qkv, B, T, C, H, H);
+        ax_attention_backward_gqa(CTX, d[r], scratch, G, qkv, a[r], NULL, B, T, C, H, H);
     }
-    ax_attention_backward(CTX, d2, scratch, G, qkv, a[1], NULL, B, T, C, H);
+    ax_attention_backward_gqa(CTX, d2, scratch, G, qkv, a[1], NULL, B, T, C, H, H);
     cr_expect(memcmp(o[0], o[1], sizeof(float) * no) == 0, "out: 1 vs 3 threads");
     cr_expect(memcmp(a[0], a[1], sizeof(float) * na) == 0, "lse: 1 vs 3 threads");
     cr_expect(memcmp(d[0], d[1], sizeof(float) * nq) == 0, "dqkv: 1 vs 3 threads");
@@ -812,7 +725,7 @@ Test(ops, attention_deterministic) {
     float *e[2];
     for (int r = 0; r < 2; r++) {
         e[r] = fzeros(nq);
-        ax_attention_backward(CTX, e[r], scratch, G, qkv, a[1], NULL, 1, T, C, 2);
+        ax_attention_backward_gqa(CTX, e[r], scratch, G, qkv, a[1], NULL, 1, T, C, 2, 2);
     }
     cr_expect(memcmp(e[0], e[1], sizeof(float) * nq / 2) == 0, "dqkv, heads in turn: twice");
     double *want = todbl(d[0], nq / 2);
@@ -863,15 +776,12 @@ Test(ops, swiglu) {
     free(h), free(G), free(out), free(want), free(dh), free(g), free(c.h), free(c.G);
 }
 
-Test(ops, add_accumulate) {
+Test(ops, accumulate) {
     seed(15);
     long n = 40003; /* over the parallel threshold, odd tail */
-    float *a = frand(n, 1), *b = frand(n, 1), *o = fzeros(n);
-    ax_add_forward(CTX, o, a, b, n);
-    for (long i = 0; i < n; i++) cr_assert(o[i] == a[i] + b[i]);
+    float *a = frand(n, 1), *b = frand(n, 1), *o = fcopy(b, n);
     ax_accumulate(CTX, o, a, n);
-    for (long i = 0; i < n; i++) cr_assert(o[i] == (a[i] + b[i]) + a[i]);
-    ax_add_forward(CTX, a, a, b, 5); /* in place */
+    for (long i = 0; i < n; i++) cr_assert(o[i] == b[i] + a[i]);
     free(a), free(b), free(o);
 }
 
@@ -911,7 +821,7 @@ Test(ops, crossentropy_masked) {
     uint8_t mask[7] = {1, 1, 0, 1, 0, 1, 0};
     float *logits = frand(N * V, 5), *losses = frand(N, 1), *dl = frand(N * V, 1);
     float dscale = 0.25f;
-    double ret = ax_crossentropy_forward_backward(CTX, losses, dl, logits, tg, mask, dscale, N, V);
+    double ret = crossentropy1(CTX, losses, dl, logits, tg, mask, dscale, N, V);
     struct ce_ctx c = {todbl(logits, N * V), dscale, tg, mask, N, V};
     double *lref = dzeros(N);
     double tref = ce_ref(&c, lref);
@@ -927,19 +837,19 @@ Test(ops, crossentropy_masked) {
 
     /* dscale scales the gradient linearly; the loss does not depend on it */
     float *dl2 = fzeros(N * V);
-    double ret2 = ax_crossentropy_forward_backward(CTX, NULL, dl2, logits, tg, mask, 1.0f, N, V);
+    double ret2 = crossentropy1(CTX, NULL, dl2, logits, tg, mask, 1.0f, N, V);
     cr_expect(ret2 == ret);
     for (int i = 0; i < N * V; i++) dl2[i] *= dscale;
     expect_closef("ce dscale", dl, dl2, N * V, 1e-6);
 
     /* in place (dlogits == logits) gives the same bits as out of place */
     float *inpl = fcopy(logits, N * V);
-    double ret3 = ax_crossentropy_forward_backward(CTX, NULL, inpl, inpl, tg, mask, dscale, N, V);
+    double ret3 = crossentropy1(CTX, NULL, inpl, inpl, tg, mask, dscale, N, V);
     cr_expect(ret3 == ret);
     cr_expect(memcmp(inpl, dl, sizeof(float) * N * V) == 0, "in place differs");
 
     /* loss only */
-    double ret4 = ax_crossentropy_forward_backward(CTX, NULL, NULL, logits, tg, mask, dscale, N, V);
+    double ret4 = crossentropy1(CTX, NULL, NULL, logits, tg, mask, dscale, N, V);
     cr_expect(fabs(ret4 - ret) < 1e-6 * fabs(ret));
     free(logits), free(losses), free(dl), free(lref), free(g), free(dl2), free(inpl),
         free(c.logits);
@@ -953,7 +863,7 @@ Test(ops, crossentropy_stable_large_vocab) {
     for (int j = 0; j < V; j++) logits[j] += 1000.0f; /* naive exp would overflow */
     for (int j = 0; j < V; j++) logits[V + j] -= 1000.0f;
     float *losses = fzeros(N), *dl = fzeros(N * V);
-    double ret = ax_crossentropy_forward_backward(CTX, losses, dl, logits, tg, NULL, 1.0f, N, V);
+    double ret = crossentropy1(CTX, losses, dl, logits, tg, NULL, 1.0f, N, V);
     struct ce_ctx c = {todbl(logits, N * V), 1.0, tg, NULL, N, V};
     double *lref = dzeros(N);
     double tref = ce_ref(&c, lref);

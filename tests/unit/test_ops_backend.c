@@ -106,8 +106,8 @@ Test(ops_backend, attention_workspace_is_the_reserved_arena) {
           *dout = calloc((size_t)no, sizeof(float));
     for (long i = 0; i < nq; i++) qkv[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
     for (long i = 0; i < no; i++) dout[i] = (float)((i * 13) % 7) / 7.0f - 0.5f;
-    ax_attention_forward(ctx, out, lse, qkv, B, T, C, H);
-    ax_attention_backward(ctx, dqkv, scratch, dout, qkv, lse, NULL, B, T, C, H);
+    ax_attention_forward_gqa(ctx, out, lse, qkv, B, T, C, H, H);
+    ax_attention_backward_gqa(ctx, dqkv, scratch, dout, qkv, lse, NULL, B, T, C, H, H);
     cr_assert_eq(ax_ctx_status(ctx), AX_OK);
     cr_assert_eq(ctx->scratch.base, base, "the arena was not reallocated");
     cr_assert_eq(ctx->scratch.cap, cap);

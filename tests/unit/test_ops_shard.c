@@ -1,4 +1,4 @@
-/* Sharded kernels against the fused single-rank ones: splitting the hidden dimension or the
+/* Sharded kernels against the same kernels over one shard: splitting the hidden dimension or the
  * vocabulary across S "ranks" (simulated here, with the all-reduces done by hand) must give
  * the same results. */
 #include <criterion/criterion.h>
@@ -8,14 +8,7 @@
 
 #include "lib/backend/ops.h"
 #include "lib/core/rng.h"
-
-/* the CPU backend's context the kernels under test run on (scratch grows on demand) */
-static ax_ctx *cpu_ctx(void) {
-    static ax_ctx *ctx;
-    if (!ctx) cr_assert_eq(ax_ctx_create(ax_backend_cpu(), 1 << 20, &ctx), AX_OK);
-    return ctx;
-}
-#define CTX cpu_ctx()
+#include "tests/unit/test_ops_util.h"
 
 static float *randn(long n, uint64_t stream, float scale) {
     float *p = malloc((size_t)n * sizeof *p);
@@ -34,14 +27,14 @@ static void cols(float *out, const float *x, int N, int C, int c0, int w) {
     for (int i = 0; i < N; i++) memcpy(out + (long)i * w, x + (long)i * C + c0, sizeof(float) * w);
 }
 
-Test(ops_shard, rmsnorm_split_hidden_matches_fused) {
+Test(ops_shard, rmsnorm_split_hidden_matches_one_shard) {
     int N = 7, C = 48, S = 3, w = C / S;
     float *x = randn((long)N * C, 1, 1.0f), *wt = randn(C, 2, 1.0f),
           *dy = randn((long)N * C, 3, 1.0f);
     float *y = calloc((size_t)N * C, 4), *rs = calloc(N, 4), *dx = calloc((size_t)N * C, 4),
           *dw = calloc(C, 4);
-    ax_rmsnorm_forward(CTX, y, rs, x, wt, N, C, 1e-5f);
-    ax_rmsnorm_backward(CTX, dx, dw, dy, x, wt, rs, N, C);
+    rmsnorm_forward1(CTX, y, rs, x, wt, N, C, 1e-5f);
+    rmsnorm_backward1(CTX, dx, dw, dy, x, wt, rs, N, C);
 
     float ss[7] = {0}, dot[7] = {0}, part[7];
     float *xs = malloc((size_t)N * w * 4), *dys = malloc((size_t)N * w * 4);
@@ -72,7 +65,7 @@ Test(ops_shard, rmsnorm_split_hidden_matches_fused) {
     free(x), free(wt), free(dy), free(y), free(rs), free(dx), free(dw), free(xs), free(dys);
 }
 
-Test(ops_shard, vocab_parallel_crossentropy_matches_fused) {
+Test(ops_shard, vocab_parallel_crossentropy_matches_one_shard) {
     int N = 9, V = 50, S = 4, Vl = 13; /* 4 x 13 = 52: the last shard has 2 padding columns */
     float *logits = randn((long)N * V, 4, 3.0f);
     int32_t tg[9];
@@ -80,8 +73,7 @@ Test(ops_shard, vocab_parallel_crossentropy_matches_fused) {
     for (int i = 0; i < N; i++)
         tg[i] = (int32_t)ax_rng_below(5, 0, (uint64_t)i, (uint64_t)V), mask[i] = i % 4 != 2;
     float *dl = malloc((size_t)N * V * 4), loss_ref[9];
-    double tot_ref =
-        ax_crossentropy_forward_backward(CTX, loss_ref, dl, logits, tg, mask, 0.25f, N, V);
+    double tot_ref = crossentropy1(CTX, loss_ref, dl, logits, tg, mask, 0.25f, N, V);
 
     float *sh[4], mx[9], part[9], stats[18] = {0}, st[18];
     for (int i = 0; i < N; i++) mx[i] = -INFINITY;
@@ -124,8 +116,8 @@ Test(ops_shard, sharded_embedding_matches_full) {
     for (int i = 0; i < N; i++) tok[i] = (int32_t)ax_rng_below(8, 0, (uint64_t)i, (uint64_t)V);
     tok[3] = tok[5]; /* a repeated token accumulates twice */
     float *ref = malloc((size_t)N * C * 4), *dref = calloc((size_t)V * C, 4);
-    ax_embedding_forward(CTX, ref, tok, wte, N, C);
-    ax_embedding_backward(CTX, dref, dy, tok, N, C);
+    ax_embedding_shard_forward(CTX, ref, tok, wte, N, C, 0, V); /* one shard: the whole table */
+    ax_embedding_shard_backward(CTX, dref, dy, tok, N, C, 0, V);
     float *sum = calloc((size_t)N * C, 4), *out = malloc((size_t)N * C * 4);
     for (int s = 0; s < S; s++) {
         int own = V - s * rows < rows ? V - s * rows : rows;

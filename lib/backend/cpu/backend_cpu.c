@@ -8,9 +8,8 @@
 
 static void *cpu_dev_alloc(size_t bytes) {
     /* 64-byte aligned for AVX-512 loads; zeroed so padding stays exactly 0. Blocks of 2 MB and
-     * more start on a 2 MB boundary and ask for transparent huge pages (THP here is "madvise"
-     * only): decoding streams every weight once a step, and on 4 KB pages its matmuls ran 2%
-     * slower (GPT-2-124M shapes, batch 32, one thread, 84.0 against 82.3 ms) */
+     * more start on a 2 MB boundary and ask for transparent huge pages (where THP is "madvise"
+     * only): decoding streams every weight once a step, slower on 4 KB pages */
     size_t huge = (size_t)2 << 20, n = ((bytes ? bytes : 1) + 63) & ~(size_t)63;
     void *p = NULL;
     if (posix_memalign(&p, n >= huge ? huge : 64, n)) return NULL;

@@ -7,9 +7,7 @@
 /* Streaming loops with much arithmetic per element (an exp, a float-to-double square) go in
  * blocks of AX_CPU_STREAM_BLOCK floats, each block first prefetching the one after it: their
  * arithmetic fills the out-of-order window before many loads are in flight, and the hardware
- * prefetcher did not make up for it. Cross-entropy's sum of exps over logits a GEMM had just
- * written: 11-13 ms as one loop, 4 ms in prefetched blocks (GPT-2-124M's [256, 50257], AVX-512
- * Xeon VM, 2 threads); a plain block split without the prefetch stayed at 11-12. */
+ * prefetcher does not make up for it. */
 #define AX_CPU_STREAM_BLOCK 1024
 /* the cache lines of x[from, to) clipped to [0, end) */
 static inline void ax_cpu_prefetch(const float *x, long from, long to, long end) {

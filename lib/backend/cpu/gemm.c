@@ -24,13 +24,10 @@ ax_status ax_cpu_status(ax_ctx *ctx) {
 /* B's leading dimension (floats) that puts its rows on the same few cache sets, and the padding
  * a copy gets. dnnl 2.6 multiplies a short A (m <= ~384 rows) by an untransposed B without
  * packing B, so when B's rows lie a multiple of 2 KiB apart (ldb = 512, 1024, 1536, 2048...) the
- * kernel's loads from successive rows evict each other: dinp = dout w of the SwiGLU down
- * projection (m = 256 tokens, k = 768, n = ldb = 2048) ran at 0.55 of the square-GEMM rate, and
- * at 0.95-1.0 with B copied to ldb = 2064 first, copy included (AVX2 EPYC, 2 threads, caches
- * flushed). 1280 or 2304 do not alias; m >= 448 packs B and gains nothing. dnnl's AVX-512
- * kernel does not suffer it: on an AVX-512 Xeon VM the copy made the same GEMM slower (12
- * distinct operands, in-process, 3 rounds of 9: 260-264 GFLOP/s with the copy, 271-277
- * without; m = 128: 230 against 254), so AVX-512 builds go straight to dnnl. */
+ * kernel's loads from successive rows evict each other (dinp = dout w of the SwiGLU down
+ * projection ran at about half the square-GEMM rate on AVX2, near full rate with B copied to
+ * ldb = 2064 first, copy included). m >= 448 packs B and gains nothing. dnnl's AVX-512 kernel
+ * does not suffer it (the copy only cost time there), so AVX-512 builds go straight to dnnl. */
 #ifdef __AVX512F__
 #define PAD_ALIASING_B 0
 #else
@@ -104,21 +101,13 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
         ax_sgemm_primitive_nt(m, n, k, A, lda, B, ldb, beta, C, ldc) == 0)
         return;
     if (transa == 'N' && transb == 'T' && nt > 1 && n / nt >= 256) {
-        /* The forward shape (C = A B^T, m = 256-ish token rows, wide n) is where dnnl's own 2-way
-         * split is weakest: 0.6-0.85x of the square-GEMM rate on 2 threads. Giving each thread a
-         * contiguous block of >= 256 output columns, run single-threaded, measured 0.9-1.0x.
-         * NN/TN shapes gained nothing from it, so they stay with dnnl's partitioning.
-         * The LM head (n = the vocabulary, 50257 here) goes in about 2048-column chunks taken
-         * from a shared counter: one 25k-column block a thread measured 0.78-0.85 of the
-         * square rate on an AVX2 EPYC, 2048-column chunks 0.85-0.94 (m = 256, k = 768, medians
-         * of 5; also no thread waits long at the join when the other lost its core).
-         * With few rows (m <= 384) and k <= 1024 the chunks are narrower still, about 256
-         * columns (B's block of them 768 KB at k = 768): 12 distinct weights a shape, in-process,
-         * alternated, m = 256, GFLOP/s one block a thread (LM head: 2048-column chunks) against
-         * 256-column chunks: n = 4096 120-131 / 132-142, n = 2304 131-136 / 134-144, the LM
-         * head 126-142 / 136-148. At m >= 512 narrow chunks were 2-12% slower (dnnl packs A
-         * afresh per call, and A is larger), at k = 2048 (the down projection) no faster, at
-         * n = 768 the same. */
+        /* The forward shape (C = A B^T, m = 256-ish token rows, wide n) is where dnnl's own
+         * split is weakest; column chunks of C, each run single-threaded and taken from a shared
+         * counter (so no thread waits long at the join when the other lost its core), come
+         * near the square-GEMM rate (bench/bench_gemm.c). Wide n (the LM head) goes in about
+         * 2048-column chunks; few rows (m <= 384) with k <= 1024 in about 256 columns (dnnl
+         * packs A afresh per call, so more rows want wider chunks). NN/TN shapes gained
+         * nothing from it and stay with dnnl's partitioning. */
         long nch = nt, per;
         if (m <= NT_NARROW_MAX_M && k <= NT_NARROW_MAX_K && n / nt >= 2 * NT_NARROW_COLS)
             nch = nt * ((n + NT_NARROW_COLS * nt - 1) / (NT_NARROW_COLS * nt));
@@ -135,12 +124,8 @@ void ax_sgemm(char transa, char transb, long m, long n, long k, float alpha, con
         }
     } else if (transa == 'T' && transb == 'N' && nt > 1 && m / nt >= TN_ROWS_MIN) {
         /* dW = dout^T in of the LM head (m = the vocabulary's rows): chunks of ~3072 rows of C
-         * from a shared counter, each on one thread, against dnnl's own split: faster in 5 of 6
-         * runs, by up to 5% (147-161 -> 153-170 GFLOP/s; m = 50257, n = 768, k = 256, 2
-         * threads, alternated in one process). On a Zen 5 EPYC (AVX-512, 2 MB L2) 1024-row
-         * chunks ran at 338-371 GFLOP/s and about 3072 rows, as many chunks per thread, at
-         * 398-427 (bench_gemm, 3 alternated runs, ceiling 404-424); 2048-8192 were all alike,
-         * so the chunk count is rounded to a multiple of the threads to end them together. */
+         * from a shared counter, each on one thread, beat dnnl's own split (bench/bench_gemm.c);
+         * the chunk count is a multiple of the threads so that they end together. */
         long cw = TN_ROWS_CHUNK, nch = nt * ((m + cw * nt - 1) / (cw * nt));
         long per = ((m + nch - 1) / nch + 15) / 16 * 16;
         nch = (m + per - 1) / per;

@@ -1,8 +1,8 @@
 /* The forward's C = A B^T on oneDNN's matmul primitive (its brgemm kernels), one primitive kept
  * per shape. dnnl_sgemm re-decides its blocking on every call and, for a short A (a few hundred
  * token rows) against a wide weight, runs below its square-GEMM rate; the primitive, built once
- * for the shape, did better on exactly those shapes and worse on every other (see
- * ax_sgemm_primitive_nt's comment for the measurements), so only they come here. */
+ * for the shape, did better on exactly those shapes and worse on every other, so only they
+ * come here. */
 #include "lib/backend/cpu/cpu.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -10,9 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Measured only on AVX-512 (below), so AVX2 builds keep dnnl_sgemm with gemm.c's column
- * chunks, which were tuned there (ax_sgemm_primitive_enable switches it for tests and bench
- * programs). */
+/* Measured only on AVX-512, so AVX2 builds keep dnnl_sgemm with gemm.c's column chunks, which
+ * were tuned there (ax_sgemm_primitive_enable switches it for tests and bench programs). */
 #ifdef __AVX512F__
 static int g_enabled = 1;
 #else
@@ -102,16 +101,9 @@ static int execute(slot *s, const float *A, const float *B, float *C) {
     return bad ? -1 : 0;
 }
 
-/* The shapes that go to the primitive, from measurements on an AMD EPYC Zen 5 (AVX-512, 2
- * threads, one process, same operands alternated, medians of 7-9, GFLOP/s sgemm / primitive):
- * m = 256 token rows, C = A B^T: qkv (n 2304, k 768) 352-413 / 370-423, mlp up (4096, 768)
- * 361-393 / 393-421, mlp down (768, 2048) 368-400 / 418-433, attention out (768, 768) 390-455
- * / 406-450, LM head (50257, 768) 371-396 / 375-410; m = 128 the same picture (1.01-1.18x).
- * At m = 512 it was even on the layers and 0.87-0.91x on the LM head, at m = 1024 0.85-1.03x,
- * and training at T = 256 (m = 1024) had a 2-3% slower forward: hence m <= 384. The backward's
- * shapes were all slower on the primitive: dinp = dout W (NN) 0.77-0.95x, dW = dout^T in (TN)
- * 0.72-0.87x; a 2048^3 square equal (1.00-1.01x). In training (bench_train 10 4 64, 5 runs
- * alternated with the primitive off) the forward phase took 160-178 ms against 177-196. */
+/* The shapes that go to the primitive: the forward's C = A B^T with 128-384 token rows, where
+ * it beat dnnl_sgemm on every layer (up to 1.18x, bench/bench_gemm.c); from 512 rows on it was
+ * even or slower, and the backward's NN and TN shapes were slower on it. */
 int ax_sgemm_primitive_nt(long m, long n, long k, const float *A, long lda, const float *B,
                           long ldb, float beta, float *C, long ldc) {
     if (!g_enabled || (beta != 0.0f && beta != 1.0f)) return -1;

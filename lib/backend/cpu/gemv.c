@@ -135,24 +135,14 @@ static inline vec vkeep(vec v) {
 }
 #endif
 
-/* NB x JB accumulators + NB input vectors + one weight vector: 20 + 4 + 1 of the 32 AVX-512
- * registers; per k step NB + JB = 9 loads feed 20 FMAs (the 8 x 2 tile before: 10 loads for 16),
- * and the accumulators' sums reduce 16 at a time. Measured streaming the weights of a
- * GPT-2-124M-shaped step at N = 32 (one thread, ms, 12 layers + LM head, interleaved runs on a
- * shared machine; 8 x 2 with one prefetch burst / 8 x 3 / 6 x 4 / 5 x 4 with spread prefetches):
- * 108 / 94 / 91 / 89, and 152-158 / 135-145 / 133-142 / 125-136 under load; at N = 1 all the
- * same (bandwidth-bound). 4 x 6 and 4 x 4 were slower (71-73 GFLOP/s against 85). */
+/* The tiles that measured fastest (bench/bench_decode_matmuls.c). AVX-512: NB x JB accumulators
+ * + NB input vectors + one weight vector = 20 + 4 + 1 of the 32 registers, 9 loads feeding 20
+ * FMAs a k step. AVX2 (16 registers): 3 inputs x 4 weight rows = 12 accumulators + 3 inputs + 1
+ * weight (larger tiles spilled). Each output keeps its own accumulator whatever the tile: the
+ * same bits. */
 #if defined(__AVX512F__)
 enum { JB = 5, NB = 4, JB_FEW = 8 };
 #else
-/* 16 vector registers (AVX2): 3 inputs x 4 weight rows = 12 accumulators + 3 inputs + 1 weight
- * (7 loads feed 12 FMAs), and 2 x 6 for N <= 2; the 5 x 4 tile's 25 registers spilled, and 4
- * inputs x 3 rows (17) made gcc fold the input loads into the FMAs. A replay of a
- * GPT-2-124M-shaped step's matmuls (12 layers + LM head, distinct weights, N = 32, an AVX2
- * EPYC, 2026-12-01, medians of 9 interleaved, ms; 4 x 3 / 3 x 4 with inputs pinned / the same
- * with sum_group): one thread 199-231 / 130-163 / 115-150; two 114-116 / 75 / 75. 2 x 6, 3 x 3,
- * 2 x 5, 2 x 4 pinned were 5-20% slower than 3 x 4; unrolling k twice was slower. Each output
- * keeps its own accumulator whatever the tile: the same bits. */
 enum { JB = 4, NB = 3, JB_FEW = 6 };
 #endif
 /* AVX2: the inputs pinned in registers too (12 accumulators + 3 inputs + 1 weight = 16): left
@@ -174,10 +164,8 @@ static inline __attribute__((always_inline)) void tile(int nb, int jb, const flo
     int kv = C / VL * VL, steps = kv / VL;
     /* npf cache lines of the next weight tile spread evenly over the k steps (one burst of them
      * all stalled on the load queue): step s prefetches line s * npf / steps, in 16.16 fixed
-     * point, so neighbouring steps repeat a line (an L1 hit) and the loop has no branch. The
-     * Bresenham loop this replaced cost a data-dependent branch a step: 0.68-0.72 of the
-     * one-thread GEMM rate against 0.76-0.85 now (N = 32, C = 768, interleaved, AVX2 EPYC).
-     * pf NULL (a compile-time constant at the bandwidth-bound call sites) drops the prefetch. */
+     * point, so neighbouring steps repeat a line (an L1 hit) and the loop has no branch. pf
+     * NULL (a compile-time constant at the bandwidth-bound call sites) drops the prefetch. */
     unsigned pos = 0, inc = steps ? (unsigned)(((unsigned long)npf << 16) / (unsigned)steps) : 0;
     for (int k = 0; k < kv; k += VL) {
         vec xv[NB];
@@ -223,8 +211,7 @@ static inline __attribute__((always_inline)) void tile(int nb, int jb, const flo
  * keeps up (software prefetches there only took load slots: 0.67x in cache). */
 static void rows(float *out, const float *inp, const float *w, int N, int C, int OC, long j0,
                  long j1, const float *after) {
-    if (N <= 2) { /* bandwidth-bound: 8 weight rows a tile streamed 10% faster than 5 (one
-                   * thread, N = 1, CPU time) */
+    if (N <= 2) { /* bandwidth-bound: wider weight tiles (JB_FEW rows) stream faster */
         long j = j0;
         for (; j + JB_FEW <= j1; j += JB_FEW) {
             if (N == 2)
@@ -272,16 +259,13 @@ static void rows(float *out, const float *inp, const float *w, int N, int C, int
     }
 }
 
-/* Threads take chunks of whole tiles from a shared counter rather than one fixed share each: on
- * a machine where other work takes a core now and then (2 cores shared here), a fixed half
- * left the other thread spinning at the join for as long as its partner was off the core;
- * with chunks of at most 1/8 of a thread's share the wait is at most one chunk. Toward the end
- * the chunks shrink (a 1/(2 nt) share of what is left, down to 2 tiles), so the threads also
- * finish together when nothing interferes: a step's matmuls replayed (N = 32, 2 threads,
- * medians of 15 interleaved): 67.8 / 66.5 / 74.8 ms with equal chunks, 62.9 / 65.4 / 72.5
- * with the shrinking tail. The chunk table depends only on the shape and the thread count. A
- * thread claims its next chunk before it runs the current one, so the current one's last tile
- * prefetches the next's first. Which thread computes an output does not change its bits. */
+/* Threads take chunks of whole tiles from a shared counter rather than one fixed share each,
+ * so a thread whose partner is off the core waits at most one chunk (at most 1/8 of a thread's
+ * share) at the join. Toward the end the chunks shrink (a 1/(2 nt) share of what is left, down
+ * to 2 tiles), so the threads also finish together. The chunk table depends only on the shape
+ * and the thread count. A thread claims its next chunk before it runs the current one, so the
+ * current one's last tile prefetches the next's first. Which thread computes an output does not
+ * change its bits. */
 enum { GEMV_MAX_CHUNKS = 256, GEMV_MIN_TILES = 2 };
 void ax_cpu_gemv_forward(float *out, const float *inp, const float *w, int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;

@@ -9,17 +9,9 @@
  * tile, the thread, the batch around its row or the k block (partial sums go through `out`
  * unchanged): the same bits at any thread count and any N, so a sequence decodes the same at any
  * --batch. The k range runs in blocks of KB so that a group's block (GW x KB floats, 192 KB)
- * stays in L2 while every row tile uses it.
- *
- * Measured streaming the weights of a GPT-2-124M-shaped step (12 layers + LM head, distinct
- * weights, N = 32, 2 threads, AVX-512 EPYC (Zen 4), medians of 11, three runs): gemv.c 48.9-51.6
- * ms, packed 39.6-41.1 ms (0.89-0.92 of the 2048^3 sgemm rate); N = 1: 17.1 against 15.7 ms
- * (the read bandwidth). Tiles 6x4, 4x6, 7x4 were 10-20% slower than 8x3, 12x2 the same.
- * On an AVX-512 Xeon VM (Emerald Rapids, 2 MB L2) the same replay took 57 ms with only the
- * hardware prefetcher (the first row tile of each block waited on memory, the kernel ran at
- * 254 GFLOP/s with the weights in L2) and 42 ms with the next block prefetched into L2 by the
- * row tiles (medians of 5 interleaved runs; into L1 or L3, or 64 KB further ahead: the same
- * within noise; N = 4: 31 -> 23 ms, N = 2: 26 -> 25, N = 1 equal, so N = 1 does not). */
+ * stays in L2 while every row tile uses it, and the row tiles prefetch the next block into L2
+ * (with the hardware prefetcher alone the first row tile of each block waited on memory). The
+ * tile sizes were the fastest measured (bench/bench_decode_matmuls.c). */
 #include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
@@ -170,41 +162,30 @@ static void group(float *out, const float *inp, const float *pg, const float *en
             long l0 = lines * t / tiles, l1 = lines * (t + 1) / tiles;
             const char *pf = next + 64 * l0;
             long pfn = l1 - l0;
-            switch (N - n < RB ? N - n : RB) { /* each case a constant row count */
+            /* each case a constant row count */
+#define TILE_CASE(label, nb)                                                                       \
+    label:                                                                                         \
+    tile(nb, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);                                            \
+    break;
+            switch (N - n < RB ? N - n : RB) {
 #if RB > 4
-            case 8:
-                tile(8, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);
-                break;
-            case 7:
-                tile(7, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);
-                break;
-            case 6:
-                tile(6, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);
-                break;
-            case 5:
-                tile(5, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);
-                break;
+                TILE_CASE(case 8, 8)
+                TILE_CASE(case 7, 7)
+                TILE_CASE(case 6, 6)
+                TILE_CASE(case 5, 5)
 #endif
-            case 4:
-                tile(4, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);
-                break;
-            case 3:
-                tile(3, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);
-                break;
-            case 2:
-                tile(2, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);
-                break;
-            default:
-                tile(1, x, C, pg, k0, k1, on, OC, ncols, pf, pfn);
-                break;
+                TILE_CASE(case 4, 4)
+                TILE_CASE(case 3, 3)
+                TILE_CASE(case 2, 2)
+                TILE_CASE(default, 1)
+#undef TILE_CASE
             }
         }
     }
 }
 
-/* Threads take groups in shrinking chunks (guided): on a shared machine a fixed half would
- * leave one thread waiting at the join while its partner is off the core (gemv.c's note).
- * Which thread computes a group does not change its bits. */
+/* Threads take groups in shrinking chunks (guided), so a thread whose partner is off the core
+ * does not wait at the join. Which thread computes a group does not change its bits. */
 void ax_cpu_matmul_forward_packed(ax_ctx *ctx, float *out, const float *inp, const void *packed,
                                   int N, int C, int OC) {
     (void)ctx;

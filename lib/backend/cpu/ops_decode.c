@@ -3,15 +3,11 @@
  * grouped-query attention the cache holds Hkv heads and query head h reads head h / (H / Hkv).
  *
  * Each (sequence, head) pair reads only len x D floats of K and of V, too short a stream for
- * the hardware prefetcher to ramp up and for a generic loop over D to pay its set-up: at
- * batch 32, 33 positions, D = 64 (GPT-2-124M's 12 layers, one thread) the generic loops read
- * the cache at 8-10 GB/s. So the common head sizes (D = 64, 128) get a loop with the query and
- * the output row in registers, and every pair prefetches the next pair's rows into L2 (a row
- * per position, while it works) where the cache has a gap between pairs: 12 layers, one
- * thread, Tmax 64, len 9 / 17 / 33 / 48 / 56: 1.40 / 3.0 / 7.3 / 8.7 / 7.7 ms with the generic
- * loops, 1.04 / 2.2 / 4.6 / 6.5 / 6.9 ms; prefetching into L1 was slower than none. The
- * result of a pair depends only on that pair's data, never on the thread count or the batch
- * around it. */
+ * the hardware prefetcher to ramp up and for a generic loop over D to pay its set-up. So the
+ * common head sizes (D = 64, 128) get a loop with the query and the output row in registers,
+ * and every pair prefetches the next pair's rows into L2 (a row per position, while it works)
+ * where the cache has a gap between pairs (into L1 was slower than none). The result of a pair
+ * depends only on that pair's data, never on the thread count or the batch around it. */
 #include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
@@ -154,8 +150,7 @@ void ax_cpu_attention_decode_gqa(ax_ctx *ctx, float *out, const float *q, const 
                 long noff = ((long)bn * Hkv + hn / G) * Tmax * D;
                 /* rows len..Tmax-1 of a pair are not read: a gap of 2 KB and more stops the
                  * hardware prefetcher, so every line of the next pair is prefetched; below that
-                 * it streams on, and one line a row did better than all (len 60 of 64 at
-                 * D = 64: 7.0 against 7.5 ms) */
+                 * it streams on, and one line a row does better than all */
                 int step = (long)(Tmax - len) * D * (long)sizeof(float) >= 2048 ? 1 : 4;
                 const float *kn = more ? kc + noff : NULL, *vn = more ? vc + noff : NULL;
 #ifdef HAVE_PAIR16

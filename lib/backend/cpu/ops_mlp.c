@@ -1,4 +1,4 @@
-/* SwiGLU activation and the residual helpers. */
+/* SwiGLU activation and the residual accumulation. */
 #include "lib/backend/cpu/cpu.h"
 
 /* out[N,F] = silu(gate) * up, h[N,2F] = [gate | up] per row */
@@ -30,13 +30,6 @@ void ax_cpu_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const flo
             du[j] += dy[j] * g[j] * s;
         }
     }
-}
-
-/* out[n] = a + b (out may alias a or b) */
-void ax_cpu_add_forward(ax_ctx *ctx, float *out, const float *a, const float *b, long n) {
-    (void)ctx;
-#pragma omp parallel for simd schedule(static) if (n >= 16384)
-    for (long i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 /* dst[n] += src */

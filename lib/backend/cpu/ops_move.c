@@ -1,6 +1,6 @@
 /* Data movement of KV-cached decoding: cache append, strided row copies and the greedy choice
- * over a vocabulary slice; and the bf16 wire conversions of reduced gradients. Host loops before
- * the backend boundary; ops now, so a device backend runs them next to the data. */
+ * over a vocabulary slice; and the bf16 wire conversions of reduced gradients: ops, so a device
+ * backend runs them next to the data. */
 #include "lib/backend/cpu/cpu.h"
 
 #include <math.h>
@@ -78,8 +78,7 @@ static int argmax_first(const float *row, int n) {
 void ax_cpu_argmax_rows(ax_ctx *ctx, double *best, const float *x, int B, int Vl, int valid,
                         int v0) {
     (void)ctx;
-    /* a row each: decoding's 32 rows x 50257 logits took 1-2 ms on one thread while the others
-     * waited */
+    /* a row each: a whole vocabulary's logits are too long for one thread while the others wait */
 #pragma omp parallel for if (B > 1 && (long)B * valid >= 65536 && !omp_in_parallel())
     for (int b = 0; b < B; b++) {
         const float *row = x + (long)b * Vl;

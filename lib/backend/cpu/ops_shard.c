@@ -1,6 +1,6 @@
 /* Kernels for tensors split across ranks: RMSNorm over a sharded hidden dimension,
  * vocabulary-parallel cross-entropy and embedding. The caller does the all-reduces between
- * the passes (lib/dist/comm.h); with one shard they compute what the fused kernels compute. */
+ * the passes (lib/dist/comm.h); one rank runs them as one shard. */
 #include "lib/backend/cpu/cpu.h"
 
 #include <math.h>

@@ -31,7 +31,7 @@ __device__ __forceinline__ uint16_t ax_bf16_bits(float f) {
                                            : __bfloat16_as_ushort(__float2bfloat16_rn(f));
 }
 
-__device__ __forceinline__ float ax_warp_sum(float v) {
+template <class T> __device__ __forceinline__ T ax_warp_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -39,37 +39,22 @@ __device__ __forceinline__ float ax_warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
-__device__ __forceinline__ double ax_warp_sum_d(double v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 
-// Sum / max over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the
-// result. `sh` is 32 floats of shared memory; the function syncs before reusing it.
-__device__ __forceinline__ float ax_block_sum(float v, float *sh) {
+// Sum (float or double) / max (float) over the block (blockDim.x a multiple of 32, <= 1024);
+// every thread gets the result. `sh` is 32 elements of shared memory; the function syncs before
+// reusing it.
+template <bool MAX, class T> __device__ __forceinline__ T ax_block_reduce(T v, T *sh) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = ax_warp_sum(v);
+    v = MAX ? ax_warp_max(v) : ax_warp_sum(v);
     __syncthreads();
     if (lane == 0) sh[w] = v;
     __syncthreads();
-    v = lane < nw ? sh[lane] : 0.0f;
-    return ax_warp_sum(v);
+    v = lane < nw ? sh[lane] : MAX ? (T)-INFINITY : (T)0;
+    return MAX ? ax_warp_max(v) : ax_warp_sum(v);
+}
+template <class T> __device__ __forceinline__ T ax_block_sum(T v, T *sh) {
+    return ax_block_reduce<false>(v, sh);
 }
 __device__ __forceinline__ float ax_block_max(float v, float *sh) {
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = ax_warp_max(v);
-    __syncthreads();
-    if (lane == 0) sh[w] = v;
-    __syncthreads();
-    v = lane < nw ? sh[lane] : -INFINITY;
-    return ax_warp_max(v);
-}
-__device__ __forceinline__ double ax_block_sum_d(double v, double *sh) {
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = ax_warp_sum_d(v);
-    __syncthreads();
-    if (lane == 0) sh[w] = v;
-    __syncthreads();
-    v = lane < nw ? sh[lane] : 0.0;
-    return ax_warp_sum_d(v);
+    return ax_block_reduce<true>(v, sh);
 }

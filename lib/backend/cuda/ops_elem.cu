@@ -1,8 +1,6 @@
-// Elementwise and data-movement kernels: embedding (full and vocabulary-sharded), SwiGLU,
-// residual add/accumulate, rotary embedding, AdamW, KV-cache append, strided row copies and
+// Elementwise and data-movement kernels: the vocabulary-sharded embedding, SwiGLU, residual
+// accumulation, rotary embedding, AdamW, KV-cache append, strided row copies and
 // the k = 0 GEMM scale. The CPU kernels (lib/backend/cpu/) are the specification.
-#include <limits.h>
-
 #include "lib/backend/cuda/kernels.cuh"
 
 #define TPB 256
@@ -61,14 +59,6 @@ extern "C" void ax_cuda_embedding_shard_backward(ax_ctx *ctx, float *dwte, const
     if (N <= 0 || C <= 0) return;
     emb_bwd_kernel<<<(C + 127) / 128, 128, 0, AX_STREAM(ctx)>>>(dwte, dout, tokens, N, C, v0, rows);
     ax_cuda_launched("embedding_backward");
-}
-extern "C" void ax_cuda_embedding_forward(ax_ctx *ctx, float *out, const int32_t *tokens,
-                                          const float *wte, int N, int C) {
-    ax_cuda_embedding_shard_forward(ctx, out, tokens, wte, N, C, 0, INT_MAX);
-}
-extern "C" void ax_cuda_embedding_backward(ax_ctx *ctx, float *dwte, const float *dout,
-                                           const int32_t *tokens, int N, int C) {
-    ax_cuda_embedding_shard_backward(ctx, dwte, dout, tokens, N, C, 0, INT_MAX);
 }
 
 // ---- SwiGLU: out = silu(gate) * up, h[N,2F] = [gate | up] ----
@@ -134,8 +124,7 @@ extern "C" void ax_cuda_swiglu_forward_bf16(ax_ctx *ctx, uint16_t *out, const fl
                                             int F) {
     if (N <= 0 || F <= 0) return;
     auto k = swiglu_fwd_kernel<__nv_bfloat16>;
-    k<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_bf16_ld(F), h, N,
-                                                  F);
+    k<<<row_grid(N, F), TPB, 0, AX_STREAM(ctx)>>>((__nv_bfloat16 *)out, ax_bf16_ld(F), h, N, F);
     ax_cuda_launched("swiglu_forward_bf16");
 }
 extern "C" void ax_cuda_swiglu_backward(ax_ctx *ctx, float *dh, const float *dout, const float *h,
@@ -152,22 +141,11 @@ extern "C" void ax_cuda_swiglu_backward_bf16(ax_ctx *ctx, uint16_t *dh, const fl
     ax_cuda_launched("swiglu_backward_bf16");
 }
 
-// ---- residual ----
-__global__ void add_kernel(float *out, const float *a, const float *b, long n) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
-         i += (long)gridDim.x * blockDim.x)
-        out[i] = a[i] + b[i];
-}
+// ---- residual accumulation ----
 __global__ void accumulate_kernel(float *dst, const float *src, long n) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x)
         dst[i] += src[i];
-}
-extern "C" void ax_cuda_add_forward(ax_ctx *ctx, float *out, const float *a, const float *b,
-                                    long n) {
-    if (n <= 0) return;
-    add_kernel<<<ax_blocks(n, TPB), TPB, 0, AX_STREAM(ctx)>>>(out, a, b, n);
-    ax_cuda_launched("add_forward");
 }
 extern "C" void ax_cuda_accumulate(ax_ctx *ctx, float *dst, const float *src, long n) {
     if (n <= 0) return;

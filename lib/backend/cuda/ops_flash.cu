@@ -413,40 +413,25 @@ extern "C" int ax_cuda_flash_supported(int B, int C, int H, int Hkv) {
            (long)B * H <= 65535;
 }
 
+// the instantiation for head dim D = 16, 32, 64 or 128 (ax_cuda_flash_supported)
+static int dim_index(int D) {
+    return D == 16 ? 0 : D == 32 ? 1 : D == 64 ? 2 : 3;
+}
+
 extern "C" void ax_cuda_flash_forward(ax_ctx *ctx, float *out, float *lse, const float *qkv, int B,
                                       int T, int C, int H, int Hkv) {
-    switch (C / H) {
-    case 16:
-        fwd_launch<16>(ctx, out, lse, qkv, B, T, C, H, Hkv);
-        break;
-    case 32:
-        fwd_launch<32>(ctx, out, lse, qkv, B, T, C, H, Hkv);
-        break;
-    case 64:
-        fwd_launch<64>(ctx, out, lse, qkv, B, T, C, H, Hkv);
-        break;
-    default:
-        fwd_launch<128>(ctx, out, lse, qkv, B, T, C, H, Hkv);
-        break;
-    }
+    static void (*const launch[])(ax_ctx *, float *, float *, const float *, int, int, int, int,
+                                  int) = {fwd_launch<16>, fwd_launch<32>, fwd_launch<64>,
+                                          fwd_launch<128>};
+    launch[dim_index(C / H)](ctx, out, lse, qkv, B, T, C, H, Hkv);
 }
 
 // Di: B*H*T floats of workspace (the op's scratch)
 extern "C" void ax_cuda_flash_backward(ax_ctx *ctx, float *dqkv, float *Di, const float *dout,
                                        const float *qkv, const float *lse, const float *out, int B,
                                        int T, int C, int H, int Hkv) {
-    switch (C / H) {
-    case 16:
-        bwd_launch<16>(ctx, dqkv, Di, dout, qkv, lse, out, B, T, C, H, Hkv);
-        break;
-    case 32:
-        bwd_launch<32>(ctx, dqkv, Di, dout, qkv, lse, out, B, T, C, H, Hkv);
-        break;
-    case 64:
-        bwd_launch<64>(ctx, dqkv, Di, dout, qkv, lse, out, B, T, C, H, Hkv);
-        break;
-    default:
-        bwd_launch<128>(ctx, dqkv, Di, dout, qkv, lse, out, B, T, C, H, Hkv);
-        break;
-    }
+    static void (*const launch[])(ax_ctx *, float *, float *, const float *, const float *,
+                                  const float *, const float *, int, int, int, int, int) = {
+        bwd_launch<16>, bwd_launch<32>, bwd_launch<64>, bwd_launch<128>};
+    launch[dim_index(C / H)](ctx, dqkv, Di, dout, qkv, lse, out, B, T, C, H, Hkv);
 }

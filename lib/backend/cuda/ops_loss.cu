@@ -1,4 +1,4 @@
-// The ops whose result comes back to the host: fused and vocabulary-parallel cross-entropy
+// The ops whose result comes back to the host: vocabulary-parallel cross-entropy
 // (goldfish mask: mask[i] = 0 drops row i), the sum of squares for the gradient norm, and
 // the greedy argmax over a vocabulary slice. Per-row values go to the context's scratch, one
 // block sums them in a fixed order (deterministic), and the double is copied back and waited
@@ -14,7 +14,7 @@ __global__ void sum_doubles_kernel(double *out, const double *x, long n) {
     __shared__ double sh[32];
     double s = 0.0;
     for (long i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
-    s = ax_block_sum_d(s, sh);
+    s = ax_block_sum(s, sh);
     if (threadIdx.x == 0) *out = s;
 }
 
@@ -24,56 +24,6 @@ static double sum_to_host(ax_ctx *ctx, double *dev, long n, const char *op) {
     ax_cuda_launched(op);
     ax_cuda_d2h_sync(ctx, &host, res, sizeof host);
     return host;
-}
-
-// ---- fused softmax + masked cross-entropy, one block per row ----
-__global__ void ce_fused_kernel(double *rowloss, float *losses, float *dlogits, const float *logits,
-                                const int32_t *targets, const uint8_t *mask, float dscale, int V) {
-    __shared__ float sh[32];
-    int i = blockIdx.x;
-    const float *x = logits + (long)i * V;
-    float *d = dlogits ? dlogits + (long)i * V : NULL;
-    if (mask && !mask[i]) { // not a target: no loss, zero gradient, target never read
-        for (int j = threadIdx.x; j < V; j += blockDim.x)
-            if (d) d[j] = 0.0f;
-        if (threadIdx.x == 0) {
-            rowloss[i] = 0.0;
-            if (losses) losses[i] = 0.0f;
-        }
-        return;
-    }
-    int tgt = targets[i];
-    float xt = x[tgt]; // read by every thread before the barriers below, so before any write
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, x[j]);
-    mx = ax_block_max(mx, sh);
-    float sum = 0.0f;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) sum += expf(x[j] - mx);
-    sum = ax_block_sum(sum, sh); // ends with every thread past its reads of x
-    if (d) {
-        float k = dscale / sum;
-        for (int j = threadIdx.x; j < V; j += blockDim.x) d[j] = expf(x[j] - mx) * k;
-        __syncthreads();
-        if (threadIdx.x == 0) d[tgt] -= dscale;
-    }
-    if (threadIdx.x == 0) {
-        double l = log((double)sum) + (double)mx - (double)xt;
-        rowloss[i] = l;
-        if (losses) losses[i] = (float)l;
-    }
-}
-
-extern "C" double ax_cuda_crossentropy_forward_backward(ax_ctx *ctx, float *losses, float *dlogits,
-                                                        const float *logits, const int32_t *targets,
-                                                        const uint8_t *mask, float dscale, int N,
-                                                        int V) {
-    if (N <= 0) return 0.0;
-    double *rowloss = (double *)ax_ctx_scratch(ctx, sizeof(double) * ((size_t)N + 1));
-    if (!rowloss) return NAN; // out of memory growing an arena the caller under-reserved
-    ce_fused_kernel<<<N, NT, 0, AX_STREAM(ctx)>>>(rowloss, losses, dlogits, logits, targets, mask,
-                                                  dscale, V);
-    ax_cuda_launched("crossentropy_forward_backward");
-    return sum_to_host(ctx, rowloss, N, "crossentropy_forward_backward (sum)");
 }
 
 // ---- vocabulary-parallel cross-entropy: rowmax, partial, finish ----
@@ -163,7 +113,7 @@ __global__ void sum_squares_kernel(double *part, const float *x, long n) {
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x)
         s += (double)x[i] * (double)x[i];
-    s = ax_block_sum_d(s, sh);
+    s = ax_block_sum(s, sh);
     if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 
@@ -183,7 +133,7 @@ __global__ void dot_kernel(double *part, const float *a, const float *b, long n)
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
          i += (long)gridDim.x * blockDim.x)
         s += (double)a[i] * (double)b[i];
-    s = ax_block_sum_d(s, sh);
+    s = ax_block_sum(s, sh);
     if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 

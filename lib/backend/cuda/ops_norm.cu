@@ -1,6 +1,7 @@
-// RMSNorm, full and hidden-sharded (sumsq / apply / backward_dot / backward_apply; the caller
-// all-reduces between the halves). One block per row for the row reductions; dweight sums
-// chunks of rows per column, then the chunks in order (deterministic, no atomics).
+// RMSNorm over a hidden dimension that may be sharded (sumsq / apply / backward_dot /
+// backward_apply; the caller all-reduces between the halves). One block per row for the row
+// reductions; dweight sums chunks of rows per column, then the chunks in order (deterministic, no
+// atomics).
 #include "lib/backend/cuda/kernels.cuh"
 
 #define NT 256
@@ -17,43 +18,25 @@ __global__ void row_dot_kernel(float *out, const float *g, const float *w, const
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
-// out = inp * r * w with r = 1/sqrt(ss/C_total + eps); ss from `ss` or computed here. Rows of
-// out are ldo apart (C for fp32; bf16 storage: ax_bf16_ld(C))
+// out = inp * r * w with r = 1/sqrt(ss/C_total + eps). Rows of out are ldo apart (C for fp32;
+// bf16 storage: ax_bf16_ld(C))
 template <typename T>
 __global__ void rms_apply_kernel(T *out, long ldo, float *rstd, const float *inp, const float *w,
                                  const float *ss, int C, int C_total, float eps) {
-    __shared__ float sh[32];
     const float *x = inp + (long)blockIdx.x * C;
     T *o = out + (long)blockIdx.x * ldo;
-    float s;
-    if (ss) {
-        s = ss[blockIdx.x];
-    } else {
-        s = 0.0f;
-        for (int c = threadIdx.x; c < C; c += blockDim.x) s += x[c] * x[c];
-        s = ax_block_sum(s, sh);
-    }
-    float r = 1.0f / sqrtf(s / (float)C_total + eps);
+    float r = 1.0f / sqrtf(ss[blockIdx.x] / (float)C_total + eps);
     for (int c = threadIdx.x; c < C; c += blockDim.x) ax_store(o + c, x[c] * r * w[c]);
     if (threadIdx.x == 0) rstd[blockIdx.x] = r;
 }
 
-// dinp += r w dy - x r^3 dot / C_total; dot from `dot` or computed here
+// dinp += r w dy - x r^3 dot / C_total
 __global__ void rms_bwd_dx_kernel(float *dinp, const float *dout, const float *inp, const float *w,
                                   const float *rstd, const float *dot, int C, int C_total) {
-    __shared__ float sh[32];
     long off = (long)blockIdx.x * C;
     const float *x = inp + off, *dy = dout + off;
     float *dx = dinp + off;
-    float d;
-    if (dot) {
-        d = dot[blockIdx.x];
-    } else {
-        d = 0.0f;
-        for (int c = threadIdx.x; c < C; c += blockDim.x) d += dy[c] * w[c] * x[c];
-        d = ax_block_sum(d, sh);
-    }
-    float r = rstd[blockIdx.x], k = r * r * r * d / (float)C_total;
+    float r = rstd[blockIdx.x], k = r * r * r * dot[blockIdx.x] / (float)C_total;
     for (int c = threadIdx.x; c < C; c += blockDim.x) dx[c] += r * w[c] * dy[c] - x[c] * k;
 }
 
@@ -130,15 +113,6 @@ static void backward(ax_ctx *ctx, float *dinp, float *dweight, const float *dout
     ax_cuda_launched(op);
 }
 
-extern "C" void ax_cuda_rmsnorm_forward(ax_ctx *ctx, float *out, float *rstd, const float *inp,
-                                        const float *weight, int N, int C, float eps) {
-    apply(ctx, out, C, rstd, inp, weight, NULL, N, C, C, eps, "rmsnorm_forward");
-}
-extern "C" void ax_cuda_rmsnorm_backward(ax_ctx *ctx, float *dinp, float *dweight,
-                                         const float *dout, const float *inp, const float *weight,
-                                         const float *rstd, int N, int C) {
-    backward(ctx, dinp, dweight, dout, inp, weight, rstd, NULL, N, C, C, "rmsnorm_backward");
-}
 extern "C" void ax_cuda_rmsnorm_sumsq(ax_ctx *ctx, float *ss, const float *inp, int N, int C) {
     if (N <= 0) return;
     row_dot_kernel<<<N, threads_for(C), 0, AX_STREAM(ctx)>>>(ss, NULL, NULL, inp, C);
