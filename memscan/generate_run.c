@@ -24,10 +24,9 @@
 #define F(field) offsetof(ax_ms_generate_opts, field)
 static const ax_cfg_entry entries[] = {
     AX_CFG_CKPT_ENTRY(F),
-    {"index", AX_CFG_STR, F(index), "", 1, 0, "training-set index from `axmem memscan index`"},
-    {"data", AX_CFG_STR, F(data), "", 1, 0,
-     "the indexed dataset (.axd; default: the path stored in the index)"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, "optional: adds text to the samples file"},
+    AX_CFG_INDEX_ENTRY(F, "training-set index from `axmem memscan index`"),
+    AX_CFG_DATA_ENTRY(F, "the indexed dataset (.axd; default: the path stored in the index)"),
+    AX_CFG_TOKENIZER_ENTRY(F, "optional: adds text to the samples file"),
     {"samples", AX_CFG_INT, F(samples), "64", 1, 1e8, "generations"},
     {"length", AX_CFG_INT, F(length), "0", 0, 1e5,
      "tokens per generation, >= 2 (0: 128, or the model's context when that is shorter; at "

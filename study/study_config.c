@@ -19,8 +19,8 @@ static const ax_cfg_entry entries[] = {
     {"members", AX_CFG_STR, F(members), "", 1, 0,
      "instead of --corpus, an existing split: the members (.axd)"},
     {"nonmembers", AX_CFG_STR, F(nonmembers), "", 1, 0, "the held-out non-members (.axd)"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "the split's tokenizer (with --members); with --corpus, one to use instead of training one"},
+    AX_CFG_TOKENIZER_ENTRY(F, "the split's tokenizer (with --members); with --corpus, one to use "
+                              "instead of training one"),
     {"mitigations", AX_CFG_STR, F(mitigations), "none,goldfish:hash:k=4,h=13", 1, 0,
      "comma-separated: none, goldfish:SPEC, dedup:N, dp:eps=E[,delta=D][,clip=C] or "
      "dp:noise=S[,delta=D][,clip=C]"},
