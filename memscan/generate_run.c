@@ -44,14 +44,10 @@ static const ax_cfg_entry entries[] = {
      "it would not measure what the model memorized); recorded in the scan"},
     {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
      "accept an index of data encoded by another tokenizer than the training data's"},
-    AX_MS_MODEL_ENTRIES(F),
-    AX_CFG_COMM_ENTRY(F),
-    AX_CFG_THREADS_ENTRY(F),
-    AX_CFG_OUT_ENTRY(F, "regurgitation.json",
-                     "results (schema axmem-scan v1); replaced together with the samples file"),
-    {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
-     "per-generation results, mode 0600 (default: --out's name with .samples.jsonl for .json, "
-     "e.g. regurgitation.samples.jsonl)"},
+    AX_MS_SCAN_RUN_ENTRIES(
+        F, "regurgitation.json",
+        "per-generation results, mode 0600 (default: --out's name with .samples.jsonl for .json, "
+        "e.g. regurgitation.samples.jsonl)"),
 };
 #undef F
 

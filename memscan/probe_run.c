@@ -63,14 +63,10 @@ static const ax_cfg_entry entries[] = {
     {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
      "probe --data encoded by another tokenizer than the training data's (refused without it: "
      "its token ids are other text to the model)"},
-    AX_MS_MODEL_ENTRIES(F),
-    AX_CFG_COMM_ENTRY(F),
-    AX_CFG_THREADS_ENTRY(F),
-    AX_CFG_OUT_ENTRY(F, "probe.json",
-                     "results (schema axmem-scan v1); replaced together with the samples file"),
-    {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
-     "per-sample results, mode 0600 (default: --out's name with .samples.jsonl for .json, e.g. "
-     "probe.samples.jsonl)"},
+    AX_MS_SCAN_RUN_ENTRIES(
+        F, "probe.json",
+        "per-sample results, mode 0600 (default: --out's name with .samples.jsonl for .json, e.g. "
+        "probe.samples.jsonl)"),
 };
 #undef F
 
