@@ -47,17 +47,15 @@ static const char *TOP_HELP =
 /* ---- flag tables (lib/core/config.h): the same syntax, errors and --help as every command ---- */
 
 /* the text inputs tokenizer-train and encode both read */
+// clang-format off
 #define TEXT_INPUT_ENTRY(F)                                                                        \
-    {                                                                                              \
-        "input", AX_CFG_STRLIST, F(input), "", 1, 0,                                               \
-            "UTF-8 text or .jsonl files, optionally .zst or .gz compressed (required; binary "     \
-            "files are refused)"                                                                   \
-    }
+    {"input", AX_CFG_STRLIST, F(input), "", 1, 0,                                                  \
+     "UTF-8 text or .jsonl files, optionally .zst or .gz compressed (required; binary files "      \
+     "are refused)"}
 #define SPLIT_LINES_ENTRY(F)                                                                       \
-    {                                                                                              \
-        "split-lines", AX_CFG_BOOL, F(split_lines), "false", 1, 0,                                 \
-            "in non-JSONL files, each non-empty line is a document"                                \
-    }
+    {"split-lines", AX_CFG_BOOL, F(split_lines), "false", 1, 0,                                    \
+     "in non-JSONL files, each non-empty line is a document"}
+// clang-format on
 
 typedef struct {
     ax_cfg_strlist input;
