@@ -8,42 +8,25 @@
 #include "cli/commands.h"
 #include "lib/core/cliargs.h"
 #include "lib/core/config.h"
-#include "lib/core/fsutil.h"
 #include "study/study_run.h"
 
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-typedef struct {
-    char out[AX_CFG_STR_MAX], corpus[AX_CFG_STR_MAX], mitigations[AX_CFG_STR_MAX];
-    char canary_format[AX_CFG_STR_MAX], canary_repeats[AX_CFG_STR_MAX];
-    int64_t steps_n, vocab_n, docs_n, per_repeat;
-    int privacy;   /* --no-privacy: no canaries, no mia / exposure scans */
-    int show_text; /* the report quotes memorized text and secrets (`axmem report --show-text`) */
-} demo_args;
-
-#define F(field) offsetof(demo_args, field)
+/* flags straight into the study's settings, over the study's defaults */
+#define F(field) offsetof(ax_study_config, field)
 static const ax_cfg_entry entries[] = {
     AX_CFG_OUT_ENTRY(F, "runs/demo", "output folder (a rerun resumes where the last one stopped)"),
     {"corpus", AX_CFG_STR, F(corpus), "data/corpus/kjv.jsonl", 1, 0,
      "JSONL corpus (one document per line, \"text\" field)"},
     {"mitigations", AX_CFG_STR, F(mitigations), "none,goldfish:hash:k=4,h=13,dedup:8,dp:eps=8", 1,
      0, "the models to train and compare, as `axmem study --mitigations`"},
-    {"steps", AX_CFG_INT, F(steps_n), "300", 1, 1e7, "training steps per model"},
-    {"docs", AX_CFG_INT, F(docs_n), "32", 1, 500,
+    AX_STUDY_STEPS_ENTRY(F),
+    {"docs", AX_CFG_INT, F(docs), "32", 1, 500,
      "documents in the memorization set (and as many drawn as held-out)"},
-    {"vocab-size", AX_CFG_INT, F(vocab_n), "2048", 257, 1 << 22, "tokenizer vocabulary"},
+    {"vocab-size", AX_CFG_INT, F(vocab_size), "2048", 257, 1 << 22, "tokenizer vocabulary"},
     {"privacy", AX_CFG_BOOL, F(privacy), "true", 0, 0,
      "canaries, membership inference and exposure (--no-privacy skips them)"},
-    {"canary-format", AX_CFG_STR, F(canary_format), "my PIN is {d3}", 1, 0,
-     "canary text, as `axmem data canaries --format` (a small space: exact exposure)"},
-    {"canary-repeats", AX_CFG_STR, F(canary_repeats), "1,4,16", 1, 0,
-     "comma-separated repeat counts of the canaries (up to 16 counts)"},
-    {"canaries-per-repeat", AX_CFG_INT, F(per_repeat), "2", 1, 100, "canaries per repeat count"},
-    {"show-text", AX_CFG_BOOL, F(show_text), "false", 0, 0,
-     "the report's HTML and Markdown quote memorized text and canary secrets"},
+    AX_STUDY_CANARY_ENTRIES(F),
 };
 #undef F
 
@@ -83,33 +66,12 @@ static const ax_cfg_table table = {
 };
 
 int ax_cmd_demo(int argc, char **argv) {
-    demo_args a;
-    int rc = ax_cli_parse("demo", &table, &a, argc, argv, NULL);
-    if (rc >= 0) return rc;
     ax_study_config c;
     if (ax_cfg_set_defaults(&ax_study_table, &c) != AX_OK) return ax_cli_fail("demo", AX_ERR_ARG);
-    /* the strings through the table: a value too long for its field is an error naming it */
-    const char *text[][2] = {{"out", a.out},
-                             {"corpus", a.corpus},
-                             {"mitigations", a.mitigations},
-                             {"canary-format", a.canary_format},
-                             {"canary-repeats", a.canary_repeats}};
-    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
-        if (ax_cfg_set(&ax_study_table, &c, text[i][0], text[i][1], NULL) != AX_OK)
-            return ax_cli_fail("demo", AX_ERR_ARG);
-    c.steps = a.steps_n, c.docs = a.docs_n, c.vocab_size = a.vocab_n;
-    c.per_repeat = a.per_repeat, c.privacy = a.privacy, c.show_text = a.show_text;
+    int rc = ax_cli_parse("demo", &table, &c, argc, argv, NULL);
+    if (rc >= 0) return rc;
     c.first_doc = 100; /* past Genesis' genealogies */
     c.title = "axmem demo: goldfish loss, deduplication and DP-SGD against memorization";
     c.who = "demo";
-    ax_study_result r;
-    ax_status st = ax_study_check(&c, &r); /* flags checked before any work */
-    if (st == AX_OK) st = ax_study_run(&c, &r);
-    if (st != AX_OK) return ax_cli_fail("demo", st);
-    char *summary = NULL;
-    size_t len = 0;
-    if (ax_read_file(r.summary, &summary, &len) == AX_OK) fwrite(summary, 1, len, stdout);
-    free(summary);
-    printf("wrote %s, %s/report.html, report.md, report.json\n", r.summary, r.report_dir);
-    return 0;
+    return ax_study_cli(&c);
 }

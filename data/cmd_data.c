@@ -46,6 +46,17 @@ static const char *TOP_HELP =
 
 /* ---- flag tables (lib/core/config.h): the same syntax, errors and --help as every command ---- */
 
+/* the text inputs tokenizer-train and encode both read */
+// clang-format off
+#define TEXT_INPUT_ENTRY(F)                                                                        \
+    {"input", AX_CFG_STRLIST, F(input), "", 1, 0,                                                  \
+     "UTF-8 text or .jsonl files, optionally .zst or .gz compressed (required; binary files "      \
+     "are refused)"}
+#define SPLIT_LINES_ENTRY(F)                                                                       \
+    {"split-lines", AX_CFG_BOOL, F(split_lines), "false", 1, 0,                                    \
+     "in non-JSONL files, each non-empty line is a document"}
+// clang-format on
+
 typedef struct {
     ax_cfg_strlist input;
     char out[AX_CFG_STR_MAX], max_bytes[AX_CFG_STR_MAX];
@@ -53,19 +64,18 @@ typedef struct {
     int split_lines;
 } train_flags;
 
+#define F(field) offsetof(train_flags, field)
 static const ax_cfg_entry train_entries[] = {
-    {"input", AX_CFG_STRLIST, offsetof(train_flags, input), "", 1, 0,
-     "UTF-8 text or .jsonl files, optionally .zst or .gz compressed (required; binary files "
-     "are refused)"},
-    {"out", AX_CFG_STR, offsetof(train_flags, out), "", 1, 0, "tokenizer file to write (required)"},
-    {"vocab-size", AX_CFG_INT, offsetof(train_flags, vocab_size), "4096", AX_TOK_FIRST_MERGE,
-     1 << 22, "vocabulary size including bytes and end-of-text"},
+    TEXT_INPUT_ENTRY(F),
+    AX_CFG_OUT_ENTRY(F, "", "tokenizer file to write (required)"),
+    {"vocab-size", AX_CFG_INT, F(vocab_size), "4096", AX_TOK_FIRST_MERGE, 1 << 22,
+     "vocabulary size including bytes and end-of-text"},
     /* text, not an int: sizes take suffixes K, M, G */
-    {"max-bytes", AX_CFG_STR, offsetof(train_flags, max_bytes), "", 1, 0,
+    {"max-bytes", AX_CFG_STR, F(max_bytes), "", 1, 0,
      "train on at most N bytes of text (suffix K, M, G; empty: all)"},
-    {"split-lines", AX_CFG_BOOL, offsetof(train_flags, split_lines), "false", 1, 0,
-     "in non-JSONL files, each non-empty line is a document"},
+    SPLIT_LINES_ENTRY(F),
 };
+#undef F
 static const ax_cfg_table train_table = {
     .usage = "axmem data tokenizer-train --input FILE... --out TOK [flags]",
     .summary = "Learns a byte-level BPE tokenizer (ids 0-255 bytes, 256 end-of-text, merges from "
@@ -81,18 +91,16 @@ typedef struct {
     int64_t threads;
 } encode_flags;
 
+#define F(field) offsetof(encode_flags, field)
 static const ax_cfg_entry encode_entries[] = {
-    {"tokenizer", AX_CFG_STR, offsetof(encode_flags, tokenizer), "", 1, 0,
-     "tokenizer file from `axmem data tokenizer-train` (required)"},
-    {"input", AX_CFG_STRLIST, offsetof(encode_flags, input), "", 1, 0,
-     "UTF-8 text or .jsonl files, optionally .zst or .gz compressed (required; binary files "
-     "are refused)"},
-    {"out", AX_CFG_STR, offsetof(encode_flags, out), "", 1, 0, "dataset to write (required)"},
-    {"split-lines", AX_CFG_BOOL, offsetof(encode_flags, split_lines), "false", 1, 0,
-     "in non-JSONL files, each non-empty line is a document"},
-    {"threads", AX_CFG_INT, offsetof(encode_flags, threads), "0", 0, 1024,
+    AX_CFG_TOKENIZER_ENTRY(F, "tokenizer file from `axmem data tokenizer-train` (required)"),
+    TEXT_INPUT_ENTRY(F),
+    AX_CFG_OUT_ENTRY(F, "", "dataset to write (required)"),
+    SPLIT_LINES_ENTRY(F),
+    {"threads", AX_CFG_INT, F(threads), "0", 0, 1024,
      "encoding threads (0: OMP_NUM_THREADS or all cores)"},
 };
+#undef F
 static const ax_cfg_table encode_table = {
     .usage = "axmem data encode --tokenizer TOK --input FILE... --out FILE.axd [flags]",
     .summary = "Tokenizes documents into a .axd dataset (each document ends with end-of-text).\n"
@@ -108,16 +116,16 @@ typedef struct {
 } decode_flags;
 
 enum { DECODE_DOC = 2 }; /* index of --doc in decode_entries: was_set tells if it was given */
+#define F(field) offsetof(decode_flags, field)
 static const ax_cfg_entry decode_entries[] = {
-    {"tokenizer", AX_CFG_STR, offsetof(decode_flags, tokenizer), "", 1, 0,
-     "tokenizer the data was encoded with (required)"},
-    {"data", AX_CFG_STR, offsetof(decode_flags, data), "", 1, 0, "dataset (.axd) to decode"},
-    {"doc", AX_CFG_INT, offsetof(decode_flags, doc), "0", 0, 9.2e18,
+    AX_CFG_TOKENIZER_ENTRY(F, "tokenizer the data was encoded with (required)"),
+    AX_CFG_DATA_ENTRY(F, "dataset (.axd) to decode"),
+    {"doc", AX_CFG_INT, F(doc), "0", 0, 9.2e18,
      "only document N (0-based; default: every document)"},
     /* a list, so that long id lists have no length limit: --ids "1 2 3" or --ids 1 2 3 */
-    {"ids", AX_CFG_STRLIST, offsetof(decode_flags, ids), "", 1, 0,
-     "token ids separated by spaces or commas"},
+    {"ids", AX_CFG_STRLIST, F(ids), "", 1, 0, "token ids separated by spaces or commas"},
 };
+#undef F
 static const ax_cfg_table decode_table = {
     .usage = "axmem data decode --tokenizer TOK (--data FILE.axd [--doc N] | --ids \"1 2 3\")",
     .summary = "Writes decoded bytes to stdout: one document (--doc), every document, or a list "
@@ -131,10 +139,12 @@ typedef struct {
     ax_cfg_strlist path;
 } info_flags;
 
+#define F(field) offsetof(info_flags, field)
 static const ax_cfg_entry info_entries[] = {
-    {"verify", AX_CFG_BOOL, offsetof(info_flags, verify), "true", 1, 0,
+    {"verify", AX_CFG_BOOL, F(verify), "true", 1, 0,
      "hash the payload, even if verified before (--no-verify: header only, instant)"},
 };
+#undef F
 static const ax_cfg_positional info_path = {"FILE.axd", offsetof(info_flags, path), 0, 1,
                                             "the dataset to describe"};
 static const ax_cfg_table info_table = {
@@ -153,26 +163,25 @@ typedef struct {
     int64_t seed, ngram;
 } split_flags;
 
+#define F(field) offsetof(split_flags, field)
 static const ax_cfg_entry split_entries[] = {
-    {"input", AX_CFG_STR, offsetof(split_flags, input), "", 1, 0,
-     "dataset (.axd) to split (required)"},
-    {"holdout", AX_CFG_FLOAT, offsetof(split_flags, holdout), "0.1", 0, 1,
+    AX_CFG_INPUT_ENTRY(F, "dataset (.axd) to split (required)"),
+    {"holdout", AX_CFG_FLOAT, F(holdout), "0.1", 0, 1,
      "fraction of documents drawn at random into the held-out set, in (0, 1)"},
-#define SPLIT_F(field) offsetof(split_flags, field)
-    AX_CFG_SEED_ENTRY(SPLIT_F, "0", "seed of the random draw (same seed, same split)"),
-#undef SPLIT_F
+    AX_CFG_SEED_ENTRY(F, "0", "seed of the random draw (same seed, same split)"),
     /* 13: the contamination rule of GPT-3 (Brown et al. 2020) and the benchmarks that followed */
-    {"ngram", AX_CFG_INT, offsetof(split_flags, ngram), "13", 1, 1 << 20,
+    {"ngram", AX_CFG_INT, F(ngram), "13", 1, 1 << 20,
      "drop held-out documents sharing a run of >= N tokens with the training set"},
-    {"out-train", AX_CFG_STR, offsetof(split_flags, out_train), "", 1, 0,
+    {"out-train", AX_CFG_STR, F(out_train), "", 1, 0,
      "training (member) dataset to write (required)"},
-    {"out-holdout", AX_CFG_STR, offsetof(split_flags, out_holdout), "", 1, 0,
+    {"out-holdout", AX_CFG_STR, F(out_holdout), "", 1, 0,
      "held-out (non-member) dataset to write (required)"},
-    {"summary", AX_CFG_STR, offsetof(split_flags, summary), "", 1, 0,
+    {"summary", AX_CFG_STR, F(summary), "", 1, 0,
      "also write the JSON summary to this file (it is always printed)"},
-    {"max-memory", AX_CFG_STR, offsetof(split_flags, max_memory), "8G", 1, 0,
+    {"max-memory", AX_CFG_STR, F(max_memory), "8G", 1, 0,
      "bound on the n-gram set (16-32 bytes per training token; suffix K, M, G)"},
 };
+#undef F
 static const ax_cfg_table split_table = {
     .usage = "axmem data split --input X.axd --holdout F --out-train A.axd --out-holdout B.axd "
              "[flags]",
@@ -191,29 +200,28 @@ typedef struct {
     int as_documents;
 } canary_flags;
 
-#define CANARY_F(field) offsetof(canary_flags, field)
+#define F(field) offsetof(canary_flags, field)
 static const ax_cfg_entry canary_entries[] = {
-    {"input", AX_CFG_STR, CANARY_F(input), "", 1, 0, "dataset (.axd) to plant in (required)"},
-    {"tokenizer", AX_CFG_STR, CANARY_F(tokenizer), "", 1, 0,
-     "the tokenizer the dataset was encoded with (required)"},
-    {"format", AX_CFG_STR, CANARY_F(format), "my PIN is {d6}", 1, 0,
+    AX_CFG_INPUT_ENTRY(F, "dataset (.axd) to plant in (required)"),
+    AX_CFG_TOKENIZER_ENTRY(F, "the tokenizer the dataset was encoded with (required)"),
+    {"format", AX_CFG_STR, F(format), "my PIN is {d6}", 1, 0,
      "canary text: literal text and {dN} digits, {aN} letters, {hN} hex (the secret)"},
-    {"repeats", AX_CFG_STR, CANARY_F(repeats), "1,2,4,8,16,32", 1, 0,
+    {"repeats", AX_CFG_STR, F(repeats), "1,2,4,8,16,32", 1, 0,
      "comma-separated repeat counts: each canary is inserted that many times"},
-    {"per-repeat", AX_CFG_INT, CANARY_F(per_repeat), "4", 1, 100000, "canaries per repeat count"},
-    {"references", AX_CFG_INT, CANARY_F(references), "1000", 0, 1e7,
+    {"per-repeat", AX_CFG_INT, F(per_repeat), "4", 1, 100000, "canaries per repeat count"},
+    {"references", AX_CFG_INT, F(references), "1000", 0, 1e7,
      "never-inserted secrets of the same format (all the rest when the space is smaller)"},
-    {"as-documents", AX_CFG_BOOL, CANARY_F(as_documents), "false", 1, 0,
+    {"as-documents", AX_CFG_BOOL, F(as_documents), "false", 1, 0,
      "plant each copy as a document of its own (else between sentences)"},
-    {"within", AX_CFG_INT, CANARY_F(within), "0", 0, 1e9,
+    {"within", AX_CFG_INT, F(within), "0", 0, 1e9,
      "every copy ends within a document's first N tokens (train --packing doc --seq-len N); 0: "
      "anywhere"},
-    AX_CFG_SEED_ENTRY(CANARY_F, "0", "draws the secrets, documents and positions"),
-    {"out", AX_CFG_STR, CANARY_F(out), "", 1, 0, "dataset to write, canaries planted (required)"},
-    {"secrets", AX_CFG_STR, CANARY_F(secrets), "", 1, 0,
+    AX_CFG_SEED_ENTRY(F, "0", "draws the secrets, documents and positions"),
+    AX_CFG_OUT_ENTRY(F, "", "dataset to write, canaries planted (required)"),
+    {"secrets", AX_CFG_STR, F(secrets), "", 1, 0,
      "secrets file to write (JSON, mode 0600) for `axmem memscan exposure` (required)"},
 };
-#undef CANARY_F
+#undef F
 static const ax_cfg_table canary_table = {
     .usage = "axmem data canaries --input X.axd --tokenizer TOK --out Y.axd --secrets S.json "
              "[flags]",
@@ -233,15 +241,16 @@ typedef struct {
     int64_t vocab_size, eot;
 } megatron_flags;
 
+#define F(field) offsetof(megatron_flags, field)
 static const ax_cfg_entry megatron_entries[] = {
-    {"prefix", AX_CFG_STR, offsetof(megatron_flags, prefix), "", 1, 0,
-     "PATH of PATH.bin + PATH.idx (required)"},
-    {"out", AX_CFG_STR, offsetof(megatron_flags, out), "", 1, 0, "dataset to write (required)"},
-    {"vocab-size", AX_CFG_INT, offsetof(megatron_flags, vocab_size), "0", 0, 1 << 30,
+    {"prefix", AX_CFG_STR, F(prefix), "", 1, 0, "PATH of PATH.bin + PATH.idx (required)"},
+    AX_CFG_OUT_ENTRY(F, "", "dataset to write (required)"),
+    {"vocab-size", AX_CFG_INT, F(vocab_size), "0", 0, 1 << 30,
      "the model's vocabulary size (0: largest id + 1; Pythia: 50304)"},
-    {"eot", AX_CFG_INT, offsetof(megatron_flags, eot), "-1", -1, 1 << 30,
+    {"eot", AX_CFG_INT, F(eot), "-1", -1, 1 << 30,
      "end-of-text id (-1: the id every document ends with; GPT-NeoX/Pythia: 0)"},
 };
+#undef F
 static const ax_cfg_table megatron_table = {
     .usage = "axmem data import-megatron --prefix PATH --out X.axd [--vocab-size V] [--eot ID]",
     .summary = "Converts a Megatron/GPT-NeoX indexed dataset (PATH.bin + PATH.idx, e.g. Pythia's "

@@ -43,20 +43,21 @@ typedef struct {
     ax_cfg_strlist text;
 } show_flags;
 
+#define F(field) offsetof(show_flags, field)
 static const ax_cfg_entry show_entries[] = {
-    {"tokenizer", AX_CFG_STR, offsetof(show_flags, tokenizer), "", 1, 0,
-     "tokenizer file from `axmem data tokenizer-train` (required)"},
-    {"spec", AX_CFG_STR, offsetof(show_flags, spec), "hash", 1, 0,
-     "goldfish spec (hash means hash:k=4,h=13,seed=0)"},
-    {"file", AX_CFG_STR, offsetof(show_flags, file), "", 1, 0,
+    AX_CFG_TOKENIZER_ENTRY(F, "tokenizer file from `axmem data tokenizer-train` (required)"),
+    {"spec", AX_CFG_STR, F(spec), "hash", 1, 0, "goldfish spec (hash means hash:k=4,h=13,seed=0)"},
+    {"file", AX_CFG_STR, F(file), "", 1, 0,
      "read the text from F ('-' = stdin) instead of the arguments"},
-    {"color", AX_CFG_CHOICE, offsetof(show_flags, color), "auto|always|never", 1, 0,
+    {"color", AX_CFG_CHOICE, F(color), "auto|always|never", 1, 0,
      "colour the dropped tokens (auto: when stdout is a terminal and NO_COLOR is unset)"},
-    {"json", AX_CFG_BOOL, offsetof(show_flags, json), "false", 1, 0,
-     "print {\"spec\", \"targets\", \"dropped\", \"dropped_frac\", \"tokens\": [{\"id\", \"text\", "
-     "\"dropped\"}]} instead (\"hex\" holds a token's bytes when they are not valid UTF-8 by "
-     "themselves)"},
+    AX_CFG_JSON_ENTRY(
+        F, "print {\"spec\", \"targets\", \"dropped\", \"dropped_frac\", \"tokens\": [{\"id\", "
+           "\"text\", "
+           "\"dropped\"}]} instead (\"hex\" holds a token's bytes when they are not valid UTF-8 by "
+           "themselves)"),
 };
+#undef F
 static const ax_cfg_positional show_text = {
     "TEXT", offsetof(show_flags, text), 1, 0,
     "the text, arguments joined with single spaces; '--' ends the flags"};
@@ -80,19 +81,18 @@ typedef struct {
     int verify, json;
 } stats_flags;
 
+#define F(field) offsetof(stats_flags, field)
 static const ax_cfg_entry stats_entries[] = {
-    {"data", AX_CFG_STR, offsetof(stats_flags, data), "", 1, 0,
-     "dataset from `axmem data encode` (required)"},
-    {"spec", AX_CFG_STR, offsetof(stats_flags, spec), "hash", 1, 0,
-     "goldfish spec (hash means hash:k=4,h=13,seed=0)"},
-    {"seq-len", AX_CFG_INT, offsetof(stats_flags, seq_len), "1024", 1, 1 << 24,
+    AX_CFG_DATA_ENTRY(F, "dataset from `axmem data encode` (required)"),
+    {"spec", AX_CFG_STR, F(spec), "hash", 1, 0, "goldfish spec (hash means hash:k=4,h=13,seed=0)"},
+    {"seq-len", AX_CFG_INT, F(seq_len), "1024", 1, 1 << 24,
      "training sequence length; static masks restart every N targets (hash does not depend on "
      "it)"},
-    {"verify", AX_CFG_BOOL, offsetof(stats_flags, verify), "true", 1, 0,
+    {"verify", AX_CFG_BOOL, F(verify), "true", 1, 0,
      "check the payload unless verified before (--no-verify skips it)"},
-    {"json", AX_CFG_BOOL, offsetof(stats_flags, json), "false", 1, 0,
-     "print one JSON object instead of text"},
+    AX_CFG_JSON_ENTRY(F, "print one JSON object instead of text"),
 };
+#undef F
 static const ax_cfg_table stats_table = {
     .usage = "axmem goldfish stats --data FILE.axd [flags]",
     .summary =

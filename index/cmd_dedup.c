@@ -21,17 +21,16 @@ typedef struct {
 
 #define F(field) offsetof(dedup_flags, field)
 static const ax_cfg_entry dedup_entries[] = {
-    {"input", AX_CFG_STR, F(input), "", 1, 0, "dataset (.axd) to deduplicate (required)"},
-    {"out", AX_CFG_STR, F(out), "", 1, 0,
-     "deduplicated dataset to write (required; never the input)"},
+    AX_CFG_INPUT_ENTRY(F, "dataset (.axd) to deduplicate (required)"),
+    AX_CFG_OUT_ENTRY(F, "", "deduplicated dataset to write (required; never the input)"),
     {"n", AX_CFG_INT, F(n), "0", 0, AX_MEMSCAN_N_MAX,
      "remove every later copy of a span of >= N tokens (Lee et al. 2022 use 50; 0: keep spans)"},
     {"documents", AX_CFG_BOOL, F(documents), "false", 1, 0,
      "drop every document identical (all its tokens) to an earlier one"},
     {"summary", AX_CFG_STR, F(summary), "", 1, 0,
      "JSON summary to write (default: OUT.dedup.json)"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "the dataset's tokenizer: the summary shows the spans' text (else their token ids)"},
+    AX_CFG_TOKENIZER_ENTRY(
+        F, "the dataset's tokenizer: the summary shows the spans' text (else their token ids)"),
     {"top", AX_CFG_INT, F(top), "20", 0, AX_DEDUP_TOP_MAX, "most duplicated spans to list"},
     /* text, not an int: takes suffixes K, M, G */
     {"mem-limit", AX_CFG_STR, F(mem_limit), "auto", 1, 0,

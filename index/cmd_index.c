@@ -22,8 +22,8 @@ typedef struct {
 
 #define F(field) offsetof(index_flags, field)
 static const ax_cfg_entry index_entries[] = {
-    {"data", AX_CFG_STR, F(data), "", 1, 0, "dataset from `axmem data encode` (required)"},
-    {"out", AX_CFG_STR, F(out), "", 1, 0, "index file to write (required)"},
+    AX_CFG_DATA_ENTRY(F, "dataset from `axmem data encode` (required)"),
+    AX_CFG_OUT_ENTRY(F, "", "index file to write (required)"),
     {"n", AX_CFG_INT, F(n), "32", 1, AX_MEMSCAN_N_MAX, "window length in tokens"},
     AX_CFG_SEED_ENTRY(F, "0", "hash seed"),
     /* text, not an int: takes suffixes K, M */
@@ -56,12 +56,13 @@ typedef struct {
     ax_cfg_strlist path;
 } info_flags;
 
+#define F(field) offsetof(info_flags, field)
 static const ax_cfg_entry info_entries[] = {
-    {"verify", AX_CFG_BOOL, offsetof(info_flags, verify), "false", 1, 0,
+    {"verify", AX_CFG_BOOL, F(verify), "false", 1, 0,
      "also decompress every block and check its checksum"},
-    {"json", AX_CFG_BOOL, offsetof(info_flags, json), "false", 1, 0,
-     "print the header as JSON (the INDEX.json fields)"},
+    AX_CFG_JSON_ENTRY(F, "print the header as JSON (the INDEX.json fields)"),
 };
+#undef F
 static const ax_cfg_positional info_path = {"INDEX", offsetof(info_flags, path), 0, 1,
                                             "index from `axmem memscan index`"};
 static const ax_cfg_table info_table = {

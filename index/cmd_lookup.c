@@ -16,32 +16,33 @@
 static const char *CMD = "memscan lookup";
 
 typedef struct {
-    char index[AX_CFG_STR_MAX], tok[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX], file[AX_CFG_STR_MAX];
+    char index[AX_CFG_STR_MAX], tokenizer[AX_CFG_STR_MAX], data[AX_CFG_STR_MAX],
+        file[AX_CFG_STR_MAX];
     int json;
     int64_t max_windows, max_sources, occurrences;
     ax_cfg_strlist text;
 } lookup_flags;
 
+#define F(field) offsetof(lookup_flags, field)
 static const ax_cfg_entry lookup_entries[] = {
-    {"index", AX_CFG_STR, offsetof(lookup_flags, index), "", 1, 0,
-     "index from `axmem memscan index` (required)"},
-    {"tokenizer", AX_CFG_STR, offsetof(lookup_flags, tok), "", 1, 0,
-     "tokenizer the dataset was encoded with (required, except for a batch of token ids)"},
-    {"data", AX_CFG_STR, offsetof(lookup_flags, data), "", 1, 0,
-     "the dataset (.axd; empty: the path stored in the index)"},
-    {"file", AX_CFG_STR, offsetof(lookup_flags, file), "", 1, 0,
+    AX_CFG_INDEX_ENTRY(F, "index from `axmem memscan index` (required)"),
+    AX_CFG_TOKENIZER_ENTRY(
+        F, "tokenizer the dataset was encoded with (required, except for a batch of token ids)"),
+    AX_CFG_DATA_ENTRY(F, "the dataset (.axd; empty: the path stored in the index)"),
+    {"file", AX_CFG_STR, F(file), "", 1, 0,
      "read the passage from F instead of the TEXT argument; F.jsonl: a batch, one query a "
      "line ({\"tokens\": [ids]} or {\"text\": \"...\"}, optional \"id\"), one JSON "
      "answer a line"},
-    {"json", AX_CFG_BOOL, offsetof(lookup_flags, json), "false", 1, 0, "one JSON object on stdout"},
-    {"max-windows", AX_CFG_INT, offsetof(lookup_flags, max_windows), "50", 0, 9.2e18,
+    AX_CFG_JSON_ENTRY(F, "one JSON object on stdout"),
+    {"max-windows", AX_CFG_INT, F(max_windows), "50", 0, 9.2e18,
      "list at most N matching windows in text output"},
-    {"max-sources", AX_CFG_INT, offsetof(lookup_flags, max_sources), "8", 0, 1e6,
+    {"max-sources", AX_CFG_INT, F(max_sources), "8", 0, 1e6,
      "documents listed per span (all are counted)"},
-    {"occurrences", AX_CFG_INT, offsetof(lookup_flags, occurrences), "0", 0, 1e9,
+    {"occurrences", AX_CFG_INT, F(occurrences), "0", 0, 1e9,
      "list up to N places (document, offset) of every span and matching window, from the "
      "occurrence lists (all are counted; 0: none)"},
 };
+#undef F
 static const ax_cfg_positional lookup_text = {"TEXT", offsetof(lookup_flags, text), 0, 0,
                                               "the passage (quote it; or --file F)"};
 static const ax_cfg_table lookup_table = {
@@ -90,7 +91,7 @@ static int parse(int argc, char **argv, lookup_args *a) {
     if (rc >= 0) return rc;
     lookup_flags *f = &a->fl;
     a->index = f->index[0] ? f->index : NULL;
-    a->tok = f->tok[0] ? f->tok : NULL;
+    a->tok = f->tokenizer[0] ? f->tokenizer : NULL;
     a->data = f->data[0] ? f->data : NULL;
     a->file = f->file[0] ? f->file : NULL;
     a->text = f->text.n ? f->text.v[0] : NULL;

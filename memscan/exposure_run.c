@@ -26,9 +26,9 @@ static const ax_cfg_entry entries[] = {
     AX_CFG_CKPT_ENTRY(F),
     {"canaries", AX_CFG_STR, F(canaries), "", 1, 0,
      "the secrets file `axmem data canaries` wrote (required)"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "tokenizer of the canaries (default: the one the secrets file names, beside it or from "
-     "here)"},
+    AX_CFG_TOKENIZER_ENTRY(
+        F, "tokenizer of the canaries (default: the one the secrets file names, beside it or from "
+           "here)"),
     {"exact-max", AX_CFG_FLOAT, F(exact_max), "100000", 1, 1e7,
      "rank exactly among every string of the format when there are at most this many"},
     {"candidates", AX_CFG_INT, F(candidates), "0", 0, 1e7,

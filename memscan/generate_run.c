@@ -24,10 +24,9 @@
 #define F(field) offsetof(ax_ms_generate_opts, field)
 static const ax_cfg_entry entries[] = {
     AX_CFG_CKPT_ENTRY(F),
-    {"index", AX_CFG_STR, F(index), "", 1, 0, "training-set index from `axmem memscan index`"},
-    {"data", AX_CFG_STR, F(data), "", 1, 0,
-     "the indexed dataset (.axd; default: the path stored in the index)"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, "optional: adds text to the samples file"},
+    AX_CFG_INDEX_ENTRY(F, "training-set index from `axmem memscan index`"),
+    AX_CFG_DATA_ENTRY(F, "the indexed dataset (.axd; default: the path stored in the index)"),
+    AX_CFG_TOKENIZER_ENTRY(F, "optional: adds text to the samples file"),
     {"samples", AX_CFG_INT, F(samples), "64", 1, 1e8, "generations"},
     {"length", AX_CFG_INT, F(length), "0", 0, 1e5,
      "tokens per generation, >= 2 (0: 128, or the model's context when that is shorter; at "
@@ -45,14 +44,10 @@ static const ax_cfg_entry entries[] = {
      "it would not measure what the model memorized); recorded in the scan"},
     {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
      "accept an index of data encoded by another tokenizer than the training data's"},
-    AX_MS_MODEL_ENTRIES(F),
-    AX_CFG_COMM_ENTRY(F),
-    AX_CFG_THREADS_ENTRY(F),
-    AX_CFG_OUT_ENTRY(F, "regurgitation.json",
-                     "results (schema axmem-scan v1); replaced together with the samples file"),
-    {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
-     "per-generation results, mode 0600 (default: --out's name with .samples.jsonl for .json, "
-     "e.g. regurgitation.samples.jsonl)"},
+    AX_MS_SCAN_RUN_ENTRIES(
+        F, "regurgitation.json",
+        "per-generation results, mode 0600 (default: --out's name with .samples.jsonl for .json, "
+        "e.g. regurgitation.samples.jsonl)"),
 };
 #undef F
 

@@ -27,9 +27,10 @@ static const ax_cfg_entry entries[] = {
      "--members file nor a copy of it)"},
     {"ref-ckpt", AX_CFG_STR, F(ref_ckpt), "", 1, 0,
      "optional reference model (same tokenizer, not trained on the members): adds the ref score"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "the datasets' tokenizer: adds the zlib score and the model-free zlib_bpb (they compress "
-     "the decoded text)"},
+    AX_CFG_TOKENIZER_ENTRY(
+        F,
+        "the datasets' tokenizer: adds the zlib score and the model-free zlib_bpb (they compress "
+        "the decoded text)"),
     {"max-docs", AX_CFG_INT, F(max_docs), "1000", 0, 1e8,
      "documents per set (a seeded random subset; 0 = all)"},
     {"tokens-per-doc", AX_CFG_INT, F(tokens_per_doc), "128", 1, 1e5,

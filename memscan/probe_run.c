@@ -27,9 +27,8 @@
 #define F(field) offsetof(ax_ms_probe_opts, field)
 static const ax_cfg_entry entries[] = {
     AX_CFG_CKPT_ENTRY(F),
-    {"data", AX_CFG_STR, F(data), "", 1, 0, "the training dataset (.axd) to draw prefixes from"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "optional: adds decoded text to the samples file"},
+    AX_CFG_DATA_ENTRY(F, "the training dataset (.axd) to draw prefixes from"),
+    AX_CFG_TOKENIZER_ENTRY(F, "optional: adds decoded text to the samples file"),
     {"samples", AX_CFG_INT, F(samples), "256", 1, 1e8,
      "number of probes: distinct documents, at most one probe each (fewer documents that fit: "
      "each once, with a notice)"},
@@ -55,23 +54,19 @@ static const ax_cfg_entry entries[] = {
      "draws keep the smallest set of likeliest tokens holding mass p (1: all), after --top-k"},
     {"batch", AX_CFG_INT, F(batch), "32", 1, 1e6, "sequences decoded together per rank"},
     AX_CFG_SEED_ENTRY(F, "0", "picks documents and offsets, and keys the sampled draws"),
-    {"index", AX_CFG_STR, F(index), "", 1, 0,
-     "optional `memscan index` of --data: each sample's duplication count, and results per "
-     "duplication bucket (memorization follows duplication)"},
+    AX_CFG_INDEX_ENTRY(
+        F, "optional `memscan index` of --data: each sample's duplication count, and results per "
+           "duplication bucket (memorization follows duplication)"),
     {"not-training-data", AX_CFG_BOOL, F(not_training_data), "false", 1, 0,
      "--data is knowingly not the model's training data (held-out data): no warning; the scan "
      "records data_is_training_data either way"},
     {"allow-other-tokenizer", AX_CFG_BOOL, F(allow_other_tokenizer), "false", 1, 0,
      "probe --data encoded by another tokenizer than the training data's (refused without it: "
      "its token ids are other text to the model)"},
-    AX_MS_MODEL_ENTRIES(F),
-    AX_CFG_COMM_ENTRY(F),
-    AX_CFG_THREADS_ENTRY(F),
-    AX_CFG_OUT_ENTRY(F, "probe.json",
-                     "results (schema axmem-scan v1); replaced together with the samples file"),
-    {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0,
-     "per-sample results, mode 0600 (default: --out's name with .samples.jsonl for .json, e.g. "
-     "probe.samples.jsonl)"},
+    AX_MS_SCAN_RUN_ENTRIES(
+        F, "probe.json",
+        "per-sample results, mode 0600 (default: --out's name with .samples.jsonl for .json, e.g. "
+        "probe.samples.jsonl)"),
 };
 #undef F
 

@@ -26,6 +26,16 @@
                             "where the model computes (cuda needs a build with scons cuda=yes)"),  \
         AX_CFG_PRECISION_ENTRY(F)
 
+/* The model's place and the outputs of the scans that decode (probe, generate): --out is the
+ * scan's JSON, --samples-out the per-sample file beside it */
+// clang-format off
+#define AX_MS_SCAN_RUN_ENTRIES(F, out_default, samples_help)                                       \
+    AX_MS_MODEL_ENTRIES(F), AX_CFG_COMM_ENTRY(F), AX_CFG_THREADS_ENTRY(F),                         \
+    AX_CFG_OUT_ENTRY(F, out_default,                                                               \
+                     "results (schema axmem-scan v1); replaced together with the samples file"),   \
+    {"samples-out", AX_CFG_STR, F(samples_out), "", 1, 0, samples_help}
+// clang-format on
+
 typedef struct {
     char scan[AX_MS_PATH_MAX], samples[AX_MS_PATH_MAX];         /* final names */
     char scan_tmp[AX_MS_PATH_MAX], samples_tmp[AX_MS_PATH_MAX]; /* "" when none */

@@ -62,7 +62,7 @@ static const ax_cfg_entry entries[] = {
      "gradient reduction (train --grad-comm): fp32; bf16, the Z reduce-scatters and the data "
      "all-reduce at 2 bytes an element, plus their bf16 staging (no change with --engine "
      "bf16, whose collectives are bf16 already)"},
-    {"json", AX_CFG_BOOL, F(json), "false", 1, 0, "print JSON instead of the table"},
+    AX_CFG_JSON_ENTRY(F, "print JSON instead of the table"),
     {"measure", AX_CFG_BOOL, F(measure), "false", 1, 0,
      "measure this machine (GEMM rate; under mpirun -np 2 the intra-node all-reduce) and "
      "write its profile to --out"},

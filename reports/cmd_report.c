@@ -29,8 +29,8 @@ static const ax_cfg_entry entries[] = {
     {"scan", AX_CFG_STRLIST, F(scan), "", 1, 0,
      "LABEL=FILE: one scan file of any kind, or a curve file of memscan --all-steps "
      "(repeatable; scans of different kinds with the same LABEL form one run)"},
-    {"index", AX_CFG_STR, F(index), "", 1, 0,
-     "INDEX.json sidecar of `memscan index`: adds the training set's duplication histogram"},
+    AX_CFG_INDEX_ENTRY(
+        F, "INDEX.json sidecar of `memscan index`: adds the training set's duplication histogram"),
     AX_CFG_OUT_ENTRY(F, "", "output directory, created if missing (required)"),
     {"title", AX_CFG_STR, F(title), "", 1, 0,
      "page title (default: \"axmem memorization report: A vs B\")"},

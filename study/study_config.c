@@ -19,12 +19,12 @@ static const ax_cfg_entry entries[] = {
     {"members", AX_CFG_STR, F(members), "", 1, 0,
      "instead of --corpus, an existing split: the members (.axd)"},
     {"nonmembers", AX_CFG_STR, F(nonmembers), "", 1, 0, "the held-out non-members (.axd)"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "the split's tokenizer (with --members); with --corpus, one to use instead of training one"},
+    AX_CFG_TOKENIZER_ENTRY(F, "the split's tokenizer (with --members); with --corpus, one to use "
+                              "instead of training one"),
     {"mitigations", AX_CFG_STR, F(mitigations), "none,goldfish:hash:k=4,h=13", 1, 0,
      "comma-separated: none, goldfish:SPEC, dedup:N, dp:eps=E[,delta=D][,clip=C] or "
      "dp:noise=S[,delta=D][,clip=C]"},
-    {"steps", AX_CFG_INT, F(steps), "300", 1, 1e7, "training steps per model"},
+    AX_STUDY_STEPS_ENTRY(F),
     {"docs", AX_CFG_INT, F(docs), "32", 1, 100000,
      "--corpus: documents in the member set (2x drawn, half held out)"},
     {"chars", AX_CFG_INT, F(chars), "500", 1, 1e7,
@@ -41,13 +41,7 @@ static const ax_cfg_entry entries[] = {
     AX_CFG_SEED_ENTRY(F, "1", "training seed, the same for every mitigation"),
     {"privacy", AX_CFG_BOOL, F(privacy), "true", 0, 0,
      "canaries, membership inference and exposure (--no-privacy: extraction only)"},
-    {"canary-format", AX_CFG_STR, F(canary_format), "my PIN is {d3}", 1, 0,
-     "canary text, as `axmem data canaries --format` (a small space: exact exposure)"},
-    {"canary-repeats", AX_CFG_STR, F(canary_repeats), "1,4,16", 1, 0,
-     "comma-separated repeat counts of the canaries (up to 16 counts)"},
-    {"canaries-per-repeat", AX_CFG_INT, F(per_repeat), "2", 1, 100, "canaries per repeat count"},
-    {"show-text", AX_CFG_BOOL, F(show_text), "false", 0, 0,
-     "the report's HTML and Markdown quote memorized text and canary secrets"},
+    AX_STUDY_CANARY_ENTRIES(F),
 };
 #undef F
 

@@ -35,6 +35,19 @@ typedef struct {
 } ax_study_config;
 
 extern const ax_cfg_table ax_study_table;
+/* Flags `axmem demo` shares with the study word for word (F: offsetof over ax_study_config) */
+#define AX_STUDY_STEPS_ENTRY(F)                                                                    \
+    { "steps", AX_CFG_INT, F(steps), "300", 1, 1e7, "training steps per model" }
+// clang-format off
+#define AX_STUDY_CANARY_ENTRIES(F)                                                                 \
+    {"canary-format", AX_CFG_STR, F(canary_format), "my PIN is {d3}", 1, 0,                       \
+     "canary text, as `axmem data canaries --format` (a small space: exact exposure)"},            \
+    {"canary-repeats", AX_CFG_STR, F(canary_repeats), "1,4,16", 1, 0,                              \
+     "comma-separated repeat counts of the canaries (up to 16 counts)"},                           \
+    {"canaries-per-repeat", AX_CFG_INT, F(per_repeat), "2", 1, 100, "canaries per repeat count"}, \
+    {"show-text", AX_CFG_BOOL, F(show_text), "false", 0, 0,                                        \
+     "the report's HTML and Markdown quote memorized text and canary secrets"}
+// clang-format on
 
 typedef struct {
     int n; /* mitigations */
@@ -44,6 +57,9 @@ typedef struct {
     char summary[AX_CFG_STR_MAX + 32], report_dir[AX_CFG_STR_MAX + 32];
 } ax_study_result;
 
+/* What `axmem study` and `axmem demo` do once c is set: check, run every stage, print the
+ * summary and where the report went; returns the exit code (failures as c->who). */
+int ax_study_cli(const ax_study_config *c);
 /* Checks c (flags that depend on each other, the mitigation list, the canary format) before any
  * work; fills r->mit. */
 ax_status ax_study_check(const ax_study_config *c, ax_study_result *r);

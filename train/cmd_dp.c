@@ -38,7 +38,7 @@ static const ax_cfg_entry entries[] = {
     {"conversion", AX_CFG_CHOICE, F(conversion), "tight|classic", 1, 0,
      "RDP -> (epsilon, delta): tight (Balle et al. 2020; Opacus >= 1.0, dp_accounting) or "
      "classic (Mironov 2017; Abadi et al. 2016, older TF Privacy and Opacus figures)"},
-    {"json", AX_CFG_BOOL, F(json), "false", 1, 0, "print one JSON object instead of text"},
+    AX_CFG_JSON_ENTRY(F, "print one JSON object instead of text"),
 };
 #undef F
 

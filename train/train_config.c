@@ -11,9 +11,8 @@
 
 #define F(field) offsetof(ax_train_config, field)
 static const ax_cfg_entry entries[] = {
-    {"data", AX_CFG_STR, F(data), "", 1, 0, "training dataset (.axd from `axmem data encode`)"},
-    {"tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0,
-     "tokenizer file; if given, its vocabulary must match the dataset's"},
+    AX_CFG_DATA_ENTRY(F, "training dataset (.axd from `axmem data encode`)"),
+    AX_CFG_TOKENIZER_ENTRY(F, "tokenizer file; if given, its vocabulary must match the dataset's"),
     AX_CFG_OUT_ENTRY(F, "runs/train", "run directory: metrics.jsonl and ckpt/step-NNNNNN/"),
     {"model", AX_CFG_CHOICE, F(model), "tiny|small|gpt2-124m", 1, 0,
      "shape preset (explicit --layers/--dim/... override it)"},

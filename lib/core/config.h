@@ -136,3 +136,14 @@ static inline const char *ax_cfg_device_spec(char *out, const char *device, cons
     { "out", AX_CFG_STR, F(out), def, 1, 0, help }
 #define AX_CFG_SEED_ENTRY(F, def, help)                                                            \
     { "seed", AX_CFG_INT, F(seed), def, 0, 9.2e18, help }
+/* The files most commands read: what each is for differs (the help) */
+#define AX_CFG_DATA_ENTRY(F, help)                                                                 \
+    { "data", AX_CFG_STR, F(data), "", 1, 0, help }
+#define AX_CFG_INPUT_ENTRY(F, help)                                                                \
+    { "input", AX_CFG_STR, F(input), "", 1, 0, help }
+#define AX_CFG_TOKENIZER_ENTRY(F, help)                                                            \
+    { "tokenizer", AX_CFG_STR, F(tokenizer), "", 1, 0, help }
+#define AX_CFG_INDEX_ENTRY(F, help)                                                                \
+    { "index", AX_CFG_STR, F(index), "", 1, 0, help }
+#define AX_CFG_JSON_ENTRY(F, help)                                                                 \
+    { "json", AX_CFG_BOOL, F(json), "false", 1, 0, help }
