@@ -38,7 +38,7 @@ static const ax_cfg_entry entries[] = {
     {"batch", AX_CFG_INT, F(batch), "16", 1, 1 << 20, "sequences per step"},
     {"lr", AX_CFG_FLOAT, F(lr), "3e-3", 0, 10, "peak learning rate"},
     {"model", AX_CFG_STR, F(model), "tiny", 1, 0, "model preset (axmem train --model)"},
-    AX_CFG_SEED_ENTRY(F, "1", "training seed, the same for every mitigation"),
+    AX_CFG_SEED_ENTRY(F, "1234", "training seed, the same for every mitigation (train's default)"),
     {"privacy", AX_CFG_BOOL, F(privacy), "true", 0, 0,
      "canaries, membership inference and exposure (--no-privacy: extraction only)"},
     AX_STUDY_CANARY_ENTRIES(F),
