@@ -11,7 +11,7 @@
  * (threads from OMP_NUM_THREADS) */
 #include "bench/bench_model.h"
 #include "lib/model/model.h"
-#include "lib/backend/cpu/perf.h"
+#include "bench/support/perf.h"
 #include "lib/backend/ops.h"
 #include "lib/core/timer.h"
 

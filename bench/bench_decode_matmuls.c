@@ -9,7 +9,7 @@
  * with the read ceiling bench_decode prints. Usage: bench_decode_matmuls [N=32] [reps=9]   (threads
  * from OMP_NUM_THREADS) */
 #include "lib/backend/cpu/cpu.h"
-#include "lib/backend/cpu/perf.h"
+#include "bench/support/perf.h"
 #include "lib/core/timer.h"
 
 #include <omp.h>

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "lib/backend/cpu/cpu.h"
-#include "lib/backend/cpu/perf.h"
+#include "bench/support/perf.h"
 #include "lib/core/timer.h"
 
 typedef struct {

@@ -6,7 +6,7 @@
  * memscan mia scores a whole set (the logits buffer is allocated once, not per round). The GEMM
  * ceiling is the higher of a reading before and after the runs. Usage: bench_score [B=4]
  * [T=128] [reps=3] */
-#include "lib/backend/cpu/perf.h"
+#include "bench/support/perf.h"
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
 #include "bench/bench_model.h"

@@ -16,7 +16,7 @@
 #include "lib/model/model.h"
 #include "lib/model/optim.h"
 #include "lib/backend/cpu/cpu.h"
-#include "lib/backend/cpu/perf.h"
+#include "bench/support/perf.h"
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
 

@@ -1,4 +1,4 @@
-#include "lib/backend/cpu/perf.h"
+#include "bench/support/perf.h"
 
 #include <omp.h>
 #include <stdlib.h>
