@@ -78,7 +78,16 @@ done
 ar rcs "$E/libaxmem_dist_emu.a" "${DIST[@]}"
 CLI=()
 for f in cli/*.c; do CLI+=("$B/cli/$(basename "${f%.c}").o"); done # not stale objects
-g++ -fopenmp -o "$E/axmem" "${CLI[@]}" "$B"/lib/libaxmem_{study,interop,plan,train,memscan,index,reports,goldfish,data,model,ckpt}.a \
+# every library scons built above the backend (a new folder needs no edit here), as one group:
+# the emulated backend and transport replace lib/backend and lib/dist below them
+APP=()
+for l in "$B"/lib/libaxmem_*.a; do
+  case $(basename "$l") in
+    libaxmem_backend.a | libaxmem_dist.a | libaxmem_core.a | libaxmem_*support.a) ;;
+    *) APP+=("$l") ;;
+  esac
+done
+g++ -fopenmp -o "$E/axmem" "${CLI[@]}" -Wl,--start-group "${APP[@]}" -Wl,--end-group \
   "$E/libaxmem_backend_emu.a" "$E/libaxmem_dist_emu.a" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
 # and axmem-nccl: lib/dist WITH the NCCL transport (lib/dist/comm_nccl.c, AX_HAVE_NCCL) on the
@@ -92,8 +101,7 @@ for f in lib/dist/*.c tests/cuda/emu/nccl_emu.c tests/cuda/emu/emu_plugin.c; do
     -c "$f" -o "$E/nccl_$(basename "${f%.c}").o"
   NDIST+=("$E/nccl_$(basename "${f%.c}").o")
 done
-g++ -fopenmp -rdynamic -o "$E/axmem-nccl" "${CLI[@]}" \
-  "$B"/lib/libaxmem_{study,interop,plan,train,memscan,index,reports,goldfish,data,model,ckpt}.a \
+g++ -fopenmp -rdynamic -o "$E/axmem-nccl" "${CLI[@]}" -Wl,--start-group "${APP[@]}" -Wl,--end-group \
   "$E/libaxmem_backend_emu.a" "${NDIST[@]}" "$B/lib/libaxmem_core.a" $(mpicc --showme:link) \
   -ldnnl -lxxhash -lzstd -lz -lm
 # tests/mpi/mpi_stage.c on the same: every collective of the NCCL transport on every axis
